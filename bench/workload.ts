@@ -1,0 +1,47 @@
+/**
+ * The benchmark workload shared by every contender: one thread whose `messages`
+ * list grows by one ~1 KB message per step. Every contender appends exactly
+ * these messages, so payload bytes are identical across engines.
+ */
+export interface BenchMessage {
+  role: 'user' | 'assistant';
+  content: string;
+  index: number;
+}
+
+const FILLER = 'lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(20);
+
+/** The i-th message of the workload: deterministic, about 1 KB encoded. */
+export function makeMessage(i: number): BenchMessage {
+  const content = `${i}: ${FILLER}`.slice(0, 1000);
+  return { role: i % 2 === 0 ? 'user' : 'assistant', content, index: i };
+}
+
+/** Bytes of payload the workload writes in `n` steps (JSON-encoded messages). */
+export function payloadBytes(n: number): number {
+  let total = 0;
+  for (let i = 0; i < n; i++) total += Buffer.byteLength(JSON.stringify(makeMessage(i)));
+  return total;
+}
+
+/** What every contender reports for one workload size. */
+export interface WorkloadResult {
+  contender: string;
+  n: number;
+  /** Mean wall-clock ms per step over the first 100 steps. */
+  firstMsPerStep: number;
+  /** Mean wall-clock ms per step over the last 100 steps. */
+  lastMsPerStep: number;
+  /** Size of the database on disk at the end (main file + WAL), in bytes. */
+  dbBytes: number;
+  payloadBytes: number;
+  /** ms to load the head state, measured in a fresh process (median of runs). */
+  headLoadMs?: number;
+  /** ms to load the state at position n/2, fresh process. */
+  midLoadMs?: number;
+  /** ms to list the whole history, fresh process. */
+  historyMs?: number;
+  /** Number of positions the history listing returned. */
+  historyCount?: number;
+  notes?: string;
+}
