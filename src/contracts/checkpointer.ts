@@ -1,0 +1,159 @@
+/**
+ * @module contracts/checkpointer
+ * The thread log: one append-only log of positions per thread (a tree once
+ * forked), snapshots beside it, and the threads table. Engines store and fetch
+ * rows; they never interpret a position's body. Materializing state (snapshot +
+ * deltas + appended items, then upcast, then derive) is shared code in
+ * `runtime/materialize.ts`, so every engine loads state identically.
+ *
+ * Contract for every implementation:
+ * - **Atomicity**: {@link Checkpointer.commitStep} writes the position, its
+ *   items, its snapshot, the head advance, the thread status and the removal of
+ *   the folded-in pending writes in one transaction: all of it or none of it.
+ * - **Fencing**: every write that takes a {@link ThreadLease} checks, in the same
+ *   transaction, that the lease's `runId` and `epoch` still hold the thread; if
+ *   not it throws {@link LeaseLostError} and writes nothing.
+ * - **No silent forks**: `commitStep` on the root namespace checks that the
+ *   thread's head equals `expectedHead`; otherwise {@link HeadMovedError}.
+ * - **Immutability**: positions, items and snapshots are never updated once written.
+ * - **Durability**: when a method's promise resolves, what it wrote survives a
+ *   crash of the process (and, for durable engines, of the machine).
+ *
+ * @example A minimal engine test: `checkpointerSuite({ name: 'mine', create: () => myEngine() })` from `cairn/testing`.
+ */
+import type { LeaseOwner, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus, ThreadError } from './threads.js';
+
+/** A position as stored: fixed columns the engine indexes, plus an opaque canonical body. */
+export interface StoredPosition {
+  /** Checkpoint namespace: '' for the thread's root graph, `parent|node:task` for child runs. */
+  ns: string;
+  seq: number;
+  parent: number | null;
+  /** First seq of the linear run of positions (each the child of the previous) this one belongs to. */
+  segment: number;
+  /** Superstep number along this branch (0 for the input position). */
+  step: number;
+  schemaVersion: number;
+  createdAt: number;
+  /** Canonical JSON of the position body (changes, next nodes, effects...). Opaque to engines. */
+  body: string;
+  /** Hex chain hash: H(parent hash ‖ header ‖ body ‖ items). */
+  hash: string;
+}
+
+/** One item appended to an append-reducer field by a position. Stored once, never copied. */
+export interface PositionItem {
+  field: string;
+  /** Index among the items this position appended to this field (0-based). */
+  index: number;
+  /** Canonical tagged JSON of the item. */
+  text: string;
+}
+
+/** An inclusive range of seqs; a position's ancestors are a few such ranges. */
+export interface SeqRange {
+  from: number;
+  to: number;
+}
+
+/** Everything one step boundary writes, in one transaction. */
+export interface StepCommit {
+  position: StoredPosition;
+  items: PositionItem[];
+  /** Canonical snapshot text to store at `position.seq`, when the snapshot policy asks for one. */
+  snapshot?: string;
+  /** The thread's status once this commit lands. */
+  status: ThreadStatus;
+  /** The head this commit extends (root namespace): the parent, or null for a new thread's first position. */
+  expectedHead: number | null;
+}
+
+/** The finished work of one task in a superstep that has not committed yet. */
+export interface PendingWrite {
+  ns: string;
+  /** Seq of the position the superstep started from. */
+  baseSeq: number;
+  /** Task id: `node:index`. */
+  task: string;
+  /** Canonical JSON of the task's writes. */
+  body: string;
+}
+
+/** A failure of one attempt, kept on the thread. */
+export interface AttemptFailure extends ThreadError {
+  ns: string;
+}
+
+export interface AcquireRequest {
+  owner: LeaseOwner;
+  leaseMs: number;
+  /** Create the thread with these attributes when it does not exist; without it a missing thread is ThreadNotFoundError. */
+  create?: { kind: ThreadKind; tenant: string | null; metadata: Record<string, unknown> };
+}
+
+/** Changes to a held thread's record. */
+export interface ThreadPatch {
+  status?: ThreadStatus;
+  lastError?: ThreadError | null;
+  /** Count this many more attempts. */
+  attempts?: number;
+  /** A failure to keep in the thread's attempt history. */
+  failure?: AttemptFailure;
+}
+
+/** The thread log contract. See the module documentation for the rules every method keeps. */
+export interface Checkpointer {
+  /** Engine name used in messages, e.g. `sqlite`. */
+  readonly engine: string;
+
+  /** The thread record, or null. Never throws for a missing thread. */
+  getThread(threadId: string): Promise<ThreadRecord | null>;
+  /** Threads matching the query, ordered by id. */
+  listThreads(query?: ThreadQuery): Promise<ThreadRecord[]>;
+  /** Failures recorded in this thread, oldest first. */
+  listFailures(threadId: string): Promise<AttemptFailure[]>;
+
+  /**
+   * Takes the thread's lease for `request.owner`, creating the thread if asked.
+   * Exactly one holder at a time: when a live holder's lease has not expired,
+   * throws {@link ThreadBusyError}. A holder is dead when its lease expired or,
+   * on the same host, its process no longer exists. Each grant increases `epoch`.
+   */
+  acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease>;
+  /** Extends the lease. Throws {@link LeaseLostError} if it was taken over. */
+  renewLease(lease: ThreadLease, leaseMs: number): Promise<ThreadLease>;
+  /** Gives the lease up. A lease already lost is not an error (nothing to release). */
+  releaseThread(lease: ThreadLease): Promise<void>;
+  /** Updates the held thread's record (fenced). Returns the new record. */
+  updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord>;
+
+  /** Commits one step boundary atomically (fenced, head-checked). See {@link StepCommit}. */
+  commitStep(lease: ThreadLease, commit: StepCommit): Promise<void>;
+  /** Durably keeps one finished task's writes until its superstep commits (fenced). Idempotent per task. */
+  putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void>;
+  /** Pending writes of the superstep that starts from `baseSeq`, in task order. */
+  getPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]>;
+
+  /** One position, or null. */
+  getPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null>;
+  /** Positions with `from <= seq <= to`, ascending by seq (no ancestry check: pass ranges from one branch). */
+  getPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]>;
+  /** Positions newest first, for history listings. `beforeSeq` pages backwards. */
+  listPositions(threadId: string, ns: string, page?: { beforeSeq?: number; limit?: number }): Promise<StoredPosition[]>;
+  /** The snapshot with the highest seq inside `ranges`, or null. */
+  getSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null>;
+  /**
+   * The items appended to `field` by positions inside `ranges`, ordered by (seq, index),
+   * as the text of one JSON array (engines concatenate stored item texts, which is far
+   * cheaper to decode than thousands of separate values), and how many there are.
+   */
+  getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<{ text: string; count: number }>;
+  /**
+   * The items one position appended to `fields` (the fields its body says it appended
+   * to), in (field order given, index) order. Used to verify the chain.
+   */
+  getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]>;
+
+  /** Releases connections. Further calls throw {@link EngineClosedError}. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,17 @@
+/**
+ * @module contracts/engine
+ * An engine bundles the three storage contracts that live in one database
+ * (thread log, effect ledger, store), so one file or one connection pool serves
+ * all three. `sqlite(path)`, `memory()` and `postgres(url)` return one.
+ */
+import type { Checkpointer } from './checkpointer.js';
+import type { Ledger } from './ledger.js';
+import type { Store } from './store.js';
+
+export interface Engine extends AsyncDisposable {
+  readonly name: string;
+  readonly checkpointer: Checkpointer;
+  readonly ledger: Ledger;
+  readonly store: Store;
+  close(): Promise<void>;
+}

@@ -1,0 +1,59 @@
+/**
+ * @module contracts/ledger
+ * The effect ledger: intents and outcomes of side effects, and recorded
+ * nondeterministic outputs (model completions, tool results, clock readings).
+ *
+ * Contract:
+ * - Entries are keyed by (thread, key). The first write of a key wins: writing an
+ *   intent or a record for a key that exists returns the stored entry unchanged.
+ * - {@link Ledger.writeIntent} is durable before it resolves: the runtime runs the
+ *   effect only after that.
+ * - {@link Ledger.writeOutcome} turns an intent into `done` once; a second outcome
+ *   for a done entry is ignored (the first observation stands).
+ * - Effects are never deleted by the runtime; {@link Ledger.discardRecords} deletes
+ *   only `record` entries (outputs of an attempt that failed, so a retry calls again).
+ */
+
+export type LedgerKind = 'effect' | 'record';
+
+export interface LedgerEntry {
+  threadId: string;
+  key: string;
+  kind: LedgerKind;
+  name: string;
+  ns: string;
+  /** Seq of the position the step started from. */
+  seq: number;
+  node: string;
+  /** Task id `node:index`. */
+  task: string;
+  /** Index of the call among the task's record/effect calls. */
+  call: number;
+  /** Digest of the effect's declared arguments, or null. */
+  argsDigest: string | null;
+  status: 'intent' | 'done';
+  /** Canonical tagged JSON of the outcome, when done. */
+  outcome: string | null;
+  createdAt: number;
+  completedAt: number | null;
+}
+
+export type NewLedgerEntry = Omit<LedgerEntry, 'status' | 'outcome' | 'completedAt'>;
+
+export interface Ledger {
+  readonly engine: string;
+  /** The entry for (thread, key), or null. */
+  get(threadId: string, key: string): Promise<LedgerEntry | null>;
+  /** Entries of one task of one step, by call index. */
+  listForTask(threadId: string, ns: string, seq: number, task: string): Promise<LedgerEntry[]>;
+  /** Entries of a thread, oldest first. */
+  list(threadId: string): Promise<LedgerEntry[]>;
+  /** Durably records an effect's intent (insert if absent) and returns the stored entry. */
+  writeIntent(entry: NewLedgerEntry): Promise<LedgerEntry>;
+  /** Durably records an effect's outcome. Ignored when the entry is already done. */
+  writeOutcome(threadId: string, key: string, outcome: string, at: number): Promise<void>;
+  /** Durably records a nondeterministic output (insert if absent) and returns the stored entry. */
+  writeRecord(entry: NewLedgerEntry & { outcome: string }): Promise<LedgerEntry>;
+  /** Deletes `record` entries with these keys (effects are kept). */
+  discardRecords(threadId: string, keys: string[]): Promise<void>;
+}

@@ -1,0 +1,31 @@
+/**
+ * @module cairn/memory
+ * The in-memory engine: thread log, ledger and store in process memory. For
+ * tests and development; nothing survives the process.
+ *
+ * @example
+ * ```ts
+ * import { memory } from 'cairn/memory';
+ * const app = graph(State).node(...).compile({ engine: memory() });
+ * ```
+ */
+import type { Engine } from '../../contracts/engine.js';
+import { Lifecycle } from '../../internal/lifecycle.js';
+import { MemoryCheckpointer } from './memory-checkpointer.js';
+import { MemoryLedger } from './memory-ledger.js';
+import { MemoryStore } from './memory-store.js';
+
+export { MemoryCheckpointer, MemoryLedger, MemoryStore };
+export { MemoryArtifactStore, memoryArtifacts } from '../../artifacts/memory-artifact-store.js';
+
+/** Creates an in-memory engine. */
+export function memory(): Engine {
+  const lifecycle = new Lifecycle('memory', () => undefined);
+  const checkpointer = new MemoryCheckpointer(lifecycle);
+  const ledger = new MemoryLedger(lifecycle);
+  const store = new MemoryStore(lifecycle);
+  const close = async () => {
+    if (lifecycle.close()) await checkpointer.close();
+  };
+  return { name: 'memory', checkpointer, ledger, store, close, [Symbol.asyncDispose]: close };
+}

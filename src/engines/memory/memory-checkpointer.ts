@@ -1,0 +1,221 @@
+/**
+ * @module engines/memory/memory-checkpointer
+ * The thread log in process memory: for tests and development. Same contract,
+ * same behaviour as the durable engines, nothing survives the process.
+ */
+import type {
+  AcquireRequest,
+  AttemptFailure,
+  Checkpointer,
+  PendingWrite,
+  PositionItem,
+  SeqRange,
+  StepCommit,
+  StoredPosition,
+  ThreadPatch,
+} from '../../contracts/checkpointer.js';
+import type { ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
+import { HeadMovedError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
+import { checkThreadId } from '../../internal/keys.js';
+import { describeHolder, holderIsLive, type HolderInfo } from '../../internal/lease.js';
+import type { Lifecycle } from '../../internal/lifecycle.js';
+
+interface ThreadRow {
+  record: ThreadRecord;
+  holder: HolderInfo;
+  epoch: number;
+  positions: Map<string, Map<number, StoredPosition>>;
+  items: Map<string, Map<number, PositionItem[]>>;
+  snapshots: Map<string, Map<number, string>>;
+  pending: Map<string, PendingWrite>;
+  failures: AttemptFailure[];
+}
+
+const inRanges = (seq: number, ranges: SeqRange[]) => ranges.some((r) => seq >= r.from && seq <= r.to);
+
+export class MemoryCheckpointer implements Checkpointer {
+  readonly engine = 'memory';
+  private readonly threads = new Map<string, ThreadRow>();
+
+  constructor(private readonly lifecycle: Lifecycle) {}
+
+  private row(threadId: string): ThreadRow | undefined {
+    this.lifecycle.assertOpen();
+    return this.threads.get(threadId);
+  }
+
+  private held(lease: ThreadLease): ThreadRow {
+    const row = this.row(lease.threadId);
+    if (!row || row.holder.runId !== lease.runId || row.epoch !== lease.epoch) throw new LeaseLostError(lease.threadId, { engine: this.engine });
+    return row;
+  }
+
+  async getThread(threadId: string): Promise<ThreadRecord | null> {
+    const row = this.row(threadId);
+    return row ? structuredClone(row.record) : null;
+  }
+
+  async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
+    this.lifecycle.assertOpen();
+    return [...this.threads.values()]
+      .map((r) => r.record)
+      .filter(
+        (t) =>
+          (query.status === undefined || t.status === query.status) &&
+          (query.kind === undefined || t.kind === query.kind) &&
+          (query.tenant === undefined || t.tenant === query.tenant) &&
+          (query.after === undefined || t.id > query.after),
+      )
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .slice(0, query.limit ?? Infinity)
+      .map((t) => structuredClone(t));
+  }
+
+  async listFailures(threadId: string): Promise<AttemptFailure[]> {
+    return structuredClone(this.row(threadId)?.failures ?? []);
+  }
+
+  async acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease> {
+    checkThreadId(threadId);
+    const now = Date.now();
+    let row = this.row(threadId);
+    if (!row) {
+      if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
+      row = {
+        record: {
+          id: threadId,
+          kind: request.create.kind,
+          status: 'running',
+          head: null,
+          lastSeq: null,
+          attempts: 0,
+          tenant: request.create.tenant,
+          metadata: structuredClone(request.create.metadata),
+          lastError: null,
+          createdAt: now,
+          updatedAt: now,
+        },
+        holder: { runId: null, pid: null, host: null, leaseUntil: null },
+        epoch: 0,
+        positions: new Map(),
+        items: new Map(),
+        snapshots: new Map(),
+        pending: new Map(),
+        failures: [],
+      };
+      this.threads.set(threadId, row);
+    } else if (holderIsLive(row.holder, now)) {
+      throw new ThreadBusyError(threadId, describeHolder(row.holder), { engine: this.engine });
+    }
+    row.epoch++;
+    row.holder = { runId: request.owner.runId, pid: request.owner.pid, host: request.owner.host, leaseUntil: now + request.leaseMs };
+    return { threadId, runId: request.owner.runId, epoch: row.epoch, expiresAt: now + request.leaseMs, thread: structuredClone(row.record) };
+  }
+
+  async renewLease(lease: ThreadLease, leaseMs: number): Promise<ThreadLease> {
+    const row = this.held(lease);
+    row.holder.leaseUntil = Date.now() + leaseMs;
+    return { ...lease, expiresAt: row.holder.leaseUntil };
+  }
+
+  async releaseThread(lease: ThreadLease): Promise<void> {
+    const row = this.row(lease.threadId);
+    if (row && row.holder.runId === lease.runId && row.epoch === lease.epoch) row.holder = { runId: null, pid: null, host: null, leaseUntil: null };
+  }
+
+  async updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord> {
+    const row = this.held(lease);
+    const record = row.record;
+    if (patch.status !== undefined) record.status = patch.status;
+    if (patch.lastError !== undefined) record.lastError = structuredClone(patch.lastError);
+    if (patch.attempts) record.attempts += patch.attempts;
+    if (patch.failure) row.failures.push(structuredClone(patch.failure));
+    record.updatedAt = Date.now();
+    return structuredClone(record);
+  }
+
+  async commitStep(lease: ThreadLease, commit: StepCommit): Promise<void> {
+    const row = this.held(lease);
+    const { position } = commit;
+    if (position.ns === '' && row.record.head !== commit.expectedHead) {
+      throw new HeadMovedError(lease.threadId, commit.expectedHead, row.record.head, { engine: this.engine });
+    }
+    const ns = position.ns;
+    const positions = mapOf(row.positions, ns);
+    if (positions.has(position.seq)) throw new HeadMovedError(lease.threadId, commit.expectedHead, position.seq, { engine: this.engine });
+    positions.set(position.seq, { ...position });
+    if (commit.items.length) mapOf(row.items, ns).set(position.seq, commit.items.map((i) => ({ ...i })));
+    if (commit.snapshot !== undefined) mapOf(row.snapshots, ns).set(position.seq, commit.snapshot);
+    for (const key of [...row.pending.keys()]) if (key.startsWith(`${ns}\u0000${position.parent}\u0000`)) row.pending.delete(key);
+    if (ns === '') {
+      row.record.head = position.seq;
+      row.record.lastSeq = Math.max(row.record.lastSeq ?? -1, position.seq);
+      row.record.status = commit.status;
+    }
+    row.record.updatedAt = Date.now();
+  }
+
+  async putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void> {
+    const row = this.held(lease);
+    row.pending.set(`${write.ns}\u0000${write.baseSeq}\u0000${write.task}`, { ...write });
+  }
+
+  async getPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]> {
+    const row = this.row(threadId);
+    if (!row) return [];
+    return [...row.pending.values()].filter((w) => w.ns === ns && w.baseSeq === baseSeq).sort((a, b) => (a.task < b.task ? -1 : 1));
+  }
+
+  async getPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
+    const p = this.row(threadId)?.positions.get(ns)?.get(seq);
+    return p ? { ...p } : null;
+  }
+
+  async getPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]> {
+    const positions = this.row(threadId)?.positions.get(ns);
+    if (!positions) return [];
+    return [...positions.values()].filter((p) => p.seq >= range.from && p.seq <= range.to).sort((a, b) => a.seq - b.seq).map((p) => ({ ...p }));
+  }
+
+  async listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
+    const positions = this.row(threadId)?.positions.get(ns);
+    if (!positions) return [];
+    return [...positions.values()]
+      .filter((p) => page.beforeSeq === undefined || p.seq < page.beforeSeq)
+      .sort((a, b) => b.seq - a.seq)
+      .slice(0, page.limit ?? Infinity)
+      .map((p) => ({ ...p }));
+  }
+
+  async getSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null> {
+    const snapshots = this.row(threadId)?.snapshots.get(ns);
+    let best: { seq: number; text: string } | null = null;
+    for (const [seq, text] of snapshots ?? []) if (inRanges(seq, ranges) && (!best || seq > best.seq)) best = { seq, text };
+    return best;
+  }
+
+  async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<{ text: string; count: number }> {
+    const items = this.row(threadId)?.items.get(ns);
+    const texts: string[] = [];
+    for (const seq of [...(items?.keys() ?? [])].sort((a, b) => a - b)) {
+      if (!inRanges(seq, ranges)) continue;
+      for (const item of items!.get(seq)!) if (item.field === field) texts.push(item.text);
+    }
+    return { text: `[${texts.join(',')}]`, count: texts.length };
+  }
+
+  async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
+    const items = this.row(threadId)?.items.get(ns)?.get(seq) ?? [];
+    return fields.flatMap((field) => items.filter((i) => i.field === field).map((i) => ({ ...i })));
+  }
+
+  async close(): Promise<void> {
+    this.threads.clear();
+  }
+}
+
+function mapOf<K, V>(outer: Map<string, Map<K, V>>, key: string): Map<K, V> {
+  let inner = outer.get(key);
+  if (!inner) outer.set(key, (inner = new Map()));
+  return inner;
+}

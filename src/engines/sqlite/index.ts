@@ -1,0 +1,39 @@
+/**
+ * @module cairn/sqlite
+ * The embedded default engine: thread log, ledger and store in one SQLite file
+ * (WAL mode). Durable by default: `synchronous=FULL`, so a committed step
+ * survives power loss; `{ durability: 'normal' }` trades that for speed (a
+ * process crash still loses nothing committed). Needs `better-sqlite3@12`,
+ * loaded on first use.
+ *
+ * @example
+ * ```ts
+ * import { sqlite } from 'cairn/sqlite';
+ * const engine = sqlite('./cairn.db');
+ * const app = graph(State).node(...).compile({ engine });
+ * ```
+ */
+import type { Engine } from '../../contracts/engine.js';
+import { SqliteConnection, type SqliteOptions } from './connection.js';
+import type { SqliteDatabase } from './driver.js';
+import { SqliteCheckpointer } from './sqlite-checkpointer.js';
+import { SqliteLedger } from './sqlite-ledger.js';
+import { SqliteStore } from './sqlite-store.js';
+
+export { SqliteCheckpointer, SqliteLedger, SqliteStore, SqliteConnection };
+export type { SqliteOptions, SqliteDatabase };
+export { SQLITE_MIGRATIONS, migrate } from './migrations.js';
+
+/** The SQLite engine on a file path (or an open better-sqlite3 handle, which the engine will not close). */
+export function sqlite(source: string | SqliteDatabase, options: SqliteOptions = {}): Engine {
+  const conn = new SqliteConnection(source, options);
+  const close = async () => conn.close();
+  return {
+    name: 'sqlite',
+    checkpointer: new SqliteCheckpointer(conn),
+    ledger: new SqliteLedger(conn),
+    store: new SqliteStore(conn),
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}

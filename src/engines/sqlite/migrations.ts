@@ -1,0 +1,142 @@
+/**
+ * @module engines/sqlite/migrations
+ * The SQLite schema as an ordered list of migrations, applied in one IMMEDIATE
+ * transaction (SQLite's write lock serialises concurrent openers) and recorded in
+ * `cairn_migrations`. Append new migrations; never edit an applied one.
+ */
+import type { SqliteDatabase } from './driver.js';
+
+export interface Migration {
+  id: number;
+  name: string;
+  sql: string;
+}
+
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
+  {
+    id: 1,
+    name: 'thread log, ledger and store',
+    sql: `
+      CREATE TABLE cairn_threads (
+        tid         INTEGER PRIMARY KEY,
+        id          TEXT NOT NULL UNIQUE,
+        kind        TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        head        INTEGER,
+        last_seq    INTEGER,
+        attempts    INTEGER NOT NULL DEFAULT 0,
+        tenant      TEXT,
+        metadata    TEXT NOT NULL,
+        last_error  TEXT,
+        run_id      TEXT,
+        owner_pid   INTEGER,
+        owner_host  TEXT,
+        lease_until INTEGER,
+        epoch       INTEGER NOT NULL DEFAULT 0,
+        created_at  INTEGER NOT NULL,
+        updated_at  INTEGER NOT NULL
+      );
+      CREATE INDEX cairn_threads_by_status ON cairn_threads (status, id);
+
+      -- One row per position. Small rows, clustered by (thread, namespace, seq).
+      CREATE TABLE cairn_positions (
+        tid            INTEGER NOT NULL,
+        ns             TEXT NOT NULL,
+        seq            INTEGER NOT NULL,
+        parent         INTEGER,
+        segment        INTEGER NOT NULL,
+        step           INTEGER NOT NULL,
+        schema_version INTEGER NOT NULL,
+        created_at     INTEGER NOT NULL,
+        body           TEXT NOT NULL,
+        hash           BLOB NOT NULL,
+        PRIMARY KEY (tid, ns, seq)
+      ) WITHOUT ROWID;
+
+      -- Items appended to append-reducer fields, stored once by the position that
+      -- wrote them. A rowid table: items are often ~1 KB, too big for a WITHOUT ROWID
+      -- b-tree cell without spilling to overflow pages.
+      CREATE TABLE cairn_items (
+        tid   INTEGER NOT NULL,
+        ns    TEXT NOT NULL,
+        field TEXT NOT NULL,
+        seq   INTEGER NOT NULL,
+        idx   INTEGER NOT NULL,
+        body  TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX cairn_items_by_field ON cairn_items (tid, ns, field, seq, idx);
+
+      CREATE TABLE cairn_snapshots (
+        tid  INTEGER NOT NULL,
+        ns   TEXT NOT NULL,
+        seq  INTEGER NOT NULL,
+        body TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX cairn_snapshots_by_seq ON cairn_snapshots (tid, ns, seq);
+
+      CREATE TABLE cairn_pending (
+        tid      INTEGER NOT NULL,
+        ns       TEXT NOT NULL,
+        base_seq INTEGER NOT NULL,
+        task     TEXT NOT NULL,
+        body     TEXT NOT NULL,
+        PRIMARY KEY (tid, ns, base_seq, task)
+      );
+
+      CREATE TABLE cairn_failures (
+        id   INTEGER PRIMARY KEY,
+        tid  INTEGER NOT NULL,
+        body TEXT NOT NULL
+      );
+      CREATE INDEX cairn_failures_by_thread ON cairn_failures (tid, id);
+
+      CREATE TABLE cairn_ledger (
+        tid          INTEGER NOT NULL,
+        key          TEXT NOT NULL,
+        kind         TEXT NOT NULL,
+        name         TEXT NOT NULL,
+        ns           TEXT NOT NULL,
+        seq          INTEGER NOT NULL,
+        node         TEXT NOT NULL,
+        task         TEXT NOT NULL,
+        call         INTEGER NOT NULL,
+        args_digest  TEXT,
+        status       TEXT NOT NULL,
+        outcome      TEXT,
+        created_at   INTEGER NOT NULL,
+        completed_at INTEGER,
+        PRIMARY KEY (tid, key)
+      );
+      CREATE INDEX cairn_ledger_by_task ON cairn_ledger (tid, ns, seq, task, call);
+
+      CREATE TABLE cairn_store (
+        ns             TEXT NOT NULL,
+        key            TEXT NOT NULL,
+        value          TEXT NOT NULL,
+        version        INTEGER NOT NULL,
+        deleted        INTEGER NOT NULL DEFAULT 0,
+        last_write_key TEXT,
+        created_at     INTEGER NOT NULL,
+        updated_at     INTEGER NOT NULL,
+        PRIMARY KEY (ns, key)
+      );
+    `,
+  },
+];
+
+/** Applies every migration not yet recorded. Safe to call from many processes at once. */
+export function migrate(db: SqliteDatabase, migrations: readonly Migration[] = SQLITE_MIGRATIONS): number[] {
+  db.exec('CREATE TABLE IF NOT EXISTS cairn_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  const apply = db.transaction(() => {
+    const applied = new Set((db.prepare('SELECT id FROM cairn_migrations').pluck().all() as number[]));
+    const done: number[] = [];
+    for (const migration of migrations) {
+      if (applied.has(migration.id)) continue;
+      db.exec(migration.sql);
+      db.prepare('INSERT INTO cairn_migrations (id, name, applied_at) VALUES (?, ?, ?)').run(migration.id, migration.name, Date.now());
+      done.push(migration.id);
+    }
+    return done;
+  });
+  return apply.immediate();
+}

@@ -1,0 +1,326 @@
+/**
+ * @module engines/sqlite/sqlite-checkpointer
+ * The thread log on SQLite. Every write that changes a thread is one IMMEDIATE
+ * transaction fenced by the lease (`run_id` + `epoch` in the WHERE clause), so
+ * two processes on one file can never both advance a thread.
+ */
+import type {
+  AcquireRequest,
+  AttemptFailure,
+  Checkpointer,
+  PendingWrite,
+  PositionItem,
+  SeqRange,
+  StepCommit,
+  StoredPosition,
+  ThreadPatch,
+} from '../../contracts/checkpointer.js';
+import type { ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
+import { HeadMovedError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
+import { crashPoint } from '../../internal/crash-points.js';
+import { checkThreadId } from '../../internal/keys.js';
+import { describeHolder, holderIsLive } from '../../internal/lease.js';
+import type { SqliteConnection } from './connection.js';
+
+interface ThreadRow {
+  tid: number;
+  id: string;
+  kind: string;
+  status: string;
+  head: number | null;
+  last_seq: number | null;
+  attempts: number;
+  tenant: string | null;
+  metadata: string;
+  last_error: string | null;
+  run_id: string | null;
+  owner_pid: number | null;
+  owner_host: string | null;
+  lease_until: number | null;
+  epoch: number;
+  created_at: number;
+  updated_at: number;
+}
+
+type PositionRow = [number, number | null, number, number, number, number, string, Buffer];
+
+const POSITION_COLUMNS = 'seq, parent, segment, step, schema_version, created_at, body, hash';
+
+function toThread(row: ThreadRow): ThreadRecord {
+  return {
+    id: row.id,
+    kind: row.kind as ThreadRecord['kind'],
+    status: row.status as ThreadRecord['status'],
+    head: row.head,
+    lastSeq: row.last_seq,
+    attempts: row.attempts,
+    tenant: row.tenant,
+    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    lastError: row.last_error === null ? null : (JSON.parse(row.last_error) as ThreadRecord['lastError']),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function toPosition(ns: string, row: PositionRow): StoredPosition {
+  return {
+    ns,
+    seq: row[0],
+    parent: row[1],
+    segment: row[2],
+    step: row[3],
+    schemaVersion: row[4],
+    createdAt: row[5],
+    body: row[6],
+    hash: row[7].toString('hex'),
+  };
+}
+
+/** `(seq BETWEEN ? AND ?) OR ...` for n ranges, with its parameters. */
+function rangeClause(ranges: SeqRange[]): { sql: string; params: number[] } {
+  if (ranges.length === 0) return { sql: '0', params: [] };
+  return {
+    sql: ranges.map(() => 'seq BETWEEN ? AND ?').join(' OR '),
+    params: ranges.flatMap((r) => [r.from, r.to]),
+  };
+}
+
+export class SqliteCheckpointer implements Checkpointer {
+  readonly engine = 'sqlite';
+
+  constructor(private readonly conn: SqliteConnection) {}
+
+  private threadRow(threadId: string): ThreadRow | undefined {
+    return this.conn.stmt('SELECT * FROM cairn_threads WHERE id = ?').get(threadId) as ThreadRow | undefined;
+  }
+
+  /** Throws LeaseLostError unless `lease` still holds the thread; returns its tid. */
+  private fence(lease: ThreadLease): number {
+    const held = this.conn.stmt('SELECT tid FROM cairn_threads WHERE id = ? AND run_id = ? AND epoch = ?').pluck().get(lease.threadId, lease.runId, lease.epoch) as
+      | number
+      | undefined;
+    if (held === undefined) throw new LeaseLostError(lease.threadId, { engine: this.engine });
+    return held;
+  }
+
+  private write<T>(what: string, fn: () => T): T {
+    return this.conn.run(what, () => this.conn.db.transaction(fn).immediate());
+  }
+
+  async getThread(threadId: string): Promise<ThreadRecord | null> {
+    const row = this.conn.run('getThread', () => this.threadRow(threadId));
+    return row ? toThread(row) : null;
+  }
+
+  async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (query.status !== undefined) where.push('status = ?'), params.push(query.status);
+    if (query.kind !== undefined) where.push('kind = ?'), params.push(query.kind);
+    if (query.tenant !== undefined) where.push('tenant = ?'), params.push(query.tenant);
+    if (query.after !== undefined) where.push('id > ?'), params.push(query.after);
+    const sql = `SELECT * FROM cairn_threads ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
+    params.push(query.limit ?? -1);
+    return this.conn.run('listThreads', () => (this.conn.stmt(sql).all(...params) as ThreadRow[]).map(toThread));
+  }
+
+  async listFailures(threadId: string): Promise<AttemptFailure[]> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return [];
+    const rows = this.conn.stmt('SELECT body FROM cairn_failures WHERE tid = ? ORDER BY id').pluck().all(tid) as string[];
+    return rows.map((body) => JSON.parse(body) as AttemptFailure);
+  }
+
+  async acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease> {
+    checkThreadId(threadId);
+    const { owner, leaseMs } = request;
+    return this.write('acquireThread', () => {
+      const now = Date.now();
+      const row = this.threadRow(threadId);
+      if (!row) {
+        if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
+        this.conn
+          .stmt(
+            `INSERT INTO cairn_threads (id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at)
+             VALUES (?, ?, 'running', 0, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+          )
+          .run(threadId, request.create.kind, request.create.tenant, JSON.stringify(request.create.metadata), owner.runId, owner.pid, owner.host, now + leaseMs, now, now);
+      } else {
+        const holder = { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: row.lease_until };
+        if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
+        this.conn
+          .stmt('UPDATE cairn_threads SET run_id = ?, owner_pid = ?, owner_host = ?, lease_until = ?, epoch = epoch + 1 WHERE tid = ?')
+          .run(owner.runId, owner.pid, owner.host, now + leaseMs, row.tid);
+      }
+      const granted = this.threadRow(threadId)!;
+      return { threadId, runId: owner.runId, epoch: granted.epoch, expiresAt: granted.lease_until!, thread: toThread(granted) };
+    });
+  }
+
+  async renewLease(lease: ThreadLease, leaseMs: number): Promise<ThreadLease> {
+    const expiresAt = Date.now() + leaseMs;
+    const { changes } = this.conn.run('renewLease', () =>
+      this.conn.stmt('UPDATE cairn_threads SET lease_until = ? WHERE id = ? AND run_id = ? AND epoch = ?').run(expiresAt, lease.threadId, lease.runId, lease.epoch),
+    );
+    if (changes !== 1) throw new LeaseLostError(lease.threadId, { engine: this.engine });
+    return { ...lease, expiresAt };
+  }
+
+  async releaseThread(lease: ThreadLease): Promise<void> {
+    this.conn.run('releaseThread', () =>
+      this.conn
+        .stmt('UPDATE cairn_threads SET run_id = NULL, owner_pid = NULL, owner_host = NULL, lease_until = NULL WHERE id = ? AND run_id = ? AND epoch = ?')
+        .run(lease.threadId, lease.runId, lease.epoch),
+    );
+  }
+
+  async updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord> {
+    return this.write('updateThread', () => {
+      const tid = this.fence(lease);
+      const now = Date.now();
+      this.conn
+        .stmt(
+          `UPDATE cairn_threads SET status = coalesce(?, status), attempts = attempts + ?,
+             last_error = CASE WHEN ? THEN ? ELSE last_error END, updated_at = ? WHERE tid = ?`,
+        )
+        .run(
+          patch.status ?? null,
+          patch.attempts ?? 0,
+          patch.lastError !== undefined ? 1 : 0,
+          patch.lastError ? JSON.stringify(patch.lastError) : null,
+          now,
+          tid,
+        );
+      if (patch.failure) this.conn.stmt('INSERT INTO cairn_failures (tid, body) VALUES (?, ?)').run(tid, JSON.stringify(patch.failure));
+      return toThread(this.threadRow(lease.threadId)!);
+    });
+  }
+
+  async commitStep(lease: ThreadLease, commit: StepCommit): Promise<void> {
+    const { position, items } = commit;
+    this.write('commitStep', () => {
+      const now = Date.now();
+      const advanced = this.conn
+        .stmt(
+          `UPDATE cairn_threads SET head = ?, last_seq = max(coalesce(last_seq, -1), ?), status = ?, updated_at = ?
+           WHERE id = ? AND run_id = ? AND epoch = ? AND head IS ?`,
+        )
+        .run(position.seq, position.seq, commit.status, now, lease.threadId, lease.runId, lease.epoch, commit.expectedHead).changes;
+      if (advanced !== 1) {
+        const row = this.threadRow(lease.threadId);
+        if (!row || row.run_id !== lease.runId || row.epoch !== lease.epoch) throw new LeaseLostError(lease.threadId, { engine: this.engine });
+        throw new HeadMovedError(lease.threadId, commit.expectedHead, row.head, { engine: this.engine });
+      }
+      const tid = this.conn.tid(lease.threadId)!;
+      this.conn
+        .stmt(`INSERT INTO cairn_positions (tid, ns, ${POSITION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+        .run(
+          tid,
+          position.ns,
+          position.seq,
+          position.parent,
+          position.segment,
+          position.step,
+          position.schemaVersion,
+          position.createdAt,
+          position.body,
+          Buffer.from(position.hash, 'hex'),
+        );
+      if (items.length) {
+        const insert = this.conn.stmt('INSERT INTO cairn_items (tid, ns, field, seq, idx, body) VALUES (?, ?, ?, ?, ?, ?)');
+        for (const item of items) insert.run(tid, position.ns, item.field, position.seq, item.index, item.text);
+      }
+      if (commit.snapshot !== undefined) {
+        this.conn.stmt('INSERT INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, position.ns, position.seq, commit.snapshot);
+        crashPoint('inside-snapshot');
+      }
+      if (position.parent !== null) {
+        this.conn.stmt('DELETE FROM cairn_pending WHERE tid = ? AND ns = ? AND base_seq = ?').run(tid, position.ns, position.parent);
+      }
+    });
+  }
+
+  async putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void> {
+    this.write('putPendingWrite', () => {
+      const tid = this.fence(lease);
+      this.conn
+        .stmt('INSERT OR REPLACE INTO cairn_pending (tid, ns, base_seq, task, body) VALUES (?, ?, ?, ?, ?)')
+        .run(tid, write.ns, write.baseSeq, write.task, write.body);
+    });
+  }
+
+  async getPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return [];
+    const rows = this.conn.stmt('SELECT task, body FROM cairn_pending WHERE tid = ? AND ns = ? AND base_seq = ? ORDER BY task').all(tid, ns, baseSeq) as {
+      task: string;
+      body: string;
+    }[];
+    return rows.map((r) => ({ ns, baseSeq, task: r.task, body: r.body }));
+  }
+
+  async getPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return null;
+    const row = this.conn.stmt(`SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?`).raw().get(tid, ns, seq) as PositionRow | undefined;
+    return row ? toPosition(ns, row) : null;
+  }
+
+  async getPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return [];
+    const rows = this.conn
+      .stmt(`SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq BETWEEN ? AND ? ORDER BY seq`)
+      .raw()
+      .all(tid, ns, range.from, range.to) as PositionRow[];
+    return rows.map((row) => toPosition(ns, row));
+  }
+
+  async listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return [];
+    const rows = this.conn
+      .stmt(`SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq < ? ORDER BY seq DESC LIMIT ?`)
+      .raw()
+      .all(tid, ns, page.beforeSeq ?? Number.MAX_SAFE_INTEGER, page.limit ?? -1) as PositionRow[];
+    return rows.map((row) => toPosition(ns, row));
+  }
+
+  async getSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return null;
+    const where = rangeClause(ranges);
+    const row = this.conn
+      .stmt(`SELECT seq, body FROM cairn_snapshots WHERE tid = ? AND ns = ? AND (${where.sql}) ORDER BY seq DESC LIMIT 1`)
+      .get(tid, ns, ...where.params) as { seq: number; body: string } | undefined;
+    return row ? { seq: row.seq, text: row.body } : null;
+  }
+
+  async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<{ text: string; count: number }> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return { text: '[]', count: 0 };
+    const where = rangeClause(ranges);
+    // One row back: SQLite concatenates the stored item texts, and the caller decodes
+    // a single JSON array (far cheaper than thousands of rows and parses).
+    const row = this.conn
+      .stmt(
+        `SELECT '[' || coalesce(group_concat(body, ',' ORDER BY seq, idx), '') || ']' AS text, count(*) AS count
+         FROM cairn_items WHERE tid = ? AND ns = ? AND field = ? AND (${where.sql})`,
+      )
+      .get(tid, ns, field, ...where.params) as { text: string; count: number };
+    return row;
+  }
+
+  async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return [];
+    const statement = this.conn.stmt('SELECT idx, body FROM cairn_items WHERE tid = ? AND ns = ? AND field = ? AND seq = ? ORDER BY idx');
+    return fields.flatMap((field) =>
+      (statement.all(tid, ns, field, seq) as { idx: number; body: string }[]).map((r) => ({ field, index: r.idx, text: r.body })),
+    );
+  }
+
+  async close(): Promise<void> {
+    this.conn.close();
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * @module engines/sqlite/sqlite-ledger
+ * The effect ledger on SQLite: each write is its own durable transaction, so an
+ * intent is on disk before the effect runs and an outcome before the step commits.
+ */
+import type { Ledger, LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
+import { ThreadNotFoundError } from '../../errors.js';
+import type { SqliteConnection } from './connection.js';
+
+interface Row {
+  key: string;
+  kind: 'effect' | 'record';
+  name: string;
+  ns: string;
+  seq: number;
+  node: string;
+  task: string;
+  call: number;
+  args_digest: string | null;
+  status: 'intent' | 'done';
+  outcome: string | null;
+  created_at: number;
+  completed_at: number | null;
+}
+
+const COLUMNS = 'key, kind, name, ns, seq, node, task, call, args_digest, status, outcome, created_at, completed_at';
+
+function toEntry(threadId: string, row: Row): LedgerEntry {
+  return {
+    threadId,
+    key: row.key,
+    kind: row.kind,
+    name: row.name,
+    ns: row.ns,
+    seq: row.seq,
+    node: row.node,
+    task: row.task,
+    call: row.call,
+    argsDigest: row.args_digest,
+    status: row.status,
+    outcome: row.outcome,
+    createdAt: row.created_at,
+    completedAt: row.completed_at,
+  };
+}
+
+export class SqliteLedger implements Ledger {
+  readonly engine = 'sqlite';
+
+  constructor(private readonly conn: SqliteConnection) {}
+
+  private tidOrThrow(threadId: string): number {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) throw new ThreadNotFoundError(threadId, { engine: this.engine });
+    return tid;
+  }
+
+  async get(threadId: string, key: string): Promise<LedgerEntry | null> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return null;
+    const row = this.conn.run('ledger.get', () => this.conn.stmt(`SELECT ${COLUMNS} FROM cairn_ledger WHERE tid = ? AND key = ?`).get(tid, key) as Row | undefined);
+    return row ? toEntry(threadId, row) : null;
+  }
+
+  async listForTask(threadId: string, ns: string, seq: number, task: string): Promise<LedgerEntry[]> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return [];
+    const rows = this.conn.stmt(`SELECT ${COLUMNS} FROM cairn_ledger WHERE tid = ? AND ns = ? AND seq = ? AND task = ? ORDER BY call`).all(tid, ns, seq, task) as Row[];
+    return rows.map((row) => toEntry(threadId, row));
+  }
+
+  async list(threadId: string): Promise<LedgerEntry[]> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return [];
+    const rows = this.conn.stmt(`SELECT ${COLUMNS} FROM cairn_ledger WHERE tid = ? ORDER BY created_at, seq, task, call`).all(tid) as Row[];
+    return rows.map((row) => toEntry(threadId, row));
+  }
+
+  private insert(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): LedgerEntry {
+    const tid = this.tidOrThrow(entry.threadId);
+    return this.conn.run('ledger.write', () => {
+      this.conn
+        .stmt(
+          `INSERT INTO cairn_ledger (tid, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (tid, key) DO NOTHING`,
+        )
+        .run(
+          tid,
+          entry.key,
+          entry.kind,
+          entry.name,
+          entry.ns,
+          entry.seq,
+          entry.node,
+          entry.task,
+          entry.call,
+          entry.argsDigest,
+          status,
+          outcome,
+          entry.createdAt,
+          status === 'done' ? entry.createdAt : null,
+        );
+      return toEntry(entry.threadId, this.conn.stmt(`SELECT ${COLUMNS} FROM cairn_ledger WHERE tid = ? AND key = ?`).get(tid, entry.key) as Row);
+    });
+  }
+
+  async writeIntent(entry: NewLedgerEntry): Promise<LedgerEntry> {
+    return this.insert(entry, 'intent', null);
+  }
+
+  async writeRecord(entry: NewLedgerEntry & { outcome: string }): Promise<LedgerEntry> {
+    return this.insert(entry, 'done', entry.outcome);
+  }
+
+  async writeOutcome(threadId: string, key: string, outcome: string, at: number): Promise<void> {
+    const tid = this.tidOrThrow(threadId);
+    this.conn.run('ledger.writeOutcome', () =>
+      this.conn.stmt(`UPDATE cairn_ledger SET status = 'done', outcome = ?, completed_at = ? WHERE tid = ? AND key = ? AND status = 'intent'`).run(outcome, at, tid, key),
+    );
+  }
+
+  async discardRecords(threadId: string, keys: string[]): Promise<void> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined || keys.length === 0) return;
+    const statement = this.conn.stmt(`DELETE FROM cairn_ledger WHERE tid = ? AND key = ? AND kind = 'record'`);
+    this.conn.run('ledger.discardRecords', () => this.conn.db.transaction(() => keys.forEach((key) => statement.run(tid, key)))());
+  }
+}

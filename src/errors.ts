@@ -1,0 +1,372 @@
+/**
+ * @module errors
+ * Every error cairn throws is a {@link CairnError} subclass with a stable string
+ * `code`. Match on `code` (or `XxxError.is(err)`), never on the message: codes are
+ * part of the public contract, messages may improve. The original error, when
+ * there is one, is kept as `cause`.
+ *
+ * @example
+ * ```ts
+ * try { await app.run({ thread: 'cust_42' }); }
+ * catch (err) { if (ThreadBusyError.is(err)) console.log('another run holds', err.threadId); }
+ * ```
+ */
+
+/** Where an error happened: printed as `[cairn] [engine] thread T seq N:` in the message. */
+export interface ErrorPlace {
+  engine?: string;
+  thread?: string;
+  seq?: number;
+  ns?: string;
+}
+
+function prefix(place: ErrorPlace | undefined): string {
+  let text = '[cairn]';
+  if (place?.engine) text += ` [${place.engine}]`;
+  if (place?.thread !== undefined) {
+    text += ` thread ${place.thread}`;
+    if (place.ns) text += ` ns ${place.ns}`;
+    if (place.seq !== undefined) text += ` seq ${place.seq}`;
+    text += ':';
+  }
+  return text;
+}
+
+/** Base class of every cairn error. */
+export class CairnError extends Error {
+  /** Stable machine-readable code of this class, e.g. `ERR_VERSION_CONFLICT`. */
+  static readonly code: string = 'ERR_CAIRN';
+  /** Stable machine-readable code, e.g. `ERR_VERSION_CONFLICT`. */
+  readonly code: string;
+  readonly place: ErrorPlace | undefined;
+
+  constructor(message: string, options?: { cause?: unknown; place?: ErrorPlace }) {
+    super(`${prefix(options?.place)} ${message}`, options?.cause !== undefined ? { cause: options.cause } : undefined);
+    this.name = new.target.name;
+    this.code = (new.target as typeof CairnError).code;
+    this.place = options?.place;
+  }
+
+  /**
+   * True when `err` is this class of error. Also matches by `code` so that two copies
+   * of cairn in one process (a bundling accident) still recognise each other's errors.
+   */
+  static is<T extends CairnError>(this: (abstract new (...args: never[]) => T) & { code: string }, err: unknown): err is T {
+    if (err instanceof this) return true;
+    if (typeof err !== 'object' || err === null) return false;
+    const code = (err as { code?: unknown }).code;
+    if ((this as unknown) === CairnError) return typeof code === 'string' && code.startsWith('ERR_') && err instanceof Error;
+    return code === this.code;
+  }
+}
+
+function coded<C extends string>(code: C) {
+  return class extends CairnError {
+    static override readonly code: C = code;
+    declare readonly code: C;
+  };
+}
+
+// ---------------------------------------------------------------- state
+
+/** One problem reported by a Standard Schema validator. */
+export interface ValidationIssue {
+  message: string;
+  path: (string | number)[];
+}
+
+/** A write (or resume input) failed its field's schema. Nothing was persisted. */
+export class StateValidationError extends coded('ERR_STATE_VALIDATION') {
+  constructor(
+    readonly field: string,
+    readonly issues: ValidationIssue[],
+    place?: ErrorPlace,
+  ) {
+    const detail = issues.map((i) => (i.path.length ? `${i.path.join('.')}: ` : '') + i.message).join('; ');
+    super(`field "${field}" failed validation: ${detail}. Nothing was persisted.`, { place });
+  }
+}
+
+/** Two writes to a `replace` field in one step, under `onConflict: 'reject'` (the default). */
+export class StateConflictError extends coded('ERR_STATE_CONFLICT') {
+  constructor(
+    readonly field: string,
+    readonly writers: string[],
+    place?: ErrorPlace,
+  ) {
+    super(
+      `field "${field}" was written by ${writers.join(' and ')} in one step. ` +
+        `Give it a reducer ('append' or a function), or declare onConflict: 'lastWins' to keep the later write.`,
+      { place },
+    );
+  }
+}
+
+/** A node returned a value for a `runtime` field; only the runtime writes those. */
+export class RuntimeFieldWriteError extends coded('ERR_RUNTIME_FIELD_WRITE') {
+  constructor(
+    readonly field: string,
+    readonly node: string,
+    place?: ErrorPlace,
+  ) {
+    super(`node "${node}" wrote runtime-owned field "${field}". Runtime fields are set by cairn; return model fields only.`, {
+      place,
+    });
+  }
+}
+
+/** A node returned a value for a `derived` field; derived fields are computed on read. */
+export class DerivedFieldWriteError extends coded('ERR_DERIVED_FIELD_WRITE') {
+  constructor(
+    readonly field: string,
+    readonly node: string,
+    place?: ErrorPlace,
+  ) {
+    super(`node "${node}" wrote derived field "${field}". Derived fields are recomputed on every read; write the fields it derives from.`, {
+      place,
+    });
+  }
+}
+
+/** A write named a field the state schema does not declare. */
+export class UnknownFieldError extends coded('ERR_UNKNOWN_FIELD') {
+  constructor(
+    readonly field: string,
+    readonly writer: string,
+    place?: ErrorPlace,
+  ) {
+    super(`"${writer}" wrote unknown field "${field}". Declare it in defineState({ fields }).`, { place });
+  }
+}
+
+/** One field's encoded value is bigger than the state's per-field limit. */
+export class StateTooLargeError extends coded('ERR_STATE_TOO_LARGE') {
+  constructor(
+    readonly field: string,
+    readonly bytes: number,
+    readonly limit: number,
+    place?: ErrorPlace,
+  ) {
+    super(
+      `field "${field}" would store ${bytes} bytes, over the ${limit}-byte limit. ` +
+        `Keep big payloads out of state: store them with ctx.artifacts.put(...) and keep the returned ArtifactRef.`,
+      { place },
+    );
+  }
+}
+
+/** A stored checkpoint is older than the schema's compatibility window. */
+export class SchemaTooOldError extends coded('ERR_SCHEMA_TOO_OLD') {
+  constructor(
+    readonly storedVersion: number,
+    readonly oldestReadableVersion: number,
+    readonly currentVersion: number,
+    place?: ErrorPlace,
+  ) {
+    super(
+      `checkpoint has schema version ${storedVersion}, older than the oldest readable version ${oldestReadableVersion} ` +
+        `(current ${currentVersion}). Add upcasters down to ${storedVersion} or lower oldestReadableVersion.`,
+      { place },
+    );
+  }
+}
+
+/** A stored checkpoint was written by newer code than this one. */
+export class SchemaFromFutureError extends coded('ERR_SCHEMA_FROM_FUTURE') {
+  constructor(
+    readonly storedVersion: number,
+    readonly currentVersion: number,
+    place?: ErrorPlace,
+  ) {
+    super(
+      `checkpoint has schema version ${storedVersion} but this code knows versions up to ${currentVersion}. ` +
+        `It was written by newer code; run that code, or deploy it here.`,
+      { place },
+    );
+  }
+}
+
+/** The state definition itself is inconsistent (missing upcaster, bad version numbers...). */
+export class SchemaDefinitionError extends coded('ERR_SCHEMA_DEFINITION') {}
+
+// ---------------------------------------------------------------- codec & integrity
+
+/** A value cannot be encoded (function, symbol, class instance, cycle): rejected before anything is stored. */
+export class UnencodableValueError extends coded('ERR_UNENCODABLE') {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+    place?: ErrorPlace,
+  ) {
+    super(`cannot encode the value at ${path}: ${reason}. Store plain data (objects, arrays, strings, numbers, Date, BigInt, bytes, Map, Set).`, {
+      place,
+    });
+  }
+}
+
+/** Stored bytes do not decode or do not match their hash. Nothing is returned from the corrupted row. */
+export class CorruptRecordError extends coded('ERR_CORRUPT_RECORD') {
+  constructor(message: string, options?: { cause?: unknown; place?: ErrorPlace }) {
+    super(`${message} Run \`cairn verify\` to locate every damaged position.`, options);
+  }
+}
+
+// ---------------------------------------------------------------- threads & runs
+
+/** Another run holds this thread. Exactly one run proceeds per thread. */
+export class ThreadBusyError extends coded('ERR_THREAD_BUSY') {
+  constructor(
+    readonly threadId: string,
+    readonly holder: string | null,
+    place?: ErrorPlace,
+  ) {
+    super(`another run${holder ? ` (${holder})` : ''} holds this thread. Wait for it, or pass onBusy: 'wait'.`, {
+      place: { ...place, thread: threadId },
+    });
+  }
+}
+
+/** This run's lease on the thread was taken over; it must stop without committing. */
+export class LeaseLostError extends coded('ERR_LEASE_LOST') {
+  constructor(readonly threadId: string, place?: ErrorPlace) {
+    super(`this run no longer holds the thread's lease (another run took it over); nothing more was committed.`, {
+      place: { ...place, thread: threadId },
+    });
+  }
+}
+
+/** The thread's head moved under this commit: committing would fork the position chain silently. */
+export class HeadMovedError extends coded('ERR_HEAD_MOVED') {
+  constructor(
+    readonly threadId: string,
+    readonly expected: number | null,
+    readonly actual: number | null,
+    place?: ErrorPlace,
+  ) {
+    super(`head is at ${actual} but this commit extends ${expected}; refusing to fork the chain silently.`, {
+      place: { ...place, thread: threadId },
+    });
+  }
+}
+
+export class ThreadNotFoundError extends coded('ERR_THREAD_NOT_FOUND') {
+  constructor(readonly threadId: string, place?: ErrorPlace) {
+    super(`no such thread.`, { place: { ...place, thread: threadId } });
+  }
+}
+
+export class PositionNotFoundError extends coded('ERR_POSITION_NOT_FOUND') {
+  constructor(readonly threadId: string, readonly seq: number, place?: ErrorPlace) {
+    super(`no position ${seq} in this thread.`, { place: { ...place, thread: threadId, seq } });
+  }
+}
+
+/** A thread has an unfinished run started with different input. */
+export class RunInProgressError extends coded('ERR_RUN_IN_PROGRESS') {
+  constructor(readonly threadId: string, place?: ErrorPlace) {
+    super(`has an unfinished run started with other input. Call run({ thread }) without input to resume it first.`, {
+      place: { ...place, thread: threadId },
+    });
+  }
+}
+
+/** The graph definition is inconsistent (unknown node in an edge, no entry point...). */
+export class GraphDefinitionError extends coded('ERR_GRAPH_DEFINITION') {}
+
+/** A name refers to no node of the graph (an edge target, a conditional edge's answer). */
+export class UnknownNodeError extends coded('ERR_UNKNOWN_NODE') {
+  constructor(readonly node: string, detail: string, place?: ErrorPlace) {
+    super(`unknown node "${node}" ${detail}.`, { place });
+  }
+}
+
+/** Stored control flow names nodes this code no longer has. */
+export class GraphMismatchError extends coded('ERR_GRAPH_MISMATCH') {
+  constructor(readonly missing: string[], place?: ErrorPlace) {
+    super(
+      `the stored position will next run ${missing.map((n) => `"${n}"`).join(', ')}, which this graph does not have. ` +
+        `Restore the node(s), or pass nodeMapping to run() to say which nodes replace them.`,
+      { place },
+    );
+  }
+}
+
+/** The run took more supersteps than `recursionLimit`. The thread stays resumable. */
+export class RecursionLimitError extends coded('ERR_RECURSION_LIMIT') {
+  constructor(readonly limit: number, place?: ErrorPlace) {
+    super(`the run reached the recursion limit of ${limit} supersteps. Raise recursionLimit, or check for a cycle without an exit.`, {
+      place,
+    });
+  }
+}
+
+/** A node failed and its retry policy is exhausted. The thread is `failed` and resumable. */
+export class NodeFailedError extends coded('ERR_NODE_FAILED') {
+  constructor(readonly node: string, readonly attempts: number, cause: unknown, place?: ErrorPlace) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(`node "${node}" failed after ${attempts} attempt(s): ${reason}`, { cause, place });
+  }
+}
+
+/** An at-most-once effect may or may not have happened; a person must decide. */
+export class NeedsAttentionError extends coded('ERR_NEEDS_ATTENTION') {
+  constructor(readonly effectKey: string, readonly effectName: string, place?: ErrorPlace) {
+    super(
+      `effect "${effectName}" (key ${effectKey}) has an intent but no outcome and is atMostOnce without a probe: ` +
+        `it may have happened. The thread is needs_attention; record its outcome with resolveEffect() and run again.`,
+      { place },
+    );
+  }
+}
+
+/** The same effect key was used with different arguments: the code or input diverged. */
+export class EffectConflictError extends coded('ERR_EFFECT_CONFLICT') {
+  constructor(readonly effectKey: string, detail: string, place?: ErrorPlace) {
+    super(`effect key ${effectKey}: ${detail}`, { place });
+  }
+}
+
+/** A recorded output does not match the call asking for it (different name at the same call index). */
+export class RecordMismatchError extends coded('ERR_RECORD_MISMATCH') {
+  constructor(readonly key: string, readonly expected: string, readonly found: string, place?: ErrorPlace) {
+    super(`call ${key} was recorded as "${found}" but the code now asks for "${expected}": the node's calls changed order.`, {
+      place,
+    });
+  }
+}
+
+// ---------------------------------------------------------------- stores & artifacts
+
+/** `put` / `delete` with `ifVersion` found another version. */
+export class VersionConflictError extends coded('ERR_VERSION_CONFLICT') {
+  constructor(
+    readonly namespace: string[],
+    readonly key: string,
+    readonly expected: number,
+    readonly actual: number,
+    place?: ErrorPlace,
+  ) {
+    super(`${namespace.join('/')}/${key}: expected version ${expected}, found ${actual}. Re-read and retry, or use update().`, {
+      place,
+    });
+  }
+}
+
+/** Artifact bytes do not match their reference's sha256 or size. The bytes are not returned. */
+export class ArtifactIntegrityError extends coded('ERR_ARTIFACT_INTEGRITY') {}
+
+export class ArtifactNotFoundError extends coded('ERR_ARTIFACT_NOT_FOUND') {}
+
+/** A key, id, namespace label or path component was rejected before touching storage. */
+export class InvalidKeyError extends coded('ERR_INVALID_KEY') {}
+
+// ---------------------------------------------------------------- engines
+
+/** An optional driver (better-sqlite3, pg...) could not be loaded. */
+export class DriverMissingError extends coded('ERR_DRIVER_MISSING') {}
+
+/** The engine was closed; create a new one. */
+export class EngineClosedError extends coded('ERR_ENGINE_CLOSED') {}
+
+/** The storage engine failed; the driver's error is the `cause`. */
+export class EngineError extends coded('ERR_ENGINE') {}

@@ -1,0 +1,50 @@
+/**
+ * @module cairn
+ * Durable runs for AI agents. Declare a typed state and a graph of nodes, run it
+ * on a thread, kill the process at any moment, run it again: it continues from
+ * the last step boundary without re-running a recorded call or repeating a side
+ * effect that already landed.
+ *
+ * This entry loads no storage driver: engines live in `cairn/sqlite`,
+ * `cairn/memory`; artifact stores in `cairn/fs`.
+ *
+ * @example
+ * ```ts
+ * import { z } from 'zod';
+ * import { defineState, field, graph, START, END } from 'cairn';
+ * import { sqlite } from 'cairn/sqlite';
+ *
+ * const State = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
+ * const app = graph(State)
+ *   .node('inc', (s) => ({ n: s.n + 1 }))
+ *   .edge(START, 'inc').edge('inc', END)
+ *   .compile({ engine: sqlite('./cairn.db') });
+ * await app.run({ thread: 't1' });
+ * ```
+ */
+export * from './errors.js';
+export { field } from './state/fields.js';
+export type { ModelField, RuntimeField, RuntimeInfo, ReducerFn, ConflictPolicy, ValueOf, WriteOf } from './state/fields.js';
+export { defineState, StateSchema, DEFAULT_MAX_FIELD_BYTES } from './state/schema.js';
+export type { StateDefinition, StateOf, UpdateOf, BaseState } from './state/schema.js';
+export { graph, GraphBuilder, START, END } from './runtime/graph.js';
+export type { NodeFn, NodeOptions, RouteFn } from './runtime/graph.js';
+export { App } from './runtime/app.js';
+export type { CompileOptions, RunOptions, RunResult, PositionInfo } from './runtime/app.js';
+export type { NodeContext, EffectSpec, NodeStore } from './runtime/context.js';
+export type { RunEvent, EventSink, EffectMode } from './runtime/events.js';
+export type { RetryPolicy } from './runtime/retry.js';
+export { DEFAULT_RETRY } from './runtime/retry.js';
+export type { PositionBody, FieldChange } from './runtime/position.js';
+export { materialize } from './runtime/materialize.js';
+export { verifyThread } from './inspect/verify.js';
+export type { VerifyReport, VerifyProblem } from './inspect/verify.js';
+export { encode, decode } from './codec/tagged-json.js';
+export { CRASH_POINTS } from './internal/crash-points.js';
+export type { CrashPoint } from './internal/crash-points.js';
+export type * from './contracts/checkpointer.js';
+export type * from './contracts/ledger.js';
+export type * from './contracts/store.js';
+export type * from './contracts/artifact-store.js';
+export type * from './contracts/engine.js';
+export type * from './contracts/threads.js';

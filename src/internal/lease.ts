@@ -1,0 +1,39 @@
+/**
+ * @module internal/lease
+ * When may a run take a thread whose lease is held? When the lease expired, or
+ * when the holder was a process on this host that no longer exists (a SIGKILLed
+ * run must not block its own restart for a whole lease period).
+ */
+import { hostname } from 'node:os';
+
+export interface HolderInfo {
+  runId: string | null;
+  pid: number | null;
+  host: string | null;
+  leaseUntil: number | null;
+}
+
+const thisHost = hostname();
+
+/** True if the holder still holds the thread at `now`. */
+export function holderIsLive(holder: HolderInfo, now: number): boolean {
+  if (holder.runId === null || holder.leaseUntil === null) return false;
+  if (holder.leaseUntil <= now) return false;
+  if (holder.host === thisHost && holder.pid !== null && holder.pid !== process.pid) return processExists(holder.pid);
+  return true;
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Human-readable holder, for ThreadBusyError. */
+export function describeHolder(holder: HolderInfo): string {
+  return `run ${holder.runId} pid ${holder.pid} on ${holder.host}`;
+}

@@ -1,0 +1,234 @@
+/**
+ * @module runtime/app
+ * A compiled graph bound to an engine: `run` a thread (resuming it if a previous
+ * run stopped part-way), read its state now or at any position, list its
+ * history, verify its hash chain.
+ *
+ * @example
+ * ```ts
+ * const app = graph(State).node(...).edge(...).compile({ engine: sqlite('./cairn.db') });
+ * const { state } = await app.run({ thread: 'cust_42' });  // after a crash, the same call resumes
+ * ```
+ */
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import type { ArtifactStore } from '../contracts/artifact-store.js';
+import type { Engine } from '../contracts/engine.js';
+import type { ThreadKind, ThreadLease, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
+import { decode } from '../codec/tagged-json.js';
+import { LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
+import type { EventSink, RunEvent } from './events.js';
+import type { GraphSpec } from './graph.js';
+import { materialize } from './materialize.js';
+import type { PositionBody } from './position.js';
+import type { RetryPolicy } from './retry.js';
+import { Run } from './run.js';
+import { verifyThread, type VerifyReport } from '../inspect/verify.js';
+import { encode } from '../codec/tagged-json.js';
+
+export interface CompileOptions {
+  /** Where threads, the ledger and the store live: `sqlite(path)`, `memory()`. */
+  engine: Engine;
+  /** Where `ctx.artifacts` puts big payloads: `fsArtifacts(dir)`, `memoryArtifacts()`. */
+  artifacts?: ArtifactStore;
+  /** Write a snapshot at least every this many positions. Default 50. */
+  snapshotEvery?: number;
+  /** Most supersteps one run may take. Default 100. */
+  recursionLimit?: number;
+  /** Default retry policy of every node. */
+  retry?: Partial<RetryPolicy>;
+  /** Lease length; a run renews it while working. Default 30 s. */
+  leaseMs?: number;
+  /** Receives every run event. */
+  onEvent?: EventSink;
+}
+
+export interface RunOptions<S extends StateSchema> {
+  thread: string;
+  /** Writes merged into the state before the first node runs (a new run). Omit to resume. */
+  input?: UpdateOf<S>;
+  kind?: ThreadKind;
+  tenant?: string;
+  metadata?: Record<string, unknown>;
+  /** When another run holds the thread: `throw` ThreadBusyError (default) or `wait` for it. */
+  onBusy?: 'throw' | 'wait';
+  /** Longest wait under `onBusy: 'wait'`, ms. Default 30 s. */
+  waitTimeoutMs?: number;
+  recursionLimit?: number;
+  signal?: AbortSignal;
+  onEvent?: EventSink;
+}
+
+export interface RunResult<S extends StateSchema> {
+  threadId: string;
+  status: ThreadStatus;
+  /** Seq of the head position. */
+  seq: number;
+  state: StateOf<S>;
+}
+
+/** One entry of a thread's history. */
+export interface PositionInfo {
+  seq: number;
+  parent: number | null;
+  step: number;
+  kind: string;
+  nodes: string[];
+  next: string[];
+  attempt: number;
+  schemaVersion: number;
+  createdAt: number;
+  /** Field name → `set` | `append:n` | `reset:n`. */
+  changes: Record<string, string>;
+  records: { key: string; name: string }[];
+  effects: { key: string; name: string }[];
+  hash: string;
+}
+
+export class App<S extends StateSchema> {
+  private readonly leaseMs: number;
+
+  constructor(
+    readonly schema: S,
+    readonly spec: GraphSpec,
+    readonly options: CompileOptions,
+  ) {
+    this.leaseMs = options.leaseMs ?? 30_000;
+  }
+
+  get engine(): Engine {
+    return this.options.engine;
+  }
+
+  /**
+   * Runs the thread to END. A new thread starts from START; a thread whose last run
+   * stopped part-way (crash, failure) resumes from its last position, repeating no
+   * recorded output and no landed effect; a completed thread starts a new run when
+   * given `input` and is returned as it is otherwise.
+   */
+  async run(options: RunOptions<S>): Promise<RunResult<S>> {
+    const sinks = [this.options.onEvent, options.onEvent].filter((s): s is EventSink => s !== undefined);
+    const emit: EventSink = sinks.length === 0 ? () => undefined : (event: RunEvent) => sinks.forEach((sink) => sink(event));
+    const lease = await this.acquire(options);
+    const controller = new AbortController();
+    const stopRenewal = this.keepLease(lease, controller);
+    const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+    try {
+      const run = new Run(
+        {
+          schema: this.schema,
+          spec: this.spec,
+          engine: this.options.engine,
+          artifacts: this.options.artifacts,
+          snapshotEvery: this.options.snapshotEvery ?? 50,
+          recursionLimit: options.recursionLimit ?? this.options.recursionLimit ?? 100,
+          retry: this.options.retry,
+          emit,
+          signal,
+        },
+        lease,
+      );
+      const result = await run.execute(options.input as Record<string, unknown> | undefined);
+      return { threadId: options.thread, status: result.status, seq: result.seq, state: this.schema.view(result.state) as StateOf<S> };
+    } finally {
+      stopRenewal();
+      await this.options.engine.checkpointer.releaseThread(lease).catch(() => undefined);
+    }
+  }
+
+  /** The thread's record, or null. */
+  getThread(threadId: string): Promise<ThreadRecord | null> {
+    return this.options.engine.checkpointer.getThread(threadId);
+  }
+
+  /** The state at the thread's head. */
+  async getState(threadId: string): Promise<StateOf<S>> {
+    const thread = await this.options.engine.checkpointer.getThread(threadId);
+    if (!thread || thread.head === null) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
+    return this.stateAt(threadId, thread.head);
+  }
+
+  /** The state as it was at position `seq`. */
+  async stateAt(threadId: string, seq: number): Promise<StateOf<S>> {
+    const loaded = await materialize(this.options.engine.checkpointer, this.schema, threadId, '', seq);
+    return this.schema.view(loaded.state) as StateOf<S>;
+  }
+
+  /** Positions of the thread, newest first. */
+  async history(threadId: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<PositionInfo[]> {
+    const positions = await this.options.engine.checkpointer.listPositions(threadId, '', page);
+    return positions.map((p) => {
+      const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${threadId}`);
+      const changes: Record<string, string> = {};
+      for (const [name, change] of Object.entries(body.changes)) {
+        changes[name] = 'set' in change ? 'set' : 'append' in change ? `append:${change.append}` : `reset:${change.reset}`;
+      }
+      return {
+        seq: p.seq,
+        parent: p.parent,
+        step: p.step,
+        kind: body.kind,
+        nodes: body.nodes,
+        next: body.next,
+        attempt: body.attempt,
+        schemaVersion: p.schemaVersion,
+        createdAt: p.createdAt,
+        changes,
+        records: (body.records ?? []).map(({ key, name }) => ({ key, name })),
+        effects: (body.effects ?? []).map(({ key, name }) => ({ key, name })),
+        hash: p.hash,
+      };
+    });
+  }
+
+  /** Recomputes the thread's hash chain. */
+  verify(threadId: string): Promise<VerifyReport> {
+    return verifyThread(this.options.engine.checkpointer, threadId);
+  }
+
+  /**
+   * Records the outcome of an effect a person checked by hand (a `needs_attention`
+   * thread); the next run is served it.
+   */
+  async resolveEffect(threadId: string, key: string, outcome: unknown): Promise<void> {
+    const entry = await this.options.engine.ledger.get(threadId, key);
+    if (!entry) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
+    await this.options.engine.ledger.writeOutcome(threadId, key, encode(outcome, 'effect outcome'), Date.now());
+  }
+
+  private async acquire(options: RunOptions<S>): Promise<ThreadLease> {
+    const cp = this.options.engine.checkpointer;
+    const request = {
+      owner: { runId: randomUUID(), pid: process.pid, host: hostname() },
+      leaseMs: this.leaseMs,
+      create: { kind: options.kind ?? 'task', tenant: options.tenant ?? null, metadata: options.metadata ?? {} },
+    };
+    const deadline = Date.now() + (options.waitTimeoutMs ?? 30_000);
+    for (let delay = 10; ; delay = Math.min(delay * 2, 500)) {
+      try {
+        return await cp.acquireThread(options.thread, request);
+      } catch (error) {
+        if (!ThreadBusyError.is(error) || options.onBusy !== 'wait' || Date.now() + delay > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+
+  /** Renews the lease in the background; aborts the run if it is lost. Returns the stopper. */
+  private keepLease(lease: ThreadLease, controller: AbortController): () => void {
+    const cp = this.options.engine.checkpointer;
+    const timer = setInterval(() => {
+      cp.renewLease(lease, this.leaseMs).then(
+        (renewed) => {
+          lease.expiresAt = renewed.expiresAt;
+        },
+        (error: unknown) => {
+          if (LeaseLostError.is(error)) controller.abort(error);
+        },
+      );
+    }, Math.max(50, Math.floor(this.leaseMs / 3)));
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+}

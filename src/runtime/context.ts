@@ -1,0 +1,268 @@
+/**
+ * @module runtime/context
+ * What a node gets besides the state: `ctx.record` for nondeterministic outputs,
+ * `ctx.effect` for side effects under the invariant, the artifact store and the
+ * store. One {@link TaskScope} per execution of a node.
+ *
+ * The side-effect invariant, as `ctx.effect` enforces it:
+ * 1. the key is the caller's, or derived from (thread, namespace, step, task, call index):
+ *    the same on every re-execution;
+ * 2. an outcome already in the ledger is returned and nothing is called;
+ * 3. the intent is durable before `run` is called;
+ * 4. the outcome is durable before the step can commit (the runner awaits every call);
+ * 5. an intent without an outcome is recovered: `probe(key)` → found: recorded; absent:
+ *    re-run with the same key. No probe: re-run with the same key, unless
+ *    `mode: 'atMostOnce'`, which puts the thread in `needs_attention`.
+ */
+import type { ArtifactStore } from '../contracts/artifact-store.js';
+import type { Ledger, LedgerEntry } from '../contracts/ledger.js';
+import type { Store, StoreItem } from '../contracts/store.js';
+import { sha256Hex } from '../codec/hash.js';
+import { decode, encode } from '../codec/tagged-json.js';
+import { CairnError, EffectConflictError, NeedsAttentionError, RecordMismatchError, type ErrorPlace } from '../errors.js';
+import { crashPoint } from '../internal/crash-points.js';
+import type { EffectMode, EventSink } from './events.js';
+import type { CallRef } from './position.js';
+
+/** A side effect, as passed to `ctx.effect`. */
+export interface EffectSpec<T> {
+  /** Idempotency key. Default: derived from (thread, namespace, step, task, call index). */
+  key?: string;
+  /** The effect's arguments: their digest is kept with the intent, and a re-execution with other arguments is an error. */
+  args?: unknown;
+  /** Performs the effect. Receives the idempotency key: pass it to the external system. */
+  run: (key: string) => T | Promise<T>;
+  /** After a crash: did the effect with this key land? Return its outcome, or null/undefined if not. */
+  probe?: (key: string) => T | null | undefined | Promise<T | null | undefined>;
+  /** `atLeastOnce` (default): without a probe, re-run with the same key. `atMostOnce`: stop for a person instead. */
+  mode?: EffectMode;
+}
+
+/** Store access inside a node: reads are direct, writes are effects (idempotent by key). */
+export interface NodeStore {
+  get<T = unknown>(namespace: string[], key: string): Promise<StoreItem<T> | null>;
+  put<T = unknown>(namespace: string[], key: string, value: T, options?: { ifVersion?: number; key?: string }): Promise<StoreItem<T>>;
+}
+
+export interface NodeContext {
+  readonly threadId: string;
+  readonly ns: string;
+  /** Seq of the position this step started from. */
+  readonly seq: number;
+  /** Superstep number of the step being computed. */
+  readonly step: number;
+  readonly node: string;
+  /** Task id, `node:index`. */
+  readonly task: string;
+  /** Attempt of this node in this step, from 1. */
+  readonly attempt: number;
+  /** Aborted when the run loses its lease or is cancelled. */
+  readonly signal: AbortSignal;
+  /** The artifact store given to compile(). Throws if none was given. */
+  readonly artifacts: ArtifactStore;
+  readonly store: NodeStore;
+  /** Records a nondeterministic output; a re-execution of this step is served the recorded value. */
+  record<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+  /** Runs a side effect under the side-effect invariant (see the module documentation). */
+  effect<T>(name: string, spec: EffectSpec<T>): Promise<T>;
+}
+
+export interface TaskScopeOptions {
+  threadId: string;
+  ns: string;
+  seq: number;
+  step: number;
+  node: string;
+  task: string;
+  attempt: number;
+  signal: AbortSignal;
+  ledger: Ledger;
+  store: Store;
+  artifacts: ArtifactStore | undefined;
+  emit: EventSink;
+  place: ErrorPlace;
+}
+
+/** One execution of one node: its calls, their ledger entries, and the refs its position will keep. */
+export class TaskScope implements NodeContext {
+  readonly threadId: string;
+  readonly ns: string;
+  readonly seq: number;
+  readonly step: number;
+  readonly node: string;
+  readonly task: string;
+  readonly attempt: number;
+  readonly signal: AbortSignal;
+  readonly store: NodeStore;
+  /** Records and effects this execution used, in call order. */
+  readonly records: CallRef[] = [];
+  readonly effects: CallRef[] = [];
+  /** Keys of the records this execution read or wrote (discarded if it fails). */
+  readonly recordKeys: string[] = [];
+
+  private call = 0;
+  private entries: Promise<Map<string, LedgerEntry>> | undefined;
+  private readonly inflight = new Set<Promise<unknown>>();
+
+  constructor(private readonly options: TaskScopeOptions) {
+    this.threadId = options.threadId;
+    this.ns = options.ns;
+    this.seq = options.seq;
+    this.step = options.step;
+    this.node = options.node;
+    this.task = options.task;
+    this.attempt = options.attempt;
+    this.signal = options.signal;
+    this.store = this.makeStore(options.store);
+  }
+
+  get artifacts(): ArtifactStore {
+    if (!this.options.artifacts) {
+      throw new CairnError(`node "${this.node}" used ctx.artifacts but compile() was given no artifacts store: pass { artifacts: fsArtifacts(dir) }.`, {
+        place: this.options.place,
+      });
+    }
+    return this.options.artifacts;
+  }
+
+  record<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+    return this.track(this.doRecord(this.call++, name, fn));
+  }
+
+  effect<T>(name: string, spec: EffectSpec<T>): Promise<T> {
+    return this.track(this.doEffect(this.call++, name, spec));
+  }
+
+  /** Waits for every call the node started (a node that forgot an `await` still cannot commit early). */
+  async settle(): Promise<void> {
+    while (this.inflight.size) await Promise.allSettled([...this.inflight]);
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.inflight.add(promise);
+    const done = () => this.inflight.delete(promise);
+    promise.then(done, done);
+    return promise;
+  }
+
+  /** Ledger entries of this task, fetched once, on the first call that needs them. */
+  private ledgerEntries(): Promise<Map<string, LedgerEntry>> {
+    this.entries ??= this.options.ledger
+      .listForTask(this.threadId, this.ns, this.seq, this.task)
+      .then((list) => new Map(list.map((e) => [e.key, e])));
+    return this.entries;
+  }
+
+  private derivedKey(kind: 'rec' | 'eff', call: number): string {
+    const digest = sha256Hex(JSON.stringify([this.threadId, this.ns, this.seq, this.task, call]));
+    return `${kind}_${digest.slice(0, 40)}`;
+  }
+
+  private async doRecord<T>(call: number, name: string, fn: () => T | Promise<T>): Promise<T> {
+    const { ledger, emit } = this.options;
+    const key = this.derivedKey('rec', call);
+    this.recordKeys.push(key);
+    const hit = (await this.ledgerEntries()).get(key);
+    if (hit && hit.outcome !== null) {
+      if (hit.name !== name) throw new RecordMismatchError(key, name, hit.name, this.options.place);
+      this.records.push({ key, name, digest: sha256Hex(hit.outcome) });
+      emit({ type: 'record.served', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
+      return decode<T>(hit.outcome, `recorded output ${key}`);
+    }
+    const value = await fn();
+    const text = encode(value, `record "${name}"`);
+    const stored = await ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, null), outcome: text });
+    crashPoint('after-record', this.node);
+    this.records.push({ key, name, digest: sha256Hex(stored.outcome ?? text) });
+    emit({ type: 'record.stored', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
+    return stored.outcome === text ? value : decode<T>(stored.outcome!, `recorded output ${key}`);
+  }
+
+  private async doEffect<T>(call: number, name: string, spec: EffectSpec<T>): Promise<T> {
+    const { ledger, emit, place } = this.options;
+    const key = spec.key ?? this.derivedKey('eff', call);
+    const argsDigest = spec.args === undefined ? null : sha256Hex(encode(spec.args, `effect "${name}" args`));
+    const base = { threadId: this.threadId, at: 0, node: this.node, key, name };
+    const now = () => ({ ...base, at: Date.now() });
+
+    let entry = (await this.ledgerEntries()).get(key) ?? (spec.key !== undefined ? await ledger.get(this.threadId, key) : null);
+    if (entry && entry.kind !== 'effect') throw new EffectConflictError(key, `the key is already used by a recorded output "${entry.name}".`, place);
+    if (entry && argsDigest !== null && entry.argsDigest !== null && entry.argsDigest !== argsDigest) {
+      throw new EffectConflictError(key, `re-executed with different arguments than its recorded intent (effect "${name}").`, place);
+    }
+    if (entry?.status === 'done') {
+      this.effects.push({ key, name, digest: sha256Hex(entry.outcome ?? '') });
+      emit({ ...now(), type: 'effect.hit' });
+      return decode<T>(entry.outcome!, `outcome of effect ${key}`);
+    }
+
+    let rerun = false;
+    if (entry) {
+      // An intent without an outcome: a previous execution stopped between the two.
+      const mode = spec.mode ?? 'atLeastOnce';
+      emit({ ...now(), type: 'effect.recover', hasProbe: spec.probe !== undefined, mode });
+      if (spec.probe) {
+        const found = await spec.probe(key);
+        emit({ ...now(), type: 'effect.probe', found: found !== null && found !== undefined });
+        if (found !== null && found !== undefined) return this.finishEffect(key, name, found, 'probe');
+      } else if (mode === 'atMostOnce') {
+        throw new NeedsAttentionError(key, name, place);
+      }
+      rerun = true;
+    } else {
+      crashPoint('before-intent', this.node);
+      entry = await ledger.writeIntent(this.entryBase(key, 'effect', name, call, argsDigest));
+      crashPoint('after-intent', this.node);
+      emit({ ...now(), type: 'effect.intent' });
+    }
+
+    crashPoint('before-effect', this.node);
+    emit({ ...now(), type: 'effect.run', rerun });
+    const result = await spec.run(key);
+    crashPoint('after-effect', this.node);
+    return this.finishEffect(key, name, result, 'run');
+  }
+
+  private async finishEffect<T>(key: string, name: string, result: T, source: 'run' | 'probe'): Promise<T> {
+    const text = encode(result, `outcome of effect "${name}"`);
+    crashPoint('before-outcome', this.node);
+    await this.options.ledger.writeOutcome(this.threadId, key, text, Date.now());
+    crashPoint('after-outcome', this.node);
+    this.effects.push({ key, name, digest: sha256Hex(text) });
+    this.options.emit({ type: 'effect.outcome', threadId: this.threadId, at: Date.now(), node: this.node, key, name, source });
+    return result;
+  }
+
+  private entryBase(key: string, kind: 'effect' | 'record', name: string, call: number, argsDigest: string | null) {
+    return {
+      threadId: this.threadId,
+      key,
+      kind,
+      name,
+      ns: this.ns,
+      seq: this.seq,
+      node: this.node,
+      task: this.task,
+      call,
+      argsDigest,
+      createdAt: Date.now(),
+    } as const;
+  }
+
+  private makeStore(store: Store): NodeStore {
+    return {
+      get: (namespace, key) => store.get(namespace, key),
+      put: (namespace, key, value, options = {}) =>
+        this.effect(`store.put ${namespace.join('/')}/${key}`, {
+          ...(options.key !== undefined ? { key: options.key } : {}),
+          args: { namespace, key, value },
+          // The store itself absorbs a repeated write with the same idempotency key.
+          run: (idempotencyKey) =>
+            store.put(namespace, key, value, {
+              idempotencyKey,
+              ...(options.ifVersion !== undefined ? { ifVersion: options.ifVersion } : {}),
+            }),
+        }),
+    };
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * @module runtime/events
+ * What a run reports as it goes: every load, task, recorded output, effect
+ * decision and commit. Pass `onEvent` to `compile()` or `run()` to observe them
+ * (the demo prints them; `--json` prints them as JSON lines).
+ */
+
+interface Base {
+  threadId: string;
+  /** ms since epoch. */
+  at: number;
+}
+
+export type RunEvent = Base &
+  (
+    | { type: 'run.start'; runId: string; attempt: number; head: number | null; resumed: boolean }
+    | { type: 'run.loaded'; seq: number; next: string[]; storedVersion: number }
+    | { type: 'task.start'; node: string; task: string; seq: number; attempt: number }
+    | { type: 'task.reused'; node: string; task: string; seq: number }
+    | { type: 'task.failed'; node: string; task: string; attempt: number; error: string; willRetry: boolean }
+    | { type: 'pending.saved'; node: string; task: string; seq: number }
+    | { type: 'record.served' | 'record.stored'; node: string; key: string; name: string }
+    | { type: 'effect.hit'; node: string; key: string; name: string }
+    | { type: 'effect.intent'; node: string; key: string; name: string }
+    | { type: 'effect.recover'; node: string; key: string; name: string; hasProbe: boolean; mode: EffectMode }
+    | { type: 'effect.probe'; node: string; key: string; name: string; found: boolean }
+    | { type: 'effect.run'; node: string; key: string; name: string; rerun: boolean }
+    | { type: 'effect.outcome'; node: string; key: string; name: string; source: 'run' | 'probe' }
+    | { type: 'step.commit'; seq: number; step: number; nodes: string[]; next: string[]; hash: string; snapshot: boolean; status: string }
+    | { type: 'run.end'; status: string; seq: number | null; error?: string }
+  );
+
+/** How an effect is recovered when it has an intent and no outcome. */
+export type EffectMode = 'atLeastOnce' | 'atMostOnce';
+
+export type EventSink = (event: RunEvent) => void;

@@ -1,0 +1,145 @@
+/**
+ * @module runtime/graph
+ * The graph builder: nodes, edges, conditional edges, `START` and `END`.
+ * `compile()` checks the graph and binds it to an engine, giving an {@link App}.
+ *
+ * A superstep runs every node scheduled for it concurrently; their writes merge
+ * through the reducers in graph order (the order nodes were added), then task
+ * index, never in arrival order. The next superstep runs the union of the
+ * successors of the nodes that ran, in graph order.
+ *
+ * @example
+ * ```ts
+ * const app = graph(State)
+ *   .node('plan', async (s) => ({ plan: 'search' }))
+ *   .node('search', async (s, ctx) => ({ hits: await ctx.record('search', () => search(s.plan)) }))
+ *   .edge(START, 'plan')
+ *   .conditionalEdge('plan', (s) => (s.plan === 'search' ? 'search' : END))
+ *   .edge('search', END)
+ *   .compile({ engine: sqlite('./cairn.db') });
+ * ```
+ */
+import { GraphDefinitionError, UnknownNodeError } from '../errors.js';
+import type { StateSchema, StateOf, UpdateOf } from '../state/schema.js';
+import type { NodeContext } from './context.js';
+import type { RetryPolicy } from './retry.js';
+import { App, type CompileOptions } from './app.js';
+
+/** The graph's entry. */
+export const START = '__start__';
+/** The graph's exit. */
+export const END = '__end__';
+
+/** A node: reads the state, returns the model fields it writes (or nothing). */
+export type NodeFn<S extends StateSchema> = (
+  state: StateOf<S>,
+  ctx: NodeContext,
+) => UpdateOf<S> | void | undefined | Promise<UpdateOf<S> | void | undefined>;
+
+export interface NodeOptions {
+  /** Retry policy of this node (overrides the graph's). */
+  retry?: Partial<RetryPolicy>;
+}
+
+/** Chooses the next node(s) from the state after a step. Must be a pure function of the state. */
+export type RouteFn<S extends StateSchema, N extends string> = (state: StateOf<S>) => N | typeof END | readonly (N | typeof END)[];
+
+export interface NodeSpec {
+  name: string;
+  fn: NodeFn<StateSchema>;
+  options: NodeOptions;
+  /** Position in graph order: the merge order of a superstep. */
+  order: number;
+}
+
+/** The checked, immutable shape of a graph. */
+export interface GraphSpec {
+  nodes: ReadonlyMap<string, NodeSpec>;
+  /** Static successors of START and of every node. */
+  edges: ReadonlyMap<string, readonly string[]>;
+  routes: ReadonlyMap<string, RouteFn<StateSchema, string>>;
+}
+
+/** Builds a graph over a state schema. */
+export class GraphBuilder<S extends StateSchema, N extends string = never> {
+  private readonly nodes = new Map<string, NodeSpec>();
+  private readonly edges = new Map<string, string[]>();
+  private readonly routes = new Map<string, RouteFn<S, string>>();
+
+  constructor(readonly schema: S) {}
+
+  /** Adds a node. Names must be unique and may not be START or END. */
+  node<M extends string>(name: M, fn: NodeFn<S>, options: NodeOptions = {}): GraphBuilder<S, N | M> {
+    if (name === START || name === END) throw new GraphDefinitionError(`"${name}" is reserved.`);
+    if (this.nodes.has(name)) throw new GraphDefinitionError(`node "${name}" is added twice.`);
+    if (name.includes('|')) throw new GraphDefinitionError(`node "${name}": names may not contain "|".`);
+    this.nodes.set(name, { name, fn: fn as unknown as NodeFn<StateSchema>, options, order: this.nodes.size });
+    return this as unknown as GraphBuilder<S, N | M>;
+  }
+
+  /** After `from` runs, `to` runs in the next superstep. */
+  edge(from: N | typeof START, to: N | typeof END): this {
+    const list = this.edges.get(from) ?? [];
+    if (!list.includes(to)) list.push(to);
+    this.edges.set(from, list);
+    return this;
+  }
+
+  /** After `from` runs, `route(state)` names the next node(s) (or END). */
+  conditionalEdge(from: N | typeof START, route: RouteFn<S, N>): this {
+    if (this.routes.has(from)) throw new GraphDefinitionError(`node "${from}" already has a conditional edge.`);
+    this.routes.set(from, route as RouteFn<S, string>);
+    return this;
+  }
+
+  /** Checks the graph and binds it to an engine. */
+  compile(options: CompileOptions): App<S> {
+    for (const [from, targets] of this.edges) {
+      if (from !== START && !this.nodes.has(from)) throw new UnknownNodeError(from, 'as the source of an edge');
+      for (const to of targets) if (to !== END && !this.nodes.has(to)) throw new UnknownNodeError(to, `as the target of an edge from "${from}"`);
+    }
+    for (const from of this.routes.keys()) {
+      if (from !== START && !this.nodes.has(from)) throw new UnknownNodeError(from, 'as the source of a conditional edge');
+    }
+    if (!this.edges.has(START) && !this.routes.has(START)) {
+      throw new GraphDefinitionError('the graph has no entry: add .edge(START, "<first node>").');
+    }
+    for (const name of this.nodes.keys()) {
+      if (!this.edges.has(name) && !this.routes.has(name)) {
+        throw new GraphDefinitionError(`node "${name}" has no outgoing edge: add .edge("${name}", END) if it is a last step.`);
+      }
+    }
+    const spec: GraphSpec = {
+      nodes: new Map(this.nodes),
+      edges: new Map([...this.edges].map(([k, v]) => [k, [...v]])),
+      routes: new Map(this.routes) as unknown as ReadonlyMap<string, RouteFn<StateSchema, string>>,
+    };
+    return new App(this.schema, spec, options);
+  }
+}
+
+/** Starts a graph over `schema`. */
+export function graph<S extends StateSchema>(schema: S): GraphBuilder<S> {
+  return new GraphBuilder(schema);
+}
+
+/**
+ * The nodes of the next superstep after `ran` ran, in graph order: static
+ * successors plus what conditional edges answer for `state`.
+ */
+export function nextNodes(spec: GraphSpec, ran: readonly string[], state: unknown): string[] {
+  const next = new Set<string>();
+  for (const from of ran) {
+    for (const to of spec.edges.get(from) ?? []) if (to !== END) next.add(to);
+    const route = spec.routes.get(from);
+    if (route) {
+      const answer = route(state as never);
+      for (const to of Array.isArray(answer) ? answer : [answer]) {
+        if (to === END) continue;
+        if (!spec.nodes.has(to)) throw new UnknownNodeError(to, `returned by the conditional edge of "${from}"`);
+        next.add(to);
+      }
+    }
+  }
+  return [...next].sort((a, b) => (spec.nodes.get(a)!.order - spec.nodes.get(b)!.order));
+}

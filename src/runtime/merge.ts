@@ -1,0 +1,111 @@
+/**
+ * @module runtime/merge
+ * Folding node writes into the state through the reducers, in a deterministic
+ * order, with the checks that keep state honest: unknown, runtime and derived
+ * fields are rejected, every written value passes its schema, two writes to one
+ * `replace` field in a step are a conflict (or, under `lastWins`, kept and
+ * logged), and no field may grow past the size limit. Nothing here touches
+ * storage: a rejected merge leaves nothing behind.
+ */
+import { encode, utf8Length } from '../codec/tagged-json.js';
+import {
+  DerivedFieldWriteError,
+  RuntimeFieldWriteError,
+  StateConflictError,
+  StateTooLargeError,
+  StateValidationError,
+  UnknownFieldError,
+  type ErrorPlace,
+} from '../errors.js';
+import type { ModelField } from '../state/fields.js';
+import type { StateSchema } from '../state/schema.js';
+import type { ConflictRecord } from './position.js';
+
+/** One writer's writes, already in merge order. */
+export interface Writer {
+  /** Who wrote: a node name, `input`, `fork`. */
+  name: string;
+  writes: Record<string, unknown> | undefined | void;
+}
+
+/** A field's change in a step, already encoded. */
+export type EncodedChange =
+  | { kind: 'set'; text: string }
+  /** `reset`: the items replace the whole list (a thread's first position, a rebase, a fork patch). */
+  | { kind: 'append'; items: string[]; reset?: boolean };
+
+export interface MergeResult {
+  /** The new state (the input state is not modified). */
+  state: Record<string, unknown>;
+  changes: Map<string, EncodedChange>;
+  conflicts: ConflictRecord[];
+}
+
+/** Applies `writers` to `state` in order. Throws a typed error on the first bad write. */
+export async function mergeWrites(
+  schema: StateSchema,
+  state: Record<string, unknown>,
+  writers: readonly Writer[],
+  place: ErrorPlace,
+): Promise<MergeResult> {
+  const next = { ...state };
+  const changes = new Map<string, EncodedChange>();
+  const replacedBy = new Map<string, string[]>();
+  const conflicts: ConflictRecord[] = [];
+
+  for (const writer of writers) {
+    if (!writer.writes) continue;
+    for (const [name, value] of Object.entries(writer.writes)) {
+      const field = schema.field(name);
+      if (!field) {
+        if (schema.isDerived(name)) throw new DerivedFieldWriteError(name, writer.name, place);
+        throw new UnknownFieldError(name, writer.name, place);
+      }
+      if (field.role === 'runtime') throw new RuntimeFieldWriteError(name, writer.name, place);
+      const model = field as ModelField<unknown, unknown>;
+
+      if (model.reduce === 'append') {
+        if (!Array.isArray(value)) {
+          throw new StateValidationError(name, [{ message: 'an append field takes an array of items to append', path: [] }], place);
+        }
+        const items = (await schema.validate(name, value, place)) as unknown[];
+        const change = changes.get(name);
+        const texts = change?.kind === 'append' ? change.items : [];
+        for (let i = 0; i < items.length; i++) texts.push(encode(items[i], `${name}[+${i}]`));
+        checkSize(schema, name, texts, place);
+        changes.set(name, { kind: 'append', items: texts });
+        next[name] = (next[name] as unknown[]).concat(items);
+        continue;
+      }
+
+      let value2: unknown;
+      if (model.reduce === 'replace') {
+        value2 = await schema.validate(name, value, place);
+        const writers2 = replacedBy.get(name);
+        if (writers2) {
+          const policy = model.onConflict ?? schema.onConflict;
+          if (policy === 'reject') throw new StateConflictError(name, [...writers2, writer.name], place);
+          conflicts.push({ field: name, writers: [...writers2, writer.name], kept: writer.name });
+          writers2.push(writer.name);
+        } else replacedBy.set(name, [writer.name]);
+      } else {
+        // A custom reducer's update has its own type: validate what it produces.
+        value2 = await schema.validate(name, model.reduce(next[name], value), place);
+      }
+      next[name] = value2;
+      const text = encode(value2, name);
+      checkSize(schema, name, [text], place);
+      changes.set(name, { kind: 'set', text });
+    }
+  }
+  return { state: next, changes, conflicts };
+}
+
+function checkSize(schema: StateSchema, name: string, texts: string[], place: ErrorPlace): void {
+  let bytes = 0;
+  for (const text of texts) bytes += text.length;
+  // Cheap bound first: UTF-8 needs at most 3 bytes per UTF-16 unit.
+  if (bytes * 3 <= schema.maxFieldBytes) return;
+  bytes = texts.reduce((sum, t) => sum + utf8Length(t), 0);
+  if (bytes > schema.maxFieldBytes) throw new StateTooLargeError(name, bytes, schema.maxFieldBytes, place);
+}

@@ -1,0 +1,472 @@
+/**
+ * @module runtime/run
+ * One run of a graph on one thread, under a lease: load the head (or start the
+ * thread), then superstep after superstep — run the scheduled nodes
+ * concurrently, merge their writes, commit one position — until END, an error,
+ * or the recursion limit.
+ *
+ * Crash windows and what covers them:
+ * - a node's recorded outputs and effect outcomes are durable as they happen
+ *   (ledger), so a re-executed node is served them and repeats nothing;
+ * - in a superstep with several tasks, each finished task's writes are kept as a
+ *   pending write, so a crash or failure of a sibling does not re-run it;
+ * - the step commit is one transaction; until it lands the head stays put, and
+ *   the next run re-executes the step from the same position with the same keys.
+ */
+import type { Checkpointer, PositionItem, StoredPosition } from '../contracts/checkpointer.js';
+import type { Engine } from '../contracts/engine.js';
+import type { ThreadLease, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
+import type { ArtifactStore } from '../contracts/artifact-store.js';
+import { GENESIS_HASH, sha256Hex } from '../codec/hash.js';
+import { RawJson, decode, encode } from '../codec/tagged-json.js';
+import {
+  CairnError,
+  GraphMismatchError,
+  NeedsAttentionError,
+  NodeFailedError,
+  RecursionLimitError,
+  RunInProgressError,
+  type ErrorPlace,
+} from '../errors.js';
+import { crashPoint } from '../internal/crash-points.js';
+import type { AnyField, RuntimeField } from '../state/fields.js';
+import type { StateSchema } from '../state/schema.js';
+import { TaskScope } from './context.js';
+import type { EventSink } from './events.js';
+import { START, nextNodes, type GraphSpec, type NodeSpec } from './graph.js';
+import { materialize, type AppendCursor, type LoadedPosition } from './materialize.js';
+import { mergeWrites, type EncodedChange, type MergeResult, type Writer } from './merge.js';
+import { hashPosition, type CallRef, type FieldChange, type PositionBody, type PositionKind } from './position.js';
+import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
+
+/** Settings a run works with (from compile() and run()). */
+export interface RunSettings {
+  schema: StateSchema;
+  spec: GraphSpec;
+  engine: Engine;
+  artifacts: ArtifactStore | undefined;
+  snapshotEvery: number;
+  recursionLimit: number;
+  retry: Partial<RetryPolicy> | undefined;
+  emit: EventSink;
+  signal: AbortSignal;
+}
+
+interface Head {
+  position: StoredPosition;
+  body: PositionBody;
+}
+
+interface TaskResult {
+  writes: Record<string, unknown> | undefined;
+  records: CallRef[];
+  effects: CallRef[];
+}
+
+interface Task {
+  node: NodeSpec;
+  id: string;
+}
+
+/** The state of a run between steps. */
+export class Run {
+  private readonly cp: Checkpointer;
+  private readonly place: ErrorPlace;
+  private head: Head | null = null;
+  private lastSeq: number | null;
+  private state: Record<string, unknown> = {};
+  private appends: Record<string, AppendCursor> = {};
+  /** Last encoded text of every non-append field: snapshot material and the "state size". */
+  private fieldTexts = new Map<string, string>();
+  private sinceSnapshot = { positions: 0, bytes: 0 };
+  private rebasePending = false;
+  private attempt: number;
+  private thread: ThreadRecord;
+
+  constructor(
+    private readonly settings: RunSettings,
+    private readonly lease: ThreadLease,
+  ) {
+    this.cp = settings.engine.checkpointer;
+    this.thread = lease.thread;
+    this.lastSeq = lease.thread.lastSeq;
+    this.attempt = lease.thread.attempts;
+    this.place = { engine: this.cp.engine, thread: lease.threadId, ns: '' };
+  }
+
+  /** Runs to END (or an error) and returns the final status and head. */
+  async execute(input: Record<string, unknown> | undefined): Promise<{ status: ThreadStatus; seq: number; state: Record<string, unknown> }> {
+    const { emit } = this.settings;
+    const threadId = this.lease.threadId;
+    const inputDigest = input === undefined ? undefined : sha256Hex(encode(input, 'run input'));
+
+    if (this.thread.head === null) {
+      this.state = this.settings.schema.initial();
+      this.primeFieldTexts();
+      await this.beginAttempt(false);
+      await this.commitInput(input, inputDigest);
+    } else {
+      const loaded = await materialize(this.cp, this.settings.schema, threadId, '', this.thread.head);
+      this.adopt(loaded);
+      emit({ type: 'run.loaded', threadId, at: Date.now(), seq: loaded.position.seq, next: loaded.body.next, storedVersion: loaded.storedVersion });
+      if (loaded.body.next.length === 0) {
+        if (input === undefined) return { status: this.thread.status, seq: loaded.position.seq, state: this.state };
+        await this.beginAttempt(false);
+        await this.commitInput(input, inputDigest);
+      } else {
+        if (inputDigest !== undefined && inputDigest !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
+        await this.beginAttempt(true);
+      }
+    }
+
+    try {
+      let steps = 0;
+      while (this.head!.body.next.length > 0) {
+        this.settings.signal.throwIfAborted();
+        if (steps >= this.settings.recursionLimit) throw new RecursionLimitError(this.settings.recursionLimit, this.place);
+        await this.superstep();
+        steps++;
+      }
+    } catch (error) {
+      await this.fail(error);
+      throw error;
+    }
+    emit({ type: 'run.end', threadId, at: Date.now(), status: 'completed', seq: this.head!.position.seq });
+    return { status: 'completed', seq: this.head!.position.seq, state: this.state };
+  }
+
+  // ------------------------------------------------------------ loading
+
+  private adopt(loaded: LoadedPosition): void {
+    this.head = { position: loaded.position, body: loaded.body };
+    this.state = loaded.state;
+    this.appends = loaded.appends;
+    this.sinceSnapshot = loaded.sinceSnapshot;
+    this.rebasePending = loaded.storedVersion !== this.settings.schema.version;
+    this.primeFieldTexts();
+  }
+
+  private primeFieldTexts(): void {
+    this.fieldTexts.clear();
+    for (const name of this.settings.schema.fieldNames) {
+      if (!this.settings.schema.appendFields.has(name)) this.fieldTexts.set(name, encode(this.state[name], name));
+    }
+  }
+
+  /** Digest of the input that started the unfinished run (the newest input position). */
+  private async lastInputDigest(): Promise<string | undefined> {
+    let before: number | undefined;
+    for (;;) {
+      const page = await this.cp.listPositions(this.lease.threadId, '', { ...(before !== undefined ? { beforeSeq: before } : {}), limit: 50 });
+      for (const p of page) {
+        const body = decode<PositionBody>(p.body, `position ${p.seq}`);
+        if (body.kind === 'input') return body.input;
+      }
+      if (page.length < 50) return undefined;
+      before = page[page.length - 1]!.seq;
+    }
+  }
+
+  private async beginAttempt(resumed: boolean): Promise<void> {
+    this.thread = await this.cp.updateThread(this.lease, { status: 'running', attempts: 1, lastError: null });
+    this.attempt = this.thread.attempts;
+    this.settings.emit({
+      type: 'run.start',
+      threadId: this.lease.threadId,
+      at: Date.now(),
+      runId: this.lease.runId,
+      attempt: this.attempt,
+      head: this.head?.position.seq ?? null,
+      resumed,
+    });
+  }
+
+  // ------------------------------------------------------------ steps
+
+  private async commitInput(input: Record<string, unknown> | undefined, digest: string | undefined): Promise<void> {
+    const writers: Writer[] = input === undefined ? [] : [{ name: 'input', writes: input }];
+    const merged = await mergeWrites(this.settings.schema, this.state, writers, this.place);
+    const next = nextNodes(this.settings.spec, [START], this.settings.schema.view(merged.state));
+    await this.commit('input', [], merged, next, [], [], digest);
+  }
+
+  private async superstep(): Promise<void> {
+    const head = this.head!;
+    const { spec } = this.settings;
+    const missing = head.body.next.filter((name) => !spec.nodes.has(name));
+    if (missing.length) throw new GraphMismatchError(missing, { ...this.place, seq: head.position.seq });
+    const tasks: Task[] = head.body.next.map((name, index) => ({ node: spec.nodes.get(name)!, id: `${name}:${index}` }));
+
+    const results = await this.runTasks(tasks);
+    const writers: Writer[] = tasks.map((task, i) => ({ name: task.node.name, writes: results[i]!.writes }));
+    const merged = await mergeWrites(this.settings.schema, this.state, writers, { ...this.place, seq: head.position.seq });
+    const ran = tasks.map((t) => t.node.name);
+    const next = nextNodes(spec, ran, this.settings.schema.view(merged.state));
+    await this.commit(
+      'step',
+      ran,
+      merged,
+      next,
+      results.flatMap((r) => r.records),
+      results.flatMap((r) => r.effects),
+    );
+  }
+
+  /** Runs a superstep's tasks concurrently; finished siblings are kept as pending writes. */
+  private async runTasks(tasks: Task[]): Promise<TaskResult[]> {
+    const base = this.head!.position;
+    const reused = new Map<string, TaskResult>();
+    if (tasks.length > 1) {
+      for (const pending of await this.cp.getPendingWrites(this.lease.threadId, '', base.seq)) {
+        reused.set(pending.task, decode<TaskResult>(pending.body, `pending write ${pending.task} at ${base.seq}`));
+      }
+    }
+    let unfinished = tasks.filter((t) => !reused.has(t.id)).length;
+    const settled = await Promise.allSettled(
+      tasks.map(async (task) => {
+        const kept = reused.get(task.id);
+        if (kept) {
+          this.settings.emit({ type: 'task.reused', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq });
+          return kept;
+        }
+        const result = await this.runTask(task);
+        unfinished--;
+        // Only worth a write when a sibling is still running: otherwise the step commits next.
+        if (tasks.length > 1 && unfinished > 0) {
+          await this.cp.putPendingWrite(this.lease, { ns: '', baseSeq: base.seq, task: task.id, body: encode(result, `writes of ${task.id}`) });
+          crashPoint('after-pending-write', task.node.name);
+          this.settings.emit({ type: 'pending.saved', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq });
+        }
+        return result;
+      }),
+    );
+    const failure = settled.find((s) => s.status === 'rejected');
+    if (failure) throw (failure as PromiseRejectedResult).reason;
+    return settled.map((s) => (s as PromiseFulfilledResult<TaskResult>).value);
+  }
+
+  private async runTask(task: Task): Promise<TaskResult> {
+    const { settings } = this;
+    const base = this.head!.position;
+    const policy = resolveRetry(settings.retry, task.node.options.retry);
+    const place = { ...this.place, seq: base.seq };
+    for (let attempt = 1; ; attempt++) {
+      const scope = new TaskScope({
+        threadId: this.lease.threadId,
+        ns: '',
+        seq: base.seq,
+        step: base.step + 1,
+        node: task.node.name,
+        task: task.id,
+        attempt,
+        signal: settings.signal,
+        ledger: settings.engine.ledger,
+        store: settings.engine.store,
+        artifacts: settings.artifacts,
+        emit: settings.emit,
+        place,
+      });
+      settings.emit({ type: 'task.start', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq, attempt });
+      try {
+        const writes = await task.node.fn(settings.schema.view(this.state) as never, scope);
+        await scope.settle();
+        return { writes: writes ?? undefined, records: scope.records, effects: scope.effects };
+      } catch (error) {
+        await scope.settle();
+        if (NeedsAttentionError.is(error)) throw error;
+        const willRetry = attempt < policy.maxAttempts && policy.retryOn(error) && !settings.signal.aborted;
+        // Outputs recorded by a failed attempt led to the failure: the retry asks again.
+        await settings.engine.ledger.discardRecords(this.lease.threadId, scope.recordKeys);
+        this.thread = await this.cp.updateThread(this.lease, {
+          attempts: willRetry ? 1 : 0,
+          failure: { ns: '', ...describeError(error), node: task.node.name, seq: base.seq, attempt: this.thread.attempts, at: Date.now() },
+        });
+        settings.emit({
+          type: 'task.failed',
+          threadId: this.lease.threadId,
+          at: Date.now(),
+          node: task.node.name,
+          task: task.id,
+          attempt,
+          error: describeError(error).message,
+          willRetry,
+        });
+        if (!willRetry) throw CairnError.is(error) ? error : new NodeFailedError(task.node.name, attempt, error, place);
+        await sleep(retryDelay(policy, attempt), settings.signal);
+      }
+    }
+  }
+
+  // ------------------------------------------------------------ commit
+
+  private async commit(
+    kind: PositionKind,
+    nodes: string[],
+    merged: MergeResult,
+    next: string[],
+    records: CallRef[],
+    effects: CallRef[],
+    input?: string,
+  ): Promise<void> {
+    const { schema } = this.settings;
+    const parent = this.head?.position ?? null;
+    const seq = (this.lastSeq ?? -1) + 1;
+    const step = parent ? parent.step + 1 : 0;
+    const state = merged.state;
+    const changes = merged.changes;
+    this.applyRuntimeFields(state, changes, { seq, step, nodes });
+
+    const rebase = this.rebasePending;
+    if (rebase || parent === null) this.addFullWrites(state, changes, rebase);
+
+    const bodyChanges: Record<string, FieldChange | { set: RawJson }> = {};
+    const items: PositionItem[] = [];
+    let setBytes = 0;
+    for (const name of schema.fieldNames) {
+      const change = changes.get(name);
+      if (!change) continue;
+      if (change.kind === 'set') {
+        bodyChanges[name] = { set: new RawJson(change.text) };
+        setBytes += change.text.length;
+      } else {
+        bodyChanges[name] = change.reset ? { reset: change.items.length } : { append: change.items.length };
+        change.items.forEach((text, index) => items.push({ field: name, index, text }));
+      }
+    }
+    // The chain hashes items in field-name order (the order a decoded body lists them).
+    items.sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : a.index - b.index));
+    const body: PositionBody = { kind, nodes, attempt: this.attempt, changes: bodyChanges as Record<string, FieldChange>, next };
+    if (input !== undefined) body.input = input;
+    if (records.length) body.records = records;
+    if (effects.length) body.effects = effects;
+    if (merged.conflicts.length) body.conflicts = merged.conflicts;
+    if (rebase) body.rebase = true;
+
+    const unsigned = {
+      ns: '',
+      seq,
+      parent: parent?.seq ?? null,
+      segment: parent && parent.seq === seq - 1 ? parent.segment : seq,
+      step,
+      schemaVersion: schema.version,
+      createdAt: Date.now(),
+      body: encode(body, 'position body'),
+    };
+    const position: StoredPosition = { ...unsigned, hash: hashPosition(unsigned, items, parent?.hash ?? GENESIS_HASH) };
+
+    // Bookkeeping for the snapshot policy, applied only once the commit lands.
+    const appends = { ...this.appends };
+    for (const [name, change] of changes) {
+      if (change.kind !== 'append') continue;
+      const previous = appends[name] ?? { since: null, count: 0 };
+      appends[name] = change.reset ? { since: seq, count: change.items.length } : { since: previous.since, count: previous.count + change.items.length };
+    }
+    const fieldTexts = new Map(this.fieldTexts);
+    for (const [name, change] of changes) if (change.kind === 'set') fieldTexts.set(name, change.text);
+    const since = { positions: this.sinceSnapshot.positions + 1, bytes: this.sinceSnapshot.bytes + setBytes };
+    let stateBytes = 0;
+    for (const text of fieldTexts.values()) stateBytes += text.length;
+    const takeSnapshot =
+      rebase || since.positions >= this.settings.snapshotEvery || (since.positions >= 2 && since.bytes > stateBytes);
+    const snapshot = takeSnapshot ? snapshotText(schema.version, fieldTexts, appends) : undefined;
+
+    const status: ThreadStatus = next.length ? 'running' : 'completed';
+    crashPoint('before-commit', nodes);
+    await this.cp.commitStep(this.lease, { position, items, ...(snapshot ? { snapshot } : {}), status, expectedHead: parent?.seq ?? null });
+    crashPoint('after-commit', nodes);
+
+    this.head = { position, body };
+    this.lastSeq = seq;
+    this.state = state;
+    this.appends = appends;
+    this.fieldTexts = fieldTexts;
+    this.sinceSnapshot = takeSnapshot ? { positions: 0, bytes: 0 } : since;
+    this.rebasePending = false;
+    this.settings.emit({
+      type: 'step.commit',
+      threadId: this.lease.threadId,
+      at: Date.now(),
+      seq,
+      step,
+      nodes,
+      next,
+      hash: position.hash,
+      snapshot: takeSnapshot,
+      status,
+    });
+  }
+
+  /** Runtime fields with a `compute` are set by the runtime at every commit (only stored when they change). */
+  private applyRuntimeFields(state: Record<string, unknown>, changes: Map<string, EncodedChange>, at: { seq: number; step: number; nodes: string[] }): void {
+    const { schema } = this.settings;
+    for (const name of schema.fieldNames) {
+      const field = schema.fields[name] as AnyField;
+      if (field.role !== 'runtime' || !(field as RuntimeField<unknown>).compute) continue;
+      const value = (field as RuntimeField<unknown>).compute!({
+        threadId: this.lease.threadId,
+        ns: '',
+        seq: at.seq,
+        step: at.step,
+        attempt: this.attempt,
+        nodes: at.nodes,
+        tenant: this.thread.tenant,
+      });
+      const text = encode(value, name);
+      if (text === this.fieldTexts.get(name)) continue;
+      state[name] = value;
+      changes.set(name, { kind: 'set', text });
+    }
+  }
+
+  /**
+   * The first position of a thread stores non-empty append defaults; a rebase (the
+   * first position under a new schema version) stores every field in full, so that
+   * nothing written at the older version is needed to read what follows.
+   */
+  private addFullWrites(state: Record<string, unknown>, changes: Map<string, EncodedChange>, rebase: boolean): void {
+    const { schema } = this.settings;
+    for (const name of schema.fieldNames) {
+      const value = state[name];
+      if (schema.appendFields.has(name)) {
+        const list = value as unknown[];
+        const change = changes.get(name);
+        const appended = change?.kind === 'append' ? change.items.length : 0;
+        // A thread's first position needs a reset only when the default list is not empty.
+        if (!rebase && appended === list.length) continue;
+        changes.set(name, { kind: 'append', items: list.map((item, i) => encode(item, `${name}[${i}]`)), reset: true });
+      } else if (rebase && !changes.has(name)) {
+        changes.set(name, { kind: 'set', text: encode(value, name) });
+      }
+    }
+  }
+
+  private async fail(error: unknown): Promise<void> {
+    if (CairnError.is(error) && (error.code === 'ERR_LEASE_LOST' || error.code === 'ERR_HEAD_MOVED')) return;
+    const status: ThreadStatus = NeedsAttentionError.is(error) ? 'needs_attention' : 'failed';
+    const lastError = { ...describeError(error), at: Date.now(), ...(this.head ? { seq: this.head.position.seq } : {}) };
+    await this.cp.updateThread(this.lease, { status, lastError }).catch(() => undefined);
+    this.settings.emit({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.head?.position.seq ?? null, error: lastError.message });
+  }
+}
+
+function snapshotText(schemaVersion: number, fieldTexts: Map<string, string>, appends: Record<string, AppendCursor>): string {
+  const values: Record<string, RawJson> = {};
+  for (const [name, text] of fieldTexts) values[name] = new RawJson(text);
+  return encode({ schemaVersion, values, appends }, 'snapshot');
+}
+
+function describeError(error: unknown): { code: string; message: string } {
+  if (error instanceof Error) return { code: (error as { code?: string }).code ?? error.name, message: error.message };
+  return { code: 'ERR_THROWN', message: String(error) };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (ms <= 0) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }, { once: true });
+  });
+}

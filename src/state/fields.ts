@@ -1,0 +1,111 @@
+/**
+ * @module state/fields
+ * Field declarations: every state field has a role.
+ * - `field.model(schema, { reduce })`: written by nodes, merged by a reducer.
+ * - `field.runtime(schema, { compute })`: owned by the runtime; a node that writes it is rejected.
+ * Derived fields are declared beside `fields` in `defineState({ derived })`, so that
+ * their functions are typed by the other fields.
+ *
+ * @example
+ * ```ts
+ * const fields = {
+ *   summary:  field.model(z.string().optional()),
+ *   messages: field.model(z.array(Message), { reduce: 'append', default: [] }),
+ *   step:     field.runtime(z.number(), { compute: (rt) => rt.step, default: 0 }),
+ * };
+ * ```
+ */
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+
+/** What a runtime field's `compute` can see when a step commits. */
+export interface RuntimeInfo {
+  threadId: string;
+  ns: string;
+  /** Seq of the position being committed. */
+  seq: number;
+  /** Superstep number of the position being committed. */
+  step: number;
+  /** The thread's attempt counter. */
+  attempt: number;
+  /** Nodes that ran in this step. */
+  nodes: readonly string[];
+  tenant: string | null;
+}
+
+/** How a write to a model field combines with its current value. */
+export type ReducerFn<T, U> = (current: T, update: U) => T;
+
+export type ConflictPolicy = 'reject' | 'lastWins';
+
+type Default<T> = T | (() => T);
+
+export interface ModelField<T, W> {
+  readonly role: 'model';
+  readonly schema: StandardSchemaV1<unknown, T>;
+  readonly reduce: 'replace' | 'append' | ReducerFn<T, W>;
+  readonly default?: Default<T>;
+  readonly onConflict?: ConflictPolicy;
+  /** Phantom: the type a node writes. */
+  readonly __write?: W;
+}
+
+export interface RuntimeField<T> {
+  readonly role: 'runtime';
+  readonly schema: StandardSchemaV1<unknown, T>;
+  readonly compute?: (info: RuntimeInfo) => T;
+  readonly default?: Default<T>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyField = ModelField<any, any> | RuntimeField<any>;
+
+type Out<S extends StandardSchemaV1> = StandardSchemaV1.InferOutput<S>;
+
+interface ModelOptions<T> {
+  default?: Default<T>;
+  onConflict?: ConflictPolicy;
+}
+
+function model<S extends StandardSchemaV1>(schema: S, options?: ModelOptions<Out<S>> & { reduce?: 'replace' }): ModelField<Out<S>, Out<S>>;
+function model<S extends StandardSchemaV1<unknown, readonly unknown[]>>(
+  schema: S,
+  options: ModelOptions<Out<S>> & { reduce: 'append' },
+): ModelField<Out<S>, Out<S>>;
+function model<S extends StandardSchemaV1, U>(
+  schema: S,
+  options: ModelOptions<Out<S>> & { reduce: ReducerFn<Out<S>, U> },
+): ModelField<Out<S>, U>;
+function model(schema: StandardSchemaV1, options: ModelOptions<unknown> & { reduce?: unknown } = {}): ModelField<unknown, unknown> {
+  return {
+    role: 'model',
+    schema,
+    reduce: (options.reduce ?? 'replace') as ModelField<unknown, unknown>['reduce'],
+    ...(options.default !== undefined ? { default: options.default } : {}),
+    ...(options.onConflict ? { onConflict: options.onConflict } : {}),
+  };
+}
+
+function runtime<S extends StandardSchemaV1>(
+  schema: S,
+  options: { compute?: (info: RuntimeInfo) => Out<S>; default?: Default<Out<S>> } = {},
+): RuntimeField<Out<S>> {
+  return { role: 'runtime', schema, ...options };
+}
+
+/** Field builders. */
+export const field = { model, runtime };
+
+/** The stored value type of a field. */
+export type ValueOf<F> = F extends ModelField<infer T, unknown> ? T : F extends RuntimeField<infer T> ? T : never;
+/** The type a node writes to a field. */
+export type WriteOf<F> = F extends ModelField<unknown, infer W> ? W : never;
+
+export function defaultOf(f: AnyField): unknown {
+  const d = f.default;
+  return typeof d === 'function' ? (d as () => unknown)() : structuredCloneIfObject(d);
+}
+
+// A default given as a literal object/array must not be shared between threads.
+function structuredCloneIfObject(value: unknown): unknown {
+  return typeof value === 'object' && value !== null ? structuredClone(value) : value;
+}
