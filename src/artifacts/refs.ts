@@ -20,10 +20,24 @@ export function sha256OfBytes(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
+/**
+ * A short printable form of a rejected value for an error message. `JSON.stringify`
+ * alone throws on BigInt and cyclic objects, which would turn a rejection into a TypeError.
+ */
+export function describeValue(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = Object.prototype.toString.call(value);
+  }
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
+}
+
 /** Validates a sha256 digest: exactly 64 lowercase hex characters. */
 export function checkDigest(digest: unknown): asserts digest is string {
   if (typeof digest !== 'string' || !/^[0-9a-f]{64}$/.test(digest)) {
-    throw new InvalidKeyError(`an artifact digest must be 64 lowercase hex characters, got ${JSON.stringify(digest)}.`);
+    throw new InvalidKeyError(`an artifact digest must be 64 lowercase hex characters, got ${describeValue(digest)}.`);
   }
 }
 
@@ -34,7 +48,7 @@ export function checkDigest(digest: unknown): asserts digest is string {
  */
 export function checkArtifactKey(key: unknown): asserts key is string {
   if (typeof key !== 'string' || key.length === 0 || key.length > 512) {
-    throw new InvalidKeyError(`an artifact key must be a string of 1 to 512 characters, got ${JSON.stringify(key)?.slice(0, 80)}.`);
+    throw new InvalidKeyError(`an artifact key must be a string of 1 to 512 characters, got ${describeValue(key)}.`);
   }
   if (!/^[A-Za-z0-9._\-:@=+/]+$/.test(key)) {
     throw new InvalidKeyError(`artifact key ${JSON.stringify(key)} may only contain letters, digits and . _ - : @ = + /.`);
@@ -48,7 +62,7 @@ export function checkArtifactKey(key: unknown): asserts key is string {
 
 export function checkMediaType(mediaType: unknown): asserts mediaType is string {
   if (typeof mediaType !== 'string' || !/^[\w.+-]+\/[\w.+-]+(\s*;.*)?$/.test(mediaType) || mediaType.length > 255) {
-    throw new InvalidKeyError(`media type ${JSON.stringify(mediaType)} is not of the form type/subtype.`);
+    throw new InvalidKeyError(`media type ${describeValue(mediaType)} is not of the form type/subtype.`);
   }
 }
 
@@ -82,5 +96,5 @@ export function parseRefId(id: string): { kind: 'content'; digest: string } | { 
     checkArtifactKey(key);
     return { kind: 'key', key };
   }
-  throw new InvalidKeyError(`artifact id ${JSON.stringify(id)} is neither "sha256:<digest>" nor "key:<key>".`);
+  throw new InvalidKeyError(`artifact id ${describeValue(id)} is neither "sha256:<digest>" nor "key:<key>".`);
 }

@@ -27,18 +27,12 @@ export interface ChainInput {
 
 /** Computes a position's chain hash. */
 export function chainHash(input: ChainInput): string {
-  const h = createHash('sha256');
-  h.update(Buffer.from(input.parentHash, 'hex'));
-  frame(h, input.header);
-  frame(h, input.body);
-  for (const item of input.items) {
-    frame(h, item.field);
-    frame(h, item.text);
-  }
-  return h.digest('hex');
+  // One string, one update: each part prefixed by its UTF-16 length (unambiguous framing).
+  let framed = `${input.parentHash}${frame(input.header)}${frame(input.body)}`;
+  for (const item of input.items) framed += frame(item.field) + frame(item.text);
+  return createHash('sha256').update(framed).digest('hex');
 }
 
-function frame(h: ReturnType<typeof createHash>, text: string): void {
-  h.update(`${Buffer.byteLength(text)}:`);
-  h.update(text);
+function frame(text: string): string {
+  return `${text.length}:${text}`;
 }

@@ -13,8 +13,9 @@
  * - **Fencing**: every write that takes a {@link ThreadLease} checks, in the same
  *   transaction, that the lease's `runId` and `epoch` still hold the thread; if
  *   not it throws {@link LeaseLostError} and writes nothing.
- * - **No silent forks**: `commitStep` on the root namespace checks that the
- *   thread's head equals `expectedHead`; otherwise {@link HeadMovedError}.
+ * - **No silent forks**: a namespace's head is its highest seq, and a commit's
+ *   position must be `expectedHead + 1` with `expectedHead` the current head;
+ *   otherwise {@link HeadMovedError} and nothing is written.
  * - **Immutability**: positions, items and snapshots are never updated once written.
  * - **Durability**: when a method's promise resolves, what it wrote survives a
  *   crash of the process (and, for durable engines, of the machine).
@@ -64,7 +65,7 @@ export interface StepCommit {
   snapshot?: string;
   /** The thread's status once this commit lands. */
   status: ThreadStatus;
-  /** The head this commit extends (root namespace): the parent, or null for a new thread's first position. */
+  /** The namespace's head when the step started (null before its first position); `position.seq` is that + 1. */
   expectedHead: number | null;
 }
 
@@ -143,11 +144,10 @@ export interface Checkpointer {
   /** The snapshot with the highest seq inside `ranges`, or null. */
   getSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null>;
   /**
-   * The items appended to `field` by positions inside `ranges`, ordered by (seq, index),
-   * as the text of one JSON array (engines concatenate stored item texts, which is far
-   * cheaper to decode than thousands of separate values), and how many there are.
+   * The texts of the items appended to `field` by positions inside `ranges`, ordered
+   * by (seq, index). One query: this is the bulk of loading a long thread.
    */
-  getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<{ text: string; count: number }>;
+  getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]>;
   /**
    * The items one position appended to `fields` (the fields its body says it appended
    * to), in (field order given, index) order. Used to verify the chain.

@@ -20,10 +20,12 @@ export interface ThreadRecord {
   id: string;
   kind: ThreadKind;
   status: ThreadStatus;
-  /** Seq of the head position of the root namespace, or null before the first commit. */
+  /**
+   * Seq of the head position of the root namespace, or null before the first commit.
+   * The head is always the highest seq: every new position (a step, an input, a fork)
+   * takes seq = head + 1 and becomes the head.
+   */
   head: number | null;
-  /** Highest seq ever allocated in the root namespace (forks allocate past it). */
-  lastSeq: number | null;
   /** Attempts made in this thread: every run start and every node retry counts one. */
   attempts: number;
   tenant: string | null;

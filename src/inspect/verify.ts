@@ -27,7 +27,7 @@ export async function verifyThread(cp: Checkpointer, threadId: string): Promise<
   const thread = await cp.getThread(threadId);
   const problems: VerifyProblem[] = [];
   const hashes = new Map<number, string>();
-  const last = thread?.lastSeq ?? -1;
+  const last = thread?.head ?? -1;
   const batch = 500;
   let count = 0;
   for (let from = 0; from <= last; from += batch) {

@@ -109,7 +109,8 @@ export class App<S extends StateSchema> {
    */
   async run(options: RunOptions<S>): Promise<RunResult<S>> {
     const sinks = [this.options.onEvent, options.onEvent].filter((s): s is EventSink => s !== undefined);
-    const emit: EventSink = sinks.length === 0 ? () => undefined : (event: RunEvent) => sinks.forEach((sink) => sink(event));
+    // No sink: no event objects are even built (the runtime calls emit?.(...)).
+    const emit: EventSink | undefined = sinks.length === 0 ? undefined : (event: RunEvent) => sinks.forEach((sink) => sink(event));
     const lease = await this.acquire(options);
     const controller = new AbortController();
     const stopRenewal = this.keepLease(lease, controller);

@@ -79,7 +79,7 @@ export interface TaskScopeOptions {
   ledger: Ledger;
   store: Store;
   artifacts: ArtifactStore | undefined;
-  emit: EventSink;
+  emit: EventSink | undefined;
   place: ErrorPlace;
 }
 
@@ -166,7 +166,7 @@ export class TaskScope implements NodeContext {
     if (hit && hit.outcome !== null) {
       if (hit.name !== name) throw new RecordMismatchError(key, name, hit.name, this.options.place);
       this.records.push({ key, name, digest: sha256Hex(hit.outcome) });
-      emit({ type: 'record.served', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
+      emit?.({ type: 'record.served', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
       return decode<T>(hit.outcome, `recorded output ${key}`);
     }
     const value = await fn();
@@ -174,7 +174,7 @@ export class TaskScope implements NodeContext {
     const stored = await ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, null), outcome: text });
     crashPoint('after-record', this.node);
     this.records.push({ key, name, digest: sha256Hex(stored.outcome ?? text) });
-    emit({ type: 'record.stored', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
+    emit?.({ type: 'record.stored', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
     return stored.outcome === text ? value : decode<T>(stored.outcome!, `recorded output ${key}`);
   }
 
@@ -192,7 +192,7 @@ export class TaskScope implements NodeContext {
     }
     if (entry?.status === 'done') {
       this.effects.push({ key, name, digest: sha256Hex(entry.outcome ?? '') });
-      emit({ ...now(), type: 'effect.hit' });
+      emit?.({ ...now(), type: 'effect.hit' });
       return decode<T>(entry.outcome!, `outcome of effect ${key}`);
     }
 
@@ -200,10 +200,10 @@ export class TaskScope implements NodeContext {
     if (entry) {
       // An intent without an outcome: a previous execution stopped between the two.
       const mode = spec.mode ?? 'atLeastOnce';
-      emit({ ...now(), type: 'effect.recover', hasProbe: spec.probe !== undefined, mode });
+      emit?.({ ...now(), type: 'effect.recover', hasProbe: spec.probe !== undefined, mode });
       if (spec.probe) {
         const found = await spec.probe(key);
-        emit({ ...now(), type: 'effect.probe', found: found !== null && found !== undefined });
+        emit?.({ ...now(), type: 'effect.probe', found: found !== null && found !== undefined });
         if (found !== null && found !== undefined) return this.finishEffect(key, name, found, 'probe');
       } else if (mode === 'atMostOnce') {
         throw new NeedsAttentionError(key, name, place);
@@ -213,11 +213,11 @@ export class TaskScope implements NodeContext {
       crashPoint('before-intent', this.node);
       entry = await ledger.writeIntent(this.entryBase(key, 'effect', name, call, argsDigest));
       crashPoint('after-intent', this.node);
-      emit({ ...now(), type: 'effect.intent' });
+      emit?.({ ...now(), type: 'effect.intent' });
     }
 
     crashPoint('before-effect', this.node);
-    emit({ ...now(), type: 'effect.run', rerun });
+    emit?.({ ...now(), type: 'effect.run', rerun });
     const result = await spec.run(key);
     crashPoint('after-effect', this.node);
     return this.finishEffect(key, name, result, 'run');
@@ -229,7 +229,7 @@ export class TaskScope implements NodeContext {
     await this.options.ledger.writeOutcome(this.threadId, key, text, Date.now());
     crashPoint('after-outcome', this.node);
     this.effects.push({ key, name, digest: sha256Hex(text) });
-    this.options.emit({ type: 'effect.outcome', threadId: this.threadId, at: Date.now(), node: this.node, key, name, source });
+    this.options.emit?.({ type: 'effect.outcome', threadId: this.threadId, at: Date.now(), node: this.node, key, name, source });
     return result;
   }
 

@@ -116,11 +116,13 @@ export async function materialize(
 
   for (const [name, cursor] of Object.entries(appends)) {
     const fieldRanges = cursor.since === null ? ranges : clipRanges(ranges, cursor.since);
-    const { text, count } = await cp.getItems(threadId, ns, name, fieldRanges);
-    if (count !== cursor.count) {
-      throw new CorruptRecordError(`field "${name}" should have ${cursor.count} items but ${count} are stored.`, { place });
+    const texts = await cp.getItems(threadId, ns, name, fieldRanges);
+    if (texts.length !== cursor.count) {
+      throw new CorruptRecordError(`field "${name}" should have ${cursor.count} items but ${texts.length} are stored.`, { place });
     }
-    values[name] = decode(text, `items of field "${name}" at position ${seq} of thread ${threadId}`);
+    const items = new Array<unknown>(texts.length);
+    for (let i = 0; i < texts.length; i++) items[i] = decode(texts[i]!, `item ${i} of field "${name}" of thread ${threadId}`);
+    values[name] = items;
   }
 
   const state = schema.upcast(values, version, place);

@@ -35,13 +35,20 @@ export type EncodedChange =
   | { kind: 'append'; items: string[]; reset?: boolean };
 
 export interface MergeResult {
-  /** The new state (the input state is not modified). */
+  /**
+   * The new state. A new top-level object; append fields' arrays are extended in
+   * place (copying a long list at every step would make a run quadratic), so the
+   * caller must drop the old state once the merge succeeds.
+   */
   state: Record<string, unknown>;
   changes: Map<string, EncodedChange>;
   conflicts: ConflictRecord[];
 }
 
-/** Applies `writers` to `state` in order. Throws a typed error on the first bad write. */
+/**
+ * Applies `writers` to `state` in order. Throws a typed error on the first bad write,
+ * before any append field has been extended.
+ */
 export async function mergeWrites(
   schema: StateSchema,
   state: Record<string, unknown>,
@@ -52,6 +59,7 @@ export async function mergeWrites(
   const changes = new Map<string, EncodedChange>();
   const replacedBy = new Map<string, string[]>();
   const conflicts: ConflictRecord[] = [];
+  const appended = new Map<string, unknown[]>();
 
   for (const writer of writers) {
     if (!writer.writes) continue;
@@ -74,7 +82,9 @@ export async function mergeWrites(
         for (let i = 0; i < items.length; i++) texts.push(encode(items[i], `${name}[+${i}]`));
         checkSize(schema, name, texts, place);
         changes.set(name, { kind: 'append', items: texts });
-        next[name] = (next[name] as unknown[]).concat(items);
+        const pending = appended.get(name);
+        if (pending) pending.push(...items);
+        else appended.set(name, [...items]);
         continue;
       }
 
@@ -97,6 +107,11 @@ export async function mergeWrites(
       checkSize(schema, name, [text], place);
       changes.set(name, { kind: 'set', text });
     }
+  }
+  // Every write passed: only now extend the lists.
+  for (const [name, items] of appended) {
+    const list = next[name] as unknown[];
+    for (const item of items) list.push(item);
   }
   return { state: next, changes, conflicts };
 }

@@ -48,7 +48,7 @@ export interface RunSettings {
   snapshotEvery: number;
   recursionLimit: number;
   retry: Partial<RetryPolicy> | undefined;
-  emit: EventSink;
+  emit: EventSink | undefined;
   signal: AbortSignal;
 }
 
@@ -73,7 +73,6 @@ export class Run {
   private readonly cp: Checkpointer;
   private readonly place: ErrorPlace;
   private head: Head | null = null;
-  private lastSeq: number | null;
   private state: Record<string, unknown> = {};
   private appends: Record<string, AppendCursor> = {};
   /** Last encoded text of every non-append field: snapshot material and the "state size". */
@@ -89,7 +88,6 @@ export class Run {
   ) {
     this.cp = settings.engine.checkpointer;
     this.thread = lease.thread;
-    this.lastSeq = lease.thread.lastSeq;
     this.attempt = lease.thread.attempts;
     this.place = { engine: this.cp.engine, thread: lease.threadId, ns: '' };
   }
@@ -108,7 +106,7 @@ export class Run {
     } else {
       const loaded = await materialize(this.cp, this.settings.schema, threadId, '', this.thread.head);
       this.adopt(loaded);
-      emit({ type: 'run.loaded', threadId, at: Date.now(), seq: loaded.position.seq, next: loaded.body.next, storedVersion: loaded.storedVersion });
+      emit?.({ type: 'run.loaded', threadId, at: Date.now(), seq: loaded.position.seq, next: loaded.body.next, storedVersion: loaded.storedVersion });
       if (loaded.body.next.length === 0) {
         if (input === undefined) return { status: this.thread.status, seq: loaded.position.seq, state: this.state };
         await this.beginAttempt(false);
@@ -131,7 +129,7 @@ export class Run {
       await this.fail(error);
       throw error;
     }
-    emit({ type: 'run.end', threadId, at: Date.now(), status: 'completed', seq: this.head!.position.seq });
+    emit?.({ type: 'run.end', threadId, at: Date.now(), status: 'completed', seq: this.head!.position.seq });
     return { status: 'completed', seq: this.head!.position.seq, state: this.state };
   }
 
@@ -170,7 +168,7 @@ export class Run {
   private async beginAttempt(resumed: boolean): Promise<void> {
     this.thread = await this.cp.updateThread(this.lease, { status: 'running', attempts: 1, lastError: null });
     this.attempt = this.thread.attempts;
-    this.settings.emit({
+    this.settings.emit?.({
       type: 'run.start',
       threadId: this.lease.threadId,
       at: Date.now(),
@@ -226,7 +224,7 @@ export class Run {
       tasks.map(async (task) => {
         const kept = reused.get(task.id);
         if (kept) {
-          this.settings.emit({ type: 'task.reused', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq });
+          this.settings.emit?.({ type: 'task.reused', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq });
           return kept;
         }
         const result = await this.runTask(task);
@@ -235,7 +233,7 @@ export class Run {
         if (tasks.length > 1 && unfinished > 0) {
           await this.cp.putPendingWrite(this.lease, { ns: '', baseSeq: base.seq, task: task.id, body: encode(result, `writes of ${task.id}`) });
           crashPoint('after-pending-write', task.node.name);
-          this.settings.emit({ type: 'pending.saved', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq });
+          this.settings.emit?.({ type: 'pending.saved', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq });
         }
         return result;
       }),
@@ -266,7 +264,7 @@ export class Run {
         emit: settings.emit,
         place,
       });
-      settings.emit({ type: 'task.start', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq, attempt });
+      settings.emit?.({ type: 'task.start', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq, attempt });
       try {
         const writes = await task.node.fn(settings.schema.view(this.state) as never, scope);
         await scope.settle();
@@ -281,7 +279,7 @@ export class Run {
           attempts: willRetry ? 1 : 0,
           failure: { ns: '', ...describeError(error), node: task.node.name, seq: base.seq, attempt: this.thread.attempts, at: Date.now() },
         });
-        settings.emit({
+        settings.emit?.({
           type: 'task.failed',
           threadId: this.lease.threadId,
           at: Date.now(),
@@ -310,7 +308,8 @@ export class Run {
   ): Promise<void> {
     const { schema } = this.settings;
     const parent = this.head?.position ?? null;
-    const seq = (this.lastSeq ?? -1) + 1;
+    // The head is always the highest seq of the thread: a new position takes the next one.
+    const seq = (parent?.seq ?? -1) + 1;
     const step = parent ? parent.step + 1 : 0;
     const state = merged.state;
     const changes = merged.changes;
@@ -376,13 +375,12 @@ export class Run {
     crashPoint('after-commit', nodes);
 
     this.head = { position, body };
-    this.lastSeq = seq;
     this.state = state;
     this.appends = appends;
     this.fieldTexts = fieldTexts;
     this.sinceSnapshot = takeSnapshot ? { positions: 0, bytes: 0 } : since;
     this.rebasePending = false;
-    this.settings.emit({
+    this.settings.emit?.({
       type: 'step.commit',
       threadId: this.lease.threadId,
       at: Date.now(),
@@ -445,7 +443,7 @@ export class Run {
     const status: ThreadStatus = NeedsAttentionError.is(error) ? 'needs_attention' : 'failed';
     const lastError = { ...describeError(error), at: Date.now(), ...(this.head ? { seq: this.head.position.seq } : {}) };
     await this.cp.updateThread(this.lease, { status, lastError }).catch(() => undefined);
-    this.settings.emit({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.head?.position.seq ?? null, error: lastError.message });
+    this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.head?.position.seq ?? null, error: lastError.message });
   }
 }
 

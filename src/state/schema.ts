@@ -114,15 +114,16 @@ export class StateSchema<F extends Fields = Fields, D extends DerivedFns<F> = De
 
   /** A fresh state holding every field's default. */
   initial(): PlainState {
-    const state: PlainState = {};
-    for (const name of this.fieldNames) state[name] = defaultOf(this.fields[name] as AnyField);
-    return state;
+    return this.withDefaults({});
   }
 
   /** Fills fields missing from a stored (possibly upcast) state with their defaults. */
   withDefaults(state: PlainState): PlainState {
     for (const name of this.fieldNames) {
-      if (!(name in state)) state[name] = defaultOf(this.fields[name] as AnyField);
+      if (name in state) continue;
+      const value = defaultOf(this.fields[name] as AnyField);
+      // The runtime extends append lists in place: never hand it a default someone else holds.
+      state[name] = this.appendFields.has(name) && Array.isArray(value) ? [...value] : value;
     }
     return state;
   }

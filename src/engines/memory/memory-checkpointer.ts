@@ -25,6 +25,8 @@ interface ThreadRow {
   holder: HolderInfo;
   epoch: number;
   positions: Map<string, Map<number, StoredPosition>>;
+  /** Highest seq per namespace: the head. */
+  heads: Map<string, number>;
   items: Map<string, Map<number, PositionItem[]>>;
   snapshots: Map<string, Map<number, string>>;
   pending: Map<string, PendingWrite>;
@@ -87,7 +89,6 @@ export class MemoryCheckpointer implements Checkpointer {
           kind: request.create.kind,
           status: 'running',
           head: null,
-          lastSeq: null,
           attempts: 0,
           tenant: request.create.tenant,
           metadata: structuredClone(request.create.metadata),
@@ -98,6 +99,7 @@ export class MemoryCheckpointer implements Checkpointer {
         holder: { runId: null, pid: null, host: null, leaseUntil: null },
         epoch: 0,
         positions: new Map(),
+        heads: new Map(),
         items: new Map(),
         snapshots: new Map(),
         pending: new Map(),
@@ -137,19 +139,19 @@ export class MemoryCheckpointer implements Checkpointer {
   async commitStep(lease: ThreadLease, commit: StepCommit): Promise<void> {
     const row = this.held(lease);
     const { position } = commit;
-    if (position.ns === '' && row.record.head !== commit.expectedHead) {
-      throw new HeadMovedError(lease.threadId, commit.expectedHead, row.record.head, { engine: this.engine });
-    }
     const ns = position.ns;
     const positions = mapOf(row.positions, ns);
-    if (positions.has(position.seq)) throw new HeadMovedError(lease.threadId, commit.expectedHead, position.seq, { engine: this.engine });
+    const head = row.heads.get(ns) ?? null;
+    if (head !== commit.expectedHead || position.seq !== (head ?? -1) + 1) {
+      throw new HeadMovedError(lease.threadId, commit.expectedHead, head, { engine: this.engine });
+    }
     positions.set(position.seq, { ...position });
+    row.heads.set(ns, position.seq);
     if (commit.items.length) mapOf(row.items, ns).set(position.seq, commit.items.map((i) => ({ ...i })));
     if (commit.snapshot !== undefined) mapOf(row.snapshots, ns).set(position.seq, commit.snapshot);
     for (const key of [...row.pending.keys()]) if (key.startsWith(`${ns}\u0000${position.parent}\u0000`)) row.pending.delete(key);
     if (ns === '') {
       row.record.head = position.seq;
-      row.record.lastSeq = Math.max(row.record.lastSeq ?? -1, position.seq);
       row.record.status = commit.status;
     }
     row.record.updatedAt = Date.now();
@@ -194,14 +196,14 @@ export class MemoryCheckpointer implements Checkpointer {
     return best;
   }
 
-  async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<{ text: string; count: number }> {
+  async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
     const items = this.row(threadId)?.items.get(ns);
     const texts: string[] = [];
     for (const seq of [...(items?.keys() ?? [])].sort((a, b) => a - b)) {
       if (!inRanges(seq, ranges)) continue;
       for (const item of items!.get(seq)!) if (item.field === field) texts.push(item.text);
     }
-    return { text: `[${texts.join(',')}]`, count: texts.length };
+    return texts;
   }
 
   async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {

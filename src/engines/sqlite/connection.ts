@@ -26,6 +26,8 @@ export class SqliteConnection {
   private readonly statements = new Map<string, SqliteStatement>();
   private readonly tids = new Map<string, number>();
   private readonly ownsHandle: boolean;
+  /** One transaction wrapper, created once: better-sqlite3 builds its BEGIN/COMMIT machinery per wrapper. */
+  private transactor: ((fn: () => unknown) => unknown) & { immediate: (fn: () => unknown) => unknown } | undefined;
 
   constructor(
     source: string | SqliteDatabase,
@@ -65,6 +67,12 @@ export class SqliteConnection {
     const tid = this.stmt('SELECT tid FROM cairn_threads WHERE id = ?').pluck().get(threadId) as number | undefined;
     if (tid !== undefined) this.tids.set(threadId, tid);
     return tid;
+  }
+
+  /** Runs `fn` in an IMMEDIATE transaction (the write lock is taken at BEGIN, so reads inside see the latest commit). */
+  writeTransaction<T>(what: string, fn: () => T): T {
+    this.transactor ??= this.db.transaction((inner: () => unknown) => inner()) as never;
+    return this.run(what, () => this.transactor!.immediate(fn) as T);
   }
 
   /** Runs `fn`, turning driver errors into EngineError (cause kept); cairn errors pass through. */

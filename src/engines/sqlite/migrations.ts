@@ -22,8 +22,6 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
         id          TEXT NOT NULL UNIQUE,
         kind        TEXT NOT NULL,
         status      TEXT NOT NULL,
-        head        INTEGER,
-        last_seq    INTEGER,
         attempts    INTEGER NOT NULL DEFAULT 0,
         tenant      TEXT,
         metadata    TEXT NOT NULL,
@@ -39,6 +37,8 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX cairn_threads_by_status ON cairn_threads (status, id);
 
       -- One row per position. Small rows, clustered by (thread, namespace, seq).
+      -- A namespace's head is its highest seq, so a step commit never rewrites the
+      -- thread row: it adds a position and its items, and nothing else.
       CREATE TABLE cairn_positions (
         tid            INTEGER NOT NULL,
         ns             TEXT NOT NULL,

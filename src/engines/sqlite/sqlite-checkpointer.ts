@@ -28,7 +28,6 @@ interface ThreadRow {
   kind: string;
   status: string;
   head: number | null;
-  last_seq: number | null;
   attempts: number;
   tenant: string | null;
   metadata: string;
@@ -40,9 +39,16 @@ interface ThreadRow {
   epoch: number;
   created_at: number;
   updated_at: number;
+  /** Creation time of the head position (the thread row is not rewritten per step). */
+  head_at: number | null;
 }
 
 type PositionRow = [number, number | null, number, number, number, number, string, Buffer];
+
+/** A thread row with its head (highest root seq) and the head's time, read through the positions' primary key. */
+const THREAD_SELECT = `
+  SELECT t.*, h.seq AS head, h.created_at AS head_at FROM cairn_threads t
+  LEFT JOIN cairn_positions h ON h.tid = t.tid AND h.ns = '' AND h.seq = (SELECT max(seq) FROM cairn_positions WHERE tid = t.tid AND ns = '')`;
 
 const POSITION_COLUMNS = 'seq, parent, segment, step, schema_version, created_at, body, hash';
 
@@ -52,13 +58,12 @@ function toThread(row: ThreadRow): ThreadRecord {
     kind: row.kind as ThreadRecord['kind'],
     status: row.status as ThreadRecord['status'],
     head: row.head,
-    lastSeq: row.last_seq,
     attempts: row.attempts,
     tenant: row.tenant,
     metadata: JSON.parse(row.metadata) as Record<string, unknown>,
     lastError: row.last_error === null ? null : (JSON.parse(row.last_error) as ThreadRecord['lastError']),
     createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    updatedAt: Math.max(row.updated_at, row.head_at ?? 0),
   };
 }
 
@@ -91,7 +96,7 @@ export class SqliteCheckpointer implements Checkpointer {
   constructor(private readonly conn: SqliteConnection) {}
 
   private threadRow(threadId: string): ThreadRow | undefined {
-    return this.conn.stmt('SELECT * FROM cairn_threads WHERE id = ?').get(threadId) as ThreadRow | undefined;
+    return this.conn.stmt(`${THREAD_SELECT} WHERE t.id = ?`).get(threadId) as ThreadRow | undefined;
   }
 
   /** Throws LeaseLostError unless `lease` still holds the thread; returns its tid. */
@@ -104,7 +109,7 @@ export class SqliteCheckpointer implements Checkpointer {
   }
 
   private write<T>(what: string, fn: () => T): T {
-    return this.conn.run(what, () => this.conn.db.transaction(fn).immediate());
+    return this.conn.writeTransaction(what, fn);
   }
 
   async getThread(threadId: string): Promise<ThreadRecord | null> {
@@ -115,11 +120,11 @@ export class SqliteCheckpointer implements Checkpointer {
   async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
     const where: string[] = [];
     const params: unknown[] = [];
-    if (query.status !== undefined) where.push('status = ?'), params.push(query.status);
-    if (query.kind !== undefined) where.push('kind = ?'), params.push(query.kind);
-    if (query.tenant !== undefined) where.push('tenant = ?'), params.push(query.tenant);
-    if (query.after !== undefined) where.push('id > ?'), params.push(query.after);
-    const sql = `SELECT * FROM cairn_threads ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
+    if (query.status !== undefined) where.push('t.status = ?'), params.push(query.status);
+    if (query.kind !== undefined) where.push('t.kind = ?'), params.push(query.kind);
+    if (query.tenant !== undefined) where.push('t.tenant = ?'), params.push(query.tenant);
+    if (query.after !== undefined) where.push('t.id > ?'), params.push(query.after);
+    const sql = `${THREAD_SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT ?`;
     params.push(query.limit ?? -1);
     return this.conn.run('listThreads', () => (this.conn.stmt(sql).all(...params) as ThreadRow[]).map(toThread));
   }
@@ -199,19 +204,17 @@ export class SqliteCheckpointer implements Checkpointer {
   async commitStep(lease: ThreadLease, commit: StepCommit): Promise<void> {
     const { position, items } = commit;
     this.write('commitStep', () => {
-      const now = Date.now();
-      const advanced = this.conn
-        .stmt(
-          `UPDATE cairn_threads SET head = ?, last_seq = max(coalesce(last_seq, -1), ?), status = ?, updated_at = ?
-           WHERE id = ? AND run_id = ? AND epoch = ? AND head IS ?`,
-        )
-        .run(position.seq, position.seq, commit.status, now, lease.threadId, lease.runId, lease.epoch, commit.expectedHead).changes;
-      if (advanced !== 1) {
-        const row = this.threadRow(lease.threadId);
-        if (!row || row.run_id !== lease.runId || row.epoch !== lease.epoch) throw new LeaseLostError(lease.threadId, { engine: this.engine });
-        throw new HeadMovedError(lease.threadId, commit.expectedHead, row.head, { engine: this.engine });
+      // The IMMEDIATE transaction holds SQLite's write lock, so nothing can take the
+      // lease or add a position between these reads and the inserts below.
+      const held = this.conn.stmt('SELECT tid, status FROM cairn_threads WHERE id = ? AND run_id = ? AND epoch = ?').get(lease.threadId, lease.runId, lease.epoch) as
+        | { tid: number; status: string }
+        | undefined;
+      if (!held) throw new LeaseLostError(lease.threadId, { engine: this.engine });
+      const tid = held.tid;
+      const head = this.conn.stmt('SELECT max(seq) FROM cairn_positions WHERE tid = ? AND ns = ?').pluck().get(tid, position.ns) as number | null;
+      if (head !== commit.expectedHead || position.seq !== (head ?? -1) + 1) {
+        throw new HeadMovedError(lease.threadId, commit.expectedHead, head, { engine: this.engine });
       }
-      const tid = this.conn.tid(lease.threadId)!;
       this.conn
         .stmt(`INSERT INTO cairn_positions (tid, ns, ${POSITION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
         .run(
@@ -236,6 +239,10 @@ export class SqliteCheckpointer implements Checkpointer {
       }
       if (position.parent !== null) {
         this.conn.stmt('DELETE FROM cairn_pending WHERE tid = ? AND ns = ? AND base_seq = ?').run(tid, position.ns, position.parent);
+      }
+      // The thread row changes only when the status does (start and end of a run).
+      if (position.ns === '' && held.status !== commit.status) {
+        this.conn.stmt('UPDATE cairn_threads SET status = ?, updated_at = ? WHERE tid = ?').run(commit.status, Date.now(), tid);
       }
     });
   }
@@ -296,19 +303,15 @@ export class SqliteCheckpointer implements Checkpointer {
     return row ? { seq: row.seq, text: row.body } : null;
   }
 
-  async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<{ text: string; count: number }> {
+  async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
     const tid = this.conn.tid(threadId);
-    if (tid === undefined) return { text: '[]', count: 0 };
+    if (tid === undefined) return [];
     const where = rangeClause(ranges);
-    // One row back: SQLite concatenates the stored item texts, and the caller decodes
-    // a single JSON array (far cheaper than thousands of rows and parses).
-    const row = this.conn
-      .stmt(
-        `SELECT '[' || coalesce(group_concat(body, ',' ORDER BY seq, idx), '') || ']' AS text, count(*) AS count
-         FROM cairn_items WHERE tid = ? AND ns = ? AND field = ? AND (${where.sql})`,
-      )
-      .get(tid, ns, field, ...where.params) as { text: string; count: number };
-    return row;
+    // Walks cairn_items_by_field in (seq, idx) order: no sort, plucked texts only.
+    return this.conn
+      .stmt(`SELECT body FROM cairn_items WHERE tid = ? AND ns = ? AND field = ? AND (${where.sql}) ORDER BY seq, idx`)
+      .pluck()
+      .all(tid, ns, field, ...where.params) as string[];
   }
 
   async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {

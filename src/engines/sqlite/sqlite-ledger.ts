@@ -123,6 +123,6 @@ export class SqliteLedger implements Ledger {
     const tid = this.conn.tid(threadId);
     if (tid === undefined || keys.length === 0) return;
     const statement = this.conn.stmt(`DELETE FROM cairn_ledger WHERE tid = ? AND key = ? AND kind = 'record'`);
-    this.conn.run('ledger.discardRecords', () => this.conn.db.transaction(() => keys.forEach((key) => statement.run(tid, key)))());
+    this.conn.writeTransaction('ledger.discardRecords', () => keys.forEach((key) => statement.run(tid, key)));
   }
 }

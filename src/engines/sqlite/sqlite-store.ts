@@ -53,9 +53,7 @@ export class SqliteStore implements Store {
     const ns = encodeNamespace(namespace);
     checkStoreKey(key);
     const text = encode(value, `store ${namespace.join('/')}/${key}`);
-    return this.conn.run('store.put', () =>
-      this.conn.db
-        .transaction(() => {
+    return this.conn.writeTransaction('store.put', () => {
           const row = this.row(ns, key);
           const live = row && !row.deleted ? row : undefined;
           if (live && options.idempotencyKey !== undefined && live.last_write_key === options.idempotencyKey) return toItem<T>(live);
@@ -73,17 +71,13 @@ export class SqliteStore implements Store {
             )
             .run(ns, key, text, options.idempotencyKey ?? null, now, now);
           return toItem<T>(this.row(ns, key)!);
-        })
-        .immediate(),
-    );
+    });
   }
 
   async delete(namespace: string[], key: string, options: { ifVersion?: number } = {}): Promise<boolean> {
     const ns = encodeNamespace(namespace);
     checkStoreKey(key);
-    return this.conn.run('store.delete', () =>
-      this.conn.db
-        .transaction(() => {
+    return this.conn.writeTransaction('store.delete', () => {
           const row = this.row(ns, key);
           const current = row && !row.deleted ? row.version : 0;
           if (options.ifVersion !== undefined && options.ifVersion !== current) {
@@ -92,9 +86,7 @@ export class SqliteStore implements Store {
           if (!row || row.deleted) return false;
           this.conn.stmt(`UPDATE cairn_store SET deleted = 1, value = 'null', last_write_key = NULL, updated_at = ? WHERE ns = ? AND key = ?`).run(Date.now(), ns, key);
           return true;
-        })
-        .immediate(),
-    );
+    });
   }
 
   async list(prefix: string[], options: { limit?: number } = {}): Promise<StoreItem[]> {
