@@ -94,7 +94,9 @@ export class FsArtifactStore implements ArtifactStore {
     // The ref file comes after the blob is durable: a crash in between leaves an
     // unreferenced blob, never a ref to missing or partial bytes. When identical bytes
     // were stored before, the first ref (and its media type) stands.
-    return this.createRefFile(this.contentPath(ref.sha256), ref, { kind: 'content', digest: ref.sha256 });
+    const path = this.contentPath(ref.sha256);
+    const expect = { kind: 'content', digest: ref.sha256 } as const;
+    return (await this.readRefFile(path, expect)) ?? this.createRefFile(path, ref, expect);
   }
 
   async putNamed(key: string, data: ArtifactData, options: { mediaType: string }): Promise<ArtifactRef> {
