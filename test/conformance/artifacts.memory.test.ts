@@ -1,0 +1,8 @@
+import { memoryArtifacts, type MemoryArtifactStore } from '../../src/artifacts/memory-artifact-store.js';
+import { artifactStoreSuite } from '../../src/testing/artifact-store.suite.js';
+
+artifactStoreSuite<MemoryArtifactStore>({
+  name: 'memory',
+  create: () => memoryArtifacts(),
+  corrupt: (store, ref, bytes) => store.corruptForTesting(ref.id, bytes),
+});
