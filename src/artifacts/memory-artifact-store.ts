@@ -23,8 +23,9 @@ export class MemoryArtifactStore implements ArtifactStore {
   async putNamed(key: string, data: ArtifactData, options: { mediaType: string }): Promise<ArtifactRef> {
     checkArtifactKey(key);
     checkMediaType(options.mediaType);
-    const existing = await this.head(key);
-    if (existing) return existing;
+    // Checked and stored without an await in between: two concurrent puts of one key end with one ref.
+    const existing = this.blobs.get(`key:${key}`);
+    if (existing) return { ...existing.ref };
     const bytes = toBytes(data);
     const ref = makeRef(bytes, options.mediaType, key);
     this.blobs.set(ref.id, { ref, bytes: bytes.slice() });

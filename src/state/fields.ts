@@ -45,8 +45,8 @@ export interface ModelField<T, W> {
   readonly reduce: 'replace' | 'append' | ReducerFn<T, W>;
   readonly default?: Default<T>;
   readonly onConflict?: ConflictPolicy;
-  /** Phantom: the type a node writes. */
-  readonly __write?: W;
+  /** Phantom (never set): carries the stored and written types, read by ValueOf / WriteOf. */
+  readonly __types?: () => [T, W];
 }
 
 export interface RuntimeField<T> {
@@ -96,9 +96,9 @@ function runtime<S extends StandardSchemaV1>(
 export const field = { model, runtime };
 
 /** The stored value type of a field. */
-export type ValueOf<F> = F extends ModelField<infer T, unknown> ? T : F extends RuntimeField<infer T> ? T : never;
+export type ValueOf<F> = F extends { readonly schema: StandardSchemaV1<unknown, infer T> } ? T : never;
 /** The type a node writes to a field. */
-export type WriteOf<F> = F extends ModelField<unknown, infer W> ? W : never;
+export type WriteOf<F> = F extends { readonly __types?: () => [unknown, infer W] } ? W : never;
 
 export function defaultOf(f: AnyField): unknown {
   const d = f.default;

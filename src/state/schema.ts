@@ -38,19 +38,19 @@ type PlainState = Record<string, unknown>;
 /** The state of the stored fields (model and runtime). */
 export type BaseState<F extends Fields> = { [K in keyof F]: ValueOf<F[K]> };
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type DerivedFns<F extends Fields> = Record<string, (state: BaseState<F>) => any>;
+/** Derived field functions, typed by the stored fields; `D` maps each name to its value type. */
+type DerivedFns<F extends Fields, D extends Record<string, unknown>> = { [K in keyof D]: (state: BaseState<F>) => D[K] };
 
 type ModelKeys<F extends Fields> = { [K in keyof F]: F[K] extends { role: 'model' } ? K : never }[keyof F];
 
-export interface StateDefinition<F extends Fields, D extends DerivedFns<F>> {
+export interface StateDefinition<F extends Fields, D extends Record<string, unknown>> {
   /** Schema version stored with every checkpoint. Default 1. */
   version?: number;
   /** Oldest stored version still readable; older ones raise SchemaTooOldError. Default: as far back as upcasters reach. */
   oldestReadableVersion?: number;
   fields: F;
   /** Functions of the stored fields, recomputed on every read and never stored. */
-  derived?: D;
+  derived?: DerivedFns<F, D>;
   /** `upcast[n]` turns a version-n state into a version-(n+1) state, at read time. */
   upcast?: Record<number, (state: PlainState) => PlainState>;
   /** What two writes to one `replace` field in one step do. Default 'reject'. */
@@ -60,11 +60,12 @@ export interface StateDefinition<F extends Fields, D extends DerivedFns<F>> {
 }
 
 /** A declared state schema. Create it with {@link defineState}. */
-export class StateSchema<F extends Fields = Fields, D extends DerivedFns<F> = DerivedFns<F>> {
+export class StateSchema<F extends Fields = Fields, D extends Record<string, unknown> = Record<string, unknown>> {
   readonly version: number;
   readonly oldestReadableVersion: number;
   readonly fields: F;
-  readonly derived: D;
+  /** Derived functions (the parameter is typed loosely here so that every schema is a `StateSchema`). */
+  readonly derived: { readonly [K in keyof D]: (state: never) => D[K] };
   readonly onConflict: ConflictPolicy;
   readonly maxFieldBytes: number;
   /** Field names in declaration order: the order every merge and snapshot uses. */
@@ -73,13 +74,13 @@ export class StateSchema<F extends Fields = Fields, D extends DerivedFns<F> = De
   private readonly upcasters: Record<number, (state: PlainState) => PlainState>;
 
   /** Phantom members that carry the state's types. */
-  declare readonly $state: BaseState<F> & { readonly [K in keyof D]: ReturnType<D[K]> };
+  declare readonly $state: BaseState<F> & { readonly [K in keyof D]: D[K] };
   declare readonly $update: { [K in ModelKeys<F>]?: WriteOf<F[K]> } & { [K in Exclude<keyof F, ModelKeys<F>> | keyof D]?: never };
 
   constructor(definition: StateDefinition<F, D>) {
     this.version = definition.version ?? 1;
     this.fields = definition.fields;
-    this.derived = definition.derived ?? ({} as D);
+    this.derived = (definition.derived ?? {}) as { [K in keyof D]: (state: never) => D[K] };
     this.onConflict = definition.onConflict ?? 'reject';
     this.maxFieldBytes = definition.maxFieldBytes ?? DEFAULT_MAX_FIELD_BYTES;
     this.upcasters = definition.upcast ?? {};
@@ -150,7 +151,7 @@ export class StateSchema<F extends Fields = Fields, D extends DerivedFns<F> = De
   /** The state a node or a caller sees: stored fields plus derived ones, frozen at the top level. */
   view(base: PlainState): this['$state'] {
     const view: PlainState = { ...base };
-    for (const [name, fn] of Object.entries(this.derived)) view[name] = fn(base as BaseState<F>);
+    for (const [name, fn] of Object.entries(this.derived) as [string, (s: PlainState) => unknown][]) view[name] = fn(base);
     return Object.freeze(view) as this['$state'];
   }
 
@@ -174,7 +175,7 @@ export class StateSchema<F extends Fields = Fields, D extends DerivedFns<F> = De
 }
 
 /** Declares a state schema. See {@link StateSchema}. */
-export function defineState<F extends Fields, D extends DerivedFns<F> = Record<never, never>>(
+export function defineState<F extends Fields, D extends Record<string, unknown> = Record<never, never>>(
   definition: StateDefinition<F, D>,
 ): StateSchema<F, D> {
   return new StateSchema(definition);

@@ -1,0 +1,25 @@
+/**
+ * @module cairn/testing
+ * What cairn proves itself with, for you to prove your own engines and apps:
+ * one conformance suite per storage contract (run them under vitest against your
+ * engine, about ten lines each) and the worked example used by the demo and the
+ * crash tests.
+ *
+ * @example
+ * ```ts
+ * // my-engine.conformance.test.ts
+ * import { checkpointerSuite, ledgerSuite, storeSuite } from 'cairn/testing';
+ * import { myEngine } from './my-engine.js';
+ * checkpointerSuite({ name: 'mine', create: () => myEngine() });
+ * ledgerSuite({ name: 'mine', create: () => myEngine() });
+ * storeSuite({ name: 'mine', create: () => myEngine() });
+ * ```
+ */
+export { artifactStoreSuite, hostileArtifactKeys } from './artifact-store.suite.js';
+export { checkpointerSuite } from './checkpointer.suite.js';
+export { ledgerSuite } from './ledger.suite.js';
+export { storeSuite } from './store.suite.js';
+export { workedExample, WorkedExampleState, lookupCustomer, summarise, Customer, ArtifactRefSchema } from './worked-example.js';
+export type { WorkedExampleOptions } from './worked-example.js';
+export { parallelExample, ParallelState, PARALLEL_ROUNDS } from './parallel-example.js';
+export type { ParallelExampleOptions } from './parallel-example.js';

@@ -1,0 +1,61 @@
+/**
+ * Type tests: compiled by `tsc --noEmit` in `npm test`. Every `@ts-expect-error`
+ * must be an error, or the build fails: this pins what a node may return.
+ */
+import { z } from 'zod';
+import { defineState, field, graph, START, END, type StateOf, type UpdateOf } from '../../src/index.js';
+
+const State = defineState({
+  fields: {
+    summary: field.model(z.string().optional()),
+    messages: field.model(z.array(z.object({ role: z.string(), text: z.string() })), { reduce: 'append', default: [] }),
+    total: field.model(z.number(), { reduce: (current: number, add: number) => current + add, default: 0 }),
+    step: field.runtime(z.number(), { compute: (rt) => rt.step, default: 0 }),
+  },
+  derived: { count: (s) => s.messages.length, hasSummary: (s) => s.summary !== undefined },
+});
+
+type S = StateOf<typeof State>;
+type U = UpdateOf<typeof State>;
+
+// The state type follows from the schema.
+const read = (s: S): [string | undefined, number, number, number, boolean] => [s.summary, s.messages.length, s.total, s.step, s.hasSummary];
+void read;
+
+// Model fields: a node may write them with their write types.
+const ok1: U = { summary: 'x' };
+const ok2: U = { messages: [{ role: 'user', text: 'hi' }] };
+const ok3: U = { total: 3 };
+const ok4: U = {};
+void [ok1, ok2, ok3, ok4];
+
+// @ts-expect-error runtime fields are not writable by nodes
+const bad1: U = { step: 1 };
+// @ts-expect-error derived fields are not writable
+const bad2: U = { count: 2 };
+// @ts-expect-error unknown fields are rejected
+const bad3: U = { nope: 1 };
+// @ts-expect-error a replace field takes its own type
+const bad4: U = { summary: 42 };
+// @ts-expect-error an append field takes an array of items
+const bad5: U = { messages: { role: 'user', text: 'hi' } };
+// @ts-expect-error a custom reducer takes its update type
+const bad6: U = { total: 'three' };
+void [bad1, bad2, bad3, bad4, bad5, bad6];
+
+// The same rules hold for what a node function returns, inferred or not.
+graph(State)
+  .node('ok', async (s) => ({ summary: `${s.count}` }))
+  // @ts-expect-error a node may not return a runtime field
+  .node('runtime', async () => ({ step: 5 }))
+  // @ts-expect-error a node may not return a derived field
+  .node('derived', () => ({ count: 5 }))
+  .edge(START, 'ok')
+  .edge('ok', END)
+  // @ts-expect-error edges only name nodes of the graph
+  .edge('ok', 'missing');
+
+// State fields without derived ones still type.
+const Plain = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
+const plainUpdate: UpdateOf<typeof Plain> = { n: 1 };
+void plainUpdate;
