@@ -1,0 +1,813 @@
+/**
+ * @module testing/checkpointer.suite
+ * The conformance suite of the {@link Checkpointer} contract: every rule its JSDoc
+ * states (leases and fencing, head checks, atomic commits, pending writes, range
+ * reads, thread listing, id validation, lifecycle), as vitest tests. Every engine
+ * runs it; a third-party engine proves itself with the same ten lines.
+ *
+ * Each test gets a fresh engine from `create()` and hands it to `destroy()` (or
+ * `close()`) afterwards. Tests that wait for a lease to expire use leases of a
+ * few tens of milliseconds.
+ *
+ * @example
+ * ```ts
+ * import { checkpointerSuite } from 'cairn/testing';
+ * import { memory } from 'cairn/memory';
+ * checkpointerSuite({ name: 'memory', create: () => memory() });
+ * ```
+ */
+import { spawnSync } from 'node:child_process';
+import { hostname } from 'node:os';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Checkpointer, PositionItem, StepCommit, StoredPosition } from '../contracts/checkpointer.js';
+import type { Engine } from '../contracts/engine.js';
+import type { LeaseOwner, ThreadKind, ThreadLease, ThreadStatus } from '../contracts/threads.js';
+import {
+  EngineClosedError,
+  HeadMovedError,
+  InvalidKeyError,
+  LeaseLostError,
+  ThreadBusyError,
+  ThreadNotFoundError,
+} from '../errors.js';
+
+/** Options of {@link checkpointerSuite}. */
+export interface CheckpointerSuiteOptions {
+  /** Engine name shown in the test titles. */
+  name: string;
+  /** A fresh, empty engine for one test. */
+  create: () => Engine | Promise<Engine>;
+  /** Disposes of an engine after its test (default: `engine.close()`). Called even if the test closed it. */
+  destroy?: (engine: Engine) => void | Promise<void>;
+}
+
+/** A host no process of this machine runs on: its holders are judged by lease expiry alone. */
+const REMOTE_HOST = 'cairn-suite.remote.invalid';
+const LONG_LEASE = 60_000;
+/** Short enough to wait out in a test, long enough to acquire and act within. */
+const SHORT_LEASE = 40;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+let runCounter = 0;
+/** A lease owner on a remote host (liveness by lease expiry only), with a fresh runId. */
+function remoteOwner(label = 'run'): LeaseOwner {
+  return { runId: `${label}-${++runCounter}`, pid: 4242, host: REMOTE_HOST };
+}
+
+/** 64 lowercase hex characters derived from a number: a stand-in chain hash. */
+function fakeHash(n: number): string {
+  return n.toString(16).padStart(64, '0');
+}
+
+/** A root-namespace position that continues `parent` (or starts a thread when parent is null). */
+function linear(seq: number, extra: Partial<StoredPosition> = {}): StoredPosition {
+  return {
+    ns: '',
+    seq,
+    parent: seq === 0 ? null : seq - 1,
+    segment: 0,
+    step: seq,
+    schemaVersion: 1,
+    createdAt: 1_700_000_000_000 + seq,
+    body: `{"kind":"step","seq":${seq}}`,
+    hash: fakeHash(seq + 1),
+    ...extra,
+  };
+}
+
+/** A position that forks from an older `parent`: it starts a new segment at its own seq. */
+function forked(seq: number, parent: number, extra: Partial<StoredPosition> = {}): StoredPosition {
+  return linear(seq, { parent, segment: seq, step: parent + 1, body: `{"kind":"fork","seq":${seq}}`, ...extra });
+}
+
+function item(field: string, index: number, text: string): PositionItem {
+  return { field, index, text };
+}
+
+function commitOf(position: StoredPosition, expectedHead: number | null, extra: Partial<StepCommit> = {}): StepCommit {
+  return { position, items: [], status: 'running', expectedHead, ...extra };
+}
+
+/** Awaits `run()` and checks it rejects with an error of `type` (matched by its stable code). */
+async function expectError<T>(run: () => Promise<unknown>, type: { readonly code: string; prototype: T }): Promise<T> {
+  let outcome: unknown;
+  try {
+    outcome = await run();
+  } catch (error) {
+    expect((error as { code?: unknown }).code, `expected ${type.code}, got: ${String(error)}`).toBe(type.code);
+    return error as T;
+  }
+  return expect.fail(`expected ${type.code}, but the call resolved with ${JSON.stringify(outcome)}`);
+}
+
+/** Pid of a process of this host that has exited (and been reaped). */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ['-e', ''], { stdio: 'ignore' });
+  if (typeof child.pid !== 'number') throw new Error('could not spawn a short-lived process to get a dead pid');
+  return child.pid;
+}
+
+/**
+ * Registers the Checkpointer conformance tests for one engine.
+ *
+ * @example `checkpointerSuite({ name: 'sqlite', create: () => sqlite(tempFile()), destroy: (e) => e.close() })`
+ */
+export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
+  describe(`Checkpointer conformance: ${options.name}`, () => {
+    let engine: Engine;
+    let cp: Checkpointer;
+
+    beforeEach(async () => {
+      engine = await options.create();
+      cp = engine.checkpointer;
+    });
+
+    afterEach(async () => {
+      if (options.destroy) await options.destroy(engine);
+      else await engine.close();
+    });
+
+    /** Creates a thread and returns the creating lease. */
+    async function create(
+      threadId: string,
+      attrs: { kind?: ThreadKind; tenant?: string | null; metadata?: Record<string, unknown>; leaseMs?: number; owner?: LeaseOwner } = {},
+    ): Promise<ThreadLease> {
+      return cp.acquireThread(threadId, {
+        owner: attrs.owner ?? remoteOwner(),
+        leaseMs: attrs.leaseMs ?? LONG_LEASE,
+        create: { kind: attrs.kind ?? 'task', tenant: attrs.tenant ?? null, metadata: attrs.metadata ?? {} },
+      });
+    }
+
+    /** A thread whose first holder's lease expired and was taken over: `stale` is the lost lease, `fresh` the live one. */
+    async function takenOver(threadId: string): Promise<{ stale: ThreadLease; fresh: ThreadLease }> {
+      const stale = await create(threadId, { leaseMs: SHORT_LEASE });
+      await sleep(SHORT_LEASE * 2);
+      const fresh = await cp.acquireThread(threadId, { owner: remoteOwner('successor'), leaseMs: LONG_LEASE });
+      return { stale, fresh };
+    }
+
+    /** Commits positions 0..last in a line under `lease`. */
+    async function commitLine(lease: ThreadLease, last: number, from = 0): Promise<void> {
+      for (let seq = from; seq <= last; seq++) await cp.commitStep(lease, commitOf(linear(seq), seq === 0 ? null : seq - 1));
+    }
+
+    describe('threads and leases', () => {
+      it('creates a thread on acquire with create, with the given attributes and empty log', async () => {
+        const owner = remoteOwner();
+        const lease = await cp.acquireThread('t1', {
+          owner,
+          leaseMs: LONG_LEASE,
+          create: { kind: 'conversation', tenant: 'acme', metadata: { user: 'u1', tags: ['a'] } },
+        });
+        expect(lease.threadId).toBe('t1');
+        expect(lease.runId).toBe(owner.runId);
+        expect(lease.epoch).toBeGreaterThan(0);
+        expect(lease.expiresAt).toBeGreaterThan(Date.now());
+        const expected = {
+          id: 't1',
+          kind: 'conversation',
+          status: 'running',
+          head: null,
+          attempts: 0,
+          tenant: 'acme',
+          metadata: { user: 'u1', tags: ['a'] },
+          lastError: null,
+        };
+        expect(lease.thread).toMatchObject(expected);
+        const stored = await cp.getThread('t1');
+        expect(stored).toMatchObject(expected);
+        expect(typeof stored!.createdAt).toBe('number');
+        expect(stored!.updatedAt).toBeGreaterThanOrEqual(stored!.createdAt);
+      });
+
+      it('returns null from getThread for a missing thread', async () => {
+        expect(await cp.getThread('missing')).toBeNull();
+      });
+
+      it('throws ThreadNotFoundError on acquire of a missing thread without create, and creates nothing', async () => {
+        const error = await expectError(() => cp.acquireThread('missing', { owner: remoteOwner(), leaseMs: LONG_LEASE }), ThreadNotFoundError);
+        expect(error.threadId).toBe('missing');
+        expect(await cp.getThread('missing')).toBeNull();
+      });
+
+      it('keeps an existing thread as it is when acquired with create', async () => {
+        const first = await create('t1', { kind: 'task', tenant: 'acme', metadata: { a: 1 } });
+        await cp.releaseThread(first);
+        const again = await cp.acquireThread('t1', {
+          owner: remoteOwner(),
+          leaseMs: LONG_LEASE,
+          create: { kind: 'session', tenant: 'other', metadata: { b: 2 } },
+        });
+        expect(again.thread).toMatchObject({ kind: 'task', tenant: 'acme', metadata: { a: 1 } });
+        expect(await cp.getThread('t1')).toMatchObject({ kind: 'task', tenant: 'acme', metadata: { a: 1 } });
+      });
+
+      it('throws ThreadBusyError for a second acquire while the lease is live', async () => {
+        await create('t1');
+        const error = await expectError(() => cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE }), ThreadBusyError);
+        expect(error.threadId).toBe('t1');
+      });
+
+      it('throws ThreadBusyError to another run of the same process (same host and pid, other runId)', async () => {
+        const me = { pid: process.pid, host: hostname() };
+        await create('t1', { owner: { runId: 'first', ...me } });
+        await expectError(() => cp.acquireThread('t1', { owner: { runId: 'second', ...me }, leaseMs: LONG_LEASE }), ThreadBusyError);
+      });
+
+      it('lets exactly one of two concurrent acquires win', async () => {
+        await cp.releaseThread(await create('t1'));
+        const results = await Promise.allSettled([
+          cp.acquireThread('t1', { owner: remoteOwner('a'), leaseMs: LONG_LEASE }),
+          cp.acquireThread('t1', { owner: remoteOwner('b'), leaseMs: LONG_LEASE }),
+        ]);
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        const rejected = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+        expect(rejected).toHaveLength(1);
+        expect((rejected[0]!.reason as { code?: string }).code).toBe(ThreadBusyError.code);
+      });
+
+      it('lets another owner take the thread over once the lease expired', async () => {
+        const { stale, fresh } = await takenOver('t1');
+        expect(fresh.runId).not.toBe(stale.runId);
+        expect(fresh.epoch).toBeGreaterThan(stale.epoch);
+      });
+
+      it('treats a holder on this host whose process no longer exists as dead, before its lease expires', async () => {
+        const dead = { runId: 'dead-run', pid: deadPid(), host: hostname() };
+        const first = await create('t1', { owner: dead, leaseMs: LONG_LEASE });
+        const next = await cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE });
+        expect(next.epoch).toBeGreaterThan(first.epoch);
+      });
+
+      it('increases the epoch on every grant: create, re-acquire after release, takeover after expiry', async () => {
+        const a = await create('t1');
+        await cp.releaseThread(a);
+        const b = await cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: SHORT_LEASE });
+        expect(b.epoch).toBeGreaterThan(a.epoch);
+        await sleep(SHORT_LEASE * 2);
+        const c = await cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE });
+        expect(c.epoch).toBeGreaterThan(b.epoch);
+        await cp.releaseThread(c);
+        const d = await cp.acquireThread('t1', { owner: { ...remoteOwner(), runId: a.runId }, leaseMs: LONG_LEASE });
+        expect(d.epoch).toBeGreaterThan(c.epoch);
+      });
+
+      it('renewLease extends the lease so it outlives its first expiry', async () => {
+        const lease = await create('t1', { leaseMs: SHORT_LEASE });
+        const renewed = await cp.renewLease(lease, LONG_LEASE);
+        expect(renewed.runId).toBe(lease.runId);
+        expect(renewed.epoch).toBe(lease.epoch);
+        expect(renewed.expiresAt).toBeGreaterThan(lease.expiresAt);
+        await sleep(SHORT_LEASE * 2);
+        await expectError(() => cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE }), ThreadBusyError);
+        await cp.commitStep(renewed, commitOf(linear(0), null));
+        expect((await cp.getThread('t1'))!.head).toBe(0);
+      });
+
+      it('releaseThread frees the thread for another owner at once', async () => {
+        const lease = await create('t1');
+        await cp.releaseThread(lease);
+        const next = await cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE });
+        expect(next.epoch).toBeGreaterThan(lease.epoch);
+      });
+
+      it('a released lease can no longer write', async () => {
+        const lease = await create('t1');
+        await cp.releaseThread(lease);
+        await expectError(() => cp.commitStep(lease, commitOf(linear(0), null)), LeaseLostError);
+        await expectError(() => cp.updateThread(lease, { status: 'failed' }), LeaseLostError);
+        expect(await cp.getPosition('t1', '', 0)).toBeNull();
+        expect((await cp.getThread('t1'))!.status).toBe('running');
+      });
+
+      it('releasing a lost lease is a no-op: the successor keeps the thread', async () => {
+        const { stale, fresh } = await takenOver('t1');
+        await cp.releaseThread(stale);
+        await expectError(() => cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE }), ThreadBusyError);
+        await cp.commitStep(fresh, commitOf(linear(0), null));
+        expect((await cp.getThread('t1'))!.head).toBe(0);
+      });
+
+      it('releasing twice is a no-op', async () => {
+        const lease = await create('t1');
+        await cp.releaseThread(lease);
+        await cp.releaseThread(lease);
+        await cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE });
+      });
+    });
+
+    describe('fencing: a lease lost to a takeover writes nothing', () => {
+      it('renewLease throws LeaseLostError and does not extend the successor', async () => {
+        const { stale, fresh } = await takenOver('t1');
+        const error = await expectError(() => cp.renewLease(stale, LONG_LEASE), LeaseLostError);
+        expect(error.threadId).toBe('t1');
+        // The successor still holds and can still write.
+        await cp.updateThread(fresh, { attempts: 1 });
+      });
+
+      it('updateThread throws LeaseLostError and changes nothing', async () => {
+        const { stale } = await takenOver('t1');
+        const before = await cp.getThread('t1');
+        await expectError(
+          () =>
+            cp.updateThread(stale, {
+              status: 'failed',
+              attempts: 3,
+              lastError: { code: 'ERR_X', message: 'boom', at: 1 },
+              failure: { ns: '', code: 'ERR_X', message: 'boom', at: 1 },
+            }),
+          LeaseLostError,
+        );
+        expect(await cp.getThread('t1')).toEqual(before);
+        expect(await cp.listFailures('t1')).toEqual([]);
+      });
+
+      it('putPendingWrite throws LeaseLostError and stores nothing', async () => {
+        const { stale } = await takenOver('t1');
+        await expectError(() => cp.putPendingWrite(stale, { ns: '', baseSeq: 0, task: 'a:0', body: '{"x":1}' }), LeaseLostError);
+        expect(await cp.getPendingWrites('t1', '', 0)).toEqual([]);
+      });
+
+      it('commitStep throws LeaseLostError and writes no position, item, snapshot or head', async () => {
+        const stale = await create('t1', { leaseMs: SHORT_LEASE });
+        await cp.commitStep(stale, commitOf(linear(0), null));
+        await sleep(SHORT_LEASE * 2);
+        const fresh = await cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE });
+        await cp.putPendingWrite(fresh, { ns: '', baseSeq: 0, task: 'a:0', body: '{}' });
+        await expectError(
+          () => cp.commitStep(stale, commitOf(linear(1), 0, { items: [item('messages', 0, '"hi"')], snapshot: '{"s":1}', status: 'completed' })),
+          LeaseLostError,
+        );
+        expect(await cp.getPosition('t1', '', 1)).toBeNull();
+        expect(await cp.getItems('t1', '', 'messages', [{ from: 0, to: 10 }])).toEqual([]);
+        expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 10 }])).toBeNull();
+        expect(await cp.getThread('t1')).toMatchObject({ head: 0, status: 'running' });
+        expect(await cp.getPendingWrites('t1', '', 0)).toHaveLength(1);
+        // The successor extends the same head.
+        await cp.commitStep(fresh, commitOf(linear(1), 0));
+      });
+    });
+
+    describe('commitStep', () => {
+      it('writes position, items and snapshot and advances head and status', async () => {
+        const lease = await create('t1');
+        const p0 = linear(0);
+        await cp.commitStep(lease, commitOf(p0, null, { items: [item('messages', 0, '"a"'), item('messages', 1, '"b"')], snapshot: '{"snap":0}' }));
+        expect(await cp.getPosition('t1', '', 0)).toEqual(p0);
+        expect(await cp.getThread('t1')).toMatchObject({ head: 0, status: 'running' });
+
+        const p1 = linear(1, { body: '{"changes":{"x":{"set":1}},"kind":"step"}' });
+        await cp.commitStep(lease, commitOf(p1, 0, { items: [item('log', 0, '{"n":1}')], status: 'interrupted' }));
+        expect(await cp.getPosition('t1', '', 1)).toEqual(p1);
+        expect(await cp.getPositionItems('t1', '', 1, ['log'])).toEqual([item('log', 0, '{"n":1}')]);
+        expect(await cp.getPositionItems('t1', '', 0, ['messages'])).toEqual([item('messages', 0, '"a"'), item('messages', 1, '"b"')]);
+        expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 1 }])).toEqual({ seq: 0, text: '{"snap":0}' });
+        expect(await cp.getThread('t1')).toMatchObject({ head: 1, status: 'interrupted' });
+      });
+
+      it('stores every position field and the hash exactly (64 lowercase hex)', async () => {
+        const lease = await create('t1');
+        const hash = 'ab'.repeat(32);
+        const p = linear(0, { step: 7, schemaVersion: 3, createdAt: 1_234_567_890_123, body: '{"kind":"input","nested":{"a":[1,2,"ü"]}}', hash });
+        await cp.commitStep(lease, commitOf(p, null));
+        const stored = await cp.getPosition('t1', '', 0);
+        expect(stored).toEqual(p);
+        expect(stored!.hash).toMatch(/^[0-9a-f]{64}$/);
+      });
+
+      it('throws HeadMovedError on a wrong expectedHead and writes nothing', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 1);
+        const before = await cp.getThread('t1');
+        for (const wrong of [null, 0, 5]) {
+          const error = await expectError(
+            () => cp.commitStep(lease, commitOf(linear(2), wrong, { items: [item('m', 0, '1')], snapshot: '{}', status: 'completed' })),
+            HeadMovedError,
+          );
+          expect(error.expected).toBe(wrong);
+          expect(error.actual).toBe(1);
+        }
+        expect(await cp.getPosition('t1', '', 2)).toBeNull();
+        expect(await cp.getItems('t1', '', 'm', [{ from: 0, to: 9 }])).toEqual([]);
+        expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 9 }])).toBeNull();
+        expect(await cp.getThread('t1')).toMatchObject({ head: before!.head, status: before!.status });
+      });
+
+      it('throws HeadMovedError for a non-null expectedHead on a thread with no position yet', async () => {
+        const lease = await create('t1');
+        await expectError(() => cp.commitStep(lease, commitOf(linear(1), 0)), HeadMovedError);
+        expect(await cp.getPosition('t1', '', 1)).toBeNull();
+        expect((await cp.getThread('t1'))!.head).toBeNull();
+      });
+
+      it('throws HeadMovedError unless the position takes seq expectedHead + 1: no overwrite, no gap', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 1);
+        const before = await cp.getThread('t1');
+        const original = await cp.getPosition('t1', '', 1);
+        const extra = { status: 'completed' as const, snapshot: '{}', items: [item('m', 0, '1')] };
+        // expectedHead is the head, but the seq reuses the head's (an overwrite) or skips one (a gap).
+        await expectError(() => cp.commitStep(lease, commitOf(linear(1, { body: '{"kind":"other"}', hash: fakeHash(999) }), 1, extra)), HeadMovedError);
+        await expectError(() => cp.commitStep(lease, commitOf(linear(3, { parent: 1 }), 1, extra)), HeadMovedError);
+        await expectError(() => cp.commitStep(lease, commitOf(linear(0, { hash: fakeHash(998) }), null, extra)), HeadMovedError);
+        expect(await cp.getPosition('t1', '', 1)).toEqual(original);
+        expect(await cp.getPosition('t1', '', 3)).toBeNull();
+        expect(await cp.getPosition('t1', '', 0)).toEqual(linear(0));
+        expect(await cp.getThread('t1')).toMatchObject({ head: before!.head, status: before!.status });
+        expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 9 }])).toBeNull();
+        expect(await cp.getItems('t1', '', 'm', [{ from: 0, to: 9 }])).toEqual([]);
+      });
+
+      it('a fork (parent older than the head) takes seq head + 1 and becomes the head', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 2);
+        await cp.commitStep(lease, commitOf(forked(3, 1), 2));
+        expect((await cp.getThread('t1'))!.head).toBe(3);
+        expect(await cp.getPosition('t1', '', 2)).toEqual(linear(2));
+        expect(await cp.getPosition('t1', '', 3)).toEqual(forked(3, 1));
+        // The next step continues the new branch.
+        await cp.commitStep(lease, commitOf(linear(4, { segment: 3, step: 3 }), 3));
+        expect((await cp.getThread('t1'))!.head).toBe(4);
+      });
+
+      it('each namespace has its own head: a child commit neither checks nor moves the root head', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 1);
+        const child = 'parent|node:0';
+        const c0 = linear(0, { ns: child, hash: fakeHash(100) });
+        const c1 = linear(1, { ns: child, hash: fakeHash(101) });
+        const c2 = linear(2, { ns: child, hash: fakeHash(102) });
+        // The child namespace starts empty: its first position extends null, whatever the root head.
+        await cp.commitStep(lease, commitOf(c0, null));
+        await cp.commitStep(lease, commitOf(c1, 0, { items: [item('m', 0, '"child"')] }));
+        await cp.commitStep(lease, commitOf(c2, 1));
+        expect((await cp.getThread('t1'))!.head).toBe(1);
+        // The child's head moved to 2; the root's is still 1.
+        await expectError(() => cp.commitStep(lease, commitOf(linear(3, { ns: child, hash: fakeHash(103) }), 1)), HeadMovedError);
+        expect(await cp.getPosition('t1', child, 1)).toEqual(c1);
+        expect(await cp.getPositions('t1', '', { from: 0, to: 9 })).toEqual([linear(0), linear(1)]);
+        expect(await cp.getPositions('t1', child, { from: 0, to: 9 })).toEqual([c0, c1, c2]);
+        expect(await cp.getItems('t1', '', 'm', [{ from: 0, to: 9 }])).toEqual([]);
+        expect(await cp.getItems('t1', child, 'm', [{ from: 0, to: 9 }])).toEqual(['"child"']);
+        // The root chain continues from its own head.
+        await cp.commitStep(lease, commitOf(linear(2), 1));
+        expect((await cp.getThread('t1'))!.head).toBe(2);
+      });
+    });
+
+    describe('pending writes', () => {
+      it('stores writes per (ns, baseSeq, task), lists them in task order, and replaces a rewrite', async () => {
+        const lease = await create('t1');
+        await cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'b:0', body: '{"v":"b"}' });
+        await cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'a:1', body: '{"v":"a1"}' });
+        await cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'a:0', body: '{"v":"a0"}' });
+        await cp.putPendingWrite(lease, { ns: '', baseSeq: 1, task: 'a:0', body: '{"v":"other base"}' });
+        await cp.putPendingWrite(lease, { ns: 'child|n:0', baseSeq: 0, task: 'a:0', body: '{"v":"other ns"}' });
+        // Idempotent per task: the rewrite replaces, never duplicates.
+        await cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'b:0', body: '{"v":"b2"}' });
+
+        expect(await cp.getPendingWrites('t1', '', 0)).toEqual([
+          { ns: '', baseSeq: 0, task: 'a:0', body: '{"v":"a0"}' },
+          { ns: '', baseSeq: 0, task: 'a:1', body: '{"v":"a1"}' },
+          { ns: '', baseSeq: 0, task: 'b:0', body: '{"v":"b2"}' },
+        ]);
+        expect(await cp.getPendingWrites('t1', '', 1)).toEqual([{ ns: '', baseSeq: 1, task: 'a:0', body: '{"v":"other base"}' }]);
+        expect(await cp.getPendingWrites('t1', 'child|n:0', 0)).toEqual([{ ns: 'child|n:0', baseSeq: 0, task: 'a:0', body: '{"v":"other ns"}' }]);
+        expect(await cp.getPendingWrites('t1', '', 2)).toEqual([]);
+        expect(await cp.getPendingWrites('missing', '', 0)).toEqual([]);
+      });
+
+      it('are deleted by the commit whose parent is their baseSeq, and only those', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 0);
+        await cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'a:0', body: '{}' });
+        await cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'b:0', body: '{}' });
+        await cp.putPendingWrite(lease, { ns: '', baseSeq: 1, task: 'a:0', body: '{"later":true}' });
+        await cp.putPendingWrite(lease, { ns: 'child|n:0', baseSeq: 0, task: 'a:0', body: '{"child":true}' });
+        await cp.commitStep(lease, commitOf(linear(1), 0));
+        expect(await cp.getPendingWrites('t1', '', 0)).toEqual([]);
+        expect(await cp.getPendingWrites('t1', '', 1)).toEqual([{ ns: '', baseSeq: 1, task: 'a:0', body: '{"later":true}' }]);
+        expect(await cp.getPendingWrites('t1', 'child|n:0', 0)).toEqual([{ ns: 'child|n:0', baseSeq: 0, task: 'a:0', body: '{"child":true}' }]);
+      });
+
+      it('survive a commit that fails the head check', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 1);
+        await cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'a:0', body: '{}' });
+        await expectError(() => cp.commitStep(lease, commitOf(linear(5, { parent: 0 }), 0)), HeadMovedError);
+        expect(await cp.getPendingWrites('t1', '', 0)).toHaveLength(1);
+      });
+
+      it('are per thread', async () => {
+        const a = await create('a');
+        await create('b');
+        await cp.putPendingWrite(a, { ns: '', baseSeq: 0, task: 'x:0', body: '{}' });
+        expect(await cp.getPendingWrites('b', '', 0)).toEqual([]);
+      });
+    });
+
+    describe('reading positions', () => {
+      it('getPosition returns null for a missing seq, namespace or thread', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 0);
+        expect(await cp.getPosition('t1', '', 1)).toBeNull();
+        expect(await cp.getPosition('t1', 'other|n:0', 0)).toBeNull();
+        expect(await cp.getPosition('missing', '', 0)).toBeNull();
+      });
+
+      it('getPositions returns an inclusive range, ascending', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 5);
+        expect((await cp.getPositions('t1', '', { from: 1, to: 3 })).map((p) => p.seq)).toEqual([1, 2, 3]);
+        expect(await cp.getPositions('t1', '', { from: 4, to: 100 })).toEqual([linear(4), linear(5)]);
+        expect(await cp.getPositions('t1', '', { from: 2, to: 2 })).toEqual([linear(2)]);
+        expect(await cp.getPositions('t1', '', { from: 3, to: 2 })).toEqual([]);
+        expect(await cp.getPositions('t1', '', { from: 6, to: 9 })).toEqual([]);
+        expect(await cp.getPositions('missing', '', { from: 0, to: 9 })).toEqual([]);
+      });
+
+      it('listPositions lists newest first and pages backwards with beforeSeq and limit', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 6);
+        expect((await cp.listPositions('t1', '')).map((p) => p.seq)).toEqual([6, 5, 4, 3, 2, 1, 0]);
+        expect((await cp.listPositions('t1', '', { limit: 3 })).map((p) => p.seq)).toEqual([6, 5, 4]);
+        expect((await cp.listPositions('t1', '', { beforeSeq: 4, limit: 3 })).map((p) => p.seq)).toEqual([3, 2, 1]);
+        expect((await cp.listPositions('t1', '', { beforeSeq: 1, limit: 3 })).map((p) => p.seq)).toEqual([0]);
+        expect(await cp.listPositions('t1', '', { beforeSeq: 0 })).toEqual([]);
+        expect((await cp.listPositions('t1', '', { beforeSeq: 3 })).map((p) => p.seq)).toEqual([2, 1, 0]);
+        expect(await cp.listPositions('t1', '', { limit: 1 })).toEqual([linear(6)]);
+
+        // Paging through the whole history visits every position once.
+        const seen: number[] = [];
+        let page = await cp.listPositions('t1', '', { limit: 2 });
+        while (page.length) {
+          seen.push(...page.map((p) => p.seq));
+          page = await cp.listPositions('t1', '', { beforeSeq: page[page.length - 1]!.seq, limit: 2 });
+        }
+        expect(seen).toEqual([6, 5, 4, 3, 2, 1, 0]);
+        expect(await cp.listPositions('missing', '')).toEqual([]);
+      });
+    });
+
+    describe('snapshots and items on a branching log', () => {
+      /**
+       * 0 ─ 1 ─ 2          snapshots at 0 and 2, items on 0, 1, 2
+       *      └─ 3 ─ 4      a fork from 1 (segment 3), items on 3, snapshot at 4 only if asked
+       * Position 4's ancestry is the ranges [0..1] and [3..4].
+       */
+      async function branching(lease: ThreadLease, snapshotAt4: boolean): Promise<void> {
+        await cp.commitStep(lease, commitOf(linear(0), null, { snapshot: '{"at":0}', items: [item('m', 0, '"m0"'), item('other', 0, '"o0"')] }));
+        await cp.commitStep(lease, commitOf(linear(1), 0, { items: [item('m', 0, '"m1a"'), item('m', 1, '"m1b"')] }));
+        await cp.commitStep(lease, commitOf(linear(2), 1, { snapshot: '{"at":2}', items: [item('m', 0, '"m2"')] }));
+        await cp.commitStep(lease, commitOf(forked(3, 1), 2, { items: [item('m', 0, '{"b":3}'), item('other', 0, '"o3"')] }));
+        await cp.commitStep(lease, commitOf(linear(4, { segment: 3, step: 3 }), 3, snapshotAt4 ? { snapshot: '{"at":4}' } : {}));
+      }
+      const branchOf4 = [
+        { from: 0, to: 1 },
+        { from: 3, to: 4 },
+      ];
+
+      it('getSnapshot picks the highest seq inside the ranges, ignoring a newer one on another branch', async () => {
+        const lease = await create('t1');
+        await branching(lease, false);
+        expect(await cp.getSnapshot('t1', '', branchOf4)).toEqual({ seq: 0, text: '{"at":0}' });
+        expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 2 }])).toEqual({ seq: 2, text: '{"at":2}' });
+        expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 1 }])).toEqual({ seq: 0, text: '{"at":0}' });
+        expect(await cp.getSnapshot('t1', '', [{ from: 1, to: 1 }, { from: 3, to: 4 }])).toBeNull();
+        expect(await cp.getSnapshot('t1', '', [])).toBeNull();
+        expect(await cp.getSnapshot('t1', 'other|n:0', [{ from: 0, to: 9 }])).toBeNull();
+        expect(await cp.getSnapshot('missing', '', [{ from: 0, to: 9 }])).toBeNull();
+      });
+
+      it('getSnapshot prefers the branch\'s own newest snapshot', async () => {
+        const lease = await create('t1');
+        await branching(lease, true);
+        expect(await cp.getSnapshot('t1', '', branchOf4)).toEqual({ seq: 4, text: '{"at":4}' });
+        expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 2 }])).toEqual({ seq: 2, text: '{"at":2}' });
+      });
+
+      it('getItems returns the texts of the field\'s items inside the ranges, ordered by (seq, index)', async () => {
+        const lease = await create('t1');
+        await branching(lease, false);
+        expect(await cp.getItems('t1', '', 'm', branchOf4)).toEqual(['"m0"', '"m1a"', '"m1b"', '{"b":3}']);
+        expect(await cp.getItems('t1', '', 'm', [{ from: 0, to: 2 }])).toEqual(['"m0"', '"m1a"', '"m1b"', '"m2"']);
+        expect(await cp.getItems('t1', '', 'other', branchOf4)).toEqual(['"o0"', '"o3"']);
+        expect(await cp.getItems('t1', '', 'm', [{ from: 1, to: 1 }])).toEqual(['"m1a"', '"m1b"']);
+        // Ranges given newest first still read in seq order.
+        expect(await cp.getItems('t1', '', 'm', [...branchOf4].reverse())).toEqual(['"m0"', '"m1a"', '"m1b"', '{"b":3}']);
+      });
+
+      it('getItems returns [] when nothing matches', async () => {
+        const lease = await create('t1');
+        await branching(lease, false);
+        expect(await cp.getItems('t1', '', 'none', branchOf4)).toEqual([]);
+        expect(await cp.getItems('t1', '', 'm', [])).toEqual([]);
+        expect(await cp.getItems('t1', '', 'm', [{ from: 4, to: 4 }])).toEqual([]);
+        expect(await cp.getItems('t1', 'other|n:0', 'm', branchOf4)).toEqual([]);
+        expect(await cp.getItems('missing', '', 'm', branchOf4)).toEqual([]);
+      });
+
+      // Known failure (memory): MemoryCheckpointer.getItems returns a position's items in the
+      // order the commit listed them, not by index. The runtime happens to sort them; the contract orders by (seq, index).
+      it('getItems orders by index even when a commit lists items out of order', async () => {
+        const lease = await create('t1');
+        await cp.commitStep(lease, commitOf(linear(0), null, { items: [item('m', 1, '"second"'), item('m', 0, '"first"'), item('m', 2, '"third"')] }));
+        await cp.commitStep(lease, commitOf(linear(1), 0, { items: [item('m', 0, '"fourth"')] }));
+        expect(await cp.getItems('t1', '', 'm', [{ from: 0, to: 1 }])).toEqual(['"first"', '"second"', '"third"', '"fourth"']);
+      });
+
+      it('getItems returns every item text exactly, many at a time', async () => {
+        const lease = await create('t1');
+        const texts = Array.from({ length: 300 }, (_, i) => JSON.stringify({ i, text: `message ${i} ,[]" ü 🧭` }));
+        await cp.commitStep(lease, commitOf(linear(0), null, { items: texts.slice(0, 150).map((t, i) => item('m', i, t)) }));
+        await cp.commitStep(lease, commitOf(linear(1), 0, { items: texts.slice(150).map((t, i) => item('m', i, t)) }));
+        expect(await cp.getItems('t1', '', 'm', [{ from: 0, to: 1 }])).toEqual(texts);
+      });
+
+      // Known failure (memory): MemoryCheckpointer.getPositionItems keeps commit order within a field, not index order.
+      it('getPositionItems returns one position\'s items for the given fields, in field order then index', async () => {
+        const lease = await create('t1');
+        await cp.commitStep(
+          lease,
+          commitOf(linear(0), null, { items: [item('b', 1, '"b1"'), item('a', 0, '"a0"'), item('b', 0, '"b0"'), item('c', 0, '"c0"')] }),
+        );
+        await cp.commitStep(lease, commitOf(linear(1), 0, { items: [item('a', 0, '"later"')] }));
+        expect(await cp.getPositionItems('t1', '', 0, ['b', 'a'])).toEqual([item('b', 0, '"b0"'), item('b', 1, '"b1"'), item('a', 0, '"a0"')]);
+        expect(await cp.getPositionItems('t1', '', 0, ['a'])).toEqual([item('a', 0, '"a0"')]);
+        expect(await cp.getPositionItems('t1', '', 0, ['none'])).toEqual([]);
+        expect(await cp.getPositionItems('t1', '', 0, [])).toEqual([]);
+        expect(await cp.getPositionItems('t1', '', 1, ['a', 'b'])).toEqual([item('a', 0, '"later"')]);
+        expect(await cp.getPositionItems('t1', '', 2, ['a'])).toEqual([]);
+        expect(await cp.getPositionItems('missing', '', 0, ['a'])).toEqual([]);
+      });
+    });
+
+    describe('thread records', () => {
+      it('listThreads filters by status, kind, tenant, after and limit, ordered by id', async () => {
+        const specs: [string, ThreadKind, string | null, ThreadStatus][] = [
+          ['d', 'task', 'acme', 'running'],
+          ['b', 'conversation', 'acme', 'completed'],
+          ['a', 'task', null, 'completed'],
+          ['e', 'session', 'globex', 'failed'],
+          ['c', 'task', 'globex', 'running'],
+        ];
+        for (const [id, kind, tenant, status] of specs) {
+          const lease = await create(id, { kind, tenant });
+          if (status !== 'running') await cp.updateThread(lease, { status });
+        }
+        const ids = async (query?: Parameters<Checkpointer['listThreads']>[0]) => (await cp.listThreads(query)).map((t) => t.id);
+        expect(await ids()).toEqual(['a', 'b', 'c', 'd', 'e']);
+        expect(await ids({ status: 'completed' })).toEqual(['a', 'b']);
+        expect(await ids({ status: 'interrupted' })).toEqual([]);
+        expect(await ids({ kind: 'task' })).toEqual(['a', 'c', 'd']);
+        expect(await ids({ tenant: 'acme' })).toEqual(['b', 'd']);
+        expect(await ids({ tenant: 'globex', kind: 'task' })).toEqual(['c']);
+        expect(await ids({ after: 'b' })).toEqual(['c', 'd', 'e']);
+        expect(await ids({ limit: 2 })).toEqual(['a', 'b']);
+        expect(await ids({ after: 'a', limit: 2 })).toEqual(['b', 'c']);
+        expect(await ids({ after: 'c', status: 'running' })).toEqual(['d']);
+        expect(await ids({ after: 'e' })).toEqual([]);
+        const [b] = await cp.listThreads({ tenant: 'acme', limit: 1 });
+        expect(b).toMatchObject({ id: 'b', kind: 'conversation', tenant: 'acme', status: 'completed' });
+      });
+
+      it('updateThread applies a patch: status, attempts increment, lastError set and cleared, failure appended', async () => {
+        const lease = await create('t1');
+        const error1 = { code: 'ERR_ONE', message: 'first', node: 'n', seq: 0, attempt: 1, at: 10 };
+        const error2 = { code: 'ERR_TWO', message: 'second', at: 20 };
+
+        let record = await cp.updateThread(lease, { status: 'failed', attempts: 1, lastError: error1, failure: { ns: '', ...error1 } });
+        expect(record).toMatchObject({ status: 'failed', attempts: 1, lastError: error1 });
+        expect(await cp.getThread('t1')).toEqual(record);
+
+        record = await cp.updateThread(lease, { attempts: 2 });
+        expect(record).toMatchObject({ status: 'failed', attempts: 3, lastError: error1 });
+
+        record = await cp.updateThread(lease, { failure: { ns: 'child|n:0', ...error2 } });
+        expect(record).toMatchObject({ status: 'failed', attempts: 3, lastError: error1 });
+
+        record = await cp.updateThread(lease, { status: 'needs_attention', lastError: error2 });
+        expect(record).toMatchObject({ status: 'needs_attention', lastError: error2 });
+
+        record = await cp.updateThread(lease, { status: 'running', lastError: null });
+        expect(record).toMatchObject({ status: 'running', attempts: 3, lastError: null });
+
+        const unchanged = await cp.updateThread(lease, {});
+        expect(unchanged).toMatchObject({ status: 'running', attempts: 3, lastError: null, head: null });
+        expect(await cp.getThread('t1')).toEqual(unchanged);
+
+        expect(await cp.listFailures('t1')).toEqual([
+          { ns: '', ...error1 },
+          { ns: 'child|n:0', ...error2 },
+        ]);
+      });
+
+      it('updateThread keeps the head, metadata and other attributes', async () => {
+        const lease = await create('t1', { kind: 'workflow', tenant: 't', metadata: { k: 'v' } });
+        await commitLine(lease, 1);
+        const record = await cp.updateThread(lease, { status: 'completed' });
+        expect(record).toMatchObject({ id: 't1', kind: 'workflow', tenant: 't', metadata: { k: 'v' }, head: 1, status: 'completed' });
+      });
+
+      it('listFailures lists a thread\'s failures oldest first, per thread', async () => {
+        const a = await create('a');
+        const b = await create('b');
+        for (let i = 0; i < 5; i++) await cp.updateThread(a, { failure: { ns: '', code: `ERR_${i}`, message: `m${i}`, at: 100 - i } });
+        await cp.updateThread(b, { failure: { ns: '', code: 'ERR_B', message: 'b', at: 1 } });
+        expect((await cp.listFailures('a')).map((f) => f.code)).toEqual(['ERR_0', 'ERR_1', 'ERR_2', 'ERR_3', 'ERR_4']);
+        expect((await cp.listFailures('b')).map((f) => f.code)).toEqual(['ERR_B']);
+        expect(await cp.listFailures('missing')).toEqual([]);
+      });
+
+      it('records returned to the caller are copies', async () => {
+        const lease = await create('t1', { metadata: { list: [1] } });
+        const got = await cp.getThread('t1');
+        (got!.metadata.list as number[]).push(2);
+        (lease.thread.metadata.list as number[]).push(3);
+        expect((await cp.getThread('t1'))!.metadata).toEqual({ list: [1] });
+      });
+    });
+
+    describe('thread ids', () => {
+      const hostile: [string, string][] = [
+        ['empty', ''],
+        ['NUL', 'a\u0000b'],
+        ['newline', 'a\nb'],
+        ['unit separator', 'a\u001fb'],
+        ['DEL', 'a\u007fb'],
+        ['513 characters', 'x'.repeat(513)],
+      ];
+      for (const [label, id] of hostile) {
+        it(`rejects a thread id that is ${label} with InvalidKeyError and creates nothing`, async () => {
+          await expectError(
+            () => cp.acquireThread(id, { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {} } }),
+            InvalidKeyError,
+          );
+          expect(await cp.listThreads()).toEqual([]);
+        });
+      }
+
+      it('accepts ids up to 512 characters, with spaces, punctuation and any Unicode', async () => {
+        for (const id of ['x'.repeat(512), 'cust 42/../%00', 'ünïcödé-🧭', "quote'\"`;--"]) {
+          await create(id);
+          expect((await cp.getThread(id))!.id).toBe(id);
+        }
+      });
+    });
+
+    describe('lifecycle', () => {
+      // Known failure (sqlite, connection.ts): once SqliteConnection.writeTransaction has built its
+      // cached transaction wrapper, later writes skip the lifecycle check and fail with EngineError
+      // ("The database connection is not open") instead of EngineClosedError.
+      it('throws EngineClosedError from every method after engine.close()', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 0);
+        await engine.close();
+        const calls: [string, () => Promise<unknown>][] = [
+          ['getThread', () => cp.getThread('t1')],
+          ['listThreads', () => cp.listThreads()],
+          ['listFailures', () => cp.listFailures('t1')],
+          ['acquireThread', () => cp.acquireThread('t2', { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {} } })],
+          ['renewLease', () => cp.renewLease(lease, LONG_LEASE)],
+          ['updateThread', () => cp.updateThread(lease, { attempts: 1 })],
+          ['commitStep', () => cp.commitStep(lease, commitOf(linear(1), 0))],
+          ['putPendingWrite', () => cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'a:0', body: '{}' })],
+          ['getPendingWrites', () => cp.getPendingWrites('t1', '', 0)],
+          ['getPosition', () => cp.getPosition('t1', '', 0)],
+          ['getPositions', () => cp.getPositions('t1', '', { from: 0, to: 1 })],
+          ['listPositions', () => cp.listPositions('t1', '')],
+          ['getSnapshot', () => cp.getSnapshot('t1', '', [{ from: 0, to: 1 }])],
+          ['getItems', () => cp.getItems('t1', '', 'm', [{ from: 0, to: 1 }])],
+          ['getPositionItems', () => cp.getPositionItems('t1', '', 0, ['m'])],
+          ['releaseThread', () => cp.releaseThread(lease)],
+        ];
+        for (const [method, call] of calls) {
+          let caught: unknown;
+          try {
+            await call();
+          } catch (error) {
+            caught = error;
+          }
+          expect((caught as { code?: string } | undefined)?.code, `${method} after close`).toBe(EngineClosedError.code);
+        }
+      });
+
+      // Known failures: memory (MemoryCheckpointer.close() only clears its map; reads then return null/[] instead of
+      // throwing) and sqlite (the cached transaction wrapper, as above: commitStep throws EngineError).
+      it('throws EngineClosedError after checkpointer.close()', async () => {
+        const lease = await create('t1');
+        await cp.close();
+        await expectError(() => cp.getThread('t1'), EngineClosedError);
+        await expectError(() => cp.listThreads(), EngineClosedError);
+        await expectError(() => cp.commitStep(lease, commitOf(linear(0), null)), EngineClosedError);
+      });
+
+      it('close() twice is harmless', async () => {
+        await engine.close();
+        await engine.close();
+      });
+    });
+  });
+}
