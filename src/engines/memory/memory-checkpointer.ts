@@ -201,17 +201,24 @@ export class MemoryCheckpointer implements Checkpointer {
     const texts: string[] = [];
     for (const seq of [...(items?.keys() ?? [])].sort((a, b) => a - b)) {
       if (!inRanges(seq, ranges)) continue;
-      for (const item of items!.get(seq)!) if (item.field === field) texts.push(item.text);
+      const ofField = items!.get(seq)!.filter((item) => item.field === field).sort((a, b) => a.index - b.index);
+      for (const item of ofField) texts.push(item.text);
     }
     return texts;
   }
 
   async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
     const items = this.row(threadId)?.items.get(ns)?.get(seq) ?? [];
-    return fields.flatMap((field) => items.filter((i) => i.field === field).map((i) => ({ ...i })));
+    return fields.flatMap((field) =>
+      items
+        .filter((i) => i.field === field)
+        .sort((a, b) => a.index - b.index)
+        .map((i) => ({ ...i })),
+    );
   }
 
   async close(): Promise<void> {
+    this.lifecycle.close();
     this.threads.clear();
   }
 }

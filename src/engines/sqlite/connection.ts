@@ -52,6 +52,7 @@ export class SqliteConnection {
 
   /** A cached prepared statement. */
   stmt(sql: string): SqliteStatement {
+    this.lifecycle.useSync();
     let statement = this.statements.get(sql);
     if (!statement) {
       statement = this.db.prepare(sql);
@@ -71,6 +72,7 @@ export class SqliteConnection {
 
   /** Runs `fn` in an IMMEDIATE transaction (the write lock is taken at BEGIN, so reads inside see the latest commit). */
   writeTransaction<T>(what: string, fn: () => T): T {
+    this.lifecycle.useSync();
     this.transactor ??= this.db.transaction((inner: () => unknown) => inner()) as never;
     return this.run(what, () => this.transactor!.immediate(fn) as T);
   }

@@ -91,11 +91,14 @@ export class SqliteStore implements Store {
 
   async list(prefix: string[], options: { limit?: number } = {}): Promise<StoreItem[]> {
     const ns = encodeNamespace(prefix);
-    // Prefix scan as a range on the primary key: [ns, ns + U+FFFF). Parameterised, never spliced.
+    // A prefix scan as a range on the primary key. A stored namespace ends with the
+    // separator U+001F, so everything under `ns` sorts in [ns, ns with its last
+    // U+001F raised to U+0020): bounded at label boundaries, whatever the labels hold.
+    const upper = ns === '' ? null : ns.slice(0, -1) + '\u0020';
     const rows = this.conn.run('store.list', () =>
       this.conn
-        .stmt('SELECT * FROM cairn_store WHERE ns >= ? AND ns < ? AND deleted = 0 ORDER BY ns, key LIMIT ?')
-        .all(ns, ns + '\uffff', options.limit ?? -1) as Row[],
+        .stmt('SELECT * FROM cairn_store WHERE ns >= ? AND (? IS NULL OR ns < ?) AND deleted = 0 ORDER BY ns, key LIMIT ?')
+        .all(ns, upper, upper, options.limit ?? -1) as Row[],
     );
     return rows.map((row) => toItem(row));
   }
