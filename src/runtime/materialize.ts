@@ -27,7 +27,7 @@ export interface SnapshotBody {
 export interface LoadedPosition {
   position: StoredPosition;
   body: PositionBody;
-  /** Stored fields at the current schema version (upcast, defaults filled). */
+  /** Stored fields at the current schema version (upcast, defaults filled); as stored when no schema was given. */
   state: Record<string, unknown>;
   /** Schema version the position was written with. */
   storedVersion: number;
@@ -56,10 +56,13 @@ export async function ancestorRanges(cp: Checkpointer, threadId: string, positio
   return ranges;
 }
 
-/** Loads position `seq` of a thread namespace. */
+/**
+ * Loads position `seq` of a thread namespace. Without a schema (inspection tools that
+ * do not know the application's code) the state is returned as stored, not upcast.
+ */
 export async function materialize(
   cp: Checkpointer,
-  schema: StateSchema,
+  schema: StateSchema | undefined,
   threadId: string,
   ns: string,
   seq: number,
@@ -125,7 +128,7 @@ export async function materialize(
     values[name] = items;
   }
 
-  const state = schema.upcast(values, version, place);
+  const state = schema ? schema.upcast(values, version, place) : values;
   return {
     position,
     body,

@@ -17,8 +17,13 @@
  */
 export { artifactStoreSuite, hostileArtifactKeys } from './artifact-store.suite.js';
 export { checkpointerSuite } from './checkpointer.suite.js';
+export type { CheckpointerSuiteOptions } from './checkpointer.suite.js';
 export { ledgerSuite } from './ledger.suite.js';
+export type { LedgerSuiteOptions } from './ledger.suite.js';
 export { storeSuite } from './store.suite.js';
+export type { StoreSuiteOptions } from './store.suite.js';
+export { runExampleProcess, recoveryChecks, EXAMPLE_PROCESS } from './crash-harness.js';
+export type { ExampleRun, ExampleRunOptions, RecoveryCheck, RecoveryInput } from './crash-harness.js';
 export { workedExample, WorkedExampleState, lookupCustomer, summarise, Customer, ArtifactRefSchema } from './worked-example.js';
 export type { WorkedExampleOptions } from './worked-example.js';
 export { parallelExample, ParallelState, PARALLEL_ROUNDS } from './parallel-example.js';
