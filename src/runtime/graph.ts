@@ -19,7 +19,7 @@
  *   .compile({ engine: sqlite('./cairn.db') });
  * ```
  */
-import { GraphDefinitionError, UnknownNodeError } from '../errors.js';
+import { GraphDefinitionError, UnknownNodeError, type ErrorPlace } from '../errors.js';
 import type { StateSchema, StateOf, UpdateOf } from '../state/schema.js';
 import type { NodeContext } from './context.js';
 import type { RetryPolicy } from './retry.js';
@@ -127,7 +127,7 @@ export function graph<S extends StateSchema>(schema: S): GraphBuilder<S> {
  * The nodes of the next superstep after `ran` ran, in graph order: static
  * successors plus what conditional edges answer for `state`.
  */
-export function nextNodes(spec: GraphSpec, ran: readonly string[], state: unknown): string[] {
+export function nextNodes(spec: GraphSpec, ran: readonly string[], state: unknown, place?: ErrorPlace): string[] {
   const next = new Set<string>();
   for (const from of ran) {
     for (const to of spec.edges.get(from) ?? []) if (to !== END) next.add(to);
@@ -136,7 +136,7 @@ export function nextNodes(spec: GraphSpec, ran: readonly string[], state: unknow
       const answer = route(state as never);
       for (const to of Array.isArray(answer) ? answer : [answer]) {
         if (to === END) continue;
-        if (!spec.nodes.has(to)) throw new UnknownNodeError(to, `returned by the conditional edge of "${from}"`);
+        if (!spec.nodes.has(to)) throw new UnknownNodeError(to, `returned by the conditional edge of "${from}"`, place);
         next.add(to);
       }
     }

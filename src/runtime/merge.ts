@@ -7,13 +7,14 @@
  * logged), and no field may grow past the size limit. Nothing here touches
  * storage: a rejected merge leaves nothing behind.
  */
-import { encode, utf8Length } from '../codec/tagged-json.js';
+import { encode as encodeValue, utf8Length } from '../codec/tagged-json.js';
 import {
   DerivedFieldWriteError,
   RuntimeFieldWriteError,
   StateConflictError,
   StateTooLargeError,
   StateValidationError,
+  UnencodableValueError,
   UnknownFieldError,
   type ErrorPlace,
 } from '../errors.js';
@@ -43,6 +44,16 @@ export interface MergeResult {
   state: Record<string, unknown>;
   changes: Map<string, EncodedChange>;
   conflicts: ConflictRecord[];
+}
+
+/** Encodes a written value; an unencodable one is rejected naming the thread and position. */
+function encodeWrite(value: unknown, path: string, place: ErrorPlace): string {
+  try {
+    return encodeValue(value, path);
+  } catch (error) {
+    if (UnencodableValueError.is(error)) throw new UnencodableValueError(error.path, error.reason, place);
+    throw error;
+  }
 }
 
 /**
@@ -79,7 +90,7 @@ export async function mergeWrites(
         const items = (await schema.validate(name, value, place)) as unknown[];
         const change = changes.get(name);
         const texts = change?.kind === 'append' ? change.items : [];
-        for (let i = 0; i < items.length; i++) texts.push(encode(items[i], `${name}[+${i}]`));
+        for (let i = 0; i < items.length; i++) texts.push(encodeWrite(items[i], `${name}[+${i}]`, place));
         checkSize(schema, name, texts, place);
         changes.set(name, { kind: 'append', items: texts });
         const pending = appended.get(name);
@@ -103,7 +114,7 @@ export async function mergeWrites(
         value2 = await schema.validate(name, model.reduce(next[name], value), place);
       }
       next[name] = value2;
-      const text = encode(value2, name);
+      const text = encodeWrite(value2, name, place);
       checkSize(schema, name, [text], place);
       changes.set(name, { kind: 'set', text });
     }

@@ -184,7 +184,7 @@ export class Run {
   private async commitInput(input: Record<string, unknown> | undefined, digest: string | undefined): Promise<void> {
     const writers: Writer[] = input === undefined ? [] : [{ name: 'input', writes: input }];
     const merged = await mergeWrites(this.settings.schema, this.state, writers, this.place);
-    const next = nextNodes(this.settings.spec, [START], this.settings.schema.view(merged.state));
+    const next = nextNodes(this.settings.spec, [START], this.settings.schema.view(merged.state), this.place);
     await this.commit('input', [], merged, next, [], [], digest);
   }
 
@@ -199,7 +199,7 @@ export class Run {
     const writers: Writer[] = tasks.map((task, i) => ({ name: task.node.name, writes: results[i]!.writes }));
     const merged = await mergeWrites(this.settings.schema, this.state, writers, { ...this.place, seq: head.position.seq });
     const ran = tasks.map((t) => t.node.name);
-    const next = nextNodes(spec, ran, this.settings.schema.view(merged.state));
+    const next = nextNodes(spec, ran, this.settings.schema.view(merged.state), { ...this.place, seq: head.position.seq });
     await this.commit(
       'step',
       ran,
