@@ -32,7 +32,7 @@
 import Database from 'better-sqlite3';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { payloadBytes, type WorkloadResult } from './workload.js';
-import { firstLastMeans, medianOfFreshRuns } from './measure.js';
+import { firstLastMeans, medianOfFreshRuns, secondWindowMean } from './measure.js';
 import { SQLITE_SETTINGS, applySqliteSettings, checkpointedDbBytes, freshDbPath } from './sqlite-util.js';
 import { LANGGRAPH_THREAD_ID, buildAppendGraph, type LangGraphMode } from './langgraph-graph.js';
 
@@ -76,8 +76,11 @@ export interface LangGraphBenchOptions {
  *   state). The explicit `checkpoint_ns` matters: without it SqliteSaver's
  *   query cannot walk the primary key in order and sorts all rows first.
  *   Count = n + 2 (the input and START checkpoints).
- * Each load is the median of {@link LANGGRAPH_LOAD_RUNS} fresh processes, and
- * the parent checks the number of messages the child actually loaded.
+ * - `history1000Ms` / `history1000Count`: the same listing with `limit: 1000`
+ *   (the newest 1000 checkpoints).
+ * Each load is the median of {@link LANGGRAPH_LOAD_RUNS} fresh processes, timed
+ * after the saver has opened the database (see `children/langgraph-load.ts`),
+ * and the parent checks the number of messages the child actually loaded.
  */
 export async function benchLangGraph({ n, mode, dir, stateHistory = false }: LangGraphBenchOptions): Promise<WorkloadResult> {
   const file = freshDbPath(dir, `langgraph-${mode}`);
@@ -104,6 +107,7 @@ export async function benchLangGraph({ n, mode, dir, stateHistory = false }: Lan
   const head = await medianOfFreshRuns(LOAD_CHILD, [file, mode, 'head'], LANGGRAPH_LOAD_RUNS, n);
   const mid = await medianOfFreshRuns(LOAD_CHILD, [file, mode, 'mid', midCheckpoint.id], LANGGRAPH_LOAD_RUNS, n >> 1);
   const history = await medianOfFreshRuns(LOAD_CHILD, [file, mode, 'history'], LANGGRAPH_LOAD_RUNS, n + 2);
+  const history1000 = await medianOfFreshRuns(LOAD_CHILD, [file, mode, 'history-1000'], LANGGRAPH_LOAD_RUNS, Math.min(1000, n + 2));
 
   const notes = [
     `StateGraph self-loop, one run, durability=sync; SqliteSaver, journal_mode=${SQLITE_SETTINGS.journal_mode}, synchronous=${SQLITE_SETTINGS.synchronous}`,
@@ -127,12 +131,15 @@ export async function benchLangGraph({ n, mode, dir, stateHistory = false }: Lan
     contender: `langgraph-${mode}`,
     n,
     ...firstLastMeans(stepMs),
+    ...(stepMs.length >= 200 ? { secondMsPerStep: secondWindowMean(stepMs)! } : {}),
     dbBytes,
     payloadBytes: payloadBytes(n),
     headLoadMs: head.ms,
     midLoadMs: mid.ms,
     historyMs: history.ms,
     historyCount: history.count,
+    history1000Ms: history1000.ms,
+    history1000Count: history1000.count,
     notes: notes.join('; '),
   };
 }

@@ -33,6 +33,14 @@ export function firstLastMeans(stepMs: readonly number[]): { firstMsPerStep: num
   };
 }
 
+/**
+ * Mean of steps 101–200 (1-based; samples 100..199), or `undefined` with fewer
+ * than 200 steps: the "early" window after the first 100 steps' warm-up.
+ */
+export function secondWindowMean(stepMs: readonly number[]): number | undefined {
+  return stepMs.length < 2 * EDGE_STEPS ? undefined : mean(stepMs.slice(EDGE_STEPS, 2 * EDGE_STEPS));
+}
+
 export function mean(xs: readonly number[]): number {
   return xs.length === 0 ? Number.NaN : xs.reduce((a, b) => a + b, 0) / xs.length;
 }

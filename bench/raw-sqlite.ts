@@ -13,7 +13,7 @@
  */
 import Database from 'better-sqlite3';
 import { makeMessage, payloadBytes, type WorkloadResult } from './workload.js';
-import { firstLastMeans, medianOfFreshRuns } from './measure.js';
+import { firstLastMeans, medianOfFreshRuns, secondWindowMean } from './measure.js';
 import { SQLITE_SETTINGS, applySqliteSettings, checkpointedDbBytes, freshDbPath } from './sqlite-util.js';
 
 /** The settings the raw baselines run with (re-exported for the report). */
@@ -49,6 +49,7 @@ export async function benchRawInsert({ n, dir }: { n: number; dir: string }): Pr
       contender: 'raw-sqlite',
       n,
       ...firstLastMeans(stepMs),
+      ...(stepMs.length >= 200 ? { secondMsPerStep: secondWindowMean(stepMs)! } : {}),
       dbBytes: checkpointedDbBytes(db, file),
       payloadBytes: payloadBytes(n),
       notes: `one row per transaction; journal_mode=${SQLITE_SETTINGS.journal_mode}, synchronous=${SQLITE_SETTINGS.synchronous}`,
@@ -71,8 +72,8 @@ export type FloorDecoder = { module: string; exportName: string } | undefined;
  * Store the final state of an `n`-step run, `{ messages: [makeMessage(0..n-1)] }`,
  * as ONE TEXT row, then read and decode it in {@link FLOOR_RUNS} fresh
  * processes. `headLoadMs` is the median of the times measured inside the
- * children (statement prepare + read + decode; the connection is opened and the
- * decoder imported before the clock starts).
+ * children (statement prepare + read + decode; the connection is opened, its
+ * schema read and the decoder imported before the clock starts).
  *
  * This contender does not step, so `firstMsPerStep` and `lastMsPerStep` are
  * `NaN`; `dbBytes` is the size of the one-row file.

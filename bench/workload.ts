@@ -32,6 +32,12 @@ export interface WorkloadResult {
   firstMsPerStep: number;
   /** Mean wall-clock ms per step over the last 100 steps. */
   lastMsPerStep: number;
+  /**
+   * Mean wall-clock ms per step over steps 101–200 (absent below 200 steps): a
+   * second "early" window, for when the first 100 steps are dominated by JIT
+   * warm-up and first-use costs rather than by the store.
+   */
+  secondMsPerStep?: number;
   /** Size of the database on disk at the end (main file + WAL), in bytes. */
   dbBytes: number;
   payloadBytes: number;
@@ -43,5 +49,9 @@ export interface WorkloadResult {
   historyMs?: number;
   /** Number of positions the history listing returned. */
   historyCount?: number;
+  /** ms to list the newest 1000 positions (all of them when there are fewer), fresh process. */
+  history1000Ms?: number;
+  /** Number of positions that listing returned. */
+  history1000Count?: number;
   notes?: string;
 }
