@@ -1,0 +1,328 @@
+/**
+ * @module bench/run
+ *
+ * `npm run bench`: cairn against its baselines on the shared workload (one
+ * thread, one ~1 KB message appended per step), at N = 100, 1000 and 5000.
+ *
+ * Contenders, each on a fresh temp directory:
+ * - `raw-sqlite`: one INSERT per transaction, the cheapest durable append;
+ * - `one-row-floor`: the whole final state as one TEXT row, read and decoded
+ *   with cairn's own `decode` (cairn stores canonical tagged JSON; on plain
+ *   JSON `decode` is `JSON.parse` plus a substring scan): the cheapest load;
+ * - `cairn`: the built package, `sqlite(file)` engine (WAL, synchronous=FULL);
+ * - `langgraph-default` (N ≤ 1000; its storage grows quadratically) and
+ *   `langgraph-delta` (N ≤ 5000): LangGraph.js + SqliteSaver.
+ * Every SQLite contender runs journal_mode=WAL, synchronous=FULL.
+ *
+ * Prints, per N, one table of every contender's figures and the ratios the
+ * targets are about (PASS/MISS at N = 5000, where the targets apply; shown in
+ * lower case, for information, at smaller N).
+ *
+ * Usage: tsx bench/run.ts [--json] [--quick] [--n=100,1000] [--only=raw,floor,cairn,langgraph-default,langgraph-delta]
+ *   --json   the same data as JSON on stdout instead of tables
+ *   --quick  N = 100 and 1000 only (a smoke run)
+ * Progress goes to stderr.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { cpus, platform, release, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { benchCairn, type CairnResult } from './cairn.js';
+import { LANGGRAPH_MAX_N, benchLangGraph } from './langgraph.js';
+import { RAW_SQLITE_SETTINGS, benchOneRowFloor, benchRawInsert } from './raw-sqlite.js';
+import type { WorkloadResult } from './workload.js';
+
+// ------------------------------------------------------------------ options
+
+const argv = process.argv.slice(2);
+const asJson = argv.includes('--json');
+const quick = argv.includes('--quick');
+const nArg = argv.find((a) => a.startsWith('--n='))?.slice(4);
+const onlyArg = argv.find((a) => a.startsWith('--only='))?.slice(7);
+const unknown = argv.filter((a) => !['--json', '--quick'].includes(a) && !a.startsWith('--n=') && !a.startsWith('--only='));
+if (unknown.length) throw new Error(`unknown argument(s) ${unknown.join(' ')}; usage: run.ts [--json] [--quick] [--n=...] [--only=...]`);
+
+const SIZES = nArg ? nArg.split(',').map(Number) : quick ? [100, 1000] : [100, 1000, 5000];
+const CONTENDERS = ['raw', 'floor', 'cairn', 'langgraph-default', 'langgraph-delta'] as const;
+type ContenderKey = (typeof CONTENDERS)[number];
+const wanted = new Set<string>(onlyArg ? onlyArg.split(',') : CONTENDERS);
+for (const name of wanted) if (!(CONTENDERS as readonly string[]).includes(name)) throw new Error(`unknown contender ${name}`);
+
+/** The N the targets are judged at. */
+const TARGET_N = 5000;
+
+/** cairn's decoder for the floor: imported by the floor's child before its clock starts. */
+const CAIRN_DECODE = { module: './dist/codec/tagged-json.js', exportName: 'decode' };
+
+// ------------------------------------------------------------------ running
+
+function progress(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+async function runContender(key: ContenderKey, n: number, dir: string): Promise<WorkloadResult | undefined> {
+  switch (key) {
+    case 'raw':
+      return benchRawInsert({ n, dir });
+    case 'floor':
+      return benchOneRowFloor({ n, dir, decode: CAIRN_DECODE });
+    case 'cairn':
+      return benchCairn({ n, dir });
+    case 'langgraph-default':
+    case 'langgraph-delta': {
+      const mode = key === 'langgraph-default' ? 'default' : 'delta';
+      return n <= LANGGRAPH_MAX_N[mode] ? benchLangGraph({ n, mode, dir }) : undefined;
+    }
+  }
+}
+
+interface Check {
+  what: string;
+  value: number;
+  /** `x` for a ratio (printed `1.23×`), `ms` for a time. */
+  unit: 'x' | 'ms';
+  target: number;
+  pass: boolean;
+  /** Informational rows have no PASS/MISS of their own. */
+  info?: boolean;
+}
+
+interface SizeReport {
+  n: number;
+  results: WorkloadResult[];
+  /** cairn against raw, floor and itself, with the targets. */
+  checks: Check[];
+  /** LangGraph figure / cairn figure, per LangGraph mode (>1: cairn is better). */
+  versusLangGraph: Record<string, Record<string, number>>;
+  wallSeconds: number;
+}
+
+async function runSize(n: number): Promise<SizeReport> {
+  const dir = mkdtempSync(join(tmpdir(), `cairn-bench-${n}-`));
+  const started = performance.now();
+  const results: WorkloadResult[] = [];
+  try {
+    for (const key of CONTENDERS) {
+      if (!wanted.has(key)) continue;
+      const t0 = performance.now();
+      progress(`[N=${n}] ${key}...`);
+      const result = await runContender(key, n, dir);
+      if (!result) {
+        progress(`[N=${n}] ${key}: skipped (runs up to N=${LANGGRAPH_MAX_N[key === 'langgraph-default' ? 'default' : 'delta']})`);
+        continue;
+      }
+      results.push(result);
+      progress(`[N=${n}] ${key}: done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return { n, results, ...compare(results), wallSeconds: (performance.now() - started) / 1000 };
+}
+
+// ------------------------------------------------------------------ ratios
+
+function compare(results: WorkloadResult[]): Pick<SizeReport, 'checks' | 'versusLangGraph'> {
+  const by = (name: string) => results.find((r) => r.contender === name);
+  const cairn = by('cairn');
+  const raw = by('raw-sqlite');
+  const floor = by('one-row-floor');
+  const checks: Check[] = [];
+  if (cairn) {
+    const check = (what: string, value: number | undefined, unit: Check['unit'], target: number, info = false) => {
+      if (value === undefined || Number.isNaN(value)) return;
+      checks.push({ what, value, unit, target, pass: value <= target, ...(info ? { info } : {}) });
+    };
+    if (raw) check('per-step: cairn last-100 / raw last-100', cairn.lastMsPerStep / raw.lastMsPerStep, 'x', 1.5);
+    if (raw) check('DB bytes: cairn / raw', cairn.dbBytes / raw.dbBytes, 'x', 1.3);
+    if (floor) check('head load: cairn / floor (cairn decode)', cairn.headLoadMs! / floor.headLoadMs!, 'x', 1.5);
+    check('per-step drift: cairn last-100 / first-100', cairn.lastMsPerStep / cairn.firstMsPerStep, 'x', 1.1);
+    if (cairn.secondMsPerStep !== undefined) {
+      check('  same, against steps 101-200 (first 100 carry JIT warm-up)', cairn.lastMsPerStep / cairn.secondMsPerStep, 'x', 1.1, true);
+    }
+    check(`history, newest ${cairn.history1000Count} positions`, cairn.history1000Ms, 'ms', 20);
+  }
+  const versusLangGraph: Record<string, Record<string, number>> = {};
+  for (const lg of results.filter((r) => r.contender.startsWith('langgraph-'))) {
+    if (!cairn) continue;
+    versusLangGraph[lg.contender] = {
+      'per-step first-100': lg.firstMsPerStep / cairn.firstMsPerStep,
+      'per-step last-100': lg.lastMsPerStep / cairn.lastMsPerStep,
+      'DB bytes': lg.dbBytes / cairn.dbBytes,
+      'head load': lg.headLoadMs! / cairn.headLoadMs!,
+      'N/2 load': lg.midLoadMs! / cairn.midLoadMs!,
+      'history (all)': lg.historyMs! / cairn.historyMs!,
+      'history-1000': lg.history1000Ms! / cairn.history1000Ms!,
+    };
+  }
+  return { checks, versusLangGraph };
+}
+
+// ------------------------------------------------------------------ settings
+
+interface Settings {
+  node: string;
+  platform: string;
+  cpu: string;
+  cores: number;
+  sqlite: string;
+  betterSqlite3: string;
+  langgraph: string;
+  langgraphCheckpointSqlite: string;
+  /** Default page size of a fresh database (every contender's file uses it). */
+  pageSize: number;
+  /** What the baselines set on their connections. */
+  baselines: { journal_mode: string; synchronous: string };
+  /** What cairn's engine connection reported (filled from the first cairn run). */
+  cairn?: CairnResult['settings'];
+}
+
+function settings(): Settings {
+  const require = createRequire(import.meta.url);
+  const version = (pkg: string) => {
+    try {
+      return (require(`${pkg}/package.json`) as { version: string }).version;
+    } catch {
+      return '?';
+    }
+  };
+  const db = new Database(':memory:');
+  const sqlite = db.prepare('SELECT sqlite_version()').pluck().get() as string;
+  db.close();
+  const scratch = mkdtempSync(join(tmpdir(), 'cairn-bench-settings-'));
+  let pageSize: number;
+  try {
+    const file = new Database(join(scratch, 'page.sqlite'));
+    pageSize = file.pragma('page_size', { simple: true }) as number;
+    file.close();
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  return {
+    node: process.version,
+    platform: `${platform()} ${release()}`,
+    cpu: cpus()[0]?.model ?? '?',
+    cores: cpus().length,
+    sqlite,
+    betterSqlite3: version('better-sqlite3'),
+    langgraph: version('@langchain/langgraph'),
+    langgraphCheckpointSqlite: version('@langchain/langgraph-checkpoint-sqlite'),
+    pageSize,
+    baselines: { ...RAW_SQLITE_SETTINGS },
+  };
+}
+
+// ------------------------------------------------------------------ printing
+
+const fixed = (x: number | undefined, digits: number) => (x === undefined || Number.isNaN(x) ? '-' : x.toFixed(digits));
+const times = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? '-' : x >= 100 ? `${x.toFixed(0)}×` : x >= 10 ? `${x.toFixed(1)}×` : `${x.toFixed(2)}×`);
+const ms = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? '-' : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+
+function table(headers: string[], rows: string[][], rightAlignFrom = 1): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i < rightAlignFrom ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+function printSettings(s: Settings): void {
+  console.log('cairn benchmark: one thread, one ~1 KB message appended per step');
+  console.log(`Node ${s.node} on ${s.platform}, ${s.cores} × ${s.cpu}`);
+  console.log(`SQLite ${s.sqlite} (better-sqlite3 ${s.betterSqlite3}), page size ${s.pageSize} B`);
+  const c = s.cairn;
+  console.log(
+    `journal_mode / synchronous: raw, floor, LangGraph ${s.baselines.journal_mode} / ${s.baselines.synchronous}` +
+      (c ? `; cairn (read back from its engine connection) ${c.journal_mode} / ${c.synchronous}, page size ${c.page_size} B` : ''),
+  );
+  console.log(`LangGraph.js ${s.langgraph} + SqliteSaver ${s.langgraphCheckpointSqlite} (durability "sync")`);
+  console.log(
+    'Per-step: wall clock, mean over steps 1-100, 101-200 and the last 100. DB: main + WAL after wal_checkpoint(TRUNCATE).\n' +
+      'Loads: median of fresh processes (cairn, floor 5; LangGraph 3), timing only the load after the engine opened the database.',
+  );
+}
+
+function printSize(report: SizeReport): void {
+  const { n, results } = report;
+  console.log(`\n=== N = ${n} (${report.wallSeconds.toFixed(0)} s) ===`);
+  const rows = results.map((r) => [
+    r.contender,
+    fixed(r.firstMsPerStep, 3),
+    fixed(r.secondMsPerStep, 3),
+    fixed(r.lastMsPerStep, 3),
+    Number.isNaN(r.firstMsPerStep) ? '-' : times(r.lastMsPerStep / r.firstMsPerStep),
+    (r.dbBytes / 1e6).toFixed(2),
+    (r.dbBytes / r.payloadBytes).toFixed(2),
+    ms(r.headLoadMs),
+    ms(r.midLoadMs),
+    r.historyMs === undefined ? '-' : `${ms(r.historyMs)} (${r.historyCount})`,
+    r.history1000Ms === undefined ? '-' : `${ms(r.history1000Ms)} (${r.history1000Count})`,
+  ]);
+  console.log(
+    table(
+      ['contender', 'first-100', '101-200', 'last-100', 'last/first', 'DB MB', 'B/payload', 'head ms', 'N/2 ms', 'history ms (n)', 'hist-1000 ms (n)'],
+      rows,
+    ),
+  );
+  console.log('(per-step columns in ms/step; payload ' + (results[0] ? (results[0].payloadBytes / 1e6).toFixed(2) : '-') + ' MB)');
+
+  if (report.checks.length) {
+    const binding = n === TARGET_N;
+    console.log(`\ncairn against the targets${binding ? '' : ` (targets apply at N=${TARGET_N}; shown for information)`}:`);
+    console.log(
+      table(
+        ['', 'value', 'target', ''],
+        report.checks.map((c) => {
+          const value = c.unit === 'x' ? times(c.value) : `${ms(c.value)} ms`;
+          const target = c.unit === 'x' ? `≤ ${c.target}×` : `≤ ${c.target} ms`;
+          const verdict = c.info ? '(info)' : binding ? (c.pass ? 'PASS' : 'MISS') : c.pass ? '(pass)' : '(miss)';
+          return [c.what, value, target, verdict];
+        }),
+      ),
+    );
+  }
+
+  const modes = Object.keys(report.versusLangGraph);
+  if (modes.length) {
+    const metrics = Object.keys(report.versusLangGraph[modes[0]!]!);
+    console.log('\ncairn vs LangGraph (LangGraph / cairn; above 1× cairn is faster or smaller):');
+    console.log(
+      table(
+        ['', ...modes.map((m) => `${m} / cairn`)],
+        metrics.map((metric) => [metric, ...modes.map((m) => times(report.versusLangGraph[m]![metric]))]),
+      ),
+    );
+  }
+
+  const cairn = results.find((r) => r.contender === 'cairn') as CairnResult | undefined;
+  if (cairn?.tableBytes) {
+    const top = Object.entries(cairn.tableBytes)
+      .filter(([, b]) => b > 4096)
+      .map(([name, b]) => `${name} ${(b / 1e6).toFixed(2)} MB`);
+    console.log(`\ncairn DB by table (dbstat): ${top.join(', ')}; the other ${Object.keys(cairn.tableBytes).length - top.length} tables/indexes one page each`);
+  }
+  console.log('\nnotes:');
+  for (const r of results) if (r.notes) console.log(`  ${r.contender}: ${r.notes}`);
+}
+
+// ------------------------------------------------------------------ main
+
+const env = settings();
+const started = performance.now();
+progress(`bench: N = ${SIZES.join(', ')}; contenders ${[...wanted].join(', ')}`);
+const reports: SizeReport[] = [];
+for (const n of SIZES) {
+  const report = await runSize(n);
+  reports.push(report);
+  const cairn = report.results.find((r) => r.contender === 'cairn') as CairnResult | undefined;
+  if (cairn && !env.cairn) env.cairn = cairn.settings;
+}
+const totalSeconds = (performance.now() - started) / 1000;
+progress(`bench: done in ${totalSeconds.toFixed(0)} s`);
+
+if (asJson) {
+  console.log(JSON.stringify({ settings: env, targetN: TARGET_N, sizes: reports, totalSeconds }, null, 2));
+} else {
+  printSettings(env);
+  for (const report of reports) printSize(report);
+  console.log(`\ntotal ${totalSeconds.toFixed(0)} s`);
+}
