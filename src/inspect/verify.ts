@@ -7,7 +7,7 @@
 import type { Checkpointer } from '../contracts/checkpointer.js';
 import { GENESIS_HASH } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
-import { hashPosition, type PositionBody } from '../runtime/position.js';
+import { recomputeHash, type PositionBody } from '../runtime/position.js';
 
 export interface VerifyProblem {
   seq: number;
@@ -50,15 +50,7 @@ export async function verifyThread(cp: Checkpointer, threadId: string): Promise<
         }
         parentHash = known;
       }
-      // The chain hashes items in field-name order.
-      const fields = Object.keys(body.changes ?? {})
-        .filter((name) => {
-          const change = body.changes[name]!;
-          return 'append' in change || 'reset' in change;
-        })
-        .sort();
-      const items = await cp.getPositionItems(threadId, '', position.seq, fields);
-      const expected = hashPosition(position, items, parentHash);
+      const expected = await recomputeHash(cp, threadId, position, body, parentHash);
       if (expected !== position.hash) problem(`hash mismatch: stored ${position.hash.slice(0, 16)}…, recomputed ${expected.slice(0, 16)}….`);
       hashes.set(position.seq, position.hash);
     }

@@ -9,7 +9,9 @@ import type { Checkpointer, SeqRange, StoredPosition } from '../contracts/checkp
 import { decode } from '../codec/tagged-json.js';
 import { CorruptRecordError, PositionNotFoundError, type ErrorPlace } from '../errors.js';
 import type { StateSchema } from '../state/schema.js';
-import type { PositionBody } from './position.js';
+import { GENESIS_HASH } from '../codec/hash.js';
+import { encode } from '../codec/tagged-json.js';
+import { openSnapshot, recomputeHash, type PositionBody } from './position.js';
 
 /** Where an append field's items come from: the last reset on the branch (null: the root) and how many. */
 export interface AppendCursor {
@@ -77,7 +79,9 @@ export async function materialize(
   let values: Record<string, unknown>;
   let appends: Record<string, AppendCursor>;
   if (snapshot) {
-    const snap = decode<SnapshotBody>(snapshot.text, `snapshot ${snapshot.seq} of thread ${threadId}`);
+    const sealed = openSnapshot(snapshot.text);
+    if (sealed === null) throw new CorruptRecordError(`the snapshot at seq ${snapshot.seq} does not match its digest.`, { place: { ...place, seq: snapshot.seq } });
+    const snap = decode<SnapshotBody>(sealed, `snapshot ${snapshot.seq} of thread ${threadId}`);
     version = snap.schemaVersion;
     values = snap.values;
     appends = snap.appends;
@@ -88,6 +92,9 @@ export async function materialize(
   }
 
   const after = snapshot ? snapshot.seq + 1 : 0;
+  // The chain is checked from the snapshot to the position on every load (a few
+  // positions); the whole chain, items included, is what verifyThread() checks.
+  let previous: StoredPosition | null = null;
   let body: PositionBody | undefined;
   let sinceBytes = 0;
   let sincePositions = 0;
@@ -96,6 +103,13 @@ export async function materialize(
     const deltas = await cp.getPositions(threadId, ns, { from: Math.max(range.from, after), to: range.to });
     for (const delta of deltas) {
       const deltaBody = decode<PositionBody>(delta.body, `position ${delta.seq} of thread ${threadId}`);
+      const parentHash =
+        delta.parent === null ? GENESIS_HASH : previous?.seq === delta.parent ? previous.hash : (await cp.getPosition(threadId, ns, delta.parent))?.hash;
+      if (parentHash === undefined) throw new CorruptRecordError(`position ${delta.seq} names parent ${delta.parent}, which is missing.`, { place: { ...place, seq: delta.seq } });
+      if ((await recomputeHash(cp, threadId, delta, deltaBody, parentHash)) !== delta.hash) {
+        throw new CorruptRecordError(`position ${delta.seq} does not match its hash: its row was changed or damaged.`, { place: { ...place, seq: delta.seq } });
+      }
+      previous = delta;
       if (delta.schemaVersion !== version) {
         // The first position under a new schema version rebases: it resets every
         // field, so nothing accumulated at the older version is needed any more.
@@ -104,13 +118,15 @@ export async function materialize(
         version = delta.schemaVersion;
       }
       for (const [name, change] of Object.entries(deltaBody.changes)) {
-        if ('set' in change) values[name] = change.set;
+        if ('set' in change) {
+          values[name] = change.set;
+          sinceBytes += encode(change.set).length;
+        }
         else if ('append' in change) {
           const cursor = appends[name] ?? (appends[name] = { since: null, count: 0 });
           cursor.count += change.append;
         } else appends[name] = { since: delta.seq, count: change.reset };
       }
-      sinceBytes += delta.body.length;
       sincePositions++;
       if (delta.seq === seq) body = deltaBody;
     }

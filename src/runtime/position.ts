@@ -3,8 +3,8 @@
  * The body of a position (what a step boundary records besides the fixed
  * columns) and the chain hash over a whole position.
  */
-import type { PositionItem, StoredPosition } from '../contracts/checkpointer.js';
-import { chainHash } from '../codec/hash.js';
+import type { Checkpointer, PositionItem, StoredPosition } from '../contracts/checkpointer.js';
+import { chainHash, sha256Hex } from '../codec/hash.js';
 
 /**
  * How one field changed at a position.
@@ -58,4 +58,35 @@ export function positionHeader(p: Omit<StoredPosition, 'body' | 'hash'>): string
 /** The chain hash of a position, given its parent's hash. */
 export function hashPosition(p: Omit<StoredPosition, 'hash'>, items: readonly PositionItem[], parentHash: string): string {
   return chainHash({ parentHash, header: positionHeader(p), body: p.body, items });
+}
+
+/** Names of the fields a position appended to (or reset), in the order the chain hashes their items. */
+export function appendedFields(body: PositionBody): string[] {
+  return Object.keys(body.changes)
+    .filter((name) => {
+      const change = body.changes[name]!;
+      return 'append' in change || 'reset' in change;
+    })
+    .sort();
+}
+
+/** Recomputes a stored position's chain hash from its rows (header, body, items) and its parent's hash. */
+export async function recomputeHash(cp: Checkpointer, threadId: string, position: StoredPosition, body: PositionBody, parentHash: string): Promise<string> {
+  const fields = appendedFields(body);
+  const items = fields.length ? await cp.getPositionItems(threadId, position.ns, position.seq, fields) : [];
+  return hashPosition(position, items, parentHash);
+}
+
+/**
+ * Snapshots are not part of the chain (they are derived data), so each carries its
+ * own digest: the stored text is the sha256 of the body followed by the body.
+ */
+export function sealSnapshot(body: string): string {
+  return sha256Hex(body) + body;
+}
+
+/** The body of a sealed snapshot, or null when its digest does not match. */
+export function openSnapshot(text: string): string | null {
+  const body = text.slice(64);
+  return text.length >= 64 && sha256Hex(body) === text.slice(0, 64) ? body : null;
 }

@@ -36,7 +36,7 @@ import type { EventSink } from './events.js';
 import { START, nextNodes, type GraphSpec, type NodeSpec } from './graph.js';
 import { materialize, type AppendCursor, type LoadedPosition } from './materialize.js';
 import { mergeWrites, type EncodedChange, type MergeResult, type Writer } from './merge.js';
-import { hashPosition, type CallRef, type FieldChange, type PositionBody, type PositionKind } from './position.js';
+import { hashPosition, sealSnapshot, type CallRef, type FieldChange, type PositionBody, type PositionKind } from './position.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
 
 /** Settings a run works with (from compile() and run()). */
@@ -450,7 +450,7 @@ export class Run {
 function snapshotText(schemaVersion: number, fieldTexts: Map<string, string>, appends: Record<string, AppendCursor>): string {
   const values: Record<string, RawJson> = {};
   for (const [name, text] of fieldTexts) values[name] = new RawJson(text);
-  return encode({ schemaVersion, values, appends }, 'snapshot');
+  return sealSnapshot(encode({ schemaVersion, values, appends }, 'snapshot'));
 }
 
 function describeError(error: unknown): { code: string; message: string } {
