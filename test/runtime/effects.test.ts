@@ -1,0 +1,292 @@
+/**
+ * Side effects under the invariant (DESIGN §8): deterministic keys; an outcome in
+ * the ledger is returned without calling `run`; an intent without an outcome is
+ * recovered by `probe` (found: no run; absent: run again with the same key), by a
+ * re-run with the same key (atLeastOnce, no probe), or by stopping the thread in
+ * `needs_attention` (atMostOnce, no probe) until `resolveEffect`; changed `args`
+ * under one key are an EffectConflictError. The "intent without outcome" state is
+ * made the honest way: an effect whose `run` throws with retries exhausted.
+ * Every test runs on memory and on SQLite.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { EffectConflictError, NeedsAttentionError } from '../../src/errors.js';
+import { defineState } from '../../src/state/schema.js';
+import { field } from '../../src/state/fields.js';
+import { END, START, graph } from '../../src/runtime/graph.js';
+import type { EffectSpec } from '../../src/runtime/context.js';
+import type { RunEvent } from '../../src/runtime/events.js';
+import { bodies, caught, ENGINES, sleep, useEngine } from './engines.js';
+
+const State = defineState({
+  fields: {
+    to: field.model(z.string(), { default: 'alice' }),
+    outcome: field.model(z.string().optional()),
+    trail: field.model(z.array(z.string()), { reduce: 'append', default: [] }),
+  },
+});
+
+type Spec = Omit<EffectSpec<string>, 'run'>;
+
+describe.each(ENGINES)('effects on %s', (name) => {
+  const ctx = useEngine(name);
+
+  /**
+   * START -> prep -> send -> END. `send` calls one effect `deliver` built from `spec()`;
+   * `run` records its key and throws while `runFails()`; the node throws after the
+   * effect while `nodeFails()`.
+   */
+  function effectApp(
+    options: {
+      spec?: () => Spec;
+      runFails?: () => boolean;
+      nodeFails?: () => boolean;
+      maxAttempts?: number;
+    } = {},
+  ) {
+    const runKeys: string[] = [];
+    const events: RunEvent[] = [];
+    const app = graph(State)
+      .node('prep', () => ({ trail: ['prep'] }))
+      .node('send', async (s, c) => {
+        const outcome = await c.effect<string>('deliver', {
+          ...(options.spec?.() ?? {}),
+          run: async (key) => {
+            runKeys.push(key);
+            if (options.runFails?.()) throw new Error('the delivery failed half-way');
+            return `delivered-${runKeys.length}-to-${s.to}`;
+          },
+        });
+        if (options.nodeFails?.()) throw new Error('the node failed after its effect');
+        return { outcome };
+      })
+      .edge(START, 'prep')
+      .edge('prep', 'send')
+      .edge('send', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: options.maxAttempts ?? 1, initialDelayMs: 0 }, onEvent: (e) => events.push(e) });
+    const kinds = (type: RunEvent['type']) => events.filter((e) => e.type === type);
+    return { app, runKeys, events, kinds };
+  }
+
+  const effectsOf = async (thread: string) => (await ctx.engine.ledger.list(thread)).filter((e) => e.kind === 'effect');
+
+  describe('keys', () => {
+    it('the derived key is the same when a step is re-executed and differs between threads', async () => {
+      let failures = 1;
+      const { app, runKeys, kinds } = effectApp({ nodeFails: () => failures-- > 0, maxAttempts: 2 });
+      await app.run({ thread: 't1' });
+      failures = 1;
+      await app.run({ thread: 't2' });
+      const [e1, e2] = [await effectsOf('t1'), await effectsOf('t2')];
+      expect(e1).toHaveLength(1);
+      expect(e2).toHaveLength(1);
+      expect(e1[0]!.key).not.toBe(e2[0]!.key);
+      expect(runKeys).toEqual([e1[0]!.key, e2[0]!.key]);
+      // The re-execution of each step asked for the same key and found it.
+      expect(kinds('effect.hit').map((e) => (e as { key: string }).key)).toEqual([e1[0]!.key, e2[0]!.key]);
+      expect(e1[0]).toMatchObject({ node: 'send', seq: 1, task: 'send:0', call: 0, status: 'done' });
+    });
+
+    it('two effects of one node get different keys by call index', async () => {
+      const app = graph(State)
+        .node('n', async (_s, c) => {
+          const a = await c.effect('one', { run: (k) => k });
+          const b = await c.effect('two', { run: (k) => k });
+          return { trail: [a, b] };
+        })
+        .edge(START, 'n')
+        .edge('n', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      const { state } = await app.run({ thread: 't' });
+      expect(state.trail[0]).not.toBe(state.trail[1]);
+      expect((await effectsOf('t')).map((e) => [e.name, e.call])).toEqual([
+        ['one', 0],
+        ['two', 1],
+      ]);
+    });
+
+    it("a caller's key is used as given and passed to run", async () => {
+      const { app, runKeys } = effectApp({ spec: () => ({ key: 'order-42' }) });
+      await app.run({ thread: 't' });
+      expect(runKeys).toEqual(['order-42']);
+      expect((await effectsOf('t')).map((e) => e.key)).toEqual(['order-42']);
+    });
+
+    it("a caller's key already done in the thread is served to a later step without running", async () => {
+      let runs = 0;
+      const app = graph(State)
+        .node('first', async (_s, c) => ({ trail: [await c.effect('pay', { key: 'pay-1', run: () => `paid-${++runs}` })] }))
+        .node('again', async (_s, c) => ({ trail: [await c.effect('pay', { key: 'pay-1', run: () => `paid-${++runs}` })] }))
+        .edge(START, 'first')
+        .edge('first', 'again')
+        .edge('again', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      expect((await app.run({ thread: 't' })).state.trail).toEqual(['paid-1', 'paid-1']);
+      expect(runs).toBe(1);
+    });
+  });
+
+  describe('ledger hit', () => {
+    it('an effect whose outcome is in the ledger is not run again when its node is retried; the stored outcome is returned', async () => {
+      let failures = 1;
+      const { app, runKeys, kinds } = effectApp({ nodeFails: () => failures-- > 0, maxAttempts: 2 });
+      const result = await app.run({ thread: 't' });
+      expect(runKeys).toHaveLength(1);
+      expect(result.state.outcome).toBe('delivered-1-to-alice');
+      expect(kinds('effect.hit')).toHaveLength(1);
+      const body = (await bodies(ctx.engine, 't'))[2]!;
+      expect(body.effects?.map((e) => e.name)).toEqual(['deliver']);
+    });
+
+    it('the outcome is served from the ledger to a later run after the thread failed', async () => {
+      let broken = true;
+      const { app, runKeys } = effectApp({ nodeFails: () => broken });
+      await expect(app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
+      broken = false;
+      const result = await app.run({ thread: 't' });
+      expect(runKeys).toHaveLength(1);
+      expect(result.state.outcome).toBe('delivered-1-to-alice');
+    });
+
+    it('the step commits only once every effect has its outcome, even if the node did not await it', async () => {
+      const app = graph(State)
+        .node('n', (_s, c) => {
+          void c.effect('late', {
+            run: async () => {
+              await sleep(30);
+              return 'landed';
+            },
+          });
+          return { trail: ['returned early'] };
+        })
+        .edge(START, 'n')
+        .edge('n', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      await app.run({ thread: 't' });
+      expect((await effectsOf('t')).map((e) => [e.status, e.outcome])).toEqual([['done', '"landed"']]);
+      expect((await bodies(ctx.engine, 't'))[1]!.effects?.map((e) => e.name)).toEqual(['late']);
+    });
+  });
+
+  describe('recovery of an intent without an outcome', () => {
+    /** First run: `run` throws, retries exhausted: the intent stays without an outcome. */
+    async function leaveIntent(setup: ReturnType<typeof effectApp>) {
+      await expect(setup.app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
+      const [entry] = await effectsOf('t');
+      expect(entry).toMatchObject({ status: 'intent', outcome: null, name: 'deliver' });
+      expect(setup.runKeys).toEqual([entry!.key]);
+      return entry!.key;
+    }
+
+    it('probe finds it: the outcome is the probe result and run is not called', async () => {
+      let broken = true;
+      const probed: string[] = [];
+      const setup = effectApp({
+        runFails: () => broken,
+        spec: () => ({
+          probe: (key) => {
+            probed.push(key);
+            return 'found-by-probe';
+          },
+        }),
+      });
+      const key = await leaveIntent(setup);
+      broken = false;
+      const result = await setup.app.run({ thread: 't' });
+      expect(result.state.outcome).toBe('found-by-probe');
+      expect(setup.runKeys).toHaveLength(1);
+      expect(probed).toEqual([key]);
+      expect(await effectsOf('t')).toEqual([expect.objectContaining({ key, status: 'done', outcome: '"found-by-probe"' })]);
+      expect(setup.kinds('effect.outcome').map((e) => (e as { source: string }).source)).toEqual(['probe']);
+    });
+
+    it('probe says absent: run is called again with the same key', async () => {
+      let broken = true;
+      const setup = effectApp({ runFails: () => broken, spec: () => ({ probe: () => null }) });
+      const key = await leaveIntent(setup);
+      broken = false;
+      const result = await setup.app.run({ thread: 't' });
+      expect(setup.runKeys).toEqual([key, key]);
+      expect(result.state.outcome).toBe('delivered-2-to-alice');
+      expect(setup.kinds('effect.run').map((e) => (e as { rerun: boolean }).rerun)).toEqual([false, true]);
+    });
+
+    it('no probe, atLeastOnce (the default): run is called again with the same key', async () => {
+      let broken = true;
+      const setup = effectApp({ runFails: () => broken });
+      const key = await leaveIntent(setup);
+      broken = false;
+      await setup.app.run({ thread: 't' });
+      expect(setup.runKeys).toEqual([key, key]);
+    });
+
+    it('no probe, atMostOnce: NeedsAttentionError, thread needs_attention; resolveEffect then run completes with that outcome', async () => {
+      let broken = true;
+      const setup = effectApp({ runFails: () => broken, spec: () => ({ mode: 'atMostOnce' }), maxAttempts: 1 });
+      const key = await leaveIntent(setup);
+      broken = false;
+
+      const error = await caught(() => setup.app.run({ thread: 't' }));
+      expect(NeedsAttentionError.is(error)).toBe(true);
+      expect(error.code).toBe('ERR_NEEDS_ATTENTION');
+      expect((error as NeedsAttentionError).effectKey).toBe(key);
+      expect(setup.runKeys).toHaveLength(1);
+      const stuck = (await setup.app.getThread('t'))!;
+      expect(stuck.status).toBe('needs_attention');
+      expect(stuck.lastError?.code).toBe('ERR_NEEDS_ATTENTION');
+      // Asking again does not guess either.
+      await expect(setup.app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NEEDS_ATTENTION' });
+      expect(setup.runKeys).toHaveLength(1);
+
+      await setup.app.resolveEffect('t', key, 'checked-by-a-person');
+      const result = await setup.app.run({ thread: 't' });
+      expect(result.status).toBe('completed');
+      expect(result.state.outcome).toBe('checked-by-a-person');
+      expect(setup.runKeys).toHaveLength(1);
+      expect((await setup.app.getThread('t'))!.status).toBe('completed');
+    });
+
+    it('atMostOnce with a probe recovers through the probe instead of stopping', async () => {
+      let broken = true;
+      const setup = effectApp({ runFails: () => broken, spec: () => ({ mode: 'atMostOnce', probe: () => 'probe-says-done' }) });
+      await leaveIntent(setup);
+      broken = false;
+      expect((await setup.app.run({ thread: 't' })).state.outcome).toBe('probe-says-done');
+      expect(setup.runKeys).toHaveLength(1);
+    });
+  });
+
+  describe('arguments', () => {
+    it('the same key re-executed with different args raises EffectConflictError and runs nothing', async () => {
+      let broken = true;
+      let to = 'alice';
+      const setup = effectApp({ runFails: () => broken, spec: () => ({ args: { to } }) });
+      await expect(setup.app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
+      broken = false;
+      to = 'bob';
+      const error = await caught(() => setup.app.run({ thread: 't' }));
+      expect(EffectConflictError.is(error)).toBe(true);
+      expect(error.code).toBe('ERR_EFFECT_CONFLICT');
+      expect(setup.runKeys).toHaveLength(1);
+      expect((await setup.app.getThread('t'))!.status).toBe('failed');
+
+      // With the original arguments the thread recovers.
+      to = 'alice';
+      expect((await setup.app.run({ thread: 't' })).status).toBe('completed');
+      expect(setup.runKeys).toHaveLength(2);
+    });
+
+    it('the same args re-executed are not a conflict (args digest is stable across key order)', async () => {
+      let broken = true;
+      let flip = false;
+      const setup = effectApp({
+        runFails: () => broken,
+        spec: () => ({ args: flip ? { b: 2, a: 1 } : { a: 1, b: 2 } }),
+      });
+      await expect(setup.app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
+      broken = false;
+      flip = true;
+      expect((await setup.app.run({ thread: 't' })).status).toBe('completed');
+    });
+  });
+});
