@@ -1,0 +1,199 @@
+/**
+ * The integrity chain (DESIGN §4, §10): `verify()` recomputes every position's
+ * hash. A clean thread verifies on both engines; on SQLite, a thread whose file
+ * was changed behind cairn's back (one byte of a position body, of an item, of a
+ * hash) is reported at the damaged seq, and loading a position whose body no
+ * longer parses raises CorruptRecordError naming the thread and the position.
+ * Loads check the chain from the nearest snapshot to the position, so a load that
+ * reads a damaged row raises CorruptRecordError instead of returning wrong state.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { CorruptRecordError } from '../../src/errors.js';
+import { defineState } from '../../src/state/schema.js';
+import { field } from '../../src/state/fields.js';
+import { END, START, graph } from '../../src/runtime/graph.js';
+import { sqlite } from '../../src/engines/sqlite/index.js';
+import type { Engine } from '../../src/contracts/engine.js';
+import { memoryArtifacts } from '../../src/artifacts/memory-artifact-store.js';
+import { workedExample } from '../../src/testing/worked-example.js';
+import { caught, ENGINES, openRaw, tidOf, tmpFile, useEngine } from './engines.js';
+
+const State = defineState({
+  fields: {
+    // A constant, larger than any step's changes: no snapshot is taken unless snapshotEvery asks.
+    pad: field.model(z.string(), { default: 'p'.repeat(500) }),
+    n: field.model(z.number(), { default: 0 }),
+    log: field.model(z.array(z.string()), { reduce: 'append', default: [] }),
+  },
+});
+
+/** A looping thread of `steps` steps, each setting n and appending one item `entry-<n>`. */
+function loopApp(engine: Engine, steps = 4, snapshotEvery = 1000) {
+  return graph(State)
+    .node('step', (s) => ({ n: s.n + 1, log: [`entry-${s.n + 1}`] }))
+    .edge(START, 'step')
+    .conditionalEdge('step', (s) => (s.n < steps ? 'step' : END))
+    .compile({ engine, retry: { maxAttempts: 1 }, snapshotEvery });
+}
+
+describe.each(ENGINES)('verify on %s', (name) => {
+  const ctx = useEngine(name);
+
+  it('a clean thread verifies: the worked example (records, effects, appends, store write)', async () => {
+    const app = workedExample({ engine: ctx.engine, artifacts: memoryArtifacts(), now: () => '2025-01-01T00:00:00.000Z' });
+    await app.run({ thread: 'cust_42' });
+    const report = await app.verify('cust_42');
+    expect(report).toEqual({ threadId: 'cust_42', ok: true, positions: 5, problems: [] });
+  });
+
+  it('a clean thread with parallel steps, snapshots and two runs verifies', async () => {
+    const app = graph(State)
+      .node('x', () => ({ log: ['x'] }))
+      .node('y', () => ({ log: ['y'] }))
+      .edge(START, 'x')
+      .edge(START, 'y')
+      .edge('x', END)
+      .edge('y', END)
+      .compile({ engine: ctx.engine, snapshotEvery: 1 });
+    await app.run({ thread: 't' });
+    await app.run({ thread: 't', input: { n: 2 } });
+    const report = await app.verify('t');
+    expect(report.ok).toBe(true);
+    expect(report.positions).toBe(4);
+  });
+});
+
+describe('tampering with a SQLite file', () => {
+  const THREAD = 'tamper-thread';
+
+  /** A CorruptRecordError whose message names the thread and the damaged seq. */
+  async function expectCorrupt(load: () => Promise<unknown>, seq: number) {
+    const error = await caught(load);
+    expect(CorruptRecordError.is(error)).toBe(true);
+    expect(error.code).toBe('ERR_CORRUPT_RECORD');
+    expect(error.message).toContain(THREAD);
+    expect(error.message).toMatch(new RegExp(`(seq|position) ${seq}\\b`));
+    return error;
+  }
+
+  async function prepared(snapshotEvery = 1000) {
+    const path = tmpFile();
+    const engine = sqlite(path);
+    const app = loopApp(engine, 4, snapshotEvery);
+    await app.run({ thread: THREAD });
+    expect((await app.verify(THREAD)).ok).toBe(true);
+    const db = openRaw(path);
+    const tid = tidOf(db, THREAD);
+    const done = async () => {
+      db.close();
+      await engine.close();
+    };
+    return { app, engine, db, tid, done };
+  }
+
+  it('one changed byte of a position body (still valid JSON) is reported at that seq', async () => {
+    const { app, db, tid, done } = await prepared();
+    try {
+      const body = db.prepare("SELECT body FROM cairn_positions WHERE tid = ? AND ns = '' AND seq = 2").pluck().get(tid) as string;
+      expect(body).toContain('"attempt":1');
+      db.prepare("UPDATE cairn_positions SET body = ? WHERE tid = ? AND ns = '' AND seq = 2").run(body.replace('"attempt":1', '"attempt":7'), tid);
+      const report = await app.verify(THREAD);
+      expect(report.ok).toBe(false);
+      expect(report.problems.map((p) => p.seq)).toEqual([2]);
+      expect(report.problems[0]!.code).toBe('ERR_CORRUPT_RECORD');
+      expect(report.positions).toBe(5);
+      // A load that reads the changed row refuses it; one that stops before it does not need it.
+      await expectCorrupt(() => app.stateAt(THREAD, 2), 2);
+      await expectCorrupt(() => app.getState(THREAD), 2);
+      expect((await app.stateAt(THREAD, 1)).n).toBe(1);
+    } finally {
+      await done();
+    }
+  });
+
+  it("one changed byte of an appended item is reported at the seq of the position that appended it", async () => {
+    const { app, db, tid, done } = await prepared();
+    try {
+      const changed = db.prepare("UPDATE cairn_items SET body = ? WHERE tid = ? AND seq = 3 AND body = ?").run('"entry-X"', tid, '"entry-3"');
+      expect(changed.changes).toBe(1);
+      const report = await app.verify(THREAD);
+      expect(report.problems.map((p) => p.seq)).toEqual([3]);
+      await expectCorrupt(() => app.getState(THREAD), 3);
+    } finally {
+      await done();
+    }
+  });
+
+  it('one changed byte of a stored hash is reported at that seq (and at its child, whose chain no longer matches)', async () => {
+    const { app, db, tid, done } = await prepared();
+    try {
+      const hash = db.prepare("SELECT hash FROM cairn_positions WHERE tid = ? AND ns = '' AND seq = 2").pluck().get(tid) as Buffer;
+      const bad = Buffer.from(hash);
+      bad[0] = bad[0]! ^ 0x01;
+      db.prepare("UPDATE cairn_positions SET hash = ? WHERE tid = ? AND ns = '' AND seq = 2").run(bad, tid);
+      const report = await app.verify(THREAD);
+      expect(report.ok).toBe(false);
+      expect(report.problems[0]!.seq).toBe(2);
+      expect(report.problems.map((p) => p.seq)).toEqual([2, 3]);
+      await expectCorrupt(() => app.stateAt(THREAD, 2), 2);
+    } finally {
+      await done();
+    }
+  });
+
+  it('a position body that no longer parses: verify reports it and loading raises CorruptRecordError naming thread and seq', async () => {
+    const { app, db, tid, done } = await prepared();
+    try {
+      const body = db.prepare("SELECT body FROM cairn_positions WHERE tid = ? AND ns = '' AND seq = 2").pluck().get(tid) as string;
+      db.prepare("UPDATE cairn_positions SET body = ? WHERE tid = ? AND ns = '' AND seq = 2").run(body.slice(0, -1), tid);
+
+      const report = await app.verify(THREAD);
+      expect(report.problems.map((p) => p.seq)).toContain(2);
+      expect(report.problems[0]!.seq).toBe(2);
+
+      for (const load of [() => app.stateAt(THREAD, 2), () => app.getState(THREAD), () => app.history(THREAD)]) await expectCorrupt(load, 2);
+      // Positions before the damage still load.
+      expect((await app.stateAt(THREAD, 1)).n).toBe(1);
+    } finally {
+      await done();
+    }
+  });
+
+  it('a resumed run on a thread with a damaged body fails with CorruptRecordError and writes nothing', async () => {
+    const { app, db, tid, done } = await prepared();
+    try {
+      db.prepare("UPDATE cairn_positions SET body = '{' WHERE tid = ? AND ns = '' AND seq = 4").run(tid);
+      const error = await caught(() => app.run({ thread: THREAD, input: { n: 0 } }));
+      expect(error.code).toBe('ERR_CORRUPT_RECORD');
+      expect(db.prepare('SELECT count(*) FROM cairn_positions WHERE tid = ?').pluck().get(tid)).toBe(5);
+    } finally {
+      await done();
+    }
+  });
+
+  it('a missing item makes loading raise CorruptRecordError and verify report the position', async () => {
+    const { app, db, tid, done } = await prepared();
+    try {
+      db.prepare("DELETE FROM cairn_items WHERE tid = ? AND seq = 2").run(tid);
+      await expectCorrupt(() => app.getState(THREAD), 2);
+      expect((await app.verify(THREAD)).problems.map((p) => p.seq)).toEqual([2]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('a damaged snapshot raises CorruptRecordError naming the thread and its seq', async () => {
+    const { app, db, tid, done } = await prepared(2);
+    try {
+      const seqs = db.prepare('SELECT seq FROM cairn_snapshots WHERE tid = ? ORDER BY seq').pluck().all(tid) as number[];
+      expect(seqs.length).toBeGreaterThan(0);
+      const last = seqs.at(-1)!;
+      db.prepare('UPDATE cairn_snapshots SET body = ? WHERE tid = ? AND seq = ?').run('{"schemaVersion":1,', tid, last);
+      const error = await expectCorrupt(() => app.stateAt(THREAD, last), last);
+      expect(error.message).toContain('snapshot');
+    } finally {
+      await done();
+    }
+  });
+});
