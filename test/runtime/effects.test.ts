@@ -246,6 +246,16 @@ describe.each(ENGINES)('effects on %s', (name) => {
       expect((await setup.app.getThread('t'))!.status).toBe('completed');
     });
 
+    it('resolveEffect with a key the thread does not have fails and names the key', async () => {
+      const setup = effectApp();
+      await setup.app.run({ thread: 't' });
+      const error = await caught(() => setup.app.resolveEffect('t', 'eff_no_such_key', 'x'));
+      // BUG: App.resolveEffect (src/runtime/app.ts) throws ThreadNotFoundError ("no such thread.")
+      // for an unknown effect key although the thread exists; the message never names the key.
+      // Expected: an error that names the missing key "eff_no_such_key".
+      expect(error.message).toContain('eff_no_such_key');
+    });
+
     it('atMostOnce with a probe recovers through the probe instead of stopping', async () => {
       let broken = true;
       const setup = effectApp({ runFails: () => broken, spec: () => ({ mode: 'atMostOnce', probe: () => 'probe-says-done' }) });

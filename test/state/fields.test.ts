@@ -17,6 +17,8 @@ import {
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/graph.js';
+import { decode } from '../../src/codec/tagged-json.js';
+import type { PositionBody } from '../../src/runtime/position.js';
 import { bodies, caught, ENGINES, rawPositions, sleep, snapshots, useEngine } from '../runtime/engines.js';
 
 const fast = { maxAttempts: 1, initialDelayMs: 0 };
@@ -148,9 +150,8 @@ describe.each(ENGINES)('state fields on %s', (name) => {
       const app = parallel(conflictState({ stateWide: 'lastWins' }), 40);
       const result = await app.run({ thread: 't' });
       expect(result.state.x).toBe('from-second');
-      const head = await ctx.engine.checkpointer.getPosition('t', '', 1);
-      const body = (await bodies(ctx.engine, 't'))[1]!;
-      expect(head).not.toBeNull();
+      const position = await ctx.engine.checkpointer.getPosition('t', '', 1);
+      const body = decode<PositionBody>(position!.body);
       expect(body.nodes).toEqual(['first', 'second']);
       expect(body.conflicts).toEqual([{ field: 'x', writers: ['first', 'second'], kept: 'second' }]);
     });

@@ -108,6 +108,7 @@ describe.each(ENGINES)('schema versions on %s', (name) => {
     expect(Object.keys(all[firstV2]!.changes).sort()).toEqual(['color', 'fullName', 'log', 'n']);
     expect(all[firstV2]!.changes.log).toEqual({ reset: 2 });
     for (const body of all.slice(firstV2 + 1)) expect(body.rebase).toBeUndefined();
+    expect((await app2.history('t')).find((p) => p.seq === firstV2)).toMatchObject({ schemaVersion: 2, kind: 'input', changes: { log: 'reset:2' } });
 
     const fresh = v2App(ctx.reopen());
     expect(await fresh.getState('t')).toEqual(result.state);

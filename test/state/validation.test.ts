@@ -91,6 +91,26 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
       expect(await rawPositions(ctx.engine, 't')).toEqual([]);
     });
 
+    it('invalid input on a new thread does not leave a thread that claims to be running', async () => {
+      let runs = 0;
+      const app = graph(State)
+        .node('ok', () => {
+          runs++;
+        })
+        .edge(START, 'ok')
+        .edge('ok', END)
+        .compile({ engine: ctx.engine, retry: fast });
+      await expect(app.run({ thread: 't', input: { count: -1 } })).rejects.toMatchObject({ code: 'ERR_STATE_VALIDATION' });
+      expect(runs).toBe(0);
+      // BUG: same root cause as the completed-thread case below (Run.execute validates the input in
+      // commitInput() outside the try/catch that calls fail()): the thread is created and left with
+      // status 'running', head null, lastError null, so listThreads({ status: 'running' }) reports a
+      // run that will "resume on the next run()" — and a later run({ thread }) runs the graph on
+      // default state although the only input ever given was rejected.
+      // Expected: status 'failed' with lastError ERR_STATE_VALIDATION (or no thread at all).
+      expect(await ctx.engine.checkpointer.listThreads({ status: 'running' })).toEqual([]);
+    });
+
     it('invalid input to a completed thread leaves its head, and the thread still reads as completed', async () => {
       const app = graph(State).node('ok', () => ({ count: 1 })).edge(START, 'ok').edge('ok', END).compile({ engine: ctx.engine, retry: fast });
       await app.run({ thread: 't' });
