@@ -326,6 +326,13 @@ export class EffectConflictError extends coded('ERR_EFFECT_CONFLICT') {
   }
 }
 
+/** `resolveEffect` named an effect the thread does not have. */
+export class EffectNotFoundError extends coded('ERR_EFFECT_NOT_FOUND') {
+  constructor(readonly effectKey: string, place?: ErrorPlace) {
+    super(`has no effect with key ${effectKey}. List them with \`cairn effects <thread>\`.`, { place });
+  }
+}
+
 /** A recorded output does not match the call asking for it (different name at the same call index). */
 export class RecordMismatchError extends coded('ERR_RECORD_MISMATCH') {
   constructor(readonly key: string, readonly expected: string, readonly found: string, place?: ErrorPlace) {

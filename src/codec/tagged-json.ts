@@ -126,30 +126,55 @@ function revive(value: unknown, where: string | undefined): unknown {
   return record;
 }
 
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const INTEGER = /^-?\d+$/;
+const SPECIAL_NUMBERS = new Set(['NaN', 'Infinity', '-Infinity', '-0']);
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Builds a tagged value after checking its payload's shape, so a damaged or forged
+ * record is a CorruptRecordError, never a TypeError from a constructor, and no
+ * payload reaches a constructor that would call its toString or valueOf.
+ */
 function reviveTag(record: Record<string, unknown>, where: string | undefined): unknown {
   const v = record.v;
-  switch (record[TAG]) {
-    case 'Date':
-      return v === null ? new Date(NaN) : new Date(v as string);
+  const tag = record[TAG];
+  const bad = () => new CorruptRecordError(`${where ?? 'a stored value'} has a malformed ${JSON.stringify(tag)} value.`);
+  switch (tag) {
+    case 'Date': {
+      if (v !== null && typeof v !== 'string') throw bad();
+      const date = new Date(v === null ? NaN : v);
+      if (v !== null && Number.isNaN(date.getTime())) throw bad();
+      return date;
+    }
     case 'BigInt':
-      return BigInt(v as string);
+      if (typeof v !== 'string' || !INTEGER.test(v)) throw bad();
+      return BigInt(v);
     case 'Bytes':
-      return new Uint8Array(Buffer.from(v as string, 'base64'));
-    case 'Map':
+      if (typeof v !== 'string' || v.length % 4 !== 0 || !BASE64.test(v)) throw bad();
+      return new Uint8Array(Buffer.from(v, 'base64'));
+    case 'Map': {
+      if (!Array.isArray(v) || !v.every((entry) => Array.isArray(entry) && entry.length === 2)) throw bad();
       return new Map(revive(v, where) as [unknown, unknown][]);
+    }
     case 'Set':
+      if (!Array.isArray(v)) throw bad();
       return new Set(revive(v, where) as unknown[]);
     case 'Num':
+      if (typeof v !== 'string' || !SPECIAL_NUMBERS.has(v)) throw bad();
       return v === '-0' ? -0 : Number(v);
     case 'Undef':
       return undefined;
     case 'Obj': {
-      const inner = v as Record<string, unknown>;
-      for (const key of Object.keys(inner)) inner[key] = revive(inner[key], where);
-      return inner;
+      if (!isPlainObject(v)) throw bad();
+      for (const key of Object.keys(v)) v[key] = revive(v[key], where);
+      return v;
     }
     default:
-      throw new CorruptRecordError(`${where ?? 'a stored value'} has an unknown type tag ${JSON.stringify(record[TAG])}.`);
+      throw new CorruptRecordError(`${where ?? 'a stored value'} has an unknown type tag ${JSON.stringify(tag)}.`);
   }
 }
 

@@ -16,7 +16,7 @@ import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { ThreadKind, ThreadLease, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { decode } from '../codec/tagged-json.js';
-import { LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import { EffectConflictError, EffectNotFoundError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import type { GraphSpec } from './graph.js';
@@ -193,8 +193,10 @@ export class App<S extends StateSchema> {
    * thread); the next run is served it.
    */
   async resolveEffect(threadId: string, key: string, outcome: unknown): Promise<void> {
+    const place = { engine: this.options.engine.name, thread: threadId };
     const entry = await this.options.engine.ledger.get(threadId, key);
-    if (!entry) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
+    if (!entry || entry.kind !== 'effect') throw new EffectNotFoundError(key, place);
+    if (entry.status === 'done') throw new EffectConflictError(key, 'already has an outcome; resolveEffect only settles an intent that has none.', place);
     await this.options.engine.ledger.writeOutcome(threadId, key, encode(outcome, 'effect outcome'), Date.now());
   }
 

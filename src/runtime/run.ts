@@ -101,16 +101,14 @@ export class Run {
     if (this.thread.head === null) {
       this.state = this.settings.schema.initial();
       this.primeFieldTexts();
-      await this.beginAttempt(false);
-      await this.commitInput(input, inputDigest);
+      await this.startRun(input, inputDigest);
     } else {
       const loaded = await materialize(this.cp, this.settings.schema, threadId, '', this.thread.head);
       this.adopt(loaded);
       emit?.({ type: 'run.loaded', threadId, at: Date.now(), seq: loaded.position.seq, next: loaded.body.next, storedVersion: loaded.storedVersion });
       if (loaded.body.next.length === 0) {
         if (input === undefined) return { status: this.thread.status, seq: loaded.position.seq, state: this.state };
-        await this.beginAttempt(false);
-        await this.commitInput(input, inputDigest);
+        await this.startRun(input, inputDigest);
       } else {
         if (inputDigest !== undefined && inputDigest !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
         await this.beginAttempt(true);
@@ -181,10 +179,22 @@ export class Run {
 
   // ------------------------------------------------------------ steps
 
-  private async commitInput(input: Record<string, unknown> | undefined, digest: string | undefined): Promise<void> {
-    const writers: Writer[] = input === undefined ? [] : [{ name: 'input', writes: input }];
-    const merged = await mergeWrites(this.settings.schema, this.state, writers, this.place);
-    const next = nextNodes(this.settings.spec, [START], this.settings.schema.view(merged.state), this.place);
+  /**
+   * Starts a new run: the input is merged and checked before anything changes, so
+   * rejected input leaves a completed thread completed. A thread that never started
+   * is marked failed with the reason, rather than left looking like a live run.
+   */
+  private async startRun(input: Record<string, unknown> | undefined, digest: string | undefined): Promise<void> {
+    let merged: MergeResult;
+    let next: string[];
+    try {
+      merged = await mergeWrites(this.settings.schema, this.state, input === undefined ? [] : [{ name: 'input', writes: input }], this.place);
+      next = nextNodes(this.settings.spec, [START], this.settings.schema.view(merged.state), this.place);
+    } catch (error) {
+      if (this.thread.head === null) await this.fail(error);
+      throw error;
+    }
+    await this.beginAttempt(false);
     await this.commit('input', [], merged, next, [], [], digest);
   }
 

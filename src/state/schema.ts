@@ -95,6 +95,12 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     }
     let reachable = this.version;
     while (reachable > 1 && typeof this.upcasters[reachable - 1] === 'function') reachable--;
+    const below = Object.keys(this.upcasters).map(Number).filter((v) => v < reachable);
+    if (below.length) {
+      throw new SchemaDefinitionError(
+        `upcast[${below.join('], upcast[')}] can never run: upcast[${reachable - 1}] is missing, so the chain to version ${this.version} stops at ${reachable}.`,
+      );
+    }
     const oldest = definition.oldestReadableVersion ?? reachable;
     if (oldest < reachable || oldest > this.version) {
       throw new SchemaDefinitionError(

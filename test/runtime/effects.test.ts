@@ -250,9 +250,6 @@ describe.each(ENGINES)('effects on %s', (name) => {
       const setup = effectApp();
       await setup.app.run({ thread: 't' });
       const error = await caught(() => setup.app.resolveEffect('t', 'eff_no_such_key', 'x'));
-      // BUG: App.resolveEffect (src/runtime/app.ts) throws ThreadNotFoundError ("no such thread.")
-      // for an unknown effect key although the thread exists; the message never names the key.
-      // Expected: an error that names the missing key "eff_no_such_key".
       expect(error.message).toContain('eff_no_such_key');
     });
 

@@ -178,10 +178,6 @@ describe('schema definition errors', () => {
   });
 
   it('an upcaster stranded below a gap (upcast[1] without upcast[2], version 3) is a SchemaDefinitionError', () => {
-    // BUG: StateSchema constructor (src/state/schema.ts) only reports a gap when
-    // oldestReadableVersion is given explicitly. With upcast { 1 } and no upcast[2] it silently
-    // sets oldestReadableVersion = 3, so the declared upcast[1] can never run and v1 threads fail
-    // later at read time with SchemaTooOldError. Expected: SchemaDefinitionError at defineState().
     expect(() => defineState({ version: 3, fields, upcast: { 1: (s) => s } })).toThrow(SchemaDefinitionError);
   });
 

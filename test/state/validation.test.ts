@@ -102,12 +102,6 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
         .compile({ engine: ctx.engine, retry: fast });
       await expect(app.run({ thread: 't', input: { count: -1 } })).rejects.toMatchObject({ code: 'ERR_STATE_VALIDATION' });
       expect(runs).toBe(0);
-      // BUG: same root cause as the completed-thread case below (Run.execute validates the input in
-      // commitInput() outside the try/catch that calls fail()): the thread is created and left with
-      // status 'running', head null, lastError null, so listThreads({ status: 'running' }) reports a
-      // run that will "resume on the next run()" — and a later run({ thread }) runs the graph on
-      // default state although the only input ever given was rejected.
-      // Expected: status 'failed' with lastError ERR_STATE_VALIDATION (or no thread at all).
       expect(await ctx.engine.checkpointer.listThreads({ status: 'running' })).toEqual([]);
     });
 
@@ -118,11 +112,6 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
       expect(error.code).toBe('ERR_STATE_VALIDATION');
       expect((await app.getThread('t'))!.head).toBe(1);
       expect((await app.getState('t')).count).toBe(1);
-      // BUG: Run.execute (src/runtime/run.ts) calls beginAttempt() — which sets status 'running' —
-      // before commitInput() validates the input, and commitInput is outside the try/catch that
-      // calls fail(). A rejected input therefore leaves a completed thread in status 'running'
-      // (expected 'completed', or 'failed' with lastError), and the next run({ thread }) without
-      // input reports status 'running' for a thread that has nothing left to run.
       expect((await app.getThread('t'))!.status).not.toBe('running');
       expect((await app.run({ thread: 't' })).status).toBe('completed');
     });

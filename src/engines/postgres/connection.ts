@@ -1,0 +1,208 @@
+/**
+ * @module engines/postgres/connection
+ * One pool shared by the engine's checkpointer, ledger and store: lazy open
+ * (driver, pool, migrations), schema-qualified table names, prepared statements,
+ * and wrapping of driver errors.
+ *
+ * Every statement names its tables with the schema (`"schema".cairn_threads`)
+ * rather than setting `search_path` on each connection: a pool passed in by the
+ * user keeps its own `search_path` for the user's own queries, nothing depends on
+ * per-connection state (so a connection replaced by the pool, or a transaction-mode
+ * pooler in between, cannot silently point cairn at another schema), and two
+ * engines on two schemas can share one pool.
+ */
+import { createHash } from 'node:crypto';
+import { CairnError, EngineError, InvalidKeyError } from '../../errors.js';
+import { Lifecycle } from '../../internal/lifecycle.js';
+import { createPool, type PoolClientLike, type PoolLike } from './driver.js';
+import { migrate, quoteIdent } from './migrations.js';
+
+export interface PostgresOptions {
+  /**
+   * Schema holding cairn's tables; created (with the tables) on first use if missing.
+   * Default `public`. Letters, digits and `_`, starting with a letter or `_`, at most 63.
+   */
+  schema?: string;
+  /** Size of the pool the engine creates from a connection string. Default 10. Ignored for a pool you pass in. */
+  max?: number;
+}
+
+/** Schema-qualified names of cairn's tables. */
+export interface PostgresTables {
+  threads: string;
+  positions: string;
+  items: string;
+  snapshots: string;
+  pending: string;
+  failures: string;
+  ledger: string;
+  store: string;
+}
+
+/** A query runner bound to one connection, inside a transaction. */
+export type TransactionQuery = (text: string, values?: unknown[]) => Promise<unknown[]>;
+
+/** SQLSTATE classes that mean "the server cannot be reached or refused us", with the fix to suggest. */
+function connectHint(error: unknown): string {
+  const code = (error as { code?: string }).code ?? '';
+  if (['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH'].includes(code)) {
+    return ' Check the host and port in the connection string and that PostgreSQL is running.';
+  }
+  if (code === '28P01' || code === '28000') return ' Check the user and password in the connection string.';
+  if (code === '3D000') return ' The database does not exist: create it (createdb) or fix the connection string.';
+  if (code === '42501') return ' The user lacks a privilege: grant CREATE on the database (to create the schema) or on the schema.';
+  return '';
+}
+
+export class PostgresConnection {
+  readonly lifecycle = new Lifecycle('postgres', () => undefined);
+  readonly schema: string;
+  readonly tables: PostgresTables;
+  private pool: PoolLike | undefined;
+  private ready: Promise<PoolLike> | undefined;
+  private readonly ownsPool: boolean;
+  private readonly names = new Map<string, string>();
+
+  constructor(
+    private readonly source: string | PoolLike,
+    private readonly options: PostgresOptions = {},
+  ) {
+    this.ownsPool = typeof source === 'string';
+    this.schema = options.schema ?? 'public';
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(this.schema)) {
+      throw new InvalidKeyError(`schema name ${JSON.stringify(this.schema)} is not a plain identifier (letters, digits, _; at most 63).`, {
+        place: { engine: 'postgres' },
+      });
+    }
+    const s = quoteIdent(this.schema);
+    this.tables = {
+      threads: `${s}.cairn_threads`,
+      positions: `${s}.cairn_positions`,
+      items: `${s}.cairn_items`,
+      snapshots: `${s}.cairn_snapshots`,
+      pending: `${s}.cairn_pending`,
+      failures: `${s}.cairn_failures`,
+      ledger: `${s}.cairn_ledger`,
+      store: `${s}.cairn_store`,
+    };
+  }
+
+  /** The pool, opened (driver loaded, schema migrated) on first use. A failed open is retried by the next call. */
+  use(): Promise<PoolLike> {
+    this.lifecycle.assertOpen();
+    this.ready ??= this.open().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  private async open(): Promise<PoolLike> {
+    const pool = typeof this.source === 'string' ? createPool(this.source, this.options.max ?? 10) : this.source;
+    this.pool = pool;
+    try {
+      await migrate(pool, this.schema);
+      return pool;
+    } catch (error) {
+      if (this.ownsPool) {
+        this.pool = undefined;
+        await pool.end().catch(() => undefined);
+      }
+      if (CairnError.is(error)) throw error;
+      throw new EngineError(`opening schema ${this.schema} failed${codeOf(error)}: ${(error as Error).message}.${connectHint(error)}`, {
+        cause: error,
+        place: { engine: 'postgres' },
+      });
+    }
+  }
+
+  /**
+   * Runs one statement (one round trip) and returns its rows. Static statements are
+   * prepared once per connection under a name derived from their text; pass
+   * `prepare: false` for text built per call, so it does not pile up prepared plans.
+   */
+  async query<R>(what: string, text: string, values: unknown[] = [], prepare = true): Promise<R[]> {
+    const pool = await this.use();
+    try {
+      const result = await pool.query(prepare ? { name: this.nameOf(text), text, values } : { text, values });
+      return result.rows as R[];
+    } catch (error) {
+      throw this.wrap(what, error);
+    }
+  }
+
+  /** Runs `fn` in a transaction on one connection (BEGIN ... COMMIT, ROLLBACK on any error). */
+  async transaction<T>(what: string, fn: (query: TransactionQuery) => Promise<T>): Promise<T> {
+    const pool = await this.use();
+    let client: PoolClientLike;
+    try {
+      client = await pool.connect();
+    } catch (error) {
+      throw this.wrap(what, error);
+    }
+    const query: TransactionQuery = async (text, values = []) => (await client.query({ name: this.nameOf(text), text, values })).rows;
+    let broken = false;
+    try {
+      await client.query({ text: 'BEGIN' });
+      const result = await fn(query);
+      await client.query({ text: 'COMMIT' });
+      return result;
+    } catch (error) {
+      // A connection that cannot roll back is broken: destroy it rather than pool it.
+      broken = await client.query({ text: 'ROLLBACK' }).then(
+        () => false,
+        () => true,
+      );
+      throw this.wrap(what, error);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** A driver error as EngineError (purpose and SQLSTATE in the message, original as cause); cairn errors pass through. */
+  wrap(what: string, error: unknown): Error {
+    if (CairnError.is(error)) return error;
+    // A call that raced close() reports the close, not the pool's "used after end".
+    this.lifecycle.assertOpen();
+    return new EngineError(`${what} failed${codeOf(error)}: ${(error as Error).message}.${connectHint(error)}`, {
+      cause: error,
+      place: { engine: 'postgres' },
+    });
+  }
+
+  private nameOf(text: string): string {
+    let name = this.names.get(text);
+    if (name === undefined) {
+      name = `cairn_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+      this.names.set(text, name);
+    }
+    return name;
+  }
+
+  /** Closes the engine; ends the pool only if the engine created it. */
+  async close(): Promise<void> {
+    if (!this.lifecycle.close()) return;
+    const opening = this.ready;
+    if (opening) await opening.catch(() => undefined);
+    const pool = this.pool;
+    this.pool = undefined;
+    if (pool && this.ownsPool) await pool.end();
+  }
+}
+
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code ? ` (${code})` : '';
+}
+
+/** The SQLSTATE of a wrapped driver error, if any. */
+export function sqlState(error: unknown): string | undefined {
+  const cause = (error as { cause?: { code?: unknown } } | null)?.cause;
+  return typeof cause?.code === 'string' ? cause.code : undefined;
+}
+
+/** The constraint a wrapped driver error names, if any. */
+export function constraintOf(error: unknown): string | undefined {
+  const cause = (error as { cause?: { constraint?: unknown } } | null)?.cause;
+  return typeof cause?.constraint === 'string' ? cause.constraint : undefined;
+}

@@ -1,0 +1,68 @@
+/**
+ * @module engines/postgres/driver
+ * The PostgreSQL driver, typed structurally (so cairn's public types never import
+ * `pg`'s) and loaded lazily (so neither `import 'cairn'` nor `import 'cairn/postgres'`
+ * loads `pg`: only the first query of an engine built from a URL does).
+ */
+import { createRequire } from 'node:module';
+import { DriverMissingError } from '../../errors.js';
+
+/** A query as cairn sends it: parameterised text, optionally a prepared-statement name. */
+export interface PgQueryConfig {
+  text: string;
+  values?: unknown[];
+  /** Prepared-statement name: parsed and planned once per connection, then only bound and executed. */
+  name?: string;
+}
+
+/** What cairn reads of a query result. */
+export interface PgQueryResult {
+  /** Rows as the driver's type parsers produce them (`bigint` as a string); each reader converts its columns. */
+  rows: unknown[];
+  rowCount: number | null;
+}
+
+/** A connection checked out of a pool (a `pg.PoolClient`), used only for multi-statement transactions. */
+export interface PoolClientLike {
+  query(config: PgQueryConfig): Promise<PgQueryResult>;
+  release(error?: Error | boolean): void;
+}
+
+/**
+ * What cairn uses of a `pg.Pool`. Pass your own pool to `postgres(pool)`: the engine
+ * shares it and never ends it.
+ *
+ * @example
+ * ```ts
+ * import pg from 'pg';
+ * const engine = postgres(new pg.Pool({ connectionString: process.env.DATABASE_URL }));
+ * ```
+ */
+export interface PoolLike {
+  query(config: PgQueryConfig): Promise<PgQueryResult>;
+  connect(): Promise<PoolClientLike>;
+  end(): Promise<void>;
+}
+
+interface OwnedPool extends PoolLike {
+  on(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+type PoolConstructor = new (config: { connectionString: string; max: number; application_name: string }) => OwnedPool;
+
+/** Creates a `pg.Pool` on a connection string, loading `pg` on first use. */
+export function createPool(connectionString: string, max: number): PoolLike {
+  let Pool: PoolConstructor;
+  try {
+    const pg = createRequire(import.meta.url)('pg') as { Pool: PoolConstructor };
+    Pool = pg.Pool;
+  } catch (cause) {
+    throw new DriverMissingError('the PostgreSQL engine needs the pg driver: run `npm install pg`.', { cause, place: { engine: 'postgres' } });
+  }
+  const pool = new Pool({ connectionString, max, application_name: 'cairn' });
+  // An idle connection that the server closes (restart, pg_terminate_backend) is reported
+  // here; without a listener Node would crash the process. The pool drops that client and
+  // the next query opens a new one, so there is nothing else to do.
+  pool.on('error', () => undefined);
+  return pool;
+}

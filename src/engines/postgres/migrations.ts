@@ -1,0 +1,189 @@
+/**
+ * @module engines/postgres/migrations
+ * The PostgreSQL schema as an ordered list of migrations, applied in one
+ * transaction under a transaction-scoped advisory lock (so workers starting
+ * together apply each migration once, and the others wait and then see it done)
+ * and recorded in `cairn_migrations`. Append new migrations; never edit an applied one.
+ *
+ * The logical schema is SQLite's: a namespace's head is its highest seq (a step
+ * commit never rewrites the thread row), append items are stored once by the
+ * position that wrote them, snapshots beside the log. Bodies stay `text`: the
+ * chain hashes their exact bytes, and `jsonb` would reorder and reformat them.
+ * Text that is ordered or range-scanned (`id`, `ns`, `key`, `task`, `field`) is
+ * `COLLATE "C"`: byte order, the same as SQLite's and independent of the
+ * database's locale, which the store's label-bounded prefix scan depends on.
+ */
+import { EngineError } from '../../errors.js';
+import type { PoolLike } from './driver.js';
+
+export interface PostgresMigration {
+  id: number;
+  name: string;
+  /** The statements, given the quoted schema name to qualify every table with. */
+  sql: (schema: string) => string;
+}
+
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
+  {
+    id: 1,
+    name: 'thread log, ledger and store',
+    sql: (s) => `
+      CREATE TABLE ${s}.cairn_threads (
+        tid         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id          text COLLATE "C" NOT NULL UNIQUE,
+        kind        text NOT NULL,
+        status      text NOT NULL,
+        attempts    integer NOT NULL DEFAULT 0,
+        tenant      text,
+        metadata    text NOT NULL,
+        last_error  text,
+        run_id      text,
+        owner_pid   integer,
+        owner_host  text,
+        lease_until bigint,
+        epoch       bigint NOT NULL DEFAULT 0,
+        created_at  bigint NOT NULL,
+        updated_at  bigint NOT NULL
+      );
+      CREATE INDEX cairn_threads_by_status ON ${s}.cairn_threads (status, id);
+
+      -- The (tid, ns, seq) key is the last line of defence against a fork: two commits
+      -- that both passed the head check cannot both insert the same seq.
+      CREATE TABLE ${s}.cairn_positions (
+        tid            bigint NOT NULL,
+        ns             text COLLATE "C" NOT NULL,
+        seq            bigint NOT NULL,
+        parent         bigint,
+        segment        bigint NOT NULL,
+        step           bigint NOT NULL,
+        schema_version integer NOT NULL,
+        created_at     bigint NOT NULL,
+        body           text NOT NULL,
+        hash           bytea NOT NULL,
+        CONSTRAINT cairn_positions_pkey PRIMARY KEY (tid, ns, seq)
+      );
+
+      CREATE TABLE ${s}.cairn_items (
+        tid   bigint NOT NULL,
+        ns    text COLLATE "C" NOT NULL,
+        field text COLLATE "C" NOT NULL,
+        seq   bigint NOT NULL,
+        idx   integer NOT NULL,
+        body  text NOT NULL,
+        PRIMARY KEY (tid, ns, field, seq, idx)
+      );
+
+      CREATE TABLE ${s}.cairn_snapshots (
+        tid  bigint NOT NULL,
+        ns   text COLLATE "C" NOT NULL,
+        seq  bigint NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (tid, ns, seq)
+      );
+
+      CREATE TABLE ${s}.cairn_pending (
+        tid      bigint NOT NULL,
+        ns       text COLLATE "C" NOT NULL,
+        base_seq bigint NOT NULL,
+        task     text COLLATE "C" NOT NULL,
+        body     text NOT NULL,
+        PRIMARY KEY (tid, ns, base_seq, task)
+      );
+
+      CREATE TABLE ${s}.cairn_failures (
+        id   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        tid  bigint NOT NULL,
+        body text NOT NULL
+      );
+      CREATE INDEX cairn_failures_by_thread ON ${s}.cairn_failures (tid, id);
+
+      CREATE TABLE ${s}.cairn_ledger (
+        tid          bigint NOT NULL,
+        key          text COLLATE "C" NOT NULL,
+        kind         text NOT NULL,
+        name         text NOT NULL,
+        ns           text COLLATE "C" NOT NULL,
+        seq          bigint NOT NULL,
+        node         text NOT NULL,
+        task         text COLLATE "C" NOT NULL,
+        call         integer NOT NULL,
+        args_digest  text,
+        status       text NOT NULL,
+        outcome      text,
+        created_at   bigint NOT NULL,
+        completed_at bigint,
+        PRIMARY KEY (tid, key)
+      );
+      CREATE INDEX cairn_ledger_by_task ON ${s}.cairn_ledger (tid, ns, seq, task, call);
+
+      -- A deleted item keeps its row (flagged) so that its version never goes backwards.
+      CREATE TABLE ${s}.cairn_store (
+        ns             text COLLATE "C" NOT NULL,
+        key            text COLLATE "C" NOT NULL,
+        value          text NOT NULL,
+        version        bigint NOT NULL,
+        deleted        boolean NOT NULL DEFAULT false,
+        last_write_key text,
+        created_at     bigint NOT NULL,
+        updated_at     bigint NOT NULL,
+        PRIMARY KEY (ns, key)
+      );
+    `,
+  },
+];
+
+/** First key of cairn's advisory locks (the second is the schema name's hash): "cairn" in ASCII. */
+const LOCK_CLASS = 0x63616972;
+
+/** `"name"` with inner quotes doubled: a safe identifier whatever the name holds. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/**
+ * Applies every migration not yet recorded in `schema`, creating the schema if needed.
+ * Safe to call from many processes at once. Returns the ids it applied.
+ */
+export async function migrate(pool: PoolLike, schema: string, migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS): Promise<number[]> {
+  const s = quoteIdent(schema);
+  const client = await pool.connect();
+  let failed = true;
+  try {
+    await client.query({ text: 'BEGIN' });
+    await client.query({ text: `SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, values: [schema] });
+    // Under the lock, so two first-time openers do not race CREATE SCHEMA. Checked first
+    // because an existing schema must not need the CREATE privilege on the database.
+    const exists = await client.query({ text: 'SELECT 1 FROM pg_namespace WHERE nspname = $1', values: [schema] });
+    if (exists.rowCount === 0) await client.query({ text: `CREATE SCHEMA ${s}` });
+    await client.query({ text: `CREATE TABLE IF NOT EXISTS ${s}.cairn_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)` });
+    const rows = (await client.query({ text: `SELECT id, name FROM ${s}.cairn_migrations ORDER BY id` })).rows as { id: number; name: string }[];
+    const known = new Set(migrations.map((m) => m.id));
+    const unknown = rows.filter((row) => !known.has(row.id));
+    if (unknown.length) {
+      const newest = unknown[unknown.length - 1]!;
+      throw new EngineError(
+        `schema ${schema} was migrated by a newer cairn (migration ${newest.id} "${newest.name}"; this code knows up to ${Math.max(0, ...known)}). ` +
+          `Upgrade cairn here, or point this process at another schema.`,
+        { place: { engine: 'postgres' } },
+      );
+    }
+    const applied = new Set(rows.map((row) => row.id));
+    const done: number[] = [];
+    for (const migration of migrations) {
+      if (applied.has(migration.id)) continue;
+      await client.query({ text: migration.sql(s) });
+      await client.query({
+        text: `INSERT INTO ${s}.cairn_migrations (id, name, applied_at) VALUES ($1, $2, $3)`,
+        values: [migration.id, migration.name, Date.now()],
+      });
+      done.push(migration.id);
+    }
+    await client.query({ text: 'COMMIT' });
+    failed = false;
+    return done;
+  } finally {
+    // A connection that cannot even roll back is broken: destroy it rather than pool it.
+    const broken = failed ? await client.query({ text: 'ROLLBACK' }).then(() => false, () => true) : false;
+    client.release(broken);
+  }
+}

@@ -1,0 +1,466 @@
+/**
+ * @module engines/postgres/postgres-checkpointer
+ * The thread log on PostgreSQL, safe at READ COMMITTED across any number of
+ * processes. Every write under a lease is fenced in the statement itself
+ * (`run_id` + `epoch` in its WHERE clause, the thread row locked so that a
+ * takeover waits for it or it sees the takeover), and a step commit is one
+ * statement: one round trip, one implicit transaction.
+ */
+import type {
+  AcquireRequest,
+  AttemptFailure,
+  Checkpointer,
+  PendingWrite,
+  PositionItem,
+  SeqRange,
+  StepCommit,
+  StoredPosition,
+  ThreadPatch,
+} from '../../contracts/checkpointer.js';
+import type { ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
+import { HeadMovedError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
+import { crashPoint } from '../../internal/crash-points.js';
+import { checkThreadId } from '../../internal/keys.js';
+import { describeHolder, holderIsLive } from '../../internal/lease.js';
+import { constraintOf, sqlState, type PostgresConnection } from './connection.js';
+
+/** A thread row as read: `bigint` columns arrive as strings. */
+interface ThreadRow {
+  tid: string;
+  id: string;
+  kind: string;
+  status: string;
+  attempts: number;
+  tenant: string | null;
+  metadata: string;
+  last_error: string | null;
+  run_id: string | null;
+  owner_pid: number | null;
+  owner_host: string | null;
+  lease_until: string | null;
+  epoch: string;
+  created_at: string;
+  updated_at: string;
+  head: string | null;
+  head_at: string | null;
+}
+
+interface PositionRow {
+  seq: string;
+  parent: string | null;
+  segment: string;
+  step: string;
+  schema_version: number;
+  created_at: string;
+  body: string;
+  hash: string;
+}
+
+const num = (value: string | number | null): number | null => (value === null ? null : Number(value));
+
+function toThread(row: ThreadRow): ThreadRecord {
+  return {
+    id: row.id,
+    kind: row.kind as ThreadRecord['kind'],
+    status: row.status as ThreadRecord['status'],
+    head: num(row.head),
+    attempts: row.attempts,
+    tenant: row.tenant,
+    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    lastError: row.last_error === null ? null : (JSON.parse(row.last_error) as ThreadRecord['lastError']),
+    createdAt: Number(row.created_at),
+    updatedAt: Math.max(Number(row.updated_at), num(row.head_at) ?? 0),
+  };
+}
+
+function toPosition(ns: string, row: PositionRow): StoredPosition {
+  return {
+    ns,
+    seq: Number(row.seq),
+    parent: num(row.parent),
+    segment: Number(row.segment),
+    step: Number(row.step),
+    schemaVersion: row.schema_version,
+    createdAt: Number(row.created_at),
+    body: row.body,
+    hash: row.hash,
+  };
+}
+
+/** `(seq BETWEEN $n AND $n+1) OR ...` for the ranges, numbering parameters from `first`. */
+function rangeClause(ranges: SeqRange[], first: number): { sql: string; params: number[] } {
+  return {
+    sql: ranges.map((_, i) => `seq BETWEEN $${first + 2 * i}::bigint AND $${first + 2 * i + 1}::bigint`).join(' OR '),
+    params: ranges.flatMap((r) => [r.from, r.to]),
+  };
+}
+
+/** True when `CAIRN_CRASH_AT` may stop a commit inside its snapshot write (crash tests only). */
+function crashInsideSnapshotArmed(): boolean {
+  return process.env.CAIRN_CRASH_AT?.startsWith('inside-snapshot') === true;
+}
+
+export class PostgresCheckpointer implements Checkpointer {
+  readonly engine = 'postgres';
+  private readonly sql: ReturnType<typeof statements>;
+
+  constructor(private readonly conn: PostgresConnection) {
+    this.sql = statements(conn);
+  }
+
+  private async threadRow(threadId: string, what: string): Promise<ThreadRow | undefined> {
+    return (await this.conn.query<ThreadRow>(what, this.sql.threadById, [threadId]))[0];
+  }
+
+  async getThread(threadId: string): Promise<ThreadRecord | null> {
+    const row = await this.threadRow(threadId, 'getThread');
+    return row ? toThread(row) : null;
+  }
+
+  async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (clause: string, value: unknown) => {
+      params.push(value);
+      where.push(clause.replace('?', `$${params.length}`));
+    };
+    if (query.status !== undefined) add('t.status = ?::text', query.status);
+    if (query.kind !== undefined) add('t.kind = ?::text', query.kind);
+    if (query.tenant !== undefined) add('t.tenant = ?::text', query.tenant);
+    if (query.after !== undefined) add('t.id > ?::text', query.after);
+    params.push(query.limit ?? null);
+    const text = `${this.sql.threadSelect} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT $${params.length}::bigint`;
+    // At most 16 shapes of this text, so it is worth preparing.
+    return (await this.conn.query<ThreadRow>('listThreads', text, params)).map(toThread);
+  }
+
+  async listFailures(threadId: string): Promise<AttemptFailure[]> {
+    const rows = await this.conn.query<{ body: string }>('listFailures', this.sql.failures, [threadId]);
+    return rows.map((row) => JSON.parse(row.body) as AttemptFailure);
+  }
+
+  async acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease> {
+    checkThreadId(threadId);
+    const { owner, leaseMs } = request;
+    // Lock-free: read the holder, decide in JS (a same-host holder's liveness needs a
+    // process check the database cannot make), then take the thread with a
+    // compare-and-set on exactly what was read. At READ COMMITTED an UPDATE re-checks its
+    // WHERE against the latest committed row (and waits for an in-flight writer), so of
+    // two racing acquirers one matches and the other updates nothing and reads again. A
+    // renewal, a release or a commit's share lock in between also fails the CAS or makes
+    // it wait: nothing slips between the check and the take.
+    for (let round = 0; round < 50; round++) {
+      const now = Date.now();
+      const row = await this.threadRow(threadId, 'acquireThread');
+      if (!row) {
+        if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
+        const { kind, tenant, metadata } = request.create;
+        const [created] = await this.conn.query<ThreadRow>('acquireThread (create)', this.sql.createThread, [
+          threadId,
+          kind,
+          tenant,
+          JSON.stringify(metadata),
+          owner.runId,
+          owner.pid,
+          owner.host,
+          now + leaseMs,
+          now,
+        ]);
+        if (created) return { threadId, runId: owner.runId, epoch: Number(created.epoch), expiresAt: Number(created.lease_until), thread: toThread(created) };
+        continue; // created by a concurrent acquirer: judge its holder
+      }
+      const holder = { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: num(row.lease_until) };
+      if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
+      const [taken] = await this.conn.query<{ epoch: string; lease_until: string }>('acquireThread (take)', this.sql.takeThread, [
+        row.tid,
+        row.epoch,
+        row.run_id,
+        row.lease_until,
+        owner.runId,
+        owner.pid,
+        owner.host,
+        now + leaseMs,
+      ]);
+      if (!taken) continue; // the row changed since it was read: judge it again
+      // Read the record after the take: a commit by the previous holder that finished
+      // while the take waited for its lock is visible only to a new statement.
+      const granted = (await this.threadRow(threadId, 'acquireThread (read)'))!;
+      return { threadId, runId: owner.runId, epoch: Number(taken.epoch), expiresAt: Number(taken.lease_until), thread: toThread(granted) };
+    }
+    throw new ThreadBusyError(threadId, 'other runs keep changing its lease', { engine: this.engine });
+  }
+
+  async renewLease(lease: ThreadLease, leaseMs: number): Promise<ThreadLease> {
+    const expiresAt = Date.now() + leaseMs;
+    const rows = await this.conn.query('renewLease', this.sql.renew, [lease.threadId, lease.runId, lease.epoch, expiresAt]);
+    if (rows.length !== 1) throw new LeaseLostError(lease.threadId, { engine: this.engine });
+    return { ...lease, expiresAt };
+  }
+
+  async releaseThread(lease: ThreadLease): Promise<void> {
+    await this.conn.query('releaseThread', this.sql.release, [lease.threadId, lease.runId, lease.epoch]);
+  }
+
+  async updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord> {
+    const [row] = await this.conn.query<ThreadRow>('updateThread', this.sql.update, [
+      lease.threadId,
+      lease.runId,
+      lease.epoch,
+      patch.status ?? null,
+      patch.attempts ?? 0,
+      patch.lastError !== undefined,
+      patch.lastError ? JSON.stringify(patch.lastError) : null,
+      Date.now(),
+      patch.failure ? JSON.stringify(patch.failure) : null,
+    ]);
+    if (!row) throw new LeaseLostError(lease.threadId, { engine: this.engine });
+    return toThread(row);
+  }
+
+  async commitStep(lease: ThreadLease, commit: StepCommit): Promise<void> {
+    const { position, items } = commit;
+    const values = [
+      lease.threadId,
+      lease.runId,
+      lease.epoch,
+      position.ns,
+      position.seq,
+      position.parent,
+      position.segment,
+      position.step,
+      position.schemaVersion,
+      position.createdAt,
+      position.body,
+      position.hash,
+      commit.expectedHead,
+      items.map((i) => i.field),
+      items.map((i) => i.index),
+      items.map((i) => i.text),
+      commit.snapshot ?? null,
+      commit.status,
+      Date.now(),
+    ];
+    let rows: unknown[];
+    try {
+      if (commit.snapshot !== undefined && crashInsideSnapshotArmed()) {
+        // Crash tests only: the same statement in an explicit transaction, so the process
+        // can die after the snapshot is written and before it is durable.
+        rows = await this.conn.transaction('commitStep', async (query) => {
+          const written = await query(this.sql.commit, values);
+          crashPoint('inside-snapshot');
+          return written;
+        });
+      } else {
+        rows = await this.conn.query('commitStep', this.sql.commit, values);
+      }
+    } catch (error) {
+      // Two commits that both passed the head check: the key refused the second.
+      if (sqlState(error) === '23505' && constraintOf(error) === 'cairn_positions_pkey') rows = [];
+      else throw error;
+    }
+    if (rows.length === 1) return;
+    // Nothing was written. Only now, a second cheap query says why.
+    const [state] = await this.conn.query<{ held: boolean | null; head: string | null }>('commitStep (diagnose)', this.sql.diagnose, [
+      lease.threadId,
+      lease.runId,
+      lease.epoch,
+      position.ns,
+    ]);
+    if (!state?.held) throw new LeaseLostError(lease.threadId, { engine: this.engine });
+    throw new HeadMovedError(lease.threadId, commit.expectedHead, num(state.head), { engine: this.engine });
+  }
+
+  async putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void> {
+    const rows = await this.conn.query('putPendingWrite', this.sql.putPending, [
+      lease.threadId,
+      lease.runId,
+      lease.epoch,
+      write.ns,
+      write.baseSeq,
+      write.task,
+      write.body,
+    ]);
+    if (rows.length !== 1) throw new LeaseLostError(lease.threadId, { engine: this.engine });
+  }
+
+  async getPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]> {
+    const rows = await this.conn.query<{ task: string; body: string }>('getPendingWrites', this.sql.pending, [threadId, ns, baseSeq]);
+    return rows.map((r) => ({ ns, baseSeq, task: r.task, body: r.body }));
+  }
+
+  async getPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
+    const [row] = await this.conn.query<PositionRow>('getPosition', this.sql.position, [threadId, ns, seq]);
+    return row ? toPosition(ns, row) : null;
+  }
+
+  async getPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]> {
+    const rows = await this.conn.query<PositionRow>('getPositions', this.sql.positions, [threadId, ns, range.from, range.to]);
+    return rows.map((row) => toPosition(ns, row));
+  }
+
+  async listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
+    const rows = await this.conn.query<PositionRow>('listPositions', this.sql.listPositions, [threadId, ns, page.beforeSeq ?? null, page.limit ?? null]);
+    return rows.map((row) => toPosition(ns, row));
+  }
+
+  async getSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null> {
+    if (ranges.length === 0) {
+      this.conn.lifecycle.assertOpen();
+      return null;
+    }
+    const where = rangeClause(ranges, 3);
+    const text = `SELECT seq, body FROM ${this.conn.tables.snapshots}
+      WHERE tid = (SELECT tid FROM ${this.conn.tables.threads} WHERE id = $1::text) AND ns = $2::text AND (${where.sql})
+      ORDER BY seq DESC LIMIT 1`;
+    const [row] = await this.conn.query<{ seq: string; body: string }>('getSnapshot', text, [threadId, ns, ...where.params], false);
+    return row ? { seq: Number(row.seq), text: row.body } : null;
+  }
+
+  async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
+    if (ranges.length === 0) {
+      this.conn.lifecycle.assertOpen();
+      return [];
+    }
+    const where = rangeClause(ranges, 4);
+    // Walks the (tid, ns, field, seq, idx) key in order: no sort, texts only.
+    const text = `SELECT body FROM ${this.conn.tables.items}
+      WHERE tid = (SELECT tid FROM ${this.conn.tables.threads} WHERE id = $1::text) AND ns = $2::text AND field = $3::text AND (${where.sql})
+      ORDER BY seq, idx`;
+    const rows = await this.conn.query<{ body: string }>('getItems', text, [threadId, ns, field, ...where.params], false);
+    return rows.map((row) => row.body);
+  }
+
+  async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
+    if (fields.length === 0) {
+      this.conn.lifecycle.assertOpen();
+      return [];
+    }
+    const rows = await this.conn.query<{ field: string; idx: number; body: string }>('getPositionItems', this.sql.positionItems, [threadId, ns, seq, [...fields]]);
+    const byField = new Map<string, PositionItem[]>();
+    for (const row of rows) {
+      let list = byField.get(row.field);
+      if (!list) byField.set(row.field, (list = []));
+      list.push({ field: row.field, index: row.idx, text: row.body });
+    }
+    return [...new Set(fields)].flatMap((field) => byField.get(field) ?? []);
+  }
+
+  async close(): Promise<void> {
+    await this.conn.close();
+  }
+}
+
+/** Every fixed statement of the checkpointer, qualified with the connection's schema. */
+function statements(conn: PostgresConnection) {
+  const { threads: T, positions: P, items: I, snapshots: S, pending: W, failures: F } = conn.tables;
+  const tidOf = `(SELECT tid FROM ${T} WHERE id = $1::text)`;
+  const threadColumns = `t.tid, t.id, t.kind, t.status, t.attempts, t.tenant, t.metadata, t.last_error, t.run_id, t.owner_pid,
+    t.owner_host, t.lease_until, t.epoch, t.created_at, t.updated_at`;
+  /** The head (highest root seq) and its time, read backwards along the positions' key. */
+  const headJoin = `LEFT JOIN LATERAL (SELECT p.seq, p.created_at FROM ${P} p WHERE p.tid = t.tid AND p.ns = '' ORDER BY p.seq DESC LIMIT 1) h ON true`;
+  const threadSelect = `SELECT ${threadColumns}, h.seq AS head, h.created_at AS head_at FROM ${T} t ${headJoin}`;
+  const positionColumns = `seq, parent, segment, step, schema_version, created_at, body, encode(hash, 'hex') AS hash`;
+  const fenced = `id = $1::text AND run_id = $2::text AND epoch = $3::bigint`;
+
+  return {
+    threadSelect,
+    threadById: `${threadSelect} WHERE t.id = $1::text`,
+
+    createThread: `
+      INSERT INTO ${T} AS t (id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at)
+      VALUES ($1::text, $2::text, 'running', 0, $3::text, $4::text, $5::text, $6::integer, $7::text, $8::bigint, 1, $9::bigint, $9::bigint)
+      ON CONFLICT (id) DO NOTHING
+      RETURNING ${threadColumns}, NULL::bigint AS head, NULL::bigint AS head_at`,
+
+    // Compare-and-set on the row as read: epoch (every grant), run_id (releases) and lease_until (renewals).
+    takeThread: `
+      UPDATE ${T} SET run_id = $5::text, owner_pid = $6::integer, owner_host = $7::text, lease_until = $8::bigint, epoch = epoch + 1
+      WHERE tid = $1::bigint AND epoch = $2::bigint AND run_id IS NOT DISTINCT FROM $3::text AND lease_until IS NOT DISTINCT FROM $4::bigint
+      RETURNING epoch, lease_until`,
+
+    renew: `UPDATE ${T} SET lease_until = $4::bigint WHERE ${fenced} RETURNING 1`,
+
+    release: `UPDATE ${T} SET run_id = NULL, owner_pid = NULL, owner_host = NULL, lease_until = NULL WHERE ${fenced}`,
+
+    update: `
+      WITH t AS (
+        UPDATE ${T} SET status = coalesce($4::text, status), attempts = attempts + $5::integer,
+          last_error = CASE WHEN $6::boolean THEN $7::text ELSE last_error END, updated_at = $8::bigint
+        WHERE ${fenced}
+        RETURNING *
+      ), failure AS (
+        INSERT INTO ${F} (tid, body) SELECT tid, $9::text FROM t WHERE $9::text IS NOT NULL
+      )
+      SELECT ${threadColumns}, h.seq AS head, h.created_at AS head_at FROM t ${headJoin}`,
+
+    // The whole step boundary in one statement, so one round trip and one implicit transaction.
+    //
+    // Why a takeover cannot slip between the fence and the insert at READ COMMITTED:
+    // `fence` takes a FOR SHARE lock on the thread row, and a takeover is an UPDATE of
+    // that row (FOR NO KEY UPDATE, which conflicts with FOR SHARE; FOR KEY SHARE would
+    // not). If the takeover committed first, the locking read re-checks run_id and epoch
+    // on the newest row version, finds the new epoch, returns nothing, and so nothing
+    // below inserts. If it is in flight, the lock waits for it, then the same. If the
+    // fence locks first, the takeover waits until this statement's transaction has
+    // committed, and its successor reads a head that includes this position.
+    //
+    // `head` reads the statement's snapshot: a concurrent commit of the same lease that
+    // it misses loses on the (tid, ns, seq) key instead (mapped to HeadMovedError).
+    // The thread row is written only when the root status changes (start and end of a run).
+    commit: `
+      WITH fence AS (
+        SELECT tid, status FROM ${T} WHERE ${fenced} FOR SHARE
+      ), head AS (
+        SELECT max(p.seq) AS seq FROM ${P} p, fence WHERE p.tid = fence.tid AND p.ns = $4::text
+      ), pos AS (
+        INSERT INTO ${P} (tid, ns, seq, parent, segment, step, schema_version, created_at, body, hash)
+        SELECT fence.tid, $4::text, $5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::integer, $10::bigint, $11::text, decode($12::text, 'hex')
+        FROM fence, head
+        WHERE head.seq IS NOT DISTINCT FROM $13::bigint AND $5::bigint = coalesce(head.seq, -1) + 1
+        RETURNING tid
+      ), items AS (
+        INSERT INTO ${I} (tid, ns, field, seq, idx, body)
+        SELECT pos.tid, $4::text, u.field, $5::bigint, u.idx, u.body
+        FROM pos, unnest($14::text[], $15::integer[], $16::text[]) AS u (field, idx, body)
+      ), snapshot AS (
+        INSERT INTO ${S} (tid, ns, seq, body) SELECT pos.tid, $4::text, $5::bigint, $17::text FROM pos WHERE $17::text IS NOT NULL
+      ), folded AS (
+        DELETE FROM ${W} w USING pos WHERE w.tid = pos.tid AND w.ns = $4::text AND w.base_seq = $6::bigint
+      ), status AS (
+        UPDATE ${T} t SET status = $18::text, updated_at = $19::bigint
+        FROM pos, fence WHERE t.tid = pos.tid AND $4::text = '' AND fence.status <> $18::text
+      )
+      SELECT tid FROM pos`,
+
+    diagnose: `
+      SELECT (t.run_id = $2::text AND t.epoch = $3::bigint) AS held,
+        (SELECT max(p.seq) FROM ${P} p WHERE p.tid = t.tid AND p.ns = $4::text) AS head
+      FROM ${T} t WHERE t.id = $1::text`,
+
+    // The locking read makes a pending write wait for, or see, a takeover (as in commit).
+    putPending: `
+      WITH fence AS (SELECT tid FROM ${T} WHERE ${fenced} FOR SHARE)
+      INSERT INTO ${W} (tid, ns, base_seq, task, body)
+      SELECT tid, $4::text, $5::bigint, $6::text, $7::text FROM fence
+      ON CONFLICT (tid, ns, base_seq, task) DO UPDATE SET body = excluded.body
+      RETURNING 1`,
+
+    pending: `SELECT task, body FROM ${W} WHERE tid = ${tidOf} AND ns = $2::text AND base_seq = $3::bigint ORDER BY task`,
+
+    failures: `SELECT body FROM ${F} WHERE tid = ${tidOf} ORDER BY id`,
+
+    position: `SELECT ${positionColumns} FROM ${P} WHERE tid = ${tidOf} AND ns = $2::text AND seq = $3::bigint`,
+
+    positions: `SELECT ${positionColumns} FROM ${P} WHERE tid = ${tidOf} AND ns = $2::text AND seq BETWEEN $3::bigint AND $4::bigint ORDER BY seq`,
+
+    listPositions: `
+      SELECT ${positionColumns} FROM ${P}
+      WHERE tid = ${tidOf} AND ns = $2::text AND seq < coalesce($3::bigint, 9223372036854775807)
+      ORDER BY seq DESC LIMIT $4::bigint`,
+
+    positionItems: `
+      SELECT field, idx, body FROM ${I}
+      WHERE tid = ${tidOf} AND ns = $2::text AND seq = $3::bigint AND field = ANY($4::text[])
+      ORDER BY field, idx`,
+  };
+}

@@ -1,0 +1,157 @@
+/**
+ * @module engines/postgres/postgres-ledger
+ * The effect ledger on PostgreSQL: each write is one autocommitted statement, so an
+ * intent is durable before the effect runs and an outcome before the step commits.
+ */
+import type { Ledger, LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
+import { EngineError, ThreadNotFoundError } from '../../errors.js';
+import type { PostgresConnection } from './connection.js';
+
+interface Row {
+  key: string;
+  kind: 'effect' | 'record';
+  name: string;
+  ns: string;
+  seq: string;
+  node: string;
+  task: string;
+  call: number;
+  args_digest: string | null;
+  status: 'intent' | 'done';
+  outcome: string | null;
+  created_at: string;
+  completed_at: string | null;
+}
+
+const COLUMNS = 'key, kind, name, ns, seq, node, task, call, args_digest, status, outcome, created_at, completed_at';
+
+function toEntry(threadId: string, row: Row): LedgerEntry {
+  return {
+    threadId,
+    key: row.key,
+    kind: row.kind,
+    name: row.name,
+    ns: row.ns,
+    seq: Number(row.seq),
+    node: row.node,
+    task: row.task,
+    call: row.call,
+    argsDigest: row.args_digest,
+    status: row.status,
+    outcome: row.outcome,
+    createdAt: Number(row.created_at),
+    completedAt: row.completed_at === null ? null : Number(row.completed_at),
+  };
+}
+
+export class PostgresLedger implements Ledger {
+  readonly engine = 'postgres';
+  private readonly sql: ReturnType<typeof statements>;
+
+  constructor(private readonly conn: PostgresConnection) {
+    this.sql = statements(conn);
+  }
+
+  async get(threadId: string, key: string): Promise<LedgerEntry | null> {
+    const [row] = await this.conn.query<Row>('ledger.get', this.sql.get, [threadId, key]);
+    return row ? toEntry(threadId, row) : null;
+  }
+
+  async listForTask(threadId: string, ns: string, seq: number, task: string): Promise<LedgerEntry[]> {
+    const rows = await this.conn.query<Row>('ledger.listForTask', this.sql.listForTask, [threadId, ns, seq, task]);
+    return rows.map((row) => toEntry(threadId, row));
+  }
+
+  async list(threadId: string): Promise<LedgerEntry[]> {
+    const rows = await this.conn.query<Row>('ledger.list', this.sql.list, [threadId]);
+    return rows.map((row) => toEntry(threadId, row));
+  }
+
+  private async insert(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): Promise<LedgerEntry> {
+    const values = [
+      entry.threadId,
+      entry.key,
+      entry.kind,
+      entry.name,
+      entry.ns,
+      entry.seq,
+      entry.node,
+      entry.task,
+      entry.call,
+      entry.argsDigest,
+      status,
+      outcome,
+      entry.createdAt,
+      status === 'done' ? entry.createdAt : null,
+    ];
+    for (let round = 0; round < 10; round++) {
+      const [row] = await this.conn.query<Row & { thread_exists: boolean }>('ledger.write', this.sql.insert, values);
+      if (row?.key !== undefined && row.key !== null) return toEntry(entry.threadId, row);
+      if (!row?.thread_exists) throw new ThreadNotFoundError(entry.threadId, { engine: this.engine });
+      // The key was inserted by a transaction that committed after this statement's
+      // snapshot: the insert did nothing and the read could not see it. Read again.
+    }
+    throw new EngineError(`ledger.write of key ${entry.key}: the key kept conflicting without becoming visible.`, { place: { engine: this.engine } });
+  }
+
+  async writeIntent(entry: NewLedgerEntry): Promise<LedgerEntry> {
+    return this.insert(entry, 'intent', null);
+  }
+
+  async writeRecord(entry: NewLedgerEntry & { outcome: string }): Promise<LedgerEntry> {
+    return this.insert(entry, 'done', entry.outcome);
+  }
+
+  async writeOutcome(threadId: string, key: string, outcome: string, at: number): Promise<void> {
+    const [row] = await this.conn.query<{ thread_exists: boolean }>('ledger.writeOutcome', this.sql.outcome, [threadId, key, outcome, at]);
+    if (!row?.thread_exists) throw new ThreadNotFoundError(threadId, { engine: this.engine });
+  }
+
+  async discardRecords(threadId: string, keys: string[]): Promise<void> {
+    if (keys.length === 0) {
+      this.conn.lifecycle.assertOpen();
+      return;
+    }
+    await this.conn.query('ledger.discardRecords', this.sql.discard, [threadId, keys]);
+  }
+}
+
+function statements(conn: PostgresConnection) {
+  const { threads: T, ledger: L } = conn.tables;
+  const tidOf = `(SELECT tid FROM ${T} WHERE id = $1::text)`;
+  return {
+    get: `SELECT ${COLUMNS} FROM ${L} WHERE tid = ${tidOf} AND key = $2::text`,
+
+    listForTask: `SELECT ${COLUMNS} FROM ${L} WHERE tid = ${tidOf} AND ns = $2::text AND seq = $3::bigint AND task = $4::text ORDER BY call`,
+
+    list: `SELECT ${COLUMNS} FROM ${L} WHERE tid = ${tidOf} ORDER BY created_at, seq, task, call`,
+
+    // Insert if absent and return the stored entry, in one statement. The row carries
+    // whether the thread exists, so a missing thread is told apart from a lost race.
+    insert: `
+      WITH t AS (SELECT tid FROM ${T} WHERE id = $1::text),
+      inserted AS (
+        INSERT INTO ${L} (tid, ${COLUMNS})
+        SELECT t.tid, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::text, $9::integer, $10::text, $11::text, $12::text, $13::bigint, $14::bigint
+        FROM t
+        ON CONFLICT (tid, key) DO NOTHING
+        RETURNING ${COLUMNS}
+      ),
+      stored AS (
+        SELECT ${COLUMNS} FROM inserted
+        UNION ALL
+        SELECT ${COLUMNS.split(', ').map((c) => `l.${c}`).join(', ')} FROM ${L} l, t WHERE l.tid = t.tid AND l.key = $2::text AND NOT EXISTS (SELECT 1 FROM inserted)
+      )
+      SELECT stored.*, EXISTS (SELECT 1 FROM t) AS thread_exists FROM (SELECT 1) one LEFT JOIN stored ON true`,
+
+    outcome: `
+      WITH t AS (SELECT tid FROM ${T} WHERE id = $1::text),
+      done AS (
+        UPDATE ${L} l SET status = 'done', outcome = $3::text, completed_at = $4::bigint
+        FROM t WHERE l.tid = t.tid AND l.key = $2::text AND l.status = 'intent'
+      )
+      SELECT EXISTS (SELECT 1 FROM t) AS thread_exists`,
+
+    discard: `DELETE FROM ${L} WHERE tid = ${tidOf} AND key = ANY($2::text[]) AND kind = 'record'`,
+  };
+}
