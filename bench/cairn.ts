@@ -81,15 +81,21 @@ export async function benchCairn({ n, dir, durability }: CairnBenchOptions): Pro
   let dbBytes: number;
   let tableBytes: Record<string, number> | undefined;
   let snapshots: number;
+  let sinceSnapshot: { head: number; mid: number };
+  const mid = n >> 1;
   try {
     tableBytes = dbstat(db);
     snapshots = db.prepare('SELECT count(*) FROM cairn_snapshots').pluck().get() as number;
+    // How many positions a load replays (and chain-checks) past its snapshot:
+    // where n and n/2 fall relative to the snapshot cadence decides it.
+    const lastSnapshot = db.prepare('SELECT max(seq) FROM cairn_snapshots WHERE seq <= ?').pluck();
+    const since = (seq: number) => seq - ((lastSnapshot.get(seq) as number | null) ?? -1);
+    sinceSnapshot = { head: since(n), mid: since(mid) };
     dbBytes = checkpointedDbBytes(db, file);
   } finally {
     db.close();
   }
 
-  const mid = n >> 1;
   const head = await medianOfFreshRuns(LOAD_CHILD, [file, 'head'], CAIRN_LOAD_RUNS, n);
   const midLoad = await medianOfFreshRuns(LOAD_CHILD, [file, 'mid', String(mid)], CAIRN_LOAD_RUNS, mid);
   const history = await medianOfFreshRuns(LOAD_CHILD, [file, 'history'], CAIRN_LOAD_RUNS, n + 1);
@@ -98,7 +104,7 @@ export async function benchCairn({ n, dir, durability }: CairnBenchOptions): Pro
   const notes = [
     `graph self-loop, one run; sqlite engine durability=${durability ?? 'full'} (journal_mode=${settings.journal_mode}, synchronous=${settings.synchronous})`,
     `slowest step ${Math.max(...stepMs).toFixed(1)} ms`,
-    `${snapshots} snapshots`,
+    `${snapshots} snapshots; positions past the last snapshot: head ${sinceSnapshot.head}, mid ${sinceSnapshot.mid}`,
     'head: app.getState; mid: app.stateAt; history: app.history paged by 1000',
   ];
   return {
@@ -114,6 +120,7 @@ export async function benchCairn({ n, dir, durability }: CairnBenchOptions): Pro
     historyCount: history.count,
     history1000Ms: history1000.ms,
     history1000Count: history1000.count,
+    loadRuns: { head: head.runs, mid: midLoad.runs, history: history.runs, history1000: history1000.runs },
     notes: notes.join('; '),
     settings,
     ...optional('tableBytes', tableBytes),

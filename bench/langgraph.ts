@@ -140,6 +140,7 @@ export async function benchLangGraph({ n, mode, dir, stateHistory = false }: Lan
     historyCount: history.count,
     history1000Ms: history1000.ms,
     history1000Count: history1000.count,
+    loadRuns: { head: head.runs, mid: mid.runs, history: history.runs, history1000: history1000.runs },
     notes: notes.join('; '),
   };
 }

@@ -63,9 +63,10 @@ export interface ChildReport {
 
 /**
  * Run `script` (a path relative to the repository root, TypeScript allowed) in
- * a fresh `node --import tsx` process and parse its {@link ChildReport}.
+ * a fresh `node --import tsx` process and parse the JSON of its last stdout
+ * line: a {@link ChildReport} unless the caller expects something else.
  */
-export function runChild(script: string, args: readonly string[]): Promise<ChildReport> {
+export function runChild<T = ChildReport>(script: string, args: readonly string[]): Promise<T> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
       cwd: REPO_ROOT,
@@ -83,7 +84,7 @@ export function runChild(script: string, args: readonly string[]): Promise<Child
         return;
       }
       try {
-        resolvePromise(JSON.parse(last) as ChildReport);
+        resolvePromise(JSON.parse(last) as T);
       } catch {
         reject(new Error(`${script} printed no JSON report:\n${out}\n${err}`));
       }
@@ -91,9 +92,15 @@ export function runChild(script: string, args: readonly string[]): Promise<Child
   });
 }
 
+/** The median of several fresh-process runs, with every run's ms (in run order). */
+export interface FreshRunsReport extends ChildReport {
+  runs: number[];
+}
+
 /**
  * Run the same child `runs` times, one after another (never in parallel, so
- * they do not compete for the 2 cores or the disk), and return the median ms.
+ * they do not compete for the 2 cores or the disk), and return the median ms
+ * (and every sample, so the spread can be reported).
  * Throws if any run's count differs from `expectedCount`: a fast load that did
  * not load everything must not pass for a result.
  */
@@ -102,7 +109,7 @@ export async function medianOfFreshRuns(
   args: readonly string[],
   runs: number,
   expectedCount?: number,
-): Promise<ChildReport> {
+): Promise<FreshRunsReport> {
   const times: number[] = [];
   let count = 0;
   for (let r = 0; r < runs; r++) {
@@ -113,5 +120,5 @@ export async function medianOfFreshRuns(
     times.push(rep.ms);
     count = rep.count;
   }
-  return { ms: median(times), count };
+  return { ms: median(times), count, runs: times };
 }

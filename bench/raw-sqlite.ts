@@ -100,7 +100,7 @@ export async function benchOneRowFloor({
     db.close();
   }
   const args = decode ? [file, decode.module, decode.exportName] : [file];
-  const { ms } = await medianOfFreshRuns(ONE_ROW_CHILD, args, FLOOR_RUNS, n);
+  const { ms, runs } = await medianOfFreshRuns(ONE_ROW_CHILD, args, FLOOR_RUNS, n);
   const decoder = decode ? `${decode.module}#${decode.exportName}` : 'JSON.parse';
   return {
     contender: 'one-row-floor',
@@ -110,6 +110,7 @@ export async function benchOneRowFloor({
     dbBytes,
     payloadBytes: payloadBytes(n),
     headLoadMs: ms,
+    loadRuns: { head: runs },
     notes: `whole state as one TEXT row, decoded with ${decoder}; median of ${FLOOR_RUNS} fresh processes`,
   };
 }

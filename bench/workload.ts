@@ -53,5 +53,7 @@ export interface WorkloadResult {
   history1000Ms?: number;
   /** Number of positions that listing returned. */
   history1000Count?: number;
+  /** Every fresh-process sample behind the load medians above, ms, in run order. */
+  loadRuns?: { head?: number[]; mid?: number[]; history?: number[]; history1000?: number[] };
   notes?: string;
 }
