@@ -261,6 +261,34 @@ export class PositionNotFoundError extends coded('ERR_POSITION_NOT_FOUND') {
   }
 }
 
+/** `run()` on a thread waiting for `resume()`. */
+export class ThreadInterruptedError extends coded('ERR_THREAD_INTERRUPTED') {
+  constructor(readonly threadId: string, readonly interruptIds: string[], place?: ErrorPlace) {
+    super(`is interrupted, waiting for an answer to ${interruptIds.join(', ')}. Call app.resume({ thread, input }) to go on.`, {
+      place: { ...place, thread: threadId },
+    });
+  }
+}
+
+/** `resume()` on a thread that is not waiting for one. Nothing was changed. */
+export class ThreadNotInterruptedError extends coded('ERR_NOT_INTERRUPTED') {
+  constructor(readonly threadId: string, readonly status: string, place?: ErrorPlace) {
+    super(`is ${status}, not interrupted: there is nothing to resume. Use run() to continue it.`, { place: { ...place, thread: threadId } });
+  }
+}
+
+/** `resume()` named no interrupt, or one the thread is not waiting for. Nothing was changed. */
+export class InterruptNotFoundError extends coded('ERR_INTERRUPT_NOT_FOUND') {
+  constructor(readonly threadId: string, readonly requested: string | undefined, readonly pending: string[], place?: ErrorPlace) {
+    super(
+      requested === undefined
+        ? `waits for ${pending.length} interrupts (${pending.join(', ')}): say which one this answers with { interrupt: id }.`
+        : `is not waiting for interrupt ${requested}; it waits for ${pending.join(', ')}.`,
+      { place: { ...place, thread: threadId } },
+    );
+  }
+}
+
 /** A thread has an unfinished run started with different input. */
 export class RunInProgressError extends coded('ERR_RUN_IN_PROGRESS') {
   constructor(readonly threadId: string, place?: ErrorPlace) {

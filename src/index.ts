@@ -30,12 +30,12 @@ export type { StateDefinition, StateOf, UpdateOf, BaseState } from './state/sche
 export { graph, GraphBuilder, START, END } from './runtime/graph.js';
 export type { NodeFn, NodeOptions, RouteFn } from './runtime/graph.js';
 export { App } from './runtime/app.js';
-export type { CompileOptions, RunOptions, RunResult, PositionInfo } from './runtime/app.js';
+export type { CompileOptions, RunOptions, RunResult, PositionInfo, ResumeOptions, ForkOptions } from './runtime/app.js';
 export type { NodeContext, EffectSpec, NodeStore } from './runtime/context.js';
 export type { RunEvent, EventSink, EffectMode } from './runtime/events.js';
 export type { RetryPolicy } from './runtime/retry.js';
 export { DEFAULT_RETRY } from './runtime/retry.js';
-export type { PositionBody, FieldChange } from './runtime/position.js';
+export type { PositionBody, FieldChange, PendingInterrupt, PositionKind } from './runtime/position.js';
 export { materialize } from './runtime/materialize.js';
 export { verifyThread } from './inspect/verify.js';
 export type { VerifyReport, VerifyProblem } from './inspect/verify.js';

@@ -21,9 +21,9 @@ import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import type { GraphSpec } from './graph.js';
 import { materialize } from './materialize.js';
-import type { PositionBody } from './position.js';
+import type { PendingInterrupt, PositionBody } from './position.js';
 import type { RetryPolicy } from './retry.js';
-import { Run } from './run.js';
+import { Run, type RunOutcome } from './run.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { encode } from '../codec/tagged-json.js';
 
@@ -66,6 +66,25 @@ export interface RunResult<S extends StateSchema> {
   /** Seq of the head position. */
   seq: number;
   state: StateOf<S>;
+  /** What the thread waits for when `status` is `interrupted`. */
+  interrupts: PendingInterrupt[];
+}
+
+export interface ResumeOptions<S extends StateSchema> extends Omit<RunOptions<S>, 'input' | 'kind' | 'tenant' | 'metadata'> {
+  /** The answer: writes to model fields, validated and merged through the reducers. */
+  input?: UpdateOf<S>;
+  /** Which interrupt this answers; needed when several are pending. */
+  interrupt?: string;
+  /** Who answered (kept in the position). Default `resume`. */
+  actor?: string;
+}
+
+export interface ForkOptions<S extends StateSchema> {
+  /** Writes applied on top of the origin's state, validated and merged through the reducers. */
+  patch?: UpdateOf<S>;
+  /** Who forked (kept in the position). Default `fork`. */
+  actor?: string;
+  onBusy?: 'throw' | 'wait';
 }
 
 /** One entry of a thread's history. */
@@ -108,12 +127,46 @@ export class App<S extends StateSchema> {
    * given `input` and is returned as it is otherwise.
    */
   async run(options: RunOptions<S>): Promise<RunResult<S>> {
+    return this.withRun(options, true, (run) => run.execute(options.input as Record<string, unknown> | undefined));
+  }
+
+  /**
+   * Answers an interrupt: `input` is validated and merged into the state through the
+   * reducers (as a write by `actor`), then the run goes on, in this process or any
+   * other, however long after the interrupt. With several pending interrupts (parallel
+   * nodes), name the one answered with `interrupt`; the thread stays interrupted until
+   * the last is answered. Throws ThreadNotInterruptedError, InterruptNotFoundError or
+   * StateValidationError without changing anything.
+   */
+  async resume(options: ResumeOptions<S>): Promise<RunResult<S>> {
+    return this.withRun({ ...options, create: false }, true, (run) =>
+      run.resume(options.input as Record<string, unknown> | undefined, options.interrupt, options.actor ?? 'resume'),
+    );
+  }
+
+  /**
+   * Starts a new branch from position `seq`: `patch` goes through validation and the
+   * reducers as a write by `actor`, the new position becomes the head, and the old
+   * branch stays inspectable. `run()` then continues from the fork.
+   */
+  async fork(threadId: string, seq: number, options: ForkOptions<S> = {}): Promise<RunResult<S>> {
+    return this.withRun({ thread: threadId, create: false, ...(options.onBusy ? { onBusy: options.onBusy } : {}) }, false, (run) =>
+      run.fork(seq, options.patch as Record<string, unknown> | undefined, options.actor ?? 'fork'),
+    );
+  }
+
+  /** Holds the thread's lease around one Run. */
+  private async withRun(
+    options: Omit<RunOptions<S>, 'input'> & { create?: boolean },
+    renew: boolean,
+    body: (run: Run) => Promise<RunOutcome>,
+  ): Promise<RunResult<S>> {
     const sinks = [this.options.onEvent, options.onEvent].filter((s): s is EventSink => s !== undefined);
     // No sink: no event objects are even built (the runtime calls emit?.(...)).
     const emit: EventSink | undefined = sinks.length === 0 ? undefined : (event: RunEvent) => sinks.forEach((sink) => sink(event));
     const lease = await this.acquire(options);
     const controller = new AbortController();
-    const stopRenewal = this.keepLease(lease, controller);
+    const stopRenewal = renew ? this.keepLease(lease, controller) : () => undefined;
     const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
     try {
       const run = new Run(
@@ -130,8 +183,14 @@ export class App<S extends StateSchema> {
         },
         lease,
       );
-      const result = await run.execute(options.input as Record<string, unknown> | undefined);
-      return { threadId: options.thread, status: result.status, seq: result.seq, state: this.schema.view(result.state) as StateOf<S> };
+      const result = await body(run);
+      return {
+        threadId: options.thread,
+        status: result.status,
+        seq: result.seq,
+        state: this.schema.view(result.state) as StateOf<S>,
+        interrupts: result.interrupts,
+      };
     } finally {
       stopRenewal();
       await this.options.engine.checkpointer.releaseThread(lease).catch(() => undefined);
@@ -200,12 +259,12 @@ export class App<S extends StateSchema> {
     await this.options.engine.ledger.writeOutcome(threadId, key, encode(outcome, 'effect outcome'), Date.now());
   }
 
-  private async acquire(options: RunOptions<S>): Promise<ThreadLease> {
+  private async acquire(options: Omit<RunOptions<S>, 'input'> & { create?: boolean }): Promise<ThreadLease> {
     const cp = this.options.engine.checkpointer;
     const request = {
       owner: { runId: randomUUID(), pid: process.pid, host: hostname() },
       leaseMs: this.leaseMs,
-      create: { kind: options.kind ?? 'task', tenant: options.tenant ?? null, metadata: options.metadata ?? {} },
+      ...(options.create === false ? {} : { create: { kind: options.kind ?? 'task', tenant: options.tenant ?? null, metadata: options.metadata ?? {} } }),
     };
     const deadline = Date.now() + (options.waitTimeoutMs ?? 30_000);
     for (let delay = 10; ; delay = Math.min(delay * 2, 500)) {

@@ -65,6 +65,12 @@ export interface NodeContext {
   record<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
   /** Runs a side effect under the side-effect invariant (see the module documentation). */
   effect<T>(name: string, spec: EffectSpec<T>): Promise<T>;
+  /**
+   * Asks for a person: once this step commits (with this node's writes) the run stops
+   * with status `interrupted` and `payload` stored, until `app.resume(thread, input)`
+   * merges the answer into the state and the run goes on, in any process, any day.
+   */
+  interrupt(payload?: unknown): void;
 }
 
 export interface TaskScopeOptions {
@@ -99,6 +105,8 @@ export class TaskScope implements NodeContext {
   readonly effects: CallRef[] = [];
   /** Keys of the records this execution read or wrote (discarded if it fails). */
   readonly recordKeys: string[] = [];
+  /** Payloads passed to `ctx.interrupt`, in call order. */
+  readonly interrupts: unknown[] = [];
 
   private call = 0;
   private entries: Promise<Map<string, LedgerEntry>> | undefined;
@@ -131,6 +139,10 @@ export class TaskScope implements NodeContext {
 
   effect<T>(name: string, spec: EffectSpec<T>): Promise<T> {
     return this.track(this.doEffect(this.call++, name, spec));
+  }
+
+  interrupt(payload: unknown = null): void {
+    this.interrupts.push(payload);
   }
 
   /** Waits for every call the node started (a node that forgot an `await` still cannot commit early). */

@@ -39,6 +39,10 @@ export type NodeFn<S extends StateSchema> = (
 export interface NodeOptions {
   /** Retry policy of this node (overrides the graph's). */
   retry?: Partial<RetryPolicy>;
+  /** Pause before this node runs; the run stops `interrupted` until `resume`. A function gives the payload. */
+  interruptBefore?: boolean | ((state: never) => unknown);
+  /** Pause after this node's step commits. A function gives the payload. */
+  interruptAfter?: boolean | ((state: never) => unknown);
 }
 
 /** Chooses the next node(s) from the state after a step. Must be a pure function of the state. */

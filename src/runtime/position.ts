@@ -15,8 +15,21 @@ import { chainHash, sha256Hex } from '../codec/hash.js';
  */
 export type FieldChange = { set: unknown } | { append: number } | { reset: number };
 
-/** Why a position exists. */
-export type PositionKind = 'input' | 'step' | 'fork';
+/**
+ * Why a position exists: a run's `input`, a superstep (`step`), a pause before nodes
+ * (`interrupt`), an answer to an interrupt (`resume`), or a new branch (`fork`).
+ */
+export type PositionKind = 'input' | 'step' | 'interrupt' | 'resume' | 'fork';
+
+/** A pause waiting for `resume(thread, input)`. */
+export interface PendingInterrupt {
+  /** Unique in the thread: `<seq the step started from>:<task>:<n>`, or `<seq>:before:<node>`. */
+  id: string;
+  node: string;
+  /** Raised by `ctx.interrupt` inside the node, or declared before / after it. */
+  when: 'inside' | 'before' | 'after';
+  payload: unknown;
+}
 
 /** A record or effect a step used, as referenced from its position (the values live in the ledger). */
 export interface CallRef {
@@ -48,6 +61,14 @@ export interface PositionBody {
   conflicts?: ConflictRecord[];
   /** True for the first position written under a new schema version: it resets every field. */
   rebase?: boolean;
+  /** Interrupts pending once this position is the head: the thread is `interrupted` until each is answered. */
+  interrupts?: PendingInterrupt[];
+  /** Resume positions: the interrupt this position answered. */
+  answered?: string;
+  /** Resume positions: nodes whose before-interrupts are answered, so the next superstep runs them. */
+  cleared?: string[];
+  /** Who wrote a resume or fork position. */
+  actor?: string;
 }
 
 /** The canonical text of a position's fixed columns, as the chain hashes it. */

@@ -22,10 +22,13 @@ import { RawJson, decode, encode } from '../codec/tagged-json.js';
 import {
   CairnError,
   GraphMismatchError,
+  InterruptNotFoundError,
   NeedsAttentionError,
   NodeFailedError,
   RecursionLimitError,
   RunInProgressError,
+  ThreadInterruptedError,
+  ThreadNotInterruptedError,
   type ErrorPlace,
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
@@ -36,7 +39,7 @@ import type { EventSink } from './events.js';
 import { START, nextNodes, type GraphSpec, type NodeSpec } from './graph.js';
 import { materialize, type AppendCursor, type LoadedPosition } from './materialize.js';
 import { mergeWrites, type EncodedChange, type MergeResult, type Writer } from './merge.js';
-import { hashPosition, sealSnapshot, type CallRef, type FieldChange, type PositionBody, type PositionKind } from './position.js';
+import { hashPosition, sealSnapshot, type CallRef, type FieldChange, type PendingInterrupt, type PositionBody, type PositionKind } from './position.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
 
 /** Settings a run works with (from compile() and run()). */
@@ -61,6 +64,7 @@ interface TaskResult {
   writes: Record<string, unknown> | undefined;
   records: CallRef[];
   effects: CallRef[];
+  interrupts: unknown[];
 }
 
 interface Task {
@@ -68,11 +72,38 @@ interface Task {
   id: string;
 }
 
+/** Where a run stopped. */
+export interface RunOutcome {
+  status: ThreadStatus;
+  seq: number;
+  state: Record<string, unknown>;
+  /** Interrupts waiting for `resume`, when status is `interrupted`. */
+  interrupts: PendingInterrupt[];
+}
+
+/** What one position adds, before it is encoded. */
+interface Draft {
+  kind: PositionKind;
+  nodes: string[];
+  merged: MergeResult;
+  next: string[];
+  records?: CallRef[];
+  effects?: CallRef[];
+  input?: string;
+  interrupts?: PendingInterrupt[];
+  answered?: string;
+  cleared?: string[];
+  actor?: string;
+}
+
 /** The state of a run between steps. */
 export class Run {
   private readonly cp: Checkpointer;
   private readonly place: ErrorPlace;
+  /** The position the next commit builds on (the head, or a fork's origin). */
   private head: Head | null = null;
+  /** The thread's highest seq: a new position takes the next one and becomes the head. */
+  private lastSeq: number | null;
   private state: Record<string, unknown> = {};
   private appends: Record<string, AppendCursor> = {};
   /** Last encoded text of every non-append field: snapshot material and the "state size". */
@@ -88,13 +119,16 @@ export class Run {
   ) {
     this.cp = settings.engine.checkpointer;
     this.thread = lease.thread;
+    this.lastSeq = lease.thread.head;
     this.attempt = lease.thread.attempts;
     this.place = { engine: this.cp.engine, thread: lease.threadId, ns: '' };
   }
 
-  /** Runs to END (or an error) and returns the final status and head. */
-  async execute(input: Record<string, unknown> | undefined): Promise<{ status: ThreadStatus; seq: number; state: Record<string, unknown> }> {
-    const { emit } = this.settings;
+  /**
+   * `run()`: starts a new thread, resumes an unfinished run, or starts a new run on a
+   * completed thread given input. Runs until END, an interrupt, or an error.
+   */
+  async execute(input: Record<string, unknown> | undefined): Promise<RunOutcome> {
     const threadId = this.lease.threadId;
     const inputDigest = input === undefined ? undefined : sha256Hex(encode(input, 'run input'));
 
@@ -102,22 +136,71 @@ export class Run {
       this.state = this.settings.schema.initial();
       this.primeFieldTexts();
       await this.startRun(input, inputDigest);
-    } else {
-      const loaded = await materialize(this.cp, this.settings.schema, threadId, '', this.thread.head);
-      this.adopt(loaded);
-      emit?.({ type: 'run.loaded', threadId, at: Date.now(), seq: loaded.position.seq, next: loaded.body.next, storedVersion: loaded.storedVersion });
-      if (loaded.body.next.length === 0) {
-        if (input === undefined) return { status: this.thread.status, seq: loaded.position.seq, state: this.state };
-        await this.startRun(input, inputDigest);
-      } else {
-        if (inputDigest !== undefined && inputDigest !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
-        await this.beginAttempt(true);
-      }
+      return this.loop();
     }
+    const head = await this.loadHead();
+    const pending = head.body.interrupts ?? [];
+    if (pending.length) throw new ThreadInterruptedError(threadId, pending.map((i) => i.id), this.place);
+    if (head.body.next.length === 0) {
+      if (input === undefined) return this.outcome(this.thread.status);
+      await this.startRun(input, inputDigest);
+    } else {
+      if (inputDigest !== undefined && inputDigest !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
+      await this.beginAttempt(true);
+    }
+    return this.loop();
+  }
 
+  /**
+   * `resume()`: answers one pending interrupt with `input` (validated and merged
+   * through the reducers, as a write by `actor`), then goes on when none is left.
+   * Nothing is written when the thread is not interrupted or the input is invalid.
+   */
+  async resume(input: Record<string, unknown> | undefined, interruptId: string | undefined, actor: string): Promise<RunOutcome> {
+    const threadId = this.lease.threadId;
+    if (this.thread.head === null) throw new ThreadNotInterruptedError(threadId, 'empty', this.place);
+    const head = await this.loadHead();
+    const pending = head.body.interrupts ?? [];
+    if (pending.length === 0) throw new ThreadNotInterruptedError(threadId, this.thread.status, this.place);
+    const target = interruptId === undefined ? (pending.length === 1 ? pending[0] : undefined) : pending.find((i) => i.id === interruptId);
+    if (!target) throw new InterruptNotFoundError(threadId, interruptId, pending.map((i) => i.id), this.place);
+
+    const merged = await mergeWrites(this.settings.schema, this.state, input ? [{ name: actor, writes: input }] : [], { ...this.place, seq: head.position.seq });
+    const carried = head.body.kind === 'resume' ? (head.body.cleared ?? []) : [];
+    await this.beginAttempt(true);
+    await this.commit({
+      kind: 'resume',
+      nodes: [],
+      merged,
+      next: head.body.next,
+      interrupts: pending.filter((i) => i !== target),
+      answered: target.id,
+      cleared: target.when === 'before' ? [...carried, target.node] : carried,
+      actor,
+    });
+    return this.loop();
+  }
+
+  /**
+   * `fork()`: a new branch from position `fromSeq`. The patch goes through validation
+   * and the reducers as a write by `actor`; the new position becomes the head (the old
+   * branch stays as it was) and inherits the origin's next nodes and interrupts.
+   */
+  async fork(fromSeq: number, patch: Record<string, unknown> | undefined, actor: string): Promise<RunOutcome> {
+    const loaded = await materialize(this.cp, this.settings.schema, this.lease.threadId, '', fromSeq);
+    this.adopt(loaded);
+    const merged = await mergeWrites(this.settings.schema, this.state, patch ? [{ name: actor, writes: patch }] : [], { ...this.place, seq: fromSeq });
+    await this.commit({ kind: 'fork', nodes: [], merged, next: loaded.body.next, interrupts: loaded.body.interrupts ?? [], actor });
+    const status: ThreadStatus = this.head!.body.interrupts?.length ? 'interrupted' : this.head!.body.next.length ? 'running' : 'completed';
+    return this.outcome(status);
+  }
+
+  /** Supersteps until END, an interrupt or an error (which marks the thread failed). */
+  private async loop(): Promise<RunOutcome> {
+    const { emit } = this.settings;
     try {
       let steps = 0;
-      while (this.head!.body.next.length > 0) {
+      while (this.head!.body.next.length > 0 && !this.head!.body.interrupts?.length) {
         this.settings.signal.throwIfAborted();
         if (steps >= this.settings.recursionLimit) throw new RecursionLimitError(this.settings.recursionLimit, this.place);
         await this.superstep();
@@ -127,11 +210,30 @@ export class Run {
       await this.fail(error);
       throw error;
     }
-    emit?.({ type: 'run.end', threadId, at: Date.now(), status: 'completed', seq: this.head!.position.seq });
-    return { status: 'completed', seq: this.head!.position.seq, state: this.state };
+    const status: ThreadStatus = this.head!.body.interrupts?.length ? 'interrupted' : 'completed';
+    emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.head!.position.seq });
+    return this.outcome(status);
+  }
+
+  private outcome(status: ThreadStatus): RunOutcome {
+    return { status, seq: this.head!.position.seq, state: this.state, interrupts: this.head!.body.interrupts ?? [] };
   }
 
   // ------------------------------------------------------------ loading
+
+  private async loadHead(): Promise<Head> {
+    const loaded = await materialize(this.cp, this.settings.schema, this.lease.threadId, '', this.thread.head!);
+    this.adopt(loaded);
+    this.settings.emit?.({
+      type: 'run.loaded',
+      threadId: this.lease.threadId,
+      at: Date.now(),
+      seq: loaded.position.seq,
+      next: loaded.body.next,
+      storedVersion: loaded.storedVersion,
+    });
+    return this.head!;
+  }
 
   private adopt(loaded: LoadedPosition): void {
     this.head = { position: loaded.position, body: loaded.body };
@@ -195,29 +297,52 @@ export class Run {
       throw error;
     }
     await this.beginAttempt(false);
-    await this.commit('input', [], merged, next, [], [], digest);
+    await this.commit({ kind: 'input', nodes: [], merged, next, ...(digest !== undefined ? { input: digest } : {}) });
   }
 
   private async superstep(): Promise<void> {
     const head = this.head!;
-    const { spec } = this.settings;
+    const { spec, schema } = this.settings;
+    const place = { ...this.place, seq: head.position.seq };
     const missing = head.body.next.filter((name) => !spec.nodes.has(name));
-    if (missing.length) throw new GraphMismatchError(missing, { ...this.place, seq: head.position.seq });
+    if (missing.length) throw new GraphMismatchError(missing, place);
     const tasks: Task[] = head.body.next.map((name, index) => ({ node: spec.nodes.get(name)!, id: `${name}:${index}` }));
+
+    // Declared pauses come first: nothing runs until they are answered.
+    const cleared = head.body.kind === 'resume' ? (head.body.cleared ?? []) : [];
+    const before = tasks.filter((t) => t.node.options.interruptBefore && !cleared.includes(t.node.name));
+    if (before.length) {
+      const interrupts = before.map((t) => ({
+        id: `${head.position.seq}:before:${t.node.name}`,
+        node: t.node.name,
+        when: 'before' as const,
+        payload: declaredPayload(t.node.options.interruptBefore!, schema.view(this.state)),
+      }));
+      await this.commit({ kind: 'interrupt', nodes: [], merged: { state: this.state, changes: new Map(), conflicts: [] }, next: head.body.next, interrupts });
+      return;
+    }
 
     const results = await this.runTasks(tasks);
     const writers: Writer[] = tasks.map((task, i) => ({ name: task.node.name, writes: results[i]!.writes }));
-    const merged = await mergeWrites(this.settings.schema, this.state, writers, { ...this.place, seq: head.position.seq });
+    const merged = await mergeWrites(schema, this.state, writers, place);
     const ran = tasks.map((t) => t.node.name);
-    const next = nextNodes(spec, ran, this.settings.schema.view(merged.state), { ...this.place, seq: head.position.seq });
-    await this.commit(
-      'step',
-      ran,
+    const view = schema.view(merged.state);
+    const next = nextNodes(spec, ran, view, place);
+    const interrupts: PendingInterrupt[] = [];
+    tasks.forEach((task, i) => {
+      results[i]!.interrupts.forEach((payload, n) => interrupts.push({ id: `${head.position.seq}:${task.id}:${n}`, node: task.node.name, when: 'inside', payload }));
+      const after = task.node.options.interruptAfter;
+      if (after) interrupts.push({ id: `${head.position.seq}:after:${task.id}`, node: task.node.name, when: 'after', payload: declaredPayload(after, view) });
+    });
+    await this.commit({
+      kind: 'step',
+      nodes: ran,
       merged,
       next,
-      results.flatMap((r) => r.records),
-      results.flatMap((r) => r.effects),
-    );
+      records: results.flatMap((r) => r.records),
+      effects: results.flatMap((r) => r.effects),
+      interrupts,
+    });
   }
 
   /** Runs a superstep's tasks concurrently; finished siblings are kept as pending writes. */
@@ -278,7 +403,7 @@ export class Run {
       try {
         const writes = await task.node.fn(settings.schema.view(this.state) as never, scope);
         await scope.settle();
-        return { writes: writes ?? undefined, records: scope.records, effects: scope.effects };
+        return { writes: writes ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts };
       } catch (error) {
         await scope.settle();
         if (NeedsAttentionError.is(error)) throw error;
@@ -307,19 +432,15 @@ export class Run {
 
   // ------------------------------------------------------------ commit
 
-  private async commit(
-    kind: PositionKind,
-    nodes: string[],
-    merged: MergeResult,
-    next: string[],
-    records: CallRef[],
-    effects: CallRef[],
-    input?: string,
-  ): Promise<void> {
+  private async commit(draft: Draft): Promise<void> {
+    const { kind, nodes, merged, next, input } = draft;
+    const records = draft.records ?? [];
+    const effects = draft.effects ?? [];
+    const interrupts = draft.interrupts ?? [];
     const { schema } = this.settings;
     const parent = this.head?.position ?? null;
-    // The head is always the highest seq of the thread: a new position takes the next one.
-    const seq = (parent?.seq ?? -1) + 1;
+    // The head is always the highest seq of the thread: a new position (a fork too) takes the next one.
+    const seq = (this.lastSeq ?? -1) + 1;
     const step = parent ? parent.step + 1 : 0;
     const state = merged.state;
     const changes = merged.changes;
@@ -350,6 +471,10 @@ export class Run {
     if (effects.length) body.effects = effects;
     if (merged.conflicts.length) body.conflicts = merged.conflicts;
     if (rebase) body.rebase = true;
+    if (interrupts.length) body.interrupts = interrupts;
+    if (draft.answered !== undefined) body.answered = draft.answered;
+    if (draft.cleared?.length) body.cleared = draft.cleared;
+    if (draft.actor !== undefined) body.actor = draft.actor;
 
     const unsigned = {
       ns: '',
@@ -379,12 +504,13 @@ export class Run {
       rebase || since.positions >= this.settings.snapshotEvery || (since.positions >= 2 && since.bytes > stateBytes);
     const snapshot = takeSnapshot ? snapshotText(schema.version, fieldTexts, appends) : undefined;
 
-    const status: ThreadStatus = next.length ? 'running' : 'completed';
+    const status: ThreadStatus = interrupts.length ? 'interrupted' : next.length ? 'running' : 'completed';
     crashPoint('before-commit', nodes);
-    await this.cp.commitStep(this.lease, { position, items, ...(snapshot ? { snapshot } : {}), status, expectedHead: parent?.seq ?? null });
+    await this.cp.commitStep(this.lease, { position, items, ...(snapshot ? { snapshot } : {}), status, expectedHead: this.lastSeq });
     crashPoint('after-commit', nodes);
 
     this.head = { position, body };
+    this.lastSeq = seq;
     this.state = state;
     this.appends = appends;
     this.fieldTexts = fieldTexts;
@@ -455,6 +581,11 @@ export class Run {
     await this.cp.updateThread(this.lease, { status, lastError }).catch(() => undefined);
     this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.head?.position.seq ?? null, error: lastError.message });
   }
+}
+
+/** The payload of a declared interrupt: the node's function of the state, or the node's name. */
+function declaredPayload(declared: boolean | ((state: never) => unknown), state: unknown): unknown {
+  return typeof declared === 'function' ? declared(state as never) : null;
 }
 
 function snapshotText(schemaVersion: number, fieldTexts: Map<string, string>, appends: Record<string, AppendCursor>): string {
