@@ -404,14 +404,15 @@ function statements(conn: PostgresConnection) {
     // fence locks first, the takeover waits until this statement's transaction has
     // committed, and its successor reads a head that includes this position.
     //
-    // `head` reads the statement's snapshot: a concurrent commit of the same lease that
+    // `head` is one backward step on the positions' key (never max() over a join, which
+    // scans the whole thread). It reads the statement's snapshot: a concurrent commit of the same lease that
     // it misses loses on the (tid, ns, seq) key instead (mapped to HeadMovedError).
     // The thread row is written only when the root status changes (start and end of a run).
     commit: `
       WITH fence AS (
         SELECT tid, status FROM ${T} WHERE ${fenced} FOR SHARE
       ), head AS (
-        SELECT max(p.seq) AS seq FROM ${P} p, fence WHERE p.tid = fence.tid AND p.ns = $4::text
+        SELECT (SELECT p.seq FROM ${P} p WHERE p.tid = fence.tid AND p.ns = $4::text ORDER BY p.seq DESC LIMIT 1) AS seq FROM fence
       ), pos AS (
         INSERT INTO ${P} (tid, ns, seq, parent, segment, step, schema_version, created_at, body, hash)
         SELECT fence.tid, $4::text, $5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::integer, $10::bigint, $11::text, decode($12::text, 'hex')
@@ -434,7 +435,7 @@ function statements(conn: PostgresConnection) {
 
     diagnose: `
       SELECT (t.run_id = $2::text AND t.epoch = $3::bigint) AS held,
-        (SELECT max(p.seq) FROM ${P} p WHERE p.tid = t.tid AND p.ns = $4::text) AS head
+        (SELECT p.seq FROM ${P} p WHERE p.tid = t.tid AND p.ns = $4::text ORDER BY p.seq DESC LIMIT 1) AS head
       FROM ${T} t WHERE t.id = $1::text`,
 
     // The locking read makes a pending write wait for, or see, a takeover (as in commit).
