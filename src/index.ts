@@ -37,6 +37,7 @@ export type { RetryPolicy } from './runtime/retry.js';
 export { DEFAULT_RETRY } from './runtime/retry.js';
 export type { PositionBody, FieldChange, PendingInterrupt, PositionKind } from './runtime/position.js';
 export { materialize } from './runtime/materialize.js';
+export type { ReplayReport, ReplayStep, ReplayDivergenceInfo } from './runtime/replay.js';
 export { verifyThread } from './inspect/verify.js';
 export type { VerifyReport, VerifyProblem } from './inspect/verify.js';
 export { encode, decode } from './codec/tagged-json.js';

@@ -24,6 +24,7 @@ import { materialize } from './materialize.js';
 import type { PendingInterrupt, PositionBody } from './position.js';
 import type { RetryPolicy } from './retry.js';
 import { Run, type RunOutcome } from './run.js';
+import { replayThread, type ReplayReport } from './replay.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { encode } from '../codec/tagged-json.js';
 
@@ -240,6 +241,15 @@ export class App<S extends StateSchema> {
         hash: p.hash,
       };
     });
+  }
+
+  /**
+   * Re-executes the thread from position `from` (to `to`, default the head) serving
+   * every recorded output and effect outcome, calling nothing external and writing
+   * nothing, and reports step by step whether it reached the stored states.
+   */
+  replay(threadId: string, range: { from: number; to?: number }): Promise<ReplayReport> {
+    return replayThread({ schema: this.schema, spec: this.spec, engine: this.options.engine, artifacts: this.options.artifacts }, threadId, range);
   }
 
   /** Recomputes the thread's hash chain. */

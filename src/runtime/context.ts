@@ -87,6 +87,23 @@ export interface TaskScopeOptions {
   artifacts: ArtifactStore | undefined;
   emit: EventSink | undefined;
   place: ErrorPlace;
+  /**
+   * Replay mode: recorded outputs and effect outcomes are served from the ledger and
+   * nothing is ever called; a call with nothing recorded is a {@link ReplayDivergence}.
+   */
+  replay?: boolean;
+}
+
+/** Thrown inside a replayed node when it asks for something the original run never recorded. */
+export class ReplayDivergence extends Error {
+  constructor(
+    readonly node: string,
+    readonly call: number,
+    readonly callName: string,
+    readonly reason: string,
+  ) {
+    super(`node "${node}" call ${call} (${callName}): ${reason}`);
+  }
 }
 
 /** One execution of one node: its calls, their ledger entries, and the refs its position will keep. */
@@ -175,6 +192,9 @@ export class TaskScope implements NodeContext {
     const key = this.derivedKey('rec', call);
     this.recordKeys.push(key);
     const hit = (await this.ledgerEntries()).get(key);
+    if (this.options.replay && (!hit || hit.outcome === null || hit.name !== name)) {
+      throw new ReplayDivergence(this.node, call, name, hit ? `recorded as "${hit.name}"` : 'nothing was recorded for this call');
+    }
     if (hit && hit.outcome !== null) {
       if (hit.name !== name) throw new RecordMismatchError(key, name, hit.name, this.options.place);
       this.records.push({ key, name, digest: sha256Hex(hit.outcome) });
@@ -201,6 +221,9 @@ export class TaskScope implements NodeContext {
     if (entry && entry.kind !== 'effect') throw new EffectConflictError(key, `the key is already used by a recorded output "${entry.name}".`, place);
     if (entry && argsDigest !== null && entry.argsDigest !== null && entry.argsDigest !== argsDigest) {
       throw new EffectConflictError(key, `re-executed with different arguments than its recorded intent (effect "${name}").`, place);
+    }
+    if (this.options.replay && (entry?.status !== 'done' || entry.name !== name)) {
+      throw new ReplayDivergence(this.node, call, name, entry ? (entry.status === 'done' ? `recorded as "${entry.name}"` : 'the effect has no recorded outcome') : 'no such effect was recorded');
     }
     if (entry?.status === 'done') {
       this.effects.push({ key, name, digest: sha256Hex(entry.outcome ?? '') });

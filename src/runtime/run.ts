@@ -32,7 +32,6 @@ import {
   type ErrorPlace,
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
-import type { AnyField, RuntimeField } from '../state/fields.js';
 import type { StateSchema } from '../state/schema.js';
 import { TaskScope } from './context.js';
 import type { EventSink } from './events.js';
@@ -532,19 +531,8 @@ export class Run {
 
   /** Runtime fields with a `compute` are set by the runtime at every commit (only stored when they change). */
   private applyRuntimeFields(state: Record<string, unknown>, changes: Map<string, EncodedChange>, at: { seq: number; step: number; nodes: string[] }): void {
-    const { schema } = this.settings;
-    for (const name of schema.fieldNames) {
-      const field = schema.fields[name] as AnyField;
-      if (field.role !== 'runtime' || !(field as RuntimeField<unknown>).compute) continue;
-      const value = (field as RuntimeField<unknown>).compute!({
-        threadId: this.lease.threadId,
-        ns: '',
-        seq: at.seq,
-        step: at.step,
-        attempt: this.attempt,
-        nodes: at.nodes,
-        tenant: this.thread.tenant,
-      });
+    const info = { threadId: this.lease.threadId, ns: '', ...at, attempt: this.attempt, tenant: this.thread.tenant };
+    for (const [name, value] of this.settings.schema.runtimeValues(info)) {
       const text = encode(value, name);
       if (text === this.fieldTexts.get(name)) continue;
       state[name] = value;

@@ -27,7 +27,7 @@ import {
   StateValidationError,
   type ErrorPlace,
 } from '../errors.js';
-import { defaultOf, type AnyField, type ConflictPolicy, type ModelField, type ValueOf, type WriteOf } from './fields.js';
+import { defaultOf, type AnyField, type ConflictPolicy, type ModelField, type RuntimeField, type RuntimeInfo, type ValueOf, type WriteOf } from './fields.js';
 
 /** Default limit on one field's encoded size: big payloads belong in artifacts. */
 export const DEFAULT_MAX_FIELD_BYTES = 256 * 1024;
@@ -159,6 +159,16 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     const view: PlainState = { ...base };
     for (const [name, fn] of Object.entries(this.derived) as [string, (s: PlainState) => unknown][]) view[name] = fn(base);
     return Object.freeze(view) as this['$state'];
+  }
+
+  /** The values the runtime sets at a commit: every runtime field that has a `compute`. */
+  runtimeValues(info: RuntimeInfo): [string, unknown][] {
+    const values: [string, unknown][] = [];
+    for (const name of this.fieldNames) {
+      const field = this.fields[name] as AnyField;
+      if (field.role === 'runtime' && (field as RuntimeField<unknown>).compute) values.push([name, (field as RuntimeField<unknown>).compute!(info)]);
+    }
+    return values;
   }
 
   /** Validates a value against a field's schema; returns the schema's output. */

@@ -1,6 +1,6 @@
 /**
  * @module testing/parallel-example
- * A 22-superstep run with parallel nodes, for crash tests: each round `tick`
+ * A 21-superstep run with parallel nodes, for crash tests: each round `tick`
  * fans out to `left` and `right` (same superstep, each with a recorded output and
  * an effect), which join in `join`; seven rounds. Writes of the two parallel nodes
  * merge through an append field each and a custom reducer (`total`).

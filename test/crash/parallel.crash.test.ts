@@ -1,5 +1,5 @@
 /**
- * A 22-superstep run with parallel nodes, killed with SIGKILL at crash points
+ * A 21-superstep run with parallel nodes, killed with SIGKILL at crash points
  * across its records, effects, pending writes, commits and snapshots, then
  * resumed: the final state equals a crash-free run's and every effect reached the
  * outside world exactly once.
@@ -41,7 +41,7 @@ beforeAll(async () => {
 });
 
 describe('parallel run survives SIGKILL', () => {
-  it('the reference run takes 22 supersteps with two parallel nodes per round', () => {
+  it('the reference run takes 21 supersteps (22 positions with its input) with two parallel nodes per round', () => {
     const commits = reference.lines.filter((l) => l.type === 'step.commit');
     expect(commits).toHaveLength(1 + 3 * PARALLEL_ROUNDS);
     expect(commits.filter((c) => (c.nodes as string[]).join() === 'left,right')).toHaveLength(PARALLEL_ROUNDS);

@@ -42,11 +42,11 @@ export interface PostgresTables {
 /** A query runner bound to one connection, inside a transaction. */
 export type TransactionQuery = (text: string, values?: unknown[]) => Promise<unknown[]>;
 
-/** SQLSTATE classes that mean "the server cannot be reached or refused us", with the fix to suggest. */
+/** What to do about a connection, authentication or privilege failure (socket error codes and SQLSTATEs), or "". */
 function connectHint(error: unknown): string {
   const code = (error as { code?: string }).code ?? '';
   if (['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH'].includes(code)) {
-    return ' Check the host and port in the connection string and that PostgreSQL is running.';
+    return ' Check the host and port in the connection string, and that PostgreSQL is running.';
   }
   if (code === '28P01' || code === '28000') return ' Check the user and password in the connection string.';
   if (code === '3D000') return ' The database does not exist: create it (createdb) or fix the connection string.';
@@ -109,7 +109,7 @@ export class PostgresConnection {
         await pool.end().catch(() => undefined);
       }
       if (CairnError.is(error)) throw error;
-      throw new EngineError(`opening schema ${this.schema} failed${codeOf(error)}: ${(error as Error).message}.${connectHint(error)}`, {
+      throw new EngineError(`opening schema ${this.schema} failed${codeOf(error)}: ${sentence(error)}${connectHint(error)}`, {
         cause: error,
         place: { engine: 'postgres' },
       });
@@ -164,7 +164,7 @@ export class PostgresConnection {
     if (CairnError.is(error)) return error;
     // A call that raced close() reports the close, not the pool's "used after end".
     this.lifecycle.assertOpen();
-    return new EngineError(`${what} failed${codeOf(error)}: ${(error as Error).message}.${connectHint(error)}`, {
+    return new EngineError(`${what} failed${codeOf(error)}: ${sentence(error)}${connectHint(error)}`, {
       cause: error,
       place: { engine: 'postgres' },
     });
@@ -188,6 +188,12 @@ export class PostgresConnection {
     this.pool = undefined;
     if (pool && this.ownsPool) await pool.end();
   }
+}
+
+/** The error's message as a sentence (one final period). */
+function sentence(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return /[.!?]$/.test(message) ? message : `${message}.`;
 }
 
 function codeOf(error: unknown): string {
