@@ -98,3 +98,29 @@ export function parseRefId(id: string): { kind: 'content'; digest: string } | { 
   }
   throw new InvalidKeyError(`artifact id ${describeValue(id)} is neither "sha256:<digest>" nor "key:<key>".`);
 }
+
+/** True for a value shaped like an {@link ArtifactRef}. */
+export function isArtifactRef(value: unknown): value is ArtifactRef {
+  if (typeof value !== 'object' || value === null) return false;
+  const ref = value as Record<string, unknown>;
+  return (
+    typeof ref.id === 'string' &&
+    typeof ref.sha256 === 'string' &&
+    /^[0-9a-f]{64}$/.test(ref.sha256) &&
+    typeof ref.media_type === 'string' &&
+    typeof ref.size_bytes === 'number'
+  );
+}
+
+/** Every artifact ref inside a value (state, a change, a store value), depth first. */
+export function findArtifactRefs(value: unknown, found: ArtifactRef[] = [], seen = new Set<object>()): ArtifactRef[] {
+  if (typeof value !== 'object' || value === null || seen.has(value)) return found;
+  seen.add(value);
+  if (isArtifactRef(value)) {
+    found.push(value);
+    return found;
+  }
+  const children = value instanceof Map ? [...value.values()] : value instanceof Set ? [...value] : Array.isArray(value) ? value : Object.values(value);
+  for (const child of children) findArtifactRefs(child, found, seen);
+  return found;
+}

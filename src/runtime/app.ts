@@ -12,7 +12,7 @@
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import type { ArtifactStore } from '../contracts/artifact-store.js';
+import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { ThreadKind, ThreadLease, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { decode } from '../codec/tagged-json.js';
@@ -21,7 +21,8 @@ import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import type { GraphSpec } from './graph.js';
 import { materialize } from './materialize.js';
-import type { PendingInterrupt, PositionBody } from './position.js';
+import { appendedFields, type PendingInterrupt, type PositionBody } from './position.js';
+import { findArtifactRefs } from '../artifacts/refs.js';
 import type { RetryPolicy } from './retry.js';
 import { Run, type RunOutcome } from './run.js';
 import { replayThread, type ReplayReport } from './replay.js';
@@ -59,6 +60,11 @@ export interface RunOptions<S extends StateSchema> {
   recursionLimit?: number;
   signal?: AbortSignal;
   onEvent?: EventSink;
+  /**
+   * Nodes renamed since the thread was written: stored name → node of this graph. A
+   * stored next node that is neither in the graph nor mapped is GraphMismatchError.
+   */
+  nodeMapping?: Record<string, string>;
 }
 
 export interface RunResult<S extends StateSchema> {
@@ -103,6 +109,12 @@ export interface PositionInfo {
   changes: Record<string, string>;
   records: { key: string; name: string }[];
   effects: { key: string; name: string }[];
+  /** Artifact refs this position wrote (in set values or appended items). */
+  artifacts: ArtifactRef[];
+  /** Interrupts pending once this position is the head. */
+  interrupts: PendingInterrupt[];
+  /** Who wrote a resume or fork position. */
+  actor?: string;
   hash: string;
 }
 
@@ -181,6 +193,7 @@ export class App<S extends StateSchema> {
           retry: this.options.retry,
           emit,
           signal,
+          nodeMapping: options.nodeMapping ?? {},
         },
         lease,
       );
@@ -218,9 +231,13 @@ export class App<S extends StateSchema> {
 
   /** Positions of the thread, newest first. */
   async history(threadId: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<PositionInfo[]> {
-    const positions = await this.options.engine.checkpointer.listPositions(threadId, '', page);
-    return positions.map((p) => {
+    const cp = this.options.engine.checkpointer;
+    const positions = await cp.listPositions(threadId, '', page);
+    return Promise.all(positions.map(async (p) => {
       const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${threadId}`);
+      const fields = appendedFields(body);
+      const items = fields.length ? (await cp.getPositionItems(threadId, '', p.seq, fields)).map((i) => decode(i.text, `item at ${p.seq}`)) : [];
+      const artifacts = findArtifactRefs([Object.values(body.changes).map((c) => ('set' in c ? c.set : null)), items]);
       const changes: Record<string, string> = {};
       for (const [name, change] of Object.entries(body.changes)) {
         changes[name] = 'set' in change ? 'set' : 'append' in change ? `append:${change.append}` : `reset:${change.reset}`;
@@ -238,9 +255,12 @@ export class App<S extends StateSchema> {
         changes,
         records: (body.records ?? []).map(({ key, name }) => ({ key, name })),
         effects: (body.effects ?? []).map(({ key, name }) => ({ key, name })),
+        artifacts,
+        interrupts: body.interrupts ?? [],
+        ...(body.actor !== undefined ? { actor: body.actor } : {}),
         hash: p.hash,
       };
-    });
+    }));
   }
 
   /**

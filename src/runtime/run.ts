@@ -52,6 +52,8 @@ export interface RunSettings {
   retry: Partial<RetryPolicy> | undefined;
   emit: EventSink | undefined;
   signal: AbortSignal;
+  /** Stored node names → the nodes of this graph that replace them. */
+  nodeMapping: Readonly<Record<string, string>>;
 }
 
 interface Head {
@@ -303,9 +305,11 @@ export class Run {
     const head = this.head!;
     const { spec, schema } = this.settings;
     const place = { ...this.place, seq: head.position.seq };
-    const missing = head.body.next.filter((name) => !spec.nodes.has(name));
+    // Code may have renamed or removed nodes since this position was written.
+    const scheduled = head.body.next.map((name) => this.settings.nodeMapping[name] ?? name);
+    const missing = scheduled.filter((name) => !spec.nodes.has(name));
     if (missing.length) throw new GraphMismatchError(missing, place);
-    const tasks: Task[] = head.body.next.map((name, index) => ({ node: spec.nodes.get(name)!, id: `${name}:${index}` }));
+    const tasks: Task[] = scheduled.map((name, index) => ({ node: spec.nodes.get(name)!, id: `${name}:${index}` }));
 
     // Declared pauses come first: nothing runs until they are answered.
     const cleared = head.body.kind === 'resume' ? (head.body.cleared ?? []) : [];
