@@ -1,6 +1,6 @@
 /**
  * The local PostgreSQL for engine tests: one fresh schema per test file
- * (`cairn_test_<random>`), emptied before each engine a test asks for, dropped
+ * (`cairn_test_<time>_<random>`), emptied before each engine a test asks for, dropped
  * after the file. The server is 127.0.0.1:5432, database `test`, trust auth;
  * `CAIRN_TEST_PG_URL` points elsewhere. An unreachable server FAILS the file with
  * a message saying so: these tests never skip (CI must run them; `.ci/run` starts
@@ -75,7 +75,8 @@ export function usePostgresSchema(): PostgresTestSchema {
       );
       return;
     }
-    schema = `cairn_test_${randomBytes(6).toString('hex')}`;
+    await sweepAbandoned(pool);
+    schema = `cairn_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
     await migrate(pool, schema);
   });
 
@@ -93,4 +94,16 @@ export function usePostgresSchema(): PostgresTestSchema {
   });
 
   return api;
+}
+
+/** Schemas of test runs that were killed before their afterAll: older than this, they are dropped. */
+const ABANDONED_AFTER_MS = 6 * 60 * 60 * 1000;
+
+/** Drops `cairn_test_<time>_...` schemas left by runs killed mid-file, so the test database does not fill up. */
+async function sweepAbandoned(pool: pg.Pool): Promise<void> {
+  const { rows } = await pool.query<{ nspname: string }>(`SELECT nspname FROM pg_namespace WHERE nspname LIKE 'cairn\\_test\\_%'`);
+  for (const { nspname } of rows) {
+    const born = parseInt(/^cairn_test_([0-9a-z]+)_/.exec(nspname)?.[1] ?? '', 36);
+    if (Number.isFinite(born) && Date.now() - born > ABANDONED_AFTER_MS) await pool.query(`DROP SCHEMA IF EXISTS "${nspname}" CASCADE`);
+  }
 }
