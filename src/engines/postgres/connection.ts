@@ -54,6 +54,11 @@ function connectHint(error: unknown): string {
   return '';
 }
 
+/**
+ * The pool, schema and lifecycle shared by one engine's checkpointer, ledger and store.
+ *
+ * @example `const conn = new PostgresConnection('postgres://app@db/app', { schema: 'cairn', max: 20 });`
+ */
 export class PostgresConnection {
   readonly lifecycle = new Lifecycle('postgres', () => undefined);
   readonly schema: string;

@@ -100,6 +100,12 @@ function crashInsideSnapshotArmed(): boolean {
   return process.env.CAIRN_CRASH_AT?.startsWith('inside-snapshot') === true;
 }
 
+/**
+ * The thread log contract on PostgreSQL. `postgres(...)` builds one; construct it yourself
+ * only to put it on a {@link PostgresConnection} shared with other parts.
+ *
+ * @example `const cp = new PostgresCheckpointer(new PostgresConnection(pool, { schema: 'cairn' }));`
+ */
 export class PostgresCheckpointer implements Checkpointer {
   readonly engine = 'postgres';
   private readonly sql: ReturnType<typeof statements>;

@@ -44,6 +44,11 @@ function toEntry(threadId: string, row: Row): LedgerEntry {
   };
 }
 
+/**
+ * The effect ledger contract on PostgreSQL. `postgres(...)` builds one.
+ *
+ * @example `const ledger = new PostgresLedger(new PostgresConnection(pool, { schema: 'cairn' }));`
+ */
 export class PostgresLedger implements Ledger {
   readonly engine = 'postgres';
   private readonly sql: ReturnType<typeof statements>;

@@ -37,6 +37,11 @@ function toItem<T>(row: Row): StoreItem<T> {
 /** Rounds of read-then-compare-and-set before giving up; each lost round means another writer won one. */
 const MAX_ROUNDS = 1000;
 
+/**
+ * The store contract on PostgreSQL. `postgres(...)` builds one.
+ *
+ * @example `const store = new PostgresStore(new PostgresConnection(pool, { schema: 'cairn' }));`
+ */
 export class PostgresStore implements Store {
   readonly engine = 'postgres';
   private readonly sql: ReturnType<typeof statements>;
