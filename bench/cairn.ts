@@ -30,16 +30,30 @@ import { firstLastMeans, medianOfFreshRuns, secondWindowMean } from './measure.j
 import { checkpointedDbBytes, freshDbPath } from './sqlite-util.js';
 import { payloadBytes, type WorkloadResult } from './workload.js';
 
+/**
+ * The floor's decoder when it is compared with cairn: cairn's own `decode`
+ * (cairn stores canonical tagged JSON; on plain JSON `decode` is `JSON.parse`
+ * plus a substring scan), imported by the floor's child before its clock.
+ */
+export const CAIRN_FLOOR_DECODER = { module: './dist/codec/tagged-json.js', exportName: 'decode' };
+
 /** Fresh processes per load measurement; the median is reported. */
 export const CAIRN_LOAD_RUNS = 5;
 
-const LOAD_CHILD = 'bench/children/cairn-load.ts';
+/** The load child: `DB head|mid|history|history-1000 [SEQ]` (see the script). */
+export const CAIRN_LOAD_CHILD = 'bench/children/cairn-load.ts';
+const LOAD_CHILD = CAIRN_LOAD_CHILD;
 
 export interface CairnBenchOptions {
   n: number;
   dir: string;
   /** The engine's durability: `full` (default, synchronous=FULL) or `normal`. */
   durability?: 'full' | 'normal';
+  /**
+   * Also measure the loads (default true). `false` runs and measures the steps
+   * only: for repeated per-step measurements.
+   */
+  loads?: boolean;
 }
 
 /** The SQLite settings a cairn run actually ran with, read back from its connection. */
@@ -62,7 +76,7 @@ export interface CairnResult extends WorkloadResult {
 const SYNCHRONOUS = ['OFF', 'NORMAL', 'FULL', 'EXTRA'];
 
 /** Run the workload through cairn and measure it. */
-export async function benchCairn({ n, dir, durability }: CairnBenchOptions): Promise<CairnResult> {
+export async function benchCairn({ n, dir, durability, loads = true }: CairnBenchOptions): Promise<CairnResult> {
   const file = freshDbPath(dir, 'cairn');
   const engine = sqlite(file, durability ? { durability } : {});
   let stepMs: number[];
@@ -96,6 +110,20 @@ export async function benchCairn({ n, dir, durability }: CairnBenchOptions): Pro
     db.close();
   }
 
+  const base = {
+    contender: durability === 'normal' ? 'cairn-normal' : 'cairn',
+    n,
+    dbFile: file,
+    ...firstLastMeans(stepMs),
+    ...optional('secondMsPerStep', secondWindowMean(stepMs)),
+    dbBytes,
+    payloadBytes: payloadBytes(n),
+    settings,
+    ...optional('tableBytes', tableBytes),
+    snapshots,
+  };
+  if (!loads) return { ...base, notes: `steps only; slowest step ${Math.max(...stepMs).toFixed(1)} ms` };
+
   const head = await medianOfFreshRuns(LOAD_CHILD, [file, 'head'], CAIRN_LOAD_RUNS, n);
   const midLoad = await medianOfFreshRuns(LOAD_CHILD, [file, 'mid', String(mid)], CAIRN_LOAD_RUNS, mid);
   const history = await medianOfFreshRuns(LOAD_CHILD, [file, 'history'], CAIRN_LOAD_RUNS, n + 1);
@@ -108,12 +136,7 @@ export async function benchCairn({ n, dir, durability }: CairnBenchOptions): Pro
     'head: app.getState; mid: app.stateAt; history: app.history paged by 1000',
   ];
   return {
-    contender: durability === 'normal' ? 'cairn-normal' : 'cairn',
-    n,
-    ...firstLastMeans(stepMs),
-    ...optional('secondMsPerStep', secondWindowMean(stepMs)),
-    dbBytes,
-    payloadBytes: payloadBytes(n),
+    ...base,
     headLoadMs: head.ms,
     midLoadMs: midLoad.ms,
     historyMs: history.ms,
@@ -122,9 +145,6 @@ export async function benchCairn({ n, dir, durability }: CairnBenchOptions): Pro
     history1000Count: history1000.count,
     loadRuns: { head: head.runs, mid: midLoad.runs, history: history.runs, history1000: history1000.runs },
     notes: notes.join('; '),
-    settings,
-    ...optional('tableBytes', tableBytes),
-    snapshots,
   };
 }
 

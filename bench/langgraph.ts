@@ -130,6 +130,7 @@ export async function benchLangGraph({ n, mode, dir, stateHistory = false }: Lan
   return {
     contender: `langgraph-${mode}`,
     n,
+    dbFile: file,
     ...firstLastMeans(stepMs),
     ...(stepMs.length >= 200 ? { secondMsPerStep: secondWindowMean(stepMs)! } : {}),
     dbBytes,

@@ -22,7 +22,8 @@ export const RAW_SQLITE_SETTINGS = SQLITE_SETTINGS;
 /** Fresh processes per floor measurement; the median is reported. */
 export const FLOOR_RUNS = 5;
 
-const ONE_ROW_CHILD = 'bench/children/one-row-load.ts';
+/** The floor's load child: `DB [MODULE EXPORT]` (see the script). */
+export const ONE_ROW_CHILD = 'bench/children/one-row-load.ts';
 
 /**
  * Insert `n` messages, one row per transaction, into a fresh file under `dir`,
@@ -48,6 +49,7 @@ export async function benchRawInsert({ n, dir }: { n: number; dir: string }): Pr
     return {
       contender: 'raw-sqlite',
       n,
+      dbFile: file,
       ...firstLastMeans(stepMs),
       ...(stepMs.length >= 200 ? { secondMsPerStep: secondWindowMean(stepMs)! } : {}),
       dbBytes: checkpointedDbBytes(db, file),
@@ -105,6 +107,7 @@ export async function benchOneRowFloor({
   return {
     contender: 'one-row-floor',
     n,
+    dbFile: file,
     firstMsPerStep: Number.NaN,
     lastMsPerStep: Number.NaN,
     dbBytes,

@@ -53,6 +53,8 @@ export interface WorkloadResult {
   history1000Ms?: number;
   /** Number of positions that listing returned. */
   history1000Count?: number;
+  /** The contender's database file (for follow-up measurements; it lives in the run's temp dir). */
+  dbFile?: string;
   /** Every fresh-process sample behind the load medians above, ms, in run order. */
   loadRuns?: { head?: number[]; mid?: number[]; history?: number[]; history1000?: number[] };
   notes?: string;

@@ -7,35 +7,37 @@
  * The contender's own load measurements spawn their own fresh children, as
  * they do when called directly.
  *
- * Usage: node --import tsx bench/children/contender.ts CONTENDER N DIR
+ * Usage: node --import tsx bench/children/contender.ts CONTENDER N DIR [steps-only]
  *   CONTENDER = raw | floor | cairn | langgraph-default | langgraph-delta
+ *   steps-only (raw, cairn): run and time the steps, measure no load
  * Prints the contender's result (a `WorkloadResult`, `CairnResult` for cairn)
  * as one JSON line.
  */
-import { benchCairn } from '../cairn.js';
+import { CAIRN_FLOOR_DECODER, benchCairn } from '../cairn.js';
 import { benchLangGraph } from '../langgraph.js';
 import { benchOneRowFloor, benchRawInsert } from '../raw-sqlite.js';
 import type { WorkloadResult } from '../workload.js';
 
-/** cairn's decoder for the floor (cairn stores canonical tagged JSON), imported by the floor's child before its clock. */
-export const CAIRN_DECODE = { module: './dist/codec/tagged-json.js', exportName: 'decode' };
-
-const [contender, nArg, dir] = process.argv.slice(2);
+const [contender, nArg, dir, mode] = process.argv.slice(2);
 const n = Number(nArg);
-if (!contender || !dir || !Number.isInteger(n) || n < 1) throw new Error('usage: contender.ts CONTENDER N DIR');
+if (!contender || !dir || !Number.isInteger(n) || n < 1 || (mode !== undefined && mode !== 'steps-only')) {
+  throw new Error('usage: contender.ts CONTENDER N DIR [steps-only]');
+}
+const stepsOnly = mode === 'steps-only';
 
 async function run(): Promise<WorkloadResult> {
   switch (contender) {
     case 'raw':
       return benchRawInsert({ n, dir: dir! });
     case 'floor':
-      return benchOneRowFloor({ n, dir: dir!, decode: CAIRN_DECODE });
+      if (stepsOnly) throw new Error('the floor has no steps');
+      return benchOneRowFloor({ n, dir: dir!, decode: CAIRN_FLOOR_DECODER });
     case 'cairn':
-      return benchCairn({ n, dir: dir! });
+      return benchCairn({ n, dir: dir!, loads: !stepsOnly });
     case 'langgraph-default':
-      return benchLangGraph({ n, mode: 'default', dir: dir! });
     case 'langgraph-delta':
-      return benchLangGraph({ n, mode: 'delta', dir: dir! });
+      if (stepsOnly) throw new Error('steps-only is for raw and cairn');
+      return benchLangGraph({ n, mode: contender === 'langgraph-default' ? 'default' : 'delta', dir: dir! });
     default:
       throw new Error(`unknown contender ${contender}`);
   }
