@@ -492,7 +492,8 @@ export class Run {
     const position: StoredPosition = { ...unsigned, hash: hashPosition(unsigned, items, parent?.hash ?? GENESIS_HASH) };
 
     // Bookkeeping for the snapshot policy, applied only once the commit lands.
-    const appends = { ...this.appends };
+    // A rebase resets every field: cursors of the older version (maybe of fields that no longer exist) are dropped.
+    const appends = rebase ? {} : { ...this.appends };
     for (const [name, change] of changes) {
       if (change.kind !== 'append') continue;
       const previous = appends[name] ?? { since: null, count: 0 };
