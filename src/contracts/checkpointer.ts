@@ -130,6 +130,13 @@ export interface Checkpointer {
 
   /** Commits one step boundary atomically (fenced, head-checked). See {@link StepCommit}. */
   commitStep(lease: ThreadLease, commit: StepCommit): Promise<void>;
+  /**
+   * Stores, or replaces, the snapshot of an existing position (fenced). Snapshots are
+   * derived data outside the chain; `cairn migrate --rewrite-snapshots` writes fresh
+   * ones at the current schema version with this. PositionNotFoundError if the
+   * position does not exist.
+   */
+  putSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<void>;
   /** Durably keeps one finished task's writes until its superstep commits (fenced). Idempotent per task. */
   putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void>;
   /** Pending writes of the superstep that starts from `baseSeq`, in task order. */

@@ -22,7 +22,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Checkpointer, PositionItem, StepCommit, StoredPosition } from '../contracts/checkpointer.js';
 import type { Engine } from '../contracts/engine.js';
 import type { LeaseOwner, ThreadKind, ThreadLease, ThreadStatus } from '../contracts/threads.js';
-import {
+import { PositionNotFoundError,
   EngineClosedError,
   HeadMovedError,
   InvalidKeyError,
@@ -324,6 +324,13 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         expect(await cp.listFailures('t1')).toEqual([]);
       });
 
+      it('putSnapshot throws LeaseLostError and stores nothing', async () => {
+        const { stale, fresh } = await takenOver('t1');
+        await cp.commitStep(fresh, commitOf(linear(0), null));
+        await expectError(() => cp.putSnapshot(stale, { ns: '', seq: 0, text: '{"s":0}' }), LeaseLostError);
+        expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 10 }])).toBeNull();
+      });
+
       it('putPendingWrite throws LeaseLostError and stores nothing', async () => {
         const { stale } = await takenOver('t1');
         await expectError(() => cp.putPendingWrite(stale, { ns: '', baseSeq: 0, task: 'a:0', body: '{"x":1}' }), LeaseLostError);
@@ -579,6 +586,17 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         expect(await cp.getSnapshot('t1', '', [])).toBeNull();
         expect(await cp.getSnapshot('t1', 'other|n:0', [{ from: 0, to: 9 }])).toBeNull();
         expect(await cp.getSnapshot('missing', '', [{ from: 0, to: 9 }])).toBeNull();
+      });
+
+      it('putSnapshot stores a snapshot for a stored position, replaces an existing one, and refuses a missing position', async () => {
+        const lease = await create('t1');
+        await branching(lease, false);
+        await cp.putSnapshot(lease, { ns: '', seq: 4, text: '{"at":"4 rewritten"}' });
+        expect(await cp.getSnapshot('t1', '', branchOf4)).toEqual({ seq: 4, text: '{"at":"4 rewritten"}' });
+        await cp.putSnapshot(lease, { ns: '', seq: 2, text: '{"at":"2 again"}' });
+        expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 2 }])).toEqual({ seq: 2, text: '{"at":"2 again"}' });
+        await expectError(() => cp.putSnapshot(lease, { ns: '', seq: 9, text: '{}' }), PositionNotFoundError);
+        expect(await cp.getSnapshot('t1', '', [{ from: 9, to: 9 }])).toBeNull();
       });
 
       it('getSnapshot prefers the branch\'s own newest snapshot', async () => {

@@ -15,7 +15,7 @@ import type {
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
 import type { ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
-import { HeadMovedError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
+import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
 import { checkThreadId } from '../../internal/keys.js';
 import { describeHolder, holderIsLive, type HolderInfo } from '../../internal/lease.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
@@ -155,6 +155,12 @@ export class MemoryCheckpointer implements Checkpointer {
       row.record.status = commit.status;
     }
     row.record.updatedAt = Date.now();
+  }
+
+  async putSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<void> {
+    const row = this.held(lease);
+    if (!row.positions.get(snapshot.ns)?.has(snapshot.seq)) throw new PositionNotFoundError(lease.threadId, snapshot.seq, { engine: this.engine });
+    mapOf(row.snapshots, snapshot.ns).set(snapshot.seq, snapshot.text);
   }
 
   async putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void> {

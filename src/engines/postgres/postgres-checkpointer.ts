@@ -18,7 +18,7 @@ import type {
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
 import type { ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
-import { HeadMovedError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
+import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { checkThreadId } from '../../internal/keys.js';
 import { describeHolder, holderIsLive } from '../../internal/lease.js';
@@ -276,6 +276,12 @@ export class PostgresCheckpointer implements Checkpointer {
     throw new HeadMovedError(lease.threadId, commit.expectedHead, num(state.head), { engine: this.engine });
   }
 
+  async putSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<void> {
+    const rows = await this.conn.query<{ position: boolean }>('putSnapshot', this.sql.putSnapshot, [lease.threadId, lease.runId, lease.epoch, snapshot.ns, snapshot.seq, snapshot.text]);
+    if (rows.length !== 1) throw new LeaseLostError(lease.threadId, { engine: this.engine });
+    if (!rows[0]!.position) throw new PositionNotFoundError(lease.threadId, snapshot.seq, { engine: this.engine });
+  }
+
   async putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void> {
     const rows = await this.conn.query('putPendingWrite', this.sql.putPending, [
       lease.threadId,
@@ -443,6 +449,16 @@ function statements(conn: PostgresConnection) {
       SELECT (t.run_id = $2::text AND t.epoch = $3::bigint) AS held,
         (SELECT p.seq FROM ${P} p WHERE p.tid = t.tid AND p.ns = $4::text ORDER BY p.seq DESC LIMIT 1) AS head
       FROM ${T} t WHERE t.id = $1::text`,
+
+    // Fenced like a pending write; the snapshot is written only for a stored position.
+    putSnapshot: `
+      WITH fence AS (SELECT tid FROM ${T} WHERE ${fenced} FOR SHARE),
+      target AS (SELECT p.tid FROM ${P} p JOIN fence f ON p.tid = f.tid WHERE p.ns = $4::text AND p.seq = $5::bigint),
+      stored AS (
+        INSERT INTO ${S} (tid, ns, seq, body) SELECT tid, $4::text, $5::bigint, $6::text FROM target
+        ON CONFLICT (tid, ns, seq) DO UPDATE SET body = excluded.body
+        RETURNING 1)
+      SELECT EXISTS (SELECT 1 FROM stored) AS position FROM fence`,
 
     // The locking read makes a pending write wait for, or see, a takeover (as in commit).
     putPending: `

@@ -16,7 +16,7 @@ import type {
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
 import type { ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
-import { HeadMovedError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
+import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { checkThreadId } from '../../internal/keys.js';
 import { describeHolder, holderIsLive } from '../../internal/lease.js';
@@ -244,6 +244,15 @@ export class SqliteCheckpointer implements Checkpointer {
       if (position.ns === '' && held.status !== commit.status) {
         this.conn.stmt('UPDATE cairn_threads SET status = ?, updated_at = ? WHERE tid = ?').run(commit.status, Date.now(), tid);
       }
+    });
+  }
+
+  async putSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<void> {
+    this.write('putSnapshot', () => {
+      const tid = this.fence(lease);
+      const exists = this.conn.stmt('SELECT 1 FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?').pluck().get(tid, snapshot.ns, snapshot.seq);
+      if (exists === undefined) throw new PositionNotFoundError(lease.threadId, snapshot.seq, { engine: this.engine });
+      this.conn.stmt('INSERT OR REPLACE INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, snapshot.ns, snapshot.seq, snapshot.text);
     });
   }
 
