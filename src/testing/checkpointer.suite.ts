@@ -22,11 +22,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Checkpointer, PositionItem, StepCommit, StoredPosition } from '../contracts/checkpointer.js';
 import type { Engine } from '../contracts/engine.js';
 import type { LeaseOwner, ThreadKind, ThreadLease, ThreadStatus } from '../contracts/threads.js';
-import { PositionNotFoundError,
+import {
   EngineClosedError,
   HeadMovedError,
   InvalidKeyError,
   LeaseLostError,
+  PositionNotFoundError,
   ThreadBusyError,
   ThreadNotFoundError,
 } from '../errors.js';
