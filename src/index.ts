@@ -39,6 +39,10 @@ export type { PositionBody, FieldChange, PendingInterrupt, PositionKind } from '
 export { materialize } from './runtime/materialize.js';
 export type { ReplayReport, ReplayStep, ReplayDivergenceInfo } from './runtime/replay.js';
 export { verifyThread } from './inspect/verify.js';
+export { migrateCheck } from './inspect/migrate-check.js';
+export type { MigrateCheckReport, SchemaWindow, VersionCount } from './inspect/migrate-check.js';
+export { rewriteSnapshots } from './runtime/rewrite-snapshots.js';
+export type { RewriteReport } from './runtime/rewrite-snapshots.js';
 export type { VerifyReport, VerifyProblem } from './inspect/verify.js';
 export { encode, decode } from './codec/tagged-json.js';
 export { CRASH_POINTS } from './internal/crash-points.js';

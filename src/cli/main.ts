@@ -2,13 +2,14 @@
 /**
  * @module cli/main
  * The `cairn` command line: `demo`, `threads`, `history`, `show`, `effects`,
- * `verify`. Every inspection command takes `--db <file>` and `--json`.
+ * `verify`, `migrate`. Every inspection command takes `--db <file>` and `--json`.
  */
 import { Command } from 'commander';
 import { createRequire } from 'node:module';
 import { CairnError } from '../errors.js';
 import { runDemo } from './demo.js';
 import { registerInspectCommands } from './inspect-commands.js';
+import { registerMigrateCommand } from './migrate-command.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 const program = new Command();
@@ -27,6 +28,7 @@ program
   });
 
 registerInspectCommands(program);
+registerMigrateCommand(program);
 
 program.parseAsync().catch((error: unknown) => {
   process.stderr.write(`${CairnError.is(error) ? error.message : (error as Error).stack ?? String(error)}\n`);

@@ -13,17 +13,23 @@ import { GENESIS_HASH } from '../codec/hash.js';
 import { encode } from '../codec/tagged-json.js';
 import { openSnapshot, recomputeHash, type PositionBody } from './position.js';
 
-/** Where an append field's items come from: the last reset on the branch (null: the root) and how many. */
+/**
+ * Where an append field's items come from: the last reset on the branch (null: the
+ * root) and how many. `base`: the first items are held inline by the snapshot at that
+ * seq (a snapshot rewritten at a new schema version), the rest come from the log after it.
+ */
 export interface AppendCursor {
   since: number | null;
   count: number;
+  base?: number;
 }
 
 /** What a snapshot stores: non-append values in full, append fields as cursors only. */
 export interface SnapshotBody {
   schemaVersion: number;
   values: Record<string, unknown>;
-  appends: Record<string, AppendCursor>;
+  /** `inline` appears only in snapshots rewritten at a new schema version (their items, upcast). */
+  appends: Record<string, AppendCursor & { inline?: unknown[] }>;
 }
 
 export interface LoadedPosition {
@@ -78,13 +84,22 @@ export async function materialize(
   let version: number;
   let values: Record<string, unknown>;
   let appends: Record<string, AppendCursor>;
+  /** Items held inline by a rewritten snapshot, by field. */
+  const inline = new Map<string, unknown[]>();
   if (snapshot) {
-    const sealed = openSnapshot(snapshot.text);
-    if (sealed === null) throw new CorruptRecordError(`the snapshot at seq ${snapshot.seq} does not match its digest.`, { place: { ...place, seq: snapshot.seq } });
-    const snap = decode<SnapshotBody>(sealed, `snapshot ${snapshot.seq} of thread ${threadId}`);
+    const snap = openSnapshotBody(snapshot, threadId, place);
     version = snap.schemaVersion;
     values = snap.values;
-    appends = snap.appends;
+    appends = {};
+    for (const [name, cursor] of Object.entries(snap.appends)) {
+      if (cursor.inline) {
+        inline.set(name, cursor.inline);
+        appends[name] = { since: cursor.since, count: cursor.count, base: snapshot.seq };
+      } else {
+        if (cursor.base !== undefined) inline.set(name, await inlineItems(cp, threadId, ns, cursor.base, name, place));
+        appends[name] = cursor;
+      }
+    }
   } else {
     version = position.schemaVersion;
     values = {};
@@ -125,7 +140,10 @@ export async function materialize(
         else if ('append' in change) {
           const cursor = appends[name] ?? (appends[name] = { since: null, count: 0 });
           cursor.count += change.append;
-        } else appends[name] = { since: delta.seq, count: change.reset };
+        } else {
+          appends[name] = { since: delta.seq, count: change.reset };
+          inline.delete(name);
+        }
       }
       sincePositions++;
       if (delta.seq === seq) body = deltaBody;
@@ -134,13 +152,16 @@ export async function materialize(
   body ??= decode<PositionBody>(position.body, `position ${seq} of thread ${threadId}`);
 
   for (const [name, cursor] of Object.entries(appends)) {
-    const fieldRanges = cursor.since === null ? ranges : clipRanges(ranges, cursor.since);
+    const held = cursor.base !== undefined ? (inline.get(name) ?? []) : [];
+    const from = cursor.base !== undefined ? cursor.base + 1 : cursor.since;
+    const fieldRanges = from === null ? ranges : clipRanges(ranges, from);
     const texts = await cp.getItems(threadId, ns, name, fieldRanges);
-    if (texts.length !== cursor.count) {
-      throw new CorruptRecordError(`field "${name}" should have ${cursor.count} items but ${texts.length} are stored.`, { place });
+    if (held.length + texts.length !== cursor.count) {
+      throw new CorruptRecordError(`field "${name}" should have ${cursor.count} items but ${held.length + texts.length} are stored.`, { place });
     }
-    const items = new Array<unknown>(texts.length);
-    for (let i = 0; i < texts.length; i++) items[i] = decode(texts[i]!, `item ${i} of field "${name}" of thread ${threadId}`);
+    const items = new Array<unknown>(held.length + texts.length);
+    for (let i = 0; i < held.length; i++) items[i] = structuredClone(held[i]);
+    for (let i = 0; i < texts.length; i++) items[held.length + i] = decode(texts[i]!, `item ${i} of field "${name}" of thread ${threadId}`);
     values[name] = items;
   }
 
@@ -153,6 +174,20 @@ export async function materialize(
     appends,
     sinceSnapshot: { positions: sincePositions, bytes: sinceBytes },
   };
+}
+
+function openSnapshotBody(snapshot: { seq: number; text: string }, threadId: string, place: ErrorPlace): SnapshotBody {
+  const sealed = openSnapshot(snapshot.text);
+  if (sealed === null) throw new CorruptRecordError(`the snapshot at seq ${snapshot.seq} does not match its digest.`, { place: { ...place, seq: snapshot.seq } });
+  return decode<SnapshotBody>(sealed, `snapshot ${snapshot.seq} of thread ${threadId}`);
+}
+
+/** The items a rewritten snapshot holds inline for one field. */
+async function inlineItems(cp: Checkpointer, threadId: string, ns: string, seq: number, field: string, place: ErrorPlace): Promise<unknown[]> {
+  const stored = await cp.getSnapshot(threadId, ns, [{ from: seq, to: seq }]);
+  const items = stored ? openSnapshotBody(stored, threadId, place).appends[field]?.inline : undefined;
+  if (!items) throw new CorruptRecordError(`field "${field}" refers to items held by the snapshot at seq ${seq}, which has none.`, { place: { ...place, seq } });
+  return items;
 }
 
 function clipRanges(ranges: SeqRange[], from: number): SeqRange[] {

@@ -497,7 +497,7 @@ export class Run {
     for (const [name, change] of changes) {
       if (change.kind !== 'append') continue;
       const previous = appends[name] ?? { since: null, count: 0 };
-      appends[name] = change.reset ? { since: seq, count: change.items.length } : { since: previous.since, count: previous.count + change.items.length };
+      appends[name] = change.reset ? { since: seq, count: change.items.length } : { ...previous, count: previous.count + change.items.length };
     }
     const fieldTexts = new Map(this.fieldTexts);
     for (const [name, change] of changes) if (change.kind === 'set') fieldTexts.set(name, change.text);
