@@ -35,6 +35,29 @@ function time(ms: number): string {
   return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
 }
 
+/**
+ * Positions as a tree, oldest first: a child that continues its parent's line stays
+ * in the same column; a fork (a second child) opens a branch one column in.
+ */
+function drawTree<R extends { seq: number; parent: number | null }>(rows: R[], line: (row: R) => string): string {
+  const bySeq = new Map(rows.map((r) => [r.seq, r]));
+  const children = new Map<number | null, R[]>();
+  for (const row of [...rows].sort((a, b) => a.seq - b.seq)) {
+    // A parent outside the listed page counts as a root.
+    const parent = row.parent !== null && bySeq.has(row.parent) ? row.parent : null;
+    children.set(parent, [...(children.get(parent) ?? []), row]);
+  }
+  const out: string[] = [];
+  const walk = (row: R, depth: number) => {
+    out.push(`${'  │ '.repeat(depth)}${String(row.seq).padStart(5)}  ${line(row)}`);
+    const kids = children.get(row.seq) ?? [];
+    kids.slice(1).forEach((kid) => walk(kid, depth + 1));
+    if (kids[0]) walk(kids[0], depth);
+  };
+  for (const root of children.get(null) ?? []) walk(root, 0);
+  return out.join('\n');
+}
+
 export function registerInspectCommands(program: Command): void {
   const db = ['--db <file>', 'the cairn SQLite file', './cairn.db'] as const;
 
@@ -61,8 +84,9 @@ export function registerInspectCommands(program: Command): void {
     .description("list a thread's positions, newest first")
     .option(...db)
     .option('--limit <n>', 'at most this many', (v) => Number(v), 50)
+    .option('--tree', 'draw the branches (forks) as a tree, oldest first')
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common & { limit: number }) =>
+    .action((threadId: string, options: Common & { limit: number; tree?: boolean }) =>
       withEngine(options, async (engine) => {
         const positions = await engine.checkpointer.listPositions(threadId, '', { limit: options.limit });
         if (positions.length === 0) throw new ThreadNotFoundError(threadId, { engine: engine.name });
@@ -70,10 +94,10 @@ export function registerInspectCommands(program: Command): void {
           const body = decode<PositionBody>(p.body, `position ${p.seq}`);
           return { seq: p.seq, parent: p.parent, step: p.step, kind: body.kind, nodes: body.nodes, next: body.next, changes: Object.keys(body.changes), effects: (body.effects ?? []).map((e) => e.name), schemaVersion: p.schemaVersion, createdAt: p.createdAt, hash: p.hash };
         });
+        const line = (r: (typeof rows)[number]) =>
+          `${r.kind.padEnd(9)} ${(r.nodes.join(',') || '-').padEnd(24)} → ${(r.next.join(',') || 'END').padEnd(20)} changed ${r.changes.join(',') || '-'}${r.effects.length ? `  effects ${r.effects.join(',')}` : ''}  ${r.hash.slice(0, 12)}`;
         out(options, rows, () =>
-          rows
-            .map((r) => `${String(r.seq).padStart(5)} ← ${String(r.parent ?? '-').padStart(5)}  ${r.kind.padEnd(5)} ${(r.nodes.join(',') || '-').padEnd(24)} → ${(r.next.join(',') || 'END').padEnd(20)} changed ${r.changes.join(',') || '-'}${r.effects.length ? `  effects ${r.effects.join(',')}` : ''}  ${r.hash.slice(0, 12)}`)
-            .join('\n'),
+          options.tree ? drawTree(rows, line) : rows.map((r) => `${String(r.seq).padStart(5)} ← ${String(r.parent ?? '-').padStart(5)}  ${line(r)}`).join('\n'),
         );
       }),
     );
