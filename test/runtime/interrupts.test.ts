@@ -199,6 +199,40 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       expect(calls).toEqual({ ask: 1, finish: 1 });
     });
 
+    it('an answer writing an unknown field is a typed error and changes nothing', async () => {
+      const { app } = askGraph();
+      await app.run({ thread: 't' });
+      const before = await footprint(ctx.engine, 't');
+      const error = await caught(() => app.resume({ thread: 't', input: { bogus: 1 } as never }));
+      expect(error.code).toBe('ERR_UNKNOWN_FIELD');
+      expect(await footprint(ctx.engine, 't')).toEqual(before);
+    });
+
+    it('a node calling ctx.interrupt twice leaves two pending interrupts with distinct ids, answered one by one', async () => {
+      let finished = 0;
+      const app = graph(State)
+        .node('twice', (_s, c) => {
+          c.interrupt('first question');
+          c.interrupt('second question');
+          return { log: ['asked twice'] };
+        })
+        .node('finish', () => (finished++, { log: ['finished'] }))
+        .edge(START, 'twice')
+        .edge('twice', 'finish')
+        .edge('finish', END)
+        .compile({ engine: ctx.engine });
+      const result = await app.run({ thread: 't' });
+      expect(result.interrupts.map((i) => i.payload)).toEqual(['first question', 'second question']);
+      expect(new Set(result.interrupts.map((i) => i.id)).size).toBe(2);
+      const half = await app.resume({ thread: 't', interrupt: result.interrupts[0]!.id, input: { log: ['a1'] } });
+      expect(half.status).toBe('interrupted');
+      expect(finished).toBe(0);
+      const done = await app.resume({ thread: 't', interrupt: result.interrupts[1]!.id, input: { log: ['a2'] } });
+      expect(done.status).toBe('completed');
+      expect(done.state.log).toEqual(['asked twice', 'a1', 'a2', 'finished']);
+      expect(finished).toBe(1);
+    });
+
     it('a node in a loop that interrupts every round gets a distinct id each time; each answer is merged once', async () => {
       const seenIds: string[] = [];
       const app = graph(State)
