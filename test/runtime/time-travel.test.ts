@@ -438,6 +438,36 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       expect((await app.stateAt('t', paused.seq)).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'A:3:w3', 'A:4:w4']);
     });
 
+    // BUG: src/runtime/run.ts, Run.fork() (with Run.superstep()): a resume position that
+    // answered an `interruptBefore` keeps the answered node in `body.cleared`, and
+    // superstep() honours `cleared` only when the head's kind is 'resume'. fork() commits
+    // a 'fork' position copying `next` and `interrupts` but not `cleared`, so a fork from
+    // that resume position pauses again before the node whose pause was already answered
+    // at the origin. Expected: run() on the fork runs `gated` at once, as the origin did
+    // (status completed, gated called once more); actual: status `interrupted` with a
+    // new before-interrupt for `gated`, and `gated` not called.
+    it('a fork from the position that answered an interruptBefore continues like the origin did: the node runs, no new pause', async () => {
+      let gated = 0;
+      const app = graph(State)
+        .node('prepare', () => ({ trail: ['prepared'] }))
+        .node('gated', () => (gated++, { trail: ['gated'] }), { interruptBefore: true })
+        .edge(START, 'prepare')
+        .edge('prepare', 'gated')
+        .edge('gated', END)
+        .compile({ engine: ctx.engine });
+      await app.run({ thread: 't' });
+      const answered = await app.resume({ thread: 't', input: { note: 'yes' } });
+      expect(answered.status).toBe('completed');
+      expect(gated).toBe(1);
+      const resumeSeq = (await app.history('t')).find((p) => p.kind === 'resume')!.seq;
+
+      const fork = await app.fork('t', resumeSeq, { patch: { trail: ['forked'] } });
+      expect(fork.status).toBe('running');
+      const done = await app.run({ thread: 't' });
+      expect({ status: done.status, gated, interrupts: done.interrupts }).toEqual({ status: 'completed', gated: 2, interrupts: [] });
+      expect(done.state.trail).toEqual(['prepared', 'forked', 'gated']);
+    });
+
     it('forks of forks and a fork from the old branch make a tree: history shows the parents, every branch reads right, replay follows each branch, verify is ok', async () => {
       const { app } = loopApp();
       await app.run({ thread: 't' }); // A: 0..6
