@@ -225,6 +225,7 @@ export class App<S extends StateSchema> {
 
   /** The state as it was at position `seq`. */
   async stateAt(threadId: string, seq: number): Promise<StateOf<S>> {
+    if (!(await this.options.engine.checkpointer.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
     const loaded = await materialize(this.options.engine.checkpointer, this.schema, threadId, '', seq);
     return this.schema.view(loaded.state) as StateOf<S>;
   }
@@ -232,6 +233,7 @@ export class App<S extends StateSchema> {
   /** Positions of the thread, newest first. */
   async history(threadId: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<PositionInfo[]> {
     const cp = this.options.engine.checkpointer;
+    if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
     const positions = await cp.listPositions(threadId, '', page);
     return Promise.all(positions.map(async (p) => {
       const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${threadId}`);

@@ -65,7 +65,7 @@ export interface PositionBody {
   interrupts?: PendingInterrupt[];
   /** Resume positions: the interrupt this position answered. */
   answered?: string;
-  /** Resume positions: nodes whose before-interrupts are answered, so the next superstep runs them. */
+  /** Resume positions (and forks of them): nodes whose before-interrupts are answered, so the next superstep runs them. */
   cleared?: string[];
   /** Who wrote a resume or fork position. */
   actor?: string;

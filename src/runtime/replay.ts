@@ -71,6 +71,7 @@ export async function replayThread(settings: ReplaySettings, threadId: string, r
     if (r.to < range.from) continue;
     chain.push(...(await cp.getPositions(threadId, '', { from: Math.max(r.from, range.from), to: r.to })));
   }
+  if (!(await cp.getPosition(threadId, '', range.from))) throw new PositionNotFoundError(threadId, range.from, { engine: cp.engine });
   if (chain[0]?.seq !== range.from) {
     throw new CairnError(`position ${range.from} is not on the branch of position ${to}: replay follows one branch.`, { place: { engine: cp.engine, thread: threadId } });
   }

@@ -167,8 +167,10 @@ export class Run {
     if (!target) throw new InterruptNotFoundError(threadId, interruptId, pending.map((i) => i.id), this.place);
 
     const merged = await mergeWrites(this.settings.schema, this.state, input ? [{ name: actor, writes: input }] : [], { ...this.place, seq: head.position.seq });
-    const carried = head.body.kind === 'resume' ? (head.body.cleared ?? []) : [];
-    await this.beginAttempt(true);
+    const carried = head.body.cleared ?? [];
+    // The status stays `interrupted` until the answer commits: a crash before that
+    // must leave the thread listed as waiting for a person.
+    await this.beginAttempt(true, false);
     await this.commit({
       kind: 'resume',
       nodes: [],
@@ -191,7 +193,17 @@ export class Run {
     const loaded = await materialize(this.cp, this.settings.schema, this.lease.threadId, '', fromSeq);
     this.adopt(loaded);
     const merged = await mergeWrites(this.settings.schema, this.state, patch ? [{ name: actor, writes: patch }] : [], { ...this.place, seq: fromSeq });
-    await this.commit({ kind: 'fork', nodes: [], merged, next: loaded.body.next, interrupts: loaded.body.interrupts ?? [], actor });
+    // The fork continues as its origin would: same next nodes, same pending interrupts,
+    // same before-interrupts already answered.
+    await this.commit({
+      kind: 'fork',
+      nodes: [],
+      merged,
+      next: loaded.body.next,
+      interrupts: loaded.body.interrupts ?? [],
+      ...(loaded.body.cleared ? { cleared: loaded.body.cleared } : {}),
+      actor,
+    });
     const status: ThreadStatus = this.head!.body.interrupts?.length ? 'interrupted' : this.head!.body.next.length ? 'running' : 'completed';
     return this.outcome(status);
   }
@@ -266,8 +278,8 @@ export class Run {
     }
   }
 
-  private async beginAttempt(resumed: boolean): Promise<void> {
-    this.thread = await this.cp.updateThread(this.lease, { status: 'running', attempts: 1, lastError: null });
+  private async beginAttempt(resumed: boolean, markRunning = true): Promise<void> {
+    this.thread = await this.cp.updateThread(this.lease, { ...(markRunning ? { status: 'running' as const } : {}), attempts: 1, lastError: null });
     this.attempt = this.thread.attempts;
     this.settings.emit?.({
       type: 'run.start',
@@ -312,7 +324,7 @@ export class Run {
     const tasks: Task[] = scheduled.map((name, index) => ({ node: spec.nodes.get(name)!, id: `${name}:${index}` }));
 
     // Declared pauses come first: nothing runs until they are answered.
-    const cleared = head.body.kind === 'resume' ? (head.body.cleared ?? []) : [];
+    const cleared = head.body.cleared ?? [];
     const before = tasks.filter((t) => t.node.options.interruptBefore && !cleared.includes(t.node.name));
     if (before.length) {
       const interrupts = before.map((t) => ({

@@ -222,14 +222,6 @@ describe('a resuming process killed with SIGKILL, then a third process', () => {
     await expectRecovered(c, last, runs);
   });
 
-  // BUG: src/runtime/run.ts, Run.resume(): it calls beginAttempt(true) — which writes
-  // thread status 'running' — BEFORE the resume position commits. A process killed in
-  // between (before-commit#1) leaves the thread record saying `running` while its head
-  // still holds the pending interrupt: run() refuses it (ThreadInterruptedError, which
-  // contradicts the documented meaning of `running`: "will resume on the next run()"),
-  // and listThreads({ status: 'interrupted' }) no longer lists it, so a queue of
-  // threads waiting for a person loses it. Expected: status stays `interrupted` until
-  // the resume position commits (or the status is derived from the head on load).
   it('after a kill before the resume commits, the thread record still says interrupted and is listed as such', async () => {
     const c = newCase('status');
     await runProcess(c, 'run');

@@ -438,14 +438,6 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       expect((await app.stateAt('t', paused.seq)).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'A:3:w3', 'A:4:w4']);
     });
 
-    // BUG: src/runtime/run.ts, Run.fork() (with Run.superstep()): a resume position that
-    // answered an `interruptBefore` keeps the answered node in `body.cleared`, and
-    // superstep() honours `cleared` only when the head's kind is 'resume'. fork() commits
-    // a 'fork' position copying `next` and `interrupts` but not `cleared`, so a fork from
-    // that resume position pauses again before the node whose pause was already answered
-    // at the origin. Expected: run() on the fork runs `gated` at once, as the origin did
-    // (status completed, gated called once more); actual: status `interrupted` with a
-    // new before-interrupt for `gated`, and `gated` not called.
     it('a fork from the position that answered an interruptBefore continues like the origin did: the node runs, no new pause', async () => {
       let gated = 0;
       const app = graph(State)
