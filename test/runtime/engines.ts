@@ -1,6 +1,7 @@
 /**
- * Shared by the runtime, state and codec tests: the two engines every behavioural
- * test runs on (memory, and SQLite on a fresh temp file), with cleanup, plus a few
+ * Shared by the runtime, state and codec tests: the engines every behavioural test
+ * runs on (memory, SQLite on a fresh temp file, PostgreSQL on the local server in a
+ * schema of the test file's own, emptied before each test), with cleanup, plus a few
  * small helpers for reading what a thread stored.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,6 +12,8 @@ import Database from 'better-sqlite3';
 import type { Engine } from '../../src/contracts/engine.js';
 import { memory } from '../../src/engines/memory/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
+import { postgres } from '../../src/engines/postgres/index.js';
+import { usePostgresSchema } from '../helpers/postgres.js';
 import type { PositionBody } from '../../src/runtime/position.js';
 import { decode } from '../../src/codec/tagged-json.js';
 
@@ -32,8 +35,8 @@ export interface EngineCase {
   reopen(): Engine;
 }
 
-export type EngineName = 'memory' | 'sqlite';
-export const ENGINES: [EngineName][] = [['memory'], ['sqlite']];
+export type EngineName = 'memory' | 'sqlite' | 'postgres';
+export const ENGINES: [EngineName][] = [['memory'], ['sqlite'], ['postgres']];
 
 /**
  * Registers beforeEach/afterEach hooks that create a fresh engine of `name` for each
@@ -43,9 +46,10 @@ export function useEngine(name: EngineName): EngineCase {
   let engine: Engine | undefined;
   let path: string | undefined;
   const opened: Engine[] = [];
-  beforeEach(() => {
+  const pg = name === 'postgres' ? usePostgresSchema() : undefined;
+  beforeEach(async () => {
     path = name === 'sqlite' ? tmpFile() : undefined;
-    engine = name === 'sqlite' ? sqlite(path!) : memory();
+    engine = name === 'sqlite' ? sqlite(path!) : name === 'postgres' ? await pg!.engine() : memory();
     opened.push(engine);
   });
   afterEach(async () => {
@@ -60,7 +64,7 @@ export function useEngine(name: EngineName): EngineCase {
     },
     reopen() {
       if (name === 'memory') return engine!;
-      const again = sqlite(path!);
+      const again = name === 'postgres' ? postgres(pg!.url, { schema: pg!.schema }) : sqlite(path!);
       opened.push(again);
       return again;
     },
