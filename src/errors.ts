@@ -289,6 +289,16 @@ export class InterruptNotFoundError extends coded('ERR_INTERRUPT_NOT_FOUND') {
   }
 }
 
+/** The run's signal was aborted (a caller's cancel, a worker shutting down). The thread stays resumable. */
+export class RunCancelledError extends coded('ERR_RUN_CANCELLED') {
+  constructor(readonly threadId: string, reason: unknown, place?: ErrorPlace) {
+    super(`the run was cancelled between steps; the thread keeps its status and resumes on the next run().`, {
+      cause: reason,
+      place: { ...place, thread: threadId },
+    });
+  }
+}
+
 /** A thread has an unfinished run started with different input. */
 export class RunInProgressError extends coded('ERR_RUN_IN_PROGRESS') {
   constructor(readonly threadId: string, place?: ErrorPlace) {

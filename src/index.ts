@@ -30,6 +30,8 @@ export type { StateDefinition, StateOf, UpdateOf, BaseState } from './state/sche
 export { graph, GraphBuilder, START, END } from './runtime/graph.js';
 export type { NodeFn, NodeOptions, RouteFn } from './runtime/graph.js';
 export { App } from './runtime/app.js';
+export { Worker } from './runtime/worker.js';
+export type { WorkerOptions, WorkerRunReport } from './runtime/worker.js';
 export type { CompileOptions, RunOptions, RunResult, PositionInfo, ResumeOptions, ForkOptions } from './runtime/app.js';
 export type { NodeContext, EffectSpec, NodeStore } from './runtime/context.js';
 export type { RunEvent, EventSink, EffectMode } from './runtime/events.js';

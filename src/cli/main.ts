@@ -2,7 +2,7 @@
 /**
  * @module cli/main
  * The `cairn` command line: `demo`, `threads`, `history`, `show`, `effects`,
- * `verify`, `migrate`. Every inspection command takes `--db <file>` and `--json`.
+ * `verify`, `migrate`, `worker`. Every inspection command takes `--db <file>` and `--json`.
  */
 import { Command } from 'commander';
 import { createRequire } from 'node:module';
@@ -10,6 +10,7 @@ import { CairnError } from '../errors.js';
 import { runDemo } from './demo.js';
 import { registerInspectCommands } from './inspect-commands.js';
 import { registerMigrateCommand } from './migrate-command.js';
+import { registerWorkerCommand } from './worker-command.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 const program = new Command();
@@ -29,6 +30,7 @@ program
 
 registerInspectCommands(program);
 registerMigrateCommand(program);
+registerWorkerCommand(program);
 
 program.parseAsync().catch((error: unknown) => {
   process.stderr.write(`${CairnError.is(error) ? error.message : (error as Error).stack ?? String(error)}\n`);

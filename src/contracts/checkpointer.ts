@@ -92,6 +92,16 @@ export interface AcquireRequest {
   create?: { kind: ThreadKind; tenant: string | null; metadata: Record<string, unknown> };
 }
 
+/** What a worker asks for when it looks for work. */
+export interface ClaimRequest {
+  owner: LeaseOwner;
+  leaseMs: number;
+  /** Most threads to claim at once. */
+  limit: number;
+  /** Only threads of this graph (`metadata.graph`, set by `compile({ name })`). */
+  graph?: string;
+}
+
 /** Changes to a held thread's record. */
 export interface ThreadPatch {
   status?: ThreadStatus;
@@ -160,6 +170,21 @@ export interface Checkpointer {
    * to), in (field order given, index) order. Used to verify the chain.
    */
   getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]>;
+
+  /**
+   * Optional (workers): claims up to `limit` runnable threads — status `running`, no
+   * lease or an expired one — each under a fresh lease (epoch + 1). Concurrent
+   * claimers never get the same thread (PostgreSQL: `FOR UPDATE SKIP LOCKED`).
+   */
+  claimThreads?(request: ClaimRequest): Promise<ThreadLease[]>;
+  /**
+   * Optional (workers): calls `listener` with a thread id whenever a thread may have
+   * become runnable (a lease released with work left: a submitted run, an answered
+   * interrupt, a worker shutting down). Resolves to an unsubscribe function.
+   */
+  subscribeRunnable?(listener: (threadId: string) => void): Promise<() => Promise<void>>;
+  /** Optional (workers): the earliest expiry (ms since epoch) among leases held on runnable threads, or null. */
+  nextLeaseExpiry?(graph?: string): Promise<number | null>;
 
   /** Releases connections. Further calls throw {@link EngineClosedError}. */
   close(): Promise<void>;

@@ -30,6 +30,11 @@ import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { encode } from '../codec/tagged-json.js';
 
 export interface CompileOptions {
+  /**
+   * The graph's name, kept on the threads it creates (`metadata.graph`): workers of
+   * this graph claim only those. Default `default`.
+   */
+  name?: string;
   /** Where threads, the ledger and the store live: `sqlite(path)`, `memory()`. */
   engine: Engine;
   /** Where `ctx.artifacts` puts big payloads: `fsArtifacts(dir)`, `memoryArtifacts()`. */
@@ -82,6 +87,8 @@ export interface ResumeOptions<S extends StateSchema> extends Omit<RunOptions<S>
   input?: UpdateOf<S>;
   /** Which interrupt this answers; needed when several are pending. */
   interrupt?: string;
+  /** Commit the answer and return without running on: a worker continues the thread. */
+  detach?: boolean;
   /** Who answered (kept in the position). Default `resume`. */
   actor?: string;
 }
@@ -119,7 +126,8 @@ export interface PositionInfo {
 }
 
 export class App<S extends StateSchema> {
-  private readonly leaseMs: number;
+  /** Lease length of this app's runs (`compile({ leaseMs })`); renewed while a run works. */
+  readonly leaseMs: number;
 
   constructor(
     readonly schema: S,
@@ -153,8 +161,27 @@ export class App<S extends StateSchema> {
    */
   async resume(options: ResumeOptions<S>): Promise<RunResult<S>> {
     return this.withRun({ ...options, create: false }, true, (run) =>
-      run.resume(options.input as Record<string, unknown> | undefined, options.interrupt, options.actor ?? 'resume'),
+      run.resume(options.input as Record<string, unknown> | undefined, options.interrupt, options.actor ?? 'resume', options.detach === true),
     );
+  }
+
+  /**
+   * Makes a thread runnable without running it here: the input is committed and the
+   * thread left `running` for a worker (`cairn worker`, {@link Worker}) to claim.
+   * Repeating the call with the same input while the run is unfinished changes nothing.
+   */
+  async submit(options: RunOptions<S>): Promise<RunResult<S>> {
+    return this.withRun(options, false, (run) => run.submit(options.input as Record<string, unknown> | undefined));
+  }
+
+  /** Runs a thread a worker has claimed (the lease is the worker's; it is released at the end). */
+  async runClaimed(lease: ThreadLease, options: { signal?: AbortSignal; onEvent?: EventSink } = {}): Promise<RunResult<S>> {
+    return this.withRun({ thread: lease.threadId, ...options }, true, (run) => run.execute(undefined), lease);
+  }
+
+  /** The graph's name (`compile({ name })`), kept on its threads as `metadata.graph`. */
+  get name(): string {
+    return this.options.name ?? 'default';
   }
 
   /**
@@ -173,11 +200,12 @@ export class App<S extends StateSchema> {
     options: Omit<RunOptions<S>, 'input'> & { create?: boolean },
     renew: boolean,
     body: (run: Run) => Promise<RunOutcome>,
+    claimed?: ThreadLease,
   ): Promise<RunResult<S>> {
     const sinks = [this.options.onEvent, options.onEvent].filter((s): s is EventSink => s !== undefined);
     // No sink: no event objects are even built (the runtime calls emit?.(...)).
     const emit: EventSink | undefined = sinks.length === 0 ? undefined : (event: RunEvent) => sinks.forEach((sink) => sink(event));
-    const lease = await this.acquire(options);
+    const lease = claimed ?? (await this.acquire(options));
     const controller = new AbortController();
     const stopRenewal = renew ? this.keepLease(lease, controller) : () => undefined;
     const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
@@ -296,7 +324,9 @@ export class App<S extends StateSchema> {
     const request = {
       owner: { runId: randomUUID(), pid: process.pid, host: hostname() },
       leaseMs: this.leaseMs,
-      ...(options.create === false ? {} : { create: { kind: options.kind ?? 'task', tenant: options.tenant ?? null, metadata: options.metadata ?? {} } }),
+      ...(options.create === false
+        ? {}
+        : { create: { kind: options.kind ?? 'task', tenant: options.tenant ?? null, metadata: { graph: this.name, ...options.metadata } } }),
     };
     const deadline = Date.now() + (options.waitTimeoutMs ?? 30_000);
     for (let delay = 10; ; delay = Math.min(delay * 2, 500)) {

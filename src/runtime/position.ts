@@ -51,6 +51,8 @@ export interface PositionBody {
   /** Nodes that ran in this step, in graph order. */
   nodes: string[];
   attempt: number;
+  /** Epoch of the lease the position was committed under (which run wrote it). */
+  lease: number;
   changes: Record<string, FieldChange>;
   /** Nodes of the next superstep; empty when the run reached END. */
   next: string[];

@@ -21,11 +21,15 @@ import { GENESIS_HASH, sha256Hex } from '../codec/hash.js';
 import { RawJson, decode, encode } from '../codec/tagged-json.js';
 import {
   CairnError,
+  EngineError,
   GraphMismatchError,
+  HeadMovedError,
   InterruptNotFoundError,
+  LeaseLostError,
   NeedsAttentionError,
   NodeFailedError,
   RecursionLimitError,
+  RunCancelledError,
   RunInProgressError,
   ThreadInterruptedError,
   ThreadNotInterruptedError,
@@ -153,11 +157,37 @@ export class Run {
   }
 
   /**
+   * `submit()`: makes the thread runnable without running it: a new run's input is
+   * committed (or nothing, if an unfinished run is already there) and a worker takes
+   * it from there.
+   */
+  async submit(input: Record<string, unknown> | undefined): Promise<RunOutcome> {
+    const threadId = this.lease.threadId;
+    const inputDigest = input === undefined ? undefined : sha256Hex(encode(input, 'run input'));
+    if (this.thread.head === null) {
+      this.state = this.settings.schema.initial();
+      this.primeFieldTexts();
+      await this.startRun(input, inputDigest);
+      return this.outcome('running');
+    }
+    const head = await this.loadHead();
+    const pending = head.body.interrupts ?? [];
+    if (pending.length) throw new ThreadInterruptedError(threadId, pending.map((i) => i.id), this.place);
+    if (head.body.next.length === 0) {
+      if (input === undefined) return this.outcome(this.thread.status);
+      await this.startRun(input, inputDigest);
+    } else if (inputDigest !== undefined && inputDigest !== (await this.lastInputDigest())) {
+      throw new RunInProgressError(threadId, this.place);
+    }
+    return this.outcome('running');
+  }
+
+  /**
    * `resume()`: answers one pending interrupt with `input` (validated and merged
    * through the reducers, as a write by `actor`), then goes on when none is left.
    * Nothing is written when the thread is not interrupted or the input is invalid.
    */
-  async resume(input: Record<string, unknown> | undefined, interruptId: string | undefined, actor: string): Promise<RunOutcome> {
+  async resume(input: Record<string, unknown> | undefined, interruptId: string | undefined, actor: string, detach = false): Promise<RunOutcome> {
     const threadId = this.lease.threadId;
     if (this.thread.head === null) throw new ThreadNotInterruptedError(threadId, 'empty', this.place);
     const head = await this.loadHead();
@@ -181,6 +211,7 @@ export class Run {
       cleared: target.when === 'before' ? [...carried, target.node] : carried,
       actor,
     });
+    if (detach) return this.outcome(this.head!.body.interrupts?.length ? 'interrupted' : this.head!.body.next.length ? 'running' : 'completed');
     return this.loop();
   }
 
@@ -214,7 +245,7 @@ export class Run {
     try {
       let steps = 0;
       while (this.head!.body.next.length > 0 && !this.head!.body.interrupts?.length) {
-        this.settings.signal.throwIfAborted();
+        this.checkSignal();
         if (steps >= this.settings.recursionLimit) throw new RecursionLimitError(this.settings.recursionLimit, this.place);
         await this.superstep();
         steps++;
@@ -226,6 +257,14 @@ export class Run {
     const status: ThreadStatus = this.head!.body.interrupts?.length ? 'interrupted' : 'completed';
     emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.head!.position.seq });
     return this.outcome(status);
+  }
+
+  /** Between steps: a lost lease stops the run as LeaseLostError, any other abort as a cancellation. */
+  private checkSignal(): void {
+    const { signal } = this.settings;
+    if (!signal.aborted) return;
+    if (LeaseLostError.is(signal.reason)) throw signal.reason;
+    throw new RunCancelledError(this.lease.threadId, signal.reason, this.place);
   }
 
   private outcome(status: ThreadStatus): RunOutcome {
@@ -422,6 +461,8 @@ export class Run {
       } catch (error) {
         await scope.settle();
         if (NeedsAttentionError.is(error)) throw error;
+        // A node stopped by the run's signal did not fail: the step is redone on resume.
+        if (settings.signal.aborted) this.checkSignal();
         const willRetry = attempt < policy.maxAttempts && policy.retryOn(error) && !settings.signal.aborted;
         // Outputs recorded by a failed attempt led to the failure: the retry asks again.
         await settings.engine.ledger.discardRecords(this.lease.threadId, scope.recordKeys);
@@ -480,7 +521,7 @@ export class Run {
     }
     // The chain hashes items in field-name order (the order a decoded body lists them).
     items.sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : a.index - b.index));
-    const body: PositionBody = { kind, nodes, attempt: this.attempt, changes: bodyChanges as Record<string, FieldChange>, next };
+    const body: PositionBody = { kind, nodes, attempt: this.attempt, lease: this.lease.epoch, changes: bodyChanges as Record<string, FieldChange>, next };
     if (input !== undefined) body.input = input;
     if (records.length) body.records = records;
     if (effects.length) body.effects = effects;
@@ -579,11 +620,18 @@ export class Run {
     }
   }
 
+  /**
+   * Records why the run stopped. Only the graph's own failures (a node out of
+   * retries, a rejected write, an at-most-once effect in doubt) change the status;
+   * a lost lease, a cancellation or trouble reaching the database leave the thread
+   * as it was, to be resumed.
+   */
   private async fail(error: unknown): Promise<void> {
-    if (CairnError.is(error) && (error.code === 'ERR_LEASE_LOST' || error.code === 'ERR_HEAD_MOVED')) return;
-    const status: ThreadStatus = NeedsAttentionError.is(error) ? 'needs_attention' : 'failed';
+    if (LeaseLostError.is(error) || HeadMovedError.is(error)) return;
     const lastError = { ...describeError(error), at: Date.now(), ...(this.head ? { seq: this.head.position.seq } : {}) };
-    await this.cp.updateThread(this.lease, { status, lastError }).catch(() => undefined);
+    const resumable = RunCancelledError.is(error) || EngineError.is(error);
+    const status: ThreadStatus = resumable ? this.thread.status : NeedsAttentionError.is(error) ? 'needs_attention' : 'failed';
+    await this.cp.updateThread(this.lease, resumable ? { lastError } : { status, lastError }).catch(() => undefined);
     this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.head?.position.seq ?? null, error: lastError.message });
   }
 }

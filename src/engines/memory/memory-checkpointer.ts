@@ -5,6 +5,7 @@
  */
 import type {
   AcquireRequest,
+  ClaimRequest,
   AttemptFailure,
   Checkpointer,
   PendingWrite,
@@ -38,6 +39,7 @@ const inRanges = (seq: number, ranges: SeqRange[]) => ranges.some((r) => seq >= 
 export class MemoryCheckpointer implements Checkpointer {
   readonly engine = 'memory';
   private readonly threads = new Map<string, ThreadRow>();
+  private readonly listeners = new Set<(threadId: string) => void>();
 
   constructor(private readonly lifecycle: Lifecycle) {}
 
@@ -114,6 +116,39 @@ export class MemoryCheckpointer implements Checkpointer {
     return { threadId, runId: request.owner.runId, epoch: row.epoch, expiresAt: now + request.leaseMs, thread: structuredClone(row.record) };
   }
 
+  async claimThreads(request: ClaimRequest): Promise<ThreadLease[]> {
+    this.lifecycle.assertOpen();
+    const now = Date.now();
+    const leases: ThreadLease[] = [];
+    const runnable = [...this.threads.values()]
+      .filter((row) => row.record.status === 'running' && (request.graph === undefined || row.record.metadata.graph === request.graph) && !holderIsLive(row.holder, now))
+      .sort((a, b) => a.record.updatedAt - b.record.updatedAt);
+    for (const row of runnable.slice(0, request.limit)) {
+      row.epoch++;
+      row.holder = { runId: request.owner.runId, pid: request.owner.pid, host: request.owner.host, leaseUntil: now + request.leaseMs };
+      leases.push({ threadId: row.record.id, runId: request.owner.runId, epoch: row.epoch, expiresAt: now + request.leaseMs, thread: structuredClone(row.record) });
+    }
+    return leases;
+  }
+
+  async nextLeaseExpiry(graph?: string): Promise<number | null> {
+    let earliest: number | null = null;
+    this.lifecycle.assertOpen();
+    for (const row of this.threads.values()) {
+      const until = row.holder.leaseUntil;
+      if (row.record.status !== 'running' || until === null || (graph !== undefined && row.record.metadata.graph !== graph)) continue;
+      earliest = earliest === null ? until : Math.min(earliest, until);
+    }
+    return earliest;
+  }
+
+  async subscribeRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {
+    this.listeners.add(listener);
+    return async () => {
+      this.listeners.delete(listener);
+    };
+  }
+
   async renewLease(lease: ThreadLease, leaseMs: number): Promise<ThreadLease> {
     const row = this.held(lease);
     row.holder.leaseUntil = Date.now() + leaseMs;
@@ -122,7 +157,11 @@ export class MemoryCheckpointer implements Checkpointer {
 
   async releaseThread(lease: ThreadLease): Promise<void> {
     const row = this.row(lease.threadId);
-    if (row && row.holder.runId === lease.runId && row.epoch === lease.epoch) row.holder = { runId: null, pid: null, host: null, leaseUntil: null };
+    if (row && row.holder.runId === lease.runId && row.epoch === lease.epoch) {
+      row.holder = { runId: null, pid: null, host: null, leaseUntil: null };
+      // Work left: wake the workers.
+      if (row.record.status === 'running') for (const listener of this.listeners) listener(lease.threadId);
+    }
   }
 
   async updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord> {

@@ -26,6 +26,8 @@ export interface PgQueryResult {
 export interface PoolClientLike {
   query(config: PgQueryConfig): Promise<PgQueryResult>;
   release(error?: Error | boolean): void;
+  /** Used by workers' wake-ups (LISTEN): `notification` events, and `error` when the connection dies. */
+  on?(event: 'notification' | 'error', listener: (message: { channel?: string; payload?: string } & Partial<Error>) => void): unknown;
 }
 
 /**

@@ -6,8 +6,10 @@
  * takeover waits for it or it sees the takeover), and a step commit is one
  * statement: one round trip, one implicit transaction.
  */
+import { createHash } from 'node:crypto';
 import type {
   AcquireRequest,
+  ClaimRequest,
   AttemptFailure,
   Checkpointer,
   PendingWrite,
@@ -23,6 +25,8 @@ import { crashPoint } from '../../internal/crash-points.js';
 import { checkThreadId } from '../../internal/keys.js';
 import { describeHolder, holderIsLive } from '../../internal/lease.js';
 import { constraintOf, sqlState, type PostgresConnection } from './connection.js';
+import type { PoolClientLike } from './driver.js';
+import { quoteIdent } from './migrations.js';
 
 /** A thread row as read: `bigint` columns arrive as strings. */
 interface ThreadRow {
@@ -204,7 +208,64 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async releaseThread(lease: ThreadLease): Promise<void> {
-    await this.conn.query('releaseThread', this.sql.release, [lease.threadId, lease.runId, lease.epoch]);
+    // Releasing a thread that still has work wakes the workers (NOTIFY, sent at commit).
+    await this.conn.query('releaseThread', this.sql.release, [lease.threadId, lease.runId, lease.epoch, this.channel]);
+  }
+
+  /** The NOTIFY channel of this schema's runnable threads. */
+  private get channel(): string {
+    return `cairn_runnable_${createHash('sha1').update(this.conn.schema).digest('hex').slice(0, 20)}`;
+  }
+
+  async claimThreads(request: ClaimRequest): Promise<ThreadLease[]> {
+    const { owner, leaseMs, limit, graph } = request;
+    const now = Date.now();
+    const claimed = await this.conn.query<ThreadRow>('claimThreads', this.sql.claim, [owner.runId, owner.pid, owner.host, now, now + leaseMs, limit, graph ?? null]);
+    return claimed.map((row) => {
+      const thread = toThread(row);
+      return { threadId: thread.id, runId: owner.runId, epoch: Number(row.epoch), expiresAt: Number(row.lease_until), thread };
+    });
+  }
+
+  async nextLeaseExpiry(graph?: string): Promise<number | null> {
+    const [row] = await this.conn.query<{ at: string | null }>('nextLeaseExpiry', this.sql.nextExpiry, [graph ?? null]);
+    return row?.at === null || row?.at === undefined ? null : Number(row.at);
+  }
+
+  async subscribeRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {
+    const pool = await this.conn.use();
+    let stopped = false;
+    let client: PoolClientLike | undefined;
+    // A dedicated connection holds the LISTEN. If the server drops it, listen again:
+    // until then the worker's own timers (lease expiry, slow poll) keep it going.
+    const connect = async (): Promise<void> => {
+      if (stopped) return;
+      try {
+        const next = await pool.connect();
+        next.on?.('notification', (message) => message.payload && listener(message.payload));
+        next.on?.('error', () => {
+          next.release(true);
+          if (client === next) client = undefined;
+          setTimeout(() => void connect(), 200).unref();
+        });
+        await next.query({ text: `LISTEN ${quoteIdent(this.channel)}` });
+        client = next;
+        if (stopped) await unsubscribe();
+      } catch {
+        setTimeout(() => void connect(), 1000).unref();
+      }
+    };
+    const unsubscribe = async () => {
+      stopped = true;
+      const held = client;
+      client = undefined;
+      if (held) {
+        await held.query({ text: 'UNLISTEN *' }).catch(() => undefined);
+        held.release();
+      }
+    };
+    await connect();
+    return unsubscribe;
   }
 
   async updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord> {
@@ -392,7 +453,31 @@ function statements(conn: PostgresConnection) {
 
     renew: `UPDATE ${T} SET lease_until = $4::bigint WHERE ${fenced} RETURNING 1`,
 
-    release: `UPDATE ${T} SET run_id = NULL, owner_pid = NULL, owner_host = NULL, lease_until = NULL WHERE ${fenced}`,
+    release: `
+      WITH released AS (
+        UPDATE ${T} SET run_id = NULL, owner_pid = NULL, owner_host = NULL, lease_until = NULL WHERE ${fenced} RETURNING id, status)
+      SELECT pg_notify($4::text, id) FROM released WHERE status = 'running'`,
+
+    // A worker's claim: SKIP LOCKED makes concurrent claimers pass over each other's
+    // candidates instead of queueing on them, and the fresh epoch fences the previous
+    // holder (whose lease expired) out of every later write.
+    claim: `
+      WITH candidate AS (
+        SELECT tid FROM ${T}
+        WHERE status = 'running' AND (run_id IS NULL OR lease_until < $4::bigint)
+          AND ($7::text IS NULL OR (metadata::jsonb ->> 'graph') = $7::text)
+        ORDER BY updated_at, tid
+        LIMIT $6::integer
+        FOR UPDATE SKIP LOCKED),
+      claimed AS (
+        UPDATE ${T} t SET run_id = $1::text, owner_pid = $2::integer, owner_host = $3::text, lease_until = $5::bigint, epoch = t.epoch + 1
+        FROM candidate c WHERE t.tid = c.tid
+        RETURNING ${threadColumns})
+      SELECT t.*, h.seq AS head, h.created_at AS head_at FROM claimed t ${headJoin}`,
+
+    nextExpiry: `
+      SELECT min(lease_until)::text AS at FROM ${T}
+      WHERE status = 'running' AND run_id IS NOT NULL AND ($1::text IS NULL OR (metadata::jsonb ->> 'graph') = $1::text)`,
 
     update: `
       WITH t AS (

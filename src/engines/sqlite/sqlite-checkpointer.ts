@@ -6,6 +6,7 @@
  */
 import type {
   AcquireRequest,
+  ClaimRequest,
   AttemptFailure,
   Checkpointer,
   PendingWrite,
@@ -160,6 +161,39 @@ export class SqliteCheckpointer implements Checkpointer {
       const granted = this.threadRow(threadId)!;
       return { threadId, runId: owner.runId, epoch: granted.epoch, expiresAt: granted.lease_until!, thread: toThread(granted) };
     });
+  }
+
+  async claimThreads(request: ClaimRequest): Promise<ThreadLease[]> {
+    const { owner, leaseMs, limit, graph } = request;
+    return this.write('claimThreads', () => {
+      const now = Date.now();
+      // The IMMEDIATE transaction makes claims from several processes take turns.
+      const candidates = this.conn
+        .stmt(
+          `SELECT tid, id, run_id, owner_pid, owner_host, lease_until FROM cairn_threads
+           WHERE status = 'running' AND (? IS NULL OR json_extract(metadata, '$.graph') = ?) ORDER BY updated_at, tid`,
+        )
+        .all(graph ?? null, graph ?? null) as { tid: number; id: string; run_id: string | null; owner_pid: number | null; owner_host: string | null; lease_until: number | null }[];
+      const leases: ThreadLease[] = [];
+      for (const row of candidates) {
+        if (leases.length >= limit) break;
+        if (holderIsLive({ runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: row.lease_until }, now)) continue;
+        this.conn
+          .stmt('UPDATE cairn_threads SET run_id = ?, owner_pid = ?, owner_host = ?, lease_until = ?, epoch = epoch + 1 WHERE tid = ?')
+          .run(owner.runId, owner.pid, owner.host, now + leaseMs, row.tid);
+        const granted = this.threadRow(row.id)!;
+        leases.push({ threadId: row.id, runId: owner.runId, epoch: granted.epoch, expiresAt: granted.lease_until!, thread: toThread(granted) });
+      }
+      return leases;
+    });
+  }
+
+  async nextLeaseExpiry(graph?: string): Promise<number | null> {
+    const at = this.conn
+      .stmt(`SELECT min(lease_until) FROM cairn_threads WHERE status = 'running' AND run_id IS NOT NULL AND (? IS NULL OR json_extract(metadata, '$.graph') = ?)`)
+      .pluck()
+      .get(graph ?? null, graph ?? null) as number | null;
+    return at ?? null;
   }
 
   async renewLease(lease: ThreadLease, leaseMs: number): Promise<ThreadLease> {

@@ -1,0 +1,157 @@
+/**
+ * @module runtime/worker
+ * A worker claims runnable threads of one graph and runs them, as many at once as
+ * its concurrency allows, each under a lease it renews while working. It sleeps
+ * until there may be work: a wake-up from the engine (PostgreSQL LISTEN/NOTIFY: a
+ * submitted run, an answered interrupt, another worker stopping), the moment the
+ * earliest held lease expires (a crashed worker's threads become claimable then),
+ * or a slow poll as a last resort. `stop()` (SIGTERM in `cairn worker`) stops
+ * claiming, cancels the runs between steps and releases their leases, so other
+ * workers take the threads over at once.
+ *
+ * @example
+ * ```ts
+ * const worker = new Worker(app, { concurrency: 8 });
+ * process.on('SIGTERM', () => worker.stop());
+ * await worker.run();
+ * ```
+ */
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import type { ThreadLease } from '../contracts/threads.js';
+import { CairnError } from '../errors.js';
+import type { StateSchema } from '../state/schema.js';
+import type { App } from './app.js';
+import type { EventSink } from './events.js';
+
+export interface WorkerOptions {
+  /** Threads run at once. Default 4. */
+  concurrency?: number;
+  /** Lease of a claimed thread; the run renews it. Default: the app's (`compile({ leaseMs })`). */
+  leaseMs?: number;
+  /** Longest sleep without any wake-up, ms. Default 5000. */
+  pollMs?: number;
+  onEvent?: EventSink;
+  /** Told about every thread the worker finishes, stops or loses. */
+  onRun?: (report: WorkerRunReport) => void;
+}
+
+export interface WorkerRunReport {
+  threadId: string;
+  epoch: number;
+  status?: string;
+  /** Code of the error that ended the run here (ERR_LEASE_LOST when another worker took it over). */
+  error?: string;
+  message?: string;
+}
+
+class WorkerStopping extends Error {
+  constructor() {
+    super('the worker is stopping');
+  }
+}
+
+export class Worker {
+  private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  private stopping = false;
+  private wake: (() => void) | undefined;
+  private pending = false;
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private stopped: Promise<void> | undefined;
+
+  constructor(
+    readonly app: App<StateSchema>,
+    private readonly options: WorkerOptions = {},
+  ) {
+    this.concurrency = options.concurrency ?? 4;
+    this.leaseMs = options.leaseMs ?? app.leaseMs;
+    this.pollMs = options.pollMs ?? 5_000;
+  }
+
+  /** Threads being run now. */
+  get running(): string[] {
+    return [...this.active.keys()];
+  }
+
+  /** Claims and runs threads until `stop()`. */
+  async run(): Promise<void> {
+    const cp = this.app.engine.checkpointer;
+    if (!cp.claimThreads) {
+      throw new CairnError(`the ${cp.engine} engine cannot hand threads to workers: use postgres(url) (or sqlite(file) on one machine).`);
+    }
+    const unsubscribe = cp.subscribeRunnable ? await cp.subscribeRunnable(() => this.wakeUp()) : undefined;
+    try {
+      while (!this.stopping) {
+        const free = this.concurrency - this.active.size;
+        if (free > 0) {
+          const leases = await cp
+            .claimThreads({ owner: { runId: randomUUID(), pid: process.pid, host: hostname() }, leaseMs: this.leaseMs, limit: free, graph: this.app.name })
+            .catch(() => [] as ThreadLease[]);
+          for (const lease of leases) this.start(lease);
+          if (leases.length === free) continue;
+        }
+        await this.idle();
+      }
+    } finally {
+      await Promise.all([...this.active.values()].map((a) => a.done));
+      await unsubscribe?.();
+    }
+  }
+
+  /** Stops claiming, cancels running threads between steps and releases them; resolves once they are released. */
+  stop(): Promise<void> {
+    if (!this.stopped) {
+      this.stopping = true;
+      for (const { controller } of this.active.values()) controller.abort(new WorkerStopping());
+      this.wakeUp();
+      this.stopped = Promise.all([...this.active.values()].map((a) => a.done)).then(() => undefined);
+    }
+    return this.stopped;
+  }
+
+  private start(lease: ThreadLease): void {
+    const controller = new AbortController();
+    const report = (fields: Omit<WorkerRunReport, 'threadId' | 'epoch'>) => this.options.onRun?.({ threadId: lease.threadId, epoch: lease.epoch, ...fields });
+    const done = this.app
+      .runClaimed(lease, { signal: controller.signal, ...(this.options.onEvent ? { onEvent: this.options.onEvent } : {}) })
+      .then(
+        (result) => report({ status: result.status }),
+        (error: unknown) => report({ error: (error as { code?: string }).code ?? 'ERR_THROWN', message: (error as Error).message }),
+      )
+      .finally(() => {
+        this.active.delete(lease.threadId);
+        this.wakeUp();
+      });
+    this.active.set(lease.threadId, { controller, done });
+  }
+
+  /** Sleeps until a wake-up, a free slot, the earliest lease expiry, or the poll interval. */
+  private async idle(): Promise<void> {
+    if (this.pending) {
+      this.pending = false;
+      return;
+    }
+    let delay = this.pollMs;
+    if (this.active.size < this.concurrency) {
+      const expiry = await this.app.engine.checkpointer.nextLeaseExpiry?.(this.app.name).catch(() => null);
+      if (expiry !== null && expiry !== undefined) delay = Math.min(delay, Math.max(5, expiry - Date.now() + 5));
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, delay);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+    this.wake = undefined;
+    this.pending = false;
+  }
+
+  private wakeUp(): void {
+    if (this.wake) this.wake();
+    else this.pending = true;
+  }
+}
