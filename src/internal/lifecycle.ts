@@ -34,6 +34,10 @@ export class Lifecycle {
     if (this.closed) throw new EngineClosedError(`the ${this.engine} engine is closed; create a new one.`, { place: { engine: this.engine } });
   }
 
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /** Marks closed; returns false if it already was. */
   close(): boolean {
     if (this.closed) return false;

@@ -25,6 +25,25 @@ export interface PostgresOptions {
   schema?: string;
   /** Size of the pool the engine creates from a connection string. Default 10. Ignored for a pool you pass in. */
   max?: number;
+  /** `application_name` of the pool the engine creates (seen in pg_stat_activity). Default `cairn`. */
+  applicationName?: string;
+}
+
+/**
+ * Statements that may be sent again when the connection died under them (a server
+ * restart, pg_terminate_backend, a network blip): reads, and writes that are
+ * insert-if-absent or set-to-a-value, so a second delivery changes nothing. A step
+ * commit has its own recovery (it checks whether it landed).
+ */
+const RESENDABLE = new Set(['ledger.write', 'ledger.writeOutcome', 'ledger.discardRecords', 'renewLease', 'releaseThread', 'putPendingWrite', 'putSnapshot']);
+
+/** True when a driver error means the connection was lost, not that the statement was refused. */
+export function isConnectionLoss(error: unknown): boolean {
+  const target = (error as { cause?: unknown })?.cause ?? error;
+  const code = (target as { code?: unknown })?.code;
+  if (typeof code === 'string' && (/^08/.test(code) || ['57P01', '57P02', '57P03', 'ECONNRESET', 'EPIPE', 'ECONNREFUSED'].includes(code))) return true;
+  const message = target instanceof Error ? target.message : '';
+  return /Connection terminated|connection is closed|Client has encountered a connection error/i.test(message);
 }
 
 /** Schema-qualified names of cairn's tables. */
@@ -103,7 +122,7 @@ export class PostgresConnection {
   }
 
   private async open(): Promise<PoolLike> {
-    const pool = typeof this.source === 'string' ? createPool(this.source, this.options.max ?? 10) : this.source;
+    const pool = typeof this.source === 'string' ? createPool(this.source, this.options.max ?? 10, this.options.applicationName ?? 'cairn') : this.source;
     this.pool = pool;
     try {
       await migrate(pool, this.schema);
@@ -128,11 +147,20 @@ export class PostgresConnection {
    */
   async query<R>(what: string, text: string, values: unknown[] = [], prepare = true): Promise<R[]> {
     const pool = await this.use();
-    try {
-      const result = await pool.query(prepare ? { name: this.nameOf(text), text, values } : { text, values });
-      return result.rows as R[];
-    } catch (error) {
-      throw this.wrap(what, error);
+    const resendable = RESENDABLE.has(what) || /^\s*SELECT\b/i.test(text);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const result = await pool.query(prepare ? { name: this.nameOf(text), text, values } : { text, values });
+        return result.rows as R[];
+      } catch (error) {
+        // The pool replaces a dead connection: one that was lost under a resendable
+        // statement gets the statement again, a few times, on a fresh one.
+        if (resendable && attempt < 3 && isConnectionLoss(error) && !this.lifecycle.isClosed) {
+          await new Promise((resolve) => setTimeout(resolve, 20 * (attempt + 1)));
+          continue;
+        }
+        throw this.wrap(what, error);
+      }
     }
   }
 

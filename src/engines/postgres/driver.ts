@@ -53,7 +53,7 @@ interface OwnedPool extends PoolLike {
 type PoolConstructor = new (config: { connectionString: string; max: number; application_name: string }) => OwnedPool;
 
 /** Creates a `pg.Pool` on a connection string, loading `pg` on first use. */
-export function createPool(connectionString: string, max: number): PoolLike {
+export function createPool(connectionString: string, max: number, applicationName = 'cairn'): PoolLike {
   let Pool: PoolConstructor;
   try {
     const pg = createRequire(import.meta.url)('pg') as { Pool: PoolConstructor };
@@ -61,7 +61,7 @@ export function createPool(connectionString: string, max: number): PoolLike {
   } catch (cause) {
     throw new DriverMissingError('the PostgreSQL engine needs the pg driver: run `npm install pg`.', { cause, place: { engine: 'postgres' } });
   }
-  const pool = new Pool({ connectionString, max, application_name: 'cairn' });
+  const pool = new Pool({ connectionString, max, application_name: applicationName });
   // An idle connection that the server closes (restart, pg_terminate_backend) is reported
   // here; without a listener Node would crash the process. The pool drops that client and
   // the next query opens a new one, so there is nothing else to do.

@@ -24,7 +24,7 @@ import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError,
 import { crashPoint } from '../../internal/crash-points.js';
 import { checkThreadId } from '../../internal/keys.js';
 import { describeHolder, holderIsLive } from '../../internal/lease.js';
-import { constraintOf, sqlState, type PostgresConnection } from './connection.js';
+import { constraintOf, isConnectionLoss, sqlState, type PostgresConnection } from './connection.js';
 import type { PoolClientLike } from './driver.js';
 import { quoteIdent } from './migrations.js';
 
@@ -179,6 +179,10 @@ export class PostgresCheckpointer implements Checkpointer {
         if (created) return { threadId, runId: owner.runId, epoch: Number(created.epoch), expiresAt: Number(created.lease_until), thread: toThread(created) };
         continue; // created by a concurrent acquirer: judge its holder
       }
+      // Our own take, whose reply a dropped connection swallowed: it is ours.
+      if (row.run_id === owner.runId) {
+        return { threadId, runId: owner.runId, epoch: Number(row.epoch), expiresAt: num(row.lease_until) ?? now + leaseMs, thread: toThread(row) };
+      }
       const holder = { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: num(row.lease_until) };
       if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
       const [taken] = await this.conn.query<{ epoch: string; lease_until: string }>('acquireThread (take)', this.sql.takeThread, [
@@ -323,7 +327,13 @@ export class PostgresCheckpointer implements Checkpointer {
     } catch (error) {
       // Two commits that both passed the head check: the key refused the second.
       if (sqlState(error) === '23505' && constraintOf(error) === 'cairn_positions_pkey') rows = [];
-      else throw error;
+      else if (isConnectionLoss(error)) {
+        // The connection died with the commit in flight: it landed or it did not. Our
+        // position at that seq, with our hash, means it did; otherwise sending it again
+        // is safe (it is fenced and head-checked like the first).
+        if ((await this.getPosition(lease.threadId, position.ns, position.seq))?.hash === position.hash) return;
+        rows = await this.conn.query('commitStep', this.sql.commit, values);
+      } else throw error;
     }
     if (rows.length === 1) return;
     // Nothing was written. Only now, a second cheap query says why.

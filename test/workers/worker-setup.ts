@@ -1,0 +1,65 @@
+/**
+ * Shared by the worker tests: a schema of their own on the local PostgreSQL with an
+ * `effect_runs` table standing for the external system, the worker fixture app, and
+ * `cairn worker` child processes.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import pg from 'pg';
+import { postgres } from '../../dist/engines/postgres/index.js';
+import type { Engine } from '../../src/contracts/engine.js';
+import { PG_URL } from '../helpers/postgres.js';
+
+const root = new URL('../..', import.meta.url).pathname;
+export const FIXTURE = `${root}test/fixtures/worker-app.mjs`;
+export const CLI = `${root}dist/cli/main.js`;
+
+export async function freshSchema(pool: pg.Pool, label: string): Promise<string> {
+  const schema = `cairn_test_${Date.now()}_${label}_${Math.random().toString(36).slice(2, 8)}`;
+  await pool.query(`CREATE SCHEMA "${schema}"`);
+  await pool.query(`CREATE TABLE "${schema}".effect_runs (id bigserial PRIMARY KEY, key text NOT NULL, pid integer NOT NULL)`);
+  return schema;
+}
+
+export function engineOn(schema: string, applicationName?: string): Engine {
+  return postgres(PG_URL, { schema, ...(applicationName ? { applicationName } : {}) }) as unknown as Engine;
+}
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  reports: { threadId: string; epoch: number; status?: string; error?: string }[];
+  exited: Promise<number | null>;
+}
+
+/** Starts `cairn worker` on the fixture app. */
+export function startWorker(schema: string, env: Record<string, string>, args: string[] = []): WorkerProcess {
+  const child = spawn(process.execPath, [CLI, 'worker', '--postgres', PG_URL, '--schema', schema, '--module', FIXTURE, '--json', ...args], {
+    env: { ...process.env, WORKER_SCHEMA: schema, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const reports: WorkerProcess['reports'] = [];
+  let buffer = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    buffer += chunk;
+    let newline: number;
+    while ((newline = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, newline).trim();
+      buffer = buffer.slice(newline + 1);
+      if (line) reports.push(JSON.parse(line));
+    }
+  });
+  child.stderr!.resume();
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, reports, exited };
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Waits until every thread of the schema is completed, or the deadline passes. */
+export async function waitForCompletion(engine: Engine, count: number, deadlineMs: number): Promise<number> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const done = (await engine.checkpointer.listThreads({ status: 'completed', limit: 10_000 })).length;
+    if (done >= count || Date.now() > until) return done;
+    await sleep(100);
+  }
+}
