@@ -397,6 +397,77 @@ export class VersionConflictError extends coded('ERR_VERSION_CONFLICT') {
   }
 }
 
+/** `update()` lost more compare-and-set rounds to other writers than `maxRetries` allowed. Nothing of it was written. */
+export class UpdateConflictError extends coded('ERR_UPDATE_CONFLICT') {
+  constructor(
+    readonly namespace: string[],
+    readonly key: string,
+    readonly attempts: number,
+    place?: ErrorPlace,
+  ) {
+    super(
+      `${namespace.join('/')}/${key}: update lost ${attempts} compare-and-set rounds to other writers and gave up. ` +
+        `Raise maxRetries, or spread the writes over more keys.`,
+      { place },
+    );
+  }
+}
+
+/**
+ * A read made with `validateAtCommit` is no longer current: another writer changed the
+ * item after this step read it. Inside a run the step runs again on fresh data.
+ */
+export class StaleReadError extends coded('ERR_STALE_READ') {
+  constructor(
+    readonly namespace: string[],
+    readonly key: string,
+    readonly expected: number,
+    readonly actual: number,
+    place?: ErrorPlace,
+  ) {
+    super(`${namespace.join('/')}/${key} was read at version ${expected} but is now at ${actual}: the step decided on stale data.`, { place });
+  }
+}
+
+/** A step was re-run for stale `validateAtCommit` reads more times than the bound allows. The thread is resumable. */
+export class StaleReadLimitError extends coded('ERR_STALE_READ_LIMIT') {
+  constructor(
+    readonly node: string,
+    readonly reruns: number,
+    readonly stale: StaleReadError,
+    place?: ErrorPlace,
+  ) {
+    super(
+      `node "${node}" was re-run ${reruns} times because items it read with validateAtCommit kept changing ` +
+        `(last: ${stale.namespace.join('/')}/${stale.key}, read at version ${stale.expected}, now ${stale.actual}). ` +
+        `Another writer updates them faster than the step runs: make the step shorter or write through update().`,
+      { cause: stale, place },
+    );
+  }
+}
+
+/** The store's access policy denied a principal an operation on a namespace. Nothing was touched. */
+export class AccessDeniedError extends coded('ERR_ACCESS_DENIED') {
+  constructor(
+    readonly principal: string | null,
+    readonly namespace: string[],
+    readonly operation: string,
+    place?: ErrorPlace,
+  ) {
+    super(
+      `${principal === null ? 'an anonymous principal' : `principal ${JSON.stringify(principal)}`} may not ${operation} ` +
+        `${namespace.length ? JSON.stringify(namespace) : 'the root namespace'}: the store's access policy denied it. Nothing was touched.`,
+      { place },
+    );
+  }
+}
+
+/** A store search filter was rejected before any query ran (unknown operator, bad path, wrong operand type). */
+export class InvalidFilterError extends coded('ERR_INVALID_FILTER') {}
+
+/** An option was out of range or of the wrong type (a limit, a ttl, a cursor...). Nothing was touched. */
+export class InvalidOptionError extends coded('ERR_INVALID_OPTION') {}
+
 /** Artifact bytes do not match their reference's sha256 or size. The bytes are not returned. */
 export class ArtifactIntegrityError extends coded('ERR_ARTIFACT_INTEGRITY') {}
 

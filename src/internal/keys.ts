@@ -16,7 +16,12 @@ function checkText(kind: string, value: unknown, max: number): asserts value is 
   if (value.length > max) throw new InvalidKeyError(`${kind} is ${value.length} characters long; the limit is ${max}.`);
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(value)) throw new InvalidKeyError(`${kind} ${JSON.stringify(value)} contains a control character.`);
+  // A lone surrogate has no UTF-8 form: a database would store U+FFFD instead, so the
+  // name read back (or listed) would differ from the one written.
+  if (LONE_SURROGATE.test(value)) throw new InvalidKeyError(`${kind} ${JSON.stringify(value)} contains a lone UTF-16 surrogate (not valid Unicode).`);
 }
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Validates a store namespace and returns its stored form (labels joined by a separator, plus one at the end). */
 export function encodeNamespace(namespace: readonly string[]): string {
@@ -37,4 +42,25 @@ export function checkStoreKey(key: unknown): asserts key is string {
 
 export function checkThreadId(id: unknown): asserts id is string {
   checkText('thread id', id, 512);
+}
+
+/**
+ * Compares two strings in Unicode code point order, which is the byte order of their
+ * UTF-8 and so the order SQLite and PostgreSQL (`COLLATE "C"`) sort them in. JavaScript's
+ * `<` compares UTF-16 code units instead, which puts U+E000..U+FFFF after characters
+ * outside the BMP.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return rank(x) - rank(y);
+  }
+  return a.length - b.length;
+}
+
+/** Surrogates (U+D800..DFFF) rank above U+E000..U+FFFF, as the code points they encode do. */
+function rank(unit: number): number {
+  return unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit;
 }

@@ -1,105 +1,98 @@
 /**
  * @module engines/memory/memory-store
- * The cross-thread store in process memory.
+ * The cross-thread store in process memory. A transaction runs synchronously on a
+ * staged copy of the rows it touches and is committed only if every operation
+ * succeeded, so a batch is all or nothing and no other call can interleave with it.
+ * Values are kept as encoded text: the store holds copies, never the caller's objects.
  */
-import type { PutOptions, Store, StoreItem } from '../../contracts/store.js';
-import { decode, encode } from '../../codec/tagged-json.js';
-import { VersionConflictError } from '../../errors.js';
-import { checkStoreKey, decodeNamespace, encodeNamespace } from '../../internal/keys.js';
+import type { StoreCapabilities, StoreOpResult } from '../../contracts/store.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
+import { compareCodePoints } from '../../internal/keys.js';
+import { BaseStore, type ScanQuery } from '../../store/base-store.js';
+import { matches } from '../../store/filter.js';
+import { decide, isLive, type OverwriteRow, type PreparedOp, type StoredRow } from '../../store/rows.js';
 
-interface Row {
-  ns: string;
-  key: string;
-  /** Encoded value: the store keeps copies, never the caller's objects. */
-  value: string;
-  version: number;
-  lastWriteKey: string | null;
-  createdAt: number;
-  updatedAt: number;
-}
+const order = (a: { ns: string; key: string }, b: { ns: string; key: string }) => compareCodePoints(a.ns, b.ns) || compareCodePoints(a.key, b.key);
 
-export class MemoryStore implements Store {
+/**
+ * The store contract in memory. `memory()` builds one.
+ *
+ * @example `const store = memory().store; await store.put(['user', '42'], 'prefs', { theme: 'dark' });`
+ */
+export class MemoryStore extends BaseStore {
   readonly engine = 'memory';
-  private readonly rows = new Map<string, Row>();
-  /** Last version of deleted items, so versions never go backwards. */
-  private readonly tombstones = new Map<string, number>();
+  readonly capabilities: StoreCapabilities = { ttl: true, sweep: true, filters: true, crossProcess: false };
+  private readonly rows = new Map<string, StoredRow>();
+  private readonly overwrites: OverwriteRow[] = [];
 
-  constructor(private readonly lifecycle: Lifecycle) {}
+  constructor(private readonly lifecycle: Lifecycle) {
+    super();
+  }
 
   private id(ns: string, key: string): string {
-    this.lifecycle.assertOpen();
     return `${ns}\u0000${key}`;
   }
 
-  async get<T>(namespace: string[], key: string): Promise<StoreItem<T> | null> {
-    const ns = encodeNamespace(namespace);
-    checkStoreKey(key);
-    const row = this.rows.get(this.id(ns, key));
-    return row ? toItem<T>(row) : null;
-  }
-
-  async put<T>(namespace: string[], key: string, value: T, options: PutOptions = {}): Promise<StoreItem<T>> {
-    const ns = encodeNamespace(namespace);
-    checkStoreKey(key);
-    const text = encode(value, `store ${namespace.join('/')}/${key}`);
-    const id = this.id(ns, key);
-    const row = this.rows.get(id);
-    if (row && options.idempotencyKey !== undefined && row.lastWriteKey === options.idempotencyKey) return toItem<T>(row);
-    const current = row?.version ?? 0;
-    if (options.ifVersion !== undefined && options.ifVersion !== current) {
-      throw new VersionConflictError(namespace, key, options.ifVersion, current, { engine: this.engine });
-    }
-    const now = Date.now();
-    const next: Row = {
-      ns,
-      key,
-      value: text,
-      version: Math.max(current, this.tombstones.get(id) ?? 0) + 1,
-      lastWriteKey: options.idempotencyKey ?? null,
-      createdAt: row?.createdAt ?? now,
-      updatedAt: now,
-    };
-    this.rows.set(id, next);
-    return toItem<T>(next);
-  }
-
-  async delete(namespace: string[], key: string, options: { ifVersion?: number } = {}): Promise<boolean> {
-    const ns = encodeNamespace(namespace);
-    checkStoreKey(key);
-    const id = this.id(ns, key);
-    const row = this.rows.get(id);
-    if (options.ifVersion !== undefined && options.ifVersion !== (row?.version ?? 0)) {
-      throw new VersionConflictError(namespace, key, options.ifVersion, row?.version ?? 0, { engine: this.engine });
-    }
-    if (!row) return false;
-    this.rows.delete(id);
-    this.tombstones.set(id, row.version);
-    return true;
-  }
-
-  async list(prefix: string[], options: { limit?: number } = {}): Promise<StoreItem[]> {
-    const ns = encodeNamespace(prefix);
+  protected async readRow(ns: string, key: string): Promise<StoredRow | null> {
     this.lifecycle.assertOpen();
-    return [...this.rows.values()]
-      .filter((r) => r.ns.startsWith(ns))
-      .sort((a, b) => (a.ns === b.ns ? (a.key < b.key ? -1 : 1) : a.ns < b.ns ? -1 : 1))
-      .slice(0, options.limit ?? Infinity)
-      .map((r) => toItem(r));
+    return this.rows.get(this.id(ns, key)) ?? null;
+  }
+
+  protected async applyOps(ops: PreparedOp[], now: number): Promise<StoreOpResult[]> {
+    this.lifecycle.assertOpen();
+    const staged = new Map<string, StoredRow>();
+    const records: OverwriteRow[] = [];
+    const results = ops.map((op, index) => {
+      const id = this.id(op.ns, op.key);
+      const step = decide(op, staged.get(id) ?? this.rows.get(id) ?? null, now, this.engine, index);
+      if (step.kind === 'write') {
+        staged.set(id, step.row);
+        if (step.overwrite) records.push({ ...step.overwrite, id: this.overwrites.length + records.length + 1 });
+      }
+      return step.result;
+    });
+    for (const [id, row] of staged) this.rows.set(id, row);
+    this.overwrites.push(...records);
+    return results;
+  }
+
+  protected async scan(query: ScanQuery): Promise<StoredRow[]> {
+    this.lifecycle.assertOpen();
+    const { ns, now, after, conditions } = query;
+    const found = [...this.rows.values()]
+      .filter((r) => r.ns.startsWith(ns) && isLive(r, now) && (!after || order(r, after) > 0))
+      .filter((r) => conditions.length === 0 || matches(JSON.parse(r.value), conditions))
+      .sort(order);
+    return found.slice(query.offset, query.limit === null ? undefined : query.offset + query.limit);
+  }
+
+  protected async scanNamespaces(ns: string, now: number): Promise<string[]> {
+    this.lifecycle.assertOpen();
+    const found = new Set<string>();
+    for (const row of this.rows.values()) if (row.ns.startsWith(ns) && isLive(row, now)) found.add(row.ns);
+    return [...found].sort(compareCodePoints);
+  }
+
+  protected async sweep(now: number): Promise<number> {
+    this.lifecycle.assertOpen();
+    let swept = 0;
+    for (const [id, row] of this.rows) {
+      if (!row.deleted && row.expiresAt !== null && row.expiresAt <= now) {
+        this.rows.set(id, { ...row, value: 'null', deleted: true, lastWriteKey: null, updatedAt: now, expiresAt: null });
+        swept++;
+      }
+    }
+    return swept;
+  }
+
+  protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {
+    this.lifecycle.assertOpen();
+    const found = this.overwrites.filter((r) => r.id > afterId && r.ns.startsWith(ns));
+    return limit === null ? found : found.slice(0, limit);
   }
 
   clear(): void {
     this.rows.clear();
+    this.overwrites.length = 0;
   }
-}
-
-function toItem<T>(row: Row): StoreItem<T> {
-  return {
-    namespace: decodeNamespace(row.ns),
-    key: row.key,
-    value: decode<T>(row.value),
-    version: row.version,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
-  };
 }

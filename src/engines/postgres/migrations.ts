@@ -130,6 +130,39 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    id: 2,
+    name: 'store expiry, lastWins overwrite records and the JSON view of values',
+    sql: (s) => `
+      -- When an item starts reading as absent (ms since the epoch); NULL: never.
+      ALTER TABLE ${s}.cairn_store ADD COLUMN expires_at bigint;
+      CREATE INDEX cairn_store_by_expiry ON ${s}.cairn_store (expires_at) WHERE expires_at IS NOT NULL;
+
+      -- What a write in a lastWins namespace replaced, kept so that no overwrite is silent.
+      CREATE TABLE ${s}.cairn_store_overwrites (
+        id                     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        ns                     text COLLATE "C" NOT NULL,
+        key                    text COLLATE "C" NOT NULL,
+        operation              text NOT NULL,
+        expected_version       bigint NOT NULL,
+        overwritten_version    bigint,
+        overwritten_value      text,
+        overwritten_updated_at bigint,
+        version                bigint NOT NULL,
+        at                     bigint NOT NULL
+      );
+      CREATE INDEX cairn_store_overwrites_by_ns ON ${s}.cairn_store_overwrites (ns, id);
+
+      -- A stored value as jsonb, for search filters. Values stay text (see above); jsonb
+      -- refuses the escape \\u0000, so an escaped NUL (one preceded by an even number of
+      -- backslashes) becomes U+FFFD here: a search never fails on a value it cannot cast.
+      -- Filters cannot name U+0000 (they are validated), so nothing can match the difference.
+      CREATE FUNCTION ${s}.cairn_json(v text) RETURNS jsonb LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+        SELECT CASE WHEN strpos(v, '\\u0000') = 0 THEN v::jsonb
+                    ELSE regexp_replace(v, '(?<!\\\\)((?:\\\\\\\\)*)\\\\u0000', '\\1\\\\ufffd', 'g')::jsonb END
+      $fn$;
+    `,
+  },
 ];
 
 /** First key of cairn's advisory locks (the second is the schema name's hash): "cairn" in ASCII. */

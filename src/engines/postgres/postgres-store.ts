@@ -1,16 +1,25 @@
 /**
  * @module engines/postgres/postgres-store
- * The cross-thread store on PostgreSQL. A put reads the item, decides (idempotent
- * retry, version check) and writes with a compare-and-set on the version it read;
- * at READ COMMITTED the write re-checks that condition against the latest committed
- * row, so a concurrent writer makes it write nothing and read again, never lose an
- * update. A deleted item keeps its row (flagged) so that its version never goes backwards.
+ * The cross-thread store on PostgreSQL. A write is one transaction that first locks
+ * the rows of its items, in (namespace, key) order so that two batches never
+ * deadlock, then decides and writes each operation on what it locked: at READ
+ * COMMITTED a concurrent writer of the same item waits for the lock and then sees
+ * this write, so compare-and-set holds across processes and machines. An item that
+ * does not exist yet is first created as an absent placeholder (a tombstone at
+ * version 0), so that "absent" can be locked too. Deleted and expired items keep
+ * their row, so versions never go backwards.
+ *
+ * Search filters use jsonb operators on the value's JSON view (`cairn_json`, see the
+ * migrations) with the path as a bound `text[]` and the operand as a bound jsonb or
+ * text: the SQL text only ever holds fixed fragments and parameter numbers.
  */
-import type { PutOptions, Store, StoreItem } from '../../contracts/store.js';
-import { decode, encode } from '../../codec/tagged-json.js';
-import { EngineError, InvalidKeyError, VersionConflictError } from '../../errors.js';
-import { checkStoreKey, decodeNamespace, encodeNamespace } from '../../internal/keys.js';
-import { sqlState, type PostgresConnection } from './connection.js';
+import type { StoreCapabilities, StoreOpResult } from '../../contracts/store.js';
+import { InvalidKeyError } from '../../errors.js';
+import { BaseStore, type ScanQuery } from '../../store/base-store.js';
+import type { Condition } from '../../store/filter.js';
+import { decide, type OverwriteRow, type PreparedOp, type StoredRow } from '../../store/rows.js';
+import { sqlState, type PostgresConnection, type TransactionQuery } from './connection.js';
+import { quoteIdent } from './migrations.js';
 
 interface Row {
   ns: string;
@@ -21,140 +30,237 @@ interface Row {
   last_write_key: string | null;
   created_at: string;
   updated_at: string;
+  expires_at: string | null;
 }
 
-function toItem<T>(row: Row): StoreItem<T> {
+interface OverwriteSqlRow {
+  id: string;
+  ns: string;
+  key: string;
+  operation: 'put' | 'delete';
+  expected_version: string;
+  overwritten_version: string | null;
+  overwritten_value: string | null;
+  overwritten_updated_at: string | null;
+  version: string;
+  at: string;
+}
+
+function fromRow(row: Row): StoredRow {
   return {
-    namespace: decodeNamespace(row.ns),
+    ns: row.ns,
     key: row.key,
-    value: decode<T>(row.value, `store item ${row.key}`),
+    value: row.value,
     version: Number(row.version),
+    deleted: row.deleted,
+    lastWriteKey: row.last_write_key,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
+    expiresAt: row.expires_at === null ? null : Number(row.expires_at),
   };
 }
 
-/** Rounds of read-then-compare-and-set before giving up; each lost round means another writer won one. */
-const MAX_ROUNDS = 1000;
+/** The upper bound of a label-bounded prefix scan (see the SQLite store), or null for the empty prefix. */
+function upperBound(ns: string): string | null {
+  return ns === '' ? null : ns.slice(0, -1) + '\u0020';
+}
+
+/**
+ * One condition as SQL over `d.doc` (the value as jsonb). `$n` placeholders number
+ * from `params.length + 1`; every path and operand is a parameter.
+ */
+function conditionSql(c: Condition, params: unknown[]): string {
+  const param = (value: unknown, cast: string) => {
+    params.push(value);
+    return `$${params.length}::${cast}`;
+  };
+  const at = () => `(d.doc #> ${param(c.path, 'text[]')})`;
+  switch (c.op) {
+    case '$exists':
+      return `${at()} IS ${c.value ? 'NOT ' : ''}NULL`;
+    case '$eq':
+      return `${at()} = ${param(JSON.stringify(c.value), 'jsonb')}`;
+    case '$ne':
+      // A missing path (NULL) is "not equal".
+      return `${at()} IS DISTINCT FROM ${param(JSON.stringify(c.value), 'jsonb')}`;
+    case '$in':
+      return `${at()} IN (SELECT jsonb_array_elements(${param(JSON.stringify(c.value), 'jsonb')}))`;
+    default: {
+      const operator = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' }[c.op];
+      if (typeof c.value === 'number') {
+        // jsonb orders numbers numerically; the type test keeps other types out.
+        const path = param(c.path, 'text[]');
+        return `(jsonb_typeof(d.doc #> ${path}) = 'number' AND (d.doc #> ${path}) ${operator} ${param(JSON.stringify(c.value), 'jsonb')})`;
+      }
+      // Strings in code point order (jsonb would use the database's collation).
+      const path = param(c.path, 'text[]');
+      return `(jsonb_typeof(d.doc #> ${path}) = 'string' AND (d.doc #>> ${path}) COLLATE "C" ${operator} ${param(c.value, 'text')})`;
+    }
+  }
+}
 
 /**
  * The store contract on PostgreSQL. `postgres(...)` builds one.
  *
  * @example `const store = new PostgresStore(new PostgresConnection(pool, { schema: 'cairn' }));`
  */
-export class PostgresStore implements Store {
+export class PostgresStore extends BaseStore {
   readonly engine = 'postgres';
+  readonly capabilities: StoreCapabilities = { ttl: true, sweep: true, filters: true, crossProcess: true };
   private readonly sql: ReturnType<typeof statements>;
 
   constructor(private readonly conn: PostgresConnection) {
+    super();
     this.sql = statements(conn);
   }
 
-  private async row(what: string, ns: string, key: string): Promise<Row | undefined> {
-    return (await this.conn.query<Row>(what, this.sql.get, [ns, key]))[0];
+  protected async readRow(ns: string, key: string): Promise<StoredRow | null> {
+    const [row] = await this.conn.query<Row>('store.get', this.sql.get, [ns, key]);
+    return row ? fromRow(row) : null;
   }
 
-  async get<T>(namespace: string[], key: string): Promise<StoreItem<T> | null> {
-    const ns = encodeNamespace(namespace);
-    checkStoreKey(key);
-    const row = await this.row('store.get', ns, key);
-    return row && !row.deleted ? toItem<T>(row) : null;
-  }
-
-  async put<T>(namespace: string[], key: string, value: T, options: PutOptions = {}): Promise<StoreItem<T>> {
-    const ns = encodeNamespace(namespace);
-    checkStoreKey(key);
-    const text = encode(value, `store ${namespace.join('/')}/${key}`);
-    for (let round = 0; round < MAX_ROUNDS; round++) {
-      const row = await this.row('store.put', ns, key);
-      const live = row && !row.deleted ? row : undefined;
-      if (live && options.idempotencyKey !== undefined && live.last_write_key === options.idempotencyKey) return toItem<T>(live);
-      const current = live ? Number(live.version) : 0;
-      if (options.ifVersion !== undefined && options.ifVersion !== current) {
-        throw new VersionConflictError(namespace, key, options.ifVersion, current, { engine: this.engine });
-      }
-      const now = Date.now();
-      const idempotencyKey = options.idempotencyKey ?? null;
-      let written: Row | undefined;
-      try {
-        written = row
-          ? (await this.conn.query<Row>('store.put', this.sql.update, [ns, key, text, idempotencyKey, now, row.version, row.deleted]))[0]
-          : (await this.conn.query<Row>('store.put', this.sql.insert, [ns, key, text, idempotencyKey, now]))[0];
-      } catch (error) {
-        if (sqlState(error) === '54000') {
-          throw new InvalidKeyError(
-            `namespace ${JSON.stringify(namespace)} and key ${JSON.stringify(key.slice(0, 40))}... are too long for a PostgreSQL index entry ` +
-              `(about 2,700 bytes of UTF-8 together): shorten them.`,
-            { cause: error, place: { engine: this.engine } },
-          );
+  protected async applyOps(ops: PreparedOp[], now: number): Promise<StoreOpResult[]> {
+    const what = ops.length === 1 ? `store.${ops[0]!.kind}` : 'store.batch';
+    try {
+      return await this.conn.transaction(what, async (query) => {
+        const rows = await this.lock(query, ops);
+        const results: StoreOpResult[] = [];
+        for (const [index, op] of ops.entries()) {
+          const id = `${op.ns}\u0000${op.key}`;
+          const step = decide(op, rows.get(id)!, now, this.engine, index);
+          if (step.kind === 'write') {
+            const r = step.row;
+            await query(this.sql.write, [r.ns, r.key, r.value, r.version, r.deleted, r.lastWriteKey, r.createdAt, r.updatedAt, r.expiresAt]);
+            rows.set(id, r);
+            const o = step.overwrite;
+            if (o) {
+              await query(this.sql.overwrite, [o.ns, o.key, o.operation, o.expectedVersion, o.overwritten?.version ?? null, o.overwritten?.value ?? null, o.overwritten?.updatedAt ?? null, o.version, o.at]);
+            }
+          }
+          results.push(step.result);
         }
-        throw error;
+        return results;
+      });
+    } catch (error) {
+      if (sqlState(error) === '54000') {
+        const op = ops[0]!;
+        throw new InvalidKeyError(
+          `namespace ${JSON.stringify(op.namespace)} and key ${JSON.stringify(op.key.slice(0, 40))}... are too long for a PostgreSQL index entry ` +
+            `(about 2,700 bytes of UTF-8 together): shorten them.`,
+          { cause: error, place: { engine: this.engine } },
+        );
       }
-      if (written) return toItem<T>(written);
+      throw error;
     }
-    throw new EngineError(`store.put of ${namespace.join('/')}/${key} lost ${MAX_ROUNDS} compare-and-set rounds to other writers.`, {
-      place: { engine: this.engine },
-    });
   }
 
-  async delete(namespace: string[], key: string, options: { ifVersion?: number } = {}): Promise<boolean> {
-    const ns = encodeNamespace(namespace);
-    checkStoreKey(key);
-    for (let round = 0; round < MAX_ROUNDS; round++) {
-      const row = await this.row('store.delete', ns, key);
-      const current = row && !row.deleted ? Number(row.version) : 0;
-      if (options.ifVersion !== undefined && options.ifVersion !== current) {
-        throw new VersionConflictError(namespace, key, options.ifVersion, current, { engine: this.engine });
+  /** Locks the row of every item `ops` name, in (ns, key) order, creating absent placeholders; returns them by id. */
+  private async lock(query: TransactionQuery, ops: PreparedOp[]): Promise<Map<string, StoredRow>> {
+    const items = new Map<string, { ns: string; key: string }>();
+    for (const op of ops) items.set(`${op.ns}\u0000${op.key}`, { ns: op.ns, key: op.key });
+    // Byte order of UTF-8, as the columns' COLLATE "C" sorts: one lock order for every transaction.
+    const ordered = [...items.entries()].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    const rows = new Map<string, StoredRow>();
+    for (const [id, { ns, key }] of ordered) {
+      let [row] = (await query(this.sql.lock, [ns, key])) as Row[];
+      if (!row) {
+        await query(this.sql.placeholder, [ns, key]);
+        [row] = (await query(this.sql.lock, [ns, key])) as Row[];
       }
-      if (!row || row.deleted) return false;
-      const deleted = await this.conn.query('store.delete', this.sql.delete, [ns, key, Date.now(), row.version]);
-      if (deleted.length === 1) return true;
+      rows.set(id, fromRow(row!));
     }
-    throw new EngineError(`store.delete of ${namespace.join('/')}/${key} lost ${MAX_ROUNDS} compare-and-set rounds to other writers.`, {
-      place: { engine: this.engine },
-    });
+    return rows;
   }
 
-  async list(prefix: string[], options: { limit?: number } = {}): Promise<StoreItem[]> {
-    const ns = encodeNamespace(prefix);
-    // A prefix scan as a range on the primary key (byte order: the columns are COLLATE "C").
-    // A stored namespace ends with the separator U+001F, so everything under `ns` sorts in
-    // [ns, ns with its last U+001F raised to U+0020): bounded at label boundaries.
+  protected async scan(query: ScanQuery): Promise<StoredRow[]> {
+    const params: unknown[] = [query.now];
+    let where = `NOT t.deleted AND (t.expires_at IS NULL OR t.expires_at > $1::bigint)`;
+    if (query.ns !== '') {
+      params.push(query.ns, upperBound(query.ns));
+      where += ` AND t.ns >= $2::text AND t.ns < $3::text`;
+    }
+    if (query.after) {
+      params.push(query.after.ns, query.after.key);
+      where += ` AND (t.ns, t.key) > ($${params.length - 1}::text, $${params.length}::text)`;
+    }
+    let from = `${this.conn.tables.store} t`;
+    if (query.conditions.length) {
+      // The JSON view is computed once per row, only for rows the range left.
+      from += ` CROSS JOIN LATERAL (SELECT ${quoteIdent(this.conn.schema)}.cairn_json(t.value) AS doc) d`;
+      for (const condition of query.conditions) where += ` AND ${conditionSql(condition, params)}`;
+    }
+    params.push(query.limit, query.offset);
+    const text = `SELECT t.* FROM ${from} WHERE ${where} ORDER BY t.ns, t.key LIMIT $${params.length - 1}::bigint OFFSET $${params.length}::bigint`;
+    // Prepared only when the text is one of the few filter-free shapes.
+    const rows = await this.conn.query<Row>('store.search', text, params, query.conditions.length === 0);
+    return rows.map(fromRow);
+  }
+
+  protected async scanNamespaces(ns: string, now: number): Promise<string[]> {
     const rows =
       ns === ''
-        ? await this.conn.query<Row>('store.list', this.sql.listAll, [options.limit ?? null])
-        : await this.conn.query<Row>('store.list', this.sql.list, [ns, ns.slice(0, -1) + '\u0020', options.limit ?? null]);
-    return rows.map((row) => toItem(row));
+        ? await this.conn.query<{ ns: string }>('store.listNamespaces', this.sql.namespacesAll, [now])
+        : await this.conn.query<{ ns: string }>('store.listNamespaces', this.sql.namespaces, [now, ns, upperBound(ns)]);
+    return rows.map((r) => r.ns);
+  }
+
+  protected async sweep(now: number): Promise<number> {
+    return (await this.conn.query('store.sweepExpired', this.sql.sweep, [now])).length;
+  }
+
+  protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {
+    const rows =
+      ns === ''
+        ? await this.conn.query<OverwriteSqlRow>('store.listOverwrites', this.sql.overwritesAll, [afterId, limit])
+        : await this.conn.query<OverwriteSqlRow>('store.listOverwrites', this.sql.overwrites, [afterId, limit, ns, upperBound(ns)]);
+    return rows.map((r) => ({
+      id: Number(r.id),
+      ns: r.ns,
+      key: r.key,
+      operation: r.operation,
+      expectedVersion: Number(r.expected_version),
+      overwritten:
+        r.overwritten_version === null ? null : { value: r.overwritten_value!, version: Number(r.overwritten_version), updatedAt: Number(r.overwritten_updated_at) },
+      version: Number(r.version),
+      at: Number(r.at),
+    }));
   }
 }
 
 function statements(conn: PostgresConnection) {
   const ST = conn.tables.store;
-  const columns = 'ns, key, value, version, deleted, last_write_key, created_at, updated_at';
+  const SO = `${quoteIdent(conn.schema)}.cairn_store_overwrites`;
+  const columns = 'ns, key, value, version, deleted, last_write_key, created_at, updated_at, expires_at';
+  const live = 'NOT deleted AND (expires_at IS NULL OR expires_at > $1::bigint)';
   return {
     get: `SELECT ${columns} FROM ${ST} WHERE ns = $1::text AND key = $2::text`,
 
-    // Absent when read: insert unless a concurrent writer created it first (then read again).
-    insert: `
-      INSERT INTO ${ST} (${columns}) VALUES ($1::text, $2::text, $3::text, 1, false, $4::text, $5::bigint, $5::bigint)
-      ON CONFLICT (ns, key) DO NOTHING
-      RETURNING ${columns}`,
+    lock: `SELECT ${columns} FROM ${ST} WHERE ns = $1::text AND key = $2::text FOR UPDATE`,
 
-    // Present when read: write only if it is still at the (version, deleted) read. Every
-    // write raises the version and a delete flips the flag, so that pair never recurs.
-    update: `
-      UPDATE ${ST} SET value = $3::text, version = version + 1, deleted = false, last_write_key = $4::text, updated_at = $5::bigint,
-        created_at = CASE WHEN deleted THEN $5::bigint ELSE created_at END
-      WHERE ns = $1::text AND key = $2::text AND version = $6::bigint AND deleted = $7::boolean
-      RETURNING ${columns}`,
+    // "Absent" as a lockable row: a tombstone at version 0. A concurrent creator of the
+    // same item waits here for this transaction, then finds the row and locks it.
+    placeholder: `
+      INSERT INTO ${ST} (${columns}) VALUES ($1::text, $2::text, 'null', 0, true, NULL, 0, 0, NULL)
+      ON CONFLICT (ns, key) DO NOTHING`,
 
-    delete: `
-      UPDATE ${ST} SET deleted = true, value = 'null', last_write_key = NULL, updated_at = $3::bigint
-      WHERE ns = $1::text AND key = $2::text AND version = $4::bigint AND NOT deleted
+    write: `
+      UPDATE ${ST} SET value = $3::text, version = $4::bigint, deleted = $5::boolean, last_write_key = $6::text,
+        created_at = $7::bigint, updated_at = $8::bigint, expires_at = $9::bigint
+      WHERE ns = $1::text AND key = $2::text`,
+
+    overwrite: `
+      INSERT INTO ${SO} (ns, key, operation, expected_version, overwritten_version, overwritten_value, overwritten_updated_at, version, at)
+      VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::text, $7::bigint, $8::bigint, $9::bigint)`,
+
+    namespaces: `SELECT DISTINCT ns FROM ${ST} WHERE ${live} AND ns >= $2::text AND ns < $3::text ORDER BY ns`,
+    namespacesAll: `SELECT DISTINCT ns FROM ${ST} WHERE ${live} ORDER BY ns`,
+
+    sweep: `
+      UPDATE ${ST} SET deleted = true, value = 'null', last_write_key = NULL, updated_at = $1::bigint, expires_at = NULL
+      WHERE NOT deleted AND expires_at <= $1::bigint
       RETURNING 1`,
 
-    list: `SELECT ${columns} FROM ${ST} WHERE ns >= $1::text AND ns < $2::text AND NOT deleted ORDER BY ns, key LIMIT $3::bigint`,
-
-    listAll: `SELECT ${columns} FROM ${ST} WHERE NOT deleted ORDER BY ns, key LIMIT $1::bigint`,
+    overwrites: `SELECT * FROM ${SO} WHERE id > $1::bigint AND ns >= $3::text AND ns < $4::text ORDER BY id LIMIT $2::bigint`,
+    overwritesAll: `SELECT * FROM ${SO} WHERE id > $1::bigint ORDER BY id LIMIT $2::bigint`,
   };
 }

@@ -122,6 +122,30 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 2,
+    name: 'store expiry and lastWins overwrite records',
+    sql: `
+      -- When an item starts reading as absent (ms since the epoch); NULL: never.
+      ALTER TABLE cairn_store ADD COLUMN expires_at INTEGER;
+      CREATE INDEX cairn_store_by_expiry ON cairn_store (expires_at) WHERE expires_at IS NOT NULL;
+
+      -- What a write in a lastWins namespace replaced, kept so that no overwrite is silent.
+      CREATE TABLE cairn_store_overwrites (
+        id                     INTEGER PRIMARY KEY AUTOINCREMENT,
+        ns                     TEXT NOT NULL,
+        key                    TEXT NOT NULL,
+        operation              TEXT NOT NULL,
+        expected_version       INTEGER NOT NULL,
+        overwritten_version    INTEGER,
+        overwritten_value      TEXT,
+        overwritten_updated_at INTEGER,
+        version                INTEGER NOT NULL,
+        at                     INTEGER NOT NULL
+      );
+      CREATE INDEX cairn_store_overwrites_by_ns ON cairn_store_overwrites (ns, id);
+    `,
+  },
 ];
 
 /** Applies every migration not yet recorded. Safe to call from many processes at once. */

@@ -1,14 +1,18 @@
 /**
  * @module engines/sqlite/sqlite-store
- * The cross-thread store on SQLite. Every put is one IMMEDIATE transaction that
- * reads the current version and writes the next, so compare-and-set holds across
- * processes sharing the file. A deleted item keeps its row (flagged) so that its
- * version never goes backwards.
+ * The cross-thread store on SQLite. Every write is one IMMEDIATE transaction (the
+ * write lock is taken at BEGIN, so the rows it reads are the latest and stay so
+ * until COMMIT): compare-and-set and batches hold across processes sharing the file.
+ * A deleted or expired item keeps its row (a tombstone) so that its version never
+ * goes backwards.
+ *
+ * Search filters become `json_type` / `json_extract` calls whose JSON paths and
+ * operands are bound parameters; the SQL text only ever holds fixed fragments.
  */
-import type { PutOptions, Store, StoreItem } from '../../contracts/store.js';
-import { decode, encode } from '../../codec/tagged-json.js';
-import { VersionConflictError } from '../../errors.js';
-import { checkStoreKey, decodeNamespace, encodeNamespace } from '../../internal/keys.js';
+import type { StoreCapabilities, StoreOpResult } from '../../contracts/store.js';
+import { BaseStore, type ScanQuery } from '../../store/base-store.js';
+import type { Condition } from '../../store/filter.js';
+import { decide, type OverwriteRow, type PreparedOp, type StoredRow } from '../../store/rows.js';
 import type { SqliteConnection } from './connection.js';
 
 interface Row {
@@ -20,86 +24,192 @@ interface Row {
   last_write_key: string | null;
   created_at: number;
   updated_at: number;
+  expires_at: number | null;
 }
 
-function toItem<T>(row: Row): StoreItem<T> {
+interface OverwriteSqlRow {
+  id: number;
+  ns: string;
+  key: string;
+  operation: 'put' | 'delete';
+  expected_version: number;
+  overwritten_version: number | null;
+  overwritten_value: string | null;
+  overwritten_updated_at: number | null;
+  version: number;
+  at: number;
+}
+
+function fromRow(row: Row): StoredRow {
   return {
-    namespace: decodeNamespace(row.ns),
+    ns: row.ns,
     key: row.key,
-    value: decode<T>(row.value, `store item ${row.key}`),
+    value: row.value,
     version: row.version,
+    deleted: row.deleted !== 0,
+    lastWriteKey: row.last_write_key,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    expiresAt: row.expires_at,
   };
 }
 
-export class SqliteStore implements Store {
+const LIVE = 'deleted = 0 AND (expires_at IS NULL OR expires_at > ?)';
+
+/** The upper bound of a label-bounded prefix scan, or null for the empty prefix. */
+function upperBound(ns: string): string | null {
+  // A stored namespace ends with the separator U+001F, so everything under `ns` sorts in
+  // [ns, ns with its last U+001F raised to U+0020): bounded at label boundaries.
+  return ns === '' ? null : ns.slice(0, -1) + '\u0020';
+}
+
+/** SQLite's JSON path for a validated label list: `$.a.b` (labels are plain identifiers). */
+function jsonPath(path: string[]): string {
+  return '$.' + path.join('.');
+}
+
+/**
+ * One condition as SQL over the `value` column, 0 or 1 (never NULL, so NOT works).
+ * `json_type` tells JSON types apart (json_extract maps true to 1 and a string "1" to '1').
+ */
+function conditionSql(c: Condition, params: unknown[]): string {
+  const path = jsonPath(c.path);
+  const type = () => {
+    params.push(path);
+    return 'json_type(value, ?)';
+  };
+  const extract = () => {
+    params.push(path);
+    return 'json_extract(value, ?)';
+  };
+  const equal = (v: string | number | boolean | null): string => {
+    if (v === null) return `coalesce(${type()} = 'null', 0)`;
+    if (typeof v === 'boolean') return `coalesce(${type()} = '${v ? 'true' : 'false'}', 0)`;
+    const kind = typeof v === 'number' ? `${type()} IN ('integer', 'real')` : `${type()} = 'text'`;
+    const sql = `coalesce(${kind} AND ${extract()} = ?, 0)`;
+    params.push(v);
+    return sql;
+  };
+  switch (c.op) {
+    case '$exists':
+      return `(${type()} IS ${c.value ? 'NOT ' : ''}NULL)`;
+    case '$eq':
+      return equal(c.value);
+    case '$ne':
+      return `NOT ${equal(c.value)}`;
+    case '$in':
+      return `(${c.value.map(equal).join(' OR ')})`;
+    default: {
+      const operator = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' }[c.op];
+      const kind = typeof c.value === 'number' ? `${type()} IN ('integer', 'real')` : `${type()} = 'text'`;
+      const sql = `coalesce(${kind} AND ${extract()} ${operator} ?, 0)`;
+      params.push(c.value);
+      return sql;
+    }
+  }
+}
+
+/**
+ * The store contract on SQLite. `sqlite(...)` builds one.
+ *
+ * @example `const store = new SqliteStore(new SqliteConnection('./cairn.db'));`
+ */
+export class SqliteStore extends BaseStore {
   readonly engine = 'sqlite';
+  readonly capabilities: StoreCapabilities = { ttl: true, sweep: true, filters: true, crossProcess: true };
 
-  constructor(private readonly conn: SqliteConnection) {}
-
-  private row(ns: string, key: string): Row | undefined {
-    return this.conn.stmt('SELECT * FROM cairn_store WHERE ns = ? AND key = ?').get(ns, key) as Row | undefined;
+  constructor(private readonly conn: SqliteConnection) {
+    super();
   }
 
-  async get<T>(namespace: string[], key: string): Promise<StoreItem<T> | null> {
-    const ns = encodeNamespace(namespace);
-    checkStoreKey(key);
-    const row = this.conn.run('store.get', () => this.row(ns, key));
-    return row && !row.deleted ? toItem<T>(row) : null;
+  private row(ns: string, key: string): StoredRow | null {
+    const row = this.conn.stmt('SELECT * FROM cairn_store WHERE ns = ? AND key = ?').get(ns, key) as Row | undefined;
+    return row ? fromRow(row) : null;
   }
 
-  async put<T>(namespace: string[], key: string, value: T, options: PutOptions = {}): Promise<StoreItem<T>> {
-    const ns = encodeNamespace(namespace);
-    checkStoreKey(key);
-    const text = encode(value, `store ${namespace.join('/')}/${key}`);
-    return this.conn.writeTransaction('store.put', () => {
-          const row = this.row(ns, key);
-          const live = row && !row.deleted ? row : undefined;
-          if (live && options.idempotencyKey !== undefined && live.last_write_key === options.idempotencyKey) return toItem<T>(live);
-          const current = live?.version ?? 0;
-          if (options.ifVersion !== undefined && options.ifVersion !== current) {
-            throw new VersionConflictError(namespace, key, options.ifVersion, current, { engine: this.engine });
-          }
-          const now = Date.now();
+  protected async readRow(ns: string, key: string): Promise<StoredRow | null> {
+    return this.conn.run('store.get', () => this.row(ns, key));
+  }
+
+  protected async applyOps(ops: PreparedOp[], now: number): Promise<StoreOpResult[]> {
+    return this.conn.writeTransaction(ops.length === 1 ? `store.${ops[0]!.kind}` : 'store.batch', () =>
+      ops.map((op, index) => {
+        const step = decide(op, this.row(op.ns, op.key), now, this.engine, index);
+        if (step.kind === 'write') {
+          const r = step.row;
           this.conn
             .stmt(
-              `INSERT INTO cairn_store (ns, key, value, version, deleted, last_write_key, created_at, updated_at) VALUES (?, ?, ?, 1, 0, ?, ?, ?)
-               ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, version = version + 1, deleted = 0,
-                 last_write_key = excluded.last_write_key, updated_at = excluded.updated_at,
-                 created_at = CASE WHEN deleted THEN excluded.created_at ELSE created_at END`,
+              `INSERT INTO cairn_store (ns, key, value, version, deleted, last_write_key, created_at, updated_at, expires_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, version = excluded.version, deleted = excluded.deleted,
+                 last_write_key = excluded.last_write_key, created_at = excluded.created_at, updated_at = excluded.updated_at,
+                 expires_at = excluded.expires_at`,
             )
-            .run(ns, key, text, options.idempotencyKey ?? null, now, now);
-          return toItem<T>(this.row(ns, key)!);
-    });
-  }
-
-  async delete(namespace: string[], key: string, options: { ifVersion?: number } = {}): Promise<boolean> {
-    const ns = encodeNamespace(namespace);
-    checkStoreKey(key);
-    return this.conn.writeTransaction('store.delete', () => {
-          const row = this.row(ns, key);
-          const current = row && !row.deleted ? row.version : 0;
-          if (options.ifVersion !== undefined && options.ifVersion !== current) {
-            throw new VersionConflictError(namespace, key, options.ifVersion, current, { engine: this.engine });
+            .run(r.ns, r.key, r.value, r.version, r.deleted ? 1 : 0, r.lastWriteKey, r.createdAt, r.updatedAt, r.expiresAt);
+          const o = step.overwrite;
+          if (o) {
+            this.conn
+              .stmt(
+                `INSERT INTO cairn_store_overwrites (ns, key, operation, expected_version, overwritten_version, overwritten_value, overwritten_updated_at, version, at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+              )
+              .run(o.ns, o.key, o.operation, o.expectedVersion, o.overwritten?.version ?? null, o.overwritten?.value ?? null, o.overwritten?.updatedAt ?? null, o.version, o.at);
           }
-          if (!row || row.deleted) return false;
-          this.conn.stmt(`UPDATE cairn_store SET deleted = 1, value = 'null', last_write_key = NULL, updated_at = ? WHERE ns = ? AND key = ?`).run(Date.now(), ns, key);
-          return true;
-    });
+        }
+        return step.result;
+      }),
+    );
   }
 
-  async list(prefix: string[], options: { limit?: number } = {}): Promise<StoreItem[]> {
-    const ns = encodeNamespace(prefix);
-    // A prefix scan as a range on the primary key. A stored namespace ends with the
-    // separator U+001F, so everything under `ns` sorts in [ns, ns with its last
-    // U+001F raised to U+0020): bounded at label boundaries, whatever the labels hold.
-    const upper = ns === '' ? null : ns.slice(0, -1) + '\u0020';
-    const rows = this.conn.run('store.list', () =>
-      this.conn
-        .stmt('SELECT * FROM cairn_store WHERE ns >= ? AND (? IS NULL OR ns < ?) AND deleted = 0 ORDER BY ns, key LIMIT ?')
-        .all(ns, upper, upper, options.limit ?? -1) as Row[],
+  protected async scan(query: ScanQuery): Promise<StoredRow[]> {
+    const upper = upperBound(query.ns);
+    const params: unknown[] = [query.ns, upper, upper, query.now];
+    let sql = `SELECT * FROM cairn_store WHERE ns >= ? AND (? IS NULL OR ns < ?) AND ${LIVE}`;
+    if (query.after) {
+      sql += ' AND (ns > ? OR (ns = ? AND key > ?))';
+      params.push(query.after.ns, query.after.ns, query.after.key);
+    }
+    for (const condition of query.conditions) sql += ` AND ${conditionSql(condition, params)}`;
+    sql += ' ORDER BY ns, key LIMIT ? OFFSET ?';
+    params.push(query.limit ?? -1, query.offset);
+    // Filtered texts vary with the filter's shape: prepared per call, not cached.
+    const rows = this.conn.run('store.search', () =>
+      (query.conditions.length ? this.conn.db.prepare(sql) : this.conn.stmt(sql)).all(...params) as Row[],
     );
-    return rows.map((row) => toItem(row));
+    return rows.map(fromRow);
+  }
+
+  protected async scanNamespaces(ns: string, now: number): Promise<string[]> {
+    const upper = upperBound(ns);
+    return this.conn.run('store.listNamespaces', () =>
+      this.conn.stmt(`SELECT DISTINCT ns FROM cairn_store WHERE ns >= ? AND (? IS NULL OR ns < ?) AND ${LIVE} ORDER BY ns`).pluck().all(ns, upper, upper, now) as string[],
+    );
+  }
+
+  protected async sweep(now: number): Promise<number> {
+    return this.conn.writeTransaction('store.sweepExpired', () =>
+      this.conn
+        .stmt(`UPDATE cairn_store SET deleted = 1, value = 'null', last_write_key = NULL, updated_at = ?, expires_at = NULL WHERE deleted = 0 AND expires_at <= ?`)
+        .run(now, now).changes,
+    );
+  }
+
+  protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {
+    const upper = upperBound(ns);
+    const rows = this.conn.run('store.listOverwrites', () =>
+      this.conn
+        .stmt('SELECT * FROM cairn_store_overwrites WHERE ns >= ? AND (? IS NULL OR ns < ?) AND id > ? ORDER BY id LIMIT ?')
+        .all(ns, upper, upper, afterId, limit ?? -1) as OverwriteSqlRow[],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      ns: r.ns,
+      key: r.key,
+      operation: r.operation,
+      expectedVersion: r.expected_version,
+      overwritten: r.overwritten_version === null ? null : { value: r.overwritten_value!, version: r.overwritten_version, updatedAt: r.overwritten_updated_at! },
+      version: r.version,
+      at: r.at,
+    }));
   }
 }

@@ -1,0 +1,281 @@
+/**
+ * @module store/base-store
+ * What every store engine shares: validation of everything a call names before
+ * storage is touched, declared merge rules, the `update` compare-and-set loop, the
+ * merge-function loop, paging, namespace listing and the access-policy views. An
+ * engine extends {@link BaseStore} and implements six storage primitives; every
+ * write decision inside them is made by `decide` (store/rows).
+ *
+ * @example
+ * ```ts
+ * class MyStore extends BaseStore {
+ *   readonly engine = 'mine';
+ *   readonly capabilities = { ttl: true, sweep: true, filters: true, crossProcess: false };
+ *   protected async readRow(ns, key) { ... }
+ *   protected async applyOps(ops, now) { ... }   // one transaction: decide() each op, write its row
+ *   ...
+ * }
+ * ```
+ */
+import type {
+  AccessPolicy,
+  DeleteOptions,
+  ListNamespacesOptions,
+  ListOverwritesOptions,
+  MergeRule,
+  NamespaceDeclaration,
+  OverwriteRecord,
+  PutOptions,
+  ScopedStore,
+  SearchOptions,
+  Store,
+  StoreCapabilities,
+  StoreItem,
+  StoreOp,
+  StoreOpResult,
+  StorePage,
+  UpdateOptions,
+} from '../contracts/store.js';
+import { encode } from '../codec/tagged-json.js';
+import { InvalidOptionError, UpdateConflictError, VersionConflictError } from '../errors.js';
+import { checkStoreKey, decodeNamespace, encodeNamespace } from '../internal/keys.js';
+import { parseFilter, type Condition } from './filter.js';
+import { MergeRules } from './merge-rules.js';
+import { scopedStore } from './policy.js';
+import { conflictIndex, decodeCursor, encodeCursor, isLive, toItem, toOverwriteRecord, type OverwriteRow, type PreparedOp, type StoredRow } from './rows.js';
+
+/** A search as engines run it: live rows under `ns`, matching, after `after`, ordered by (ns, key) in code point order. */
+export interface ScanQuery {
+  /** Encoded prefix ('' for everything). */
+  ns: string;
+  now: number;
+  conditions: Condition[];
+  after: { ns: string; key: string } | null;
+  offset: number;
+  /** Rows to return at most, or null for all. */
+  limit: number | null;
+}
+
+const DEFAULT_MAX_RETRIES = 64;
+/** Rounds of a merge function against other writers before giving up. */
+const MERGE_ROUNDS = 64;
+/** About a century: a longer ttl is a mistake (or a unit error). */
+const MAX_TTL_MS = 100 * 365 * 24 * 3600 * 1000;
+
+function nonNegativeInteger(name: string, value: unknown, { positive = false, max = Number.MAX_SAFE_INTEGER } = {}): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < (positive ? 1 : 0) || value > max) {
+    throw new InvalidOptionError(`${name} must be ${positive ? 'a positive' : 'a non-negative'} integer${max < Number.MAX_SAFE_INTEGER ? ` up to ${max}` : ''}, got ${String(value)}.`);
+  }
+  return value;
+}
+
+/** The store contract over six storage primitives. Engines extend it. */
+export abstract class BaseStore implements Store {
+  abstract readonly engine: string;
+  abstract readonly capabilities: StoreCapabilities;
+  private readonly rules = new MergeRules();
+  private policy: AccessPolicy | null = null;
+
+  /** The item's row, deleted or expired ones included, or null if it never existed. */
+  protected abstract readRow(ns: string, key: string): Promise<StoredRow | null>;
+  /**
+   * Applies `ops` in one transaction, in order: for each, read its row (as left by the
+   * earlier ops, locked where concurrent writers could interleave), call `decide`, write
+   * the row and overwrite record it returns. A throw (a conflict from `decide`) rolls back all.
+   */
+  protected abstract applyOps(ops: PreparedOp[], now: number): Promise<StoreOpResult[]>;
+  protected abstract scan(query: ScanQuery): Promise<StoredRow[]>;
+  /** Distinct encoded namespaces under `ns` with at least one live row, in code point order. */
+  protected abstract scanNamespaces(ns: string, now: number): Promise<string[]>;
+  /** Turns rows expired at `now` into tombstones; returns how many. */
+  protected abstract sweep(now: number): Promise<number>;
+  /** Overwrite records under `ns` with an id above `afterId`, by id. */
+  protected abstract readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]>;
+
+  // ---------------------------------------------------------------- configuration
+
+  declare(prefix: string[], declaration: NamespaceDeclaration): void {
+    this.rules.declare(prefix, declaration);
+  }
+
+  mergeRuleOf(namespace: string[]): MergeRule {
+    return this.rules.of(namespace);
+  }
+
+  setPolicy(policy: AccessPolicy | null): void {
+    if (policy !== null && typeof policy !== 'function') throw new InvalidOptionError('setPolicy() takes a function (principal, namespace, operation) => "allow" | "deny", or null.');
+    this.policy = policy;
+  }
+
+  as(principal: string | null): ScopedStore {
+    return scopedStore(this, () => this.policy, principal);
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  async get<T>(namespace: string[], key: string): Promise<StoreItem<T> | null> {
+    const ns = encodeNamespace(namespace);
+    checkStoreKey(key);
+    const row = await this.readRow(ns, key);
+    return isLive(row, Date.now()) ? toItem<T>(row) : null;
+  }
+
+  async search<T>(prefix: string[], options: SearchOptions = {}): Promise<StorePage<T>> {
+    const ns = encodeNamespace(prefix);
+    const conditions = parseFilter(options.filter);
+    const limit = options.limit === undefined ? null : nonNegativeInteger('limit', options.limit, { positive: true });
+    const offset = options.offset === undefined ? 0 : nonNegativeInteger('offset', options.offset);
+    const after = options.cursor === undefined || options.cursor === null ? null : decodeCursor(String(options.cursor));
+    // One row more than asked says whether another page exists.
+    const rows = await this.scan({ ns, now: Date.now(), conditions, after, offset, limit: limit === null ? null : limit + 1 });
+    const page = limit === null ? rows : rows.slice(0, limit);
+    const more = limit !== null && rows.length > limit;
+    return { items: page.map((row) => toItem<T>(row)), cursor: more ? encodeCursor(page[page.length - 1]!) : null };
+  }
+
+  async list<T>(prefix: string[], options: SearchOptions = {}): Promise<StoreItem<T>[]> {
+    return (await this.search<T>(prefix, options)).items;
+  }
+
+  async listNamespaces(options: ListNamespacesOptions = {}): Promise<string[][]> {
+    const ns = encodeNamespace(options.prefix ?? []);
+    const depth = options.maxDepth === undefined ? null : nonNegativeInteger('maxDepth', options.maxDepth, { positive: true });
+    const limit = options.limit === undefined ? null : nonNegativeInteger('limit', options.limit, { positive: true });
+    const offset = options.offset === undefined ? 0 : nonNegativeInteger('offset', options.offset);
+    const found: string[][] = [];
+    let last: string[] | undefined;
+    // Engines return encoded namespaces in order; cutting to a depth keeps that order
+    // (the separator sorts below every label character), so duplicates are adjacent.
+    for (const encoded of await this.scanNamespaces(ns, Date.now())) {
+      let labels = decodeNamespace(encoded);
+      if (depth !== null && labels.length > depth) labels = labels.slice(0, depth);
+      if (last && last.length === labels.length && last.every((l, i) => l === labels[i])) continue;
+      found.push(labels);
+      last = labels;
+    }
+    return found.slice(offset, limit === null ? undefined : offset + limit);
+  }
+
+  async listOverwrites(prefix: string[], options: ListOverwritesOptions = {}): Promise<OverwriteRecord[]> {
+    const ns = encodeNamespace(prefix);
+    const limit = options.limit === undefined ? null : nonNegativeInteger('limit', options.limit, { positive: true });
+    const afterId = options.afterId === undefined ? 0 : nonNegativeInteger('afterId', options.afterId);
+    return (await this.readOverwrites(ns, afterId, limit)).map(toOverwriteRecord);
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  async put<T>(namespace: string[], key: string, value: T, options: PutOptions = {}): Promise<StoreItem<T>> {
+    const [item] = await this.write([{ op: 'put', namespace, key, value, ...options }]);
+    return item as StoreItem<T>;
+  }
+
+  async delete(namespace: string[], key: string, options: DeleteOptions = {}): Promise<boolean> {
+    const [existed] = await this.write([{ op: 'delete', namespace, key, ...options }]);
+    return existed as boolean;
+  }
+
+  async batch(ops: StoreOp[]): Promise<StoreOpResult[]> {
+    if (!Array.isArray(ops)) throw new InvalidOptionError('batch() takes an array of operations.');
+    if (ops.length === 0) return [];
+    return this.write(ops);
+  }
+
+  async update<T>(
+    namespace: string[],
+    key: string,
+    fn: (current: T | undefined, item: StoreItem<T> | null) => T | Promise<T>,
+    options: UpdateOptions = {},
+  ): Promise<StoreItem<T>> {
+    encodeNamespace(namespace);
+    checkStoreKey(key);
+    if (typeof fn !== 'function') throw new InvalidOptionError('update() takes a function (current) => next.');
+    const maxRetries = options.maxRetries === undefined ? DEFAULT_MAX_RETRIES : nonNegativeInteger('maxRetries', options.maxRetries);
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.get<T>(namespace, key);
+      const next = await fn(current ? current.value : undefined, current);
+      const expected = current?.version ?? 0;
+      try {
+        // Always a strict compare-and-set, whatever the namespace's rule: the function
+        // itself is the merge, applied again to the newer value when a round is lost.
+        const [item] = await this.write([{ op: 'put', namespace, key, value: next, ifVersion: expected, ...pick(options) }], true);
+        return item as StoreItem<T>;
+      } catch (error) {
+        if (!VersionConflictError.is(error)) throw error;
+        if (attempt >= maxRetries) throw new UpdateConflictError(namespace, key, attempt + 1, { engine: this.engine });
+        options.onRetry?.({ attempt: attempt + 1, expected, actual: error.actual });
+      }
+    }
+  }
+
+  async sweepExpired(): Promise<number> {
+    return this.sweep(Date.now());
+  }
+
+  /**
+   * Validates and encodes `ops`, applies them in one transaction, and settles conflicts by
+   * each namespace's merge rule: `lastWins` inside the transaction (it overwrites and keeps
+   * a record), a merge function here (merge with the current value, try again).
+   * `strict` makes every conflict a VersionConflictError (update's own loop).
+   */
+  private async write(ops: StoreOp[], strict = false): Promise<StoreOpResult[]> {
+    const prepared = ops.map((op, i) => this.prepare(op, i, strict));
+    for (let round = 1; ; round++) {
+      try {
+        return await this.applyOps(prepared, Date.now());
+      } catch (error) {
+        if (!VersionConflictError.is(error) || strict) throw error;
+        const index = conflictIndex.get(error as VersionConflictError);
+        const op = index === undefined ? undefined : prepared[index];
+        const rule = op?.kind === 'put' ? this.rules.of(op.namespace) : undefined;
+        if (!op || op.kind !== 'put' || typeof rule !== 'function') throw error;
+        if (round >= MERGE_ROUNDS) throw new UpdateConflictError(op.namespace, op.key, round, { engine: this.engine });
+        const current = await this.get(op.namespace, op.key);
+        const incoming = (ops[index!] as { value: unknown }).value;
+        const merged = rule(current ? current.value : undefined, incoming, { namespace: [...op.namespace], key: op.key, currentVersion: current?.version ?? 0 });
+        prepared[index!] = { ...op, text: encode(merged, `merged store ${op.namespace.join('/')}/${op.key}`), ifVersion: current?.version ?? 0 };
+      }
+    }
+  }
+
+  private prepare(op: StoreOp, index: number, strict: boolean): PreparedOp {
+    if (typeof op !== 'object' || op === null) throw new InvalidOptionError(`batch op ${index} is not an object.`);
+    const namespace = op.namespace;
+    const ns = encodeNamespace(namespace);
+    checkStoreKey(op.key);
+    const where = `${namespace.join('/')}/${op.key}`;
+    const ifVersion = (v: unknown) => (v === undefined ? undefined : nonNegativeInteger(`ifVersion of ${where}`, v));
+    const copy = [...namespace];
+    switch (op.op) {
+      case 'check':
+        return { kind: 'check', namespace: copy, ns, key: op.key, version: nonNegativeInteger(`version of check ${where}`, op.version) };
+      case 'delete':
+        return { kind: 'delete', namespace: copy, ns, key: op.key, ifVersion: ifVersion(op.ifVersion), onConflict: !strict && this.rules.of(namespace) === 'lastWins' ? 'overwrite' : 'reject' };
+      case 'put': {
+        if (op.idempotencyKey !== undefined && (typeof op.idempotencyKey !== 'string' || op.idempotencyKey === '')) {
+          throw new InvalidOptionError(`idempotencyKey of ${where} must be a non-empty string.`);
+        }
+        return {
+          kind: 'put',
+          namespace: copy,
+          ns,
+          key: op.key,
+          text: encode(op.value, `store ${where}`),
+          ifVersion: ifVersion(op.ifVersion),
+          idempotencyKey: op.idempotencyKey ?? null,
+          ttlMs: op.ttlMs === undefined ? null : nonNegativeInteger(`ttlMs of ${where}`, op.ttlMs, { positive: true, max: MAX_TTL_MS }),
+          onConflict: !strict && this.rules.of(namespace) === 'lastWins' ? 'overwrite' : 'reject',
+        };
+      }
+      default:
+        throw new InvalidOptionError(`batch op ${index}: unknown op ${JSON.stringify((op as { op?: unknown }).op)} (put, delete or check).`);
+    }
+  }
+}
+
+function pick(options: UpdateOptions): Pick<PutOptions, 'ttlMs' | 'idempotencyKey'> {
+  return {
+    ...(options.ttlMs !== undefined ? { ttlMs: options.ttlMs } : {}),
+    ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
+  };
+}
