@@ -31,13 +31,15 @@ import {
   RecursionLimitError,
   RunCancelledError,
   RunInProgressError,
+  StaleReadError,
+  StaleReadLimitError,
   ThreadInterruptedError,
   ThreadNotInterruptedError,
   type ErrorPlace,
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
 import type { StateSchema } from '../state/schema.js';
-import { TaskScope } from './context.js';
+import { MAX_STALE_RERUNS, TaskScope, findStaleRead, type ValidatedRead } from './context.js';
 import type { EventSink } from './events.js';
 import { START, nextNodes, type GraphSpec, type NodeSpec } from './graph.js';
 import { materialize, type AppendCursor, type LoadedPosition } from './materialize.js';
@@ -70,6 +72,8 @@ interface TaskResult {
   records: CallRef[];
   effects: CallRef[];
   interrupts: unknown[];
+  /** Store reads made with validateAtCommit: checked again just before the step commits. */
+  reads?: ValidatedRead[];
 }
 
 interface Task {
@@ -377,6 +381,20 @@ export class Run {
     }
 
     const results = await this.runTasks(tasks);
+    // validateAtCommit: a task's store reads may have gone stale while it or a sibling was
+    // still running. Check them all just before the commit and run the tasks whose reads
+    // changed again, on fresh data (bounded). Only the commit's own round trip is left uncovered.
+    for (let round = 0; ; round++) {
+      const stale = await Promise.all(results.map((r) => findStaleRead(this.settings.engine.store, r.reads ?? [], place)));
+      const first = stale.findIndex((s) => s !== null);
+      if (first < 0) break;
+      if (round >= MAX_STALE_RERUNS) throw new StaleReadLimitError(tasks[first]!.node.name, round, stale[first]!, place);
+      for (const [i, s] of stale.entries()) {
+        if (!s) continue;
+        await this.settings.engine.ledger.discardRecords(this.lease.threadId, results[i]!.records.map((r) => r.key));
+        results[i] = await this.runTask(tasks[i]!);
+      }
+    }
     const writers: Writer[] = tasks.map((task, i) => ({ name: task.node.name, writes: results[i]!.writes }));
     const merged = await mergeWrites(schema, this.state, writers, place);
     const ran = tasks.map((t) => t.node.name);
@@ -437,7 +455,7 @@ export class Run {
     const base = this.head!.position;
     const policy = resolveRetry(settings.retry, task.node.options.retry);
     const place = { ...this.place, seq: base.seq };
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1, staleReruns = 0; ; attempt++) {
       const scope = new TaskScope({
         threadId: this.lease.threadId,
         ns: '',
@@ -449,6 +467,7 @@ export class Run {
         signal: settings.signal,
         ledger: settings.engine.ledger,
         store: settings.engine.store,
+        principal: this.thread.tenant,
         artifacts: settings.artifacts,
         emit: settings.emit,
         place,
@@ -457,10 +476,21 @@ export class Run {
       try {
         const writes = await task.node.fn(settings.schema.view(this.state) as never, scope);
         await scope.settle();
-        return { writes: writes ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts };
+        return { writes: writes ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts, reads: scope.validatedReads };
       } catch (error) {
         await scope.settle();
         if (NeedsAttentionError.is(error)) throw error;
+        // A store write found a validateAtCommit read stale (nothing was written): run the
+        // node again on fresh data as the same attempt, with its recorded outputs discarded.
+        if (StaleReadError.is(error)) {
+          if (staleReruns < MAX_STALE_RERUNS) {
+            staleReruns++;
+            await settings.engine.ledger.discardRecords(this.lease.threadId, scope.recordKeys);
+            attempt--;
+            continue;
+          }
+          error = new StaleReadLimitError(task.node.name, staleReruns, error, place);
+        }
         // A node stopped by the run's signal did not fail: the step is redone on resume.
         if (settings.signal.aborted) this.checkSignal();
         const willRetry = attempt < policy.maxAttempts && policy.retryOn(error) && !settings.signal.aborted;
