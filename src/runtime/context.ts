@@ -30,6 +30,7 @@ import {
   type ErrorPlace,
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
+import { backoff } from '../store/base-store.js';
 import type { EffectMode, EventSink } from './events.js';
 import type { CallRef } from './position.js';
 
@@ -451,6 +452,7 @@ export class TaskScope implements NodeContext {
               } catch (error) {
                 if (!VersionConflictError.is(error)) throw error;
                 if (attempt >= maxRetries) throw new UpdateConflictError(namespace, key, attempt + 1, this.options.place);
+                await backoff(attempt + 1);
               }
             }
           },

@@ -204,6 +204,7 @@ export abstract class BaseStore implements Store {
         if (!VersionConflictError.is(error)) throw error;
         if (attempt >= maxRetries) throw new UpdateConflictError(namespace, key, attempt + 1, { engine: this.engine });
         options.onRetry?.({ attempt: attempt + 1, expected, actual: error.actual });
+        await backoff(attempt + 1);
       }
     }
   }
@@ -230,6 +231,7 @@ export abstract class BaseStore implements Store {
         const rule = op?.kind === 'put' ? this.rules.of(op.namespace) : undefined;
         if (!op || op.kind !== 'put' || typeof rule !== 'function') throw error;
         if (round >= MERGE_ROUNDS) throw new UpdateConflictError(op.namespace, op.key, round, { engine: this.engine });
+        if (round > 1) await backoff(round - 1);
         const current = await this.get(op.namespace, op.key);
         const incoming = (ops[index!] as { value: unknown }).value;
         const merged = rule(current ? current.value : undefined, incoming, { namespace: [...op.namespace], key: op.key, currentVersion: current?.version ?? 0 });
@@ -271,6 +273,16 @@ export abstract class BaseStore implements Store {
         throw new InvalidOptionError(`batch op ${index}: unknown op ${JSON.stringify((op as { op?: unknown }).op)} (put, delete or check).`);
     }
   }
+}
+
+/**
+ * A random pause before round `lost + 1`, growing with each lost round (up to ~50 ms).
+ * Without it two tight loops can fall into step, the same one always reading just
+ * before the other commits and losing every round (seen on PostgreSQL: 65 in a row).
+ */
+export function backoff(lost: number): Promise<void> {
+  const ms = Math.random() * Math.min(50, 2 ** (lost - 1));
+  return new Promise((resolve) => (ms < 1 ? setImmediate(resolve) : setTimeout(resolve, ms)));
 }
 
 function pick(options: UpdateOptions): Pick<PutOptions, 'ttlMs' | 'idempotencyKey'> {
