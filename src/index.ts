@@ -33,7 +33,17 @@ export { App } from './runtime/app.js';
 export { Worker } from './runtime/worker.js';
 export type { WorkerOptions, WorkerRunReport } from './runtime/worker.js';
 export type { CompileOptions, RunOptions, RunResult, PositionInfo, ResumeOptions, ForkOptions } from './runtime/app.js';
-export type { NodeContext, EffectSpec, NodeStore } from './runtime/context.js';
+export type { NodeContext, EffectSpec, NodeStore, NodeWriteOptions, ValidatedRead } from './runtime/context.js';
+export { MAX_STALE_RERUNS } from './runtime/context.js';
+export { tenantPrefixPolicy } from './store/policy.js';
+export type { TenantPrefixPolicyOptions } from './store/policy.js';
+// For store engines outside cairn: extend BaseStore, decide() every write.
+export { BaseStore } from './store/base-store.js';
+export type { ScanQuery } from './store/base-store.js';
+export { decide, isLive } from './store/rows.js';
+export type { StoredRow, PreparedOp, OverwriteDraft, OverwriteRow, Step as StoreStep } from './store/rows.js';
+export { parseFilter, matches } from './store/filter.js';
+export type { Condition as FilterCondition } from './store/filter.js';
 export type { RunEvent, EventSink, EffectMode } from './runtime/events.js';
 export type { RetryPolicy } from './runtime/retry.js';
 export { DEFAULT_RETRY } from './runtime/retry.js';
