@@ -42,6 +42,7 @@ function contender(args: string[]): Promise<Report> {
 }
 
 async function race(engine: Engine, args: (startAt: string) => string[][], label: string): Promise<void> {
+  expect(engine.store.capabilities.crossProcess, `${label} declares crossProcess`).toBe(true);
   const startAt = String(Date.now() + 800);
   const started = Date.now();
   const reports = await Promise.all(args(startAt).map(contender));
