@@ -84,19 +84,74 @@ export function verifyBytes(ref: ArtifactRef, bytes: Uint8Array, backend: string
   return bytes;
 }
 
-/** Splits a ref id into its kind and name, validating it. */
-export function parseRefId(id: string): { kind: 'content'; digest: string } | { kind: 'key'; key: string } {
-  if (typeof id === 'string' && id.startsWith(CONTENT_PREFIX)) {
-    const digest = id.slice(CONTENT_PREFIX.length);
+export const TENANT_PREFIX = 'tenant:';
+
+/** Half of a UTF-16 surrogate pair on its own: not encodable as UTF-8. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Validates a tenant name: 1–256 characters, no control characters. */
+export function checkTenant(tenant: unknown): asserts tenant is string {
+  // eslint-disable-next-line no-control-regex
+  if (typeof tenant !== 'string' || tenant.length === 0 || tenant.length > 256 || /[\u0000-\u001f\u007f]/.test(tenant) || LONE_SURROGATE.test(tenant)) {
+    throw new InvalidKeyError(`a tenant must be a string of 1 to 256 characters without control characters, got ${describeValue(tenant)}.`);
+  }
+}
+
+/** The parts of a ref id: its tenant (null when unscoped), and a digest or a key. */
+export type ParsedRefId = ({ kind: 'content'; digest: string } | { kind: 'key'; key: string }) & { tenant: string | null };
+
+/** The ref id of bytes stored by content (`key` undefined) or under a key, in a tenant or not. */
+export function formatRefId(tenant: string | null, kind: 'content' | 'key', name: string): string {
+  const inner = kind === 'content' ? CONTENT_PREFIX + name : KEY_PREFIX + name;
+  return tenant === null ? inner : `${TENANT_PREFIX}${encodeURIComponent(tenant)}/${inner}`;
+}
+
+/** Splits a ref id into its tenant, kind and name, validating each part. */
+export function parseRefId(id: unknown): ParsedRefId {
+  let tenant: string | null = null;
+  let rest = id;
+  if (typeof id === 'string' && id.startsWith(TENANT_PREFIX)) {
+    const slash = id.indexOf('/', TENANT_PREFIX.length);
+    const encoded = slash < 0 ? '' : id.slice(TENANT_PREFIX.length, slash);
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(encoded);
+    } catch {
+      throw new InvalidKeyError(`artifact id ${describeValue(id)} has a malformed tenant.`);
+    }
+    checkTenant(decoded);
+    // One spelling per tenant: "a%62" and "ab" must not be two ids for one artifact.
+    if (encodeURIComponent(decoded) !== encoded) throw new InvalidKeyError(`artifact id ${describeValue(id)} spells its tenant in a non-canonical way.`);
+    tenant = decoded;
+    rest = id.slice(slash + 1);
+  }
+  if (typeof rest === 'string' && rest.startsWith(CONTENT_PREFIX)) {
+    const digest = rest.slice(CONTENT_PREFIX.length);
     checkDigest(digest);
-    return { kind: 'content', digest };
+    return { tenant, kind: 'content', digest };
   }
-  if (typeof id === 'string' && id.startsWith(KEY_PREFIX)) {
-    const key = id.slice(KEY_PREFIX.length);
+  if (typeof rest === 'string' && rest.startsWith(KEY_PREFIX)) {
+    const key = rest.slice(KEY_PREFIX.length);
     checkArtifactKey(key);
-    return { kind: 'key', key };
+    return { tenant, kind: 'key', key };
   }
-  throw new InvalidKeyError(`artifact id ${describeValue(id)} is neither "sha256:<digest>" nor "key:<key>".`);
+  throw new InvalidKeyError(`artifact id ${describeValue(id)} is neither "sha256:<digest>" nor "key:<key>" (optionally behind "tenant:<tenant>/").`);
+}
+
+/** Validates put metadata: at most 64 pairs of `[a-z0-9_-]{1,64}` names and string values, 8 KiB in all. */
+export function checkMetadata(metadata: unknown): asserts metadata is Record<string, string> {
+  if (metadata === undefined) return;
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
+    throw new InvalidKeyError(`artifact metadata must be an object of string values, got ${describeValue(metadata)}.`);
+  }
+  const entries = Object.entries(metadata);
+  let size = 0;
+  for (const [name, value] of entries) {
+    if (!/^[a-z0-9_-]{1,64}$/.test(name)) throw new InvalidKeyError(`artifact metadata name ${describeValue(name)} must be 1 to 64 of a-z 0-9 _ -.`);
+    if (typeof value !== 'string' || LONE_SURROGATE.test(value)) throw new InvalidKeyError(`artifact metadata "${name}" must be a string, got ${describeValue(value)}.`);
+    size += name.length + Buffer.byteLength(value);
+  }
+  if (entries.length > 64 || size > 8192) throw new InvalidKeyError(`artifact metadata holds ${entries.length} pairs and ${size} bytes; the limits are 64 pairs and 8192 bytes.`);
 }
 
 /** True for a value shaped like an {@link ArtifactRef}. */

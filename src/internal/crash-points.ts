@@ -18,6 +18,14 @@ export const CRASH_POINTS = [
   'before-intent',
   'after-intent',
   'before-effect',
+  // Inside an artifact write (often the effect itself): bytes half staged, staged
+  // and synced, blob in place without a ref, ref written but not yet returned.
+  'artifact-mid-stage',
+  'artifact-after-stage',
+  'artifact-after-blob',
+  'artifact-after-ref',
+  // Inside a collector's delete: the artifact set aside, not yet removed or restored.
+  'artifact-gc-tomb',
   'after-effect',
   'before-outcome',
   'after-outcome',

@@ -20,7 +20,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
-import { ArtifactIntegrityError, ArtifactNotFoundError, InvalidKeyError } from '../errors.js';
+import { listArtifacts } from '../artifacts/helpers.js';
+import { readAll } from '../artifacts/streams.js';
+import { AccessDeniedError, ArtifactIntegrityError, ArtifactNotFoundError, InvalidKeyError } from '../errors.js';
 
 /** Options of {@link artifactStoreSuite}. */
 export interface ArtifactStoreSuiteOptions<S extends ArtifactStore> {
@@ -210,7 +212,7 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         const first = await store.put(pattern(64, 2), { mediaType: 'application/octet-stream' });
         const second = await store.put(pattern(64, 2), { mediaType: 'application/octet-stream' });
         expect(second).toEqual(first);
-        expect(await store.list()).toEqual([first]);
+        expect(await listRefs(store)).toEqual([first]);
       });
 
       it('returns the first ref when identical bytes come back with another media type', async () => {
@@ -223,7 +225,7 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         const a = await store.put('a', { mediaType: 'text/plain' });
         const b = await store.put('b', { mediaType: 'text/plain' });
         expect(a.id).not.toBe(b.id);
-        expect(await store.list()).toHaveLength(2);
+        expect(await listRefs(store)).toHaveLength(2);
       });
 
       it('stores a string as its UTF-8 bytes', async () => {
@@ -245,7 +247,7 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
       it('rejects a malformed media type with InvalidKeyError', async () => {
         await expect(store.put('x', { mediaType: 'not a media type' })).rejects.toMatchObject({ code: InvalidKeyError.code });
         await expect(store.putNamed('k', 'x', { mediaType: '' })).rejects.toMatchObject({ code: InvalidKeyError.code });
-        expect(await store.list()).toEqual([]);
+        expect(await listRefs(store)).toEqual([]);
       });
     });
 
@@ -261,7 +263,7 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         const second = await store.putNamed('report', 'second, longer', { mediaType: 'text/csv' });
         expect(second).toEqual(first);
         expectSameBytes(await store.get(first), new TextEncoder().encode('first'));
-        expect(await store.list()).toEqual([first]);
+        expect(await listRefs(store)).toEqual([first]);
       });
 
       it('gives concurrent puts of one key a single ref, whose bytes get returns', async () => {
@@ -270,7 +272,7 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         for (const ref of refs) expect(ref).toEqual(refs[0]);
         const text = new TextDecoder().decode(await store.get(refs[0]!));
         expect(bodies).toContain(text);
-        expect(await store.list()).toEqual([refs[0]]);
+        expect(await listRefs(store)).toEqual([refs[0]]);
       });
 
       it('treats keys that differ only in case as different keys', async () => {
@@ -310,7 +312,7 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
           expect(ref, key).not.toBeNull();
           expect(new TextDecoder().decode(await store.get(ref!))).toBe(`body of ${key}`);
         }
-        expect((await store.list()).map((r) => r.id)).toEqual(keys.map((k) => `key:${k}`).sort(byString));
+        expect((await listRefs(store)).map((r) => r.id)).toEqual(keys.map((k) => `key:${k}`).sort(byString));
       });
     });
 
@@ -397,35 +399,245 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
     });
 
     describe.skipIf(!corrupt)(`integrity${corrupt ? '' : ' (skipped: no corrupt hook was given to the suite)'}`, () => {
-      const original = pattern(1000, 8);
+      // Bigger than one read chunk (256 KiB), so a stream delivers several chunks before the last.
+      const original = pattern(600_000, 8);
       // Same length as `original`, so only the digest can tell the two apart.
-      const other = pattern(1000, 9);
+      const other = pattern(600_000, 9);
       const damages: [string, (bytes: Uint8Array) => Uint8Array][] = [
-        ['had one bit flipped', (b) => Uint8Array.from(b, (v, i) => (i === 500 ? v ^ 0x01 : v))],
+        ['had one bit flipped in the middle', (b) => Uint8Array.from(b, (v, i) => (i === 300_000 ? v ^ 0x01 : v))],
+        ['had the last bit flipped', (b) => Uint8Array.from(b, (v, i) => (i === b.byteLength - 1 ? v ^ 0x80 : v))],
         ['were truncated by one byte', (b) => b.slice(0, -1)],
         ['had one byte appended', (b) => Uint8Array.from([...b, 0])],
         ["were swapped for another artifact's bytes", () => other],
         ['were emptied', () => new Uint8Array(0)],
       ];
-      const kinds: [string, (s: S) => Promise<ArtifactRef>][] = [
-        ['content', (s) => s.put(original, { mediaType: 'application/octet-stream' })],
-        ['named', (s) => s.putNamed('victim', original, { mediaType: 'application/octet-stream' })],
+      const kinds: [string, (s: S) => Promise<ArtifactRef>, (s: S) => ArtifactStore][] = [
+        ['content', (s) => s.put(original, { mediaType: 'application/octet-stream' }), (s) => s],
+        ['named', (s) => s.putNamed('victim', original, { mediaType: 'application/octet-stream' }), (s) => s],
+        ['tenant', (s) => s.forTenant('acme').putNamed('victim', original, { mediaType: 'application/octet-stream' }), (s) => s.forTenant('acme')],
       ];
-      for (const [kind, putOriginal] of kinds) {
+      const readers: [string, (s: ArtifactStore, ref: ArtifactRef) => Promise<{ bytes: number; error: unknown }>][] = [
+        ['get', (s, ref) => s.get(ref).then((b) => ({ bytes: b.byteLength, error: undefined }), (error: unknown) => ({ bytes: 0, error }))],
+        ['stream (verify before)', (s, ref) => s.stream(ref).then(drain, (error: unknown) => ({ bytes: 0, error }))],
+        ['stream (verify during)', (s, ref) => s.stream(ref, { verify: 'during' }).then(drain, (error: unknown) => ({ bytes: 0, error }))],
+      ];
+      for (const [kind, putOriginal, view] of kinds) {
         for (const [damage, apply] of damages) {
-          it(`get of a ${kind} artifact whose stored bytes ${damage} throws ArtifactIntegrityError`, async () => {
-            const ref = await putOriginal(store);
-            await store.put(other, { mediaType: 'application/octet-stream' });
-            await corrupt!(store, ref, apply(original.slice()));
-            const error = await store.get(ref).then(
-              (bytes) => new Error(`get returned ${bytes.byteLength} bytes instead of throwing`),
-              (err: unknown) => err,
-            );
-            expect(error).toMatchObject({ code: 'ERR_ARTIFACT_INTEGRITY' });
-            expect(ArtifactIntegrityError.is(error)).toBe(true);
-          });
+          for (const [reader, read] of readers) {
+            it(`${reader} of a ${kind} artifact whose stored bytes ${damage} throws ArtifactIntegrityError`, async () => {
+              const ref = await putOriginal(store);
+              await store.put(other, { mediaType: 'application/octet-stream' });
+              await corrupt!(store, ref, apply(original.slice()));
+              const { bytes, error } = await read(view(store), ref);
+              expect(error, `${reader} delivered ${bytes} bytes and ended cleanly`).toMatchObject({ code: 'ERR_ARTIFACT_INTEGRITY' });
+              expect(ArtifactIntegrityError.is(error)).toBe(true);
+              // `get` and a verify-before stream hand over nothing; a verify-during stream never the whole.
+              if (reader === 'stream (verify during)') expect(bytes).toBeLessThan(original.byteLength);
+              else expect(bytes).toBe(0);
+            });
+          }
         }
       }
+    });
+
+    describe('streaming', () => {
+      it('put takes a ReadableStream of many chunks and gives the same ref as the bytes', async () => {
+        const bytes = pattern(1_000_000, 11);
+        const source = chunked(bytes, 65_536);
+        const ref = await store.put(source.stream, { mediaType: 'application/octet-stream' });
+        expect(ref).toEqual({ id: `sha256:${sha256(bytes)}`, sha256: sha256(bytes), media_type: 'application/octet-stream', size_bytes: bytes.byteLength });
+        expectSameBytes(await store.get(ref), bytes);
+      });
+
+      it('put and putNamed take an AsyncIterable of chunks (strings count as UTF-8)', async () => {
+        const bytes = pattern(300_000, 12);
+        const ref = await store.putNamed('iterated', generate(bytes, 10_000), { mediaType: 'application/octet-stream' });
+        expect(ref.sha256).toBe(sha256(bytes));
+        async function* words() {
+          yield 'héllo ';
+          yield new TextEncoder().encode('wörld');
+        }
+        const text = await store.put(words(), { mediaType: 'text/plain' });
+        expect(new TextDecoder().decode(await store.get(text))).toBe('héllo wörld');
+      });
+
+      it('stream returns the verified bytes, in verify-before and verify-during modes', async () => {
+        const bytes = pattern(1_500_000, 13);
+        const ref = await store.put(bytes, { mediaType: 'application/octet-stream' });
+        expectSameBytes(await readAll(await store.stream(ref)), bytes);
+        expectSameBytes(await readAll(await store.stream(ref, { verify: 'during' })), bytes);
+        const empty = await store.put(new Uint8Array(0), { mediaType: 'application/octet-stream' });
+        expect((await readAll(await store.stream(empty))).byteLength).toBe(0);
+      });
+
+      it('stream of a ref that is not stored throws ArtifactNotFoundError when called', async () => {
+        const zeros = '0'.repeat(64);
+        await expect(store.stream({ id: `sha256:${zeros}`, sha256: zeros, media_type: 'text/plain', size_bytes: 1 })).rejects.toMatchObject({ code: ArtifactNotFoundError.code });
+      });
+
+      it('a stream can be cancelled part way', async () => {
+        const ref = await store.put(pattern(2_000_000, 14), { mediaType: 'application/octet-stream' });
+        const reader = (await store.stream(ref)).getReader();
+        expect((await reader.read()).done).toBe(false);
+        await reader.cancel();
+        expect((await store.get(ref)).byteLength).toBe(2_000_000);
+      });
+
+      it('putNamed of an existing key cancels the stream it was given, unread', async () => {
+        const first = await store.putNamed('kept/once', 'first', { mediaType: 'text/plain' });
+        const source = chunked(pattern(100_000, 15), 1000);
+        expect(await store.putNamed('kept/once', source.stream, { mediaType: 'text/plain' })).toEqual(first);
+        expect(source.pulls()).toBeLessThanOrEqual(1);
+        expect(source.cancelled()).toBe(true);
+      });
+
+      it('a source that fails mid-way stores nothing and rethrows its error', async () => {
+        const source = chunked(pattern(500_000, 16), 50_000, 3);
+        await expect(store.putNamed('failed/upload', source.stream, { mediaType: 'application/octet-stream' })).rejects.toThrow('source failed mid-way');
+        expect(await store.head('failed/upload')).toBeNull();
+        expect(await listRefs(store)).toEqual([]);
+      });
+
+      it('an aborted put stores nothing', async () => {
+        const controller = new AbortController();
+        async function* slow() {
+          yield new Uint8Array(1000);
+          controller.abort();
+          yield new Uint8Array(1000);
+        }
+        await expect(store.putNamed('aborted', slow(), { mediaType: 'application/octet-stream', signal: controller.signal })).rejects.toThrow();
+        expect(await store.head('aborted')).toBeNull();
+        expect(await listRefs(store)).toEqual([]);
+      });
+
+      it('a chunk that is not bytes is rejected and nothing is stored', async () => {
+        async function* bad() {
+          yield new Uint8Array(3);
+          yield 42 as unknown as Uint8Array;
+        }
+        await expect(store.put(bad(), { mediaType: 'application/octet-stream' })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+        expect(await listRefs(store)).toEqual([]);
+      });
+    });
+
+    describe('stat, metadata and freshness', () => {
+      it('stat returns the ref, tenant, metadata and freshAt by the store clock; null when absent', async () => {
+        const before = await store.now();
+        const ref = await store.putNamed('with/meta', 'x', { mediaType: 'text/plain', metadata: { source: 'crawler', page: '7' } });
+        const info = await store.stat(ref);
+        expect(info).toMatchObject({ ref, tenant: null, metadata: { source: 'crawler', page: '7' } });
+        // Backends with second-resolution clocks (S3) may round down.
+        expect(info!.freshAt).toBeGreaterThanOrEqual(before - 1000);
+        expect(info!.freshAt).toBeLessThanOrEqual((await store.now()) + 1000);
+        await store.delete(ref);
+        expect(await store.stat(ref)).toBeNull();
+      });
+
+      it('rejects metadata that is not small string pairs', async () => {
+        for (const metadata of [{ Name: 'x' }, { a: 1 }, { 'a b': 'x' }, { big: 'x'.repeat(9000) }, [] as unknown]) {
+          await expect(store.put('x', { mediaType: 'text/plain', metadata: metadata as Record<string, string> })).rejects.toMatchObject({ code: InvalidKeyError.code });
+        }
+        expect(await listRefs(store)).toEqual([]);
+      });
+
+      it('delete with staleBefore deletes only what was not refreshed since', async () => {
+        const ref = await store.putNamed('aging', 'x', { mediaType: 'text/plain' });
+        const info = (await store.stat(ref))!;
+        expect(await store.delete(ref, { staleBefore: info.freshAt })).toBe(false);
+        expect(await store.head('aging')).toEqual(ref);
+        expect(await store.delete(ref, { staleBefore: (await store.now()) + 60_000 })).toBe(true);
+        expect(await store.delete(ref)).toBe(false);
+        expect(await store.head('aging')).toBeNull();
+      });
+    });
+
+    describe('list paging', () => {
+      it('walks every artifact once, page by page, and ends with a null cursor', async () => {
+        const refs: ArtifactRef[] = [];
+        for (let i = 0; i < 12; i++) refs.push(await store.put(`content ${i}`, { mediaType: 'text/plain' }));
+        for (let i = 0; i < 11; i++) refs.push(await store.putNamed(`named/${i}`, `named ${i}`, { mediaType: 'text/plain' }));
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const page = await store.list({ limit: 5, ...(cursor !== undefined ? { cursor } : {}) });
+          expect(page.items.length).toBeLessThanOrEqual(5);
+          seen.push(...page.items.map((i) => i.ref.id));
+          cursor = page.cursor ?? undefined;
+          pages++;
+        } while (cursor !== undefined && pages < 50);
+        expect(pages).toBeGreaterThanOrEqual(5);
+        expect([...seen].sort(byString)).toEqual(refs.map((r) => r.id).sort(byString));
+      });
+
+      it('rejects a limit that is not a positive integer', async () => {
+        for (const limit of [0, -1, 1.5, Number.NaN]) await expect(store.list({ limit })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+      });
+    });
+
+    describe('tenants', () => {
+      it("a tenant's refs carry the tenant; another tenant reading them gets AccessDeniedError", async () => {
+        const acme = store.forTenant('acme');
+        const beta = store.forTenant('beta corp');
+        const ref = await acme.putNamed('report', 'acme only', { mediaType: 'text/plain' });
+        expect(ref.id).toBe('tenant:acme/key:report');
+        expect(acme.tenant).toBe('acme');
+        for (const op of [() => beta.get(ref), () => beta.stream(ref), () => beta.stat(ref), () => beta.delete(ref)]) {
+          await expect(op()).rejects.toMatchObject({ code: AccessDeniedError.code });
+        }
+        // Forging the id into the reader's tenant finds nothing: the bytes live in acme's scope.
+        await expect(beta.get({ ...ref, id: 'tenant:beta%20corp/key:report' })).rejects.toMatchObject({ code: ArtifactNotFoundError.code });
+        // An unscoped ref is not a tenant's either.
+        const shared = await store.put('unscoped', { mediaType: 'text/plain' });
+        await expect(acme.get(shared)).rejects.toMatchObject({ code: AccessDeniedError.code });
+        expect(new TextDecoder().decode(await acme.get(ref))).toBe('acme only');
+        // The unscoped store is the operator's view: it reads every tenant.
+        expect(new TextDecoder().decode(await store.get(ref))).toBe('acme only');
+      });
+
+      it('keeps keys and content of each tenant apart', async () => {
+        const acme = store.forTenant('acme');
+        const beta = store.forTenant('beta');
+        const a = await acme.putNamed('same/key', 'a', { mediaType: 'text/plain' });
+        const b = await beta.putNamed('same/key', 'b', { mediaType: 'text/plain' });
+        expect(await store.head('same/key')).toBeNull();
+        expect(new TextDecoder().decode(await beta.get(b))).toBe('b');
+        const c1 = await acme.put('same bytes', { mediaType: 'text/plain' });
+        const c2 = await beta.put('same bytes', { mediaType: 'text/plain' });
+        expect(c1.sha256).toBe(c2.sha256);
+        expect(c1.id).not.toBe(c2.id);
+        expect((await listRefs(acme)).map((r) => r.id)).toEqual([a.id, c1.id].sort(byString));
+        expect(await listRefs(store)).toEqual([]);
+        expect((await listRefs(store, true)).map((r) => r.id)).toEqual([a.id, b.id, c1.id, c2.id].sort(byString));
+        await expect(acme.list({ allTenants: true })).rejects.toMatchObject({ code: AccessDeniedError.code });
+        expect(() => acme.forTenant('beta')).toThrow(expect.objectContaining({ code: AccessDeniedError.code }));
+      });
+
+      it('rejects hostile tenant names and hostile tenant ids with InvalidKeyError', async () => {
+        for (const tenant of ['', 'a\u0000b', 'x'.repeat(257), 42, null, '\uD800']) {
+          expect(() => store.forTenant(tenant as string)).toThrow(expect.objectContaining({ code: InvalidKeyError.code }));
+        }
+        for (const id of ['tenant:/key:a', 'tenant:a', 'tenant:%zz/key:a', 'tenant:a%62/key:a', 'tenant:a/tenant:b/key:a', 'tenant:a%00/key:a', 'tenant:a/../key:a']) {
+          await expect(store.get({ id, sha256: '0'.repeat(64), media_type: 'text/plain', size_bytes: 0 })).rejects.toMatchObject({ code: InvalidKeyError.code });
+        }
+      });
+    });
+
+    describe('sweep', () => {
+      it('removes blobs no ref points at once they are older than the cutoff, and keeps shared ones', async () => {
+        const gone = await store.put(pattern(5000, 17), { mediaType: 'application/octet-stream' });
+        const kept = await store.putNamed('keeps/blob', pattern(6000, 18), { mediaType: 'application/octet-stream' });
+        await store.put(pattern(6000, 18), { mediaType: 'application/octet-stream' }).then((r) => store.delete(r));
+        await store.delete(gone);
+        const future = (await store.now()) + 60_000;
+        expect(await store.sweep({ olderThan: (await store.now()) - 60_000 })).toMatchObject({ blobs: 0 });
+        expect(await store.sweep({ olderThan: future, dryRun: true })).toMatchObject({ blobs: 1, bytes: 5000 });
+        expect(await store.sweep({ olderThan: future })).toMatchObject({ blobs: 1, bytes: 5000 });
+        expect(await store.sweep({ olderThan: future })).toMatchObject({ blobs: 0 });
+        expectSameBytes(await store.get(kept), pattern(6000, 18));
+        // The swept bytes can be stored again.
+        expectSameBytes(await store.get(await store.put(pattern(5000, 17), { mediaType: 'application/octet-stream' })), pattern(5000, 17));
+      });
     });
 
     describe('hostile keys', () => {
@@ -468,7 +680,7 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         const kept = await store.putNamed('kept', 'kept', { mediaType: 'text/plain' });
         await rejections(corpus, (key) => store.putNamed(key as string, 'x', { mediaType: 'text/plain' }));
         await rejections(corpus, (key) => store.delete(forgedRef(key)));
-        expect(await store.list()).toEqual([kept]);
+        expect(await listRefs(store)).toEqual([kept]);
         expect(await store.head('kept')).toEqual(kept);
       });
     });
@@ -478,7 +690,7 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         const ref = await store.put('to delete', { mediaType: 'text/plain' });
         await store.delete(ref);
         await expect(store.get(ref)).rejects.toMatchObject({ code: ArtifactNotFoundError.code });
-        expect(await store.list()).toEqual([]);
+        expect(await listRefs(store)).toEqual([]);
       });
 
       it('forgets a named ref: head returns null and get throws ArtifactNotFoundError', async () => {
@@ -486,7 +698,7 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         await store.delete(ref);
         expect(await store.head('to/delete')).toBeNull();
         await expect(store.get(ref)).rejects.toMatchObject({ code: ArtifactNotFoundError.code });
-        expect(await store.list()).toEqual([]);
+        expect(await listRefs(store)).toEqual([]);
       });
 
       it('frees the key: a later putNamed stores new bytes under it', async () => {
@@ -508,7 +720,7 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         await store.delete(first);
         expect(new TextDecoder().decode(await store.get(content))).toBe('shared bytes');
         expect(new TextDecoder().decode(await store.get(second))).toBe('shared bytes');
-        expect(await store.list()).toEqual([content, second].sort((a, b) => byString(a.id, b.id)));
+        expect(await listRefs(store)).toEqual([content, second].sort((a, b) => byString(a.id, b.id)));
       });
 
       it('of a ref that is not stored does nothing', async () => {
@@ -516,13 +728,13 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         const zeros = '0'.repeat(64);
         await store.delete({ id: `sha256:${zeros}`, sha256: zeros, media_type: 'text/plain', size_bytes: 0 });
         await store.delete({ id: 'key:absent', sha256: zeros, media_type: 'text/plain', size_bytes: 0 });
-        expect(await store.list()).toEqual([kept]);
+        expect(await listRefs(store)).toEqual([kept]);
       });
     });
 
     describe('list', () => {
       it('is empty for a new store', async () => {
-        expect(await store.list()).toEqual([]);
+        expect(await listRefs(store)).toEqual([]);
       });
 
       it('returns every content and named ref, sorted by id', async () => {
@@ -533,13 +745,59 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
           await store.put(pattern(10, 10), { mediaType: 'application/octet-stream' }),
           await store.putNamed('Alpha', 'A', { mediaType: 'text/plain' }),
         ];
-        expect(await store.list()).toEqual([...refs].sort((a, b) => byString(a.id, b.id)));
+        expect(await listRefs(store)).toEqual([...refs].sort((a, b) => byString(a.id, b.id)));
       });
     });
   });
 }
 
 // ------------------------------------------------------------ helpers
+
+/** Every ref of the store's own scope, sorted by id. */
+async function listRefs(store: ArtifactStore, allTenants = false): Promise<ArtifactRef[]> {
+  const refs: ArtifactRef[] = [];
+  for await (const info of listArtifacts(store, { allTenants, limit: 7 })) refs.push(info.ref);
+  return refs.sort((a, b) => byString(a.id, b.id));
+}
+
+/** A stream of `bytes` in chunks of `chunk` bytes, counting pulls; `fail` errors it after that many chunks. */
+function chunked(bytes: Uint8Array, chunk: number, fail?: number): { stream: ReadableStream<Uint8Array>; pulls: () => number; cancelled: () => boolean } {
+  let offset = 0;
+  let pulls = 0;
+  let cancelled = false;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulls++;
+      if (fail !== undefined && pulls > fail) return controller.error(new Error('source failed mid-way'));
+      if (offset >= bytes.byteLength) return controller.close();
+      controller.enqueue(bytes.slice(offset, offset + chunk));
+      offset += chunk;
+    },
+    cancel() {
+      cancelled = true;
+    },
+  }, { highWaterMark: 0 });
+  return { stream, pulls: () => pulls, cancelled: () => cancelled };
+}
+
+async function* generate(bytes: Uint8Array, chunk: number): AsyncGenerator<Uint8Array> {
+  for (let offset = 0; offset < bytes.byteLength; offset += chunk) yield bytes.slice(offset, offset + chunk);
+}
+
+/** Reads a stream until it ends or errors: what was delivered, and the error. */
+async function drain(stream: ReadableStream<Uint8Array>): Promise<{ bytes: number; error: unknown }> {
+  const reader = stream.getReader();
+  let bytes = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { bytes, error: undefined };
+      bytes += value.byteLength;
+    }
+  } catch (error) {
+    return { bytes, error };
+  }
+}
 
 function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');

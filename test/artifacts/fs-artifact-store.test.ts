@@ -62,7 +62,7 @@ describe('FsArtifactStore layout', () => {
         `keys/${sha256('docs/Report.pdf').slice(0, 2)}/${sha256('docs/Report.pdf')}.json`,
       ].sort(),
     );
-    expect(JSON.parse(await readFile(keyFile(store, 'docs/Report.pdf'), 'utf8'))).toEqual({ v: 1, ref: named });
+    expect(JSON.parse(await readFile(keyFile(store, 'docs/Report.pdf'), 'utf8'))).toEqual({ v: 2, ref: named, tenant: null, metadata: {} });
   });
 
   it('keeps one blob for bytes stored by content and under two keys', async () => {
@@ -119,7 +119,7 @@ describe('FsArtifactStore after a crash', () => {
     expect(await store.head('crashed')).toBeNull();
     expect(await store.head('kept')).toEqual(kept);
     expect(text(await store.get(kept))).toBe('kept');
-    expect(await store.list()).toEqual([kept]);
+    expect((await store.list()).items.map((i) => i.ref)).toEqual([kept]);
   });
 
   it('sweepTemp removes temp files older than the grace period and keeps recent ones', async () => {
@@ -149,7 +149,7 @@ describe('FsArtifactStore after a crash', () => {
     await mkdir(dirname(path), { recursive: true });
     await writeFile(path, 'orphan');
     expect(await store.head('late')).toBeNull();
-    expect(await store.list()).toEqual([]);
+    expect((await store.list()).items).toEqual([]);
     const ref = await store.putNamed('late', 'orphan', { mediaType: 'text/plain' });
     expect(text(await store.get(ref))).toBe('orphan');
   });
@@ -213,7 +213,7 @@ describe('FsArtifactStore lifecycle', () => {
 
   it('creates nothing on disk until the first write', async () => {
     expect(await store.head('k')).toBeNull();
-    expect(await store.list()).toEqual([]);
+    expect((await store.list()).items).toEqual([]);
     expect(existsSync(store.root)).toBe(false);
   });
 });
@@ -224,7 +224,7 @@ describe('FsArtifactStore shared by two processes', () => {
   beforeAll(() => {
     // The child processes import the built package, as a user's processes would.
     // Rebuild when dist is missing or older than the sources it is built from.
-    const sources = ['src/artifacts/fs/fs-artifact-store.ts', 'src/artifacts/fs/index.ts', 'src/artifacts/refs.ts', 'src/errors.ts', 'src/internal/lifecycle.ts'];
+    const sources = ['src/artifacts/fs/fs-artifact-store.ts', 'src/artifacts/fs/index.ts', 'src/artifacts/refs.ts', 'src/artifacts/base-artifact-store.ts', 'src/artifacts/streams.ts', 'src/internal/crash-points.ts', 'src/errors.ts', 'src/internal/lifecycle.ts'];
     const newest = Math.max(...sources.map((s) => statSync(join(repoRoot, s)).mtimeMs));
     if (existsSync(distEntry) && statSync(distEntry).mtimeMs >= newest) return;
     const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
@@ -281,7 +281,7 @@ describe('FsArtifactStore shared by two processes', () => {
       expect([`A wrote ${i}`, `B wrote ${i}`]).toContain(body);
       expect(ref.sha256).toBe(sha256(body));
     }
-    expect((await store.list()).filter((r) => r.id.startsWith('key:race/'))).toHaveLength(ROUNDS);
+    expect((await store.list()).items.filter((i) => i.ref.id.startsWith('key:race/'))).toHaveLength(ROUNDS);
     expect((await files(store)).filter((f) => f.startsWith('keys/'))).toHaveLength(ROUNDS);
     expect((await files(store)).some((f) => f.includes('.tmp-'))).toBe(false);
   });

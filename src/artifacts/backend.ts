@@ -1,0 +1,85 @@
+/**
+ * @module artifacts/backend
+ * What an artifact backend implements: storage primitives only. Everything the
+ * {@link ArtifactStore} contract promises beyond them (validation, hashing,
+ * verification, streaming, tenancy, idempotency) lives once in
+ * {@link BaseArtifactStore}, so the memory, fs and s3 backends differ only in
+ * where bytes and records go.
+ *
+ * Two kinds of objects:
+ * - a **blob**: the bytes, named by their sha256, shared by every record that
+ *   points at them;
+ * - a **record**: one ref (content-addressed or named, in a tenant or not) with
+ *   its metadata. Its `freshAt` is when it was written or last refreshed.
+ *
+ * A write stages the bytes (hashing them on the way), places the blob, then
+ * creates the record: a crash leaves at worst a staged temp or an unreferenced
+ * blob, which {@link ArtifactBackend.sweep} removes later; never a record without
+ * its whole blob.
+ */
+import type { ArtifactRef, ArtifactSweepReport } from '../contracts/artifact-store.js';
+
+/** Where one record lives: its tenant (null when unscoped), and a digest or key. */
+export interface RecordAddress {
+  tenant: string | null;
+  kind: 'content' | 'key';
+  /** The digest (content) or the key (named). Validated before it gets here. */
+  name: string;
+}
+
+export interface ArtifactRecord {
+  ref: ArtifactRef;
+  tenant: string | null;
+  metadata: Record<string, string>;
+}
+
+export interface StoredRecord extends ArtifactRecord {
+  /** Last write or refresh, by the backend's clock (ms). */
+  freshAt: number;
+}
+
+/** Bytes staged by {@link ArtifactBackend.stage}; the backend's own handle. */
+export interface Staged {
+  readonly size: number;
+}
+
+/** An open blob. `chunks()` reads it from the start each time it is called. */
+export interface BlobReader {
+  readonly size: number;
+  chunks(signal?: AbortSignal): AsyncIterable<Uint8Array>;
+  close(): Promise<void>;
+}
+
+export interface RecordPage {
+  items: StoredRecord[];
+  cursor: string | null;
+}
+
+export interface ArtifactBackend {
+  readonly name: string;
+  /** Writes `chunks` to a temporary place (durably, where the backend is durable). Nothing is visible yet. */
+  stage(chunks: AsyncIterable<Uint8Array>, signal?: AbortSignal): Promise<Staged>;
+  /**
+   * Makes the blob `sha256` exist with the staged bytes: moves them into place, or,
+   * when the blob is already stored whole, refreshes it and drops the staged copy.
+   */
+  commitBlob(staged: Staged, sha256: string): Promise<void>;
+  /** Drops staged bytes (after a failure or an abort). Never throws. */
+  discard(staged: Staged): Promise<void>;
+  /** The record at `address`, or null. Throws ArtifactIntegrityError for a damaged record. */
+  readRecord(address: RecordAddress): Promise<StoredRecord | null>;
+  /** Creates the record unless one exists: returns null when created, else the existing one. */
+  createRecord(address: RecordAddress, record: ArtifactRecord): Promise<StoredRecord | null>;
+  /** Refreshes the record and its blob; false when the record no longer exists. */
+  freshen(address: RecordAddress, record: StoredRecord): Promise<boolean>;
+  /** Deletes the record, only if still stale when `staleBefore` is given; true when deleted. */
+  deleteRecord(address: RecordAddress, staleBefore?: number): Promise<boolean>;
+  /** Opens the blob, or null when it is missing. */
+  openBlob(sha256: string): Promise<BlobReader | null>;
+  /** Records of one tenant (`null`: unscoped ones; `undefined`: every tenant), in a stable order. */
+  listRecords(options: { tenant: string | null | undefined; cursor: string | undefined; limit: number }): Promise<RecordPage>;
+  /** The clock `freshAt` is measured with. */
+  now(): Promise<number>;
+  sweep(olderThan: number, dryRun: boolean): Promise<ArtifactSweepReport>;
+  close(): Promise<void>;
+}
