@@ -446,7 +446,7 @@ export class StaleReadLimitError extends coded('ERR_STALE_READ_LIMIT') {
   }
 }
 
-/** The store's access policy denied a principal an operation on a namespace. Nothing was touched. */
+/** An access policy (a store's, an artifact store's tenant views) denied a principal an operation on a namespace. Nothing was touched. */
 export class AccessDeniedError extends coded('ERR_ACCESS_DENIED') {
   constructor(
     readonly principal: string | null,
@@ -456,7 +456,7 @@ export class AccessDeniedError extends coded('ERR_ACCESS_DENIED') {
   ) {
     super(
       `${principal === null ? 'an anonymous principal' : `principal ${JSON.stringify(principal)}`} may not ${operation} ` +
-        `${namespace.length ? JSON.stringify(namespace) : 'the root namespace'}: the store's access policy denied it. Nothing was touched.`,
+        `${namespace.length ? JSON.stringify(namespace) : 'the root namespace'}: the access policy denies it. Nothing was touched.`,
       { place },
     );
   }
