@@ -26,11 +26,14 @@ export function registerWorkerCommand(program: Command): void {
     .option('--db <file>', 'a cairn SQLite file instead (workers on one machine)')
     .requiredOption('--module <file>', 'a JS module exporting createApp(engine) (or a default export) that returns the compiled graph')
     .option('--concurrency <n>', 'threads run at once', (v) => Number(v), 4)
+    .option('--max-connections <n>', 'PostgreSQL pool size (default: concurrency + 2)', (v) => Number(v))
     .option('--lease-ms <ms>', 'lease length', (v) => Number(v), 30_000)
     .option('--poll-ms <ms>', 'longest sleep without a wake-up', (v) => Number(v), 5_000)
     .option('--json', 'print one JSON line per finished thread')
-    .action(async (options: { postgres?: string; schema: string; db?: string; module: string; concurrency: number; leaseMs: number; pollMs: number; json?: boolean }) => {
-      const engine = options.postgres ? await openPostgres(options.postgres, options.schema) : openEngine(options.db ?? './cairn.db');
+    .action(async (options: { postgres?: string; schema: string; db?: string; module: string; concurrency: number; maxConnections?: number; leaseMs: number; pollMs: number; json?: boolean }) => {
+      // Each running thread uses one connection at a time; the wake-up listener holds one more.
+      const max = options.maxConnections ?? options.concurrency + 2;
+      const engine = options.postgres ? await openPostgres(options.postgres, options.schema, max) : openEngine(options.db ?? './cairn.db');
       const module = (await import(pathToFileURL(resolve(options.module)).href)) as { createApp?: AppFactory; default?: AppFactory };
       const factory = module.createApp ?? module.default;
       if (typeof factory !== 'function') throw new CairnError(`${options.module} must export createApp(engine) (or a default export) returning a compiled graph.`);
@@ -53,7 +56,7 @@ export function registerWorkerCommand(program: Command): void {
     });
 }
 
-async function openPostgres(url: string, schema: string): Promise<Engine> {
+async function openPostgres(url: string, schema: string, max: number): Promise<Engine> {
   const { postgres } = await import('../engines/postgres/index.js');
-  return postgres(url, { schema });
+  return postgres(url, { schema, max, applicationName: 'cairn-worker' });
 }

@@ -11,12 +11,14 @@
  * - every thread completes.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { decode } from '../../dist/index.js';
 import { PG_URL } from '../helpers/postgres.js';
 // @ts-expect-error the fixture is plain JS
 import { createApp, closeExternal } from '../fixtures/worker-app.mjs';
-import { engineOn, freshSchema, sleep, startWorker, waitForCompletion, type WorkerProcess } from './worker-setup.js';
+import { engineOn, freshSchema, killLeftoverWorkers, sleep, startWorker, waitForCompletion, type WorkerProcess } from './worker-setup.js';
+
+afterEach(() => killLeftoverWorkers());
 
 let admin: pg.Pool;
 beforeAll(() => {
@@ -35,7 +37,7 @@ describe.each([[2], [8]])('%i workers racing, some paused past their lease', (wo
   it('keeps one holder per epoch, no stale commit, no fork, LeaseLostError for the paused, every thread done', async () => {
     const schema = await freshSchema(admin, `race${workerCount}`);
     const engine = engineOn(schema);
-    const env = { WORKER_STEPS: String(STEPS), WORKER_STEP_MS: '3', WORKER_LEASE_MS: String(LEASE_MS) };
+    const env = { WORKER_STEPS: String(STEPS), WORKER_STEP_MS: '10', WORKER_LEASE_MS: String(LEASE_MS) };
     const workers: WorkerProcess[] = [];
     try {
       process.env.WORKER_SCHEMA = schema;
@@ -44,17 +46,39 @@ describe.each([[2], [8]])('%i workers racing, some paused past their lease', (wo
       for (let i = 0; i < THREADS; i++) await app.submit({ thread: `r${String(i).padStart(3, '0')}`, input: { n: 0 } });
       for (let i = 0; i < workerCount; i++) workers.push(startWorker(schema, env, ['--concurrency', '3', '--lease-ms', String(LEASE_MS), '--poll-ms', '200']));
 
-      // Pause workers in turn, each past its lease, while the others work.
+      // Pause workers in turn, each while it holds threads and past its lease, while the others work.
       const paused = new Set<number>();
+      const held = async (pid: number) =>
+        (await admin.query(`SELECT count(*)::int AS n FROM "${schema}".cairn_threads WHERE owner_pid = $1 AND status = 'running'`, [pid])).rows[0].n as number;
       for (let round = 0; round < 3; round++) {
-        await sleep(250);
-        const victim = workers[round % workers.length]!;
-        paused.add(victim.child.pid!);
+        await sleep(200);
+        let victim: WorkerProcess | undefined;
+        for (let tries = 0; tries < 50 && !victim; tries++) {
+          for (const candidate of workers) if ((await held(candidate.child.pid!)) > 0) victim = candidate;
+          if (!victim) await sleep(20);
+        }
+        if (!victim) break;
+        const pid = victim.child.pid!;
+        const taken = (await admin.query(`SELECT id FROM "${schema}".cairn_threads WHERE owner_pid = $1 AND status = 'running'`, [pid])).rows.map((r) => r.id as string);
+        paused.add(pid);
         victim.child.kill('SIGSTOP');
-        await sleep(LEASE_MS * 2.5);
+        // Stay paused past the lease until another worker has taken over (or finished) what it held.
+        const deadline = Date.now() + 15_000;
+        await sleep(LEASE_MS);
+        while (Date.now() < deadline) {
+          const still = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".cairn_threads WHERE id = ANY($1) AND owner_pid = $2 AND status = 'running'`, [taken, pid]);
+          if (still.rows[0].n === 0) break;
+          await sleep(50);
+        }
         victim.child.kill('SIGCONT');
       }
-      expect(await waitForCompletion(engine, THREADS, 60_000)).toBe(THREADS);
+      const completed = await waitForCompletion(engine, THREADS, 40_000);
+      if (completed < THREADS) {
+        const stuck = (await engine.checkpointer.listThreads({ limit: 1000 })).filter((t) => t.status !== 'completed');
+        const holders = await admin.query(`SELECT id, status, run_id, owner_pid, lease_until - (extract(epoch from now()) * 1000)::bigint AS left_ms FROM "${schema}".cairn_threads WHERE status <> 'completed'`);
+        console.log('stuck', JSON.stringify(stuck.map((t) => [t.id, t.status, t.lastError?.message])), JSON.stringify(holders.rows), workers.map((w) => [w.child.pid, w.child.exitCode, w.reports.length]));
+      }
+      expect(completed).toBe(THREADS);
       workers.forEach((w) => w.child.kill('SIGTERM'));
       await Promise.all(workers.map((w) => w.exited));
 

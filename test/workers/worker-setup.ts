@@ -24,6 +24,14 @@ export function engineOn(schema: string, applicationName?: string): Engine {
   return postgres(PG_URL, { schema, ...(applicationName ? { applicationName } : {}) }) as unknown as Engine;
 }
 
+const spawned = new Set<ChildProcess>();
+
+/** Kills every worker process a test started and has not seen exit (a failed test must not leave them running). */
+export function killLeftoverWorkers(): void {
+  for (const child of spawned) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  spawned.clear();
+}
+
 export interface WorkerProcess {
   child: ChildProcess;
   reports: { threadId: string; epoch: number; status?: string; error?: string }[];
@@ -36,6 +44,7 @@ export function startWorker(schema: string, env: Record<string, string>, args: s
     env: { ...process.env, WORKER_SCHEMA: schema, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  spawned.add(child);
   const reports: WorkerProcess['reports'] = [];
   let buffer = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {

@@ -4,11 +4,13 @@
  * hand threads over at once on SIGTERM, and wake on NOTIFY rather than a poll.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PG_URL } from '../helpers/postgres.js';
 // @ts-expect-error the fixture is plain JS
 import { createApp, closeExternal } from '../fixtures/worker-app.mjs';
-import { engineOn, freshSchema, sleep, startWorker, waitForCompletion } from './worker-setup.js';
+import { engineOn, freshSchema, killLeftoverWorkers, sleep, startWorker, waitForCompletion } from './worker-setup.js';
+
+afterEach(() => killLeftoverWorkers());
 import { Worker } from '../../dist/index.js';
 import type { Engine } from '../../src/contracts/engine.js';
 
@@ -21,7 +23,8 @@ afterAll(async () => {
   await closeExternal();
 });
 
-async function submitThreads(engine: Engine, count: number, steps: number): Promise<void> {
+async function submitThreads(engine: Engine, schema: string, count: number, steps: number): Promise<void> {
+  process.env.WORKER_SCHEMA = schema;
   process.env.WORKER_STEPS = String(steps);
   const app = createApp(engine);
   for (let i = 0; i < count; i++) await app.submit({ thread: `t${String(i).padStart(3, '0')}`, input: { n: 0 } });
@@ -46,7 +49,7 @@ describe('cairn worker on PostgreSQL', () => {
     const schema = await freshSchema(admin, 'share');
     const engine = engineOn(schema);
     try {
-      await submitThreads(engine, 30, 5);
+      await submitThreads(engine, schema, 30, 5);
       const workers = [0, 1].map(() => startWorker(schema, { WORKER_STEPS: '5' }, ['--concurrency', '3']));
       expect(await waitForCompletion(engine, 30, 30_000)).toBe(30);
       workers.forEach((w) => w.child.kill('SIGTERM'));
@@ -63,7 +66,7 @@ describe('cairn worker on PostgreSQL', () => {
     const schema = await freshSchema(admin, 'kill');
     const engine = engineOn(schema);
     try {
-      await submitThreads(engine, 8, 20);
+      await submitThreads(engine, schema, 8, 20);
       const env = { WORKER_STEPS: '20', WORKER_STEP_MS: '50', WORKER_LEASE_MS: '800' };
       const victim = startWorker(schema, env, ['--concurrency', '8', '--lease-ms', '800']);
       await sleep(700);
@@ -85,10 +88,11 @@ describe('cairn worker on PostgreSQL', () => {
     const schema = await freshSchema(admin, 'term');
     const engine = engineOn(schema);
     try {
-      await submitThreads(engine, 4, 40);
+      await submitThreads(engine, schema, 4, 40);
       const env = { WORKER_STEPS: '40', WORKER_STEP_MS: '50', WORKER_LEASE_MS: '60000' };
       const first = startWorker(schema, env, ['--concurrency', '4', '--lease-ms', '60000']);
-      await sleep(600);
+      // Until the first worker holds the threads (its SIGTERM handler is installed by then).
+      while ((await admin.query(`SELECT count(*)::int AS n FROM "${schema}".cairn_threads WHERE owner_pid = $1`, [first.child.pid])).rows[0].n < 4) await sleep(20);
       const second = startWorker(schema, env, ['--concurrency', '4', '--lease-ms', '60000']);
       await sleep(300);
       first.child.kill('SIGTERM');

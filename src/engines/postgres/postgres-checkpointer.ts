@@ -246,13 +246,18 @@ export class PostgresCheckpointer implements Checkpointer {
       if (stopped) return;
       try {
         const next = await pool.connect();
+        let dead = false;
         next.on?.('notification', (message) => message.payload && listener(message.payload));
+        // A dying connection may report more than one error: release it and listen again once.
         next.on?.('error', () => {
-          next.release(true);
+          if (dead) return;
+          dead = true;
           if (client === next) client = undefined;
+          next.release(true);
           setTimeout(() => void connect(), 200).unref();
         });
         await next.query({ text: `LISTEN ${quoteIdent(this.channel)}` });
+        if (dead) return;
         client = next;
         if (stopped) await unsubscribe();
       } catch {
