@@ -480,6 +480,8 @@ export class Run {
       } catch (error) {
         await scope.settle();
         if (NeedsAttentionError.is(error)) throw error;
+        // A node stopped by the run's signal did not fail: the step is redone on resume.
+        if (settings.signal.aborted) this.checkSignal();
         // A store write found a validateAtCommit read stale (nothing was written): run the
         // node again on fresh data as the same attempt, with its recorded outputs discarded.
         if (StaleReadError.is(error)) {
@@ -491,8 +493,6 @@ export class Run {
           }
           error = new StaleReadLimitError(task.node.name, staleReruns, error, place);
         }
-        // A node stopped by the run's signal did not fail: the step is redone on resume.
-        if (settings.signal.aborted) this.checkSignal();
         const willRetry = attempt < policy.maxAttempts && policy.retryOn(error) && !settings.signal.aborted;
         // Outputs recorded by a failed attempt led to the failure: the retry asks again.
         await settings.engine.ledger.discardRecords(this.lease.threadId, scope.recordKeys);
