@@ -26,7 +26,9 @@ export interface ExampleRun {
 }
 
 export interface ExampleRunOptions {
+  /** A SQLite file, or a PostgreSQL URL (then `pgSchema` names the schema). */
   db: string;
+  pgSchema?: string;
   artifacts: string;
   fixture?: 'worked' | 'parallel';
   /** `CAIRN_CRASH_AT` for this run: `<point>[:<node>][#<n>]`. */
@@ -44,7 +46,17 @@ export function runExampleProcess(options: ExampleRunOptions): Promise<ExampleRu
   if (options.crashAt) env.CAIRN_CRASH_AT = options.crashAt;
   const child = spawn(
     process.execPath,
-    [EXAMPLE_PROCESS, '--db', options.db, '--artifacts', options.artifacts, '--fixture', options.fixture ?? 'worked', ...(options.args ?? [])],
+    [
+      EXAMPLE_PROCESS,
+      '--db',
+      options.db,
+      ...(options.pgSchema ? ['--pg-schema', options.pgSchema] : []),
+      '--artifacts',
+      options.artifacts,
+      '--fixture',
+      options.fixture ?? 'worked',
+      ...(options.args ?? []),
+    ],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const lines: Record<string, unknown>[] = [];
@@ -80,7 +92,9 @@ export interface RecoveryCheck {
 }
 
 export interface RecoveryInput {
+  /** A SQLite file, or a PostgreSQL URL (then `pgSchema` names the schema). */
   db: string;
+  pgSchema?: string;
   thread: string;
   /** The run that was killed (its commits must survive unchanged). */
   first: ExampleRun;
@@ -97,13 +111,14 @@ export interface RecoveryInput {
  */
 export async function recoveryChecks(input: RecoveryInput): Promise<RecoveryCheck[]> {
   const { db, thread, first, last, reference } = input;
+  const onPostgres = /^postgres(ql)?:\/\//.test(db);
   const checks: RecoveryCheck[] = [];
   const final = last.result;
   checks.push({ name: 'run completed', ok: final?.status === 'completed', detail: `status ${final?.status ?? 'none'}${last.stderr.trim() ? `; stderr: ${last.stderr.trim()}` : ''}` });
   const same = final !== undefined && reference.result !== undefined && encode(final.state) === encode(reference.result.state);
   checks.push({ name: 'same final state as a crash-free run', ok: same, detail: same ? 'identical' : `states differ:\n${encode(final?.state)}\n${encode(reference.result?.state)}` });
 
-  const engine = sqlite(db);
+  const engine = onPostgres ? (await import('../engines/postgres/index.js')).postgres(db, { schema: input.pgSchema ?? 'public', max: 2 }) : sqlite(db);
   try {
     const committedBefore = first.lines.filter((l) => l.type === 'step.commit') as { seq: number; hash: string }[];
     const kept = await Promise.all(committedBefore.map(async (c) => (await engine.checkpointer.getPosition(thread, '', c.seq))?.hash === c.hash));
@@ -117,6 +132,8 @@ export async function recoveryChecks(input: RecoveryInput): Promise<RecoveryChec
   } finally {
     await engine.close();
   }
+  // SQLite's own page-level check; PostgreSQL keeps its own consistency.
+  if (onPostgres) return checks;
   const raw = openDatabase(db, 5000);
   try {
     const integrity = raw.pragma('integrity_check', { simple: true });

@@ -6,7 +6,9 @@
  * crash tests start this file as a child process and kill it with SIGKILL at a
  * crash point (`CAIRN_CRASH_AT`), then start it again to resume.
  *
- * Usage: `node example-process.js --db <file> --artifacts <dir> [--fixture worked|parallel]
+ * `--db` is a SQLite file, or a PostgreSQL URL (`postgres://…`) with `--pg-schema`.
+ *
+ * Usage: `node example-process.js --db <file|url> --artifacts <dir> [--pg-schema <s>] [--fixture worked|parallel]
  *   [--thread <id>] [--fixed-clock] [--snapshot-every <k>] [--effect-log <file>] [--audit <file>]`
  */
 import { appendFileSync } from 'node:fs';
@@ -21,6 +23,7 @@ import { parallelExample } from './parallel-example.js';
 const { values } = parseArgs({
   options: {
     db: { type: 'string' },
+    'pg-schema': { type: 'string' },
     artifacts: { type: 'string' },
     fixture: { type: 'string', default: 'worked' },
     thread: { type: 'string', default: 'cust_42' },
@@ -38,13 +41,15 @@ if (!values.db || !values.artifacts) {
 
 const print = (line: unknown) => process.stdout.write(encode(line) + '\n');
 const onEvent = (event: RunEvent) => print(event);
-const engine = sqlite(values.db);
+const engine = /^postgres(ql)?:\/\//.test(values.db)
+  ? (await import('../engines/postgres/index.js')).postgres(values.db, { schema: values['pg-schema'] ?? 'public', max: 4 })
+  : sqlite(values.db);
 const snapshotEvery = values['snapshot-every'] ? Number(values['snapshot-every']) : undefined;
 
 try {
   const app =
     values.fixture === 'parallel'
-      ? parallelExample({ engine, auditFile: values.audit ?? `${values.db}.audit`, onEvent, ...(snapshotEvery ? { snapshotEvery } : {}) })
+      ? parallelExample({ engine, auditFile: values.audit ?? `${values.artifacts}/audit.log`, onEvent, ...(snapshotEvery ? { snapshotEvery } : {}) })
       : workedExample({
           engine,
           artifacts: fsArtifacts(values.artifacts),

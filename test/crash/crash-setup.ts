@@ -20,3 +20,19 @@ export async function referenceRun(fixture: 'worked' | 'parallel', args: string[
   if (run.result?.status !== 'completed') throw new Error(`reference run failed: ${run.stderr}`);
   return run;
 }
+
+const NODES = ['load_customer', 'generate_summary', 'put_object', 'save_prefs'];
+const EFFECT_POINTS = ['before-intent', 'after-intent', 'before-effect', 'after-effect', 'before-outcome', 'after-outcome'];
+
+/** Every crash point of the worked example: records, both effects, every commit, snapshots. */
+export const WORKED_EXAMPLE_CRASHES = [
+  ...['load_customer', 'generate_summary', 'save_prefs'].map((node) => `after-record:${node}`),
+  ...EFFECT_POINTS.flatMap((point) => ['put_object', 'save_prefs'].map((node) => `${point}:${node}`)),
+  'before-commit#1',
+  ...NODES.map((node) => `before-commit:${node}`),
+  'after-commit#1',
+  ...NODES.map((node) => `after-commit:${node}`),
+  'inside-snapshot#1',
+  'inside-snapshot#2',
+];
+

@@ -9,24 +9,9 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { recoveryChecks, runExampleProcess, type ExampleRun } from '../../dist/testing/crash-harness.js';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
-import { caseDir, referenceRun } from './crash-setup.js';
+import { caseDir, referenceRun, WORKED_EXAMPLE_CRASHES } from './crash-setup.js';
 
 const ARGS = ['--fixed-clock', '--snapshot-every', '2'];
-const NODES = ['load_customer', 'generate_summary', 'put_object', 'save_prefs'];
-const EFFECT_POINTS = ['before-intent', 'after-intent', 'before-effect', 'after-effect', 'before-outcome', 'after-outcome'];
-
-/** Every crash point of the worked example: records, both effects, every commit, snapshots. */
-export const WORKED_EXAMPLE_CRASHES = [
-  ...['load_customer', 'generate_summary', 'save_prefs'].map((node) => `after-record:${node}`),
-  ...EFFECT_POINTS.flatMap((point) => ['put_object', 'save_prefs'].map((node) => `${point}:${node}`)),
-  'before-commit#1',
-  ...NODES.map((node) => `before-commit:${node}`),
-  'after-commit#1',
-  ...NODES.map((node) => `after-commit:${node}`),
-  'inside-snapshot#1',
-  'inside-snapshot#2',
-];
-
 let reference: ExampleRun;
 beforeAll(async () => {
   reference = await referenceRun('worked', ARGS);
