@@ -1,0 +1,177 @@
+/**
+ * @module cli/artifact-commands
+ * `cairn gc` (retention and garbage collection of artifacts) and the artifact half
+ * of `cairn verify --artifacts`: thin faces over `inspect/gc` and
+ * `inspect/artifact-verify`. An artifact location is a directory (the fs store)
+ * or `s3://bucket/prefix/?endpoint=…&region=…&path-style=1` (credentials from the
+ * usual AWS environment).
+ */
+import type { Command } from 'commander';
+import { existsSync } from 'node:fs';
+import type { ArtifactStore } from '../contracts/artifact-store.js';
+import type { Engine } from '../contracts/engine.js';
+import { CairnError } from '../errors.js';
+import { FsArtifactStore } from '../artifacts/fs/index.js';
+import { collectArtifacts, parseRetentionRule, type GcReport, type RetentionPolicy } from '../inspect/gc.js';
+import { verifyArtifacts, type ArtifactVerifyReport } from '../inspect/artifact-verify.js';
+import { openEngine } from './engine-url.js';
+
+/** Opens the artifact store a location names. */
+export async function openArtifactStore(location: string): Promise<ArtifactStore> {
+  if (location.startsWith('s3://')) {
+    const url = new URL(location);
+    const prefix = decodeURIComponent(url.pathname.replace(/^\/+/, ''));
+    const client: Record<string, unknown> = {};
+    const endpoint = url.searchParams.get('endpoint');
+    if (endpoint) client.endpoint = endpoint;
+    client.region = url.searchParams.get('region') ?? process.env.AWS_REGION ?? 'us-east-1';
+    if (url.searchParams.get('path-style') === '1' || url.searchParams.get('path-style') === 'true') client.forcePathStyle = true;
+    const { s3Artifacts } = await import('../artifacts/s3/index.js');
+    return s3Artifacts({ bucket: url.hostname, ...(prefix ? { prefix: prefix.endsWith('/') ? prefix : `${prefix}/` } : {}), client });
+  }
+  const path = location.startsWith('file:') ? location.slice('file:'.length) : location;
+  if (!existsSync(path)) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
+  return new FsArtifactStore(path);
+}
+
+function size(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
+function time(ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
+}
+
+/** A one-line progress bar on stderr, only on a terminal and never with --json. */
+export function progressBar(enabled: boolean): { update(label: string, done: number, total?: number): void; done(): void } {
+  let last = 0;
+  let drawn = false;
+  return {
+    update(label, done, total) {
+      if (!enabled) return;
+      const now = Date.now();
+      if (now - last < 80 && done !== total) return;
+      last = now;
+      drawn = true;
+      const width = 30;
+      const bar = total ? `[${'#'.repeat(Math.round((done / Math.max(total, 1)) * width)).padEnd(width, '.')}] ${String(Math.floor((done / Math.max(total, 1)) * 100)).padStart(3)}% ` : '';
+      process.stderr.write(`\r\u001b[2K${label} ${bar}${done}${total ? `/${total}` : ''}`);
+    },
+    done() {
+      if (drawn) process.stderr.write('\r\u001b[2K');
+    },
+  };
+}
+
+/** The human form of a gc report. */
+export function formatGcReport(report: GcReport, location: string, grace: string): string {
+  const verb = report.dryRun ? 'would delete' : 'deleted';
+  const r = report.roots;
+  const lines = [
+    `cairn gc${report.dryRun ? ' --dry-run' : ''}: ${report.scanned} artifacts in ${location}`,
+    `  roots: ${r.threads} threads (${r.releasedThreads} released by retention rules), ${r.positions} positions, ${r.snapshots} snapshots, ${r.ledgerEntries} ledger entries, ${r.storeItems} store items, ${r.pins} pins → ${r.refs} distinct refs`,
+    `  kept: ${report.kept.referenced} referenced, ${report.kept.pinned} pinned, ${report.kept.inGrace} in grace (written or used since ${time(report.cutoff)}, grace ${grace})${report.refreshed ? `, ${report.refreshed} refreshed while collecting` : ''}`,
+    `  ${verb} ${report.victims.length} artifacts (${size(report.bytes)})${report.victims.length ? ':' : ''}`,
+  ];
+  for (const v of report.victims) {
+    const why =
+      v.reason === 'expired'
+        ? `expired by rule ${v.rule}${v.referencedBy ? ` (still referenced by thread ${v.referencedBy.thread} seq ${v.referencedBy.seq}: that ref will dangle)` : ''}`
+        : 'no retained position, store value or pin refers to it';
+    lines.push(`    ${v.ref.id}  ${size(v.ref.size_bytes)} ${v.ref.media_type}, last used ${time(v.freshAt)}: ${why}`);
+  }
+  lines.push(`  sweep: ${report.dryRun ? 'would remove' : 'removed'} ${report.sweep.blobs} unreferenced blobs (${size(report.sweep.bytes)}) and ${report.sweep.temps} temp files or incomplete uploads`);
+  return lines.join('\n');
+}
+
+/** The human form of an artifact verification report. */
+export function formatArtifactVerifyReport(report: ArtifactVerifyReport): string {
+  const lines = [
+    `${report.ok ? 'ok  ' : 'FAIL'} artifacts: ${report.checked} re-hashed (${size(report.bytes)}), ${report.corrupt.length} corrupted; ${report.refs} refs in ${report.positions} positions and the store, ${report.dangling.length} dangling`,
+  ];
+  for (const c of report.corrupt) lines.push(`     corrupted ${c.ref.id}: ${c.message}`);
+  for (const d of report.dangling) {
+    const where = d.thread !== undefined ? `thread ${d.thread} seq ${d.seq}` : `store ${d.store!.namespace.join('/')}/${d.store!.key}`;
+    const what = d.why === 'missing' ? 'is not stored' : d.why === 'mismatch' ? 'is stored with another digest or size' : 'has corrupted bytes';
+    lines.push(`     dangling: ${where} refers to ${d.ref.id}, which ${what}`);
+  }
+  return lines.join('\n');
+}
+
+/** `cairn verify --artifacts <location>`: called by the verify command after the chain checks. */
+export async function verifyArtifactsCommand(engine: Engine, location: string, options: { json?: boolean; thread?: string }): Promise<ArtifactVerifyReport> {
+  const artifacts = await openArtifactStore(location);
+  const bar = progressBar(process.stderr.isTTY === true && !options.json);
+  try {
+    return await verifyArtifacts({
+      artifacts,
+      checkpointer: engine.checkpointer,
+      store: engine.store,
+      ...(options.thread ? { threads: [options.thread] } : {}),
+      onProgress: (p) => bar.update(p.phase === 'hash' ? 're-hashing artifacts' : 'checking refs', p.done, p.total),
+    });
+  } finally {
+    bar.done();
+    await artifacts.close();
+  }
+}
+
+interface GcCommandOptions {
+  db: string;
+  artifacts: string;
+  dryRun?: boolean;
+  grace: string;
+  rule: string[];
+  pin: string[];
+  json?: boolean;
+}
+
+export function registerArtifactCommands(program: Command): void {
+  program
+    .command('gc')
+    .description('collect artifacts no retained position, store value or pin refers to (and those retention rules expire)')
+    .requiredOption('--artifacts <location>', 'the artifact store: a directory, or s3://bucket/prefix/?endpoint=…&region=…&path-style=1')
+    .option('--db <file>', 'the cairn SQLite file', './cairn.db')
+    .option('--dry-run', 'report what would be deleted and why; delete nothing')
+    .option('--grace <duration>', 'never collect what was written or used more recently than this', '24h')
+    .option('--rule <rule>', 'a retention rule, repeatable: threads:status=completed,olderThan=30d or artifacts:mediaType=image/*,olderThan=7d', (v: string, all: string[]) => [...all, v], [])
+    .option('--pin <id>', 'keep this artifact id whatever the roots say (repeatable)', (v: string, all: string[]) => [...all, v], [])
+    .option('--json', 'print the report as JSON')
+    .action(async (options: GcCommandOptions) => {
+      const retention: RetentionPolicy = { threads: [], artifacts: [] };
+      for (const text of options.rule) {
+        const rule = parseRetentionRule(text);
+        if ('threads' in rule) retention.threads!.push(rule.threads);
+        else retention.artifacts!.push(rule.artifacts);
+      }
+      const engine = openEngine(options.db);
+      const artifacts = await openArtifactStore(options.artifacts);
+      const bar = progressBar(process.stderr.isTTY === true && !options.json);
+      try {
+        const report = await collectArtifacts({
+          checkpointer: engine.checkpointer,
+          store: engine.store,
+          ledger: engine.ledger,
+          artifacts,
+          retention,
+          grace: options.grace,
+          pins: options.pin,
+          dryRun: options.dryRun === true,
+          onProgress: (p) => (p.phase === 'mark' ? bar.update(`marking: ${p.threads} threads, ${p.refs} refs`, p.positions) : bar.update(options.dryRun ? 'checking' : 'collecting', p.scanned, p.total)),
+        });
+        bar.done();
+        process.stdout.write(`${options.json ? JSON.stringify(report, null, 2) : formatGcReport(report, options.artifacts, options.grace)}\n`);
+      } finally {
+        bar.done();
+        await artifacts.close();
+        await engine.close();
+      }
+    });
+}

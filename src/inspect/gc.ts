@@ -1,0 +1,375 @@
+/**
+ * @module inspect/gc
+ * Retention and mark-and-sweep garbage collection of artifacts, as a pure
+ * function over the contracts (Checkpointer, Store, Ledger, ArtifactStore): the
+ * CLI's `cairn gc` and any maintenance job call {@link collectArtifacts}.
+ *
+ * **Roots** (what keeps an artifact): every ref found in a retained thread — the
+ * `set` values and appended items of all its positions on every branch, its
+ * snapshots, and its ledger (recorded outputs and effect outcomes, which is where
+ * the ref of a step that has not committed yet lives when it was written through
+ * `ctx.effect` or `ctx.artifact`) — every ref in a store value, pins kept in the
+ * store ({@link pinArtifact}) and pins passed in.
+ *
+ * **Grace**: an artifact written or handed out again (put of known bytes,
+ * putNamed of an existing key, head) less than `grace` ago is never collected,
+ * whatever the roots say: that covers a step that wrote an artifact and has not
+ * committed the position referencing it yet. `freshAt` is measured with the
+ * artifact store's own clock (`artifacts.now()`), so the writer's and the
+ * collector's clocks need not agree. The delete itself is conditional
+ * (`staleBefore`), so an artifact refreshed between the listing and the delete is
+ * kept. The rule a runtime must keep: a step commits within `grace` of obtaining
+ * an artifact ref (default 24 h).
+ *
+ * **Retention rules** release roots or expire artifacts:
+ * - a thread rule (`{ status, tenant, olderThan }`) releases matching threads not
+ *   updated for `olderThan`: their positions and ledger no longer keep anything;
+ * - an artifact rule (`{ mediaType, tenant, olderThan }`) expires matching artifacts
+ *   not refreshed for `olderThan` even while referenced (their refs then dangle, and
+ *   `cairn verify --artifacts` says so). Pins still win.
+ */
+import type { ArtifactInfo, ArtifactRef, ArtifactStore, ArtifactSweepReport } from '../contracts/artifact-store.js';
+import type { Checkpointer } from '../contracts/checkpointer.js';
+import type { Ledger } from '../contracts/ledger.js';
+import type { Store } from '../contracts/store.js';
+import type { ThreadRecord, ThreadStatus } from '../contracts/threads.js';
+import { decode } from '../codec/tagged-json.js';
+import { InvalidOptionError } from '../errors.js';
+import { listArtifacts, parseDuration } from '../artifacts/helpers.js';
+import { findArtifactRefs, isArtifactRef } from '../artifacts/refs.js';
+import { appendedFields, openSnapshot, type PositionBody } from '../runtime/position.js';
+
+/** Releases threads: matching threads not updated for `olderThan` keep no artifact alive. */
+export interface ThreadRetentionRule {
+  status?: ThreadStatus | ThreadStatus[];
+  tenant?: string | string[];
+  /** A number of ms or a duration: `30d`, `12h`. */
+  olderThan: number | string;
+}
+
+/** Expires artifacts: matching artifacts not refreshed for `olderThan` are collected even if referenced. */
+export interface ArtifactRetentionRule {
+  /** Exact (`image/png`) or a type wildcard (`image/*`); parameters (`; charset=…`) are ignored. */
+  mediaType?: string | string[];
+  tenant?: string | string[];
+  olderThan: number | string;
+}
+
+export interface RetentionPolicy {
+  threads?: ThreadRetentionRule[];
+  artifacts?: ArtifactRetentionRule[];
+}
+
+/** What {@link collectArtifacts} reports while it works. */
+export type GcProgress =
+  | { phase: 'mark'; threads: number; positions: number; refs: number }
+  | { phase: 'sweep'; scanned: number; deleted: number; total?: number };
+
+export interface GcOptions {
+  checkpointer: Checkpointer;
+  /** The unscoped artifact store (it sees every tenant). */
+  artifacts: ArtifactStore;
+  /** Store values are roots, and pins live here. */
+  store?: Store;
+  /** Recorded outputs and effect outcomes are roots: pass the engine's ledger. */
+  ledger?: Ledger;
+  retention?: RetentionPolicy;
+  /** Nothing written or refreshed more recently is collected (default `24h`). */
+  grace?: number | string;
+  /** More roots for this run: refs or ref ids. */
+  pins?: (ArtifactRef | string)[];
+  /** Report what would go, delete nothing. */
+  dryRun?: boolean;
+  /** Time for thread ages (the checkpointer's clock); default `Date.now()`. */
+  now?: number;
+  onProgress?: (progress: GcProgress) => void;
+}
+
+/** One artifact collected (or, in a dry run, that would be). */
+export interface GcVictim {
+  ref: ArtifactRef;
+  tenant: string | null;
+  freshAt: number;
+  /** `unreferenced`: no root reaches it; `expired`: an artifact rule expired it. */
+  reason: 'unreferenced' | 'expired';
+  /** For `expired`: the rule, as text. */
+  rule?: string;
+  /** For `expired`: a position that still refers to it (its ref will dangle). */
+  referencedBy?: { thread: string; seq: number };
+}
+
+export interface GcReport {
+  dryRun: boolean;
+  /** The artifact store's clock when the run started, and the grace cutoff derived from it. */
+  startedAt: number;
+  cutoff: number;
+  roots: { threads: number; releasedThreads: number; positions: number; snapshots: number; ledgerEntries: number; storeItems: number; pins: number; refs: number };
+  scanned: number;
+  kept: { referenced: number; pinned: number; inGrace: number; retained: number };
+  /** Collected (or, dry run, to be collected). */
+  victims: GcVictim[];
+  /** Candidates refreshed between the listing and the delete, and so kept. */
+  refreshed: number;
+  bytes: number;
+  /** Unreferenced blobs, temp files and incomplete uploads removed by the store's sweep. */
+  sweep: ArtifactSweepReport;
+}
+
+/** Namespace of the pins kept in the store: one item per pinned ref, keyed by its id. */
+export const PIN_NAMESPACE = ['cairn', 'artifact-pins'];
+
+/**
+ * Keeps an artifact from collection until {@link unpinArtifact}, whatever the roots
+ * and retention rules say. The pin is a store item, so every collector sees it.
+ *
+ * @example
+ * ```ts
+ * await pinArtifact(engine.store, ref, 'legal hold 2024-17');
+ * ```
+ */
+export async function pinArtifact(store: Store, ref: ArtifactRef, note = ''): Promise<void> {
+  await store.put(PIN_NAMESPACE, ref.id, { ref, note, pinnedAt: Date.now() });
+}
+
+/** Removes a pin; true if there was one. */
+export function unpinArtifact(store: Store, ref: ArtifactRef | string): Promise<boolean> {
+  return store.delete(PIN_NAMESPACE, typeof ref === 'string' ? ref : ref.id);
+}
+
+/**
+ * Collects unreferenced (and expired) artifacts. Safe while runs are writing: see
+ * the module documentation for why nothing a committed position refers to, and
+ * nothing a running step has just written, is collected.
+ *
+ * @example
+ * ```ts
+ * const report = await collectArtifacts({
+ *   checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts,
+ *   retention: { threads: [{ status: 'completed', olderThan: '30d' }], artifacts: [{ mediaType: 'image/*', olderThan: '7d' }] },
+ *   dryRun: true,
+ * });
+ * for (const v of report.victims) console.log(v.ref.id, v.reason);
+ * ```
+ */
+export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
+  const { checkpointer, artifacts, store, ledger } = options;
+  if (artifacts.tenant !== null) throw new InvalidOptionError('collectArtifacts needs the unscoped artifact store (it sees every tenant), not a tenant view.');
+  const grace = parseDuration(options.grace ?? '24h');
+  const threadRules = (options.retention?.threads ?? []).map((r) => ({ ...r, ms: parseDuration(r.olderThan) }));
+  const artifactRules = (options.retention?.artifacts ?? []).map((r) => ({ ...r, ms: parseDuration(r.olderThan) }));
+  const dryRun = options.dryRun === true;
+  const threadNow = options.now ?? Date.now();
+
+  // The store's clock is read first: everything refreshed after this instant minus
+  // grace is kept, including what is written while the mark phase runs.
+  const startedAt = await artifacts.now();
+  const cutoff = startedAt - grace;
+
+  // ---------------------------------------------------------------- mark
+  const marked = new Map<string, { thread: string; seq: number } | null>();
+  const pinned = new Set<string>();
+  const roots: GcReport['roots'] = { threads: 0, releasedThreads: 0, positions: 0, snapshots: 0, ledgerEntries: 0, storeItems: 0, pins: 0, refs: 0 };
+  const mark = (value: unknown, from: { thread: string; seq: number } | null) => {
+    for (const ref of findArtifactRefs(value)) if (!marked.has(ref.id)) marked.set(ref.id, from);
+  };
+  const progress = () => options.onProgress?.({ phase: 'mark', threads: roots.threads, positions: roots.positions, refs: marked.size });
+
+  for (const pin of options.pins ?? []) {
+    pinned.add(typeof pin === 'string' ? pin : pin.id);
+    roots.pins++;
+  }
+
+  for (let after: string | undefined; ; ) {
+    const threads = await checkpointer.listThreads({ limit: 200, ...(after !== undefined ? { after } : {}) });
+    for (const thread of threads) {
+      if (threadRules.some((rule) => threadRuleMatches(rule, thread, threadNow))) {
+        roots.releasedThreads++;
+        continue;
+      }
+      roots.threads++;
+      await walkThreadRefs(checkpointer, ledger, thread, (value, at, source) => {
+        if (source === 'position') roots.positions++;
+        else if (source === 'snapshot') roots.snapshots++;
+        else roots.ledgerEntries++;
+        mark(value, at);
+      });
+      progress();
+    }
+    if (threads.length < 200) break;
+    after = threads[threads.length - 1]!.id;
+  }
+
+  if (store) {
+    for (let cursor: string | null | undefined; ; ) {
+      const page = await store.search([], { limit: 500, ...(cursor ? { cursor } : {}) });
+      for (const item of page.items) {
+        roots.storeItems++;
+        mark(item.value, null);
+        if (item.namespace.join('\u0000') === PIN_NAMESPACE.join('\u0000')) {
+          const ref = (item.value as { ref?: unknown } | null)?.ref;
+          pinned.add(isArtifactRef(ref) ? ref.id : item.key);
+          roots.pins++;
+        }
+      }
+      if (!page.cursor) break;
+      cursor = page.cursor;
+    }
+  }
+  roots.refs = marked.size;
+
+  // ---------------------------------------------------------------- sweep
+  const report: GcReport = {
+    dryRun,
+    startedAt,
+    cutoff,
+    roots,
+    scanned: 0,
+    kept: { referenced: 0, pinned: 0, inGrace: 0, retained: 0 },
+    victims: [],
+    refreshed: 0,
+    bytes: 0,
+    sweep: { blobs: 0, bytes: 0, temps: 0 },
+  };
+  // Listed in full before deleting, so deletes never disturb a listing's cursor.
+  const listed: ArtifactInfo[] = [];
+  for await (const info of listArtifacts(artifacts, { allTenants: true })) listed.push(info);
+  for (const info of listed) {
+    report.scanned++;
+    const id = info.ref.id;
+    if (pinned.has(id)) {
+      report.kept.pinned++;
+      continue;
+    }
+    const expiredBy = artifactRules.find((rule) => artifactRuleMatches(rule, info, startedAt));
+    let victim: GcVictim | undefined;
+    if (expiredBy) {
+      const from = marked.get(id);
+      victim = { ref: info.ref, tenant: info.tenant, freshAt: info.freshAt, reason: 'expired', rule: describeRule(expiredBy), ...(from ? { referencedBy: from } : {}) };
+    } else if (marked.has(id)) {
+      report.kept.referenced++;
+    } else if (info.freshAt >= cutoff) {
+      report.kept.inGrace++;
+    } else {
+      victim = { ref: info.ref, tenant: info.tenant, freshAt: info.freshAt, reason: 'unreferenced' };
+    }
+    if (!victim) continue;
+    const staleBefore = victim.reason === 'expired' ? startedAt - parseDuration(expiredBy!.olderThan) : cutoff;
+    if (dryRun || (await artifacts.delete(info.ref, { staleBefore }))) {
+      report.victims.push(victim);
+      report.bytes += info.ref.size_bytes;
+    } else report.refreshed++;
+    options.onProgress?.({ phase: 'sweep', scanned: report.scanned, deleted: report.victims.length, total: listed.length });
+  }
+  report.kept.retained = report.scanned - report.victims.length - report.refreshed;
+  // Blobs whose last ref just went (and crash leftovers) go too, under the same cutoff.
+  report.sweep = await artifacts.sweep({ olderThan: cutoff, dryRun });
+  return report;
+}
+
+/** Where a value that may hold refs was found. */
+export type RefSource = 'position' | 'snapshot' | 'ledger';
+
+/**
+ * Calls `visit` with every stored value of a thread that may hold artifact refs:
+ * each position's `set` values and appended items (every branch), each snapshot,
+ * and, given a ledger, each recorded output and effect outcome. Once per position,
+ * snapshot and ledger entry.
+ */
+export async function walkThreadRefs(
+  cp: Checkpointer,
+  ledger: Ledger | undefined,
+  thread: ThreadRecord,
+  visit: (value: unknown, at: { thread: string; seq: number }, source: RefSource) => void,
+): Promise<void> {
+  const threadId = thread.id;
+  // Every seq up to the highest: forks are branches of one log, and all are kept.
+  const last = thread.head ?? -1;
+  for (let from = 0; from <= last; from += 500) {
+    for (const position of await cp.getPositions(threadId, '', { from, to: Math.min(last, from + 499) })) {
+      const at = { thread: threadId, seq: position.seq };
+      const body = decode<PositionBody>(position.body, `position ${position.seq} of thread ${threadId}`);
+      const values: unknown[] = [body.interrupts];
+      for (const change of Object.values(body.changes)) if ('set' in change) values.push(change.set);
+      const fields = appendedFields(body);
+      if (fields.length) for (const item of await cp.getPositionItems(threadId, '', position.seq, fields)) values.push(decode(item.text, `item of position ${position.seq}`));
+      visit(values, at, 'position');
+    }
+  }
+  // Snapshots, newest first: each query finds the newest one below the previous.
+  for (let below = last; below >= 0; ) {
+    const snapshot = await cp.getSnapshot(threadId, '', [{ from: 0, to: below }]);
+    if (!snapshot) break;
+    const body = openSnapshot(snapshot.text);
+    // A damaged snapshot is a verify problem, not a reason to stop collecting: the
+    // positions above hold every value a snapshot can hold (rewritten snapshots aside).
+    visit(body === null ? null : decode(body, `snapshot ${snapshot.seq} of thread ${threadId}`), { thread: threadId, seq: snapshot.seq }, 'snapshot');
+    below = snapshot.seq - 1;
+  }
+  if (ledger) {
+    for (const entry of await ledger.list(threadId)) {
+      visit(entry.outcome === null ? null : decode(entry.outcome, `ledger entry ${entry.key}`), { thread: threadId, seq: entry.seq }, 'ledger');
+    }
+  }
+}
+
+function oneOf<T>(value: T, allowed: T | T[] | undefined): boolean {
+  return allowed === undefined || (Array.isArray(allowed) ? allowed.includes(value) : allowed === value);
+}
+
+function threadRuleMatches(rule: ThreadRetentionRule & { ms: number }, thread: ThreadRecord, now: number): boolean {
+  return oneOf(thread.status, rule.status) && (rule.tenant === undefined || (thread.tenant !== null && oneOf(thread.tenant, rule.tenant))) && thread.updatedAt < now - rule.ms;
+}
+
+function artifactRuleMatches(rule: ArtifactRetentionRule & { ms: number }, info: ArtifactInfo, now: number): boolean {
+  if (rule.tenant !== undefined && (info.tenant === null || !oneOf(info.tenant, rule.tenant))) return false;
+  if (rule.mediaType !== undefined) {
+    const type = info.ref.media_type.split(';')[0]!.trim().toLowerCase();
+    const patterns = Array.isArray(rule.mediaType) ? rule.mediaType : [rule.mediaType];
+    const hit = patterns.some((p) => {
+      const pattern = p.trim().toLowerCase();
+      return pattern === '*/*' || pattern === type || (pattern.endsWith('/*') && type.startsWith(pattern.slice(0, -1)));
+    });
+    if (!hit) return false;
+  }
+  return info.freshAt < now - rule.ms;
+}
+
+function describeRule(rule: ArtifactRetentionRule): string {
+  const parts = [];
+  if (rule.mediaType !== undefined) parts.push(`mediaType=${[rule.mediaType].flat().join('|')}`);
+  if (rule.tenant !== undefined) parts.push(`tenant=${[rule.tenant].flat().join('|')}`);
+  parts.push(`olderThan=${rule.olderThan}`);
+  return parts.join(' ');
+}
+
+/**
+ * Parses a rule written on a command line: `threads:status=completed,tenant=acme,olderThan=30d`
+ * or `artifacts:mediaType=image/*,olderThan=7d` (`|` separates alternatives).
+ *
+ * @example
+ * ```ts
+ * parseRetentionRule('threads:status=completed|failed,olderThan=30d');
+ * ```
+ */
+export function parseRetentionRule(text: string): { threads: ThreadRetentionRule } | { artifacts: ArtifactRetentionRule } {
+  const match = /^(threads|artifacts):(.+)$/.exec(text.trim());
+  if (!match) throw new InvalidOptionError(`retention rule ${JSON.stringify(text)} must start with "threads:" or "artifacts:", e.g. threads:status=completed,olderThan=30d.`);
+  const fields: Record<string, string[]> = {};
+  for (const pair of match[2]!.split(',')) {
+    const [name, value] = pair.split('=');
+    if (!name || value === undefined || value === '') throw new InvalidOptionError(`retention rule ${JSON.stringify(text)}: "${pair}" is not name=value.`);
+    fields[name.trim()] = value.split('|').map((v) => v.trim());
+  }
+  const one = (values: string[] | undefined) => (values === undefined ? undefined : values.length === 1 ? values[0]! : values);
+  if (!fields.olderThan) throw new InvalidOptionError(`retention rule ${JSON.stringify(text)} needs olderThan=<duration>.`);
+  const olderThan = fields.olderThan[0]!;
+  parseDuration(olderThan);
+  const allowed = match[1] === 'threads' ? ['status', 'tenant', 'olderThan'] : ['mediaType', 'tenant', 'olderThan'];
+  for (const name of Object.keys(fields)) if (!allowed.includes(name)) throw new InvalidOptionError(`retention rule ${JSON.stringify(text)}: unknown field "${name}" (allowed: ${allowed.join(', ')}).`);
+  const statuses = ['running', 'interrupted', 'completed', 'failed', 'needs_attention'];
+  for (const status of fields.status ?? []) if (!statuses.includes(status)) throw new InvalidOptionError(`retention rule ${JSON.stringify(text)}: unknown status "${status}" (one of ${statuses.join(', ')}).`);
+  if (match[1] === 'threads') {
+    return { threads: { olderThan, ...(fields.status ? { status: one(fields.status) as ThreadStatus } : {}), ...(fields.tenant ? { tenant: one(fields.tenant)! } : {}) } };
+  }
+  return { artifacts: { olderThan, ...(fields.mediaType ? { mediaType: one(fields.mediaType)! } : {}), ...(fields.tenant ? { tenant: one(fields.tenant)! } : {}) } };
+}
