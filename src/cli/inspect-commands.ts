@@ -12,6 +12,7 @@ import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { materialize } from '../runtime/materialize.js';
 import type { PositionBody } from '../runtime/position.js';
 import { openEngine } from './engine-url.js';
+import { formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
 
 interface Common {
   db: string;
@@ -139,17 +140,20 @@ export function registerInspectCommands(program: Command): void {
     .description('recompute the hash chain of one thread, or of every thread')
     .option(...db)
     .option('--json', 'print JSON')
-    .action((threadId: string | undefined, options: Common) =>
+    .option('--artifacts <location>', 'also re-hash every artifact and report dangling refs (a directory or s3://bucket/prefix)')
+    .action((threadId: string | undefined, options: Common & { artifacts?: string }) =>
       withEngine(options, async (engine) => {
         const ids = threadId ? [threadId] : (await engine.checkpointer.listThreads()).map((t) => t.id);
         const reports: VerifyReport[] = [];
         for (const id of ids) reports.push(await verifyThread(engine.checkpointer, id));
-        out(options, reports, () =>
-          reports
-            .map((r) => `${r.ok ? 'ok  ' : 'FAIL'} ${r.threadId}: ${r.positions} positions${r.problems.map((p) => `\n     seq ${p.seq}: ${p.message}`).join('')}`)
-            .join('\n'),
+        const artifacts = options.artifacts ? await verifyArtifactsCommand(engine, options.artifacts, { json: options.json === true, ...(threadId ? { thread: threadId } : {}) }) : undefined;
+        out(options, artifacts ? { threads: reports, artifacts } : reports, () =>
+          [
+            ...reports.map((r) => `${r.ok ? 'ok  ' : 'FAIL'} ${r.threadId}: ${r.positions} positions${r.problems.map((p) => `\n     seq ${p.seq}: ${p.message}`).join('')}`),
+            ...(artifacts ? [formatArtifactVerifyReport(artifacts)] : []),
+          ].join('\n'),
         );
-        if (reports.some((r) => !r.ok)) process.exitCode = 1;
+        if (reports.some((r) => !r.ok) || (artifacts && !artifacts.ok)) process.exitCode = 1;
       }),
     );
 }

@@ -11,6 +11,7 @@ import { runDemo } from './demo.js';
 import { registerInspectCommands } from './inspect-commands.js';
 import { registerMigrateCommand } from './migrate-command.js';
 import { registerWorkerCommand } from './worker-command.js';
+import { registerArtifactCommands } from './artifact-commands.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 const program = new Command();
@@ -31,6 +32,7 @@ program
 registerInspectCommands(program);
 registerMigrateCommand(program);
 registerWorkerCommand(program);
+registerArtifactCommands(program);
 
 program.parseAsync().catch((error: unknown) => {
   process.stderr.write(`${CairnError.is(error) ? error.message : (error as Error).stack ?? String(error)}\n`);
