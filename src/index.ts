@@ -63,5 +63,13 @@ export type * from './contracts/checkpointer.js';
 export type * from './contracts/ledger.js';
 export type * from './contracts/store.js';
 export type * from './contracts/artifact-store.js';
+// Artifacts: helpers over any ArtifactStore, retention and collection, verification.
+export { listArtifacts, storeValue, loadValue, VALUE_MEDIA_TYPE } from './artifacts/helpers.js';
+export type { StoreValueOptions } from './artifacts/helpers.js';
+export { findArtifactRefs, isArtifactRef } from './artifacts/refs.js';
+export { collectArtifacts, pinArtifact, unpinArtifact, parseRetentionRule, PIN_NAMESPACE } from './inspect/gc.js';
+export type { GcOptions, GcReport, GcVictim, GcProgress, RetentionPolicy, ThreadRetentionRule, ArtifactRetentionRule } from './inspect/gc.js';
+export { verifyArtifacts } from './inspect/artifact-verify.js';
+export type { ArtifactVerifyOptions, ArtifactVerifyReport, CorruptArtifact, DanglingRef } from './inspect/artifact-verify.js';
 export type * from './contracts/engine.js';
 export type * from './contracts/threads.js';
