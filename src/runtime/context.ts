@@ -14,7 +14,8 @@
  *    re-run with the same key. No probe: re-run with the same key, unless
  *    `mode: 'atMostOnce'`, which puts the thread in `needs_attention`.
  */
-import type { ArtifactStore } from '../contracts/artifact-store.js';
+import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
+import { storeValue, type StoreValueOptions } from '../artifacts/helpers.js';
 import type { Ledger, LedgerEntry } from '../contracts/ledger.js';
 import type { ListNamespacesOptions, ScopedStore, SearchOptions, Store, StoreApi, StoreItem, StoreOp, StorePage } from '../contracts/store.js';
 import { sha256Hex } from '../codec/hash.js';
@@ -111,8 +112,21 @@ export interface NodeContext {
   readonly attempt: number;
   /** Aborted when the run loses its lease or is cancelled. */
   readonly signal: AbortSignal;
-  /** The artifact store given to compile(). Throws if none was given. */
+  /** The artifact store given to compile(), as the thread's tenant when it has one. Throws if none was given. */
   readonly artifacts: ArtifactStore;
+  /**
+   * Keeps a large output out of state in one call: runs `fn` (a tool, a download, a
+   * model call), stores what it returns as an artifact (strings as text, bytes as
+   * they are, anything else as tagged JSON) and returns the ref to put in state. The
+   * ref is recorded, so a re-executed step is served it without calling `fn` again.
+   * Read the value back with `loadValue(ctx.artifacts, ref)`.
+   *
+   * @example
+   * ```ts
+   * .node('crawl', async (s, ctx) => ({ page: await ctx.artifact('fetch', () => fetchPage(s.url), { mediaType: 'text/html' }) }))
+   * ```
+   */
+  artifact(name: string, fn: () => unknown, options?: StoreValueOptions): Promise<ArtifactRef>;
   readonly store: NodeStore;
   /** Records a nondeterministic output; a re-execution of this step is served the recorded value. */
   record<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
@@ -206,13 +220,24 @@ export class TaskScope implements NodeContext {
     this.store = this.makeStore(options.store);
   }
 
+  private tenantArtifacts: ArtifactStore | undefined;
+
   get artifacts(): ArtifactStore {
     if (!this.options.artifacts) {
       throw new CairnError(`node "${this.node}" used ctx.artifacts but compile() was given no artifacts store: pass { artifacts: fsArtifacts(dir) }.`, {
         place: this.options.place,
       });
     }
+    // A thread with a tenant reads and writes artifacts as that tenant: its refs carry
+    // the tenant, and another tenant's refs are refused (AccessDeniedError).
+    const tenant = this.options.principal;
+    if (typeof tenant === 'string') return (this.tenantArtifacts ??= this.options.artifacts.forTenant(tenant));
     return this.options.artifacts;
+  }
+
+  artifact(name: string, fn: () => unknown, options: StoreValueOptions = {}): Promise<ArtifactRef> {
+    // Recorded: a re-executed step is served the ref and neither calls fn nor stores again.
+    return this.record(name, async () => storeValue(this.artifacts, await fn(), options));
   }
 
   record<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
