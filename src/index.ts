@@ -52,6 +52,8 @@ export { materialize } from './runtime/materialize.js';
 export type { ReplayReport, ReplayStep, ReplayDivergenceInfo } from './runtime/replay.js';
 export { verifyThread } from './inspect/verify.js';
 export { migrateCheck } from './inspect/migrate-check.js';
+export { exportThreads, importThreads } from './inspect/transfer.js';
+export type { TransferRecord, ImportReport } from './inspect/transfer.js';
 export type { MigrateCheckReport, SchemaWindow, VersionCount } from './inspect/migrate-check.js';
 export { rewriteSnapshots } from './runtime/rewrite-snapshots.js';
 export type { RewriteReport } from './runtime/rewrite-snapshots.js';

@@ -2,7 +2,7 @@
 /**
  * @module cli/main
  * The `cairn` command line: `demo`, `threads`, `history`, `show`, `effects`,
- * `verify`, `migrate`, `worker`. Every inspection command takes `--db <file>` and `--json`.
+ * `verify`, `migrate`, `worker`, `export`, `import`, `copy`. Every inspection command takes `--db <file>` and `--json`.
  */
 import { Command } from 'commander';
 import { createRequire } from 'node:module';
@@ -11,6 +11,7 @@ import { runDemo } from './demo.js';
 import { registerInspectCommands } from './inspect-commands.js';
 import { registerMigrateCommand } from './migrate-command.js';
 import { registerWorkerCommand } from './worker-command.js';
+import { registerTransferCommands } from './transfer-commands.js';
 import { registerArtifactCommands } from './artifact-commands.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
@@ -32,6 +33,7 @@ program
 registerInspectCommands(program);
 registerMigrateCommand(program);
 registerWorkerCommand(program);
+registerTransferCommands(program);
 registerArtifactCommands(program);
 
 program.parseAsync().catch((error: unknown) => {

@@ -1,0 +1,134 @@
+/**
+ * @module inspect/transfer
+ * Moving threads between engines (SQLite → PostgreSQL, or back) with their whole
+ * history: every position as stored (bodies and hashes byte for byte, so the hash
+ * chain verifies on the other side), items, snapshots, pending writes, failures,
+ * and the ledger (intents, outcomes, recorded outputs). The stream is JSON lines
+ * (`cairn export` writes it, `cairn import` reads it). Store data is not per-thread
+ * and is not part of it.
+ */
+import type { Checkpointer, PositionItem, StoredPosition, AttemptFailure, PendingWrite } from '../contracts/checkpointer.js';
+import type { Engine } from '../contracts/engine.js';
+import type { LedgerEntry } from '../contracts/ledger.js';
+import type { ThreadRecord } from '../contracts/threads.js';
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { decode } from '../codec/tagged-json.js';
+import { CairnError, ThreadNotFoundError } from '../errors.js';
+import { appendedFields, type PositionBody } from '../runtime/position.js';
+
+export type TransferRecord =
+  | { type: 'header'; format: 'cairn-threads'; version: 1; exportedAt: number; engine: string }
+  | { type: 'thread'; thread: ThreadRecord }
+  | { type: 'position'; threadId: string; position: StoredPosition; items: PositionItem[]; snapshot: string | null }
+  | { type: 'pending'; threadId: string; write: PendingWrite }
+  | { type: 'failure'; threadId: string; failure: AttemptFailure }
+  | { type: 'ledger'; threadId: string; entry: LedgerEntry }
+  | { type: 'end'; threads: number; positions: number };
+
+/** Every record of the given threads, in an order `importThreads` can replay. */
+export async function* exportThreads(engine: Engine, threadIds: string[]): AsyncGenerator<TransferRecord> {
+  const cp = engine.checkpointer;
+  yield { type: 'header', format: 'cairn-threads', version: 1, exportedAt: Date.now(), engine: engine.name };
+  let positions = 0;
+  for (const threadId of threadIds) {
+    const thread = await cp.getThread(threadId);
+    if (!thread) throw new ThreadNotFoundError(threadId, { engine: engine.name });
+    yield { type: 'thread', thread };
+    for (let from = 0; thread.head !== null && from <= thread.head; from += 500) {
+      for (const position of await cp.getPositions(threadId, '', { from, to: Math.min(thread.head, from + 499) })) {
+        const body = decode<PositionBody>(position.body, `position ${position.seq}`);
+        const fields = appendedFields(body);
+        const items = fields.length ? await cp.getPositionItems(threadId, '', position.seq, fields) : [];
+        const snapshot = await cp.getSnapshot(threadId, '', [{ from: position.seq, to: position.seq }]);
+        yield { type: 'position', threadId, position, items, snapshot: snapshot?.text ?? null };
+        positions++;
+        for (const write of await cp.getPendingWrites(threadId, '', position.seq)) yield { type: 'pending', threadId, write };
+      }
+    }
+    for (const failure of await cp.listFailures(threadId)) yield { type: 'failure', threadId, failure };
+    for (const entry of await engine.ledger.list(threadId)) yield { type: 'ledger', threadId, entry };
+  }
+  yield { type: 'end', threads: threadIds.length, positions };
+}
+
+export interface ImportReport {
+  threads: string[];
+  positions: number;
+  ledgerEntries: number;
+}
+
+/**
+ * Writes exported threads into `engine`. A thread that already exists there is
+ * refused (nothing of it is written). Positions are committed in seq order with
+ * their stored bodies and hashes, so `verify` passes on the target as on the source.
+ */
+export async function importThreads(engine: Engine, records: AsyncIterable<TransferRecord> | Iterable<TransferRecord>): Promise<ImportReport> {
+  const cp = engine.checkpointer;
+  const report: ImportReport = { threads: [], positions: 0, ledgerEntries: 0 };
+  let current: { thread: ThreadRecord; lease: Awaited<ReturnType<Checkpointer['acquireThread']>>; last: StoredPosition | null } | undefined;
+
+  const finish = async () => {
+    if (!current) return;
+    const { thread, lease } = current;
+    await cp.updateThread(lease, { status: thread.status, attempts: thread.attempts - lease.thread.attempts, lastError: thread.lastError });
+    await cp.releaseThread(lease);
+    current = undefined;
+  };
+
+  for await (const record of records) {
+    switch (record.type) {
+      case 'header':
+        if (record.format !== 'cairn-threads' || record.version !== 1) throw new CairnError(`not a cairn thread export (format ${record.format} v${record.version}).`);
+        break;
+      case 'thread': {
+        await finish();
+        const { thread } = record;
+        if (await cp.getThread(thread.id)) throw new CairnError(`thread ${thread.id} already exists in the ${engine.name} engine: import refuses to merge histories.`);
+        const lease = await cp.acquireThread(thread.id, {
+          owner: { runId: randomUUID(), pid: process.pid, host: hostname() },
+          leaseMs: 5 * 60_000,
+          create: { kind: thread.kind, tenant: thread.tenant, metadata: thread.metadata },
+        });
+        current = { thread, lease, last: null };
+        report.threads.push(thread.id);
+        break;
+      }
+      case 'position': {
+        if (!current || current.thread.id !== record.threadId) throw new CairnError(`position of thread ${record.threadId} before its thread record.`);
+        const isHead = record.position.seq === current.thread.head;
+        await cp.commitStep(current.lease, {
+          position: record.position,
+          items: record.items,
+          ...(record.snapshot !== null ? { snapshot: record.snapshot } : {}),
+          status: isHead ? current.thread.status : 'running',
+          expectedHead: current.last?.seq ?? null,
+        });
+        current.last = record.position;
+        report.positions++;
+        break;
+      }
+      case 'pending':
+        await cp.putPendingWrite(current!.lease, record.write);
+        break;
+      case 'failure':
+        await cp.updateThread(current!.lease, { failure: record.failure });
+        break;
+      case 'ledger': {
+        const { entry } = record;
+        const base = { threadId: entry.threadId, key: entry.key, kind: entry.kind, name: entry.name, ns: entry.ns, seq: entry.seq, node: entry.node, task: entry.task, call: entry.call, argsDigest: entry.argsDigest, createdAt: entry.createdAt };
+        if (entry.kind === 'record') await engine.ledger.writeRecord({ ...base, outcome: entry.outcome ?? 'null' });
+        else {
+          await engine.ledger.writeIntent(base);
+          if (entry.status === 'done' && entry.outcome !== null) await engine.ledger.writeOutcome(entry.threadId, entry.key, entry.outcome, entry.completedAt ?? entry.createdAt);
+        }
+        report.ledgerEntries++;
+        break;
+      }
+      case 'end':
+        break;
+    }
+  }
+  await finish();
+  return report;
+}
