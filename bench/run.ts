@@ -352,8 +352,14 @@ function printSize(report: SizeReport): void {
   const busy = Math.max(report.loadAverage.start, report.loadAverage.end) > cpus().length;
   console.log(
     `\n=== N = ${n} (${report.wallSeconds.toFixed(0)} s; 1-min load average ${report.loadAverage.start.toFixed(1)} at start, ` +
-      `${report.loadAverage.end.toFixed(1)} at end${busy ? ': the machine was busy, timings are noisy' : ''}) ===`,
+      `${report.loadAverage.end.toFixed(1)} at end) ===`,
   );
+  if (busy) {
+    console.log(
+      `WARNING: the load average exceeded the ${cpus().length} cores: something else ran during this N. Timings are noisy and\n` +
+        'per-step ratios are squeezed toward 1× (waiting for the disk dominates both sides): PASS/MISS are not reliable.',
+    );
+  }
   const rows = results.map((r) => [
     r.contender,
     fixed(r.firstMsPerStep, 3),
