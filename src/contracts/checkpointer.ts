@@ -22,7 +22,7 @@
  *
  * @example A minimal engine test: `checkpointerSuite({ name: 'mine', create: () => myEngine() })` from `cairn/testing`.
  */
-import type { LeaseOwner, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus, ThreadError } from './threads.js';
+import type { DeleteThreadOptions, DeleteThreadResult, LeaseOwner, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus, ThreadError } from './threads.js';
 
 /** A position as stored: fixed columns the engine indexes, plus an opaque canonical body. */
 export interface StoredPosition {
@@ -119,7 +119,12 @@ export interface Checkpointer {
 
   /** The thread record, or null. Never throws for a missing thread. */
   getThread(threadId: string): Promise<ThreadRecord | null>;
-  /** Threads matching the query, ordered by id. */
+  /**
+   * Threads matching every filter of the query, in the query's order (ascending id by
+   * default), after `query.after`, at most `query.limit`. Filter values are query
+   * parameters, never spliced into SQL. Throws InvalidOptionError for a malformed query
+   * (an unknown status or kind, a non-scalar metadata value, a negative limit...).
+   */
   listThreads(query?: ThreadQuery): Promise<ThreadRecord[]>;
   /** Failures recorded in this thread, oldest first. */
   listFailures(threadId: string): Promise<AttemptFailure[]>;
@@ -185,6 +190,28 @@ export interface Checkpointer {
   subscribeRunnable?(listener: (threadId: string) => void): Promise<() => Promise<void>>;
   /** Optional (workers): the earliest expiry (ms since epoch) among leases held on runnable threads, or null. */
   nextLeaseExpiry?(graph?: string): Promise<number | null>;
+
+  /**
+   * Deletes a thread and everything it owns, in one transaction: its record, every
+   * position, item and snapshot of every namespace (child runs included), its pending
+   * writes, its failures, its ledger entries (effects and recorded outputs) and its
+   * artifact pins (store items under `['cairn', 'artifact-pins']` that name the thread:
+   * see `pinArtifact(..., { thread })`). The artifacts themselves are left to GC. Other
+   * threads' rows are never touched.
+   *
+   * Refuses, with {@link ThreadBusyError} and nothing deleted, a thread whose holder is
+   * live (by the same rule as {@link acquireThread}); a thread whose lease expired can
+   * be deleted, and a late write under that lease then finds no thread (it fails with
+   * LeaseLostError or ThreadNotFoundError and writes nothing). A missing thread, or one
+   * whose status is not in `ifStatus`, is reported in the result, not thrown.
+   *
+   * @example
+   * ```ts
+   * const result = await cp.deleteThread('cust_42', { ifStatus: 'completed' });
+   * if (result.deleted) console.log(`removed ${result.removed.positions} positions`);
+   * ```
+   */
+  deleteThread(threadId: string, options?: DeleteThreadOptions): Promise<DeleteThreadResult>;
 
   /** Releases connections. Further calls throw {@link EngineClosedError}. */
   close(): Promise<void>;

@@ -64,12 +64,79 @@ export interface ThreadLease {
   thread: ThreadRecord;
 }
 
-/** Filters for listing threads. */
-export interface ThreadQuery {
-  status?: ThreadStatus;
-  kind?: ThreadKind;
-  tenant?: string;
-  limit?: number;
-  /** Return threads whose id sorts after this one (paging). */
-  after?: string;
+/** A time window in ms since the epoch: `from` inclusive, `to` exclusive; either may be left open. */
+export interface TimeRange {
+  from?: number;
+  to?: number;
 }
+
+/**
+ * A metadata filter: top-level keys of `metadata` and the value each must equal.
+ * Values are scalars (a string, a finite number, a boolean, or null for a key
+ * whose value is null; a missing key never matches). Keys and values are sent as
+ * query parameters, never spliced into SQL.
+ */
+export type MetadataFilter = Record<string, string | number | boolean | null>;
+
+/**
+ * Filters and paging for {@link Checkpointer.listThreads}. Every filter given must
+ * hold (AND); a list of values matches any of them (OR).
+ *
+ * @example
+ * ```ts
+ * // Failed support conversations of tenant acme, updated in the last day, 50 at a time.
+ * let page = await cp.listThreads({ status: ['failed', 'needs_attention'], kind: 'conversation', tenant: 'acme',
+ *   metadata: { queue: 'support' }, updatedAt: { from: Date.now() - 86_400_000 }, limit: 50 });
+ * page = await cp.listThreads({ ...sameFilters, after: page.at(-1)!.id });
+ * ```
+ */
+export interface ThreadQuery {
+  status?: ThreadStatus | readonly ThreadStatus[];
+  kind?: ThreadKind | readonly ThreadKind[];
+  /** The tenant, or null for threads without one. */
+  tenant?: string | null;
+  metadata?: MetadataFilter;
+  createdAt?: TimeRange;
+  /** On {@link ThreadRecord.updatedAt} (which a step commit advances). */
+  updatedAt?: TimeRange;
+  /**
+   * `id` (default): ascending id, a stable walk of every thread however they change.
+   * `updatedAt`: most recently updated first, ties by ascending id; a thread that is
+   * updated while you page moves to the front, so it may be missed or seen twice.
+   */
+  order?: 'id' | 'updatedAt';
+  /**
+   * Paging: continue after this thread, the last of the previous page. Order `id`
+   * takes its id (a string) or the record; order `updatedAt` needs the record (its
+   * `id` and `updatedAt`).
+   */
+  after?: string | Pick<ThreadRecord, 'id' | 'updatedAt'>;
+  /** At most this many threads (a non-negative integer). Default: all. */
+  limit?: number;
+}
+
+/** Options of {@link Checkpointer.deleteThread}. */
+export interface DeleteThreadOptions {
+  /** Delete only if the thread's status is this one (or one of these); otherwise nothing is deleted. */
+  ifStatus?: ThreadStatus | readonly ThreadStatus[];
+}
+
+/** How many rows of each kind a thread's deletion removed (child namespaces included). */
+export interface DeletedThreadRows {
+  positions: number;
+  items: number;
+  snapshots: number;
+  pendingWrites: number;
+  failures: number;
+  ledgerEntries: number;
+  /** Artifact pins the thread held (the artifacts themselves are left to GC). */
+  pins: number;
+}
+
+/** What {@link Checkpointer.deleteThread} did. */
+export type DeleteThreadResult =
+  | { deleted: true; threadId: string; removed: DeletedThreadRows }
+  /** No such thread (already deleted, or never created): nothing to do. */
+  | { deleted: false; threadId: string; reason: 'missing' }
+  /** The thread's status is not in `ifStatus`: it was left as it is. */
+  | { deleted: false; threadId: string; reason: 'status'; status: ThreadStatus };

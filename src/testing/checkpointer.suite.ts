@@ -2,7 +2,8 @@
  * @module testing/checkpointer.suite
  * The conformance suite of the {@link Checkpointer} contract: every rule its JSDoc
  * states (leases and fencing, head checks, atomic commits, pending writes, range
- * reads, thread listing, id validation, lifecycle), as vitest tests. Every engine
+ * reads, thread listing with its filters and paging, deleting a thread with all it
+ * owns, id validation, lifecycle), as vitest tests. Every engine
  * runs it; a third-party engine proves itself with the same ten lines.
  *
  * Each test gets a fresh engine from `create()` and hands it to `destroy()` (or
@@ -21,16 +22,18 @@ import { hostname } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Checkpointer, PositionItem, StepCommit, StoredPosition } from '../contracts/checkpointer.js';
 import type { Engine } from '../contracts/engine.js';
-import type { LeaseOwner, ThreadKind, ThreadLease, ThreadStatus } from '../contracts/threads.js';
+import type { LeaseOwner, ThreadKind, ThreadLease, ThreadQuery, ThreadStatus } from '../contracts/threads.js';
 import {
   EngineClosedError,
   HeadMovedError,
   InvalidKeyError,
+  InvalidOptionError,
   LeaseLostError,
   PositionNotFoundError,
   ThreadBusyError,
   ThreadNotFoundError,
 } from '../errors.js';
+import { PIN_NAMESPACE, threadPinKey } from '../internal/pins.js';
 
 /** Options of {@link checkpointerSuite}. */
 export interface CheckpointerSuiteOptions {
@@ -749,6 +752,404 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
       });
     });
 
+    describe('listThreads: filters and paging', () => {
+      const ids = async (query?: ThreadQuery) => (await cp.listThreads(query)).map((t) => t.id);
+
+      /** Threads with these attributes, created in order (a few ms apart, so their times differ). */
+      async function threads(specs: { id: string; kind?: ThreadKind; tenant?: string | null; status?: ThreadStatus; metadata?: Record<string, unknown> }[]) {
+        for (const spec of specs) {
+          const lease = await create(spec.id, { kind: spec.kind ?? 'task', tenant: spec.tenant ?? null, metadata: spec.metadata ?? {} });
+          if (spec.status && spec.status !== 'running') await cp.updateThread(lease, { status: spec.status });
+          await cp.releaseThread(lease);
+          await sleep(3);
+        }
+      }
+
+      it('matches any of several statuses and kinds, all filters together', async () => {
+        await threads([
+          { id: 'a', kind: 'task', status: 'completed', tenant: 'acme' },
+          { id: 'b', kind: 'conversation', status: 'failed', tenant: 'acme' },
+          { id: 'c', kind: 'session', status: 'needs_attention', tenant: 'globex' },
+          { id: 'd', kind: 'workflow', status: 'interrupted', tenant: 'acme' },
+          { id: 'e', kind: 'conversation', status: 'running', tenant: 'acme' },
+        ]);
+        expect(await ids({ status: ['failed', 'needs_attention'] })).toEqual(['b', 'c']);
+        expect(await ids({ status: ['completed'] })).toEqual(['a']);
+        expect(await ids({ kind: ['conversation', 'workflow'] })).toEqual(['b', 'd', 'e']);
+        expect(await ids({ kind: ['conversation', 'workflow'], status: ['running', 'failed', 'completed'], tenant: 'acme' })).toEqual(['b', 'e']);
+        // A repeated value is harmless.
+        expect(await ids({ status: ['failed', 'failed'] })).toEqual(['b']);
+      });
+
+      it('tenant null matches the threads without a tenant', async () => {
+        await threads([{ id: 'a', tenant: 'acme' }, { id: 'b', tenant: null }, { id: 'c', tenant: '' }, { id: 'd', tenant: null }]);
+        expect(await ids({ tenant: null })).toEqual(['b', 'd']);
+        expect(await ids({ tenant: '' })).toEqual(['c']);
+        expect(await ids({ tenant: 'acme' })).toEqual(['a']);
+      });
+
+      it('metadata: equality on top-level keys, every key given must match, a missing key never does', async () => {
+        await threads([
+          { id: 'a', metadata: { queue: 'support', priority: 1, vip: true, owner: null, nested: { queue: 'support' } } },
+          { id: 'b', metadata: { queue: 'support', priority: 2, vip: false } },
+          { id: 'c', metadata: { queue: 'sales', priority: 1.5, tags: ['support'] } },
+          { id: 'd', metadata: { queue: 'Support', priority: '1', vip: 'true', owner: 'null' } },
+          { id: 'e', metadata: {} },
+        ]);
+        expect(await ids({ metadata: { queue: 'support' } })).toEqual(['a', 'b']);
+        expect(await ids({ metadata: { queue: 'support', priority: 2 } })).toEqual(['b']);
+        expect(await ids({ metadata: { priority: 1 } })).toEqual(['a']);
+        expect(await ids({ metadata: { priority: 1.5 } })).toEqual(['c']);
+        expect(await ids({ metadata: { priority: '1' } })).toEqual(['d']);
+        expect(await ids({ metadata: { vip: true } })).toEqual(['a']);
+        expect(await ids({ metadata: { vip: false } })).toEqual(['b']);
+        expect(await ids({ metadata: { vip: 'true' } })).toEqual(['d']);
+        expect(await ids({ metadata: { owner: null } })).toEqual(['a']);
+        expect(await ids({ metadata: { owner: 'null' } })).toEqual(['d']);
+        // Only top-level keys; a list or an object never equals a scalar.
+        expect(await ids({ metadata: { tags: 'support' } })).toEqual([]);
+        expect(await ids({ metadata: { nested: 'support' } })).toEqual([]);
+        expect(await ids({ metadata: { missing: null } })).toEqual([]);
+        expect(await ids({ metadata: { queue: 'support', missing: 'x' } })).toEqual([]);
+        expect(await ids({ metadata: {} })).toEqual(['a', 'b', 'c', 'd', 'e']);
+      });
+
+      it('metadata keys and values are parameters: hostile ones match literally and change nothing', async () => {
+        const hostile = [
+          "x' OR '1'='1",
+          '$.queue',
+          '") OR 1=1 --',
+          "'; DROP TABLE cairn_threads; --",
+          '%',
+          '_',
+          '\\',
+          'a"b',
+          '[0]',
+          'ü🧭',
+        ];
+        await threads([
+          { id: 'plain', metadata: { queue: 'support' } },
+          ...hostile.map((text, i) => ({ id: `h${String(i).padStart(2, '0')}`, metadata: { [text]: text, queue: text } })),
+        ]);
+        for (const [i, text] of hostile.entries()) {
+          const id = `h${String(i).padStart(2, '0')}`;
+          expect(await ids({ metadata: { [text]: text } }), `key and value ${JSON.stringify(text)}`).toEqual([id]);
+          expect(await ids({ metadata: { queue: text } }), `value ${JSON.stringify(text)}`).toEqual([id]);
+          expect(await ids({ metadata: { [text]: 'support' } }), `key ${JSON.stringify(text)}`).toEqual([]);
+        }
+        expect(await ids({ metadata: { queue: "support' OR '1'='1" } })).toEqual([]);
+        expect(await ids({ tenant: "x' OR '1'='1" })).toEqual([]);
+        expect(await ids()).toHaveLength(hostile.length + 1);
+      });
+
+      it('createdAt and updatedAt ranges: from inclusive, to exclusive', async () => {
+        await threads([{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd' }]);
+        const all = await cp.listThreads();
+        const created = Object.fromEntries(all.map((t) => [t.id, t.createdAt]));
+        expect(created.a).toBeLessThan(created.b!);
+        expect(created.c).toBeLessThan(created.d!);
+        expect(await ids({ createdAt: { from: created.b } })).toEqual(['b', 'c', 'd']);
+        expect(await ids({ createdAt: { to: created.c } })).toEqual(['a', 'b']);
+        expect(await ids({ createdAt: { from: created.b, to: created.d } })).toEqual(['b', 'c']);
+        expect(await ids({ createdAt: { from: created.d! + 1 } })).toEqual([]);
+
+        // Touch b, then d: their updatedAt moves past everything created.
+        await sleep(3);
+        for (const id of ['b', 'd']) {
+          const lease = await cp.acquireThread(id, { owner: remoteOwner(), leaseMs: LONG_LEASE });
+          await cp.updateThread(lease, { attempts: 1 });
+          await cp.releaseThread(lease);
+          await sleep(3);
+        }
+        const b = (await cp.getThread('b'))!;
+        const d = (await cp.getThread('d'))!;
+        expect(b.updatedAt).toBeGreaterThan(created.d!);
+        expect(await ids({ updatedAt: { from: b.updatedAt } })).toEqual(['b', 'd']);
+        expect(await ids({ updatedAt: { from: d.updatedAt } })).toEqual(['d']);
+        expect(await ids({ updatedAt: { to: b.updatedAt } })).toEqual(['a', 'c']);
+        expect(await ids({ updatedAt: { from: b.updatedAt, to: d.updatedAt } })).toEqual(['b']);
+        expect(await ids({ updatedAt: { from: b.updatedAt }, createdAt: { to: created.c } })).toEqual(['b']);
+      });
+
+      it('a step commit counts as an update', async () => {
+        await threads([{ id: 'a' }, { id: 'b' }]);
+        await sleep(3);
+        const since = Date.now();
+        const lease = await cp.acquireThread('a', { owner: remoteOwner(), leaseMs: LONG_LEASE });
+        await cp.commitStep(lease, commitOf(linear(0, { createdAt: Date.now() }), null));
+        expect((await cp.getThread('a'))!.updatedAt).toBeGreaterThanOrEqual(since);
+        expect(await ids({ updatedAt: { from: since } })).toEqual(['a']);
+      });
+
+      it('pages by id: every matching thread exactly once, in order, whatever the page size', async () => {
+        const statuses: ThreadStatus[] = ['running', 'completed', 'failed'];
+        for (let i = 0; i < 23; i++) {
+          const lease = await create(`t${String(i).padStart(2, '0')}`, { tenant: i % 2 ? 'acme' : 'globex' });
+          if (statuses[i % 3] !== 'running') await cp.updateThread(lease, { status: statuses[i % 3]! });
+        }
+        const query: ThreadQuery = { tenant: 'acme', status: ['running', 'failed'] };
+        const expected = await ids(query);
+        expect(expected.length).toBeGreaterThan(5);
+        expect(expected).toEqual([...expected].sort());
+        for (const size of [1, 2, 5, 100]) {
+          const seen: string[] = [];
+          let page = await cp.listThreads({ ...query, limit: size });
+          while (page.length) {
+            expect(page.length).toBeLessThanOrEqual(size);
+            seen.push(...page.map((t) => t.id));
+            page = await cp.listThreads({ ...query, limit: size, after: page[page.length - 1]! });
+          }
+          expect(seen, `page size ${size}`).toEqual(expected);
+        }
+        expect(await ids({ limit: 0 })).toEqual([]);
+      });
+
+      it('orders ids by code point (as UTF-8 bytes), the same on every engine', async () => {
+        const idsInOrder = ['A', 'Z', 'a', 'z', 'é', '\uE000', '😀'];
+        for (const id of [...idsInOrder].reverse()) await create(id);
+        expect(await ids()).toEqual(idsInOrder);
+        expect(await ids({ after: 'é' })).toEqual(['\uE000', '😀']);
+        expect(await ids({ after: '\uE000' })).toEqual(['😀']);
+      });
+
+      it("order 'updatedAt': most recently updated first, ties by id, paged with the last record", async () => {
+        await threads([{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd' }, { id: 'e' }]);
+        // Touch c, then a: they come first, a before c.
+        for (const id of ['c', 'a']) {
+          const lease = await cp.acquireThread(id, { owner: remoteOwner(), leaseMs: LONG_LEASE });
+          await cp.updateThread(lease, { status: 'completed' });
+          await cp.releaseThread(lease);
+          await sleep(3);
+        }
+        const all = await cp.listThreads({ order: 'updatedAt' });
+        expect(all.map((t) => t.id).slice(0, 2)).toEqual(['a', 'c']);
+        for (let i = 1; i < all.length; i++) {
+          const [prev, next] = [all[i - 1]!, all[i]!];
+          expect(prev.updatedAt > next.updatedAt || (prev.updatedAt === next.updatedAt && prev.id < next.id)).toBe(true);
+        }
+        const seen: string[] = [];
+        let page = await cp.listThreads({ order: 'updatedAt', limit: 2 });
+        while (page.length) {
+          seen.push(...page.map((t) => t.id));
+          page = await cp.listThreads({ order: 'updatedAt', limit: 2, after: page[page.length - 1]! });
+        }
+        expect(seen).toEqual(all.map((t) => t.id));
+        expect(await ids({ order: 'updatedAt', status: 'completed' })).toEqual(['a', 'c']);
+        expect(await ids({ order: 'updatedAt', status: 'running' })).toEqual(['e', 'd', 'b']);
+      });
+
+      it("order 'updatedAt' pages through threads updated in the same millisecond (ties by id)", async () => {
+        // Created back to back: several share a clock reading; the cursor (updatedAt, id) still visits each once.
+        for (const id of ['f', 'b', 'd', 'a', 'e', 'c']) await create(id);
+        const all = await cp.listThreads({ order: 'updatedAt' });
+        const seen: string[] = [];
+        for (let page = await cp.listThreads({ order: 'updatedAt', limit: 1 }); page.length; ) {
+          seen.push(page[0]!.id);
+          page = await cp.listThreads({ order: 'updatedAt', limit: 1, after: { id: page[0]!.id, updatedAt: page[0]!.updatedAt } });
+        }
+        expect(seen).toEqual(all.map((t) => t.id));
+        expect([...seen].sort()).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+      });
+
+      it('rejects a malformed query with InvalidOptionError', async () => {
+        await create('t1');
+        const bad: unknown[] = [
+          { status: 'paused' },
+          { status: [] },
+          { kind: 'chat' },
+          { kind: ['task', 'job'] },
+          { metadata: { a: { b: 1 } } },
+          { metadata: { a: [1] } },
+          { metadata: { a: Number.NaN } },
+          { metadata: { a: undefined } },
+          { metadata: [['a', 1]] },
+          { tenant: 42 },
+          { limit: -1 },
+          { limit: 1.5 },
+          { order: 'createdAt' },
+          { order: 'updatedAt', after: 't1' },
+          { after: 42 },
+          { createdAt: { from: 'yesterday' } },
+          { updatedAt: { to: Number.POSITIVE_INFINITY } },
+        ];
+        for (const query of bad) {
+          await expectError(() => cp.listThreads(query as ThreadQuery), InvalidOptionError);
+        }
+      });
+    });
+
+    describe('deleteThread', () => {
+      const ids = async (query?: ThreadQuery) => (await cp.listThreads(query)).map((t) => t.id);
+      const ref = (n: number) => ({ id: `sha256:${fakeHash(n)}`, sha256: fakeHash(n), media_type: 'text/plain', size_bytes: n });
+
+      /**
+       * A thread with something in every place a thread owns: root and child positions,
+       * items, snapshots, a pending write, failures, ledger effects and records, a pin
+       * (and an unpinned one). Released (or left held with `keep`).
+       */
+      async function populated(threadId: string, options: { keep?: boolean; leaseMs?: number; status?: ThreadStatus } = {}) {
+        const lease = await create(threadId, { leaseMs: options.leaseMs ?? LONG_LEASE, tenant: 'acme', metadata: { n: threadId } });
+        await cp.commitStep(lease, commitOf(linear(0), null, { items: [item('m', 0, '"m0"'), item('m', 1, '"m1"')], snapshot: '{"s":0}' }));
+        await cp.commitStep(lease, commitOf(linear(1), 0, { items: [item('m', 0, '"m2"')] }));
+        await cp.commitStep(lease, commitOf(linear(0, { ns: 'parent|child:0', hash: fakeHash(50) }), null, { items: [item('c', 0, '"c0"')], snapshot: '{"c":0}' }));
+        await cp.putPendingWrite(lease, { ns: '', baseSeq: 1, task: 'a:0', body: '{"w":1}' });
+        await cp.updateThread(lease, { attempts: 2, failure: { ns: '', code: 'ERR_A', message: 'a', node: 'n', seq: 1, attempt: 1, at: 1 } });
+        await cp.updateThread(lease, { failure: { ns: '', code: 'ERR_B', message: 'b', node: 'n', seq: 1, attempt: 2, at: 2 }, ...(options.status ? { status: options.status } : {}) });
+        const entry = { threadId, kind: 'effect' as const, name: 'put', ns: '', seq: 1, node: 'n', task: 'n:0', call: 0, argsDigest: null, createdAt: 5 };
+        await engine.ledger.writeIntent({ ...entry, key: 'effect-1' });
+        await engine.ledger.writeOutcome(threadId, 'effect-1', '{"ok":true}', 6);
+        await engine.ledger.writeRecord({ ...entry, kind: 'record', key: 'record-1', call: 1, outcome: '"answer"' });
+        await engine.store.put([...PIN_NAMESPACE], threadPinKey(ref(1).id, threadId), { ref: ref(1), note: 'thread pin', thread: threadId });
+        await engine.store.put([...PIN_NAMESPACE], threadPinKey(ref(2).id, threadId), { ref: ref(2), note: 'unpinned later', thread: threadId });
+        await engine.store.delete([...PIN_NAMESPACE], threadPinKey(ref(2).id, threadId));
+        if (!options.keep) await cp.releaseThread(lease);
+        return lease;
+      }
+
+      /** Everything readable about a thread through the contracts. */
+      async function everything(threadId: string) {
+        const ranges = [{ from: 0, to: 100 }];
+        return {
+          thread: await cp.getThread(threadId),
+          positions: await cp.getPositions(threadId, '', { from: 0, to: 100 }),
+          child: await cp.getPositions(threadId, 'parent|child:0', { from: 0, to: 100 }),
+          items: await cp.getItems(threadId, '', 'm', ranges),
+          childItems: await cp.getItems(threadId, 'parent|child:0', 'c', ranges),
+          snapshot: await cp.getSnapshot(threadId, '', ranges),
+          childSnapshot: await cp.getSnapshot(threadId, 'parent|child:0', ranges),
+          pending: await cp.getPendingWrites(threadId, '', 1),
+          failures: await cp.listFailures(threadId),
+          ledger: await engine.ledger.list(threadId),
+          pin: await engine.store.get([...PIN_NAMESPACE], threadPinKey(ref(1).id, threadId)),
+        };
+      }
+
+      it('removes the thread and every position, item, snapshot, pending write, failure, ledger entry and pin it owns', async () => {
+        await populated('doomed');
+        await populated('other');
+        await engine.store.put([...PIN_NAMESPACE], ref(1).id, { ref: ref(1), note: 'global pin' });
+        const otherBefore = await everything('other');
+        expect(otherBefore.positions).toHaveLength(2);
+        expect(otherBefore.ledger).toHaveLength(2);
+
+        const result = await cp.deleteThread('doomed');
+        expect(result).toEqual({
+          deleted: true,
+          threadId: 'doomed',
+          removed: { positions: 3, items: 4, snapshots: 2, pendingWrites: 1, failures: 2, ledgerEntries: 2, pins: 1 },
+        });
+
+        expect(await everything('doomed')).toEqual({
+          thread: null,
+          positions: [],
+          child: [],
+          items: [],
+          childItems: [],
+          snapshot: null,
+          childSnapshot: null,
+          pending: [],
+          failures: [],
+          ledger: [],
+          pin: null,
+        });
+        expect(await engine.ledger.get('doomed', 'effect-1')).toBeNull();
+        expect(await ids()).toEqual(['other']);
+        // The unpinned pin's row is gone too: nothing under the pins namespace names the thread.
+        const pins = await engine.store.search([...PIN_NAMESPACE]);
+        expect(pins.items.map((i) => i.key).sort()).toEqual([ref(1).id, threadPinKey(ref(1).id, 'other')].sort());
+        // Another thread, and a global pin of the same artifact, are untouched.
+        expect(await everything('other')).toEqual(otherBefore);
+        expect((await engine.store.get([...PIN_NAMESPACE], ref(1).id))?.value).toMatchObject({ note: 'global pin' });
+      });
+
+      it('a thread created again under a deleted id starts empty', async () => {
+        await populated('t1');
+        await cp.deleteThread('t1');
+        const lease = await create('t1', { kind: 'session' });
+        expect(lease.thread).toMatchObject({ id: 't1', kind: 'session', head: null, attempts: 0, tenant: null, metadata: {}, lastError: null });
+        expect(await cp.getPositions('t1', '', { from: 0, to: 100 })).toEqual([]);
+        expect(await cp.getItems('t1', '', 'm', [{ from: 0, to: 100 }])).toEqual([]);
+        expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 100 }])).toBeNull();
+        expect(await cp.getPendingWrites('t1', '', 1)).toEqual([]);
+        expect(await cp.listFailures('t1')).toEqual([]);
+        expect(await engine.ledger.list('t1')).toEqual([]);
+        await commitLine(lease, 1);
+        expect((await cp.getThread('t1'))!.head).toBe(1);
+      });
+
+      it('deletes the newest thread, then creates threads: none sees the deleted one\'s rows', async () => {
+        await populated('a');
+        await populated('z');
+        await cp.deleteThread('z');
+        const lease = await create('fresh');
+        expect(await cp.getPositions('fresh', '', { from: 0, to: 100 })).toEqual([]);
+        expect(await cp.listFailures('fresh')).toEqual([]);
+        expect(await engine.ledger.list('fresh')).toEqual([]);
+        await commitLine(lease, 0);
+        expect(await cp.getPositions('a', '', { from: 0, to: 100 })).toHaveLength(2);
+      });
+
+      it('refuses a thread whose lease is live with ThreadBusyError and deletes nothing', async () => {
+        await populated('t1', { keep: true });
+        const before = await everything('t1');
+        const error = await expectError(() => cp.deleteThread('t1'), ThreadBusyError);
+        expect(error.threadId).toBe('t1');
+        expect(await everything('t1')).toEqual(before);
+      });
+
+      it('refuses a thread held by another live run of this process', async () => {
+        await create('t1', { owner: { runId: 'mine', pid: process.pid, host: hostname() } });
+        await expectError(() => cp.deleteThread('t1'), ThreadBusyError);
+        expect(await cp.getThread('t1')).not.toBeNull();
+      });
+
+      it('deletes a thread whose holder is dead; the dead holder\'s late writes then fail and write nothing', async () => {
+        const stale = await populated('t1', { keep: true, leaseMs: SHORT_LEASE });
+        await sleep(SHORT_LEASE * 2);
+        expect((await cp.deleteThread('t1')).deleted).toBe(true);
+        await expectError(() => cp.commitStep(stale, commitOf(linear(2), 1)), LeaseLostError);
+        await expectError(() => cp.updateThread(stale, { status: 'failed', failure: { ns: '', code: 'ERR_LATE', message: 'late', at: 3 } }), LeaseLostError);
+        await expectError(() => cp.putPendingWrite(stale, { ns: '', baseSeq: 1, task: 'b:0', body: '{}' }), LeaseLostError);
+        await expectError(() => cp.putSnapshot(stale, { ns: '', seq: 1, text: '{}' }), LeaseLostError);
+        await expectError(() => cp.renewLease(stale, LONG_LEASE), LeaseLostError);
+        const late = { threadId: 't1', key: 'late', kind: 'effect' as const, name: 'x', ns: '', seq: 1, node: 'n', task: 'n:0', call: 2, argsDigest: null, createdAt: 9 };
+        await expectError(() => engine.ledger.writeIntent(late), ThreadNotFoundError);
+        await expectError(() => engine.ledger.writeRecord({ ...late, kind: 'record', outcome: '1' }), ThreadNotFoundError);
+        await cp.releaseThread(stale);
+        expect(await cp.getThread('t1')).toBeNull();
+        expect(await engine.ledger.list('t1')).toEqual([]);
+        expect(await cp.listFailures('t1')).toEqual([]);
+        expect(await cp.getPendingWrites('t1', '', 1)).toEqual([]);
+      });
+
+      it('ifStatus: deletes only a thread in one of the given statuses', async () => {
+        await populated('done', { status: 'completed' });
+        await populated('broken', { status: 'failed' });
+        expect(await cp.deleteThread('done', { ifStatus: 'failed' })).toEqual({ deleted: false, threadId: 'done', reason: 'status', status: 'completed' });
+        expect(await cp.deleteThread('done', { ifStatus: ['failed', 'needs_attention'] })).toMatchObject({ deleted: false, reason: 'status' });
+        expect((await everything('done')).positions).toHaveLength(2);
+        expect(await cp.deleteThread('done', { ifStatus: ['failed', 'completed'] })).toMatchObject({ deleted: true });
+        expect(await cp.deleteThread('broken', { ifStatus: 'failed' })).toMatchObject({ deleted: true, removed: { positions: 3 } });
+        expect(await ids()).toEqual([]);
+      });
+
+      it('a missing thread is reported, not thrown; deleting twice is harmless', async () => {
+        await populated('other');
+        const before = await everything('other');
+        expect(await cp.deleteThread('missing')).toEqual({ deleted: false, threadId: 'missing', reason: 'missing' });
+        await populated('t1');
+        expect((await cp.deleteThread('t1')).deleted).toBe(true);
+        expect(await cp.deleteThread('t1')).toEqual({ deleted: false, threadId: 't1', reason: 'missing' });
+        expect(await everything('other')).toEqual(before);
+      });
+
+      it('rejects an unknown ifStatus with InvalidOptionError and deletes nothing', async () => {
+        await populated('t1');
+        await expectError(() => cp.deleteThread('t1', { ifStatus: 'done' as ThreadStatus }), InvalidOptionError);
+        expect(await cp.getThread('t1')).not.toBeNull();
+      });
+    });
+
     describe('thread ids', () => {
       const hostile: [string, string][] = [
         ['empty', ''],
@@ -800,6 +1201,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
           ['getSnapshot', () => cp.getSnapshot('t1', '', [{ from: 0, to: 1 }])],
           ['getItems', () => cp.getItems('t1', '', 'm', [{ from: 0, to: 1 }])],
           ['getPositionItems', () => cp.getPositionItems('t1', '', 0, ['m'])],
+          ['deleteThread', () => cp.deleteThread('t1')],
           ['releaseThread', () => cp.releaseThread(lease)],
         ];
         for (const [method, call] of calls) {

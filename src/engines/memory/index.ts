@@ -21,9 +21,12 @@ export { MemoryArtifactStore, memoryArtifacts } from '../../artifacts/memory-art
 /** Creates an in-memory engine. */
 export function memory(): Engine {
   const lifecycle = new Lifecycle('memory', () => undefined);
-  const checkpointer = new MemoryCheckpointer(lifecycle);
-  const ledger = new MemoryLedger(lifecycle);
+  const ledger = new MemoryLedger(lifecycle, (threadId) => checkpointer.hasThread(threadId));
   const store = new MemoryStore(lifecycle);
+  const checkpointer: MemoryCheckpointer = new MemoryCheckpointer(lifecycle, {
+    dropLedger: (threadId) => ledger.dropThread(threadId),
+    dropKeys: (ns, suffix) => store.dropKeys(ns, suffix),
+  });
   const close = async () => {
     if (lifecycle.close()) await checkpointer.close();
   };

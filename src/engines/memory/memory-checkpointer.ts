@@ -15,11 +15,13 @@ import type {
   StoredPosition,
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
-import type { ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
+import type { DeleteThreadOptions, DeleteThreadResult, ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
 import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
 import { checkThreadId } from '../../internal/keys.js';
 import { describeHolder, holderIsLive, type HolderInfo } from '../../internal/lease.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
+import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
+import { compareThreads, isAfterCursor, normalizeIfStatus, normalizeThreadQuery, threadMatches } from '../../internal/thread-query.js';
 
 interface ThreadRow {
   record: ThreadRecord;
@@ -36,12 +38,26 @@ interface ThreadRow {
 
 const inRanges = (seq: number, ranges: SeqRange[]) => ranges.some((r) => seq >= r.from && seq <= r.to);
 
+/**
+ * What a thread owns outside the thread log, in the same engine: `deleteThread` removes
+ * it in the same synchronous turn (the memory engine's transaction).
+ */
+export interface MemoryThreadCascade {
+  /** Deletes the thread's ledger entries; returns how many. */
+  dropLedger(threadId: string): number;
+  /** Deletes the store items under `ns` whose key ends with `suffix` (a thread's pins); returns how many. */
+  dropKeys(ns: string, suffix: string): number;
+}
+
 export class MemoryCheckpointer implements Checkpointer {
   readonly engine = 'memory';
   private readonly threads = new Map<string, ThreadRow>();
   private readonly listeners = new Set<(threadId: string) => void>();
 
-  constructor(private readonly lifecycle: Lifecycle) {}
+  constructor(
+    private readonly lifecycle: Lifecycle,
+    private readonly cascade?: MemoryThreadCascade,
+  ) {}
 
   private row(threadId: string): ThreadRow | undefined {
     this.lifecycle.assertOpen();
@@ -54,25 +70,46 @@ export class MemoryCheckpointer implements Checkpointer {
     return row;
   }
 
+  /** True when the thread exists (the engine's ledger asks before writing an entry). */
+  hasThread(threadId: string): boolean {
+    return this.threads.has(threadId);
+  }
+
   async getThread(threadId: string): Promise<ThreadRecord | null> {
     const row = this.row(threadId);
     return row ? structuredClone(row.record) : null;
   }
 
   async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
+    const q = normalizeThreadQuery(query);
     this.lifecycle.assertOpen();
     return [...this.threads.values()]
       .map((r) => r.record)
-      .filter(
-        (t) =>
-          (query.status === undefined || t.status === query.status) &&
-          (query.kind === undefined || t.kind === query.kind) &&
-          (query.tenant === undefined || t.tenant === query.tenant) &&
-          (query.after === undefined || t.id > query.after),
-      )
-      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-      .slice(0, query.limit ?? Infinity)
+      .filter((t) => threadMatches(t, q) && isAfterCursor(t, q))
+      .sort(compareThreads(q))
+      .slice(0, q.limit ?? Infinity)
       .map((t) => structuredClone(t));
+  }
+
+  async deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
+    const ifStatus = normalizeIfStatus(options.ifStatus);
+    const row = this.row(threadId);
+    if (!row) return { deleted: false, threadId, reason: 'missing' };
+    if (holderIsLive(row.holder, Date.now())) throw new ThreadBusyError(threadId, describeHolder(row.holder), { engine: this.engine });
+    if (ifStatus && !ifStatus.includes(row.record.status)) return { deleted: false, threadId, reason: 'status', status: row.record.status };
+    const count = <V>(byNs: Map<string, Map<number, V>>, size: (v: V) => number = () => 1) =>
+      [...byNs.values()].reduce((n, inner) => n + [...inner.values()].reduce((m, v) => m + size(v), 0), 0);
+    const removed = {
+      positions: count(row.positions),
+      items: count(row.items, (items) => items.length),
+      snapshots: count(row.snapshots),
+      pendingWrites: row.pending.size,
+      failures: row.failures.length,
+      ledgerEntries: this.cascade?.dropLedger(threadId) ?? 0,
+      pins: this.cascade?.dropKeys(PIN_NAMESPACE_STORED, threadPinSuffix(threadId)) ?? 0,
+    };
+    this.threads.delete(threadId);
+    return { deleted: true, threadId, removed };
   }
 
   async listFailures(threadId: string): Promise<AttemptFailure[]> {

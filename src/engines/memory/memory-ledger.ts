@@ -3,13 +3,25 @@
  * The effect ledger in process memory.
  */
 import type { Ledger, LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
+import { ThreadNotFoundError } from '../../errors.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
 
 export class MemoryLedger implements Ledger {
   readonly engine = 'memory';
   private readonly entries = new Map<string, LedgerEntry>();
 
-  constructor(private readonly lifecycle: Lifecycle) {}
+  /** `threadExists`: the engine's thread table, so that an entry is never written for a missing (or deleted) thread. */
+  constructor(
+    private readonly lifecycle: Lifecycle,
+    private readonly threadExists: (threadId: string) => boolean = () => true,
+  ) {}
+
+  /** The entry id, after checking the thread exists (as the durable engines' inserts do). */
+  private writable(threadId: string, key: string): string {
+    const id = this.id(threadId, key);
+    if (!this.threadExists(threadId)) throw new ThreadNotFoundError(threadId, { engine: this.engine });
+    return id;
+  }
 
   private id(threadId: string, key: string): string {
     this.lifecycle.assertOpen();
@@ -31,7 +43,7 @@ export class MemoryLedger implements Ledger {
   }
 
   async writeIntent(entry: NewLedgerEntry): Promise<LedgerEntry> {
-    const id = this.id(entry.threadId, entry.key);
+    const id = this.writable(entry.threadId, entry.key);
     const existing = this.entries.get(id);
     if (existing) return { ...existing };
     const stored: LedgerEntry = { ...entry, status: 'intent', outcome: null, completedAt: null };
@@ -48,12 +60,24 @@ export class MemoryLedger implements Ledger {
   }
 
   async writeRecord(entry: NewLedgerEntry & { outcome: string }): Promise<LedgerEntry> {
-    const id = this.id(entry.threadId, entry.key);
+    const id = this.writable(entry.threadId, entry.key);
     const existing = this.entries.get(id);
     if (existing) return { ...existing };
     const stored: LedgerEntry = { ...entry, status: 'done', completedAt: entry.createdAt };
     this.entries.set(id, stored);
     return { ...stored };
+  }
+
+  /** Deletes every entry of a thread (the engine's `deleteThread`); returns how many. */
+  dropThread(threadId: string): number {
+    let dropped = 0;
+    for (const [id, entry] of this.entries) {
+      if (entry.threadId === threadId) {
+        this.entries.delete(id);
+        dropped++;
+      }
+    }
+    return dropped;
   }
 
   async discardRecords(threadId: string, keys: string[]): Promise<void> {

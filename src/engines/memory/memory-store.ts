@@ -91,6 +91,23 @@ export class MemoryStore extends BaseStore {
     return limit === null ? found : found.slice(0, limit);
   }
 
+  /**
+   * Deletes the rows under the stored namespace `ns` whose key ends with `suffix`, live
+   * or not, with their overwrite records: a deleted thread's pins leave nothing behind.
+   * Returns how many items were live. Called by the engine's `deleteThread`.
+   */
+  dropKeys(ns: string, suffix: string): number {
+    let live = 0;
+    const now = Date.now();
+    for (const [id, row] of this.rows) {
+      if (row.ns !== ns || !row.key.endsWith(suffix)) continue;
+      if (isLive(row, now)) live++;
+      this.rows.delete(id);
+      for (let i = this.overwrites.length - 1; i >= 0; i--) if (this.overwrites[i]!.ns === ns && this.overwrites[i]!.key === row.key) this.overwrites.splice(i, 1);
+    }
+    return live;
+  }
+
   clear(): void {
     this.rows.clear();
     this.overwrites.length = 0;

@@ -163,6 +163,18 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       $fn$;
     `,
   },
+  {
+    id: 3,
+    name: 'thread listing indexes',
+    sql: (s) => `
+      -- listThreads by tenant and by creation time, in id order; retention by update time.
+      CREATE INDEX cairn_threads_by_tenant ON ${s}.cairn_threads (tenant, id);
+      CREATE INDEX cairn_threads_by_created ON ${s}.cairn_threads (created_at, id);
+      CREATE INDEX cairn_threads_by_updated ON ${s}.cairn_threads (updated_at);
+      -- Metadata filters are one containment test (scalar values only, so it is equality).
+      CREATE INDEX cairn_threads_by_metadata ON ${s}.cairn_threads USING gin ((${s}.cairn_json(metadata)) jsonb_path_ops);
+    `,
+  },
 ];
 
 /** First key of cairn's advisory locks (the second is the schema name's hash): "cairn" in ASCII. */
@@ -180,6 +192,9 @@ export function quoteIdent(name: string): string {
 export async function migrate(pool: PoolLike, schema: string, migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS): Promise<number[]> {
   const s = quoteIdent(schema);
   const client = await pool.connect();
+  // A connection that dies while held reports it as an 'error' event too: the failed
+  // query already says so, the event must not become an uncaught exception.
+  client.on?.('error', () => undefined);
   let failed = true;
   try {
     await client.query({ text: 'BEGIN' });

@@ -19,11 +19,13 @@ import type {
   StoredPosition,
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
-import type { ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
+import type { DeleteThreadOptions, DeleteThreadResult, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../../contracts/threads.js';
 import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { checkThreadId } from '../../internal/keys.js';
 import { describeHolder, holderIsLive } from '../../internal/lease.js';
+import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
+import { normalizeIfStatus, normalizeThreadQuery } from '../../internal/thread-query.js';
 import { constraintOf, isConnectionLoss, sqlState, type PostgresConnection } from './connection.js';
 import type { PoolClientLike } from './driver.js';
 import { quoteIdent } from './migrations.js';
@@ -128,20 +130,54 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
+    const q = normalizeThreadQuery(query);
     const where: string[] = [];
     const params: unknown[] = [];
-    const add = (clause: string, value: unknown) => {
-      params.push(value);
-      where.push(clause.replace('?', `$${params.length}`));
-    };
-    if (query.status !== undefined) add('t.status = ?::text', query.status);
-    if (query.kind !== undefined) add('t.kind = ?::text', query.kind);
-    if (query.tenant !== undefined) add('t.tenant = ?::text', query.tenant);
-    if (query.after !== undefined) add('t.id > ?::text', query.after);
-    params.push(query.limit ?? null);
-    const text = `${this.sql.threadSelect} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT $${params.length}::bigint`;
-    // At most 16 shapes of this text, so it is worth preparing.
-    return (await this.conn.query<ThreadRow>('listThreads', text, params)).map(toThread);
+    const param = (value: unknown) => `$${params.push(value)}`;
+    const updatedAt = 'greatest(t.updated_at, h.created_at)';
+    if (q.statuses) where.push(`t.status = ANY(${param(q.statuses)}::text[])`);
+    if (q.kinds) where.push(`t.kind = ANY(${param(q.kinds)}::text[])`);
+    if (q.tenant === null) where.push('t.tenant IS NULL');
+    else if (q.tenant !== undefined) where.push(`t.tenant = ${param(q.tenant)}::text`);
+    // One containment test for every key: with scalar values, containment is equality (and the GIN index serves it).
+    if (q.metadata.length) where.push(`${this.sql.json}(t.metadata) @> ${param(JSON.stringify(Object.fromEntries(q.metadata)))}::jsonb`);
+    if (q.created.from !== null) where.push(`t.created_at >= ${param(q.created.from)}::bigint`);
+    if (q.created.to !== null) where.push(`t.created_at < ${param(q.created.to)}::bigint`);
+    if (q.updated.from !== null) where.push(`${updatedAt} >= ${param(q.updated.from)}::bigint`);
+    if (q.updated.to !== null) {
+      // updated_at never exceeds updatedAt, so the indexed column bounds it from above too.
+      const to = param(q.updated.to);
+      where.push(`t.updated_at < ${to}::bigint AND ${updatedAt} < ${to}::bigint`);
+    }
+    if (q.after && q.order === 'updatedAt') {
+      const at = param(q.after.updatedAt);
+      where.push(`(${updatedAt} < ${at}::bigint OR (${updatedAt} = ${at}::bigint AND t.id > ${param(q.after.id)}::text))`);
+    } else if (q.after) where.push(`t.id > ${param(q.after.id)}::text`);
+    const order = q.order === 'updatedAt' ? `${updatedAt} DESC, t.id` : 't.id';
+    const text = `${this.sql.threadSelect} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ${param(q.limit)}::bigint`;
+    // Not prepared: the filters make many shapes of this text, and each is planned for its values.
+    return (await this.conn.query<ThreadRow>('listThreads', text, params, false)).map(toThread);
+  }
+
+  async deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
+    const ifStatus = normalizeIfStatus(options.ifStatus);
+    // The thread row is locked first, in a statement of its own; every write of the
+    // thread (commits, pending writes, snapshots, thread updates, ledger inserts) locks
+    // that row too, so it waits and then finds no thread. The deletes come in a later
+    // statement, whose snapshot (READ COMMITTED) holds every write that came before the lock.
+    return this.conn.transaction('deleteThread', async (query) => {
+      const [row] = (await query(this.sql.lockForDelete, [threadId])) as Pick<ThreadRow, 'tid' | 'status' | 'run_id' | 'owner_pid' | 'owner_host' | 'lease_until'>[];
+      if (!row) return { deleted: false, threadId, reason: 'missing' } as const;
+      const now = Date.now();
+      const holder = { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: num(row.lease_until) };
+      if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
+      const status = row.status as ThreadStatus;
+      if (ifStatus && !ifStatus.includes(status)) return { deleted: false, threadId, reason: 'status', status } as const;
+      const [counts] = (await query(this.sql.deleteThread, [row.tid, PIN_NAMESPACE_STORED, threadPinSuffix(threadId), now])) as Record<string, string>[];
+      const removed = { positions: 0, items: 0, snapshots: 0, pendingWrites: 0, failures: 0, ledgerEntries: 0, pins: 0 };
+      for (const key of Object.keys(removed) as (keyof typeof removed)[]) removed[key] = Number(counts![key.toLowerCase()]);
+      return { deleted: true, threadId, removed } as const;
+    });
   }
 
   async listFailures(threadId: string): Promise<AttemptFailure[]> {
@@ -440,7 +476,8 @@ export class PostgresCheckpointer implements Checkpointer {
 
 /** Every fixed statement of the checkpointer, qualified with the connection's schema. */
 function statements(conn: PostgresConnection) {
-  const { threads: T, positions: P, items: I, snapshots: S, pending: W, failures: F } = conn.tables;
+  const { threads: T, positions: P, items: I, snapshots: S, pending: W, failures: F, ledger: L, store: ST } = conn.tables;
+  const schema = quoteIdent(conn.schema);
   const tidOf = `(SELECT tid FROM ${T} WHERE id = $1::text)`;
   const threadColumns = `t.tid, t.id, t.kind, t.status, t.attempts, t.tenant, t.metadata, t.last_error, t.run_id, t.owner_pid,
     t.owner_host, t.lease_until, t.epoch, t.created_at, t.updated_at`;
@@ -453,6 +490,28 @@ function statements(conn: PostgresConnection) {
   return {
     threadSelect,
     threadById: `${threadSelect} WHERE t.id = $1::text`,
+    /** The schema's text → jsonb function (see migration 2). */
+    json: `${schema}.cairn_json`,
+
+    lockForDelete: `SELECT tid, status, run_id, owner_pid, owner_host, lease_until FROM ${T} WHERE id = $1::text FOR UPDATE`,
+
+    // Everything the thread owns, by tid, plus its pins (live or unpinned) and their
+    // overwrite records; counts per kind. Runs after lockForDelete, in its transaction.
+    deleteThread: `
+      WITH p AS (DELETE FROM ${P} WHERE tid = $1::bigint RETURNING 1),
+      i AS (DELETE FROM ${I} WHERE tid = $1::bigint RETURNING 1),
+      s AS (DELETE FROM ${S} WHERE tid = $1::bigint RETURNING 1),
+      w AS (DELETE FROM ${W} WHERE tid = $1::bigint RETURNING 1),
+      f AS (DELETE FROM ${F} WHERE tid = $1::bigint RETURNING 1),
+      l AS (DELETE FROM ${L} WHERE tid = $1::bigint RETURNING 1),
+      pins AS (
+        DELETE FROM ${ST} WHERE ns = $2::text AND right(key, length($3::text)) = $3::text
+        RETURNING deleted, expires_at),
+      overwrites AS (DELETE FROM ${schema}.cairn_store_overwrites WHERE ns = $2::text AND right(key, length($3::text)) = $3::text),
+      thread AS (DELETE FROM ${T} WHERE tid = $1::bigint)
+      SELECT (SELECT count(*) FROM p) AS positions, (SELECT count(*) FROM i) AS items, (SELECT count(*) FROM s) AS snapshots,
+        (SELECT count(*) FROM w) AS pendingwrites, (SELECT count(*) FROM f) AS failures, (SELECT count(*) FROM l) AS ledgerentries,
+        (SELECT count(*) FROM pins WHERE NOT deleted AND (expires_at IS NULL OR expires_at > $4::bigint)) AS pins`,
 
     createThread: `
       INSERT INTO ${T} AS t (id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at)

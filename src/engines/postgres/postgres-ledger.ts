@@ -133,8 +133,10 @@ function statements(conn: PostgresConnection) {
 
     // Insert if absent and return the stored entry, in one statement. The row carries
     // whether the thread exists, so a missing thread is told apart from a lost race.
+    // FOR KEY SHARE (which only a delete of the thread conflicts with) makes an insert
+    // racing deleteThread wait for it and then find no thread: never an orphan row.
     insert: `
-      WITH t AS (SELECT tid FROM ${T} WHERE id = $1::text),
+      WITH t AS (SELECT tid FROM ${T} WHERE id = $1::text FOR KEY SHARE),
       inserted AS (
         INSERT INTO ${L} (tid, ${COLUMNS})
         SELECT t.tid, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::text, $9::integer, $10::text, $11::text, $12::text, $13::bigint, $14::bigint

@@ -24,7 +24,6 @@ export class SqliteConnection {
   readonly lifecycle: Lifecycle;
   private handle: SqliteDatabase | undefined;
   private readonly statements = new Map<string, SqliteStatement>();
-  private readonly tids = new Map<string, number>();
   private readonly ownsHandle: boolean;
   /** One transaction wrapper, created once: better-sqlite3 builds its BEGIN/COMMIT machinery per wrapper. */
   private transactor: ((fn: () => unknown) => unknown) & { immediate: (fn: () => unknown) => unknown } | undefined;
@@ -61,13 +60,13 @@ export class SqliteConnection {
     return statement;
   }
 
-  /** Internal key of a thread, or undefined if it does not exist. Ids never change, so this is cached. */
+  /**
+   * Internal key of a thread, or undefined if it does not exist. Looked up every time
+   * (one primary-key probe): a thread deleted and created again, by this process or
+   * another, gets a new tid, and tids are never reused.
+   */
   tid(threadId: string): number | undefined {
-    const cached = this.tids.get(threadId);
-    if (cached !== undefined) return cached;
-    const tid = this.stmt('SELECT tid FROM cairn_threads WHERE id = ?').pluck().get(threadId) as number | undefined;
-    if (tid !== undefined) this.tids.set(threadId, tid);
-    return tid;
+    return this.stmt('SELECT tid FROM cairn_threads WHERE id = ?').pluck().get(threadId) as number | undefined;
   }
 
   /** Runs `fn` in an IMMEDIATE transaction (the write lock is taken at BEGIN, so reads inside see the latest commit). */

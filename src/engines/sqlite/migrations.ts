@@ -146,6 +146,25 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX cairn_store_overwrites_by_ns ON cairn_store_overwrites (ns, id);
     `,
   },
+  {
+    id: 3,
+    name: 'thread listing indexes and never-reused thread keys',
+    sql: `
+      -- listThreads by tenant and by creation time, in id order; retention by update time.
+      CREATE INDEX cairn_threads_by_tenant ON cairn_threads (tenant, id);
+      CREATE INDEX cairn_threads_by_created ON cairn_threads (created_at, id);
+      CREATE INDEX cairn_threads_by_updated ON cairn_threads (updated_at);
+
+      -- The highest tid ever deleted. A rowid table hands out max(tid) + 1, so deleting
+      -- the newest thread would give its tid to the next one, and a reader that looked a
+      -- thread's tid up just before the delete could read another thread's rows. New
+      -- threads take a tid above both this and every live one.
+      CREATE TABLE cairn_thread_tids (
+        id   INTEGER PRIMARY KEY CHECK (id = 0),
+        last INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 /** Applies every migration not yet recorded. Safe to call from many processes at once. */

@@ -16,11 +16,13 @@ import type {
   StoredPosition,
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
-import type { ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
+import type { DeleteThreadOptions, DeleteThreadResult, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../../contracts/threads.js';
 import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { checkThreadId } from '../../internal/keys.js';
 import { describeHolder, holderIsLive } from '../../internal/lease.js';
+import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
+import { normalizeIfStatus, normalizeThreadQuery } from '../../internal/thread-query.js';
 import type { SqliteConnection } from './connection.js';
 
 interface ThreadRow {
@@ -52,6 +54,31 @@ const THREAD_SELECT = `
   LEFT JOIN cairn_positions h ON h.tid = t.tid AND h.ns = '' AND h.seq = (SELECT max(seq) FROM cairn_positions WHERE tid = t.tid AND ns = '')`;
 
 const POSITION_COLUMNS = 'seq, parent, segment, step, schema_version, created_at, body, hash';
+
+/** A thread's `updatedAt` in SQL, as {@link toThread} computes it (the row is not rewritten per step). */
+const UPDATED_AT = 'max(t.updated_at, coalesce(h.created_at, 0))';
+
+/** A fresh tid: above every live one and every deleted one (see migration 3), so a tid is never reused. */
+const NEXT_TID = `(SELECT max(coalesce((SELECT max(tid) FROM cairn_threads), 0), coalesce((SELECT last FROM cairn_thread_tids WHERE id = 0), 0)) + 1)`;
+
+/** Tables whose rows belong to one thread, by tid: the cascade of `deleteThread`. */
+const THREAD_TABLES = {
+  positions: 'cairn_positions',
+  items: 'cairn_items',
+  snapshots: 'cairn_snapshots',
+  pendingWrites: 'cairn_pending',
+  failures: 'cairn_failures',
+  ledgerEntries: 'cairn_ledger',
+} as const;
+
+/** One metadata equality as a json_each test: the key and the value are parameters. */
+function metadataClause(value: string | number | boolean | null): { sql: string; params: unknown[] } {
+  const member = 'EXISTS (SELECT 1 FROM json_each(t.metadata) m WHERE m.key = ? AND';
+  if (value === null) return { sql: `${member} m.type = 'null')`, params: [] };
+  if (typeof value === 'boolean') return { sql: `${member} m.type = ?)`, params: [value ? 'true' : 'false'] };
+  if (typeof value === 'number') return { sql: `${member} m.type IN ('integer', 'real') AND m.atom = ?)`, params: [value] };
+  return { sql: `${member} m.type = 'text' AND m.atom = ?)`, params: [value] };
+}
 
 function toThread(row: ThreadRow): ThreadRecord {
   return {
@@ -119,15 +146,71 @@ export class SqliteCheckpointer implements Checkpointer {
   }
 
   async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
+    const q = normalizeThreadQuery(query);
     const where: string[] = [];
     const params: unknown[] = [];
-    if (query.status !== undefined) where.push('t.status = ?'), params.push(query.status);
-    if (query.kind !== undefined) where.push('t.kind = ?'), params.push(query.kind);
-    if (query.tenant !== undefined) where.push('t.tenant = ?'), params.push(query.tenant);
-    if (query.after !== undefined) where.push('t.id > ?'), params.push(query.after);
-    const sql = `${THREAD_SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT ?`;
-    params.push(query.limit ?? -1);
-    return this.conn.run('listThreads', () => (this.conn.stmt(sql).all(...params) as ThreadRow[]).map(toThread));
+    const add = (sql: string, ...values: unknown[]) => {
+      where.push(sql);
+      params.push(...values);
+    };
+    if (q.statuses) add(`t.status IN (${q.statuses.map(() => '?').join(', ')})`, ...q.statuses);
+    if (q.kinds) add(`t.kind IN (${q.kinds.map(() => '?').join(', ')})`, ...q.kinds);
+    if (q.tenant === null) add('t.tenant IS NULL');
+    else if (q.tenant !== undefined) add('t.tenant = ?', q.tenant);
+    for (const [key, value] of q.metadata) {
+      const clause = metadataClause(value);
+      add(clause.sql, key, ...clause.params);
+    }
+    if (q.created.from !== null) add('t.created_at >= ?', q.created.from);
+    if (q.created.to !== null) add('t.created_at < ?', q.created.to);
+    if (q.updated.from !== null) add(`${UPDATED_AT} >= ?`, q.updated.from);
+    // updated_at never exceeds updatedAt, so the indexed column bounds it from above too.
+    if (q.updated.to !== null) add(`t.updated_at < ? AND ${UPDATED_AT} < ?`, q.updated.to, q.updated.to);
+    if (q.after && q.order === 'updatedAt') add(`(${UPDATED_AT} < ? OR (${UPDATED_AT} = ? AND t.id > ?))`, q.after.updatedAt, q.after.updatedAt, q.after.id);
+    else if (q.after) add('t.id > ?', q.after.id);
+    const order = q.order === 'updatedAt' ? `${UPDATED_AT} DESC, t.id` : 't.id';
+    const sql = `${THREAD_SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ?`;
+    params.push(q.limit ?? -1);
+    // Prepared per call, not cached: the filters make many shapes of this text.
+    return this.conn.run('listThreads', () => (this.conn.db.prepare(sql).all(...params) as ThreadRow[]).map(toThread));
+  }
+
+  async deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
+    const ifStatus = normalizeIfStatus(options.ifStatus);
+    // One IMMEDIATE transaction: nothing can take the lease, commit or write the ledger
+    // between the check and the last delete (ledger writes find the thread by id in the
+    // statement that inserts, so a late one finds no thread rather than leaving an orphan).
+    return this.write('deleteThread', () => {
+      const row = this.conn
+        .stmt('SELECT tid, status, run_id, owner_pid, owner_host, lease_until FROM cairn_threads WHERE id = ?')
+        .get(threadId) as Pick<ThreadRow, 'tid' | 'status' | 'run_id' | 'owner_pid' | 'owner_host' | 'lease_until'> | undefined;
+      if (!row) return { deleted: false, threadId, reason: 'missing' } as const;
+      const now = Date.now();
+      const holder = { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: row.lease_until };
+      if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
+      const status = row.status as ThreadStatus;
+      if (ifStatus && !ifStatus.includes(status)) return { deleted: false, threadId, reason: 'status', status } as const;
+
+      const removed = { positions: 0, items: 0, snapshots: 0, pendingWrites: 0, failures: 0, ledgerEntries: 0, pins: 0 };
+      for (const [kind, table] of Object.entries(THREAD_TABLES) as [keyof typeof THREAD_TABLES, string][]) {
+        removed[kind] = this.conn.stmt(`DELETE FROM ${table} WHERE tid = ?`).run(row.tid).changes;
+      }
+      // The thread's pins, live or already unpinned (a tombstone row), and their overwrite records.
+      const suffix = threadPinSuffix(threadId);
+      const pinKeys = 'ns = ? AND substr(key, ?) = ?';
+      const pin = [PIN_NAMESPACE_STORED, -suffix.length, suffix];
+      removed.pins = this.conn
+        .stmt(`SELECT count(*) FROM cairn_store WHERE ${pinKeys} AND deleted = 0 AND (expires_at IS NULL OR expires_at > ?)`)
+        .pluck()
+        .get(...pin, now) as number;
+      this.conn.stmt(`DELETE FROM cairn_store_overwrites WHERE ${pinKeys}`).run(...pin);
+      this.conn.stmt(`DELETE FROM cairn_store WHERE ${pinKeys}`).run(...pin);
+      this.conn
+        .stmt('INSERT INTO cairn_thread_tids (id, last) VALUES (0, ?) ON CONFLICT (id) DO UPDATE SET last = max(last, excluded.last)')
+        .run(row.tid);
+      this.conn.stmt('DELETE FROM cairn_threads WHERE tid = ?').run(row.tid);
+      return { deleted: true, threadId, removed } as const;
+    });
   }
 
   async listFailures(threadId: string): Promise<AttemptFailure[]> {
@@ -147,8 +230,8 @@ export class SqliteCheckpointer implements Checkpointer {
         if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
         this.conn
           .stmt(
-            `INSERT INTO cairn_threads (id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at)
-             VALUES (?, ?, 'running', 0, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+            `INSERT INTO cairn_threads (tid, id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at)
+             VALUES (${NEXT_TID}, ?, ?, 'running', 0, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
           )
           .run(threadId, request.create.kind, request.create.tenant, JSON.stringify(request.create.metadata), owner.runId, owner.pid, owner.host, now + leaseMs, now, now);
       } else {

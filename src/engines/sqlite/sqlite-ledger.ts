@@ -77,15 +77,15 @@ export class SqliteLedger implements Ledger {
   }
 
   private insert(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): LedgerEntry {
-    const tid = this.tidOrThrow(entry.threadId);
     return this.conn.run('ledger.write', () => {
+      // The thread is found by id in the inserting statement itself, so a thread deleted
+      // meanwhile gets no row (never an orphan under a dead tid).
       this.conn
         .stmt(
-          `INSERT INTO cairn_ledger (tid, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          `INSERT INTO cairn_ledger (tid, ${COLUMNS}) SELECT tid, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM cairn_threads WHERE id = ?
            ON CONFLICT (tid, key) DO NOTHING`,
         )
         .run(
-          tid,
           entry.key,
           entry.kind,
           entry.name,
@@ -99,8 +99,13 @@ export class SqliteLedger implements Ledger {
           outcome,
           entry.createdAt,
           status === 'done' ? entry.createdAt : null,
+          entry.threadId,
         );
-      return toEntry(entry.threadId, this.conn.stmt(`SELECT ${COLUMNS} FROM cairn_ledger WHERE tid = ? AND key = ?`).get(tid, entry.key) as Row);
+      const row = this.conn
+        .stmt(`SELECT ${COLUMNS} FROM cairn_ledger WHERE tid = (SELECT tid FROM cairn_threads WHERE id = ?) AND key = ?`)
+        .get(entry.threadId, entry.key) as Row | undefined;
+      if (!row) throw new ThreadNotFoundError(entry.threadId, { engine: this.engine });
+      return toEntry(entry.threadId, row);
     });
   }
 

@@ -1,0 +1,135 @@
+/**
+ * @module internal/thread-query
+ * Validation of a {@link ThreadQuery} and of `deleteThread`'s options, done once for
+ * every engine so they all refuse the same malformed input with the same message,
+ * plus the in-memory matcher and order (the reference the SQL engines agree with).
+ */
+import type { ThreadKind, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
+import { InvalidOptionError } from '../errors.js';
+import { compareCodePoints } from './keys.js';
+
+export const THREAD_STATUSES: readonly ThreadStatus[] = ['running', 'interrupted', 'completed', 'failed', 'needs_attention'];
+export const THREAD_KINDS: readonly ThreadKind[] = ['conversation', 'task', 'session', 'workflow'];
+
+export type MetadataValue = string | number | boolean | null;
+
+/** A query as engines run it: every optional part either present and valid, or null. */
+export interface NormalizedThreadQuery {
+  statuses: ThreadStatus[] | null;
+  kinds: ThreadKind[] | null;
+  /** undefined: any tenant; null: threads without a tenant. */
+  tenant: string | null | undefined;
+  metadata: [key: string, value: MetadataValue][];
+  created: { from: number | null; to: number | null };
+  updated: { from: number | null; to: number | null };
+  order: 'id' | 'updatedAt';
+  /** Continue after this thread; `updatedAt` is set when the order is `updatedAt`. */
+  after: { id: string; updatedAt: number | null } | null;
+  limit: number | null;
+}
+
+function invalid(message: string): never {
+  throw new InvalidOptionError(`listThreads: ${message}`);
+}
+
+function oneOrMany<T extends string>(name: string, value: T | readonly T[] | undefined, allowed: readonly T[]): T[] | null {
+  if (value === undefined) return null;
+  const list = Array.isArray(value) ? [...(value as readonly T[])] : [value as T];
+  if (list.length === 0) invalid(`${name}: [] matches no thread; leave ${name} out to match any.`);
+  for (const v of list) if (!allowed.includes(v)) invalid(`${name} ${JSON.stringify(v)} is not one of ${allowed.join(', ')}.`);
+  return [...new Set(list)];
+}
+
+function range(name: string, value: ThreadQuery['createdAt']): { from: number | null; to: number | null } {
+  if (value === undefined) return { from: null, to: null };
+  if (value === null || typeof value !== 'object') invalid(`${name} must be { from?, to? } in ms since the epoch.`);
+  const bound = (key: 'from' | 'to') => {
+    const v = value[key];
+    if (v === undefined) return null;
+    if (typeof v !== 'number' || !Number.isFinite(v)) invalid(`${name}.${key} must be a finite number of ms since the epoch, got ${String(v)}.`);
+    return v;
+  };
+  return { from: bound('from'), to: bound('to') };
+}
+
+/** Validates `query` and returns it in the form engines run. Throws InvalidOptionError. */
+export function normalizeThreadQuery(query: ThreadQuery = {}): NormalizedThreadQuery {
+  if (query === null || typeof query !== 'object') invalid('the query must be an object.');
+  const metadata: [string, MetadataValue][] = [];
+  if (query.metadata !== undefined) {
+    if (query.metadata === null || typeof query.metadata !== 'object' || Array.isArray(query.metadata)) invalid('metadata must be an object of key → value.');
+    for (const [key, value] of Object.entries(query.metadata)) {
+      const scalar = value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+      if (!scalar) invalid(`metadata.${key} must be a string, a finite number, a boolean or null (equality on top-level keys), got ${JSON.stringify(value) ?? String(value)}.`);
+      metadata.push([key, value]);
+    }
+  }
+  if (query.tenant !== undefined && query.tenant !== null && typeof query.tenant !== 'string') invalid('tenant must be a string, or null for threads without one.');
+  const order = query.order ?? 'id';
+  if (order !== 'id' && order !== 'updatedAt') invalid(`order must be 'id' or 'updatedAt', got ${JSON.stringify(order)}.`);
+  let after: NormalizedThreadQuery['after'] = null;
+  if (query.after !== undefined) {
+    const cursor = query.after;
+    const id = typeof cursor === 'string' ? cursor : cursor?.id;
+    if (typeof id !== 'string') invalid('after must be the last thread of the previous page (its id, or the record).');
+    if (order === 'updatedAt') {
+      const updatedAt = typeof cursor === 'string' ? undefined : cursor.updatedAt;
+      if (typeof updatedAt !== 'number' || !Number.isFinite(updatedAt)) invalid("with order 'updatedAt', after must be the last record of the previous page (its id and updatedAt).");
+      after = { id, updatedAt };
+    } else after = { id, updatedAt: null };
+  }
+  let limit: number | null = null;
+  if (query.limit !== undefined) {
+    if (typeof query.limit !== 'number' || !Number.isSafeInteger(query.limit) || query.limit < 0) invalid(`limit must be a non-negative integer, got ${String(query.limit)}.`);
+    limit = query.limit;
+  }
+  return {
+    statuses: oneOrMany('status', query.status, THREAD_STATUSES),
+    kinds: oneOrMany('kind', query.kind, THREAD_KINDS),
+    tenant: query.tenant,
+    metadata,
+    created: range('createdAt', query.createdAt),
+    updated: range('updatedAt', query.updatedAt),
+    order,
+    after,
+    limit,
+  };
+}
+
+/** Validates `deleteThread`'s `ifStatus`; null when absent. */
+export function normalizeIfStatus(ifStatus: ThreadStatus | readonly ThreadStatus[] | undefined): ThreadStatus[] | null {
+  if (ifStatus === undefined) return null;
+  const list = Array.isArray(ifStatus) ? [...(ifStatus as readonly ThreadStatus[])] : [ifStatus as ThreadStatus];
+  for (const v of list) {
+    if (!THREAD_STATUSES.includes(v)) throw new InvalidOptionError(`deleteThread: ifStatus ${JSON.stringify(v)} is not one of ${THREAD_STATUSES.join(', ')}.`);
+  }
+  return list;
+}
+
+const inRange = (value: number, r: { from: number | null; to: number | null }) => (r.from === null || value >= r.from) && (r.to === null || value < r.to);
+
+/** True when `thread` matches every filter of `q` (paging aside). */
+export function threadMatches(thread: ThreadRecord, q: NormalizedThreadQuery): boolean {
+  if (q.statuses && !q.statuses.includes(thread.status)) return false;
+  if (q.kinds && !q.kinds.includes(thread.kind)) return false;
+  if (q.tenant !== undefined && thread.tenant !== q.tenant) return false;
+  for (const [key, value] of q.metadata) {
+    if (!Object.prototype.hasOwnProperty.call(thread.metadata, key) || thread.metadata[key] !== value) return false;
+  }
+  return inRange(thread.createdAt, q.created) && inRange(thread.updatedAt, q.updated);
+}
+
+/** The query's order: ascending id (code point order, as SQLite and PostgreSQL's `COLLATE "C"`), or newest update first. */
+export function compareThreads(q: NormalizedThreadQuery): (a: ThreadRecord, b: ThreadRecord) => number {
+  return q.order === 'updatedAt' ? (a, b) => b.updatedAt - a.updatedAt || compareCodePoints(a.id, b.id) : (a, b) => compareCodePoints(a.id, b.id);
+}
+
+/** True when `thread` comes after the query's cursor in its order. */
+export function isAfterCursor(thread: ThreadRecord, q: NormalizedThreadQuery): boolean {
+  const after = q.after;
+  if (!after) return true;
+  if (q.order === 'updatedAt') {
+    return thread.updatedAt < after.updatedAt! || (thread.updatedAt === after.updatedAt && compareCodePoints(thread.id, after.id) > 0);
+  }
+  return compareCodePoints(thread.id, after.id) > 0;
+}
