@@ -33,6 +33,8 @@ describe('connections killed from the server side', () => {
     for (let i = 0; i < THREADS; i++) await app.submit({ thread: `k${i}`, input: { n: 0 } });
 
     const engines = [engineOn(schema, appName), engineOn(schema, appName)];
+    // Open them (schema checked) before the killing starts: what is under test is running, not opening.
+    await Promise.all(engines.map((e) => e.checkpointer.getThread('none')));
     const errors: string[] = [];
     const workers = engines.map(
       (engine) => new Worker(createApp(engine, { leaseMs: 2000 }), { concurrency: 5, pollMs: 200, onRun: (r: { error?: string }) => r.error && errors.push(r.error) }),

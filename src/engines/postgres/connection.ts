@@ -125,7 +125,17 @@ export class PostgresConnection {
     const pool = typeof this.source === 'string' ? createPool(this.source, this.options.max ?? 10, this.options.applicationName ?? 'cairn') : this.source;
     this.pool = pool;
     try {
-      await migrate(pool, this.schema);
+      // Migrating is idempotent (checked under an advisory lock): a connection lost
+      // in the middle is tried again on a fresh one.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await migrate(pool, this.schema);
+          break;
+        } catch (error) {
+          if (attempt >= 3 || !isConnectionLoss(error)) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
+        }
+      }
       return pool;
     } catch (error) {
       if (this.ownsPool) {
@@ -173,6 +183,8 @@ export class PostgresConnection {
     } catch (error) {
       throw this.wrap(what, error);
     }
+    // See migrate(): a held connection's death is reported by the query that fails.
+    client.on?.('error', () => undefined);
     const query: TransactionQuery = async (text, values = []) => (await client.query({ name: this.nameOf(text), text, values })).rows;
     let broken = false;
     try {
