@@ -138,25 +138,9 @@ export class Run {
    * completed thread given input. Runs until END, an interrupt, or an error.
    */
   async execute(input: Record<string, unknown> | undefined): Promise<RunOutcome> {
-    const threadId = this.lease.threadId;
-    const inputDigest = input === undefined ? undefined : sha256Hex(encode(input, 'run input'));
-
-    if (this.thread.head === null) {
-      this.state = this.settings.schema.initial();
-      this.primeFieldTexts();
-      await this.startRun(input, inputDigest);
-      return this.loop();
-    }
-    const head = await this.loadHead();
-    const pending = head.body.interrupts ?? [];
-    if (pending.length) throw new ThreadInterruptedError(threadId, pending.map((i) => i.id), this.place);
-    if (head.body.next.length === 0) {
-      if (input === undefined) return this.outcome(this.thread.status);
-      await this.startRun(input, inputDigest);
-    } else {
-      if (inputDigest !== undefined && inputDigest !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
-      await this.beginAttempt(true);
-    }
+    const start = await this.prepare(input);
+    if (start === 'nothing') return this.outcome(this.thread.status);
+    if (start === 'resume') await this.beginAttempt(true);
     return this.loop();
   }
 
@@ -166,24 +150,34 @@ export class Run {
    * it from there.
    */
   async submit(input: Record<string, unknown> | undefined): Promise<RunOutcome> {
+    const start = await this.prepare(input);
+    return this.outcome(start === 'nothing' ? this.thread.status : 'running');
+  }
+
+  /**
+   * Brings the thread to where a run can go on: a new run's input committed
+   * (`started`), an unfinished run found that this input (or none) may continue
+   * (`resume`), or a completed thread given no input (`nothing`).
+   */
+  private async prepare(input: Record<string, unknown> | undefined): Promise<'started' | 'resume' | 'nothing'> {
     const threadId = this.lease.threadId;
     const inputDigest = input === undefined ? undefined : sha256Hex(encode(input, 'run input'));
     if (this.thread.head === null) {
       this.state = this.settings.schema.initial();
       this.primeFieldTexts();
       await this.startRun(input, inputDigest);
-      return this.outcome('running');
+      return 'started';
     }
     const head = await this.loadHead();
     const pending = head.body.interrupts ?? [];
     if (pending.length) throw new ThreadInterruptedError(threadId, pending.map((i) => i.id), this.place);
     if (head.body.next.length === 0) {
-      if (input === undefined) return this.outcome(this.thread.status);
+      if (input === undefined) return 'nothing';
       await this.startRun(input, inputDigest);
-    } else if (inputDigest !== undefined && inputDigest !== (await this.lastInputDigest())) {
-      throw new RunInProgressError(threadId, this.place);
+      return 'started';
     }
-    return this.outcome('running');
+    if (inputDigest !== undefined && inputDigest !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
+    return 'resume';
   }
 
   /**

@@ -4,45 +4,10 @@
  * intent is durable before the effect runs and an outcome before the step commits.
  */
 import type { Ledger, LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
+import { LEDGER_COLUMNS, ledgerEntryOf, type LedgerRow } from '../../internal/ledger-rows.js';
 import { EngineError, ThreadNotFoundError } from '../../errors.js';
 import type { PostgresConnection } from './connection.js';
 
-interface Row {
-  key: string;
-  kind: 'effect' | 'record';
-  name: string;
-  ns: string;
-  seq: string;
-  node: string;
-  task: string;
-  call: number;
-  args_digest: string | null;
-  status: 'intent' | 'done';
-  outcome: string | null;
-  created_at: string;
-  completed_at: string | null;
-}
-
-const COLUMNS = 'key, kind, name, ns, seq, node, task, call, args_digest, status, outcome, created_at, completed_at';
-
-function toEntry(threadId: string, row: Row): LedgerEntry {
-  return {
-    threadId,
-    key: row.key,
-    kind: row.kind,
-    name: row.name,
-    ns: row.ns,
-    seq: Number(row.seq),
-    node: row.node,
-    task: row.task,
-    call: row.call,
-    argsDigest: row.args_digest,
-    status: row.status,
-    outcome: row.outcome,
-    createdAt: Number(row.created_at),
-    completedAt: row.completed_at === null ? null : Number(row.completed_at),
-  };
-}
 
 /**
  * The effect ledger contract on PostgreSQL. `postgres(...)` builds one.
@@ -58,18 +23,18 @@ export class PostgresLedger implements Ledger {
   }
 
   async get(threadId: string, key: string): Promise<LedgerEntry | null> {
-    const [row] = await this.conn.query<Row>('ledger.get', this.sql.get, [threadId, key]);
-    return row ? toEntry(threadId, row) : null;
+    const [row] = await this.conn.query<LedgerRow>('ledger.get', this.sql.get, [threadId, key]);
+    return row ? ledgerEntryOf(threadId, row) : null;
   }
 
   async listForTask(threadId: string, ns: string, seq: number, task: string): Promise<LedgerEntry[]> {
-    const rows = await this.conn.query<Row>('ledger.listForTask', this.sql.listForTask, [threadId, ns, seq, task]);
-    return rows.map((row) => toEntry(threadId, row));
+    const rows = await this.conn.query<LedgerRow>('ledger.listForTask', this.sql.listForTask, [threadId, ns, seq, task]);
+    return rows.map((row) => ledgerEntryOf(threadId, row));
   }
 
   async list(threadId: string): Promise<LedgerEntry[]> {
-    const rows = await this.conn.query<Row>('ledger.list', this.sql.list, [threadId]);
-    return rows.map((row) => toEntry(threadId, row));
+    const rows = await this.conn.query<LedgerRow>('ledger.list', this.sql.list, [threadId]);
+    return rows.map((row) => ledgerEntryOf(threadId, row));
   }
 
   private async insert(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): Promise<LedgerEntry> {
@@ -90,8 +55,8 @@ export class PostgresLedger implements Ledger {
       status === 'done' ? entry.createdAt : null,
     ];
     for (let round = 0; round < 10; round++) {
-      const [row] = await this.conn.query<Row & { thread_exists: boolean }>('ledger.write', this.sql.insert, values);
-      if (row?.key !== undefined && row.key !== null) return toEntry(entry.threadId, row);
+      const [row] = await this.conn.query<LedgerRow & { thread_exists: boolean }>('ledger.write', this.sql.insert, values);
+      if (row?.key !== undefined && row.key !== null) return ledgerEntryOf(entry.threadId, row);
       if (!row?.thread_exists) throw new ThreadNotFoundError(entry.threadId, { engine: this.engine });
       // The key was inserted by a transaction that committed after this statement's
       // snapshot: the insert did nothing and the read could not see it. Read again.
@@ -125,11 +90,11 @@ function statements(conn: PostgresConnection) {
   const { threads: T, ledger: L } = conn.tables;
   const tidOf = `(SELECT tid FROM ${T} WHERE id = $1::text)`;
   return {
-    get: `SELECT ${COLUMNS} FROM ${L} WHERE tid = ${tidOf} AND key = $2::text`,
+    get: `SELECT ${LEDGER_COLUMNS} FROM ${L} WHERE tid = ${tidOf} AND key = $2::text`,
 
-    listForTask: `SELECT ${COLUMNS} FROM ${L} WHERE tid = ${tidOf} AND ns = $2::text AND seq = $3::bigint AND task = $4::text ORDER BY call`,
+    listForTask: `SELECT ${LEDGER_COLUMNS} FROM ${L} WHERE tid = ${tidOf} AND ns = $2::text AND seq = $3::bigint AND task = $4::text ORDER BY call`,
 
-    list: `SELECT ${COLUMNS} FROM ${L} WHERE tid = ${tidOf} ORDER BY created_at, seq, task, call`,
+    list: `SELECT ${LEDGER_COLUMNS} FROM ${L} WHERE tid = ${tidOf} ORDER BY created_at, seq, task, call`,
 
     // Insert if absent and return the stored entry, in one statement. The row carries
     // whether the thread exists, so a missing thread is told apart from a lost race.
@@ -138,16 +103,16 @@ function statements(conn: PostgresConnection) {
     insert: `
       WITH t AS (SELECT tid FROM ${T} WHERE id = $1::text FOR KEY SHARE),
       inserted AS (
-        INSERT INTO ${L} (tid, ${COLUMNS})
+        INSERT INTO ${L} (tid, ${LEDGER_COLUMNS})
         SELECT t.tid, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::text, $9::integer, $10::text, $11::text, $12::text, $13::bigint, $14::bigint
         FROM t
         ON CONFLICT (tid, key) DO NOTHING
-        RETURNING ${COLUMNS}
+        RETURNING ${LEDGER_COLUMNS}
       ),
       stored AS (
-        SELECT ${COLUMNS} FROM inserted
+        SELECT ${LEDGER_COLUMNS} FROM inserted
         UNION ALL
-        SELECT ${COLUMNS.split(', ').map((c) => `l.${c}`).join(', ')} FROM ${L} l, t WHERE l.tid = t.tid AND l.key = $2::text AND NOT EXISTS (SELECT 1 FROM inserted)
+        SELECT ${LEDGER_COLUMNS.split(', ').map((c) => `l.${c}`).join(', ')} FROM ${L} l, t WHERE l.tid = t.tid AND l.key = $2::text AND NOT EXISTS (SELECT 1 FROM inserted)
       )
       SELECT stored.*, EXISTS (SELECT 1 FROM t) AS thread_exists FROM (SELECT 1) one LEFT JOIN stored ON true`,
 

@@ -4,45 +4,10 @@
  * intent is on disk before the effect runs and an outcome before the step commits.
  */
 import type { Ledger, LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
+import { LEDGER_COLUMNS, ledgerEntryOf, type LedgerRow } from '../../internal/ledger-rows.js';
 import { ThreadNotFoundError } from '../../errors.js';
 import type { SqliteConnection } from './connection.js';
 
-interface Row {
-  key: string;
-  kind: 'effect' | 'record';
-  name: string;
-  ns: string;
-  seq: number;
-  node: string;
-  task: string;
-  call: number;
-  args_digest: string | null;
-  status: 'intent' | 'done';
-  outcome: string | null;
-  created_at: number;
-  completed_at: number | null;
-}
-
-const COLUMNS = 'key, kind, name, ns, seq, node, task, call, args_digest, status, outcome, created_at, completed_at';
-
-function toEntry(threadId: string, row: Row): LedgerEntry {
-  return {
-    threadId,
-    key: row.key,
-    kind: row.kind,
-    name: row.name,
-    ns: row.ns,
-    seq: row.seq,
-    node: row.node,
-    task: row.task,
-    call: row.call,
-    argsDigest: row.args_digest,
-    status: row.status,
-    outcome: row.outcome,
-    createdAt: row.created_at,
-    completedAt: row.completed_at,
-  };
-}
 
 export class SqliteLedger implements Ledger {
   readonly engine = 'sqlite';
@@ -58,22 +23,22 @@ export class SqliteLedger implements Ledger {
   async get(threadId: string, key: string): Promise<LedgerEntry | null> {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return null;
-    const row = this.conn.run('ledger.get', () => this.conn.stmt(`SELECT ${COLUMNS} FROM cairn_ledger WHERE tid = ? AND key = ?`).get(tid, key) as Row | undefined);
-    return row ? toEntry(threadId, row) : null;
+    const row = this.conn.run('ledger.get', () => this.conn.stmt(`SELECT ${LEDGER_COLUMNS} FROM cairn_ledger WHERE tid = ? AND key = ?`).get(tid, key) as LedgerRow | undefined);
+    return row ? ledgerEntryOf(threadId, row) : null;
   }
 
   async listForTask(threadId: string, ns: string, seq: number, task: string): Promise<LedgerEntry[]> {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return [];
-    const rows = this.conn.stmt(`SELECT ${COLUMNS} FROM cairn_ledger WHERE tid = ? AND ns = ? AND seq = ? AND task = ? ORDER BY call`).all(tid, ns, seq, task) as Row[];
-    return rows.map((row) => toEntry(threadId, row));
+    const rows = this.conn.stmt(`SELECT ${LEDGER_COLUMNS} FROM cairn_ledger WHERE tid = ? AND ns = ? AND seq = ? AND task = ? ORDER BY call`).all(tid, ns, seq, task) as LedgerRow[];
+    return rows.map((row) => ledgerEntryOf(threadId, row));
   }
 
   async list(threadId: string): Promise<LedgerEntry[]> {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return [];
-    const rows = this.conn.stmt(`SELECT ${COLUMNS} FROM cairn_ledger WHERE tid = ? ORDER BY created_at, seq, task, call`).all(tid) as Row[];
-    return rows.map((row) => toEntry(threadId, row));
+    const rows = this.conn.stmt(`SELECT ${LEDGER_COLUMNS} FROM cairn_ledger WHERE tid = ? ORDER BY created_at, seq, task, call`).all(tid) as LedgerRow[];
+    return rows.map((row) => ledgerEntryOf(threadId, row));
   }
 
   private insert(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): LedgerEntry {
@@ -82,7 +47,7 @@ export class SqliteLedger implements Ledger {
       // meanwhile gets no row (never an orphan under a dead tid).
       this.conn
         .stmt(
-          `INSERT INTO cairn_ledger (tid, ${COLUMNS}) SELECT tid, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM cairn_threads WHERE id = ?
+          `INSERT INTO cairn_ledger (tid, ${LEDGER_COLUMNS}) SELECT tid, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM cairn_threads WHERE id = ?
            ON CONFLICT (tid, key) DO NOTHING`,
         )
         .run(
@@ -102,10 +67,10 @@ export class SqliteLedger implements Ledger {
           entry.threadId,
         );
       const row = this.conn
-        .stmt(`SELECT ${COLUMNS} FROM cairn_ledger WHERE tid = (SELECT tid FROM cairn_threads WHERE id = ?) AND key = ?`)
-        .get(entry.threadId, entry.key) as Row | undefined;
+        .stmt(`SELECT ${LEDGER_COLUMNS} FROM cairn_ledger WHERE tid = (SELECT tid FROM cairn_threads WHERE id = ?) AND key = ?`)
+        .get(entry.threadId, entry.key) as LedgerRow | undefined;
       if (!row) throw new ThreadNotFoundError(entry.threadId, { engine: this.engine });
-      return toEntry(entry.threadId, row);
+      return ledgerEntryOf(entry.threadId, row);
     });
   }
 

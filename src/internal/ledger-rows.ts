@@ -1,0 +1,46 @@
+/**
+ * @module internal/ledger-rows
+ * The ledger's row shape, shared by the SQL engines: the columns they select and
+ * the conversion to a {@link LedgerEntry} (PostgreSQL returns bigints as strings,
+ * SQLite as numbers; both go through `Number`).
+ */
+import type { LedgerEntry } from '../contracts/ledger.js';
+
+/** A ledger row as the SQL engines select it. */
+export interface LedgerRow {
+  key: string;
+  kind: 'effect' | 'record';
+  name: string;
+  ns: string;
+  seq: number | string;
+  node: string;
+  task: string;
+  call: number;
+  args_digest: string | null;
+  status: 'intent' | 'done';
+  outcome: string | null;
+  created_at: number | string;
+  completed_at: number | string | null;
+}
+
+/** The columns of {@link LedgerRow}, in order. */
+export const LEDGER_COLUMNS = 'key, kind, name, ns, seq, node, task, call, args_digest, status, outcome, created_at, completed_at';
+
+export function ledgerEntryOf(threadId: string, row: LedgerRow): LedgerEntry {
+  return {
+    threadId,
+    key: row.key,
+    kind: row.kind,
+    name: row.name,
+    ns: row.ns,
+    seq: Number(row.seq),
+    node: row.node,
+    task: row.task,
+    call: Number(row.call),
+    argsDigest: row.args_digest,
+    status: row.status,
+    outcome: row.outcome,
+    createdAt: Number(row.created_at),
+    completedAt: row.completed_at === null ? null : Number(row.completed_at),
+  };
+}
