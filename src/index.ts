@@ -51,6 +51,8 @@ export type { PositionBody, FieldChange, PendingInterrupt, PositionKind } from '
 export { materialize } from './runtime/materialize.js';
 export type { ReplayReport, ReplayStep, ReplayDivergenceInfo } from './runtime/replay.js';
 export { verifyThread } from './inspect/verify.js';
+export { threadAttempts } from './inspect/attempts.js';
+export type { ThreadAttempts, AttemptInfo, AttemptOutcome, CommittedPosition } from './inspect/attempts.js';
 export { migrateCheck } from './inspect/migrate-check.js';
 export { exportThreads, importThreads } from './inspect/transfer.js';
 export type { TransferRecord, ImportReport } from './inspect/transfer.js';
@@ -70,7 +72,7 @@ export { listArtifacts, storeValue, loadValue, VALUE_MEDIA_TYPE } from './artifa
 export type { StoreValueOptions } from './artifacts/helpers.js';
 export { findArtifactRefs, isArtifactRef } from './artifacts/refs.js';
 export { collectArtifacts, pinArtifact, unpinArtifact, parseRetentionRule, PIN_NAMESPACE } from './inspect/gc.js';
-export type { GcOptions, GcReport, GcVictim, GcProgress, RetentionPolicy, ThreadRetentionRule, ArtifactRetentionRule } from './inspect/gc.js';
+export type { GcOptions, GcReport, GcVictim, GcProgress, PinOptions, RetentionPolicy, ThreadRetentionRule, ArtifactRetentionRule } from './inspect/gc.js';
 export { verifyArtifacts } from './inspect/artifact-verify.js';
 export type { ArtifactVerifyOptions, ArtifactVerifyReport, CorruptArtifact, DanglingRef } from './inspect/artifact-verify.js';
 export type * from './contracts/engine.js';

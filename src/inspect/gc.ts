@@ -38,6 +38,7 @@ import { InvalidOptionError } from '../errors.js';
 import { listArtifacts, parseDuration } from '../artifacts/helpers.js';
 import { findArtifactRefs, isArtifactRef } from '../artifacts/refs.js';
 import { appendedFields, openSnapshot, type PositionBody } from '../runtime/position.js';
+import { PIN_NAMESPACE as PIN_NAMESPACE_INTERNAL, threadPinKey } from '../internal/pins.js';
 
 /** Releases threads: matching threads not updated for `olderThan` keep no artifact alive. */
 export interface ThreadRetentionRule {
@@ -115,8 +116,17 @@ export interface GcReport {
   sweep: ArtifactSweepReport;
 }
 
-/** Namespace of the pins kept in the store: one item per pinned ref, keyed by its id. */
-export const PIN_NAMESPACE = ['cairn', 'artifact-pins'];
+/** Namespace of the pins kept in the store: one item per pinned ref, keyed by its id (a thread's pins by id and thread). */
+export const PIN_NAMESPACE = [...PIN_NAMESPACE_INTERNAL];
+
+/** Options of {@link pinArtifact} and {@link unpinArtifact}. */
+export interface PinOptions {
+  /**
+   * The pin belongs to this thread: it is a pin of its own (beside a global pin or
+   * another thread's pin of the same artifact), and `deleteThread` removes it.
+   */
+  thread?: string;
+}
 
 /**
  * Keeps an artifact from collection until {@link unpinArtifact}, whatever the roots
@@ -125,15 +135,19 @@ export const PIN_NAMESPACE = ['cairn', 'artifact-pins'];
  * @example
  * ```ts
  * await pinArtifact(engine.store, ref, 'legal hold 2024-17');
+ * await pinArtifact(engine.store, ref, 'kept while the thread lives', { thread: 'cust_42' });
  * ```
  */
-export async function pinArtifact(store: Store, ref: ArtifactRef, note = ''): Promise<void> {
-  await store.put(PIN_NAMESPACE, ref.id, { ref, note, pinnedAt: Date.now() });
+export async function pinArtifact(store: Store, ref: ArtifactRef, note = '', options: PinOptions = {}): Promise<void> {
+  const { thread } = options;
+  if (thread === undefined) await store.put(PIN_NAMESPACE, ref.id, { ref, note, pinnedAt: Date.now() });
+  else await store.put(PIN_NAMESPACE, threadPinKey(ref.id, thread), { ref, note, pinnedAt: Date.now(), thread });
 }
 
-/** Removes a pin; true if there was one. */
-export function unpinArtifact(store: Store, ref: ArtifactRef | string): Promise<boolean> {
-  return store.delete(PIN_NAMESPACE, typeof ref === 'string' ? ref : ref.id);
+/** Removes a pin (a thread's, with `{ thread }`); true if there was one. */
+export function unpinArtifact(store: Store, ref: ArtifactRef | string, options: PinOptions = {}): Promise<boolean> {
+  const id = typeof ref === 'string' ? ref : ref.id;
+  return store.delete(PIN_NAMESPACE, options.thread === undefined ? id : threadPinKey(id, options.thread));
 }
 
 /**

@@ -14,7 +14,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
-import type { ThreadKind, ThreadLease, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
+import type { DeleteThreadOptions, DeleteThreadResult, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { decode } from '../codec/tagged-json.js';
 import { EffectConflictError, EffectNotFoundError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
@@ -27,6 +27,7 @@ import type { RetryPolicy } from './retry.js';
 import { Run, type RunOutcome } from './run.js';
 import { replayThread, type ReplayReport } from './replay.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
+import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { encode } from '../codec/tagged-json.js';
 
 export interface CompileOptions {
@@ -242,6 +243,51 @@ export class App<S extends StateSchema> {
   /** The thread's record, or null. */
   getThread(threadId: string): Promise<ThreadRecord | null> {
     return this.options.engine.checkpointer.getThread(threadId);
+  }
+
+  /**
+   * Threads of the engine matching the query (every thread, not only this graph's:
+   * add `metadata: { graph: app.name }` for those). Filters: status (one or several),
+   * kind, tenant, metadata (equality on top-level keys), created / updated time
+   * ranges; paging by id (stable) or newest update first.
+   *
+   * @example
+   * ```ts
+   * const stuck = await app.listThreads({ status: ['failed', 'needs_attention'], tenant: 'acme', limit: 50 });
+   * const next = await app.listThreads({ status: ['failed', 'needs_attention'], tenant: 'acme', limit: 50, after: stuck.at(-1) });
+   * ```
+   */
+  listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
+    return this.options.engine.checkpointer.listThreads(query);
+  }
+
+  /**
+   * Deletes a thread and all it owns (positions of every namespace, items, snapshots,
+   * pending writes, failures, ledger entries, its artifact pins) in one transaction;
+   * the artifacts are left to GC. ThreadBusyError while a run holds it; a missing
+   * thread, or one whose status is not in `ifStatus`, is reported in the result.
+   *
+   * @example
+   * ```ts
+   * const result = await app.deleteThread('cust_42', { ifStatus: ['completed', 'failed'] });
+   * ```
+   */
+  deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
+    return this.options.engine.checkpointer.deleteThread(threadId, options);
+  }
+
+  /**
+   * The thread's attempts, oldest first: every run start and every node retry is one
+   * attempt of the same thread, each with how it ended (error, node, seq, time) or what
+   * it committed. ThreadNotFoundError for a missing thread.
+   *
+   * @example
+   * ```ts
+   * for (const a of (await app.attempts('cust_42')).attempts) console.log(a.attempt, a.outcome, a.node, a.error?.message);
+   * ```
+   */
+  attempts(threadId: string): Promise<ThreadAttempts> {
+    return threadAttempts(this.options.engine.checkpointer, threadId);
   }
 
   /** The state at the thread's head. */
