@@ -1,13 +1,16 @@
 /**
  * @module cli/inspect-commands
- * `cairn threads | history | show | effects | verify`: thin faces over the
- * contracts and inspect functions; every command prints a table or, with
- * `--json`, JSON.
+ * `cairn threads | history | attempts | show | effects | verify | delete-thread`:
+ * thin faces over the contracts and inspect functions; every command prints a
+ * table or, with `--json`, JSON.
  */
 import type { Command } from 'commander';
 import { decode, encode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
-import { ThreadNotFoundError } from '../errors.js';
+import type { MetadataFilter, ThreadKind, ThreadQuery, ThreadStatus } from '../contracts/threads.js';
+import { InvalidOptionError, ThreadNotFoundError } from '../errors.js';
+import { parseDuration } from '../artifacts/helpers.js';
+import { threadAttempts } from '../inspect/attempts.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { materialize } from '../runtime/materialize.js';
 import type { PositionBody } from '../runtime/position.js';
@@ -59,24 +62,121 @@ function drawTree<R extends { seq: number; parent: number | null }>(rows: R[], l
   return out.join('\n');
 }
 
+/** `a,b` or repeated options → a list. */
+function list(value: string, previous: string[] = []): string[] {
+  return [...previous, ...value.split(',').map((v) => v.trim()).filter(Boolean)];
+}
+
+/** `key=value`, repeatable. A value that reads as JSON true/false/null or a number is that; anything else (or "quoted") is a string. */
+function metaPair(value: string, previous: MetadataFilter = {}): MetadataFilter {
+  const at = value.indexOf('=');
+  if (at <= 0) throw new InvalidOptionError(`--meta ${JSON.stringify(value)}: write key=value (e.g. --meta queue=support).`);
+  const raw = value.slice(at + 1);
+  let parsed: unknown = raw;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    // a plain string
+  }
+  const scalar = parsed === null || ['string', 'number', 'boolean'].includes(typeof parsed);
+  return { ...previous, [value.slice(0, at)]: scalar ? (parsed as string | number | boolean | null) : raw };
+}
+
+/** `--since`: a duration back from now (`30m`, `2h`, `7d`) or a date/time (`2024-05-01`, ISO 8601). */
+export function parseSince(text: string, now = Date.now()): number {
+  if (/^\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w)\s*$/.test(text)) return now - parseDuration(text);
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) throw new InvalidOptionError(`--since ${JSON.stringify(text)}: use a duration back from now (30m, 2h, 7d) or a date (2024-05-01, 2024-05-01T12:00:00Z).`);
+  return at;
+}
+
 export function registerInspectCommands(program: Command): void {
   const db = ['--db <file>', 'the cairn SQLite file', './cairn.db'] as const;
 
   program
     .command('threads')
-    .description('list threads')
+    .description('list threads, filtered and paged')
     .option(...db)
-    .option('--status <status>', 'only threads with this status')
+    .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention', list)
+    .option('--kind <kind>', 'only these kinds (comma-separated or repeated): conversation, task, session, workflow', list)
+    .option('--tenant <tenant>', 'only this tenant')
+    .option('--meta <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', metaPair)
+    .option('--since <when>', 'only threads updated since: a duration back from now (2h, 7d) or a date')
+    .option('--created-since <when>', 'only threads created since: a duration back from now or a date')
+    .option('--order <order>', "'id' (default) or 'updated' (most recently updated first)", 'id')
+    .option('--after <id>', 'start after this thread id (paging, in id order)')
     .option('--limit <n>', 'at most this many', (v) => Number(v), 100)
     .option('--json', 'print JSON')
-    .action((options: Common & { status?: string; limit: number }) =>
+    .action(
+      (
+        options: Common & { status?: string[]; kind?: string[]; tenant?: string; meta?: MetadataFilter; since?: string; createdSince?: string; order: string; after?: string; limit: number },
+      ) =>
+        withEngine(options, async (engine) => {
+          if (options.order !== 'id' && options.order !== 'updated') throw new InvalidOptionError(`--order ${JSON.stringify(options.order)}: use id or updated.`);
+          const query: ThreadQuery = {
+            ...(options.status ? { status: options.status as ThreadStatus[] } : {}),
+            ...(options.kind ? { kind: options.kind as ThreadKind[] } : {}),
+            ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+            ...(options.meta ? { metadata: options.meta } : {}),
+            ...(options.since ? { updatedAt: { from: parseSince(options.since) } } : {}),
+            ...(options.createdSince ? { createdAt: { from: parseSince(options.createdSince) } } : {}),
+            ...(options.order === 'updated' ? { order: 'updatedAt' as const } : {}),
+            ...(options.after !== undefined ? { after: options.after } : {}),
+            limit: options.limit,
+          };
+          if (options.after !== undefined && options.order === 'updated') throw new InvalidOptionError('--after pages in id order; drop --order updated to page.');
+          const threads = await engine.checkpointer.listThreads(query);
+          out(options, threads, () =>
+            threads.length === 0
+              ? 'no threads'
+              : threads
+                  .map(
+                    (t) =>
+                      `${t.id.padEnd(24)} ${t.status.padEnd(16)} ${t.kind.padEnd(12)} ${(t.tenant ?? '-').padEnd(12)} head ${String(t.head ?? '-').padStart(5)}  attempts ${String(t.attempts).padStart(3)}  ${time(t.updatedAt)}`,
+                  )
+                  .join('\n'),
+          );
+        }),
+    );
+
+  program
+    .command('attempts <thread>')
+    .description("a thread's attempts, oldest first: every run start and every retry, with its error, node, seq and time, up to the final success")
+    .option(...db)
+    .option('--json', 'print JSON')
+    .action((threadId: string, options: Common) =>
       withEngine(options, async (engine) => {
-        const threads = await engine.checkpointer.listThreads({ ...(options.status ? { status: options.status as never } : {}), limit: options.limit });
-        out(options, threads, () =>
-          threads.length === 0
-            ? 'no threads'
-            : threads.map((t) => `${t.id.padEnd(24)} ${t.status.padEnd(16)} head ${String(t.head ?? '-').padStart(5)}  attempts ${t.attempts}  ${time(t.updatedAt)}`).join('\n'),
-        );
+        const story = await threadAttempts(engine.checkpointer, threadId);
+        out(options, story, () => {
+          const { thread, attempts } = story;
+          const lines = attempts.map((a) => {
+            const where = a.node !== null ? `${a.node}${a.seq !== null ? ` @ seq ${a.seq}` : ''}` : a.seq !== null ? `seq ${a.seq}` : '-';
+            const committed = a.committed.length ? `  committed ${a.committed.map((p) => p.seq).join(',')}` : '';
+            const error = a.error ? `  ${a.error.code}: ${a.error.message}` : '';
+            return `  #${String(a.attempt).padEnd(4)} ${a.outcome.padEnd(16)} ${where.padEnd(28)} ${a.at !== null ? time(a.at) : '-'.padEnd(19)}${committed}${error}`;
+          });
+          return [`thread ${thread.id}: ${thread.status}, ${thread.attempts} attempt${thread.attempts === 1 ? '' : 's'}`, ...lines].join('\n');
+        });
+      }),
+    );
+
+  program
+    .command('delete-thread <thread>')
+    .description('delete a thread and everything it owns (positions, items, snapshots, pending writes, failures, ledger, its artifact pins) in one transaction; refused while a run holds it')
+    .option(...db)
+    .option('--if-status <status>', 'only if its status is one of these (comma-separated or repeated)', list)
+    .option('--json', 'print JSON')
+    .action((threadId: string, options: Common & { ifStatus?: string[] }) =>
+      withEngine(options, async (engine) => {
+        const result = await engine.checkpointer.deleteThread(threadId, options.ifStatus ? { ifStatus: options.ifStatus as ThreadStatus[] } : {});
+        out(options, result, () => {
+          if (result.deleted) {
+            const r = result.removed;
+            return `deleted thread ${threadId}: ${r.positions} positions, ${r.items} items, ${r.snapshots} snapshots, ${r.pendingWrites} pending writes, ${r.failures} failures, ${r.ledgerEntries} ledger entries, ${r.pins} pins (artifacts are left to cairn gc)`;
+          }
+          return result.reason === 'missing' ? `no thread ${threadId}: nothing deleted` : `thread ${threadId} is ${result.status}, not ${options.ifStatus!.join(' or ')}: nothing deleted`;
+        });
+        if (!result.deleted) process.exitCode = 1;
       }),
     );
 
