@@ -85,10 +85,9 @@ async function attack(store: ArtifactStore, kept: ArtifactRef): Promise<Outcome>
       await expectRejected(`get tenant id ${label}`, () => store.get(tenantForged));
       await expectRejected(`delete tenant id ${label}`, () => store.delete(tenantForged));
     } else {
-      outcome.operations += 3;
-      const view = store.forTenant(key as string);
-      if ((await view.head('a')) !== null || (await store.stat(tenantForged)) !== null || (await store.delete(tenantForged)) !== false) outcome.failures.push(`tenant ${label} found something`);
-      outcome.accepted += 3;
+      outcome.operations += 2;
+      if (store.forTenant(key as string).tenant !== key || (await store.stat(tenantForged)) !== null) outcome.failures.push(`tenant ${label} found something`);
+      outcome.accepted += 2;
     }
   }
   return outcome;
@@ -185,7 +184,7 @@ describe('hostile keys: s3', () => {
     const before = await bucketKeys();
     const a = await attack(store, kept);
     expect(await bucketKeys()).toEqual(before);
-    const f = await fuzz(store, 600);
+    const f = await fuzz(store, 400);
     const added = (await bucketKeys()).filter((k) => !before.includes(k));
     expect(added.filter((k) => !k.startsWith(store.prefix))).toEqual([]);
     expect((await bucketKeys()).filter((k) => k.startsWith(bait.prefix))).toEqual(before.filter((k) => k.startsWith(bait.prefix)));
