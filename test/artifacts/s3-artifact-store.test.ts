@@ -1,0 +1,95 @@
+/**
+ * What only the S3 backend does: presigned expiring URLs (with tenant rules),
+ * multipart uploads across part boundaries, the object layout under the prefix,
+ * and a sweep of temp objects a crashed upload left.
+ */
+import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUCKET, freshS3Store, startS3Server, type S3Server } from './s3-server.js';
+
+let server: S3Server;
+beforeAll(async () => {
+  server = await startS3Server();
+});
+afterAll(() => server?.stop());
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  const client = new S3Client(server.clientConfig);
+  try {
+    const out = await client.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix }));
+    return (out.Contents ?? []).map((c) => c.Key!.slice(prefix.length)).sort();
+  } finally {
+    client.destroy();
+  }
+}
+
+describe('S3ArtifactStore', () => {
+  it('presignGet hands out a URL that serves the bytes with the media type, and stops working when it expires', async () => {
+    const store = freshS3Store(server);
+    const ref = await store.put('{"hello":"world"}', { mediaType: 'application/json' });
+    const url = await store.presignGet(ref, { expiresIn: 60 });
+    expect(url).toContain('X-Amz-Expires=60');
+    const response = await fetch(url);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('application/json');
+    expect(await response.text()).toBe('{"hello":"world"}');
+
+    const short = await store.presignGet(ref, { expiresIn: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    expect((await fetch(short)).status).toBe(403);
+    await expect(store.presignGet(ref, { expiresIn: 0 })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+    await store.close();
+  });
+
+  it("presignGet follows tenant rules: a tenant presigns its own refs, never another tenant's; absent refs are not signed", async () => {
+    const store = freshS3Store(server);
+    const acme = store.forTenant('acme');
+    const ref = await acme.putNamed('invoice', 'acme invoice', { mediaType: 'text/plain' });
+    expect(await (await fetch(await acme.presignGet(ref))).text()).toBe('acme invoice');
+    await expect(store.forTenant('beta').presignGet(ref)).rejects.toMatchObject({ code: 'ERR_ACCESS_DENIED' });
+    await expect(acme.presignGet({ ...ref, id: 'tenant:acme/key:absent' })).rejects.toMatchObject({ code: 'ERR_ARTIFACT_NOT_FOUND' });
+    await expect(acme.presignGet({ ...ref, size_bytes: 1 })).rejects.toMatchObject({ code: 'ERR_ARTIFACT_INTEGRITY' });
+    await store.close();
+  });
+
+  it('uploads across multipart boundaries (exactly one part, one byte over, several parts) and reads back the same bytes', { timeout: 60_000 }, async () => {
+    const store = freshS3Store(server, { partSize: 5 * 1024 * 1024 });
+    for (const size of [5 * 1024 * 1024, 5 * 1024 * 1024 + 1, 11 * 1024 * 1024 + 7]) {
+      const bytes = new Uint8Array(size);
+      for (let i = 0; i < size; i++) bytes[i] = (i * 7 + (i >>> 10)) & 0xff;
+      async function* chunks() {
+        for (let offset = 0; offset < size; offset += 700_000) yield bytes.slice(offset, offset + 700_000);
+      }
+      const ref = await store.put(chunks(), { mediaType: 'application/octet-stream' });
+      expect(ref.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
+      expect(Buffer.compare(Buffer.from(await store.get(ref)), Buffer.from(bytes))).toBe(0);
+    }
+    await store.close();
+  });
+
+  it('keeps every object under its prefix: blobs, refs, freshness markers; no temp object after a write', async () => {
+    const store = freshS3Store(server);
+    const content = await store.put('content', { mediaType: 'text/plain' });
+    await store.putNamed('docs/Report.pdf', 'named', { mediaType: 'application/pdf' });
+    await store.forTenant('acme').putNamed('k', 'tenant', { mediaType: 'text/plain' });
+    const keys = await keysUnder(store.prefix);
+    expect(keys.filter((k) => k.startsWith('tmp/'))).toEqual([]);
+    expect(keys).toContain(`blobs/sha256/${content.sha256}`);
+    expect(keys).toContain(`refs/_/content/${content.sha256}.json`);
+    expect(keys.filter((k) => k.startsWith('refs/_/keys/'))).toHaveLength(1);
+    expect(keys.filter((k) => /^refs\/t-[0-9a-f]{64}\/keys\/[0-9a-f]{64}\.json$/.test(k))).toHaveLength(1);
+    await store.close();
+  });
+
+  it('a sweep removes temp objects older than the cutoff and keeps recent ones', async () => {
+    const store = freshS3Store(server);
+    const client = new S3Client(server.clientConfig);
+    await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${store.prefix}tmp/left-by-a-crash`, Body: 'partial' }));
+    client.destroy();
+    expect(await store.sweep({ olderThan: (await store.now()) - 60_000 })).toMatchObject({ temps: 0 });
+    expect(await store.sweep({ olderThan: (await store.now()) + 60_000 })).toMatchObject({ temps: 1 });
+    expect((await keysUnder(store.prefix)).filter((k) => k.startsWith('tmp/'))).toEqual([]);
+    await store.close();
+  });
+});
