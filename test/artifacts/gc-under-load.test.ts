@@ -22,7 +22,7 @@ import { ensureBuilt } from './build.js';
 const dist = fileURLToPath(new URL('../../dist', import.meta.url));
 const writer = fileURLToPath(new URL('./fixtures/gc-writer.mjs', import.meta.url));
 const RUNS = 60;
-const GRACE_MS = 1000;
+const GRACE_MS = 2000;
 
 beforeAll(() => ensureBuilt(), 120_000);
 
