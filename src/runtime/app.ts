@@ -21,8 +21,7 @@ import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import type { GraphSpec } from './graph.js';
 import { materialize } from './materialize.js';
-import { appendedFields, type PendingInterrupt, type PositionBody } from './position.js';
-import { findArtifactRefs } from '../artifacts/refs.js';
+import type { PendingInterrupt, PositionBody } from './position.js';
 import type { RetryPolicy } from './retry.js';
 import { Run, type RunOutcome } from './run.js';
 import { replayThread, type ReplayReport } from './replay.js';
@@ -309,11 +308,8 @@ export class App<S extends StateSchema> {
     const cp = this.options.engine.checkpointer;
     if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
     const positions = await cp.listPositions(threadId, '', page);
-    return Promise.all(positions.map(async (p) => {
+    return positions.map((p) => {
       const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${threadId}`);
-      const fields = appendedFields(body);
-      const items = fields.length ? (await cp.getPositionItems(threadId, '', p.seq, fields)).map((i) => decode(i.text, `item at ${p.seq}`)) : [];
-      const artifacts = findArtifactRefs([Object.values(body.changes).map((c) => ('set' in c ? c.set : null)), items]);
       const changes: Record<string, string> = {};
       for (const [name, change] of Object.entries(body.changes)) {
         changes[name] = 'set' in change ? 'set' : 'append' in change ? `append:${change.append}` : `reset:${change.reset}`;
@@ -331,12 +327,12 @@ export class App<S extends StateSchema> {
         changes,
         records: (body.records ?? []).map(({ key, name }) => ({ key, name })),
         effects: (body.effects ?? []).map(({ key, name }) => ({ key, name })),
-        artifacts,
+        artifacts: body.artifacts ?? [],
         interrupts: body.interrupts ?? [],
         ...(body.actor !== undefined ? { actor: body.actor } : {}),
         hash: p.hash,
       };
-    }));
+    });
   }
 
   /**

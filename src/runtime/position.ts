@@ -3,6 +3,7 @@
  * The body of a position (what a step boundary records besides the fixed
  * columns) and the chain hash over a whole position.
  */
+import type { ArtifactRef } from '../contracts/artifact-store.js';
 import type { Checkpointer, PositionItem, StoredPosition } from '../contracts/checkpointer.js';
 import { chainHash, sha256Hex } from '../codec/hash.js';
 
@@ -71,6 +72,8 @@ export interface PositionBody {
   cleared?: string[];
   /** Who wrote a resume or fork position. */
   actor?: string;
+  /** Artifact refs this position wrote (in set values or appended items): history and GC read them here. */
+  artifacts?: ArtifactRef[];
 }
 
 /** The canonical text of a position's fixed columns, as the chain hashes it. */

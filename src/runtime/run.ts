@@ -14,6 +14,8 @@
  *   the next run re-executes the step from the same position with the same keys.
  */
 import type { Checkpointer, PositionItem, StoredPosition } from '../contracts/checkpointer.js';
+import type { ArtifactRef } from '../contracts/artifact-store.js';
+import { findArtifactRefs } from '../artifacts/refs.js';
 import type { Engine } from '../contracts/engine.js';
 import type { ThreadLease, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
@@ -555,6 +557,8 @@ export class Run {
     if (draft.answered !== undefined) body.answered = draft.answered;
     if (draft.cleared?.length) body.cleared = draft.cleared;
     if (draft.actor !== undefined) body.actor = draft.actor;
+    const refs = writtenArtifactRefs(state, changes);
+    if (refs.length) body.artifacts = refs;
 
     const unsigned = {
       ns: '',
@@ -658,6 +662,15 @@ export class Run {
     await this.cp.updateThread(this.lease, resumable ? { lastError } : { status, lastError }).catch(() => undefined);
     this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.head?.position.seq ?? null, error: lastError.message });
   }
+}
+
+/** Artifact refs in what a commit writes: new set values, and the items just appended. */
+function writtenArtifactRefs(state: Record<string, unknown>, changes: Map<string, EncodedChange>): ArtifactRef[] {
+  const written: unknown[] = [];
+  for (const [name, change] of changes) {
+    written.push(change.kind === 'set' ? state[name] : (state[name] as unknown[]).slice(-change.items.length));
+  }
+  return findArtifactRefs(written);
 }
 
 /** The payload of a declared interrupt: the node's function of the state, or the node's name. */
