@@ -304,8 +304,13 @@ export async function walkThreadRefs(
       const body = decode<PositionBody>(position.body, `position ${position.seq} of thread ${threadId}`);
       const values: unknown[] = [body.interrupts];
       for (const change of Object.values(body.changes)) if ('set' in change) values.push(change.set);
-      const fields = appendedFields(body);
-      if (fields.length) for (const item of await cp.getPositionItems(threadId, '', position.seq, fields)) values.push(decode(item.text, `item of position ${position.seq}`));
+      // Newer positions list the refs they wrote (values and items) in their body; older
+      // ones are read item by item.
+      if (body.artifacts) values.push(body.artifacts);
+      else {
+        const fields = appendedFields(body);
+        if (fields.length) for (const item of await cp.getPositionItems(threadId, '', position.seq, fields)) values.push(decode(item.text, `item of position ${position.seq}`));
+      }
       visit(values, at, 'position');
     }
   }
