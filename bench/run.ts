@@ -18,9 +18,10 @@
  * targets are about (PASS/MISS at N = 5000, where the targets apply; shown in
  * lower case, for information, at smaller N).
  *
- * Usage: tsx bench/run.ts [--json] [--quick] [--n=100,1000] [--only=raw,floor,cairn,langgraph-default,langgraph-delta]
- *   --json   the same data as JSON on stdout instead of tables
- *   --quick  N = 100 and 1000 only (a smoke run)
+ * Usage: tsx bench/run.ts [--json] [--quick] [--no-postgres] [--n=100,1000] [--only=raw,floor,cairn,langgraph-default,langgraph-delta]
+ *   --json         the same data as JSON on stdout instead of tables
+ *   --quick        N = 100 and 1000 only (a smoke run)
+ *   --no-postgres  skip the PostgreSQL step-commit section (bench/postgres.ts)
  * Progress goes to stderr.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -31,6 +32,7 @@ import Database from 'better-sqlite3';
 import { CAIRN_FLOOR_DECODER, CAIRN_LOAD_CHILD, type CairnResult } from './cairn.js';
 import { LANGGRAPH_MAX_N } from './langgraph.js';
 import { median, runChild } from './measure.js';
+import { benchPostgres, type PostgresBenchResult } from './postgres.js';
 import { ONE_ROW_CHILD, RAW_SQLITE_SETTINGS } from './raw-sqlite.js';
 import type { WorkloadResult } from './workload.js';
 
@@ -41,7 +43,8 @@ const asJson = argv.includes('--json');
 const quick = argv.includes('--quick');
 const nArg = argv.find((a) => a.startsWith('--n='))?.slice(4);
 const onlyArg = argv.find((a) => a.startsWith('--only='))?.slice(7);
-const unknown = argv.filter((a) => !['--json', '--quick'].includes(a) && !a.startsWith('--n=') && !a.startsWith('--only='));
+const withPostgres = !argv.includes('--no-postgres');
+const unknown = argv.filter((a) => !['--json', '--quick', '--no-postgres'].includes(a) && !a.startsWith('--n=') && !a.startsWith('--only='));
 if (unknown.length) throw new Error(`unknown argument(s) ${unknown.join(' ')}; usage: run.ts [--json] [--quick] [--n=...] [--only=...]`);
 
 const SIZES = nArg ? nArg.split(',').map(Number) : quick ? [100, 1000] : [100, 1000, 5000];
@@ -432,13 +435,31 @@ for (const n of SIZES) {
   const cairn = report.results.find((r) => r.contender === 'cairn') as CairnResult | undefined;
   if (cairn && !env.cairn) env.cairn = cairn.settings;
 }
+// The step commit on PostgreSQL against a raw insert on the same server (one round trip per step).
+let pgResult: PostgresBenchResult | { error: string } | undefined;
+if (withPostgres) {
+  progress('[postgres] raw inserts and cairn steps, N=1000, 3 rounds...');
+  pgResult = await benchPostgres(1000).catch((error: unknown) => ({ error: (error as Error).message }));
+}
 const totalSeconds = (performance.now() - started) / 1000;
 progress(`bench: done in ${totalSeconds.toFixed(0)} s`);
 
 if (asJson) {
-  console.log(JSON.stringify({ settings: env, targetN: TARGET_N, sizes: reports, totalSeconds }, null, 2));
+  console.log(JSON.stringify({ settings: env, targetN: TARGET_N, sizes: reports, postgres: pgResult, totalSeconds }, null, 2));
 } else {
   printSettings(env);
   for (const report of reports) printSize(report);
+  if (pgResult) printPostgres(pgResult);
   console.log(`\ntotal ${totalSeconds.toFixed(0)} s`);
+}
+
+function printPostgres(result: PostgresBenchResult | { error: string }): void {
+  console.log('\n=== PostgreSQL: one step commit against one raw insert (N = 1000, last 100 steps, median of 3) ===');
+  if ('error' in result) {
+    console.log(`not measured: ${result.error}`);
+    return;
+  }
+  console.log(result.settings);
+  console.log(`raw one-row INSERT (1 KB, autocommit) ${result.rawInsertMs.toFixed(3)} ms`);
+  console.log(`cairn step (position + item, fenced)   ${result.cairnStepMs.toFixed(3)} ms   ${times(result.ratio)} the raw insert, ${result.roundTripsPerStep.toFixed(2)} round trip(s) per step`);
 }
