@@ -31,10 +31,30 @@ export class RawJson {
 
 /** Encodes `value` as canonical tagged JSON. Throws {@link UnencodableValueError} naming the path. */
 export function encode(value: unknown, path = '$'): string {
-  return write(value, path, new Set());
+  return write(value, { root: path, parts: [] }, new Set());
 }
 
-function write(value: unknown, path: string, stack: Set<object>): string {
+/**
+ * Where the encoder is, kept as a stack of keys and indexes: the path text is built
+ * only for an error message, never on the way (encoding runs at every step).
+ */
+interface Cursor {
+  root: string;
+  parts: (string | number)[];
+}
+
+function pathOf(cursor: Cursor): string {
+  return cursor.root + cursor.parts.map((part) => (typeof part === 'number' ? `[${part}]` : part.startsWith('<') ? part : `.${part}`)).join('');
+}
+
+function child(value: unknown, part: string | number, cursor: Cursor, stack: Set<object>): string {
+  cursor.parts.push(part);
+  const text = write(value, cursor, stack);
+  cursor.parts.pop();
+  return text;
+}
+
+function write(value: unknown, cursor: Cursor, stack: Set<object>): string {
   switch (typeof value) {
     case 'string':
       return JSON.stringify(value);
@@ -50,17 +70,17 @@ function write(value: unknown, path: string, stack: Set<object>): string {
     case 'object':
       break;
     default:
-      throw new UnencodableValueError(path, `a ${typeof value} cannot be stored`);
+      throw new UnencodableValueError(pathOf(cursor), `a ${typeof value} cannot be stored`);
   }
   if (value === null) return 'null';
-  if (stack.has(value)) throw new UnencodableValueError(path, 'the value contains a cycle');
+  if (stack.has(value)) throw new UnencodableValueError(pathOf(cursor), 'the value contains a cycle');
   stack.add(value);
   try {
     if (Array.isArray(value)) {
       let out = '[';
       for (let i = 0; i < value.length; i++) {
         if (i > 0) out += ',';
-        out += write(value[i], `${path}[${i}]`, stack);
+        out += child(value[i], i, cursor, stack);
       }
       return out + ']';
     }
@@ -73,22 +93,22 @@ function write(value: unknown, path: string, stack: Set<object>): string {
       return `{"$t":"Bytes","v":"${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64')}"}`;
     }
     if (value instanceof Map) {
-      return `{"$t":"Map","v":${write([...value.entries()], `${path}<map>`, stack)}}`;
+      return `{"$t":"Map","v":${child([...value.entries()], '<map>', cursor, stack)}}`;
     }
     if (value instanceof Set) {
-      return `{"$t":"Set","v":${write([...value], `${path}<set>`, stack)}}`;
+      return `{"$t":"Set","v":${child([...value], '<set>', cursor, stack)}}`;
     }
     const proto = Object.getPrototypeOf(value);
     if (proto !== Object.prototype && proto !== null) {
       const name = (value as { constructor?: { name?: string } }).constructor?.name ?? 'unknown';
-      throw new UnencodableValueError(path, `an instance of class ${name} is not plain data`);
+      throw new UnencodableValueError(pathOf(cursor), `an instance of class ${name} is not plain data`);
     }
     const keys = Object.keys(value).sort();
     let out = '{';
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       if (i > 0) out += ',';
-      out += JSON.stringify(key) + ':' + write((value as Record<string, unknown>)[key], `${path}.${key}`, stack);
+      out += JSON.stringify(key) + ':' + child((value as Record<string, unknown>)[key], key, cursor, stack);
     }
     out += '}';
     return keys.includes(TAG) ? `{"$t":"Obj","v":${out}}` : out;
@@ -99,19 +119,21 @@ function write(value: unknown, path: string, stack: Set<object>): string {
 
 /**
  * Decodes canonical tagged JSON. Throws {@link CorruptRecordError} on text that is
- * not valid tagged JSON; `where` names the record in that message.
+ * not valid tagged JSON; `where` names the record in that message (a function is
+ * called only then: loads decode thousands of items).
  */
-export function decode<T = unknown>(text: string, where?: string): T {
+export function decode<T = unknown>(text: string, where?: string | (() => string)): T {
   let parsed: unknown;
+  const place = () => (typeof where === 'function' ? where() : where);
   try {
     parsed = JSON.parse(text);
   } catch (cause) {
-    throw new CorruptRecordError(`${where ?? 'a stored value'} is not valid JSON (${(cause as Error).message}).`, { cause });
+    throw new CorruptRecordError(`${place() ?? 'a stored value'} is not valid JSON (${(cause as Error).message}).`, { cause });
   }
   // Fast path: most stored values carry no tags at all, and a substring scan is far
   // cheaper than walking a large decoded value.
   if (!text.includes('"$t"')) return parsed as T;
-  return revive(parsed, where) as T;
+  return revive(parsed, place()) as T;
 }
 
 function revive(value: unknown, where: string | undefined): unknown {

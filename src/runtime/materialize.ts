@@ -161,7 +161,9 @@ export async function materialize(
     }
     const items = new Array<unknown>(held.length + texts.length);
     for (let i = 0; i < held.length; i++) items[i] = structuredClone(held[i]);
-    for (let i = 0; i < texts.length; i++) items[held.length + i] = decode(texts[i]!, `item ${i} of field "${name}" of thread ${threadId}`);
+    let at = 0;
+    const where = () => `item ${at} of field "${name}" of thread ${threadId}`;
+    for (; at < texts.length; at++) items[held.length + at] = decode(texts[at]!, where);
     values[name] = items;
   }
 
