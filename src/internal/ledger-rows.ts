@@ -4,7 +4,7 @@
  * the conversion to a {@link LedgerEntry} (PostgreSQL returns bigints as strings,
  * SQLite as numbers; both go through `Number`).
  */
-import type { LedgerEntry } from '../contracts/ledger.js';
+import type { LedgerEntry, NewLedgerEntry } from '../contracts/ledger.js';
 
 /** A ledger row as the SQL engines select it. */
 export interface LedgerRow {
@@ -43,4 +43,23 @@ export function ledgerEntryOf(threadId: string, row: LedgerRow): LedgerEntry {
     createdAt: Number(row.created_at),
     completedAt: row.completed_at === null ? null : Number(row.completed_at),
   };
+}
+
+/** The values of a new entry in {@link LEDGER_COLUMNS} order. */
+export function ledgerRowValues(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): unknown[] {
+  return [
+    entry.key,
+    entry.kind,
+    entry.name,
+    entry.ns,
+    entry.seq,
+    entry.node,
+    entry.task,
+    entry.call,
+    entry.argsDigest,
+    status,
+    outcome,
+    entry.createdAt,
+    status === 'done' ? entry.createdAt : null,
+  ];
 }

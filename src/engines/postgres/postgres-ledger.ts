@@ -4,7 +4,7 @@
  * intent is durable before the effect runs and an outcome before the step commits.
  */
 import type { Ledger, LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
-import { LEDGER_COLUMNS, ledgerEntryOf, type LedgerRow } from '../../internal/ledger-rows.js';
+import { LEDGER_COLUMNS, ledgerEntryOf, ledgerRowValues, type LedgerRow } from '../../internal/ledger-rows.js';
 import { EngineError, ThreadNotFoundError } from '../../errors.js';
 import type { PostgresConnection } from './connection.js';
 
@@ -38,22 +38,7 @@ export class PostgresLedger implements Ledger {
   }
 
   private async insert(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): Promise<LedgerEntry> {
-    const values = [
-      entry.threadId,
-      entry.key,
-      entry.kind,
-      entry.name,
-      entry.ns,
-      entry.seq,
-      entry.node,
-      entry.task,
-      entry.call,
-      entry.argsDigest,
-      status,
-      outcome,
-      entry.createdAt,
-      status === 'done' ? entry.createdAt : null,
-    ];
+    const values = [entry.threadId, ...ledgerRowValues(entry, status, outcome)];
     for (let round = 0; round < 10; round++) {
       const [row] = await this.conn.query<LedgerRow & { thread_exists: boolean }>('ledger.write', this.sql.insert, values);
       if (row?.key !== undefined && row.key !== null) return ledgerEntryOf(entry.threadId, row);

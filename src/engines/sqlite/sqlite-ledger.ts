@@ -4,7 +4,7 @@
  * intent is on disk before the effect runs and an outcome before the step commits.
  */
 import type { Ledger, LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
-import { LEDGER_COLUMNS, ledgerEntryOf, type LedgerRow } from '../../internal/ledger-rows.js';
+import { LEDGER_COLUMNS, ledgerEntryOf, ledgerRowValues, type LedgerRow } from '../../internal/ledger-rows.js';
 import { ThreadNotFoundError } from '../../errors.js';
 import type { SqliteConnection } from './connection.js';
 
@@ -50,22 +50,7 @@ export class SqliteLedger implements Ledger {
           `INSERT INTO cairn_ledger (tid, ${LEDGER_COLUMNS}) SELECT tid, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM cairn_threads WHERE id = ?
            ON CONFLICT (tid, key) DO NOTHING`,
         )
-        .run(
-          entry.key,
-          entry.kind,
-          entry.name,
-          entry.ns,
-          entry.seq,
-          entry.node,
-          entry.task,
-          entry.call,
-          entry.argsDigest,
-          status,
-          outcome,
-          entry.createdAt,
-          status === 'done' ? entry.createdAt : null,
-          entry.threadId,
-        );
+        .run(...ledgerRowValues(entry, status, outcome), entry.threadId);
       const row = this.conn
         .stmt(`SELECT ${LEDGER_COLUMNS} FROM cairn_ledger WHERE tid = (SELECT tid FROM cairn_threads WHERE id = ?) AND key = ?`)
         .get(entry.threadId, entry.key) as LedgerRow | undefined;
