@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /**
  * @module cli/main
- * The `cairn` command line: `demo`, `threads`, `history`, `show`, `effects`,
- * `verify`, `migrate`, `worker`, `export`, `import`, `copy`. Every inspection command takes `--db <file>` and `--json`.
+ * The `cairn` command line: `demo`, `threads`, `attempts`, `delete-thread`,
+ * `history`, `show`, `effects`, `verify`, `gc`, `migrate`, `worker`, `export`,
+ * `import`, `copy`. Inspection commands take `--db <file | postgres://…#schema>`
+ * and `--json`.
  */
 import { Command } from 'commander';
 import { createRequire } from 'node:module';
@@ -16,7 +18,10 @@ import { registerArtifactCommands } from './artifact-commands.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 const program = new Command();
-program.name('cairn').description('Durable runs for AI agents: inspect threads, verify their hash chains, run the demo.').version(version);
+program
+  .name('cairn')
+  .description('Durable runs for AI agents: inspect and move threads, verify their hash chains, collect artifacts, run workers and the demo.')
+  .version(version);
 
 program
   .command('demo')
