@@ -275,43 +275,49 @@ export class PostgresCheckpointer implements Checkpointer {
   async subscribeRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {
     const pool = await this.conn.use();
     let stopped = false;
-    let client: PoolClientLike | undefined;
-    // A dedicated connection holds the LISTEN. If the server drops it, listen again:
-    // until then the worker's own timers (lease expiry, slow poll) keep it going.
-    const connect = async (): Promise<void> => {
+    let current: { drop: () => boolean } | undefined;
+    const retry = (ms: number) => {
+      if (!stopped) setTimeout(() => void listen(), ms).unref();
+    };
+    // A dedicated connection holds the LISTEN; it is closed (never returned to the
+    // pool) when dropped. If the server drops it, listen again on a new one: until
+    // then the worker's own timers (lease expiry, slow poll) keep it going. Exactly
+    // one listening connection at a time: every way out goes through `drop`, once.
+    const listen = async (): Promise<void> => {
       if (stopped) return;
+      let client: PoolClientLike;
       try {
-        const next = await pool.connect();
-        let dead = false;
-        next.on?.('notification', (message) => message.payload && listener(message.payload));
-        // A dying connection may report more than one error: release it and listen again once.
-        next.on?.('error', () => {
-          if (dead) return;
-          dead = true;
-          if (client === next) client = undefined;
-          next.release(true);
-          setTimeout(() => void connect(), 200).unref();
-        });
-        await next.query({ text: `LISTEN ${quoteIdent(this.channel)}` });
-        if (dead) return;
-        client = next;
-        if (stopped) await unsubscribe();
+        client = await pool.connect();
       } catch {
-        setTimeout(() => void connect(), 1000).unref();
+        return retry(1000);
       }
+      let dropped = false;
+      const drop = () => {
+        if (dropped) return false;
+        dropped = true;
+        if (current?.drop === drop) current = undefined;
+        client.release(true);
+        return true;
+      };
+      client.on?.('notification', (message) => message.payload && listener(message.payload));
+      client.on?.('error', () => drop() && retry(200));
+      try {
+        await client.query({ text: `LISTEN ${quoteIdent(this.channel)}` });
+      } catch {
+        if (drop()) retry(200);
+        return;
+      }
+      if (dropped) return;
+      current = { drop };
+      if (stopped) drop();
     };
-    const unsubscribe = async () => {
+    await listen();
+    return async () => {
       stopped = true;
-      const held = client;
-      client = undefined;
-      if (held) {
-        await held.query({ text: 'UNLISTEN *' }).catch(() => undefined);
-        held.release();
-      }
+      current?.drop();
     };
-    await connect();
-    return unsubscribe;
   }
+
 
   async updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord> {
     const [row] = await this.conn.query<ThreadRow>('updateThread', this.sql.update, [
