@@ -44,6 +44,8 @@ interface ThreadRow {
   owner_pid: number | null;
   owner_host: string | null;
   lease_until: string | null;
+  /** The database's clock (ms) when the row was read: leases are judged by one clock, whatever the workers' clocks say. */
+  db_now?: string;
   epoch: string;
   created_at: string;
   updated_at: string;
@@ -166,9 +168,9 @@ export class PostgresCheckpointer implements Checkpointer {
     // that row too, so it waits and then finds no thread. The deletes come in a later
     // statement, whose snapshot (READ COMMITTED) holds every write that came before the lock.
     return this.conn.transaction('deleteThread', async (query) => {
-      const [row] = (await query(this.sql.lockForDelete, [threadId])) as Pick<ThreadRow, 'tid' | 'status' | 'run_id' | 'owner_pid' | 'owner_host' | 'lease_until'>[];
+      const [row] = (await query(this.sql.lockForDelete, [threadId])) as Pick<ThreadRow, 'tid' | 'status' | 'run_id' | 'owner_pid' | 'owner_host' | 'lease_until' | 'db_now'>[];
       if (!row) return { deleted: false, threadId, reason: 'missing' } as const;
-      const now = Date.now();
+      const now = Number(row.db_now);
       const holder = { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: num(row.lease_until) };
       if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
       const status = row.status as ThreadStatus;
@@ -196,8 +198,9 @@ export class PostgresCheckpointer implements Checkpointer {
     // renewal, a release or a commit's share lock in between also fails the CAS or makes
     // it wait: nothing slips between the check and the take.
     for (let round = 0; round < 50; round++) {
-      const now = Date.now();
       const row = await this.threadRow(threadId, 'acquireThread');
+      // Leases live on the database's clock: one clock for every machine.
+      const now = row ? Number(row.db_now) : Date.now();
       if (!row) {
         if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
         const { kind, tenant, metadata } = request.create;
@@ -209,7 +212,7 @@ export class PostgresCheckpointer implements Checkpointer {
           owner.runId,
           owner.pid,
           owner.host,
-          now + leaseMs,
+          leaseMs,
           now,
         ]);
         if (created) return { threadId, runId: owner.runId, epoch: Number(created.epoch), expiresAt: Number(created.lease_until), thread: toThread(created) };
@@ -229,7 +232,7 @@ export class PostgresCheckpointer implements Checkpointer {
         owner.runId,
         owner.pid,
         owner.host,
-        now + leaseMs,
+        leaseMs,
       ]);
       if (!taken) continue; // the row changed since it was read: judge it again
       // Read the record after the take: a commit by the previous holder that finished
@@ -241,10 +244,9 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async renewLease(lease: ThreadLease, leaseMs: number): Promise<ThreadLease> {
-    const expiresAt = Date.now() + leaseMs;
-    const rows = await this.conn.query('renewLease', this.sql.renew, [lease.threadId, lease.runId, lease.epoch, expiresAt]);
+    const rows = await this.conn.query<{ lease_until: string }>('renewLease', this.sql.renew, [lease.threadId, lease.runId, lease.epoch, leaseMs]);
     if (rows.length !== 1) throw new LeaseLostError(lease.threadId, { engine: this.engine });
-    return { ...lease, expiresAt };
+    return { ...lease, expiresAt: Number(rows[0]!.lease_until) };
   }
 
   async releaseThread(lease: ThreadLease): Promise<void> {
@@ -259,8 +261,7 @@ export class PostgresCheckpointer implements Checkpointer {
 
   async claimThreads(request: ClaimRequest): Promise<ThreadLease[]> {
     const { owner, leaseMs, limit, graph } = request;
-    const now = Date.now();
-    const claimed = await this.conn.query<ThreadRow>('claimThreads', this.sql.claim, [owner.runId, owner.pid, owner.host, now, now + leaseMs, limit, graph ?? null]);
+    const claimed = await this.conn.query<ThreadRow>('claimThreads', this.sql.claim, [owner.runId, owner.pid, owner.host, leaseMs, limit, graph ?? null]);
     return claimed.map((row) => {
       const thread = toThread(row);
       return { threadId: thread.id, runId: owner.runId, epoch: Number(row.epoch), expiresAt: Number(row.lease_until), thread };
@@ -492,14 +493,16 @@ function statements(conn: PostgresConnection) {
   const threadSelect = `SELECT ${threadColumns}, h.seq AS head, h.created_at AS head_at FROM ${T} t ${headJoin}`;
   const positionColumns = `seq, parent, segment, step, schema_version, created_at, body, encode(hash, 'hex') AS hash`;
   const fenced = `id = $1::text AND run_id = $2::text AND epoch = $3::bigint`;
+  /** The database's clock in ms: every lease is set and judged on it. */
+  const dbNow = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 
   return {
     threadSelect,
-    threadById: `${threadSelect} WHERE t.id = $1::text`,
+    threadById: `SELECT ${threadColumns}, h.seq AS head, h.created_at AS head_at, ${dbNow} AS db_now FROM ${T} t ${headJoin} WHERE t.id = $1::text`,
     /** The schema's text → jsonb function (see migration 2). */
     json: `${schema}.cairn_json`,
 
-    lockForDelete: `SELECT tid, status, run_id, owner_pid, owner_host, lease_until FROM ${T} WHERE id = $1::text FOR UPDATE`,
+    lockForDelete: `SELECT tid, status, run_id, owner_pid, owner_host, lease_until, ${dbNow} AS db_now FROM ${T} WHERE id = $1::text FOR UPDATE`,
 
     // Everything the thread owns, by tid, plus its pins (live or unpinned) and their
     // overwrite records; counts per kind. Runs after lockForDelete, in its transaction.
@@ -521,17 +524,17 @@ function statements(conn: PostgresConnection) {
 
     createThread: `
       INSERT INTO ${T} AS t (id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at)
-      VALUES ($1::text, $2::text, 'running', 0, $3::text, $4::text, $5::text, $6::integer, $7::text, $8::bigint, 1, $9::bigint, $9::bigint)
+      VALUES ($1::text, $2::text, 'running', 0, $3::text, $4::text, $5::text, $6::integer, $7::text, ${dbNow} + $8::bigint, 1, $9::bigint, $9::bigint)
       ON CONFLICT (id) DO NOTHING
       RETURNING ${threadColumns}, NULL::bigint AS head, NULL::bigint AS head_at`,
 
     // Compare-and-set on the row as read: epoch (every grant), run_id (releases) and lease_until (renewals).
     takeThread: `
-      UPDATE ${T} SET run_id = $5::text, owner_pid = $6::integer, owner_host = $7::text, lease_until = $8::bigint, epoch = epoch + 1
+      UPDATE ${T} SET run_id = $5::text, owner_pid = $6::integer, owner_host = $7::text, lease_until = ${dbNow} + $8::bigint, epoch = epoch + 1
       WHERE tid = $1::bigint AND epoch = $2::bigint AND run_id IS NOT DISTINCT FROM $3::text AND lease_until IS NOT DISTINCT FROM $4::bigint
       RETURNING epoch, lease_until`,
 
-    renew: `UPDATE ${T} SET lease_until = $4::bigint WHERE ${fenced} RETURNING 1`,
+    renew: `UPDATE ${T} SET lease_until = ${dbNow} + $4::bigint WHERE ${fenced} RETURNING lease_until`,
 
     release: `
       WITH released AS (
@@ -544,13 +547,13 @@ function statements(conn: PostgresConnection) {
     claim: `
       WITH candidate AS (
         SELECT tid FROM ${T}
-        WHERE status = 'running' AND (run_id IS NULL OR lease_until < $4::bigint)
-          AND ($7::text IS NULL OR (metadata::jsonb ->> 'graph') = $7::text)
+        WHERE status = 'running' AND (run_id IS NULL OR lease_until < ${dbNow})
+          AND ($6::text IS NULL OR (metadata::jsonb ->> 'graph') = $6::text)
         ORDER BY updated_at, tid
-        LIMIT $6::integer
+        LIMIT $5::integer
         FOR UPDATE SKIP LOCKED),
       claimed AS (
-        UPDATE ${T} t SET run_id = $1::text, owner_pid = $2::integer, owner_host = $3::text, lease_until = $5::bigint, epoch = t.epoch + 1
+        UPDATE ${T} t SET run_id = $1::text, owner_pid = $2::integer, owner_host = $3::text, lease_until = ${dbNow} + $4::bigint, epoch = t.epoch + 1
         FROM candidate c WHERE t.tid = c.tid
         RETURNING ${threadColumns})
       SELECT t.*, h.seq AS head, h.created_at AS head_at FROM claimed t ${headJoin}`,
