@@ -83,3 +83,14 @@ export interface ArtifactBackend {
   sweep(olderThan: number, dryRun: boolean): Promise<ArtifactSweepReport>;
   close(): Promise<void>;
 }
+
+/** The sha256 of every blob some record (content or named, any tenant) points at: what a blob sweep must keep. */
+export async function referencedDigests(backend: Pick<ArtifactBackend, 'listRecords'>): Promise<Set<string>> {
+  const referenced = new Set<string>();
+  for (let cursor: string | undefined; ; ) {
+    const page = await backend.listRecords({ tenant: undefined, cursor, limit: 1000 });
+    for (const record of page.items) referenced.add(record.ref.sha256);
+    if (page.cursor === null) return referenced;
+    cursor = page.cursor;
+  }
+}

@@ -30,7 +30,7 @@ import { basename, dirname, join, resolve, sep } from 'node:path';
 import type { ArtifactRef, ArtifactSweepReport } from '../../contracts/artifact-store.js';
 import { ArtifactIntegrityError, CairnError, EngineError, InvalidKeyError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
-import type { ArtifactBackend, ArtifactRecord, BlobReader, RecordAddress, RecordPage, Staged, StoredRecord } from '../backend.js';
+import { referencedDigests, type ArtifactBackend, type ArtifactRecord, type BlobReader, type RecordAddress, type RecordPage, type Staged, type StoredRecord } from '../backend.js';
 import { BaseArtifactStore } from '../base-artifact-store.js';
 import { checkArtifactKey, checkDigest, checkTenant, parseRefId } from '../refs.js';
 import { READ_CHUNK } from '../streams.js';
@@ -401,13 +401,7 @@ class FsBackend implements ArtifactBackend {
       }
     }
     if (candidates.length === 0) return report;
-    const referenced = new Set<string>();
-    for (let cursor: string | undefined; ; ) {
-      const page = await this.listRecords({ tenant: undefined, cursor, limit: 1000 });
-      for (const record of page.items) referenced.add(record.ref.sha256);
-      if (page.cursor === null) break;
-      cursor = page.cursor;
-    }
+    const referenced = await referencedDigests(this);
     for (const blob of candidates) {
       if (referenced.has(blob.digest)) continue;
       if (dryRun || (await this.deleteIfStale(blob.path, olderThan))) {

@@ -24,7 +24,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ArtifactRef, ArtifactSweepReport } from '../../contracts/artifact-store.js';
 import { ArtifactIntegrityError, ArtifactNotFoundError, CairnError, DriverMissingError, EngineError, InvalidOptionError } from '../../errors.js';
-import type { ArtifactBackend, ArtifactRecord, BlobReader, RecordAddress, RecordPage, Staged, StoredRecord } from '../backend.js';
+import { referencedDigests, type ArtifactBackend, type ArtifactRecord, type BlobReader, type RecordAddress, type RecordPage, type Staged, type StoredRecord } from '../backend.js';
 import { BaseArtifactStore } from '../base-artifact-store.js';
 import { checkArtifactKey, checkDigest, checkTenant, parseRefId } from '../refs.js';
 
@@ -417,13 +417,7 @@ class S3Backend implements ArtifactBackend {
     const candidates: ObjectInfo[] = [];
     for await (const blob of this.listAll(`${this.prefix}blobs/sha256/`)) if (blob.lastModified < olderThan) candidates.push(blob);
     if (candidates.length === 0) return report;
-    const referenced = new Set<string>();
-    for (let cursor: string | undefined; ; ) {
-      const page = await this.listRecords({ tenant: undefined, cursor, limit: 1000 });
-      for (const record of page.items) referenced.add(record.ref.sha256);
-      if (page.cursor === null) break;
-      cursor = page.cursor;
-    }
+    const referenced = await referencedDigests(this);
     for (const blob of candidates) {
       const digest = blob.key.slice(blob.key.lastIndexOf('/') + 1);
       if (!HEX64.test(digest) || referenced.has(digest)) continue;
