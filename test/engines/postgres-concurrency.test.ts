@@ -11,6 +11,7 @@ import type { Engine } from '../../src/contracts/engine.js';
 import type { LeaseOwner, ThreadLease } from '../../src/contracts/threads.js';
 import { LeaseLostError, ThreadBusyError, VersionConflictError } from '../../src/errors.js';
 import { usePostgresSchema } from '../helpers/postgres.js';
+import { linearPosition } from '../helpers/positions.js';
 
 const pg = usePostgresSchema();
 
@@ -21,17 +22,7 @@ const create = { kind: 'task' as const, tenant: null, metadata: {} };
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function position(seq: number, tag = 'p'): StoredPosition {
-  return {
-    ns: '',
-    seq,
-    parent: seq === 0 ? null : seq - 1,
-    segment: 0,
-    step: seq,
-    schemaVersion: 1,
-    createdAt: 1_700_000_000_000 + seq,
-    body: `{"by":"${tag}","seq":${seq}}`,
-    hash: (seq + 1).toString(16).padStart(64, '0'),
-  };
+  return linearPosition(seq, `{"by":"${tag}","seq":${seq}}`);
 }
 
 const step = (seq: number, tag: string, extra: Partial<StepCommit> = {}): StepCommit => ({

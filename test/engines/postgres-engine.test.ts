@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { migrate, postgres, POSTGRES_MIGRATIONS, type PgQueryConfig, type PoolLike } from '../../src/engines/postgres/index.js';
 import { EngineClosedError, EngineError, InvalidKeyError } from '../../src/errors.js';
 import { PG_URL, usePostgresSchema } from '../helpers/postgres.js';
+import { linearPosition } from '../helpers/positions.js';
 
 const db = usePostgresSchema();
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -212,17 +213,7 @@ describe('PostgreSQL engine: opening, closing, failing', () => {
 });
 
 function position(seq: number) {
-  return {
-    ns: '',
-    seq,
-    parent: seq === 0 ? null : seq - 1,
-    segment: 0,
-    step: seq,
-    schemaVersion: 1,
-    createdAt: 1_700_000_000_000 + seq,
-    body: `{"seq":${seq}}`,
-    hash: (seq + 1).toString(16).padStart(64, '0'),
-  };
+  return linearPosition(seq, `{"seq":${seq}}`);
 }
 
 /** Server connections whose application_name is `tag`. */

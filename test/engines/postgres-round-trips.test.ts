@@ -11,6 +11,7 @@ import type { StoredPosition } from '../../src/contracts/checkpointer.js';
 import { postgres, type PgQueryConfig, type PoolClientLike, type PoolLike } from '../../src/engines/postgres/index.js';
 import { HeadMovedError, LeaseLostError } from '../../src/errors.js';
 import { usePostgresSchema } from '../helpers/postgres.js';
+import { linearPosition } from '../helpers/positions.js';
 
 const pg = usePostgresSchema();
 
@@ -41,18 +42,8 @@ function counting(inner: PoolLike): PoolLike & { sent: string[] } {
 const KB = 'x'.repeat(1024);
 const owner = { runId: 'round-trips', pid: 4242, host: 'cairn-test.remote.invalid' };
 
-function position(seq: number, body = `{"kind":"step","seq":${seq}}`): StoredPosition {
-  return {
-    ns: '',
-    seq,
-    parent: seq === 0 ? null : seq - 1,
-    segment: 0,
-    step: seq,
-    schemaVersion: 1,
-    createdAt: Date.now(),
-    body,
-    hash: (seq + 1).toString(16).padStart(64, '0'),
-  };
+function position(seq: number, body?: string): StoredPosition {
+  return { ...linearPosition(seq, body), createdAt: Date.now() };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
