@@ -43,6 +43,7 @@ export function registerWorkerCommand(program: Command): void {
         leaseMs: options.leaseMs,
         pollMs: options.pollMs,
         onRun: (report) => process.stdout.write(options.json ? JSON.stringify(report) + '\n' : `${report.threadId}: ${report.status ?? report.error}\n`),
+        onError: (error) => process.stderr.write(`cairn worker ${process.pid}: claiming failed, trying again: ${(error as Error).message}\n`),
       });
       const stop = () => void worker.stop();
       process.once('SIGTERM', stop);

@@ -34,6 +34,8 @@ export interface WorkerOptions {
   onEvent?: EventSink;
   /** Told about every thread the worker finishes, stops or loses. */
   onRun?: (report: WorkerRunReport) => void;
+  /** Told when claiming threads fails (the database is unreachable, say); the worker tries again after a pause. */
+  onError?: (error: unknown) => void;
 }
 
 export interface WorkerRunReport {
@@ -44,6 +46,9 @@ export interface WorkerRunReport {
   error?: string;
   message?: string;
 }
+
+/** Pause before claiming again after a failed claim. */
+const CLAIM_RETRY_MS = 1_000;
 
 class WorkerStopping extends Error {
   constructor() {
@@ -86,9 +91,16 @@ export class Worker {
       while (!this.stopping) {
         const free = this.concurrency - this.active.size;
         if (free > 0) {
-          const leases = await cp
-            .claimThreads({ owner: { runId: randomUUID(), pid: process.pid, host: hostname() }, leaseMs: this.leaseMs, limit: free, graph: this.app.name })
-            .catch(() => [] as ThreadLease[]);
+          // A wake-up from here on may concern a thread this claim cannot see yet: idle() then skips its sleep.
+          this.pending = false;
+          let leases: ThreadLease[];
+          try {
+            leases = await cp.claimThreads({ owner: { runId: randomUUID(), pid: process.pid, host: hostname() }, leaseMs: this.leaseMs, limit: free, graph: this.app.name });
+          } catch (error) {
+            this.options.onError?.(error);
+            await this.idle(Math.min(this.pollMs, CLAIM_RETRY_MS));
+            continue;
+          }
           for (const lease of leases) this.start(lease);
           if (leases.length === free) continue;
         }
@@ -127,16 +139,17 @@ export class Worker {
     this.active.set(lease.threadId, { controller, done });
   }
 
-  /** Sleeps until a wake-up, a free slot, the earliest lease expiry, or the poll interval. */
-  private async idle(): Promise<void> {
-    if (this.pending) {
-      this.pending = false;
-      return;
-    }
-    let delay = this.pollMs;
-    if (this.active.size < this.concurrency) {
+  /** Sleeps until a wake-up, a free slot, the earliest lease expiry, or the poll interval (or `longest`). */
+  private async idle(longest = this.pollMs): Promise<void> {
+    let delay = longest;
+    if (!this.pending && this.active.size < this.concurrency) {
       const expiry = await this.app.engine.checkpointer.nextLeaseExpiry?.(this.app.name).catch(() => null);
       if (expiry !== null && expiry !== undefined) delay = Math.min(delay, Math.max(5, expiry - Date.now() + 5));
+    }
+    // A wake-up that arrived while claiming or asking for the expiry is not slept through.
+    if (this.pending || this.stopping) {
+      this.pending = false;
+      return;
     }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, delay);
@@ -147,7 +160,6 @@ export class Worker {
       this.wake = done;
     });
     this.wake = undefined;
-    this.pending = false;
   }
 
   private wakeUp(): void {
