@@ -184,7 +184,9 @@ export class PostgresConnection {
       throw this.wrap(what, error);
     }
     // See migrate(): a held connection's death is reported by the query that fails.
-    client.on?.('error', () => undefined);
+    // The listener goes when the connection goes back, or pooled connections collect them.
+    const ignore = () => undefined;
+    client.on?.('error', ignore);
     const query: TransactionQuery = async (text, values = []) => (await client.query({ name: this.nameOf(text), text, values })).rows;
     let broken = false;
     try {
@@ -200,6 +202,7 @@ export class PostgresConnection {
       );
       throw this.wrap(what, error);
     } finally {
+      client.off?.('error', ignore);
       client.release(broken);
     }
   }

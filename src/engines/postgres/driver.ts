@@ -28,6 +28,8 @@ export interface PoolClientLike {
   release(error?: Error | boolean): void;
   /** Used by workers' wake-ups (LISTEN): `notification` events, and `error` when the connection dies. */
   on?(event: 'notification' | 'error', listener: (message: { channel?: string; payload?: string } & Partial<Error>) => void): unknown;
+  /** Removes a listener added with `on` before the connection goes back to the pool. */
+  off?(event: 'notification' | 'error', listener: (message: { channel?: string; payload?: string } & Partial<Error>) => void): unknown;
 }
 
 /**

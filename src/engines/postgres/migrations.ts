@@ -194,7 +194,8 @@ export async function migrate(pool: PoolLike, schema: string, migrations: readon
   const client = await pool.connect();
   // A connection that dies while held reports it as an 'error' event too: the failed
   // query already says so, the event must not become an uncaught exception.
-  client.on?.('error', () => undefined);
+  const ignore = () => undefined;
+  client.on?.('error', ignore);
   let failed = true;
   try {
     await client.query({ text: 'BEGIN' });
@@ -232,6 +233,7 @@ export async function migrate(pool: PoolLike, schema: string, migrations: readon
   } finally {
     // A connection that cannot even roll back is broken: destroy it rather than pool it.
     const broken = failed ? await client.query({ text: 'ROLLBACK' }).then(() => false, () => true) : false;
+    client.off?.('error', ignore);
     client.release(broken);
   }
 }
