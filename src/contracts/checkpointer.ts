@@ -161,6 +161,20 @@ export interface Checkpointer {
   getPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null>;
   /** Positions with `from <= seq <= to`, ascending by seq (no ancestry check: pass ranges from one branch). */
   getPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]>;
+  /**
+   * The namespaces of the thread that hold at least one position, each once, ascending
+   * in code point order (the byte order of their UTF-8, as `listThreads` orders ids):
+   * `''` (the root graph) first when it has positions, then child runs such as
+   * `research:0@4` and `research:0@4|deep:1@2`. `[]` for a missing thread. Inspection
+   * tools (verify, export, GC, migrate checks) walk every namespace through this, since
+   * each one is an independent hash chain.
+   *
+   * @example
+   * ```ts
+   * for (const ns of await cp.listNamespaces('cust_42')) console.log(ns || '(root)');
+   * ```
+   */
+  listNamespaces(threadId: string): Promise<string[]>;
   /** Positions newest first, for history listings. `beforeSeq` pages backwards. */
   listPositions(threadId: string, ns: string, page?: { beforeSeq?: number; limit?: number }): Promise<StoredPosition[]>;
   /** The snapshot with the highest seq inside `ranges`, or null. */

@@ -2,7 +2,7 @@
  * @module testing/checkpointer.suite
  * The conformance suite of the {@link Checkpointer} contract: every rule its JSDoc
  * states (leases and fencing, head checks, atomic commits, pending writes, range
- * reads, thread listing with its filters and paging, deleting a thread with all it
+ * reads, namespace listing, thread listing with its filters and paging, deleting a thread with all it
  * owns, id validation, lifecycle), as vitest tests. Every engine
  * runs it; a third-party engine proves itself with the same ten lines.
  *
@@ -465,6 +465,44 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         // The root chain continues from its own head.
         await cp.commitStep(lease, commitOf(linear(2), 1));
         expect((await cp.getThread('t1'))!.head).toBe(2);
+      });
+    });
+
+    describe('listNamespaces', () => {
+      /** Commits positions 0..last of `ns` in a line, with hashes no other namespace uses. */
+      async function commitChild(lease: ThreadLease, ns: string, last: number, salt: number): Promise<void> {
+        for (let seq = 0; seq <= last; seq++) {
+          await cp.commitStep(lease, commitOf(linear(seq, { ns, hash: fakeHash(salt + seq) }), seq === 0 ? null : seq - 1));
+        }
+      }
+
+      it('lists every namespace that has a position, each once, root first, whatever the commit order', async () => {
+        const lease = await create('t1');
+        // A child first: the listing is ordered by name, not by when a namespace appeared.
+        await commitChild(lease, 'research:0@4|deep:1@2', 0, 200);
+        await commitLine(lease, 1);
+        await commitChild(lease, 'research:0@4', 2, 100);
+        // A pending write alone does not make a namespace: it has no position yet.
+        await cp.putPendingWrite(lease, { ns: 'waiting:2@1', baseSeq: 0, task: 'a:0', body: '{}' });
+        const other = await create('t2');
+        await commitChild(other, 'elsewhere:0@0', 0, 300);
+
+        expect(await cp.listNamespaces('t1')).toEqual(['', 'research:0@4', 'research:0@4|deep:1@2']);
+        expect(await cp.listNamespaces('t2')).toEqual(['elsewhere:0@0']);
+      });
+
+      it('orders namespaces by code point (as UTF-8 bytes), the same on every engine', async () => {
+        const lease = await create('t1');
+        const inOrder = ['', 'A:0@1', 'a:0@1', 'a:0@1|b:0@0', 'é:0@1', '\uE000:0@1', '😀:0@1'];
+        let salt = 100;
+        for (const ns of [...inOrder].reverse()) await commitChild(lease, ns, 0, (salt += 10));
+        expect(await cp.listNamespaces('t1')).toEqual(inOrder);
+      });
+
+      it('gives [] for a missing thread and for a thread with no position', async () => {
+        expect(await cp.listNamespaces('missing')).toEqual([]);
+        await create('empty');
+        expect(await cp.listNamespaces('empty')).toEqual([]);
       });
     });
 
@@ -1077,6 +1115,30 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         expect((await cp.getThread('t1'))!.head).toBe(1);
       });
 
+      it('removes every namespace: none is listed after, and a thread created again under the id has no child positions', async () => {
+        await populated('t1');
+        const grandchild = 'parent|child:0|deeper:1@0';
+        const lease = await cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE });
+        await cp.commitStep(lease, commitOf(linear(0, { ns: grandchild, hash: fakeHash(60) }), null));
+        await cp.commitStep(lease, commitOf(linear(1, { ns: grandchild, hash: fakeHash(61) }), 0));
+        await cp.releaseThread(lease);
+        expect(await cp.listNamespaces('t1')).toEqual(['', 'parent|child:0', grandchild]);
+
+        expect(await cp.deleteThread('t1')).toMatchObject({ deleted: true, removed: { positions: 5 } });
+        expect(await cp.listNamespaces('t1')).toEqual([]);
+
+        const again = await create('t1');
+        expect(await cp.listNamespaces('t1')).toEqual([]);
+        expect(await cp.getPositions('t1', 'parent|child:0', { from: 0, to: 100 })).toEqual([]);
+        expect(await cp.getPositions('t1', grandchild, { from: 0, to: 100 })).toEqual([]);
+        expect(await cp.getSnapshot('t1', 'parent|child:0', [{ from: 0, to: 100 }])).toBeNull();
+        expect(await cp.getItems('t1', 'parent|child:0', 'c', [{ from: 0, to: 100 }])).toEqual([]);
+        // No head survives either: the child namespace starts again at seq 0 from null.
+        await expectError(() => cp.commitStep(again, commitOf(linear(2, { ns: grandchild, hash: fakeHash(62) }), 1)), HeadMovedError);
+        await cp.commitStep(again, commitOf(linear(0, { ns: grandchild, hash: fakeHash(70) }), null));
+        expect(await cp.listNamespaces('t1')).toEqual([grandchild]);
+      });
+
       it('deletes the newest thread, then creates threads: none sees the deleted one\'s rows', async () => {
         await populated('a');
         await populated('z');
@@ -1198,6 +1260,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
           ['getPosition', () => cp.getPosition('t1', '', 0)],
           ['getPositions', () => cp.getPositions('t1', '', { from: 0, to: 1 })],
           ['listPositions', () => cp.listPositions('t1', '')],
+          ['listNamespaces', () => cp.listNamespaces('t1')],
           ['getSnapshot', () => cp.getSnapshot('t1', '', [{ from: 0, to: 1 }])],
           ['getItems', () => cp.getItems('t1', '', 'm', [{ from: 0, to: 1 }])],
           ['getPositionItems', () => cp.getPositionItems('t1', '', 0, ['m'])],

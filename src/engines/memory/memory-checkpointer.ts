@@ -17,7 +17,7 @@ import type {
 } from '../../contracts/checkpointer.js';
 import type { DeleteThreadOptions, DeleteThreadResult, ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
 import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
-import { checkThreadId } from '../../internal/keys.js';
+import { checkThreadId, compareCodePoints } from '../../internal/keys.js';
 import { describeHolder, holderIsLive, type HolderInfo } from '../../internal/lease.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
@@ -259,6 +259,12 @@ export class MemoryCheckpointer implements Checkpointer {
     const positions = this.row(threadId)?.positions.get(ns);
     if (!positions) return [];
     return [...positions.values()].filter((p) => p.seq >= range.from && p.seq <= range.to).sort((a, b) => a.seq - b.seq).map((p) => ({ ...p }));
+  }
+
+  async listNamespaces(threadId: string): Promise<string[]> {
+    const positions = this.row(threadId)?.positions;
+    // A namespace's map is made by its first commit, so every key has a position.
+    return positions ? [...positions.keys()].sort(compareCodePoints) : [];
   }
 
   async listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {

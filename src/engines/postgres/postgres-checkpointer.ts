@@ -429,6 +429,11 @@ export class PostgresCheckpointer implements Checkpointer {
     return rows.map((row) => toPosition(ns, row));
   }
 
+  async listNamespaces(threadId: string): Promise<string[]> {
+    const rows = await this.conn.query<{ ns: string }>('listNamespaces', this.sql.namespaces, [threadId]);
+    return rows.map((row) => row.ns);
+  }
+
   async listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
     const rows = await this.conn.query<PositionRow>('listPositions', this.sql.listPositions, [threadId, ns, page.beforeSeq ?? null, page.limit ?? null]);
     return rows.map((row) => toPosition(ns, row));
@@ -643,6 +648,10 @@ function statements(conn: PostgresConnection) {
     position: `SELECT ${positionColumns} FROM ${P} WHERE tid = ${tidOf} AND ns = $2::text AND seq = $3::bigint`,
 
     positions: `SELECT ${positionColumns} FROM ${P} WHERE tid = ${tidOf} AND ns = $2::text AND seq BETWEEN $3::bigint AND $4::bigint ORDER BY seq`,
+
+    // An index-only walk of the (tid, ns, seq) key; ns is COLLATE "C", so the key's
+    // order is the code point order the contract asks for.
+    namespaces: `SELECT DISTINCT ns FROM ${P} WHERE tid = ${tidOf} ORDER BY ns`,
 
     listPositions: `
       SELECT ${positionColumns} FROM ${P}

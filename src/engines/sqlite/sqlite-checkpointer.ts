@@ -409,6 +409,14 @@ export class SqliteCheckpointer implements Checkpointer {
     return rows.map((row) => toPosition(ns, row));
   }
 
+  async listNamespaces(threadId: string): Promise<string[]> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return [];
+    // Walks the (tid, ns, seq) primary key: already grouped and ordered by ns (BINARY
+    // collation: UTF-8 byte order), so neither DISTINCT nor ORDER BY needs a sort.
+    return this.conn.stmt('SELECT DISTINCT ns FROM cairn_positions WHERE tid = ? ORDER BY ns').pluck().all(tid) as string[];
+  }
+
   async listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return [];
