@@ -16,7 +16,8 @@ import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js'
 import type { Engine } from '../contracts/engine.js';
 import type { DeleteThreadOptions, DeleteThreadResult, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { decode } from '../codec/tagged-json.js';
-import { EffectConflictError, EffectNotFoundError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import { EffectConflictError, EffectNotFoundError, GraphMismatchError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import { namespaceNodes } from './subgraph.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import type { GraphSpec } from './graph.js';
@@ -83,8 +84,12 @@ export interface RunResult<S extends StateSchema> {
 }
 
 export interface ResumeOptions<S extends StateSchema> extends Omit<RunOptions<S>, 'input' | 'kind' | 'tenant' | 'metadata'> {
-  /** The answer: writes to model fields, validated and merged through the reducers. */
-  input?: UpdateOf<S>;
+  /**
+   * The answer: writes to model fields, validated and merged through the reducers. For
+   * an interrupt raised inside a child run (its `ns` is set), writes to the child's
+   * fields, merged through the child's reducers.
+   */
+  input?: UpdateOf<S> | Record<string, unknown>;
   /** Which interrupt this answers; needed when several are pending. */
   interrupt?: string;
   /** Commit the answer and return without running on: a worker continues the thread. */
@@ -122,7 +127,14 @@ export interface PositionInfo {
   interrupts: PendingInterrupt[];
   /** Who wrote a resume or fork position. */
   actor?: string;
+  /** Namespaces of the child runs (subgraph nodes) of this step: pass one as `ns` to history or stateAt. */
+  children: string[];
   hash: string;
+}
+
+/** Which checkpoint namespace of a thread: '' (default) for the root graph, a child run's for a subgraph's. */
+export interface NamespaceOption {
+  ns?: string;
 }
 
 export class App<S extends StateSchema> {
@@ -289,25 +301,58 @@ export class App<S extends StateSchema> {
     return threadAttempts(this.options.engine.checkpointer, threadId);
   }
 
-  /** The state at the thread's head. */
-  async getState(threadId: string): Promise<StateOf<S>> {
-    const thread = await this.options.engine.checkpointer.getThread(threadId);
+  /**
+   * The state at the thread's head (with `ns`, at the head of that child run; its
+   * state is the child graph's).
+   */
+  async getState(threadId: string, options: NamespaceOption = {}): Promise<StateOf<S>> {
+    const ns = options.ns ?? '';
+    const cp = this.options.engine.checkpointer;
+    const thread = await cp.getThread(threadId);
     if (!thread || thread.head === null) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
-    return this.stateAt(threadId, thread.head);
+    if (ns === '') return this.stateAt(threadId, thread.head);
+    const [head] = await cp.listPositions(threadId, ns, { limit: 1 });
+    if (!head) throw new PositionNotFoundError(threadId, 0, { engine: this.options.engine.name, ns });
+    return this.stateAt(threadId, head.seq, { ns });
   }
 
-  /** The state as it was at position `seq`. */
-  async stateAt(threadId: string, seq: number): Promise<StateOf<S>> {
+  /**
+   * The state as it was at position `seq` (of child run `ns`, if given: then the
+   * state is the child graph's, read through its schema).
+   *
+   * @example
+   * ```ts
+   * const [step] = (await app.history('t1')).filter((p) => p.children.length);
+   * const child = await app.stateAt('t1', 0, { ns: step.children[0] });
+   * ```
+   */
+  async stateAt(threadId: string, seq: number, options: NamespaceOption = {}): Promise<StateOf<S>> {
+    const ns = options.ns ?? '';
     if (!(await this.options.engine.checkpointer.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
-    const loaded = await materialize(this.options.engine.checkpointer, this.schema, threadId, '', seq);
-    return this.schema.view(loaded.state) as StateOf<S>;
+    const schema = this.schemaOf(ns, threadId);
+    const loaded = await materialize(this.options.engine.checkpointer, schema, threadId, ns, seq);
+    return schema.view(loaded.state) as StateOf<S>;
   }
 
-  /** Positions of the thread, newest first. */
-  async history(threadId: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<PositionInfo[]> {
+  /** The state schema of namespace `ns`: the root's, or the child graph's of the subgraph nodes it names. */
+  private schemaOf(ns: string, threadId: string): StateSchema {
+    let schema: StateSchema = this.schema;
+    let spec = this.spec;
+    for (const node of namespaceNodes(ns)) {
+      const child = spec.nodes.get(node)?.child;
+      if (!child) throw new GraphMismatchError([node], { engine: this.options.engine.name, thread: threadId, ns });
+      schema = child.schema;
+      spec = child.spec;
+    }
+    return schema;
+  }
+
+  /** Positions of the thread (of child run `ns`, if given), newest first. */
+  async history(threadId: string, page: { beforeSeq?: number; limit?: number } & NamespaceOption = {}): Promise<PositionInfo[]> {
     const cp = this.options.engine.checkpointer;
     if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
-    const positions = await cp.listPositions(threadId, '', page);
+    const { ns = '', ...range } = page;
+    const positions = await cp.listPositions(threadId, ns, range);
     return positions.map((p) => {
       const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${threadId}`);
       const changes: Record<string, string> = {};
@@ -330,6 +375,7 @@ export class App<S extends StateSchema> {
         artifacts: body.artifacts ?? [],
         interrupts: body.interrupts ?? [],
         ...(body.actor !== undefined ? { actor: body.actor } : {}),
+        children: body.children ?? [],
         hash: p.hash,
       };
     });

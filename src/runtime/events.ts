@@ -7,6 +7,8 @@
 
 interface Base {
   threadId: string;
+  /** Checkpoint namespace of a child run's events; absent for the thread's root graph. */
+  ns?: string;
   /** ms since epoch. */
   at: number;
 }

@@ -24,6 +24,7 @@ import type { StateSchema, StateOf, UpdateOf } from '../state/schema.js';
 import type { NodeContext } from './context.js';
 import type { RetryPolicy } from './retry.js';
 import { App, type CompileOptions } from './app.js';
+import { checkSharedFields, type ChildSpec, type SubgraphOptions } from './subgraph.js';
 
 /** The graph's entry. */
 export const START = '__start__';
@@ -54,6 +55,8 @@ export interface NodeSpec {
   options: NodeOptions;
   /** Position in graph order: the merge order of a superstep. */
   order: number;
+  /** Set for a subgraph node: the child graph it runs in a namespace of its own. */
+  child?: ChildSpec;
 }
 
 /** The checked, immutable shape of a graph. */
@@ -74,11 +77,59 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
 
   /** Adds a node. Names must be unique and may not be START or END. */
   node<M extends string>(name: M, fn: NodeFn<S>, options: NodeOptions = {}): GraphBuilder<S, N | M> {
-    if (name === START || name === END) throw new GraphDefinitionError(`"${name}" is reserved.`);
-    if (this.nodes.has(name)) throw new GraphDefinitionError(`node "${name}" is added twice.`);
-    if (name.includes('|')) throw new GraphDefinitionError(`node "${name}": names may not contain "|".`);
+    this.checkName(name);
     this.nodes.set(name, { name, fn: fn as unknown as NodeFn<StateSchema>, options, order: this.nodes.size });
     return this as unknown as GraphBuilder<S, N | M>;
+  }
+
+  /**
+   * Adds a node that runs `child` (a graph builder, or a compiled app whose settings
+   * it keeps) as a child run, checkpointed in a namespace of its own inside the
+   * thread. Isolated by default: the child starts from `input(state)` and the parent
+   * sees only what `output(result, state)` returns. With `share: true` the child starts
+   * from the parent's values of its fields and its changes go back through the
+   * parent's reducers. An interrupt inside the child interrupts the thread; `resume`
+   * answers it by id and the child goes on where it stopped.
+   *
+   * @example
+   * ```ts
+   * graph(Parent)
+   *   .subgraph('research', researchGraph, {
+   *     input: (s) => ({ question: s.topic }),
+   *     output: (r) => ({ notes: [r.answer] }),
+   *   })
+   * ```
+   */
+  subgraph<M extends string, C extends StateSchema>(
+    name: M,
+    child: GraphBuilder<C, string> | App<C>,
+    options: SubgraphOptions<S, C> = {},
+  ): GraphBuilder<S, N | M> {
+    this.checkName(name);
+    const share = options.share === true;
+    if (share) checkSharedFields(name, this.schema, child.schema);
+    const compiled = child instanceof App ? child.options : undefined;
+    const spec: ChildSpec = {
+      schema: child.schema,
+      spec: child instanceof App ? child.spec : child.check(),
+      share,
+      ...(!share && options.input ? { input: options.input as ChildSpec['input'] } : {}),
+      ...(!share && options.output ? { output: options.output as ChildSpec['output'] } : {}),
+      ...(compiled?.recursionLimit !== undefined ? { recursionLimit: compiled.recursionLimit } : {}),
+      ...(compiled?.retry !== undefined ? { retry: compiled.retry } : {}),
+      ...(compiled?.snapshotEvery !== undefined ? { snapshotEvery: compiled.snapshotEvery } : {}),
+    };
+    const run: NodeFn<StateSchema> = () => {
+      throw new GraphDefinitionError(`subgraph node "${name}" is run by the runtime, not called.`);
+    };
+    this.nodes.set(name, { name, fn: run, options: options.retry ? { retry: options.retry } : {}, order: this.nodes.size, child: spec });
+    return this as unknown as GraphBuilder<S, N | M>;
+  }
+
+  private checkName(name: string): void {
+    if (name === START || name === END) throw new GraphDefinitionError(`"${name}" is reserved.`);
+    if (this.nodes.has(name)) throw new GraphDefinitionError(`node "${name}" is added twice.`);
+    if (name.includes('|') || name.includes('@')) throw new GraphDefinitionError(`node "${name}": names may not contain "|" or "@".`);
   }
 
   /** After `from` runs, `to` runs in the next superstep. */
@@ -98,6 +149,11 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
 
   /** Checks the graph and binds it to an engine. */
   compile(options: CompileOptions): App<S> {
+    return new App(this.schema, this.check(), options);
+  }
+
+  /** Checks the graph (every edge names a node, an entry, an exit from every node) and returns its immutable shape. */
+  check(): GraphSpec {
     for (const [from, targets] of this.edges) {
       if (from !== START && !this.nodes.has(from)) throw new UnknownNodeError(from, 'as the source of an edge');
       for (const to of targets) if (to !== END && !this.nodes.has(to)) throw new UnknownNodeError(to, `as the target of an edge from "${from}"`);
@@ -113,12 +169,11 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
         throw new GraphDefinitionError(`node "${name}" has no outgoing edge: add .edge("${name}", END) if it is a last step.`);
       }
     }
-    const spec: GraphSpec = {
+    return {
       nodes: new Map(this.nodes),
       edges: new Map([...this.edges].map(([k, v]) => [k, [...v]])),
       routes: new Map(this.routes) as unknown as ReadonlyMap<string, RouteFn<StateSchema, string>>,
     };
-    return new App(this.schema, spec, options);
   }
 }
 

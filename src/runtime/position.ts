@@ -30,6 +30,23 @@ export interface PendingInterrupt {
   /** Raised by `ctx.interrupt` inside the node, or declared before / after it. */
   when: 'inside' | 'before' | 'after';
   payload: unknown;
+  /**
+   * Set when the interrupt was raised inside a child run (`node` is then the subgraph
+   * node): the child's namespace, and the interrupt's id there. The id here is
+   * `<ns>#<child id>`; `resume` with it answers the child, which goes on where it stopped.
+   */
+  ns?: string;
+  child?: string;
+}
+
+/**
+ * A superstep that stopped part-way because a child run was interrupted: the seq it
+ * started from (its records, effects and child namespaces stay keyed by it) and the
+ * results of its tasks that had finished, which are not run again.
+ */
+export interface SuspendedStep {
+  origin: number;
+  tasks: Record<string, unknown>;
 }
 
 /** A record or effect a step used, as referenced from its position (the values live in the ledger). */
@@ -74,6 +91,10 @@ export interface PositionBody {
   actor?: string;
   /** Artifact refs this position wrote (in set values or appended items): history and GC read them here. */
   artifacts?: ArtifactRef[];
+  /** Namespaces of the child runs this step's subgraph nodes ran (or are running, while suspended). */
+  children?: string[];
+  /** Interrupt and resume positions of a superstep waiting for a child run's answer. */
+  suspended?: SuspendedStep;
 }
 
 /** The canonical text of a position's fixed columns, as the chain hashes it. */

@@ -17,6 +17,7 @@ import { nextNodes, type GraphSpec } from './graph.js';
 import { ancestorRanges, materialize } from './materialize.js';
 import { mergeWrites } from './merge.js';
 import { appendedFields, type PositionBody, type PositionKind } from './position.js';
+import { childNamespace, sharedBaseline, sharedSeed, sharedWrites, type ChildSpec } from './subgraph.js';
 
 export interface ReplayDivergenceInfo {
   node: string;
@@ -129,12 +130,16 @@ async function reexecute(
     return undefined;
   }
   const view = schema.view(state);
+  // A superstep that waited for a child's answer kept the keys of the seq it started from.
+  const origin = parentBody.suspended?.origin ?? parent.seq;
   const results = await Promise.allSettled(
     parentBody.next.map(async (name, index) => {
+      const child = spec.nodes.get(name)!.child;
+      if (child) return { name, writes: await servedChildWrites(settings, threadId, child, childNamespace('', `${name}:${index}`, origin), state) };
       const scope = new TaskScope({
         threadId,
         ns: '',
-        seq: parent.seq,
+        seq: origin,
         step: parent.step + 1,
         node: name,
         task: `${name}:${index}`,
@@ -176,6 +181,31 @@ async function reexecute(
     merged.state[name] = value;
   }
   return merged.state;
+}
+
+/**
+ * A subgraph node, replayed: the child run it ran is served from its namespace (its
+ * final state, as recorded), not run again, and mapped to the node's writes as the
+ * run mapped it.
+ */
+async function servedChildWrites(
+  settings: ReplaySettings,
+  threadId: string,
+  child: ChildSpec,
+  ns: string,
+  state: Record<string, unknown>,
+): Promise<Record<string, unknown> | undefined> {
+  const cp = settings.engine.checkpointer;
+  const [head] = await cp.listPositions(threadId, ns, { limit: 1 });
+  const node = ns.slice(0, ns.indexOf(':'));
+  if (!head) throw new ReplayDivergence(node, -1, 'child run', `no child run was recorded in namespace ${ns}`);
+  const loaded = await materialize(cp, child.schema, threadId, ns, head.seq);
+  if (loaded.body.next.length || loaded.body.interrupts?.length) throw new ReplayDivergence(node, -1, 'child run', `the child run in ${ns} never finished`);
+  if (child.share) {
+    const seed = await sharedSeed(child.schema, state, { engine: cp.engine, thread: threadId, ns });
+    return sharedWrites(child.schema, sharedBaseline(child.schema, seed.state), loaded.state);
+  }
+  return child.output?.(child.schema.view(loaded.state) as never, settings.schema.view(state) as never) ?? undefined;
 }
 
 /** Applies what a non-step position stored (an input, an answer, a fork's patch) to the replayed state. */

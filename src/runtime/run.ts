@@ -46,8 +46,9 @@ import type { EventSink } from './events.js';
 import { START, nextNodes, type GraphSpec, type NodeSpec } from './graph.js';
 import { materialize, type AppendCursor, type LoadedPosition } from './materialize.js';
 import { mergeWrites, type EncodedChange, type MergeResult, type Writer } from './merge.js';
-import { hashPosition, sealSnapshot, type CallRef, type FieldChange, type PendingInterrupt, type PositionBody, type PositionKind } from './position.js';
+import { hashPosition, sealSnapshot, type CallRef, type FieldChange, type PendingInterrupt, type PositionBody, type PositionKind, type SuspendedStep } from './position.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
+import { childNamespace, sharedBaseline, sharedSeed, sharedWrites, type ChildSpec } from './subgraph.js';
 
 /** Settings a run works with (from compile() and run()). */
 export interface RunSettings {
@@ -76,6 +77,10 @@ interface TaskResult {
   interrupts: unknown[];
   /** Store reads made with validateAtCommit: checked again just before the step commits. */
   reads?: ValidatedRead[];
+  /** A subgraph node's child namespace. */
+  child?: string;
+  /** A subgraph node whose child run stopped at these interrupts: the superstep waits for their answers. */
+  suspended?: PendingInterrupt[];
 }
 
 interface Task {
@@ -105,7 +110,21 @@ interface Draft {
   answered?: string;
   cleared?: string[];
   actor?: string;
+  children?: string[];
+  suspended?: SuspendedStep;
 }
+
+/** Where a child run (a subgraph node's) lives, and what it inherits from its parent run. */
+export interface ChildScope {
+  ns: string;
+  thread: ThreadRecord;
+  attempt: number;
+}
+
+/** Most supersteps of a child run whose graph was given as a builder (a compiled app keeps its own). */
+const DEFAULT_CHILD_RECURSION_LIMIT = 100;
+
+const NO_CHANGES = (state: Record<string, unknown>): MergeResult => ({ state, changes: new Map(), conflicts: [] });
 
 /** The state of a run between steps. */
 export class Run {
@@ -123,16 +142,24 @@ export class Run {
   private rebasePending = false;
   private attempt: number;
   private thread: ThreadRecord;
+  /** Checkpoint namespace: '' for the thread's root graph, the child's for a child run. */
+  private readonly ns: string;
+  /** A child run changes no thread status: its parent's run owns the thread record. */
+  private readonly isChild: boolean;
 
   constructor(
     private readonly settings: RunSettings,
     private readonly lease: ThreadLease,
+    child?: ChildScope,
   ) {
     this.cp = settings.engine.checkpointer;
-    this.thread = lease.thread;
-    this.lastSeq = lease.thread.head;
-    this.attempt = lease.thread.attempts;
-    this.place = { engine: this.cp.engine, thread: lease.threadId, ns: '' };
+    this.ns = child?.ns ?? '';
+    this.isChild = child !== undefined;
+    this.thread = child?.thread ?? lease.thread;
+    // A child namespace's head is found when the child starts (runChild).
+    this.lastSeq = child ? null : lease.thread.head;
+    this.attempt = child?.attempt ?? lease.thread.attempts;
+    this.place = { engine: this.cp.engine, thread: lease.threadId, ns: this.ns };
   }
 
   /**
@@ -196,23 +223,101 @@ export class Run {
     const target = interruptId === undefined ? (pending.length === 1 ? pending[0] : undefined) : pending.find((i) => i.id === interruptId);
     if (!target) throw new InterruptNotFoundError(threadId, interruptId, pending.map((i) => i.id), this.place);
 
-    const merged = await mergeWrites(this.settings.schema, this.state, input ? [{ name: actor, writes: input }] : [], { ...this.place, seq: head.position.seq });
-    const carried = head.body.cleared ?? [];
+    // Validated (and, for a child's interrupt, committed in the child) before anything here changes.
+    const merged = await this.answerWrites(target, input, actor);
     // The status stays `interrupted` until the answer commits: a crash before that
     // must leave the thread listed as waiting for a person.
     await this.beginAttempt(true, false);
+    await this.commitAnswer(head, target, merged, actor);
+    if (detach) return this.outcome(this.head!.body.interrupts?.length ? 'interrupted' : this.head!.body.next.length ? 'running' : 'completed');
+    return this.loop();
+  }
+
+  /**
+   * The answer to `target` as writes to this run's state. An interrupt raised inside a
+   * child run is answered in the child (validated through the child's reducers and
+   * committed there as its resume position): here nothing changes.
+   */
+  private async answerWrites(target: PendingInterrupt, input: Record<string, unknown> | undefined, actor: string): Promise<MergeResult> {
+    if (target.ns === undefined) {
+      return mergeWrites(this.settings.schema, this.state, input ? [{ name: actor, writes: input }] : [], { ...this.place, seq: this.head!.position.seq });
+    }
+    const name = this.settings.nodeMapping[target.node] ?? target.node;
+    const child = this.settings.spec.nodes.get(name)?.child;
+    if (!child) throw new GraphMismatchError([target.node], { ...this.place, seq: this.head!.position.seq });
+    await this.childRun(child, target.ns).answerChild(target.child!, input, actor);
+    return NO_CHANGES(this.state);
+  }
+
+  /** Commits the resume position that answers `target`, carrying what the superstep keeps until it runs. */
+  private async commitAnswer(head: Head, target: PendingInterrupt, merged: MergeResult, actor: string): Promise<void> {
+    const carried = head.body.cleared ?? [];
     await this.commit({
       kind: 'resume',
       nodes: [],
       merged,
       next: head.body.next,
-      interrupts: pending.filter((i) => i !== target),
+      interrupts: (head.body.interrupts ?? []).filter((i) => i !== target),
       answered: target.id,
-      cleared: target.when === 'before' ? [...carried, target.node] : carried,
+      cleared: target.when === 'before' && target.ns === undefined ? [...carried, target.node] : carried,
       actor,
+      ...(head.body.suspended ? { suspended: head.body.suspended } : {}),
     });
-    if (detach) return this.outcome(this.head!.body.interrupts?.length ? 'interrupted' : this.head!.body.next.length ? 'running' : 'completed');
+  }
+
+  /**
+   * In a child run: answers the child's interrupt `id`. Already answered (a crash came
+   * after the child's answer committed but before the parent's): nothing to do.
+   */
+  private async answerChild(id: string, input: Record<string, unknown> | undefined, actor: string): Promise<void> {
+    const [newest] = await this.cp.listPositions(this.lease.threadId, this.ns, { limit: 1 });
+    if (!newest) throw new CairnError(`child run ${this.ns} has no positions: its interrupt ${id} cannot be answered.`, { place: this.place });
+    this.lastSeq = newest.seq;
+    const head = await this.loadHeadAt(newest.seq);
+    const target = (head.body.interrupts ?? []).find((i) => i.id === id);
+    if (!target) return;
+    const merged = await this.answerWrites(target, input, actor);
+    await this.commitAnswer(head, target, merged, actor);
+  }
+
+  /**
+   * A child run (a subgraph node's): the first time, commits the child's first position
+   * from `start` (its input, or the shared fields); then goes on from the child's head
+   * until the child's END or an interrupt.
+   */
+  async runChild(start: (initial: Record<string, unknown>) => Promise<MergeResult>): Promise<RunOutcome> {
+    const [newest] = await this.cp.listPositions(this.lease.threadId, this.ns, { limit: 1 });
+    if (newest) {
+      this.lastSeq = newest.seq;
+      await this.loadHeadAt(newest.seq);
+    } else {
+      this.state = this.settings.schema.initial();
+      this.primeFieldTexts();
+      const merged = await start(this.state);
+      const next = nextNodes(this.settings.spec, [START], this.settings.schema.view(merged.state), this.place);
+      await this.commit({ kind: 'input', nodes: [], merged, next });
+    }
+    if (this.head!.body.interrupts?.length) return this.outcome('interrupted');
     return this.loop();
+  }
+
+  /** The Run of a child namespace of this run, with the child graph's settings. */
+  private childRun(child: ChildSpec, ns: string): Run {
+    const { emit } = this.settings;
+    return new Run(
+      {
+        ...this.settings,
+        schema: child.schema,
+        spec: child.spec,
+        snapshotEvery: child.snapshotEvery ?? this.settings.snapshotEvery,
+        recursionLimit: child.recursionLimit ?? DEFAULT_CHILD_RECURSION_LIMIT,
+        retry: child.retry ?? this.settings.retry,
+        emit: emit ? (event) => emit({ ...event, ns }) : undefined,
+        nodeMapping: {},
+      },
+      this.lease,
+      { ns, thread: this.thread, attempt: this.attempt },
+    );
   }
 
   /**
@@ -225,13 +330,15 @@ export class Run {
     this.adopt(loaded);
     const merged = await mergeWrites(this.settings.schema, this.state, patch ? [{ name: actor, writes: patch }] : [], { ...this.place, seq: fromSeq });
     // The fork continues as its origin would: same next nodes, same pending interrupts,
-    // same before-interrupts already answered.
+    // same before-interrupts already answered. A superstep waiting for a child run is
+    // the exception: the child's namespace belongs to the old branch, so the fork runs
+    // that superstep afresh (its child runs start again in namespaces of their own).
     await this.commit({
       kind: 'fork',
       nodes: [],
       merged,
       next: loaded.body.next,
-      interrupts: loaded.body.interrupts ?? [],
+      interrupts: (loaded.body.interrupts ?? []).filter((i) => i.ns === undefined),
       ...(loaded.body.cleared ? { cleared: loaded.body.cleared } : {}),
       actor,
     });
@@ -251,7 +358,8 @@ export class Run {
         steps++;
       }
     } catch (error) {
-      await this.fail(error);
+      // A child's failure is its parent node's to handle (retry, or fail the thread).
+      if (!this.isChild) await this.fail(error);
       throw error;
     }
     const status: ThreadStatus = this.head!.body.interrupts?.length ? 'interrupted' : 'completed';
@@ -273,8 +381,12 @@ export class Run {
 
   // ------------------------------------------------------------ loading
 
-  private async loadHead(): Promise<Head> {
-    const loaded = await materialize(this.cp, this.settings.schema, this.lease.threadId, '', this.thread.head!);
+  private loadHead(): Promise<Head> {
+    return this.loadHeadAt(this.thread.head!);
+  }
+
+  private async loadHeadAt(seq: number): Promise<Head> {
+    const loaded = await materialize(this.cp, this.settings.schema, this.lease.threadId, this.ns, seq);
     this.adopt(loaded);
     this.settings.emit?.({
       type: 'run.loaded',
@@ -372,11 +484,15 @@ export class Run {
         when: 'before' as const,
         payload: declaredPayload(t.node.options.interruptBefore!, schema.view(this.state)),
       }));
-      await this.commit({ kind: 'interrupt', nodes: [], merged: { state: this.state, changes: new Map(), conflicts: [] }, next: head.body.next, interrupts });
+      await this.commit({ kind: 'interrupt', nodes: [], merged: NO_CHANGES(this.state), next: head.body.next, interrupts });
       return;
     }
 
-    const results = await this.runTasks(tasks);
+    // A superstep that waited for a child run's answer goes on as the one that started at
+    // `origin`: same record and effect keys, same child namespaces, finished tasks kept.
+    const origin = head.body.suspended?.origin ?? head.position.seq;
+    const results = await this.runTasks(tasks, origin);
+    if (results.some((r) => r.suspended)) return this.suspend(tasks, results, origin);
     // validateAtCommit: a task's store reads may have gone stale while it or a sibling was
     // still running. Check them all just before the commit and run the tasks whose reads
     // changed again, on fresh data (bounded). Only the commit's own round trip is left uncovered.
@@ -388,7 +504,7 @@ export class Run {
       for (const [i, s] of stale.entries()) {
         if (!s) continue;
         await this.settings.engine.ledger.discardRecords(this.lease.threadId, results[i]!.records.map((r) => r.key));
-        results[i] = await this.runTask(tasks[i]!);
+        results[i] = await this.runTask(tasks[i]!, origin);
       }
     }
     const writers: Writer[] = tasks.map((task, i) => ({ name: task.node.name, writes: results[i]!.writes }));
@@ -402,6 +518,7 @@ export class Run {
       const after = task.node.options.interruptAfter;
       if (after) interrupts.push({ id: `${head.position.seq}:after:${task.id}`, node: task.node.name, when: 'after', payload: declaredPayload(after, view) });
     });
+    const children = results.flatMap((r) => (r.child ? [r.child] : []));
     await this.commit({
       kind: 'step',
       nodes: ran,
@@ -410,15 +527,48 @@ export class Run {
       records: results.flatMap((r) => r.records),
       effects: results.flatMap((r) => r.effects),
       interrupts,
+      ...(children.length ? { children } : {}),
+    });
+  }
+
+  /**
+   * A child run stopped at an interrupt: the thread is interrupted with the child's
+   * interrupts (addressed `<child ns>#<child id>`), and the superstep waits, keeping
+   * the results of the tasks that finished so that they do not run again.
+   */
+  private async suspend(tasks: Task[], results: TaskResult[], origin: number): Promise<void> {
+    const head = this.head!;
+    const interrupts: PendingInterrupt[] = [];
+    const finished: Record<string, unknown> = {};
+    tasks.forEach((task, i) => {
+      const result = results[i]!;
+      if (!result.suspended) {
+        finished[task.id] = result;
+        return;
+      }
+      for (const inner of result.suspended) {
+        interrupts.push({ id: `${result.child}#${inner.id}`, node: task.node.name, when: inner.when, payload: inner.payload, ns: result.child!, child: inner.id });
+      }
+    });
+    const children = results.flatMap((r) => (r.child ? [r.child] : []));
+    await this.commit({
+      kind: 'interrupt',
+      nodes: [],
+      merged: NO_CHANGES(this.state),
+      next: head.body.next,
+      interrupts,
+      ...(head.body.cleared ? { cleared: head.body.cleared } : {}),
+      children,
+      suspended: { origin, tasks: finished },
     });
   }
 
   /** Runs a superstep's tasks concurrently; finished siblings are kept as pending writes. */
-  private async runTasks(tasks: Task[]): Promise<TaskResult[]> {
+  private async runTasks(tasks: Task[], origin: number): Promise<TaskResult[]> {
     const base = this.head!.position;
-    const reused = new Map<string, TaskResult>();
+    const reused = new Map<string, TaskResult>(Object.entries((this.head!.body.suspended?.tasks ?? {}) as Record<string, TaskResult>));
     if (tasks.length > 1) {
-      for (const pending of await this.cp.getPendingWrites(this.lease.threadId, '', base.seq)) {
+      for (const pending of await this.cp.getPendingWrites(this.lease.threadId, this.ns, base.seq)) {
         reused.set(pending.task, decode<TaskResult>(pending.body, `pending write ${pending.task} at ${base.seq}`));
       }
     }
@@ -430,11 +580,12 @@ export class Run {
           this.settings.emit?.({ type: 'task.reused', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq });
           return kept;
         }
-        const result = await this.runTask(task);
+        const result = await this.runTask(task, origin);
         unfinished--;
         // Only worth a write when a sibling is still running: otherwise the step commits next.
-        if (tasks.length > 1 && unfinished > 0) {
-          await this.cp.putPendingWrite(this.lease, { ns: '', baseSeq: base.seq, task: task.id, body: encode(result, `writes of ${task.id}`) });
+        // A suspended subgraph task has not finished: it goes on when its child is answered.
+        if (tasks.length > 1 && unfinished > 0 && !result.suspended) {
+          await this.cp.putPendingWrite(this.lease, { ns: this.ns, baseSeq: base.seq, task: task.id, body: encode(result, `writes of ${task.id}`) });
           crashPoint('after-pending-write', task.node.name);
           this.settings.emit?.({ type: 'pending.saved', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq });
         }
@@ -446,7 +597,7 @@ export class Run {
     return settled.map((s) => (s as PromiseFulfilledResult<TaskResult>).value);
   }
 
-  private async runTask(task: Task): Promise<TaskResult> {
+  private async runTask(task: Task, origin: number): Promise<TaskResult> {
     const { settings } = this;
     const base = this.head!.position;
     const policy = resolveRetry(settings.retry, task.node.options.retry);
@@ -454,8 +605,8 @@ export class Run {
     for (let attempt = 1, staleReruns = 0; ; attempt++) {
       const scope = new TaskScope({
         threadId: this.lease.threadId,
-        ns: '',
-        seq: base.seq,
+        ns: this.ns,
+        seq: origin,
         step: base.step + 1,
         node: task.node.name,
         task: task.id,
@@ -470,6 +621,7 @@ export class Run {
       });
       settings.emit?.({ type: 'task.start', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq, attempt });
       try {
+        if (task.node.child) return await this.runSubgraph(task, task.node.child, origin);
         const writes = await task.node.fn(settings.schema.view(this.state) as never, scope);
         await scope.settle();
         return { writes: writes ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts, reads: scope.validatedReads };
@@ -494,7 +646,7 @@ export class Run {
         await settings.engine.ledger.discardRecords(this.lease.threadId, scope.recordKeys);
         this.thread = await this.cp.updateThread(this.lease, {
           attempts: willRetry ? 1 : 0,
-          failure: { ns: '', ...describeError(error), node: task.node.name, seq: base.seq, attempt: this.thread.attempts, at: Date.now() },
+          failure: { ns: this.ns, ...describeError(error), node: task.node.name, seq: base.seq, attempt: this.thread.attempts, at: Date.now() },
         });
         settings.emit?.({
           type: 'task.failed',
@@ -510,6 +662,29 @@ export class Run {
         await sleep(retryDelay(policy, attempt), settings.signal);
       }
     }
+  }
+
+  /**
+   * Runs a subgraph node: its child run, in the namespace of this task of the superstep
+   * that started at `origin`, started or continued where it stopped. The node's writes
+   * are the child's mapped output (isolated) or its net change (shared).
+   */
+  private async runSubgraph(task: Task, child: ChildSpec, origin: number): Promise<TaskResult> {
+    const ns = childNamespace(this.ns, task.id, origin);
+    const view = this.settings.schema.view(this.state);
+    const place = { ...this.place, ns };
+    const seed = child.share ? await sharedSeed(child.schema, this.state, place) : undefined;
+    const baseline = seed && sharedBaseline(child.schema, seed.state);
+    const run = this.childRun(child, ns);
+    const outcome = await run.runChild(async (initial) => {
+      if (seed) return seed;
+      const input = child.input?.(view as never);
+      return mergeWrites(child.schema, initial, input ? [{ name: 'input', writes: input }] : [], place);
+    });
+    const result: TaskResult = { writes: undefined, records: [], effects: [], interrupts: [], child: ns };
+    if (outcome.status === 'interrupted') return { ...result, suspended: outcome.interrupts };
+    const writes = baseline ? sharedWrites(child.schema, baseline, outcome.state) : child.output?.(child.schema.view(outcome.state) as never, view as never);
+    return { ...result, writes: writes ?? undefined };
   }
 
   // ------------------------------------------------------------ commit
@@ -557,11 +732,13 @@ export class Run {
     if (draft.answered !== undefined) body.answered = draft.answered;
     if (draft.cleared?.length) body.cleared = draft.cleared;
     if (draft.actor !== undefined) body.actor = draft.actor;
+    if (draft.children?.length) body.children = draft.children;
+    if (draft.suspended) body.suspended = draft.suspended;
     const refs = writtenArtifactRefs(state, changes);
     if (refs.length) body.artifacts = refs;
 
     const unsigned = {
-      ns: '',
+      ns: this.ns,
       seq,
       parent: parent?.seq ?? null,
       segment: parent && parent.seq === seq - 1 ? parent.segment : seq,
@@ -617,7 +794,7 @@ export class Run {
 
   /** Runtime fields with a `compute` are set by the runtime at every commit (only stored when they change). */
   private applyRuntimeFields(state: Record<string, unknown>, changes: Map<string, EncodedChange>, at: { seq: number; step: number; nodes: string[] }): void {
-    const info = { threadId: this.lease.threadId, ns: '', ...at, attempt: this.attempt, tenant: this.thread.tenant };
+    const info = { threadId: this.lease.threadId, ns: this.ns, ...at, attempt: this.attempt, tenant: this.thread.tenant };
     for (const [name, value] of this.settings.schema.runtimeValues(info)) {
       const text = encode(value, name);
       if (text === this.fieldTexts.get(name)) continue;
