@@ -122,7 +122,12 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
     const run: NodeFn<StateSchema> = () => {
       throw new GraphDefinitionError(`subgraph node "${name}" is run by the runtime, not called.`);
     };
-    this.nodes.set(name, { name, fn: run, options: options.retry ? { retry: options.retry } : {}, order: this.nodes.size, child: spec });
+    const nodeOptions: NodeOptions = {
+      ...(options.retry ? { retry: options.retry } : {}),
+      ...(options.interruptBefore ? { interruptBefore: options.interruptBefore as NodeOptions['interruptBefore'] } : {}),
+      ...(options.interruptAfter ? { interruptAfter: options.interruptAfter as NodeOptions['interruptAfter'] } : {}),
+    };
+    this.nodes.set(name, { name, fn: run, options: nodeOptions, order: this.nodes.size, child: spec });
     return this as unknown as GraphBuilder<S, N | M>;
   }
 

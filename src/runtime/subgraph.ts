@@ -41,6 +41,10 @@ export type SubgraphOptions<P extends StateSchema, C extends StateSchema> = (
 ) & {
   /** Retry policy of the subgraph node itself in the parent (a retry resumes the child where it stopped). */
   retry?: Partial<RetryPolicy>;
+  /** Pause before the child run starts (as for any node). */
+  interruptBefore?: boolean | ((state: StateOf<P>) => unknown);
+  /** Pause after the step that ran the child commits. */
+  interruptAfter?: boolean | ((state: StateOf<P>) => unknown);
 };
 
 /** What the runtime keeps of a subgraph node. */

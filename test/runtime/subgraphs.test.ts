@@ -355,6 +355,28 @@ describe.each(ENGINES)('child runs on %s', (name) => {
       expect(await app.getState('i3', { ns: 'middle:0@0|leaf:0@0' })).toMatchObject({ ok: true });
     });
 
+    it('a subgraph node can pause before its child starts, like any node', async () => {
+      let ran = 0;
+      const research = graph(Research)
+        .node('go', () => {
+          ran++;
+          return { answer: 'done' };
+        })
+        .edge(START, 'go')
+        .edge('go', END);
+      const app = graph(Parent)
+        .subgraph('research', research, { interruptBefore: (s) => ({ topic: s.topic }), output: (r) => ({ verdict: r.answer }) })
+        .edge(START, 'research')
+        .edge('research', END)
+        .compile({ engine: ctx.engine });
+      const paused = await app.run({ thread: 'i5', input: { topic: 'tides' } });
+      expect(paused.interrupts).toEqual([expect.objectContaining({ node: 'research', when: 'before', payload: { topic: 'tides' } })]);
+      expect(paused.interrupts[0]!.ns).toBeUndefined();
+      expect(ran).toBe(0);
+      const done = await app.resume({ thread: 'i5' });
+      expect({ verdict: done.state.verdict, ran }).toEqual({ verdict: 'done', ran: 1 });
+    });
+
     it('a fork from the paused position runs the superstep afresh, in a new child namespace', async () => {
       const { app } = isolatedApp(ctx.engine, { ask: true });
       const paused = await app.run({ thread: 'i4' });

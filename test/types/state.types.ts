@@ -59,3 +59,14 @@ graph(State)
 const Plain = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
 const plainUpdate: UpdateOf<typeof Plain> = { n: 1 };
 void plainUpdate;
+
+// Subgraphs: input writes the child's model fields, output the parent's; sharing takes no mapping.
+const Child = defineState({ fields: { question: field.model(z.string(), { default: '' }), answer: field.model(z.string(), { default: '' }) } });
+const childGraph = graph(Child).node('a', () => ({ answer: 'x' })).edge(START, 'a').edge('a', END);
+graph(State).subgraph('ok', childGraph, { input: (s) => ({ question: s.summary ?? '' }), output: (r) => ({ summary: r.answer }) });
+// @ts-expect-error input writes the child's fields with the child's types
+graph(State).subgraph('bad-input', childGraph, { input: () => ({ question: 42 }) });
+// @ts-expect-error output writes the parent's model fields only
+graph(State).subgraph('bad-output', childGraph, { output: () => ({ step: 1 }) });
+// @ts-expect-error a shared child takes no input mapping
+graph(State).subgraph('bad-share', childGraph, { share: true, input: () => ({}) });
