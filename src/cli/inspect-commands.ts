@@ -12,6 +12,7 @@ import { InvalidOptionError, ThreadNotFoundError } from '../errors.js';
 import { parseDuration } from '../artifacts/helpers.js';
 import { threadAttempts } from '../inspect/attempts.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
+import { seqLabel } from '../inspect/walk.js';
 import { materialize } from '../runtime/materialize.js';
 import type { PositionBody } from '../runtime/position.js';
 import { openEngine } from './engine-url.js';
@@ -249,7 +250,7 @@ export function registerInspectCommands(program: Command): void {
         const artifacts = options.artifacts ? await verifyArtifactsCommand(engine, options.artifacts, { json: options.json === true, ...(threadId ? { thread: threadId } : {}) }) : undefined;
         out(options, artifacts ? { threads: reports, artifacts } : reports, () =>
           [
-            ...reports.map((r) => `${r.ok ? 'ok  ' : 'FAIL'} ${r.threadId}: ${r.positions} positions${r.problems.map((p) => `\n     seq ${p.seq}: ${p.message}`).join('')}`),
+            ...reports.map((r) => `${r.ok ? 'ok  ' : 'FAIL'} ${r.threadId}: ${r.positions} positions${r.problems.map((p) => `\n     ${seqLabel(p.ns, p.seq)}: ${p.message}`).join('')}`),
             ...(artifacts ? [formatArtifactVerifyReport(artifacts)] : []),
           ].join('\n'),
         );

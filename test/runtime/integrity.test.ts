@@ -6,7 +6,11 @@
  * longer parses raises CorruptRecordError naming the thread and the position.
  * Loads check the chain from the nearest snapshot to the position, so a load that
  * reads a damaged row raises CorruptRecordError instead of returning wrong state.
+ * Child runs' namespaces are chains of their own, each from the genesis hash: verify
+ * checks every one and names the namespace of a damaged position.
  */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { CorruptRecordError } from '../../src/errors.js';
@@ -18,6 +22,8 @@ import type { Engine } from '../../src/contracts/engine.js';
 import { memoryArtifacts } from '../../src/artifacts/memory-artifact-store.js';
 import { workedExample } from '../../src/testing/worked-example.js';
 import { caught, ENGINES, openRaw, tidOf, tmpFile, useEngine } from './engines.js';
+import { chain, CHILD_NS, GRANDCHILD_NS, storeThread, threadWithChildren } from '../helpers/positions.js';
+import { verifyThread } from '../../src/inspect/verify.js';
 
 const State = defineState({
   fields: {
@@ -192,6 +198,124 @@ describe('tampering with a SQLite file', () => {
       db.prepare('UPDATE cairn_snapshots SET body = ? WHERE tid = ? AND seq = ?').run('{"schemaVersion":1,', tid, last);
       const error = await expectCorrupt(() => app.stateAt(THREAD, last), last);
       expect(error.message).toContain('snapshot');
+    } finally {
+      await done();
+    }
+  });
+});
+
+describe.each(ENGINES)('verify walks every namespace on %s', (name) => {
+  const ctx = useEngine(name);
+
+  it('a thread with child and grandchild namespaces verifies, each chain from the genesis hash', async () => {
+    await storeThread(ctx.engine.checkpointer, 't', threadWithChildren());
+    expect(await verifyThread(ctx.engine.checkpointer, 't')).toEqual({ threadId: 't', ok: true, positions: 8, problems: [] });
+  });
+
+  it('a child chain that continues the root chain instead of starting from genesis is reported in its namespace', async () => {
+    const [root] = threadWithChildren();
+    const child = chain('bad:0@2', [{}, {}], { parentHash: root!.at(-1)!.position.hash });
+    await storeThread(ctx.engine.checkpointer, 't', [root!, child]);
+    const report = await verifyThread(ctx.engine.checkpointer, 't');
+    expect(report.ok).toBe(false);
+    expect(report.positions).toBe(5);
+    // Only the first is wrong: the second is rightly chained to its stored parent.
+    expect(report.problems.map((p) => [p.ns, p.seq, p.code])).toEqual([['bad:0@2', 0, 'ERR_CORRUPT_RECORD']]);
+    expect(report.problems[0]!.message).toMatch(/hash mismatch/);
+  });
+
+  it("a child position whose parent is missing from its namespace is reported, though the root has that seq", async () => {
+    const [root] = threadWithChildren();
+    const [orphan] = chain('orphan:0@1', [{}]);
+    // It claims to continue seq 2: the root's seq 2 must not stand in for its own namespace's.
+    await storeThread(ctx.engine.checkpointer, 't', [root!, [{ ...orphan!, position: { ...orphan!.position, parent: 2 } }]]);
+    const report = await verifyThread(ctx.engine.checkpointer, 't');
+    expect(report.problems.map((p) => [p.ns, p.seq])).toEqual([['orphan:0@1', 0]]);
+    expect(report.problems[0]!.message).toMatch(/parent 2 is missing/);
+  });
+});
+
+describe('tampering with child namespaces in a SQLite file', () => {
+  const root = new URL('../..', import.meta.url).pathname;
+
+  async function prepared() {
+    const path = tmpFile();
+    const engine = sqlite(path);
+    await storeThread(engine.checkpointer, 't', threadWithChildren());
+    expect((await verifyThread(engine.checkpointer, 't')).ok).toBe(true);
+    const db = openRaw(path);
+    const tid = tidOf(db, 't');
+    const done = async () => {
+      db.close();
+      await engine.close();
+    };
+    return { engine, db, tid, path, done };
+  }
+
+  it('one changed byte of a child position body is reported with its namespace and seq, and nowhere else', async () => {
+    const { engine, db, tid, path, done } = await prepared();
+    try {
+      const body = db.prepare('SELECT body FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = 1').pluck().get(tid, CHILD_NS) as string;
+      expect(body).toContain('"attempt":1');
+      db.prepare('UPDATE cairn_positions SET body = ? WHERE tid = ? AND ns = ? AND seq = 1').run(body.replace('"attempt":1', '"attempt":7'), tid, CHILD_NS);
+      const report = await verifyThread(engine.checkpointer, 't');
+      expect(report.ok).toBe(false);
+      expect(report.positions).toBe(8);
+      expect(report.problems.map((p) => [p.ns, p.seq, p.code])).toEqual([[CHILD_NS, 1, 'ERR_CORRUPT_RECORD']]);
+
+      // The CLI names the namespace; root problems keep their old form.
+      let failed: { status: number; stdout: string } | undefined;
+      try {
+        execFileSync(process.execPath, [join(root, 'dist/cli/main.js'), 'verify', 't', '--db', path], { encoding: 'utf8' });
+      } catch (error) {
+        failed = error as { status: number; stdout: string };
+      }
+      expect(failed?.status).toBe(1);
+      expect(failed?.stdout).toMatch(new RegExp(`^FAIL t: 8 positions\\n {5}ns ${CHILD_NS.replace(/[|]/g, '\\|')} seq 1: hash mismatch`));
+    } finally {
+      await done();
+    }
+  });
+
+  it('one changed byte of a grandchild item is reported at the grandchild position that appended it', async () => {
+    const { engine, db, tid, done } = await prepared();
+    try {
+      const changed = db.prepare('UPDATE cairn_items SET body = ? WHERE tid = ? AND ns = ? AND body = ?').run('"deep nope"', tid, GRANDCHILD_NS, '"deep note"');
+      expect(changed.changes).toBe(1);
+      const report = await verifyThread(engine.checkpointer, 't');
+      expect(report.problems.map((p) => [p.ns, p.seq])).toEqual([[GRANDCHILD_NS, 1]]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('a changed child hash is reported at that position and at its child, in that namespace only', async () => {
+    const { engine, db, tid, done } = await prepared();
+    try {
+      const hash = db.prepare('SELECT hash FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = 1').pluck().get(tid, CHILD_NS) as Buffer;
+      const bad = Buffer.from(hash);
+      bad[0] = bad[0]! ^ 0x01;
+      db.prepare('UPDATE cairn_positions SET hash = ? WHERE tid = ? AND ns = ? AND seq = 1').run(bad, tid, CHILD_NS);
+      const report = await verifyThread(engine.checkpointer, 't');
+      expect(report.problems.map((p) => [p.ns, p.seq])).toEqual([
+        [CHILD_NS, 1],
+        [CHILD_NS, 2],
+      ]);
+    } finally {
+      await done();
+    }
+  });
+
+  it('a child position body that no longer parses is reported with its namespace, and so is its child', async () => {
+    const { engine, db, tid, done } = await prepared();
+    try {
+      db.prepare("UPDATE cairn_positions SET body = '{' WHERE tid = ? AND ns = ? AND seq = 0").run(tid, GRANDCHILD_NS);
+      const report = await verifyThread(engine.checkpointer, 't');
+      expect(report.problems.map((p) => [p.ns, p.seq])).toEqual([
+        [GRANDCHILD_NS, 0],
+        [GRANDCHILD_NS, 1],
+      ]);
+      expect(report.problems[0]!.message).toContain(`position 0 of namespace ${GRANDCHILD_NS}`);
     } finally {
       await done();
     }

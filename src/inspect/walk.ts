@@ -1,0 +1,35 @@
+/**
+ * @module inspect/walk
+ * Reading a whole thread for the inspection tools. A thread's positions live in
+ * namespaces ('' for the root graph, one per child run), each an independent chain
+ * with its own seqs; a tool that means "the whole thread" walks every namespace
+ * (`Checkpointer.listNamespaces`) and, in each, every position with this.
+ */
+import type { Checkpointer, StoredPosition } from '../contracts/checkpointer.js';
+
+/** Positions read per query. */
+const BATCH = 500;
+
+/**
+ * Every position of one namespace, ascending by seq, every branch included (forks are
+ * branches of one log, below its highest seq). Read a batch at a time, so a long
+ * thread is never held in memory at once.
+ */
+export async function* namespacePositions(cp: Checkpointer, threadId: string, ns: string): AsyncGenerator<StoredPosition> {
+  // The namespace's head is its highest seq; positions committed while we read come after it and are left out.
+  const [head] = await cp.listPositions(threadId, ns, { limit: 1 });
+  if (!head) return;
+  for (let from = 0; from <= head.seq; from += BATCH) {
+    yield* await cp.getPositions(threadId, ns, { from, to: Math.min(head.seq, from + BATCH - 1) });
+  }
+}
+
+/** How a position is named in messages: `position 3`, or `position 3 of namespace sub:0@1` for a child run's. */
+export function describePosition(ns: string, seq: number): string {
+  return ns === '' ? `position ${seq}` : `position ${seq} of namespace ${ns}`;
+}
+
+/** The short form for reports: `seq 3` at the root (as before namespaces), `ns sub:0@1 seq 3` in a child run. */
+export function seqLabel(ns: string, seq: number): string {
+  return ns === '' ? `seq ${seq}` : `ns ${ns} seq ${seq}`;
+}
