@@ -2,7 +2,9 @@
  * Moving threads between engines: SQLite → PostgreSQL and back, through the API
  * and `cairn copy` / `export` / `import`. Positions arrive byte for byte (the hash
  * chain verifies on both sides), with items, snapshots, forks, pending interrupts
- * and the ledger, and the thread goes on in its new home.
+ * and the ledger, and the thread goes on in its new home. Every namespace travels:
+ * a thread with child runs arrives with each child's chain, items, snapshots and
+ * pending writes, and verifies on both sides.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -15,6 +17,9 @@ import { exportThreads, importThreads, type TransferRecord } from '../../src/ind
 import { workedExample } from '../../src/testing/worked-example.js';
 import { ordersV3 } from '../fixtures/schema-evolution/orders.js';
 import { PG_URL, usePostgresSchema } from '../helpers/postgres.js';
+import { chain, CHILD_NS, GRANDCHILD_NS, storeThread, threadWithChildren } from '../helpers/positions.js';
+import { verifyThread } from '../../src/inspect/verify.js';
+import type { Engine } from '../../src/contracts/engine.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 const pg = usePostgresSchema();
@@ -91,3 +96,107 @@ describe('export and import', () => {
     expect(cli(['verify', 'cust_42', '--db', back])).toMatch(/^ok {3}cust_42: 5 positions/);
   });
 });
+
+describe('export and import of child namespaces', () => {
+  /** Everything stored per namespace, read through the contract: what must be the same on both sides. */
+  async function contents(engine: Engine, threadId: string) {
+    const cp = engine.checkpointer;
+    const namespaces = await cp.listNamespaces(threadId);
+    const perNs = [];
+    for (const ns of namespaces) {
+      const positions = await cp.getPositions(threadId, ns, { from: 0, to: 100 });
+      perNs.push({
+        ns,
+        positions,
+        items: await Promise.all(positions.map((p) => cp.getPositionItems(threadId, ns, p.seq, ['log', 'found', 'notes']))),
+        snapshots: await Promise.all(positions.map((p) => cp.getSnapshot(threadId, ns, [{ from: p.seq, to: p.seq }]))),
+        pending: await Promise.all(positions.map((p) => cp.getPendingWrites(threadId, ns, p.seq))),
+      });
+    }
+    const thread = await cp.getThread(threadId);
+    return { status: thread?.status, head: thread?.head, namespaces, perNs };
+  }
+
+  /** A completed thread with a child and a grandchild namespace, and a pending write in the child. */
+  async function seeded(engine: Engine, threadId: string) {
+    await storeThread(engine.checkpointer, threadId, threadWithChildren(), { status: 'completed' });
+    const lease = await engine.checkpointer.acquireThread(threadId, { owner: { runId: 'seed', pid: process.pid, host: 'seed.invalid' }, leaseMs: 60_000 });
+    await engine.checkpointer.putPendingWrite(lease, { ns: CHILD_NS, baseSeq: 2, task: 'deep:0', body: '{"left":"over"}' });
+    await engine.checkpointer.releaseThread(lease);
+  }
+
+  it('SQLite → PostgreSQL → SQLite: every namespace\'s positions, items, snapshots and pending writes, verify ok on every side', async () => {
+    const source = sqlite(tmp());
+    const middle = await pg.engine();
+    const back = sqlite(tmp());
+    try {
+      await seeded(source, 't');
+      const expected = await contents(source, 't');
+      expect(expected.namespaces).toEqual(['', CHILD_NS, GRANDCHILD_NS]);
+      expect(expected.perNs[1]!.pending.flat()).toHaveLength(1);
+      expect(expected.perNs[1]!.snapshots.filter(Boolean)).toHaveLength(1);
+
+      const records = await collect(exportThreads(source, ['t']));
+      expect(records[0]).toMatchObject({ type: 'header', version: 2 });
+      expect(records.filter((r) => r.type === 'position').map((r) => r.type === 'position' && [r.position.ns, r.position.seq])).toEqual([
+        ['', 0], ['', 1], ['', 2], [CHILD_NS, 0], [CHILD_NS, 1], [CHILD_NS, 2], [GRANDCHILD_NS, 0], [GRANDCHILD_NS, 1],
+      ]);
+      expect(records.at(-1)).toEqual({ type: 'end', threads: 1, positions: 8 });
+
+      expect(await importThreads(middle, records)).toMatchObject({ threads: ['t'], positions: 8 });
+      expect(await contents(middle, 't')).toEqual(expected);
+      await importThreads(back, await collect(exportThreads(middle, ['t'])));
+      expect(await contents(back, 't')).toEqual(expected);
+      for (const engine of [source, middle, back]) {
+        expect(await verifyThread(engine.checkpointer, 't')).toEqual({ threadId: 't', ok: true, positions: 8, problems: [] });
+      }
+    } finally {
+      await source.close();
+      await middle.close();
+      await back.close();
+    }
+  });
+
+  it('reads a version 1 export, whose records may carry no ns, as the root namespace', async () => {
+    const source = sqlite(tmp());
+    const target = sqlite(tmp());
+    try {
+      await storeThread(source.checkpointer, 'old', [chain('', [{}, { append: { log: ['x'] } }])]);
+      const lease = await source.checkpointer.acquireThread('old', { owner: { runId: 'seed', pid: process.pid, host: 'seed.invalid' }, leaseMs: 60_000 });
+      await source.checkpointer.putPendingWrite(lease, { ns: '', baseSeq: 1, task: 'n:0', body: '{}' });
+      await source.checkpointer.releaseThread(lease);
+      // As an exporter without namespaces wrote it: version 1, no ns on positions or pending writes.
+      const v1 = (await collect(exportThreads(source, ['old']))).map((r) => {
+        if (r.type === 'header') return { ...r, version: 1 as const };
+        if (r.type === 'position') return { ...r, position: withoutNs(r.position) };
+        if (r.type === 'pending') return { ...r, write: withoutNs(r.write) };
+        return r;
+      });
+      expect(await importThreads(target, v1)).toMatchObject({ threads: ['old'], positions: 2 });
+      expect(await target.checkpointer.listNamespaces('old')).toEqual(['']);
+      expect(await target.checkpointer.getPositions('old', '', { from: 0, to: 9 })).toEqual(await source.checkpointer.getPositions('old', '', { from: 0, to: 9 }));
+      expect(await target.checkpointer.getPendingWrites('old', '', 1)).toEqual([{ ns: '', baseSeq: 1, task: 'n:0', body: '{}' }]);
+      expect((await verifyThread(target.checkpointer, 'old')).ok).toBe(true);
+    } finally {
+      await source.close();
+      await target.close();
+    }
+  });
+
+  it('refuses a stream of a format version it does not read, before writing anything', async () => {
+    const target = sqlite(tmp());
+    try {
+      const records = [{ type: 'header', format: 'cairn-threads', version: 3, exportedAt: 0, engine: 'x' }] as unknown as TransferRecord[];
+      await expect(importThreads(target, records)).rejects.toThrow(/v3; reads v1, v2/);
+      expect(await target.checkpointer.listThreads()).toEqual([]);
+    } finally {
+      await target.close();
+    }
+  });
+});
+
+/** A copy of a record without its `ns`, as a version 1 export may have written it. */
+function withoutNs<T extends { ns: string }>(record: T): T {
+  const { ns: _ns, ...rest } = record;
+  return rest as T;
+}
