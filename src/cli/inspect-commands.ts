@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { decode, encode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
 import type { MetadataFilter, ThreadKind, ThreadQuery, ThreadStatus } from '../contracts/threads.js';
-import { InvalidOptionError, ThreadNotFoundError } from '../errors.js';
+import { InvalidOptionError, PositionNotFoundError, ThreadNotFoundError } from '../errors.js';
 import { parseDuration } from '../artifacts/helpers.js';
 import { threadAttempts } from '../inspect/attempts.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
@@ -186,18 +186,22 @@ export function registerInspectCommands(program: Command): void {
     .description("list a thread's positions, newest first")
     .option(...db)
     .option('--limit <n>', 'at most this many', (v) => Number(v), 50)
+    .option('--ns <namespace>', "a child run's namespace (listed as 'child' on the steps that ran it)", '')
     .option('--tree', 'draw the branches (forks) as a tree, oldest first')
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common & { limit: number; tree?: boolean }) =>
+    .action((threadId: string, options: Common & { limit: number; ns: string; tree?: boolean }) =>
       withEngine(options, async (engine) => {
-        const positions = await engine.checkpointer.listPositions(threadId, '', { limit: options.limit });
-        if (positions.length === 0) throw new ThreadNotFoundError(threadId, { engine: engine.name });
+        const positions = await engine.checkpointer.listPositions(threadId, options.ns, { limit: options.limit });
+        if (positions.length === 0) {
+          if (options.ns === '') throw new ThreadNotFoundError(threadId, { engine: engine.name });
+          throw new PositionNotFoundError(threadId, 0, { engine: engine.name, ns: options.ns });
+        }
         const rows = positions.map((p) => {
           const body = decode<PositionBody>(p.body, `position ${p.seq}`);
-          return { seq: p.seq, parent: p.parent, step: p.step, kind: body.kind, nodes: body.nodes, next: body.next, changes: Object.keys(body.changes), effects: (body.effects ?? []).map((e) => e.name), schemaVersion: p.schemaVersion, createdAt: p.createdAt, hash: p.hash };
+          return { seq: p.seq, parent: p.parent, step: p.step, kind: body.kind, nodes: body.nodes, next: body.next, changes: Object.keys(body.changes), effects: (body.effects ?? []).map((e) => e.name), children: body.children ?? [], schemaVersion: p.schemaVersion, createdAt: p.createdAt, hash: p.hash };
         });
         const line = (r: (typeof rows)[number]) =>
-          `${r.kind.padEnd(9)} ${(r.nodes.join(',') || '-').padEnd(24)} → ${(r.next.join(',') || 'END').padEnd(20)} changed ${r.changes.join(',') || '-'}${r.effects.length ? `  effects ${r.effects.join(',')}` : ''}  ${r.hash.slice(0, 12)}`;
+          `${r.kind.padEnd(9)} ${(r.nodes.join(',') || '-').padEnd(24)} → ${(r.next.join(',') || 'END').padEnd(20)} changed ${r.changes.join(',') || '-'}${r.effects.length ? `  effects ${r.effects.join(',')}` : ''}${r.children.length ? `  child ${r.children.join(',')}` : ''}  ${r.hash.slice(0, 12)}`;
         out(options, rows, () =>
           options.tree ? drawTree(rows, line) : rows.map((r) => `${String(r.seq).padStart(5)} ← ${String(r.parent ?? '-').padStart(5)}  ${line(r)}`).join('\n'),
         );
@@ -209,14 +213,18 @@ export function registerInspectCommands(program: Command): void {
     .description('the stored state of a thread at its head or at --seq (as stored: no upcast, no derived fields)')
     .option(...db)
     .option('--seq <n>', 'position to show', (v) => Number(v))
+    .option('--ns <namespace>', "a child run's namespace (default: the thread's root graph)", '')
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common & { seq?: number }) =>
+    .action((threadId: string, options: Common & { seq?: number; ns: string }) =>
       withEngine(options, async (engine) => {
         const thread = await engine.checkpointer.getThread(threadId);
         if (!thread || thread.head === null) throw new ThreadNotFoundError(threadId, { engine: engine.name });
-        const loaded = await materialize(engine.checkpointer, undefined, threadId, '', options.seq ?? thread.head);
-        const view = { thread: threadId, seq: loaded.position.seq, schemaVersion: loaded.storedVersion, next: loaded.body.next, state: loaded.state };
-        out(options, view, () => `thread ${threadId} seq ${view.seq} (schema v${view.schemaVersion}), next → ${view.next.join(', ') || 'END'}\n${JSON.stringify(JSON.parse(encode(view.state)), null, 2)}`);
+        const head = options.ns === '' ? thread.head : (await engine.checkpointer.listPositions(threadId, options.ns, { limit: 1 }))[0]?.seq;
+        if (head === undefined) throw new PositionNotFoundError(threadId, 0, { engine: engine.name, ns: options.ns });
+        const loaded = await materialize(engine.checkpointer, undefined, threadId, options.ns, options.seq ?? head);
+        const view = { thread: threadId, ...(options.ns ? { ns: options.ns } : {}), seq: loaded.position.seq, schemaVersion: loaded.storedVersion, next: loaded.body.next, state: loaded.state };
+        const where = options.ns ? ` child ${options.ns}` : '';
+        out(options, view, () => `thread ${threadId}${where} seq ${view.seq} (schema v${view.schemaVersion}), next → ${view.next.join(', ') || 'END'}\n${JSON.stringify(JSON.parse(encode(view.state)), null, 2)}`);
       }),
     );
 
