@@ -14,6 +14,7 @@ import { CairnError } from '../errors.js';
 import { FsArtifactStore } from '../artifacts/fs/index.js';
 import { collectArtifacts, parseRetentionRule, type GcReport, type RetentionPolicy } from '../inspect/gc.js';
 import { verifyArtifacts, type ArtifactVerifyReport } from '../inspect/artifact-verify.js';
+import { seqLabel } from '../inspect/walk.js';
 import { openEngine } from './engine-url.js';
 
 /** Opens the artifact store a location names. */
@@ -83,7 +84,7 @@ export function formatGcReport(report: GcReport, location: string, grace: string
   for (const v of report.victims) {
     const why =
       v.reason === 'expired'
-        ? `expired by rule ${v.rule}${v.referencedBy ? ` (still referenced by thread ${v.referencedBy.thread} seq ${v.referencedBy.seq}: that ref will dangle)` : ''}`
+        ? `expired by rule ${v.rule}${v.referencedBy ? ` (still referenced by thread ${v.referencedBy.thread} ${seqLabel(v.referencedBy.ns, v.referencedBy.seq)}: that ref will dangle)` : ''}`
         : 'no retained position, store value or pin refers to it';
     lines.push(`    ${v.ref.id}  ${size(v.ref.size_bytes)} ${v.ref.media_type}, last used ${time(v.freshAt)}: ${why}`);
   }
@@ -98,7 +99,7 @@ export function formatArtifactVerifyReport(report: ArtifactVerifyReport): string
   ];
   for (const c of report.corrupt) lines.push(`     corrupted ${c.ref.id}: ${c.message}`);
   for (const d of report.dangling) {
-    const where = d.thread !== undefined ? `thread ${d.thread} seq ${d.seq}` : `store ${d.store!.namespace.join('/')}/${d.store!.key}`;
+    const where = d.thread !== undefined ? `thread ${d.thread} ${seqLabel(d.ns ?? '', d.seq!)}` : `store ${d.store!.namespace.join('/')}/${d.store!.key}`;
     const what = d.why === 'missing' ? 'is not stored' : d.why === 'mismatch' ? 'is stored with another digest or size' : 'has corrupted bytes';
     lines.push(`     dangling: ${where} refers to ${d.ref.id}, which ${what}`);
   }

@@ -23,8 +23,9 @@ export interface CorruptArtifact {
 
 export interface DanglingRef {
   ref: ArtifactRef;
-  /** Where the ref was found: a position of a thread, or a store item. */
+  /** Where the ref was found: a position of a thread (in namespace `ns`, '' for the root graph), or a store item. */
   thread?: string;
+  ns?: string;
   seq?: number;
   store?: { namespace: string[]; key: string };
   /** `missing`: nothing stored under the id; `mismatch`: stored with another digest or size; `corrupt`: its bytes fail verification. */
@@ -116,7 +117,7 @@ export async function verifyArtifacts(options: ArtifactVerifyOptions): Promise<A
     for (const id of ids) {
       const thread = await checkpointer.getThread(id);
       if (!thread) continue;
-      const found: { ref: ArtifactRef; seq: number }[] = [];
+      const found: { ref: ArtifactRef; ns: string; seq: number }[] = [];
       await walkThreadRefs(checkpointer, undefined, thread, (value, at, source) => {
         if (source !== 'position') return;
         report.positions++;
@@ -124,13 +125,13 @@ export async function verifyArtifacts(options: ArtifactVerifyOptions): Promise<A
         for (const ref of findArtifactRefs(value)) {
           if (seen.has(ref.id)) continue;
           seen.add(ref.id);
-          found.push({ ref, seq: at.seq });
+          found.push({ ref, ns: at.ns, seq: at.seq });
         }
       });
-      for (const { ref, seq } of found) {
+      for (const { ref, ns, seq } of found) {
         report.refs++;
         const why = await judge(ref);
-        if (why) report.dangling.push({ ref, thread: id, seq, why });
+        if (why) report.dangling.push({ ref, thread: id, ns, seq, why });
       }
       options.onProgress?.({ phase: 'refs', done: report.positions });
     }

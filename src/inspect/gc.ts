@@ -5,11 +5,12 @@
  * CLI's `cairn gc` and any maintenance job call {@link collectArtifacts}.
  *
  * **Roots** (what keeps an artifact): every ref found in a retained thread — the
- * `set` values and appended items of all its positions on every branch, its
- * snapshots, and its ledger (recorded outputs and effect outcomes, which is where
- * the ref of a step that has not committed yet lives when it was written through
- * `ctx.effect` or `ctx.artifact`) — every ref in a store value, pins kept in the
- * store ({@link pinArtifact}) and pins passed in.
+ * `set` values and appended items of all its positions on every branch of every
+ * namespace (the root graph's and each child run's), its snapshots, and its ledger
+ * (recorded outputs and effect outcomes, which is where the ref of a step that has
+ * not committed yet lives when it was written through `ctx.effect` or
+ * `ctx.artifact`) — every ref in a store value, pins kept in the store
+ * ({@link pinArtifact}) and pins passed in.
  *
  * **Grace**: an artifact written or handed out again (put of known bytes,
  * putNamed of an existing key, head) less than `grace` ago is never collected,
@@ -39,6 +40,7 @@ import { listArtifacts, parseDuration } from '../artifacts/helpers.js';
 import { findArtifactRefs, isArtifactRef } from '../artifacts/refs.js';
 import { appendedFields, openSnapshot, type PositionBody } from '../runtime/position.js';
 import { PIN_NAMESPACE as PIN_NAMESPACE_INTERNAL, threadPinKey } from '../internal/pins.js';
+import { describePosition, namespacePositions } from './walk.js';
 
 /** Releases threads: matching threads not updated for `olderThan` keep no artifact alive. */
 export interface ThreadRetentionRule {
@@ -86,6 +88,13 @@ export interface GcOptions {
   onProgress?: (progress: GcProgress) => void;
 }
 
+/** Where a ref was found: a thread, and the seq of a position, snapshot or ledger entry in namespace `ns` ('' for the root graph). */
+export interface RefPlace {
+  thread: string;
+  ns: string;
+  seq: number;
+}
+
 /** One artifact collected (or, in a dry run, that would be). */
 export interface GcVictim {
   ref: ArtifactRef;
@@ -95,8 +104,8 @@ export interface GcVictim {
   reason: 'unreferenced' | 'expired';
   /** For `expired`: the rule, as text. */
   rule?: string;
-  /** For `expired`: a position that still refers to it (its ref will dangle). */
-  referencedBy?: { thread: string; seq: number };
+  /** For `expired`: a position that still refers to it (its ref will dangle), with its namespace ('' for the root). */
+  referencedBy?: RefPlace;
 }
 
 export interface GcReport {
@@ -180,10 +189,10 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
   const cutoff = startedAt - grace;
 
   // ---------------------------------------------------------------- mark
-  const marked = new Map<string, { thread: string; seq: number } | null>();
+  const marked = new Map<string, RefPlace | null>();
   const pinned = new Set<string>();
   const roots: GcReport['roots'] = { threads: 0, releasedThreads: 0, positions: 0, snapshots: 0, ledgerEntries: 0, storeItems: 0, pins: 0, refs: 0 };
-  const mark = (value: unknown, from: { thread: string; seq: number } | null) => {
+  const mark = (value: unknown, from: RefPlace | null) => {
     for (const ref of findArtifactRefs(value)) if (!marked.has(ref.id)) marked.set(ref.id, from);
   };
   const progress = () => options.onProgress?.({ phase: 'mark', threads: roots.threads, positions: roots.positions, refs: marked.size });
@@ -283,51 +292,65 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
 /** Where a value that may hold refs was found. */
 export type RefSource = 'position' | 'snapshot' | 'ledger';
 
+/** Called by {@link walkThreadRefs} with each stored value that may hold refs. */
+export type RefVisitor = (value: unknown, at: RefPlace, source: RefSource) => void;
+
 /**
  * Calls `visit` with every stored value of a thread that may hold artifact refs:
  * each position's `set` values and appended items (every branch), each snapshot,
- * and, given a ledger, each recorded output and effect outcome. Once per position,
- * snapshot and ledger entry.
+ * in every namespace of the thread, and, given a ledger, each recorded output and
+ * effect outcome. Once per position, snapshot and ledger entry.
  */
 export async function walkThreadRefs(
   cp: Checkpointer,
   ledger: Ledger | undefined,
   thread: ThreadRecord,
-  visit: (value: unknown, at: { thread: string; seq: number }, source: RefSource) => void,
+  visit: RefVisitor,
 ): Promise<void> {
-  const threadId = thread.id;
-  // Every seq up to the highest: forks are branches of one log, and all are kept.
-  const last = thread.head ?? -1;
-  for (let from = 0; from <= last; from += 500) {
-    for (const position of await cp.getPositions(threadId, '', { from, to: Math.min(last, from + 499) })) {
-      const at = { thread: threadId, seq: position.seq };
-      const body = decode<PositionBody>(position.body, `position ${position.seq} of thread ${threadId}`);
-      const values: unknown[] = [body.interrupts];
-      for (const change of Object.values(body.changes)) if ('set' in change) values.push(change.set);
-      // Newer positions list the refs they wrote (values and items) in their body; older
-      // ones are read item by item.
-      if (body.artifacts) values.push(body.artifacts);
-      else {
-        const fields = appendedFields(body);
-        if (fields.length) for (const item of await cp.getPositionItems(threadId, '', position.seq, fields)) values.push(decode(item.text, `item of position ${position.seq}`));
-      }
-      visit(values, at, 'position');
+  // A child run's positions hold refs as the root's do (a subgraph's tool output, say).
+  for (const ns of await cp.listNamespaces(thread.id)) {
+    const last = await visitPositions(cp, thread.id, ns, visit);
+    await visitSnapshots(cp, thread.id, ns, last, visit);
+  }
+  if (ledger) {
+    for (const entry of await ledger.list(thread.id)) {
+      visit(entry.outcome === null ? null : decode(entry.outcome, `ledger entry ${entry.key}`), { thread: thread.id, ns: entry.ns, seq: entry.seq }, 'ledger');
     }
   }
-  // Snapshots, newest first: each query finds the newest one below the previous.
+}
+
+/** Visits the values of every position of one namespace (every branch); returns its highest seq (-1 when empty). */
+async function visitPositions(cp: Checkpointer, threadId: string, ns: string, visit: RefVisitor): Promise<number> {
+  let last = -1;
+  for await (const position of namespacePositions(cp, threadId, ns)) {
+    const where = `${describePosition(ns, position.seq)} of thread ${threadId}`;
+    const body = decode<PositionBody>(position.body, where);
+    const values: unknown[] = [body.interrupts];
+    for (const change of Object.values(body.changes)) if ('set' in change) values.push(change.set);
+    // Newer positions list the refs they wrote (values and items) in their body; older
+    // ones are read item by item.
+    if (body.artifacts) values.push(body.artifacts);
+    else {
+      const fields = appendedFields(body);
+      if (fields.length) for (const item of await cp.getPositionItems(threadId, ns, position.seq, fields)) values.push(decode(item.text, `item of ${where}`));
+    }
+    visit(values, { thread: threadId, ns, seq: position.seq }, 'position');
+    last = position.seq;
+  }
+  return last;
+}
+
+/** Visits the snapshots of one namespace at or below `last`, newest first: each query finds the newest one below the previous. */
+async function visitSnapshots(cp: Checkpointer, threadId: string, ns: string, last: number, visit: RefVisitor): Promise<void> {
   for (let below = last; below >= 0; ) {
-    const snapshot = await cp.getSnapshot(threadId, '', [{ from: 0, to: below }]);
+    const snapshot = await cp.getSnapshot(threadId, ns, [{ from: 0, to: below }]);
     if (!snapshot) break;
     const body = openSnapshot(snapshot.text);
     // A damaged snapshot is a verify problem, not a reason to stop collecting: the
     // positions above hold every value a snapshot can hold (rewritten snapshots aside).
-    visit(body === null ? null : decode(body, `snapshot ${snapshot.seq} of thread ${threadId}`), { thread: threadId, seq: snapshot.seq }, 'snapshot');
+    const where = `snapshot ${snapshot.seq}${ns === '' ? '' : ` of namespace ${ns}`} of thread ${threadId}`;
+    visit(body === null ? null : decode(body, where), { thread: threadId, ns, seq: snapshot.seq }, 'snapshot');
     below = snapshot.seq - 1;
-  }
-  if (ledger) {
-    for (const entry of await ledger.list(threadId)) {
-      visit(entry.outcome === null ? null : decode(entry.outcome, `ledger entry ${entry.key}`), { thread: threadId, seq: entry.seq }, 'ledger');
-    }
   }
 }
 

@@ -2,8 +2,9 @@
  * Retention and garbage collection of artifacts over real runs (memory engine,
  * memory artifacts): every kind of root keeps what it refers to, grace keeps
  * what is young, retention rules release threads and expire artifacts, pins win,
- * dry runs change nothing; `verifyArtifacts` finds corruption and dangling refs by
- * thread and seq; `ctx.artifact` keeps a big tool output out of state in one call,
+ * dry runs change nothing; refs held only by child runs' namespaces count as much
+ * as the root's; `verifyArtifacts` finds corruption and dangling refs by thread,
+ * namespace and seq; `ctx.artifact` keeps a big tool output out of state in one call,
  * and a tenant's thread writes artifacts as its tenant.
  */
 import { createHash } from 'node:crypto';
@@ -17,6 +18,7 @@ import { collectArtifacts, parseRetentionRule, pinArtifact, unpinArtifact, type 
 import { verifyArtifacts } from '../../src/inspect/artifact-verify.js';
 import type { ArtifactRef } from '../../src/contracts/artifact-store.js';
 import type { Engine } from '../../src/contracts/engine.js';
+import { chain, storeThread } from '../helpers/positions.js';
 
 const Ref = z.object({ id: z.string(), sha256: z.string(), media_type: z.string(), size_bytes: z.number() });
 
@@ -207,6 +209,42 @@ describe('collectArtifacts', () => {
     await engine.close();
   });
 
+  it('keeps what only child runs refer to: a set value, a snapshot and an appended item in child namespaces', async () => {
+    const engine = memory();
+    const artifacts = memoryArtifacts();
+    const inSet = await artifacts.put('set by a child run', { mediaType: 'text/plain' });
+    const inSnapshot = await artifacts.put('in a child snapshot', { mediaType: 'text/plain' });
+    const inItem = await artifacts.put('appended by a grandchild run', { mediaType: 'image/png' });
+    const garbage = await artifacts.put('nobody refers to me', { mediaType: 'text/plain' });
+    // The root refers to none of them; positions list no `artifacts`, so the grandchild's item is read as an item.
+    await storeThread(engine.checkpointer, 't', [
+      chain('', [{}, { body: { changes: { note: { set: 'root' } } } }]),
+      chain('sub:0@1', [{}, { body: { changes: { doc: { set: inSet } } } }, { snapshot: { doc: inSnapshot } }]),
+      chain('sub:0@1|deep:0@2', [{}, { append: { pages: [inItem] } }]),
+    ]);
+    await tick();
+
+    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, grace: 0 });
+    expect(report.victims.map((v) => [v.ref.id, v.reason])).toEqual([[garbage.id, 'unreferenced']]);
+    expect(report.kept.referenced).toBe(3);
+    expect(report.roots).toMatchObject({ threads: 1, positions: 7, snapshots: 1, refs: 3 });
+    expect(await ids(artifacts)).toEqual([inSet.id, inSnapshot.id, inItem.id].sort());
+    await engine.close();
+  });
+
+  it('names the child namespace of a position still referring to an expired artifact, and of the ref left dangling', async () => {
+    const engine = memory();
+    const artifacts = memoryArtifacts();
+    const image = await artifacts.put('a child run\'s image', { mediaType: 'image/png' });
+    await storeThread(engine.checkpointer, 't', [chain('', [{}]), chain('sub:0@1', [{}, { body: { changes: { doc: { set: image } } } }])]);
+    await tick();
+    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, grace: 0, retention: { artifacts: [{ mediaType: 'image/*', olderThan: 0 }] } });
+    expect(report.victims).toMatchObject([{ ref: { id: image.id }, reason: 'expired', referencedBy: { thread: 't', ns: 'sub:0@1', seq: 1 } }]);
+    const verify = await verifyArtifacts({ artifacts, checkpointer: engine.checkpointer });
+    expect(verify.dangling).toEqual([{ ref: image, thread: 't', ns: 'sub:0@1', seq: 1, why: 'missing' }]);
+    await engine.close();
+  });
+
   it('refuses a tenant view and bad durations', async () => {
     const engine = memory();
     const artifacts = memoryArtifacts();
@@ -233,7 +271,7 @@ describe('verifyArtifacts', () => {
     artifacts.corruptForTesting(state.doc!, new TextEncoder().encode('doc of v2'));
     const report = await verifyArtifacts({ artifacts, checkpointer: engine.checkpointer, store: engine.store });
     expect(report.corrupt.map((c) => [c.ref.id, c.code])).toEqual([[state.doc!.id, 'ERR_ARTIFACT_INTEGRITY']]);
-    expect(report.dangling).toEqual([{ ref: state.doc, thread: 'v1', seq: 1, why: 'corrupt' }]);
+    expect(report.dangling).toEqual([{ ref: state.doc, thread: 'v1', ns: '', seq: 1, why: 'corrupt' }]);
 
     // A ref whose artifact was deleted outright is missing; the store value's ref too.
     const item = await engine.store.get<{ ref: ArtifactRef }>(['threads', 'v1'], 'last');
