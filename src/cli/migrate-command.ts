@@ -69,7 +69,7 @@ export function registerMigrateCommand(program: Command): void {
           else {
             const lines = [
               window ? `current version ${window.currentVersion}, readable from ${window.oldestReadableVersion}` : 'no window given (--state, or --current/--oldest): counts only',
-              `${report.threads} threads, ${report.positions} positions`,
+              `${report.threads} threads, ${report.positions} positions${report.childPositions ? ` (${report.childPositions} of them in child runs' namespaces, counted by their own schema versions)` : ''}`,
               ...report.versions.map(
                 (v) => `  v${v.version}: ${v.threads} thread head(s), ${v.positions} position(s)${v.readable === null ? '' : v.readable ? '' : '  OUTSIDE THE WINDOW'}`,
               ),

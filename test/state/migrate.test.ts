@@ -1,6 +1,7 @@
 /**
  * `cairn migrate --check` counts what is stored per schema version and names the
- * threads outside the window; `--rewrite-snapshots` gives active old threads a
+ * threads outside the window (child runs' positions counted too, and said to be
+ * theirs); `--rewrite-snapshots` gives active old threads a
  * snapshot at the current version, after which they load without the upcasters,
  * and their stored positions are untouched.
  */
@@ -12,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { migrateCheck, rewriteSnapshots, SchemaTooOldError, type Engine } from '../../src/index.js';
 import { orderV3, ordersV3 } from '../fixtures/schema-evolution/orders.js';
+import { chain, storeThread } from '../helpers/positions.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 let engines: Engine[] = [];
@@ -73,6 +75,36 @@ describe('migrate --check', () => {
     })();
     expect(failed?.status).toBe(1);
     expect(failed?.stdout).toMatch(/v1-waiting \(interrupted\) head at v1: too-old/);
+  });
+});
+
+describe('migrate --check with child runs', () => {
+  it("counts every namespace's positions by their own version and says how many are child runs'; the head is the root's", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'cairn-migrate-')), 'children.db');
+    const engine = open(file);
+    // The root at v3; a child run whose graph is still at v1; a grandchild at v3.
+    await storeThread(engine.checkpointer, 'parent', [
+      chain('', [{ schemaVersion: 3 }, { schemaVersion: 3 }]),
+      chain('sub:0@1', [{ schemaVersion: 1 }, { schemaVersion: 1 }, { schemaVersion: 1 }]),
+      chain('sub:0@1|deep:0@2', [{ schemaVersion: 3 }]),
+    ]);
+    await storeThread(engine.checkpointer, 'plain', [chain('', [{ schemaVersion: 3 }])]);
+
+    const report = await migrateCheck(engine.checkpointer, { currentVersion: 3, oldestReadableVersion: 2 });
+    expect(report).toMatchObject({ threads: 2, positions: 7, childPositions: 4, outside: [] });
+    expect(report.versions).toEqual([
+      { version: 1, threads: 0, positions: 3, readable: false },
+      { version: 3, threads: 2, positions: 4, readable: true },
+    ]);
+
+    await engine.close();
+    const printed = execFileSync(
+      process.execPath,
+      [join(root, 'dist/cli/main.js'), 'migrate', '--db', file, '--check', '--current', '3', '--oldest', '2'],
+      { encoding: 'utf8' },
+    );
+    expect(printed).toContain("2 threads, 7 positions (4 of them in child runs' namespaces");
+    expect(printed).toMatch(/v1: 0 thread head\(s\), 3 position\(s\) {2}OUTSIDE THE WINDOW/);
   });
 });
 
