@@ -165,6 +165,22 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 4,
+    name: 'positions point at their items',
+    sql: `
+      -- A position's items are consecutive rows of cairn_items (one commit inserts them
+      -- together): the position keeps the first rowid and the count, and readers find
+      -- the items through it. The (tid, ns, field, seq, idx) index goes: it was a third
+      -- b-tree page written by every step commit, for a lookup the position now gives.
+      ALTER TABLE cairn_positions ADD COLUMN items_from INTEGER;
+      ALTER TABLE cairn_positions ADD COLUMN items_count INTEGER NOT NULL DEFAULT 0;
+      UPDATE cairn_positions SET
+        items_from = (SELECT min(rowid) FROM cairn_items i WHERE i.tid = cairn_positions.tid AND i.ns = cairn_positions.ns AND i.seq = cairn_positions.seq),
+        items_count = (SELECT count(*) FROM cairn_items i WHERE i.tid = cairn_positions.tid AND i.ns = cairn_positions.ns AND i.seq = cairn_positions.seq);
+      DROP INDEX cairn_items_by_field;
+    `,
+  },
 ];
 
 /** Applies every migration not yet recorded. Safe to call from many processes at once. */

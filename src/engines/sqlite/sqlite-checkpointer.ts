@@ -61,10 +61,15 @@ const UPDATED_AT = 'max(t.updated_at, coalesce(h.created_at, 0))';
 /** A fresh tid: above every live one and every deleted one (see migration 3), so a tid is never reused. */
 const NEXT_TID = `(SELECT max(coalesce((SELECT max(tid) FROM cairn_threads), 0), coalesce((SELECT last FROM cairn_thread_tids WHERE id = 0), 0)) + 1)`;
 
-/** Tables whose rows belong to one thread, by tid: the cascade of `deleteThread`. */
+/** The items of the positions a query selects as `p`: the rowid range each position points at. */
+const ITEMS_OF_POSITIONS = 'cairn_items i ON i.rowid BETWEEN p.items_from AND p.items_from + p.items_count - 1';
+
+/**
+ * Tables whose rows belong to one thread, by tid: the cascade of `deleteThread` (items
+ * go first, found through the positions that point at them).
+ */
 const THREAD_TABLES = {
   positions: 'cairn_positions',
-  items: 'cairn_items',
   snapshots: 'cairn_snapshots',
   pendingWrites: 'cairn_pending',
   failures: 'cairn_failures',
@@ -110,10 +115,10 @@ function toPosition(ns: string, row: PositionRow): StoredPosition {
 }
 
 /** `(seq BETWEEN ? AND ?) OR ...` for n ranges, with its parameters. */
-function rangeClause(ranges: SeqRange[]): { sql: string; params: number[] } {
+function rangeClause(ranges: SeqRange[], column = 'seq'): { sql: string; params: number[] } {
   if (ranges.length === 0) return { sql: '0', params: [] };
   return {
-    sql: ranges.map(() => 'seq BETWEEN ? AND ?').join(' OR '),
+    sql: ranges.map(() => `${column} BETWEEN ? AND ?`).join(' OR '),
     params: ranges.flatMap((r) => [r.from, r.to]),
   };
 }
@@ -192,6 +197,9 @@ export class SqliteCheckpointer implements Checkpointer {
       if (ifStatus && !ifStatus.includes(status)) return { deleted: false, threadId, reason: 'status', status } as const;
 
       const removed = { positions: 0, items: 0, snapshots: 0, pendingWrites: 0, failures: 0, ledgerEntries: 0, pins: 0 };
+      removed.items = this.conn
+        .stmt(`DELETE FROM cairn_items WHERE rowid IN (SELECT i.rowid FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.items_count > 0)`)
+        .run(row.tid).changes;
       for (const [kind, table] of Object.entries(THREAD_TABLES) as [keyof typeof THREAD_TABLES, string][]) {
         removed[kind] = this.conn.stmt(`DELETE FROM ${table} WHERE tid = ?`).run(row.tid).changes;
       }
@@ -332,8 +340,17 @@ export class SqliteCheckpointer implements Checkpointer {
       if (head !== commit.expectedHead || position.seq !== (head ?? -1) + 1) {
         throw new HeadMovedError(lease.threadId, commit.expectedHead, head, { engine: this.engine });
       }
+      // The items first: the position records where they start.
+      let itemsFrom: number | bigint | null = null;
+      if (items.length) {
+        const insert = this.conn.stmt('INSERT INTO cairn_items (tid, ns, field, seq, idx, body) VALUES (?, ?, ?, ?, ?, ?)');
+        for (const item of items) {
+          const { lastInsertRowid } = insert.run(tid, position.ns, item.field, position.seq, item.index, item.text);
+          itemsFrom ??= lastInsertRowid;
+        }
+      }
       this.conn
-        .stmt(`INSERT INTO cairn_positions (tid, ns, ${POSITION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+        .stmt(`INSERT INTO cairn_positions (tid, ns, ${POSITION_COLUMNS}, items_from, items_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
         .run(
           tid,
           position.ns,
@@ -345,11 +362,9 @@ export class SqliteCheckpointer implements Checkpointer {
           position.createdAt,
           position.body,
           Buffer.from(position.hash, 'hex'),
+          itemsFrom,
+          items.length,
         );
-      if (items.length) {
-        const insert = this.conn.stmt('INSERT INTO cairn_items (tid, ns, field, seq, idx, body) VALUES (?, ?, ?, ?, ?, ?)');
-        for (const item of items) insert.run(tid, position.ns, item.field, position.seq, item.index, item.text);
-      }
       if (commit.snapshot !== undefined) {
         this.conn.stmt('INSERT INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, position.ns, position.seq, commit.snapshot);
         crashPoint('inside-snapshot');
@@ -440,21 +455,22 @@ export class SqliteCheckpointer implements Checkpointer {
   async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return [];
-    const where = rangeClause(ranges);
-    // Walks cairn_items_by_field in (seq, idx) order: no sort, plucked texts only.
+    const where = rangeClause(ranges, 'p.seq');
+    // Walks the positions in seq order and each one's few items by rowid range (sorted
+    // by index within the position: a commit may list them in any order).
     return this.conn
-      .stmt(`SELECT body FROM cairn_items WHERE tid = ? AND ns = ? AND field = ? AND (${where.sql}) ORDER BY seq, idx`)
+      .stmt(`SELECT i.body FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND p.items_count > 0 AND (${where.sql}) AND i.field = ? ORDER BY p.seq, i.idx`)
       .pluck()
-      .all(tid, ns, field, ...where.params) as string[];
+      .all(tid, ns, ...where.params, field) as string[];
   }
 
   async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return [];
-    const statement = this.conn.stmt('SELECT idx, body FROM cairn_items WHERE tid = ? AND ns = ? AND field = ? AND seq = ? ORDER BY idx');
-    return fields.flatMap((field) =>
-      (statement.all(tid, ns, field, seq) as { idx: number; body: string }[]).map((r) => ({ field, index: r.idx, text: r.body })),
-    );
+    const rows = this.conn
+      .stmt(`SELECT i.field, i.idx, i.body FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND p.seq = ? ORDER BY i.idx`)
+      .all(tid, ns, seq) as { field: string; idx: number; body: string }[];
+    return fields.flatMap((field) => rows.filter((r) => r.field === field).map((r) => ({ field, index: r.idx, text: r.body })));
   }
 
   async close(): Promise<void> {
