@@ -331,12 +331,15 @@ export class SqliteCheckpointer implements Checkpointer {
     this.write('commitStep', () => {
       // The IMMEDIATE transaction holds SQLite's write lock, so nothing can take the
       // lease or add a position between these reads and the inserts below.
-      const held = this.conn.stmt('SELECT tid, status FROM cairn_threads WHERE id = ? AND run_id = ? AND epoch = ?').get(lease.threadId, lease.runId, lease.epoch) as
-        | { tid: number; status: string }
-        | undefined;
+      // The fence and the namespace's head in one statement.
+      const held = this.conn
+        .stmt(
+          `SELECT t.tid, t.status, (SELECT max(seq) FROM cairn_positions WHERE tid = t.tid AND ns = ?) AS head
+           FROM cairn_threads t WHERE t.id = ? AND t.run_id = ? AND t.epoch = ?`,
+        )
+        .get(position.ns, lease.threadId, lease.runId, lease.epoch) as { tid: number; status: string; head: number | null } | undefined;
       if (!held) throw new LeaseLostError(lease.threadId, { engine: this.engine });
-      const tid = held.tid;
-      const head = this.conn.stmt('SELECT max(seq) FROM cairn_positions WHERE tid = ? AND ns = ?').pluck().get(tid, position.ns) as number | null;
+      const { tid, head } = held;
       if (head !== commit.expectedHead || position.seq !== (head ?? -1) + 1) {
         throw new HeadMovedError(lease.threadId, commit.expectedHead, head, { engine: this.engine });
       }
