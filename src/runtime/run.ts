@@ -12,15 +12,16 @@
  *   pending write, so a crash or failure of a sibling does not re-run it;
  * - the step commit is one transaction; until it lands the head stays put, and
  *   the next run re-executes the step from the same position with the same keys.
+ *
+ * A subgraph node runs a child `Run` in a namespace of its own on the same lease
+ * (see `subgraph.ts`); positions are written through the run's {@link ThreadCursor}.
  */
-import type { Checkpointer, PositionItem, StoredPosition } from '../contracts/checkpointer.js';
-import type { ArtifactRef } from '../contracts/artifact-store.js';
-import { findArtifactRefs } from '../artifacts/refs.js';
+import type { Checkpointer } from '../contracts/checkpointer.js';
 import type { Engine } from '../contracts/engine.js';
 import type { ThreadLease, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
-import { GENESIS_HASH, sha256Hex } from '../codec/hash.js';
-import { RawJson, decode, encode } from '../codec/tagged-json.js';
+import { sha256Hex } from '../codec/hash.js';
+import { decode, encode } from '../codec/tagged-json.js';
 import {
   CairnError,
   EngineError,
@@ -44,11 +45,12 @@ import type { StateSchema } from '../state/schema.js';
 import { MAX_STALE_RERUNS, TaskScope, findStaleRead, type ValidatedRead } from './context.js';
 import type { EventSink } from './events.js';
 import { START, nextNodes, type GraphSpec, type NodeSpec } from './graph.js';
-import { materialize, type AppendCursor, type LoadedPosition } from './materialize.js';
-import { mergeWrites, type EncodedChange, type MergeResult, type Writer } from './merge.js';
-import { hashPosition, sealSnapshot, type CallRef, type FieldChange, type PendingInterrupt, type PositionBody, type PositionKind, type SuspendedStep } from './position.js';
+import { materialize } from './materialize.js';
+import { mergeWrites, type MergeResult, type Writer } from './merge.js';
+import type { CallRef, PendingInterrupt, PositionBody } from './position.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
 import { childNamespace, sharedBaseline, sharedSeed, sharedWrites, type ChildSpec } from './subgraph.js';
+import { ThreadCursor, type Head } from './cursor.js';
 
 /** Settings a run works with (from compile() and run()). */
 export interface RunSettings {
@@ -65,10 +67,6 @@ export interface RunSettings {
   nodeMapping: Readonly<Record<string, string>>;
 }
 
-interface Head {
-  position: StoredPosition;
-  body: PositionBody;
-}
 
 interface TaskResult {
   writes: Record<string, unknown> | undefined;
@@ -97,22 +95,6 @@ export interface RunOutcome {
   interrupts: PendingInterrupt[];
 }
 
-/** What one position adds, before it is encoded. */
-interface Draft {
-  kind: PositionKind;
-  nodes: string[];
-  merged: MergeResult;
-  next: string[];
-  records?: CallRef[];
-  effects?: CallRef[];
-  input?: string;
-  interrupts?: PendingInterrupt[];
-  answered?: string;
-  cleared?: string[];
-  actor?: string;
-  children?: string[];
-  suspended?: SuspendedStep;
-}
 
 /** Where a child run (a subgraph node's) lives, and what it inherits from its parent run. */
 export interface ChildScope {
@@ -130,17 +112,8 @@ const NO_CHANGES = (state: Record<string, unknown>): MergeResult => ({ state, ch
 export class Run {
   private readonly cp: Checkpointer;
   private readonly place: ErrorPlace;
-  /** The position the next commit builds on (the head, or a fork's origin). */
-  private head: Head | null = null;
-  /** The thread's highest seq: a new position takes the next one and becomes the head. */
-  private lastSeq: number | null;
-  private state: Record<string, unknown> = {};
-  private appends: Record<string, AppendCursor> = {};
-  /** Last encoded text of every non-append field: snapshot material and the "state size". */
-  private fieldTexts = new Map<string, string>();
-  private sinceSnapshot = { positions: 0, bytes: 0 };
-  private rebasePending = false;
-  private attempt: number;
+  /** Where the run stands in its namespace: head, state, and the way to the next position. */
+  private readonly cursor: ThreadCursor;
   private thread: ThreadRecord;
   /** Checkpoint namespace: '' for the thread's root graph, the child's for a child run. */
   private readonly ns: string;
@@ -156,10 +129,12 @@ export class Run {
     this.ns = child?.ns ?? '';
     this.isChild = child !== undefined;
     this.thread = child?.thread ?? lease.thread;
-    // A child namespace's head is found when the child starts (runChild).
-    this.lastSeq = child ? null : lease.thread.head;
-    this.attempt = child?.attempt ?? lease.thread.attempts;
     this.place = { engine: this.cp.engine, thread: lease.threadId, ns: this.ns };
+    // A child namespace's head is found when the child starts (runChild).
+    this.cursor = new ThreadCursor(this.cp, settings, lease, this.ns, this.thread.tenant, {
+      lastSeq: child ? null : lease.thread.head,
+      attempt: child?.attempt ?? lease.thread.attempts,
+    });
   }
 
   /**
@@ -192,8 +167,7 @@ export class Run {
     const threadId = this.lease.threadId;
     const inputDigest = input === undefined ? undefined : sha256Hex(encode(input, 'run input'));
     if (this.thread.head === null) {
-      this.state = this.settings.schema.initial();
-      this.primeFieldTexts();
+      this.cursor.start(this.settings.schema.initial());
       await this.startRun(input, inputDigest);
       return 'started';
     }
@@ -229,7 +203,7 @@ export class Run {
     // must leave the thread listed as waiting for a person.
     await this.beginAttempt(true, false);
     await this.commitAnswer(head, target, merged, actor);
-    if (detach) return this.outcome(this.head!.body.interrupts?.length ? 'interrupted' : this.head!.body.next.length ? 'running' : 'completed');
+    if (detach) return this.outcome(this.cursor.head!.body.interrupts?.length ? 'interrupted' : this.cursor.head!.body.next.length ? 'running' : 'completed');
     return this.loop();
   }
 
@@ -240,19 +214,19 @@ export class Run {
    */
   private async answerWrites(target: PendingInterrupt, input: Record<string, unknown> | undefined, actor: string): Promise<MergeResult> {
     if (target.ns === undefined) {
-      return mergeWrites(this.settings.schema, this.state, input ? [{ name: actor, writes: input }] : [], { ...this.place, seq: this.head!.position.seq });
+      return mergeWrites(this.settings.schema, this.cursor.state, input ? [{ name: actor, writes: input }] : [], { ...this.place, seq: this.cursor.head!.position.seq });
     }
     const name = this.settings.nodeMapping[target.node] ?? target.node;
     const child = this.settings.spec.nodes.get(name)?.child;
-    if (!child) throw new GraphMismatchError([target.node], { ...this.place, seq: this.head!.position.seq });
+    if (!child) throw new GraphMismatchError([target.node], { ...this.place, seq: this.cursor.head!.position.seq });
     await this.childRun(child, target.ns).answerChild(target.child!, input, actor);
-    return NO_CHANGES(this.state);
+    return NO_CHANGES(this.cursor.state);
   }
 
   /** Commits the resume position that answers `target`, carrying what the superstep keeps until it runs. */
   private async commitAnswer(head: Head, target: PendingInterrupt, merged: MergeResult, actor: string): Promise<void> {
     const carried = head.body.cleared ?? [];
-    await this.commit({
+    await this.cursor.commit({
       kind: 'resume',
       nodes: [],
       merged,
@@ -272,7 +246,7 @@ export class Run {
   private async answerChild(id: string, input: Record<string, unknown> | undefined, actor: string): Promise<void> {
     const [newest] = await this.cp.listPositions(this.lease.threadId, this.ns, { limit: 1 });
     if (!newest) throw new CairnError(`child run ${this.ns} has no positions: its interrupt ${id} cannot be answered.`, { place: this.place });
-    this.lastSeq = newest.seq;
+    this.cursor.lastSeq = newest.seq;
     const head = await this.loadHeadAt(newest.seq);
     const target = (head.body.interrupts ?? []).find((i) => i.id === id);
     if (!target) return;
@@ -288,16 +262,15 @@ export class Run {
   async runChild(start: (initial: Record<string, unknown>) => Promise<MergeResult>): Promise<RunOutcome> {
     const [newest] = await this.cp.listPositions(this.lease.threadId, this.ns, { limit: 1 });
     if (newest) {
-      this.lastSeq = newest.seq;
+      this.cursor.lastSeq = newest.seq;
       await this.loadHeadAt(newest.seq);
     } else {
-      this.state = this.settings.schema.initial();
-      this.primeFieldTexts();
-      const merged = await start(this.state);
+      this.cursor.start(this.settings.schema.initial());
+      const merged = await start(this.cursor.state);
       const next = nextNodes(this.settings.spec, [START], this.settings.schema.view(merged.state), this.place);
-      await this.commit({ kind: 'input', nodes: [], merged, next });
+      await this.cursor.commit({ kind: 'input', nodes: [], merged, next });
     }
-    if (this.head!.body.interrupts?.length) return this.outcome('interrupted');
+    if (this.cursor.head!.body.interrupts?.length) return this.outcome('interrupted');
     return this.loop();
   }
 
@@ -316,7 +289,7 @@ export class Run {
         nodeMapping: {},
       },
       this.lease,
-      { ns, thread: this.thread, attempt: this.attempt },
+      { ns, thread: this.thread, attempt: this.cursor.attempt },
     );
   }
 
@@ -327,13 +300,13 @@ export class Run {
    */
   async fork(fromSeq: number, patch: Record<string, unknown> | undefined, actor: string): Promise<RunOutcome> {
     const loaded = await materialize(this.cp, this.settings.schema, this.lease.threadId, '', fromSeq);
-    this.adopt(loaded);
-    const merged = await mergeWrites(this.settings.schema, this.state, patch ? [{ name: actor, writes: patch }] : [], { ...this.place, seq: fromSeq });
+    this.cursor.adopt(loaded);
+    const merged = await mergeWrites(this.settings.schema, this.cursor.state, patch ? [{ name: actor, writes: patch }] : [], { ...this.place, seq: fromSeq });
     // The fork continues as its origin would: same next nodes, same pending interrupts,
     // same before-interrupts already answered. A superstep waiting for a child run is
     // the exception: the child's namespace belongs to the old branch, so the fork runs
     // that superstep afresh (its child runs start again in namespaces of their own).
-    await this.commit({
+    await this.cursor.commit({
       kind: 'fork',
       nodes: [],
       merged,
@@ -342,7 +315,7 @@ export class Run {
       ...(loaded.body.cleared ? { cleared: loaded.body.cleared } : {}),
       actor,
     });
-    const status: ThreadStatus = this.head!.body.interrupts?.length ? 'interrupted' : this.head!.body.next.length ? 'running' : 'completed';
+    const status: ThreadStatus = this.cursor.head!.body.interrupts?.length ? 'interrupted' : this.cursor.head!.body.next.length ? 'running' : 'completed';
     return this.outcome(status);
   }
 
@@ -351,7 +324,7 @@ export class Run {
     const { emit } = this.settings;
     try {
       let steps = 0;
-      while (this.head!.body.next.length > 0 && !this.head!.body.interrupts?.length) {
+      while (this.cursor.head!.body.next.length > 0 && !this.cursor.head!.body.interrupts?.length) {
         this.checkSignal();
         if (steps >= this.settings.recursionLimit) throw new RecursionLimitError(this.settings.recursionLimit, this.place);
         await this.superstep();
@@ -362,8 +335,8 @@ export class Run {
       if (!this.isChild) await this.fail(error);
       throw error;
     }
-    const status: ThreadStatus = this.head!.body.interrupts?.length ? 'interrupted' : 'completed';
-    emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.head!.position.seq });
+    const status: ThreadStatus = this.cursor.head!.body.interrupts?.length ? 'interrupted' : 'completed';
+    emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.cursor.head!.position.seq });
     return this.outcome(status);
   }
 
@@ -376,7 +349,7 @@ export class Run {
   }
 
   private outcome(status: ThreadStatus): RunOutcome {
-    return { status, seq: this.head!.position.seq, state: this.state, interrupts: this.head!.body.interrupts ?? [] };
+    return { status, seq: this.cursor.head!.position.seq, state: this.cursor.state, interrupts: this.cursor.head!.body.interrupts ?? [] };
   }
 
   // ------------------------------------------------------------ loading
@@ -387,7 +360,7 @@ export class Run {
 
   private async loadHeadAt(seq: number): Promise<Head> {
     const loaded = await materialize(this.cp, this.settings.schema, this.lease.threadId, this.ns, seq);
-    this.adopt(loaded);
+    this.cursor.adopt(loaded);
     this.settings.emit?.({
       type: 'run.loaded',
       threadId: this.lease.threadId,
@@ -396,23 +369,7 @@ export class Run {
       next: loaded.body.next,
       storedVersion: loaded.storedVersion,
     });
-    return this.head!;
-  }
-
-  private adopt(loaded: LoadedPosition): void {
-    this.head = { position: loaded.position, body: loaded.body };
-    this.state = loaded.state;
-    this.appends = loaded.appends;
-    this.sinceSnapshot = loaded.sinceSnapshot;
-    this.rebasePending = loaded.storedVersion !== this.settings.schema.version;
-    this.primeFieldTexts();
-  }
-
-  private primeFieldTexts(): void {
-    this.fieldTexts.clear();
-    for (const name of this.settings.schema.fieldNames) {
-      if (!this.settings.schema.appendFields.has(name)) this.fieldTexts.set(name, encode(this.state[name], name));
-    }
+    return this.cursor.head!;
   }
 
   /** Digest of the input that started the unfinished run (the newest input position). */
@@ -431,14 +388,14 @@ export class Run {
 
   private async beginAttempt(resumed: boolean, markRunning = true): Promise<void> {
     this.thread = await this.cp.updateThread(this.lease, { ...(markRunning ? { status: 'running' as const } : {}), attempts: 1, lastError: null });
-    this.attempt = this.thread.attempts;
+    this.cursor.attempt = this.thread.attempts;
     this.settings.emit?.({
       type: 'run.start',
       threadId: this.lease.threadId,
       at: Date.now(),
       runId: this.lease.runId,
-      attempt: this.attempt,
-      head: this.head?.position.seq ?? null,
+      attempt: this.cursor.attempt,
+      head: this.cursor.head?.position.seq ?? null,
       resumed,
     });
   }
@@ -454,18 +411,18 @@ export class Run {
     let merged: MergeResult;
     let next: string[];
     try {
-      merged = await mergeWrites(this.settings.schema, this.state, input === undefined ? [] : [{ name: 'input', writes: input }], this.place);
+      merged = await mergeWrites(this.settings.schema, this.cursor.state, input === undefined ? [] : [{ name: 'input', writes: input }], this.place);
       next = nextNodes(this.settings.spec, [START], this.settings.schema.view(merged.state), this.place);
     } catch (error) {
       if (this.thread.head === null) await this.fail(error);
       throw error;
     }
     await this.beginAttempt(false);
-    await this.commit({ kind: 'input', nodes: [], merged, next, ...(digest !== undefined ? { input: digest } : {}) });
+    await this.cursor.commit({ kind: 'input', nodes: [], merged, next, ...(digest !== undefined ? { input: digest } : {}) });
   }
 
   private async superstep(): Promise<void> {
-    const head = this.head!;
+    const head = this.cursor.head!;
     const { spec, schema } = this.settings;
     const place = { ...this.place, seq: head.position.seq };
     // Code may have renamed or removed nodes since this position was written.
@@ -482,9 +439,9 @@ export class Run {
         id: `${head.position.seq}:before:${t.node.name}`,
         node: t.node.name,
         when: 'before' as const,
-        payload: declaredPayload(t.node.options.interruptBefore!, schema.view(this.state)),
+        payload: declaredPayload(t.node.options.interruptBefore!, schema.view(this.cursor.state)),
       }));
-      await this.commit({ kind: 'interrupt', nodes: [], merged: NO_CHANGES(this.state), next: head.body.next, interrupts });
+      await this.cursor.commit({ kind: 'interrupt', nodes: [], merged: NO_CHANGES(this.cursor.state), next: head.body.next, interrupts });
       return;
     }
 
@@ -508,7 +465,7 @@ export class Run {
       }
     }
     const writers: Writer[] = tasks.map((task, i) => ({ name: task.node.name, writes: results[i]!.writes }));
-    const merged = await mergeWrites(schema, this.state, writers, place);
+    const merged = await mergeWrites(schema, this.cursor.state, writers, place);
     const ran = tasks.map((t) => t.node.name);
     const view = schema.view(merged.state);
     const next = nextNodes(spec, ran, view, place);
@@ -519,7 +476,7 @@ export class Run {
       if (after) interrupts.push({ id: `${head.position.seq}:after:${task.id}`, node: task.node.name, when: 'after', payload: declaredPayload(after, view) });
     });
     const children = results.flatMap((r) => (r.child ? [r.child] : []));
-    await this.commit({
+    await this.cursor.commit({
       kind: 'step',
       nodes: ran,
       merged,
@@ -537,7 +494,7 @@ export class Run {
    * the results of the tasks that finished so that they do not run again.
    */
   private async suspend(tasks: Task[], results: TaskResult[], origin: number): Promise<void> {
-    const head = this.head!;
+    const head = this.cursor.head!;
     const interrupts: PendingInterrupt[] = [];
     const finished: Record<string, unknown> = {};
     tasks.forEach((task, i) => {
@@ -551,10 +508,10 @@ export class Run {
       }
     });
     const children = results.flatMap((r) => (r.child ? [r.child] : []));
-    await this.commit({
+    await this.cursor.commit({
       kind: 'interrupt',
       nodes: [],
-      merged: NO_CHANGES(this.state),
+      merged: NO_CHANGES(this.cursor.state),
       next: head.body.next,
       interrupts,
       ...(head.body.cleared ? { cleared: head.body.cleared } : {}),
@@ -565,8 +522,8 @@ export class Run {
 
   /** Runs a superstep's tasks concurrently; finished siblings are kept as pending writes. */
   private async runTasks(tasks: Task[], origin: number): Promise<TaskResult[]> {
-    const base = this.head!.position;
-    const reused = new Map<string, TaskResult>(Object.entries((this.head!.body.suspended?.tasks ?? {}) as Record<string, TaskResult>));
+    const base = this.cursor.head!.position;
+    const reused = new Map<string, TaskResult>(Object.entries((this.cursor.head!.body.suspended?.tasks ?? {}) as Record<string, TaskResult>));
     if (tasks.length > 1) {
       for (const pending of await this.cp.getPendingWrites(this.lease.threadId, this.ns, base.seq)) {
         reused.set(pending.task, decode<TaskResult>(pending.body, `pending write ${pending.task} at ${base.seq}`));
@@ -599,7 +556,7 @@ export class Run {
 
   private async runTask(task: Task, origin: number): Promise<TaskResult> {
     const { settings } = this;
-    const base = this.head!.position;
+    const base = this.cursor.head!.position;
     const policy = resolveRetry(settings.retry, task.node.options.retry);
     const place = { ...this.place, seq: base.seq };
     for (let attempt = 1, staleReruns = 0; ; attempt++) {
@@ -622,7 +579,7 @@ export class Run {
       settings.emit?.({ type: 'task.start', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq, attempt });
       try {
         if (task.node.child) return await this.runSubgraph(task, task.node.child, origin);
-        const writes = await task.node.fn(settings.schema.view(this.state) as never, scope);
+        const writes = await task.node.fn(settings.schema.view(this.cursor.state) as never, scope);
         await scope.settle();
         return { writes: writes ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts, reads: scope.validatedReads };
       } catch (error) {
@@ -671,9 +628,9 @@ export class Run {
    */
   private async runSubgraph(task: Task, child: ChildSpec, origin: number): Promise<TaskResult> {
     const ns = childNamespace(this.ns, task.id, origin);
-    const view = this.settings.schema.view(this.state);
+    const view = this.settings.schema.view(this.cursor.state);
     const place = { ...this.place, ns };
-    const seed = child.share ? await sharedSeed(child.schema, this.state, place) : undefined;
+    const seed = child.share ? await sharedSeed(child.schema, this.cursor.state, place) : undefined;
     const baseline = seed && sharedBaseline(child.schema, seed.state);
     const run = this.childRun(child, ns);
     const outcome = await run.runChild(async (initial) => {
@@ -687,144 +644,6 @@ export class Run {
     return { ...result, writes: writes ?? undefined };
   }
 
-  // ------------------------------------------------------------ commit
-
-  private async commit(draft: Draft): Promise<void> {
-    const { kind, nodes, merged, next, input } = draft;
-    const records = draft.records ?? [];
-    const effects = draft.effects ?? [];
-    const interrupts = draft.interrupts ?? [];
-    const { schema } = this.settings;
-    const parent = this.head?.position ?? null;
-    // The head is always the highest seq of the thread: a new position (a fork too) takes the next one.
-    const seq = (this.lastSeq ?? -1) + 1;
-    const step = parent ? parent.step + 1 : 0;
-    const state = merged.state;
-    const changes = merged.changes;
-    this.applyRuntimeFields(state, changes, { seq, step, nodes });
-
-    const rebase = this.rebasePending;
-    if (rebase || parent === null) this.addFullWrites(state, changes, rebase);
-
-    const bodyChanges: Record<string, FieldChange | { set: RawJson }> = {};
-    const items: PositionItem[] = [];
-    let setBytes = 0;
-    for (const name of schema.fieldNames) {
-      const change = changes.get(name);
-      if (!change) continue;
-      if (change.kind === 'set') {
-        bodyChanges[name] = { set: new RawJson(change.text) };
-        setBytes += change.text.length;
-      } else {
-        bodyChanges[name] = change.reset ? { reset: change.items.length } : { append: change.items.length };
-        change.items.forEach((text, index) => items.push({ field: name, index, text }));
-      }
-    }
-    // The chain hashes items in field-name order (the order a decoded body lists them).
-    items.sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : a.index - b.index));
-    const body: PositionBody = { kind, nodes, attempt: this.attempt, lease: this.lease.epoch, changes: bodyChanges as Record<string, FieldChange>, next };
-    if (input !== undefined) body.input = input;
-    if (records.length) body.records = records;
-    if (effects.length) body.effects = effects;
-    if (merged.conflicts.length) body.conflicts = merged.conflicts;
-    if (rebase) body.rebase = true;
-    if (interrupts.length) body.interrupts = interrupts;
-    if (draft.answered !== undefined) body.answered = draft.answered;
-    if (draft.cleared?.length) body.cleared = draft.cleared;
-    if (draft.actor !== undefined) body.actor = draft.actor;
-    if (draft.children?.length) body.children = draft.children;
-    if (draft.suspended) body.suspended = draft.suspended;
-    const refs = writtenArtifactRefs(state, changes);
-    if (refs.length) body.artifacts = refs;
-
-    const unsigned = {
-      ns: this.ns,
-      seq,
-      parent: parent?.seq ?? null,
-      segment: parent && parent.seq === seq - 1 ? parent.segment : seq,
-      step,
-      schemaVersion: schema.version,
-      createdAt: Date.now(),
-      body: encode(body, 'position body'),
-    };
-    const position: StoredPosition = { ...unsigned, hash: hashPosition(unsigned, items, parent?.hash ?? GENESIS_HASH) };
-
-    // Bookkeeping for the snapshot policy, applied only once the commit lands.
-    // A rebase resets every field: cursors of the older version (maybe of fields that no longer exist) are dropped.
-    const appends = rebase ? {} : { ...this.appends };
-    for (const [name, change] of changes) {
-      if (change.kind !== 'append') continue;
-      const previous = appends[name] ?? { since: null, count: 0 };
-      appends[name] = change.reset ? { since: seq, count: change.items.length } : { ...previous, count: previous.count + change.items.length };
-    }
-    const fieldTexts = new Map(this.fieldTexts);
-    for (const [name, change] of changes) if (change.kind === 'set') fieldTexts.set(name, change.text);
-    const since = { positions: this.sinceSnapshot.positions + 1, bytes: this.sinceSnapshot.bytes + setBytes };
-    let stateBytes = 0;
-    for (const text of fieldTexts.values()) stateBytes += text.length;
-    const takeSnapshot =
-      rebase || since.positions >= this.settings.snapshotEvery || (since.positions >= 2 && since.bytes > stateBytes);
-    const snapshot = takeSnapshot ? snapshotText(schema.version, fieldTexts, appends) : undefined;
-
-    const status: ThreadStatus = interrupts.length ? 'interrupted' : next.length ? 'running' : 'completed';
-    crashPoint('before-commit', nodes);
-    await this.cp.commitStep(this.lease, { position, items, ...(snapshot ? { snapshot } : {}), status, expectedHead: this.lastSeq });
-    crashPoint('after-commit', nodes);
-
-    this.head = { position, body };
-    this.lastSeq = seq;
-    this.state = state;
-    this.appends = appends;
-    this.fieldTexts = fieldTexts;
-    this.sinceSnapshot = takeSnapshot ? { positions: 0, bytes: 0 } : since;
-    this.rebasePending = false;
-    this.settings.emit?.({
-      type: 'step.commit',
-      threadId: this.lease.threadId,
-      at: Date.now(),
-      seq,
-      step,
-      nodes,
-      next,
-      hash: position.hash,
-      snapshot: takeSnapshot,
-      status,
-    });
-  }
-
-  /** Runtime fields with a `compute` are set by the runtime at every commit (only stored when they change). */
-  private applyRuntimeFields(state: Record<string, unknown>, changes: Map<string, EncodedChange>, at: { seq: number; step: number; nodes: string[] }): void {
-    const info = { threadId: this.lease.threadId, ns: this.ns, ...at, attempt: this.attempt, tenant: this.thread.tenant };
-    for (const [name, value] of this.settings.schema.runtimeValues(info)) {
-      const text = encode(value, name);
-      if (text === this.fieldTexts.get(name)) continue;
-      state[name] = value;
-      changes.set(name, { kind: 'set', text });
-    }
-  }
-
-  /**
-   * The first position of a thread stores non-empty append defaults; a rebase (the
-   * first position under a new schema version) stores every field in full, so that
-   * nothing written at the older version is needed to read what follows.
-   */
-  private addFullWrites(state: Record<string, unknown>, changes: Map<string, EncodedChange>, rebase: boolean): void {
-    const { schema } = this.settings;
-    for (const name of schema.fieldNames) {
-      const value = state[name];
-      if (schema.appendFields.has(name)) {
-        const list = value as unknown[];
-        const change = changes.get(name);
-        const appended = change?.kind === 'append' ? change.items.length : 0;
-        // A thread's first position needs a reset only when the default list is not empty.
-        if (!rebase && appended === list.length) continue;
-        changes.set(name, { kind: 'append', items: list.map((item, i) => encode(item, `${name}[${i}]`)), reset: true });
-      } else if (rebase && !changes.has(name)) {
-        changes.set(name, { kind: 'set', text: encode(value, name) });
-      }
-    }
-  }
-
   /**
    * Records why the run stopped. Only the graph's own failures (a node out of
    * retries, a rejected write, an at-most-once effect in doubt) change the status;
@@ -833,32 +652,17 @@ export class Run {
    */
   private async fail(error: unknown): Promise<void> {
     if (LeaseLostError.is(error) || HeadMovedError.is(error)) return;
-    const lastError = { ...describeError(error), at: Date.now(), ...(this.head ? { seq: this.head.position.seq } : {}) };
+    const lastError = { ...describeError(error), at: Date.now(), ...(this.cursor.head ? { seq: this.cursor.head.position.seq } : {}) };
     const resumable = RunCancelledError.is(error) || EngineError.is(error);
     const status: ThreadStatus = resumable ? this.thread.status : NeedsAttentionError.is(error) ? 'needs_attention' : 'failed';
     await this.cp.updateThread(this.lease, resumable ? { lastError } : { status, lastError }).catch(() => undefined);
-    this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.head?.position.seq ?? null, error: lastError.message });
+    this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.cursor.head?.position.seq ?? null, error: lastError.message });
   }
-}
-
-/** Artifact refs in what a commit writes: new set values, and the items just appended. */
-function writtenArtifactRefs(state: Record<string, unknown>, changes: Map<string, EncodedChange>): ArtifactRef[] {
-  const written: unknown[] = [];
-  for (const [name, change] of changes) {
-    written.push(change.kind === 'set' ? state[name] : (state[name] as unknown[]).slice(-change.items.length));
-  }
-  return findArtifactRefs(written);
 }
 
 /** The payload of a declared interrupt: the node's function of the state, or the node's name. */
 function declaredPayload(declared: boolean | ((state: never) => unknown), state: unknown): unknown {
   return typeof declared === 'function' ? declared(state as never) : null;
-}
-
-function snapshotText(schemaVersion: number, fieldTexts: Map<string, string>, appends: Record<string, AppendCursor>): string {
-  const values: Record<string, RawJson> = {};
-  for (const [name, text] of fieldTexts) values[name] = new RawJson(text);
-  return sealSnapshot(encode({ schemaVersion, values, appends }, 'snapshot'));
 }
 
 function describeError(error: unknown): { code: string; message: string } {
