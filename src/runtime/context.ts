@@ -17,7 +17,7 @@
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import { storeValue, type StoreValueOptions } from '../artifacts/helpers.js';
 import type { Ledger, LedgerEntry } from '../contracts/ledger.js';
-import type { ListNamespacesOptions, ScopedStore, SearchOptions, Store, StoreApi, StoreItem, StoreOp, StorePage } from '../contracts/store.js';
+import type { Store } from '../contracts/store.js';
 import { sha256Hex } from '../codec/hash.js';
 import { decode, encode } from '../codec/tagged-json.js';
 import {
@@ -25,15 +25,15 @@ import {
   EffectConflictError,
   NeedsAttentionError,
   RecordMismatchError,
-  StaleReadError,
-  UpdateConflictError,
-  VersionConflictError,
   type ErrorPlace,
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
-import { backoff } from '../store/base-store.js';
 import type { EffectMode, EventSink } from './events.js';
 import type { CallRef } from './position.js';
+import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
+
+export type { NodeStore, NodeWriteOptions, ValidatedRead } from './node-store.js';
+export { findStaleRead } from './node-store.js';
 
 /** A side effect, as passed to `ctx.effect`. */
 export interface EffectSpec<T> {
@@ -47,55 +47,6 @@ export interface EffectSpec<T> {
   probe?: (key: string) => T | null | undefined | Promise<T | null | undefined>;
   /** `atLeastOnce` (default): without a probe, re-run with the same key. `atMostOnce`: stop for a person instead. */
   mode?: EffectMode;
-}
-
-/** A read a step asked to validate at commit: the version it saw (0: absent). */
-export interface ValidatedRead {
-  namespace: string[];
-  key: string;
-  version: number;
-}
-
-/** Options of a write from a node. */
-export interface NodeWriteOptions {
-  /**
-   * The version the write is based on (0: absent). Default: the version this task last
-   * read of the item, if it read it (so read-modify-write is a compare-and-set and a
-   * concurrent writer is settled by the namespace's merge rule, never silently lost);
-   * otherwise none. `'any'`: overwrite whatever is there.
-   */
-  ifVersion?: number | 'any';
-  /** Idempotency key of the write (an effect key). Default: derived from the step and call index. */
-  key?: string;
-}
-
-/**
- * Store access inside a node, as the thread's tenant (the store's access policy applies).
- *
- * Reads are direct. `get(..., { validateAtCommit: true })` records the version read: if
- * another writer changes the item before the step commits, the step runs again on
- * fresh data (bounded, then StaleReadLimitError), so nothing is committed on a stale read.
- *
- * Writes are effects under the side-effect invariant (idempotent by key: a crash neither
- * applies one twice nor loses it), and each is applied together with a check that every
- * validated read is still current, in one store transaction. A write that already landed
- * in an earlier execution of the step is not repeated when the step runs again.
- */
-export interface NodeStore {
-  /** The principal the policy sees: the thread's tenant (null without one). */
-  readonly principal: string | null;
-  get<T = unknown>(namespace: string[], key: string, options?: { validateAtCommit?: boolean }): Promise<StoreItem<T> | null>;
-  search<T = unknown>(prefix: string[], options?: SearchOptions): Promise<StorePage<T>>;
-  listNamespaces(options?: ListNamespacesOptions): Promise<string[][]>;
-  put<T = unknown>(namespace: string[], key: string, value: T, options?: NodeWriteOptions & { ttlMs?: number }): Promise<StoreItem<T>>;
-  delete(namespace: string[], key: string, options?: NodeWriteOptions): Promise<boolean>;
-  /** A compare-and-set loop (as Store.update) run as one effect; `fn` must be pure. */
-  update<T = unknown>(
-    namespace: string[],
-    key: string,
-    fn: (current: T | undefined, item: StoreItem<T> | null) => T | Promise<T>,
-    options?: { maxRetries?: number; ttlMs?: number; key?: string },
-  ): Promise<StoreItem<T>>;
 }
 
 export interface NodeContext {
@@ -202,10 +153,7 @@ export class TaskScope implements NodeContext {
 
   private call = 0;
   private entries: Promise<Map<string, LedgerEntry>> | undefined;
-  /** Version this task last saw of each store item (read or written): the default ifVersion of its writes. */
-  private readonly seen = new Map<string, number>();
-  /** Reads made with validateAtCommit, by item. */
-  private readonly validated = new Map<string, ValidatedRead>();
+  private readonly storeAccess: TaskStore;
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(private readonly options: TaskScopeOptions) {
@@ -217,7 +165,9 @@ export class TaskScope implements NodeContext {
     this.task = options.task;
     this.attempt = options.attempt;
     this.signal = options.signal;
-    this.store = this.makeStore(options.store);
+    // Store writes are effects of this task: the view runs them through ctx.effect.
+    this.storeAccess = new TaskStore(options.store, options.principal, (name, spec) => this.effect(name, spec), options.place);
+    this.store = this.storeAccess;
   }
 
   private tenantArtifacts: ArtifactStore | undefined;
@@ -254,7 +204,7 @@ export class TaskScope implements NodeContext {
 
   /** Reads this execution made with validateAtCommit, at the versions it saw (or last wrote itself). */
   get validatedReads(): ValidatedRead[] {
-    return [...this.validated.values()].map((r) => ({ namespace: [...r.namespace], key: r.key, version: r.version }));
+    return this.storeAccess.validatedReads();
   }
 
   /** Waits for every call the node started (a node that forgot an `await` still cannot commit early). */
@@ -378,154 +328,4 @@ export class TaskScope implements NodeContext {
       createdAt: Date.now(),
     } as const;
   }
-
-  private makeStore(store: Store): NodeStore {
-    const view: ScopedStore | Store = this.options.principal === undefined ? store : store.as(this.options.principal);
-    const name = (verb: string, namespace: string[], key: string) => `store.${verb} ${namespace.join('/')}/${key}`;
-    /** Runs a write as an effect and keeps what it wrote as this task's view of the item. */
-    const write = async <R>(verb: string, namespace: string[], key: string, options: NodeWriteOptions, run: (idempotencyKey: string) => Promise<R>, version: (result: R) => number): Promise<R> => {
-      let executed = false;
-      const result = await this.effect(name(verb, namespace, key), {
-        ...(options.key !== undefined ? { key: options.key } : {}),
-        // The value is not an argument: a step re-run on fresh data may compute another
-        // one, under the same key, for a write that never landed (its batch failed).
-        args: { op: verb, namespace, key },
-        run: async (idempotencyKey) => {
-          executed = true;
-          return run(idempotencyKey);
-        },
-      });
-      // A write served from the ledger landed in an earlier execution: what this execution
-      // read since is newer, so it stays the reference.
-      if (executed) this.noteWrite(namespace, key, version(result));
-      return result;
-    };
-    const basis = (namespace: string[], key: string, options: NodeWriteOptions): number | undefined =>
-      options.ifVersion === 'any' ? undefined : (options.ifVersion ?? this.seen.get(itemId(namespace, key)));
-    return {
-      principal: this.options.principal ?? null,
-      get: async <T>(namespace: string[], key: string, options: { validateAtCommit?: boolean } = {}) => {
-        const item = await view.get<T>(namespace, key);
-        const id = itemId(namespace, key);
-        const version = item?.version ?? 0;
-        this.seen.set(id, version);
-        const earlier = this.validated.get(id);
-        // Two reads of one item disagree: the first one is already stale.
-        if (earlier && earlier.version !== version) throw new StaleReadError(earlier.namespace, key, earlier.version, version, this.options.place);
-        if (options.validateAtCommit && !earlier) this.validated.set(id, { namespace: [...namespace], key, version });
-        return item;
-      },
-      search: (prefix, options) => view.search(prefix, options),
-      listNamespaces: (options) => view.listNamespaces(options),
-      put: <T>(namespace: string[], key: string, value: T, options: NodeWriteOptions & { ttlMs?: number } = {}) => {
-        const ifVersion = basis(namespace, key, options);
-        return write(
-          'put',
-          namespace,
-          key,
-          options,
-          async (idempotencyKey) =>
-            (await this.guardedWrite(view, {
-              op: 'put',
-              namespace,
-              key,
-              value,
-              idempotencyKey,
-              ...(ifVersion !== undefined ? { ifVersion } : {}),
-              ...(options.ttlMs !== undefined ? { ttlMs: options.ttlMs } : {}),
-            })) as StoreItem<T>,
-          (item) => item.version,
-        );
-      },
-      delete: (namespace, key, options = {}) => {
-        const ifVersion = basis(namespace, key, options);
-        return write(
-          'delete',
-          namespace,
-          key,
-          options,
-          async () => {
-            try {
-              return (await this.guardedWrite(view, { op: 'delete', namespace, key, ...(ifVersion !== undefined ? { ifVersion } : {}) })) as boolean;
-            } catch (error) {
-              // Already absent (this delete landed before a crash, or another writer's did):
-              // what the delete asked for holds.
-              if (VersionConflictError.is(error) && error.actual === 0 && itemId(error.namespace, error.key) === itemId(namespace, key)) return false;
-              throw error;
-            }
-          },
-          () => 0,
-        );
-      },
-      update: <T>(namespace: string[], key: string, fn: (current: T | undefined, item: StoreItem<T> | null) => T | Promise<T>, options: { maxRetries?: number; ttlMs?: number; key?: string } = {}) =>
-        write(
-          'update',
-          namespace,
-          key,
-          options,
-          async (idempotencyKey) => {
-            const maxRetries = options.maxRetries ?? 64;
-            for (let attempt = 0; ; attempt++) {
-              const current = await view.get<T>(namespace, key);
-              const next = await fn(current ? current.value : undefined, current);
-              const expected = current?.version ?? 0;
-              try {
-                // The check makes this round a strict compare-and-set even in a lastWins
-                // namespace: the function is the merge.
-                const op: StoreOp = { op: 'put', namespace, key, value: next, ifVersion: expected, idempotencyKey, ...(options.ttlMs !== undefined ? { ttlMs: options.ttlMs } : {}) };
-                return (await this.guardedWrite(view, op, { op: 'check', namespace, key, version: expected })) as StoreItem<T>;
-              } catch (error) {
-                if (!VersionConflictError.is(error)) throw error;
-                if (attempt >= maxRetries) throw new UpdateConflictError(namespace, key, attempt + 1, this.options.place);
-                await backoff(attempt + 1);
-              }
-            }
-          },
-          (item) => item.version,
-        ),
-    };
-  }
-
-  /**
-   * Applies `op` in one store transaction with a check of every validated read (and
-   * `own`, a check of the op's item), so a write never lands on a stale read. A failed
-   * validated check is a StaleReadError; any other conflict is the op's own.
-   */
-  private async guardedWrite(view: StoreApi, op: StoreOp, own?: StoreOp): Promise<unknown> {
-    const checks: StoreOp[] = [...this.validated.values()].map((r) => ({ op: 'check', namespace: r.namespace, key: r.key, version: r.version }));
-    try {
-      const results = await view.batch([...checks, ...(own ? [own] : []), op]);
-      return results[results.length - 1];
-    } catch (error) {
-      if (VersionConflictError.is(error)) {
-        const read = this.validated.get(itemId(error.namespace, error.key));
-        if (read && read.version === error.expected) throw new StaleReadError(read.namespace, read.key, read.version, error.actual, this.options.place);
-      }
-      throw error;
-    }
-  }
-
-  /** After this execution wrote an item: later writes build on that version, and its validated read moves with it. */
-  private noteWrite(namespace: string[], key: string, version: number): void {
-    const id = itemId(namespace, key);
-    this.seen.set(id, version);
-    const read = this.validated.get(id);
-    if (read) read.version = version;
-  }
-}
-
-function itemId(namespace: readonly string[], key: string): string {
-  return JSON.stringify([namespace, key]);
-}
-
-/**
- * The first of `reads` that is no longer current in `store` (as StaleReadError), or null.
- * The runtime asks just before a step commits.
- */
-export async function findStaleRead(store: Store, reads: readonly ValidatedRead[], place?: ErrorPlace): Promise<StaleReadError | null> {
-  for (const read of reads) {
-    const actual = (await store.get(read.namespace, read.key))?.version ?? 0;
-    if (actual !== read.version) return new StaleReadError(read.namespace, read.key, read.version, actual, place);
-  }
-  return null;
 }
