@@ -3,6 +3,7 @@
  * run each fixture is compared with. The tests run the BUILT package (dist/), as a
  * user would: `npm test` builds first.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,3 +37,30 @@ export const WORKED_EXAMPLE_CRASHES = [
   'inside-snapshot#2',
 ];
 
+
+/** What a fixture script printed (one JSON line each) and how its process ended. */
+export interface FixtureRun<L = Record<string, unknown> & { type: string }> {
+  lines: L[];
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+}
+
+/** Runs a fixture script in a new process, armed with CAIRN_CRASH_AT when `crashAt` is given, and collects its lines. */
+export function runFixture(script: string, args: string[], crashAt?: string): Promise<FixtureRun> {
+  const env = { ...process.env };
+  delete env.CAIRN_CRASH_AT;
+  if (crashAt) env.CAIRN_CRASH_AT = crashAt;
+  const child = spawn(process.execPath, [script, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (exitCode, signal) => {
+      const lines = stdout.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as FixtureRun['lines'][number]);
+      resolve({ lines, exitCode, signal, stderr });
+    });
+  });
+}

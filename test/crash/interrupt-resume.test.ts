@@ -8,7 +8,6 @@
  * effect lands once, no committed position is lost and the chain verifies.
  * The processes run the BUILT package (dist/): `npm test` builds first.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,17 +15,14 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
 import { decode, verifyThread } from '../../dist/index.js';
+import { runFixture, type FixtureRun } from './crash-setup.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/interrupt-process.mjs', import.meta.url));
 const THREAD = 'review_7';
 const ANSWER = { answer: 'approved', log: ['answer:approved'] };
 
-type Line = Record<string, unknown> & { type: string };
-interface ProcessRun {
-  lines: Line[];
-  exitCode: number | null;
-  signal: NodeJS.Signals | null;
-  stderr: string;
+type Line = FixtureRun['lines'][number];
+interface ProcessRun extends FixtureRun {
   result: { status: string; seq: number; state: Record<string, unknown>; interrupts: { id: string; node: string; when: string; payload: unknown }[] } | undefined;
   error: { code: string; message: string } | undefined;
 }
@@ -43,30 +39,14 @@ function newCase(prefix: string): Case {
 }
 
 /** Runs the fixture in a new process (optionally armed with CAIRN_CRASH_AT) and collects its lines. */
-function runProcess(c: Case, mode: 'run' | 'resume' | 'all', options: { crashAt?: string; answer?: unknown } = {}): Promise<ProcessRun> {
-  const env = { ...process.env };
-  delete env.CAIRN_CRASH_AT;
-  if (options.crashAt) env.CAIRN_CRASH_AT = options.crashAt;
-  const args = [FIXTURE, c.db, THREAD, mode, c.effectLog, ...(options.answer !== undefined ? [JSON.stringify(options.answer)] : [])];
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (exitCode, signal) => {
-      const lines = stdout.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Line);
-      resolve({
-        lines,
-        exitCode,
-        signal,
-        stderr,
-        result: lines.find((l) => l.type === 'result') as ProcessRun['result'],
-        error: lines.find((l) => l.type === 'error') as ProcessRun['error'],
-      });
-    });
-  });
+async function runProcess(c: Case, mode: 'run' | 'resume' | 'all', options: { crashAt?: string; answer?: unknown } = {}): Promise<ProcessRun> {
+  const args = [c.db, THREAD, mode, c.effectLog, ...(options.answer !== undefined ? [JSON.stringify(options.answer)] : [])];
+  const run = await runFixture(FIXTURE, args, options.crashAt);
+  return {
+    ...run,
+    result: run.lines.find((l) => l.type === 'result') as ProcessRun['result'],
+    error: run.lines.find((l) => l.type === 'error') as ProcessRun['error'],
+  };
 }
 
 function effectLines(c: Case): string[] {

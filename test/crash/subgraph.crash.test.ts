@@ -7,7 +7,6 @@
  * committed position (of every namespace) is kept, the chains verify, and the final
  * state equals a crash-free run's. The processes run the BUILT package (dist/).
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,16 +14,13 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
 import { verifyThread } from '../../dist/index.js';
+import { runFixture, type FixtureRun } from './crash-setup.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/subgraph-process.mjs', import.meta.url));
 const THREAD = 'sub_1';
 
-type Line = Record<string, unknown> & { type: string };
-interface ProcessRun {
-  lines: Line[];
-  exitCode: number | null;
-  signal: NodeJS.Signals | null;
-  stderr: string;
+type Line = FixtureRun['lines'][number];
+interface ProcessRun extends FixtureRun {
   result: { status: string; seq: number; state: Record<string, unknown> } | undefined;
 }
 
@@ -33,22 +29,9 @@ function newCase(): { db: string; effectLog: string } {
   return { db: join(dir, 'cairn.db'), effectLog: join(dir, 'effects.log') };
 }
 
-function runProcess(c: { db: string; effectLog: string }, crashAt?: string): Promise<ProcessRun> {
-  const env = { ...process.env };
-  delete env.CAIRN_CRASH_AT;
-  if (crashAt) env.CAIRN_CRASH_AT = crashAt;
-  const child = spawn(process.execPath, [FIXTURE, c.db, THREAD, c.effectLog], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (exitCode, signal) => {
-      const lines = stdout.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Line);
-      resolve({ lines, exitCode, signal, stderr, result: lines.find((l) => l.type === 'result') as ProcessRun['result'] });
-    });
-  });
+async function runProcess(c: { db: string; effectLog: string }, crashAt?: string): Promise<ProcessRun> {
+  const run = await runFixture(FIXTURE, [c.db, THREAD, c.effectLog], crashAt);
+  return { ...run, result: run.lines.find((l) => l.type === 'result') as ProcessRun['result'] };
 }
 
 const commits = (run: ProcessRun) => run.lines.filter((l) => l.type === 'step.commit') as (Line & { ns: string; seq: number; hash: string; nodes: string[] })[];
