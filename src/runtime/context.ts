@@ -142,7 +142,6 @@ export class TaskScope implements NodeContext {
   readonly task: string;
   readonly attempt: number;
   readonly signal: AbortSignal;
-  readonly store: NodeStore;
   /** Records and effects this execution used, in call order. */
   readonly records: CallRef[] = [];
   readonly effects: CallRef[] = [];
@@ -153,7 +152,8 @@ export class TaskScope implements NodeContext {
 
   private call = 0;
   private entries: Promise<Map<string, LedgerEntry>> | undefined;
-  private readonly storeAccess: TaskStore;
+  /** Made on first use of ctx.store: most nodes never touch the store. */
+  private storeAccess: TaskStore | undefined;
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(private readonly options: TaskScopeOptions) {
@@ -165,9 +165,11 @@ export class TaskScope implements NodeContext {
     this.task = options.task;
     this.attempt = options.attempt;
     this.signal = options.signal;
+  }
+
+  get store(): NodeStore {
     // Store writes are effects of this task: the view runs them through ctx.effect.
-    this.storeAccess = new TaskStore(options.store, options.principal, (name, spec) => this.effect(name, spec), options.place);
-    this.store = this.storeAccess;
+    return (this.storeAccess ??= new TaskStore(this.options.store, this.options.principal, (name, spec) => this.effect(name, spec), this.options.place));
   }
 
   private tenantArtifacts: ArtifactStore | undefined;
@@ -204,7 +206,7 @@ export class TaskScope implements NodeContext {
 
   /** Reads this execution made with validateAtCommit, at the versions it saw (or last wrote itself). */
   get validatedReads(): ValidatedRead[] {
-    return this.storeAccess.validatedReads();
+    return this.storeAccess?.validatedReads() ?? [];
   }
 
   /** Waits for every call the node started (a node that forgot an `await` still cannot commit early). */

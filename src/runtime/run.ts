@@ -453,7 +453,7 @@ export class Run {
     // validateAtCommit: a task's store reads may have gone stale while it or a sibling was
     // still running. Check them all just before the commit and run the tasks whose reads
     // changed again, on fresh data (bounded). Only the commit's own round trip is left uncovered.
-    for (let round = 0; ; round++) {
+    for (let round = 0; results.some((r) => r.reads?.length); round++) {
       const stale = await Promise.all(results.map((r) => findStaleRead(this.settings.engine.store, r.reads ?? [], place)));
       const first = stale.findIndex((s) => s !== null);
       if (first < 0) break;
