@@ -285,7 +285,8 @@ export class Run {
         snapshotEvery: child.snapshotEvery ?? this.settings.snapshotEvery,
         recursionLimit: child.recursionLimit ?? DEFAULT_CHILD_RECURSION_LIMIT,
         retry: child.retry ?? this.settings.retry,
-        emit: emit ? (event) => emit({ ...event, ns }) : undefined,
+        // A grandchild's events pass through here already named: keep the innermost ns.
+        emit: emit ? (event) => emit({ ...event, ns: event.ns ?? ns }) : undefined,
         nodeMapping: {},
       },
       this.lease,

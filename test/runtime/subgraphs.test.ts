@@ -346,7 +346,10 @@ describe.each(ENGINES)('child runs on %s', (name) => {
         .edge(START, 'middle')
         .edge('middle', END)
         .compile({ engine: ctx.engine });
-      const paused = await app.run({ thread: 'i3' });
+      const committedIn = new Set<string>();
+      const paused = await app.run({ thread: 'i3', onEvent: (e) => e.type === 'step.commit' && committedIn.add(e.ns ?? '') });
+      // Events name the namespace they happened in, however deep.
+      expect([...committedIn].sort()).toEqual(['', 'middle:0@0', 'middle:0@0|leaf:0@0']);
       const [pending] = paused.interrupts;
       expect(pending!.ns).toBe('middle:0@0');
       expect(pending!.child).toMatch(/^middle:0@0\|leaf:0@0#/);
