@@ -51,6 +51,11 @@ export interface PositionItem {
   text: string;
 }
 
+/** The order of a position's items wherever it matters (the chain hash, storage): by field name, then index. */
+export function comparePositionItems(a: PositionItem, b: PositionItem): number {
+  return a.field < b.field ? -1 : a.field > b.field ? 1 : a.index - b.index;
+}
+
 /** An inclusive range of seqs; a position's ancestors are a few such ranges. */
 export interface SeqRange {
   from: number;

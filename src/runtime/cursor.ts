@@ -7,7 +7,7 @@
  * writes it in one transaction, and moves the cursor only once that has landed.
  */
 import type { ArtifactRef } from '../contracts/artifact-store.js';
-import type { Checkpointer, PositionItem, StoredPosition } from '../contracts/checkpointer.js';
+import { comparePositionItems, type Checkpointer, type PositionItem, type StoredPosition } from '../contracts/checkpointer.js';
 import type { ThreadLease, ThreadStatus } from '../contracts/threads.js';
 import { findArtifactRefs } from '../artifacts/refs.js';
 import { GENESIS_HASH } from '../codec/hash.js';
@@ -131,7 +131,7 @@ export class ThreadCursor {
       }
     }
     // The chain hashes items in field-name order (the order a decoded body lists them).
-    items.sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : a.index - b.index));
+    items.sort(comparePositionItems);
     const body: PositionBody = { kind, nodes, attempt: this.attempt, lease: this.lease.epoch, changes: bodyChanges as Record<string, FieldChange>, next };
     if (input !== undefined) body.input = input;
     if (records.length) body.records = records;

@@ -17,7 +17,7 @@ import { nextNodes, type GraphSpec } from './graph.js';
 import { ancestorRanges, materialize } from './materialize.js';
 import { mergeWrites } from './merge.js';
 import { appendedFields, type PositionBody, type PositionKind } from './position.js';
-import { childNamespace, sharedBaseline, sharedSeed, sharedWrites, type ChildSpec } from './subgraph.js';
+import { childNamespace, childResultWrites, sharedStart, type ChildSpec } from './subgraph.js';
 
 export interface ReplayDivergenceInfo {
   node: string;
@@ -201,11 +201,8 @@ async function servedChildWrites(
   if (!head) throw new ReplayDivergence(node, -1, 'child run', `no child run was recorded in namespace ${ns}`);
   const loaded = await materialize(cp, child.schema, threadId, ns, head.seq);
   if (loaded.body.next.length || loaded.body.interrupts?.length) throw new ReplayDivergence(node, -1, 'child run', `the child run in ${ns} never finished`);
-  if (child.share) {
-    const seed = await sharedSeed(child.schema, state, { engine: cp.engine, thread: threadId, ns });
-    return sharedWrites(child.schema, sharedBaseline(child.schema, seed.state), loaded.state);
-  }
-  return child.output?.(child.schema.view(loaded.state) as never, settings.schema.view(state) as never) ?? undefined;
+  const shared = await sharedStart(child, state, { engine: cp.engine, thread: threadId, ns });
+  return childResultWrites(child, shared, loaded.state, settings.schema.view(state));
 }
 
 /** Applies what a non-step position stored (an input, an answer, a fork's patch) to the replayed state. */

@@ -49,7 +49,7 @@ import { materialize } from './materialize.js';
 import { mergeWrites, type MergeResult, type Writer } from './merge.js';
 import type { CallRef, PendingInterrupt, PositionBody } from './position.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
-import { childNamespace, sharedBaseline, sharedSeed, sharedWrites, type ChildSpec } from './subgraph.js';
+import { childNamespace, childResultWrites, sharedStart, type ChildSpec } from './subgraph.js';
 import { ThreadCursor, type Head } from './cursor.js';
 
 /** Settings a run works with (from compile() and run()). */
@@ -244,10 +244,8 @@ export class Run {
    * after the child's answer committed but before the parent's): nothing to do.
    */
   private async answerChild(id: string, input: Record<string, unknown> | undefined, actor: string): Promise<void> {
-    const [newest] = await this.cp.listPositions(this.lease.threadId, this.ns, { limit: 1 });
-    if (!newest) throw new CairnError(`child run ${this.ns} has no positions: its interrupt ${id} cannot be answered.`, { place: this.place });
-    this.cursor.lastSeq = newest.seq;
-    const head = await this.loadHeadAt(newest.seq);
+    const head = await this.loadNamespaceHead();
+    if (!head) throw new CairnError(`child run ${this.ns} has no positions: its interrupt ${id} cannot be answered.`, { place: this.place });
     const target = (head.body.interrupts ?? []).find((i) => i.id === id);
     if (!target) return;
     const merged = await this.answerWrites(target, input, actor);
@@ -260,11 +258,7 @@ export class Run {
    * until the child's END or an interrupt.
    */
   async runChild(start: (initial: Record<string, unknown>) => Promise<MergeResult>): Promise<RunOutcome> {
-    const [newest] = await this.cp.listPositions(this.lease.threadId, this.ns, { limit: 1 });
-    if (newest) {
-      this.cursor.lastSeq = newest.seq;
-      await this.loadHeadAt(newest.seq);
-    } else {
+    if (!(await this.loadNamespaceHead())) {
       this.cursor.start(this.settings.schema.initial());
       const merged = await start(this.cursor.state);
       const next = nextNodes(this.settings.spec, [START], this.settings.schema.view(merged.state), this.place);
@@ -357,6 +351,14 @@ export class Run {
 
   private loadHead(): Promise<Head> {
     return this.loadHeadAt(this.thread.head!);
+  }
+
+  /** A child run's head: its namespace's highest seq (null before its first position). */
+  private async loadNamespaceHead(): Promise<Head | null> {
+    const [newest] = await this.cp.listPositions(this.lease.threadId, this.ns, { limit: 1 });
+    if (!newest) return null;
+    this.cursor.lastSeq = newest.seq;
+    return this.loadHeadAt(newest.seq);
   }
 
   private async loadHeadAt(seq: number): Promise<Head> {
@@ -631,18 +633,16 @@ export class Run {
     const ns = childNamespace(this.ns, task.id, origin);
     const view = this.settings.schema.view(this.cursor.state);
     const place = { ...this.place, ns };
-    const seed = child.share ? await sharedSeed(child.schema, this.cursor.state, place) : undefined;
-    const baseline = seed && sharedBaseline(child.schema, seed.state);
+    const shared = await sharedStart(child, this.cursor.state, place);
     const run = this.childRun(child, ns);
     const outcome = await run.runChild(async (initial) => {
-      if (seed) return seed;
+      if (shared) return shared.seed;
       const input = child.input?.(view as never);
       return mergeWrites(child.schema, initial, input ? [{ name: 'input', writes: input }] : [], place);
     });
     const result: TaskResult = { writes: undefined, records: [], effects: [], interrupts: [], child: ns };
     if (outcome.status === 'interrupted') return { ...result, suspended: outcome.interrupts };
-    const writes = baseline ? sharedWrites(child.schema, baseline, outcome.state) : child.output?.(child.schema.view(outcome.state) as never, view as never);
-    return { ...result, writes: writes ?? undefined };
+    return { ...result, writes: childResultWrites(child, shared, outcome.state, view) };
   }
 
   /**

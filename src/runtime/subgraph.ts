@@ -111,7 +111,7 @@ function sharedNames(child: StateSchema): string[] {
  * fields (validated against the child's schemas; lists copied, since the runtime
  * extends them in place). The changes make the child's first position store them.
  */
-export async function sharedSeed(child: StateSchema, parentState: Record<string, unknown>, place: ErrorPlace): Promise<MergeResult> {
+async function sharedSeed(child: StateSchema, parentState: Record<string, unknown>, place: ErrorPlace): Promise<MergeResult> {
   const state = child.initial();
   const changes = new Map<string, EncodedChange>();
   for (const name of sharedNames(child)) {
@@ -129,13 +129,13 @@ export async function sharedSeed(child: StateSchema, parentState: Record<string,
 }
 
 /** What a shared child started from, per field: a list's length, or a value's encoding. */
-export type SharedBaseline = Map<string, number | string>;
+type SharedBaseline = Map<string, number | string>;
 
 /**
  * Taken before the child runs: the child's run extends its lists in place, so the
  * seed's own arrays do not stay as they started.
  */
-export function sharedBaseline(child: StateSchema, seed: Record<string, unknown>): SharedBaseline {
+function sharedBaseline(child: StateSchema, seed: Record<string, unknown>): SharedBaseline {
   const baseline: SharedBaseline = new Map();
   for (const name of sharedNames(child)) {
     baseline.set(name, child.appendFields.has(name) ? (seed[name] as unknown[]).length : encode(seed[name], name));
@@ -147,7 +147,7 @@ export function sharedBaseline(child: StateSchema, seed: Record<string, unknown>
  * What a shared child changed, as writes for the parent's reducers: the items it
  * appended to each list, and each replaced value that differs from the one it started with.
  */
-export function sharedWrites(child: StateSchema, baseline: SharedBaseline, final: Record<string, unknown>): Record<string, unknown> {
+function sharedWrites(child: StateSchema, baseline: SharedBaseline, final: Record<string, unknown>): Record<string, unknown> {
   const writes: Record<string, unknown> = {};
   for (const [name, before] of baseline) {
     if (typeof before === 'number') {
@@ -158,4 +158,31 @@ export function sharedWrites(child: StateSchema, baseline: SharedBaseline, final
     }
   }
   return writes;
+}
+
+/** Where a shared child starts (its first position's writes) and the baseline its net change is measured from. */
+export interface SharedStart {
+  seed: MergeResult;
+  baseline: SharedBaseline;
+}
+
+/** For a shared child, its start from the parent's state; undefined for an isolated one. */
+export async function sharedStart(child: ChildSpec, parentState: Record<string, unknown>, place: ErrorPlace): Promise<SharedStart | undefined> {
+  if (!child.share) return undefined;
+  const seed = await sharedSeed(child.schema, parentState, place);
+  return { seed, baseline: sharedBaseline(child.schema, seed.state) };
+}
+
+/**
+ * The subgraph node's writes, from its child's final state: the net change of a
+ * shared child, or the `output` mapping of an isolated one (none without a mapping).
+ */
+export function childResultWrites(
+  child: ChildSpec,
+  shared: SharedStart | undefined,
+  final: Record<string, unknown>,
+  parentView: unknown,
+): Record<string, unknown> | undefined {
+  if (shared) return sharedWrites(child.schema, shared.baseline, final);
+  return child.output?.(child.schema.view(final) as never, parentView as never) ?? undefined;
 }

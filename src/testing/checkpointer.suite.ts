@@ -64,8 +64,11 @@ function fakeHash(n: number): string {
   return n.toString(16).padStart(64, '0');
 }
 
-/** A root-namespace position that continues `parent` (or starts a thread when parent is null). */
-function linear(seq: number, extra: Partial<StoredPosition> = {}): StoredPosition {
+/**
+ * A stand-in position for engine tests: root namespace, continuing seq - 1 (or starting
+ * the thread at 0), a body that names its seq and a 64-hex hash derived from it.
+ */
+export function linearPosition(seq: number, extra: Partial<StoredPosition> = {}): StoredPosition {
   return {
     ns: '',
     seq,
@@ -82,7 +85,7 @@ function linear(seq: number, extra: Partial<StoredPosition> = {}): StoredPositio
 
 /** A position that forks from an older `parent`: it starts a new segment at its own seq. */
 function forked(seq: number, parent: number, extra: Partial<StoredPosition> = {}): StoredPosition {
-  return linear(seq, { parent, segment: seq, step: parent + 1, body: `{"kind":"fork","seq":${seq}}`, ...extra });
+  return linearPosition(seq, { parent, segment: seq, step: parent + 1, body: `{"kind":"fork","seq":${seq}}`, ...extra });
 }
 
 function item(field: string, index: number, text: string): PositionItem {
@@ -154,7 +157,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
 
     /** Commits positions 0..last in a line under `lease`. */
     async function commitLine(lease: ThreadLease, last: number, from = 0): Promise<void> {
-      for (let seq = from; seq <= last; seq++) await cp.commitStep(lease, commitOf(linear(seq), seq === 0 ? null : seq - 1));
+      for (let seq = from; seq <= last; seq++) await cp.commitStep(lease, commitOf(linearPosition(seq), seq === 0 ? null : seq - 1));
     }
 
     describe('threads and leases', () => {
@@ -266,7 +269,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         expect(renewed.expiresAt).toBeGreaterThan(lease.expiresAt);
         await sleep(SHORT_LEASE * 2);
         await expectError(() => cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE }), ThreadBusyError);
-        await cp.commitStep(renewed, commitOf(linear(0), null));
+        await cp.commitStep(renewed, commitOf(linearPosition(0), null));
         expect((await cp.getThread('t1'))!.head).toBe(0);
       });
 
@@ -280,7 +283,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
       it('a released lease can no longer write', async () => {
         const lease = await create('t1');
         await cp.releaseThread(lease);
-        await expectError(() => cp.commitStep(lease, commitOf(linear(0), null)), LeaseLostError);
+        await expectError(() => cp.commitStep(lease, commitOf(linearPosition(0), null)), LeaseLostError);
         await expectError(() => cp.updateThread(lease, { status: 'failed' }), LeaseLostError);
         expect(await cp.getPosition('t1', '', 0)).toBeNull();
         expect((await cp.getThread('t1'))!.status).toBe('running');
@@ -290,7 +293,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         const { stale, fresh } = await takenOver('t1');
         await cp.releaseThread(stale);
         await expectError(() => cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE }), ThreadBusyError);
-        await cp.commitStep(fresh, commitOf(linear(0), null));
+        await cp.commitStep(fresh, commitOf(linearPosition(0), null));
         expect((await cp.getThread('t1'))!.head).toBe(0);
       });
 
@@ -330,7 +333,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
 
       it('putSnapshot throws LeaseLostError and stores nothing', async () => {
         const { stale, fresh } = await takenOver('t1');
-        await cp.commitStep(fresh, commitOf(linear(0), null));
+        await cp.commitStep(fresh, commitOf(linearPosition(0), null));
         await expectError(() => cp.putSnapshot(stale, { ns: '', seq: 0, text: '{"s":0}' }), LeaseLostError);
         expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 10 }])).toBeNull();
       });
@@ -343,12 +346,12 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
 
       it('commitStep throws LeaseLostError and writes no position, item, snapshot or head', async () => {
         const stale = await create('t1', { leaseMs: SHORT_LEASE });
-        await cp.commitStep(stale, commitOf(linear(0), null));
+        await cp.commitStep(stale, commitOf(linearPosition(0), null));
         await sleep(SHORT_LEASE * 2);
         const fresh = await cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE });
         await cp.putPendingWrite(fresh, { ns: '', baseSeq: 0, task: 'a:0', body: '{}' });
         await expectError(
-          () => cp.commitStep(stale, commitOf(linear(1), 0, { items: [item('messages', 0, '"hi"')], snapshot: '{"s":1}', status: 'completed' })),
+          () => cp.commitStep(stale, commitOf(linearPosition(1), 0, { items: [item('messages', 0, '"hi"')], snapshot: '{"s":1}', status: 'completed' })),
           LeaseLostError,
         );
         expect(await cp.getPosition('t1', '', 1)).toBeNull();
@@ -357,19 +360,19 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         expect(await cp.getThread('t1')).toMatchObject({ head: 0, status: 'running' });
         expect(await cp.getPendingWrites('t1', '', 0)).toHaveLength(1);
         // The successor extends the same head.
-        await cp.commitStep(fresh, commitOf(linear(1), 0));
+        await cp.commitStep(fresh, commitOf(linearPosition(1), 0));
       });
     });
 
     describe('commitStep', () => {
       it('writes position, items and snapshot and advances head and status', async () => {
         const lease = await create('t1');
-        const p0 = linear(0);
+        const p0 = linearPosition(0);
         await cp.commitStep(lease, commitOf(p0, null, { items: [item('messages', 0, '"a"'), item('messages', 1, '"b"')], snapshot: '{"snap":0}' }));
         expect(await cp.getPosition('t1', '', 0)).toEqual(p0);
         expect(await cp.getThread('t1')).toMatchObject({ head: 0, status: 'running' });
 
-        const p1 = linear(1, { body: '{"changes":{"x":{"set":1}},"kind":"step"}' });
+        const p1 = linearPosition(1, { body: '{"changes":{"x":{"set":1}},"kind":"step"}' });
         await cp.commitStep(lease, commitOf(p1, 0, { items: [item('log', 0, '{"n":1}')], status: 'interrupted' }));
         expect(await cp.getPosition('t1', '', 1)).toEqual(p1);
         expect(await cp.getPositionItems('t1', '', 1, ['log'])).toEqual([item('log', 0, '{"n":1}')]);
@@ -381,7 +384,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
       it('stores every position field and the hash exactly (64 lowercase hex)', async () => {
         const lease = await create('t1');
         const hash = 'ab'.repeat(32);
-        const p = linear(0, { step: 7, schemaVersion: 3, createdAt: 1_234_567_890_123, body: '{"kind":"input","nested":{"a":[1,2,"ü"]}}', hash });
+        const p = linearPosition(0, { step: 7, schemaVersion: 3, createdAt: 1_234_567_890_123, body: '{"kind":"input","nested":{"a":[1,2,"ü"]}}', hash });
         await cp.commitStep(lease, commitOf(p, null));
         const stored = await cp.getPosition('t1', '', 0);
         expect(stored).toEqual(p);
@@ -394,7 +397,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         const before = await cp.getThread('t1');
         for (const wrong of [null, 0, 5]) {
           const error = await expectError(
-            () => cp.commitStep(lease, commitOf(linear(2), wrong, { items: [item('m', 0, '1')], snapshot: '{}', status: 'completed' })),
+            () => cp.commitStep(lease, commitOf(linearPosition(2), wrong, { items: [item('m', 0, '1')], snapshot: '{}', status: 'completed' })),
             HeadMovedError,
           );
           expect(error.expected).toBe(wrong);
@@ -408,7 +411,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
 
       it('throws HeadMovedError for a non-null expectedHead on a thread with no position yet', async () => {
         const lease = await create('t1');
-        await expectError(() => cp.commitStep(lease, commitOf(linear(1), 0)), HeadMovedError);
+        await expectError(() => cp.commitStep(lease, commitOf(linearPosition(1), 0)), HeadMovedError);
         expect(await cp.getPosition('t1', '', 1)).toBeNull();
         expect((await cp.getThread('t1'))!.head).toBeNull();
       });
@@ -420,12 +423,12 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         const original = await cp.getPosition('t1', '', 1);
         const extra = { status: 'completed' as const, snapshot: '{}', items: [item('m', 0, '1')] };
         // expectedHead is the head, but the seq reuses the head's (an overwrite) or skips one (a gap).
-        await expectError(() => cp.commitStep(lease, commitOf(linear(1, { body: '{"kind":"other"}', hash: fakeHash(999) }), 1, extra)), HeadMovedError);
-        await expectError(() => cp.commitStep(lease, commitOf(linear(3, { parent: 1 }), 1, extra)), HeadMovedError);
-        await expectError(() => cp.commitStep(lease, commitOf(linear(0, { hash: fakeHash(998) }), null, extra)), HeadMovedError);
+        await expectError(() => cp.commitStep(lease, commitOf(linearPosition(1, { body: '{"kind":"other"}', hash: fakeHash(999) }), 1, extra)), HeadMovedError);
+        await expectError(() => cp.commitStep(lease, commitOf(linearPosition(3, { parent: 1 }), 1, extra)), HeadMovedError);
+        await expectError(() => cp.commitStep(lease, commitOf(linearPosition(0, { hash: fakeHash(998) }), null, extra)), HeadMovedError);
         expect(await cp.getPosition('t1', '', 1)).toEqual(original);
         expect(await cp.getPosition('t1', '', 3)).toBeNull();
-        expect(await cp.getPosition('t1', '', 0)).toEqual(linear(0));
+        expect(await cp.getPosition('t1', '', 0)).toEqual(linearPosition(0));
         expect(await cp.getThread('t1')).toMatchObject({ head: before!.head, status: before!.status });
         expect(await cp.getSnapshot('t1', '', [{ from: 0, to: 9 }])).toBeNull();
         expect(await cp.getItems('t1', '', 'm', [{ from: 0, to: 9 }])).toEqual([]);
@@ -436,10 +439,10 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         await commitLine(lease, 2);
         await cp.commitStep(lease, commitOf(forked(3, 1), 2));
         expect((await cp.getThread('t1'))!.head).toBe(3);
-        expect(await cp.getPosition('t1', '', 2)).toEqual(linear(2));
+        expect(await cp.getPosition('t1', '', 2)).toEqual(linearPosition(2));
         expect(await cp.getPosition('t1', '', 3)).toEqual(forked(3, 1));
         // The next step continues the new branch.
-        await cp.commitStep(lease, commitOf(linear(4, { segment: 3, step: 3 }), 3));
+        await cp.commitStep(lease, commitOf(linearPosition(4, { segment: 3, step: 3 }), 3));
         expect((await cp.getThread('t1'))!.head).toBe(4);
       });
 
@@ -447,23 +450,23 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         const lease = await create('t1');
         await commitLine(lease, 1);
         const child = 'parent|node:0';
-        const c0 = linear(0, { ns: child, hash: fakeHash(100) });
-        const c1 = linear(1, { ns: child, hash: fakeHash(101) });
-        const c2 = linear(2, { ns: child, hash: fakeHash(102) });
+        const c0 = linearPosition(0, { ns: child, hash: fakeHash(100) });
+        const c1 = linearPosition(1, { ns: child, hash: fakeHash(101) });
+        const c2 = linearPosition(2, { ns: child, hash: fakeHash(102) });
         // The child namespace starts empty: its first position extends null, whatever the root head.
         await cp.commitStep(lease, commitOf(c0, null));
         await cp.commitStep(lease, commitOf(c1, 0, { items: [item('m', 0, '"child"')] }));
         await cp.commitStep(lease, commitOf(c2, 1));
         expect((await cp.getThread('t1'))!.head).toBe(1);
         // The child's head moved to 2; the root's is still 1.
-        await expectError(() => cp.commitStep(lease, commitOf(linear(3, { ns: child, hash: fakeHash(103) }), 1)), HeadMovedError);
+        await expectError(() => cp.commitStep(lease, commitOf(linearPosition(3, { ns: child, hash: fakeHash(103) }), 1)), HeadMovedError);
         expect(await cp.getPosition('t1', child, 1)).toEqual(c1);
-        expect(await cp.getPositions('t1', '', { from: 0, to: 9 })).toEqual([linear(0), linear(1)]);
+        expect(await cp.getPositions('t1', '', { from: 0, to: 9 })).toEqual([linearPosition(0), linearPosition(1)]);
         expect(await cp.getPositions('t1', child, { from: 0, to: 9 })).toEqual([c0, c1, c2]);
         expect(await cp.getItems('t1', '', 'm', [{ from: 0, to: 9 }])).toEqual([]);
         expect(await cp.getItems('t1', child, 'm', [{ from: 0, to: 9 }])).toEqual(['"child"']);
         // The root chain continues from its own head.
-        await cp.commitStep(lease, commitOf(linear(2), 1));
+        await cp.commitStep(lease, commitOf(linearPosition(2), 1));
         expect((await cp.getThread('t1'))!.head).toBe(2);
       });
     });
@@ -472,7 +475,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
       /** Commits positions 0..last of `ns` in a line, with hashes no other namespace uses. */
       async function commitChild(lease: ThreadLease, ns: string, last: number, salt: number): Promise<void> {
         for (let seq = 0; seq <= last; seq++) {
-          await cp.commitStep(lease, commitOf(linear(seq, { ns, hash: fakeHash(salt + seq) }), seq === 0 ? null : seq - 1));
+          await cp.commitStep(lease, commitOf(linearPosition(seq, { ns, hash: fakeHash(salt + seq) }), seq === 0 ? null : seq - 1));
         }
       }
 
@@ -535,7 +538,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         await cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'b:0', body: '{}' });
         await cp.putPendingWrite(lease, { ns: '', baseSeq: 1, task: 'a:0', body: '{"later":true}' });
         await cp.putPendingWrite(lease, { ns: 'child|n:0', baseSeq: 0, task: 'a:0', body: '{"child":true}' });
-        await cp.commitStep(lease, commitOf(linear(1), 0));
+        await cp.commitStep(lease, commitOf(linearPosition(1), 0));
         expect(await cp.getPendingWrites('t1', '', 0)).toEqual([]);
         expect(await cp.getPendingWrites('t1', '', 1)).toEqual([{ ns: '', baseSeq: 1, task: 'a:0', body: '{"later":true}' }]);
         expect(await cp.getPendingWrites('t1', 'child|n:0', 0)).toEqual([{ ns: 'child|n:0', baseSeq: 0, task: 'a:0', body: '{"child":true}' }]);
@@ -545,7 +548,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         const lease = await create('t1');
         await commitLine(lease, 1);
         await cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'a:0', body: '{}' });
-        await expectError(() => cp.commitStep(lease, commitOf(linear(5, { parent: 0 }), 0)), HeadMovedError);
+        await expectError(() => cp.commitStep(lease, commitOf(linearPosition(5, { parent: 0 }), 0)), HeadMovedError);
         expect(await cp.getPendingWrites('t1', '', 0)).toHaveLength(1);
       });
 
@@ -570,8 +573,8 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         const lease = await create('t1');
         await commitLine(lease, 5);
         expect((await cp.getPositions('t1', '', { from: 1, to: 3 })).map((p) => p.seq)).toEqual([1, 2, 3]);
-        expect(await cp.getPositions('t1', '', { from: 4, to: 100 })).toEqual([linear(4), linear(5)]);
-        expect(await cp.getPositions('t1', '', { from: 2, to: 2 })).toEqual([linear(2)]);
+        expect(await cp.getPositions('t1', '', { from: 4, to: 100 })).toEqual([linearPosition(4), linearPosition(5)]);
+        expect(await cp.getPositions('t1', '', { from: 2, to: 2 })).toEqual([linearPosition(2)]);
         expect(await cp.getPositions('t1', '', { from: 3, to: 2 })).toEqual([]);
         expect(await cp.getPositions('t1', '', { from: 6, to: 9 })).toEqual([]);
         expect(await cp.getPositions('missing', '', { from: 0, to: 9 })).toEqual([]);
@@ -586,7 +589,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         expect((await cp.listPositions('t1', '', { beforeSeq: 1, limit: 3 })).map((p) => p.seq)).toEqual([0]);
         expect(await cp.listPositions('t1', '', { beforeSeq: 0 })).toEqual([]);
         expect((await cp.listPositions('t1', '', { beforeSeq: 3 })).map((p) => p.seq)).toEqual([2, 1, 0]);
-        expect(await cp.listPositions('t1', '', { limit: 1 })).toEqual([linear(6)]);
+        expect(await cp.listPositions('t1', '', { limit: 1 })).toEqual([linearPosition(6)]);
 
         // Paging through the whole history visits every position once.
         const seen: number[] = [];
@@ -607,11 +610,11 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
        * Position 4's ancestry is the ranges [0..1] and [3..4].
        */
       async function branching(lease: ThreadLease, snapshotAt4: boolean): Promise<void> {
-        await cp.commitStep(lease, commitOf(linear(0), null, { snapshot: '{"at":0}', items: [item('m', 0, '"m0"'), item('other', 0, '"o0"')] }));
-        await cp.commitStep(lease, commitOf(linear(1), 0, { items: [item('m', 0, '"m1a"'), item('m', 1, '"m1b"')] }));
-        await cp.commitStep(lease, commitOf(linear(2), 1, { snapshot: '{"at":2}', items: [item('m', 0, '"m2"')] }));
+        await cp.commitStep(lease, commitOf(linearPosition(0), null, { snapshot: '{"at":0}', items: [item('m', 0, '"m0"'), item('other', 0, '"o0"')] }));
+        await cp.commitStep(lease, commitOf(linearPosition(1), 0, { items: [item('m', 0, '"m1a"'), item('m', 1, '"m1b"')] }));
+        await cp.commitStep(lease, commitOf(linearPosition(2), 1, { snapshot: '{"at":2}', items: [item('m', 0, '"m2"')] }));
         await cp.commitStep(lease, commitOf(forked(3, 1), 2, { items: [item('m', 0, '{"b":3}'), item('other', 0, '"o3"')] }));
-        await cp.commitStep(lease, commitOf(linear(4, { segment: 3, step: 3 }), 3, snapshotAt4 ? { snapshot: '{"at":4}' } : {}));
+        await cp.commitStep(lease, commitOf(linearPosition(4, { segment: 3, step: 3 }), 3, snapshotAt4 ? { snapshot: '{"at":4}' } : {}));
       }
       const branchOf4 = [
         { from: 0, to: 1 },
@@ -673,16 +676,16 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
       // order the commit listed them, not by index. The runtime happens to sort them; the contract orders by (seq, index).
       it('getItems orders by index even when a commit lists items out of order', async () => {
         const lease = await create('t1');
-        await cp.commitStep(lease, commitOf(linear(0), null, { items: [item('m', 1, '"second"'), item('m', 0, '"first"'), item('m', 2, '"third"')] }));
-        await cp.commitStep(lease, commitOf(linear(1), 0, { items: [item('m', 0, '"fourth"')] }));
+        await cp.commitStep(lease, commitOf(linearPosition(0), null, { items: [item('m', 1, '"second"'), item('m', 0, '"first"'), item('m', 2, '"third"')] }));
+        await cp.commitStep(lease, commitOf(linearPosition(1), 0, { items: [item('m', 0, '"fourth"')] }));
         expect(await cp.getItems('t1', '', 'm', [{ from: 0, to: 1 }])).toEqual(['"first"', '"second"', '"third"', '"fourth"']);
       });
 
       it('getItems returns every item text exactly, many at a time', async () => {
         const lease = await create('t1');
         const texts = Array.from({ length: 300 }, (_, i) => JSON.stringify({ i, text: `message ${i} ,[]" ü 🧭` }));
-        await cp.commitStep(lease, commitOf(linear(0), null, { items: texts.slice(0, 150).map((t, i) => item('m', i, t)) }));
-        await cp.commitStep(lease, commitOf(linear(1), 0, { items: texts.slice(150).map((t, i) => item('m', i, t)) }));
+        await cp.commitStep(lease, commitOf(linearPosition(0), null, { items: texts.slice(0, 150).map((t, i) => item('m', i, t)) }));
+        await cp.commitStep(lease, commitOf(linearPosition(1), 0, { items: texts.slice(150).map((t, i) => item('m', i, t)) }));
         expect(await cp.getItems('t1', '', 'm', [{ from: 0, to: 1 }])).toEqual(texts);
       });
 
@@ -691,9 +694,9 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         const lease = await create('t1');
         await cp.commitStep(
           lease,
-          commitOf(linear(0), null, { items: [item('b', 1, '"b1"'), item('a', 0, '"a0"'), item('b', 0, '"b0"'), item('c', 0, '"c0"')] }),
+          commitOf(linearPosition(0), null, { items: [item('b', 1, '"b1"'), item('a', 0, '"a0"'), item('b', 0, '"b0"'), item('c', 0, '"c0"')] }),
         );
-        await cp.commitStep(lease, commitOf(linear(1), 0, { items: [item('a', 0, '"later"')] }));
+        await cp.commitStep(lease, commitOf(linearPosition(1), 0, { items: [item('a', 0, '"later"')] }));
         expect(await cp.getPositionItems('t1', '', 0, ['b', 'a'])).toEqual([item('b', 0, '"b0"'), item('b', 1, '"b1"'), item('a', 0, '"a0"')]);
         expect(await cp.getPositionItems('t1', '', 0, ['a'])).toEqual([item('a', 0, '"a0"')]);
         expect(await cp.getPositionItems('t1', '', 0, ['none'])).toEqual([]);
@@ -914,7 +917,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         await sleep(3);
         const since = Date.now();
         const lease = await cp.acquireThread('a', { owner: remoteOwner(), leaseMs: LONG_LEASE });
-        await cp.commitStep(lease, commitOf(linear(0, { createdAt: Date.now() }), null));
+        await cp.commitStep(lease, commitOf(linearPosition(0, { createdAt: Date.now() }), null));
         expect((await cp.getThread('a'))!.updatedAt).toBeGreaterThanOrEqual(since);
         expect(await ids({ updatedAt: { from: since } })).toEqual(['a']);
       });
@@ -1027,9 +1030,9 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
        */
       async function populated(threadId: string, options: { keep?: boolean; leaseMs?: number; status?: ThreadStatus } = {}) {
         const lease = await create(threadId, { leaseMs: options.leaseMs ?? LONG_LEASE, tenant: 'acme', metadata: { n: threadId } });
-        await cp.commitStep(lease, commitOf(linear(0), null, { items: [item('m', 0, '"m0"'), item('m', 1, '"m1"')], snapshot: '{"s":0}' }));
-        await cp.commitStep(lease, commitOf(linear(1), 0, { items: [item('m', 0, '"m2"')] }));
-        await cp.commitStep(lease, commitOf(linear(0, { ns: 'parent|child:0', hash: fakeHash(50) }), null, { items: [item('c', 0, '"c0"')], snapshot: '{"c":0}' }));
+        await cp.commitStep(lease, commitOf(linearPosition(0), null, { items: [item('m', 0, '"m0"'), item('m', 1, '"m1"')], snapshot: '{"s":0}' }));
+        await cp.commitStep(lease, commitOf(linearPosition(1), 0, { items: [item('m', 0, '"m2"')] }));
+        await cp.commitStep(lease, commitOf(linearPosition(0, { ns: 'parent|child:0', hash: fakeHash(50) }), null, { items: [item('c', 0, '"c0"')], snapshot: '{"c":0}' }));
         await cp.putPendingWrite(lease, { ns: '', baseSeq: 1, task: 'a:0', body: '{"w":1}' });
         await cp.updateThread(lease, { attempts: 2, failure: { ns: '', code: 'ERR_A', message: 'a', node: 'n', seq: 1, attempt: 1, at: 1 } });
         await cp.updateThread(lease, { failure: { ns: '', code: 'ERR_B', message: 'b', node: 'n', seq: 1, attempt: 2, at: 2 }, ...(options.status ? { status: options.status } : {}) });
@@ -1119,8 +1122,8 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         await populated('t1');
         const grandchild = 'parent|child:0|deeper:1@0';
         const lease = await cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE });
-        await cp.commitStep(lease, commitOf(linear(0, { ns: grandchild, hash: fakeHash(60) }), null));
-        await cp.commitStep(lease, commitOf(linear(1, { ns: grandchild, hash: fakeHash(61) }), 0));
+        await cp.commitStep(lease, commitOf(linearPosition(0, { ns: grandchild, hash: fakeHash(60) }), null));
+        await cp.commitStep(lease, commitOf(linearPosition(1, { ns: grandchild, hash: fakeHash(61) }), 0));
         await cp.releaseThread(lease);
         expect(await cp.listNamespaces('t1')).toEqual(['', 'parent|child:0', grandchild]);
 
@@ -1134,8 +1137,8 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         expect(await cp.getSnapshot('t1', 'parent|child:0', [{ from: 0, to: 100 }])).toBeNull();
         expect(await cp.getItems('t1', 'parent|child:0', 'c', [{ from: 0, to: 100 }])).toEqual([]);
         // No head survives either: the child namespace starts again at seq 0 from null.
-        await expectError(() => cp.commitStep(again, commitOf(linear(2, { ns: grandchild, hash: fakeHash(62) }), 1)), HeadMovedError);
-        await cp.commitStep(again, commitOf(linear(0, { ns: grandchild, hash: fakeHash(70) }), null));
+        await expectError(() => cp.commitStep(again, commitOf(linearPosition(2, { ns: grandchild, hash: fakeHash(62) }), 1)), HeadMovedError);
+        await cp.commitStep(again, commitOf(linearPosition(0, { ns: grandchild, hash: fakeHash(70) }), null));
         expect(await cp.listNamespaces('t1')).toEqual([grandchild]);
       });
 
@@ -1169,7 +1172,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         const stale = await populated('t1', { keep: true, leaseMs: SHORT_LEASE });
         await sleep(SHORT_LEASE * 2);
         expect((await cp.deleteThread('t1')).deleted).toBe(true);
-        await expectError(() => cp.commitStep(stale, commitOf(linear(2), 1)), LeaseLostError);
+        await expectError(() => cp.commitStep(stale, commitOf(linearPosition(2), 1)), LeaseLostError);
         await expectError(() => cp.updateThread(stale, { status: 'failed', failure: { ns: '', code: 'ERR_LATE', message: 'late', at: 3 } }), LeaseLostError);
         await expectError(() => cp.putPendingWrite(stale, { ns: '', baseSeq: 1, task: 'b:0', body: '{}' }), LeaseLostError);
         await expectError(() => cp.putSnapshot(stale, { ns: '', seq: 1, text: '{}' }), LeaseLostError);
@@ -1254,7 +1257,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
           ['acquireThread', () => cp.acquireThread('t2', { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {} } })],
           ['renewLease', () => cp.renewLease(lease, LONG_LEASE)],
           ['updateThread', () => cp.updateThread(lease, { attempts: 1 })],
-          ['commitStep', () => cp.commitStep(lease, commitOf(linear(1), 0))],
+          ['commitStep', () => cp.commitStep(lease, commitOf(linearPosition(1), 0))],
           ['putPendingWrite', () => cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'a:0', body: '{}' })],
           ['getPendingWrites', () => cp.getPendingWrites('t1', '', 0)],
           ['getPosition', () => cp.getPosition('t1', '', 0)],
@@ -1285,7 +1288,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         await cp.close();
         await expectError(() => cp.getThread('t1'), EngineClosedError);
         await expectError(() => cp.listThreads(), EngineClosedError);
-        await expectError(() => cp.commitStep(lease, commitOf(linear(0), null)), EngineClosedError);
+        await expectError(() => cp.commitStep(lease, commitOf(linearPosition(0), null)), EngineClosedError);
       });
 
       it('close() twice is harmless', async () => {

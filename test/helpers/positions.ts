@@ -14,21 +14,12 @@ import { randomUUID } from 'node:crypto';
 import type { Checkpointer, PositionItem, StoredPosition } from '../../src/contracts/checkpointer.js';
 import type { ThreadStatus } from '../../src/contracts/threads.js';
 import { GENESIS_HASH } from '../../src/codec/hash.js';
+import { linearPosition as standInPosition } from '../../src/testing/checkpointer.suite.js';
 import { encode } from '../../src/codec/tagged-json.js';
 import { appendedFields, hashPosition, sealSnapshot, type PositionBody } from '../../src/runtime/position.js';
 
 export function linearPosition(seq: number, body = `{"kind":"step","seq":${seq}}`): StoredPosition {
-  return {
-    ns: '',
-    seq,
-    parent: seq === 0 ? null : seq - 1,
-    segment: 0,
-    step: seq,
-    schemaVersion: 1,
-    createdAt: 1_700_000_000_000 + seq,
-    body,
-    hash: (seq + 1).toString(16).padStart(64, '0'),
-  };
+  return standInPosition(seq, { body });
 }
 
 /** One position of a {@link chain}: what its body says beyond the defaults, and what it appends. */

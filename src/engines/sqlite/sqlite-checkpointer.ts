@@ -16,6 +16,7 @@ import type {
   StoredPosition,
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
+import { comparePositionItems } from '../../contracts/checkpointer.js';
 import type { DeleteThreadOptions, DeleteThreadResult, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../../contracts/threads.js';
 import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
@@ -349,7 +350,7 @@ export class SqliteCheckpointer implements Checkpointer {
       let itemsFrom: number | bigint | null = null;
       if (items.length) {
         const insert = this.conn.stmt('INSERT INTO cairn_items (tid, ns, field, seq, idx, body) VALUES (?, ?, ?, ?, ?, ?)');
-        const ordered = [...items].sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : a.index - b.index));
+        const ordered = items.length > 1 ? [...items].sort(comparePositionItems) : items;
         for (const item of ordered) {
           const { lastInsertRowid } = insert.run(tid, position.ns, item.field, position.seq, item.index, item.text);
           itemsFrom ??= lastInsertRowid;
