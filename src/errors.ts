@@ -189,6 +189,26 @@ export class SchemaFromFutureError extends coded('ERR_SCHEMA_FROM_FUTURE') {
 /** The state definition itself is inconsistent (missing upcaster, bad version numbers...). */
 export class SchemaDefinitionError extends coded('ERR_SCHEMA_DEFINITION') {}
 
+/**
+ * A stored position was written by code whose field `field` was a different thing
+ * (another role, reducer or schema) at the same schema version. Reading it with this
+ * code would hand nodes data of the wrong shape, so nothing is read.
+ */
+export class SchemaDriftError extends coded('ERR_SCHEMA_DRIFT') {
+  constructor(
+    readonly field: string,
+    readonly version: number,
+    readonly detail: string,
+    place?: ErrorPlace,
+  ) {
+    super(
+      `field "${field}" changed at schema version ${version} without a version bump: ${detail}. ` +
+        `Bump defineState({ version }) to ${version + 1} and add upcast[${version}] to convert what is stored; nothing was read.`,
+      { place },
+    );
+  }
+}
+
 // ---------------------------------------------------------------- codec & integrity
 
 /** A value cannot be encoded (function, symbol, class instance, cycle): rejected before anything is stored. */
@@ -318,12 +338,17 @@ export class UnknownNodeError extends coded('ERR_UNKNOWN_NODE') {
   }
 }
 
-/** Stored control flow names nodes this code no longer has. */
+/** Stored control flow names nodes this code no longer has. Nothing was changed. */
 export class GraphMismatchError extends coded('ERR_GRAPH_MISMATCH') {
-  constructor(readonly missing: string[], place?: ErrorPlace) {
+  /**
+   * @param call the call that found it (`run`, `resume`, `fork`...): the message tells
+   *   the caller to pass `nodeMapping` to that call.
+   */
+  constructor(readonly missing: string[], place?: ErrorPlace, call = 'run') {
+    const at = place?.seq !== undefined ? `the thread is at seq ${place.seq}, whose` : 'the stored';
     super(
-      `the stored position will next run ${missing.map((n) => `"${n}"`).join(', ')}, which this graph does not have. ` +
-        `Restore the node(s), or pass nodeMapping to run() to say which nodes replace them.`,
+      `${at} position will next run ${missing.map((n) => `"${n}"`).join(', ')}, which this graph does not have. ` +
+        `Restore the node(s), or pass nodeMapping to ${call}() (e.g. { nodeMapping: { ${JSON.stringify(missing[0] ?? 'old')}: "<new name>" } }) to say which nodes replace them. Nothing was changed.`,
       { place },
     );
   }

@@ -4,7 +4,7 @@
  * `hash(position) = H(parent hash ‖ header ‖ body ‖ appended items)`.
  * The input is framed with lengths so that no two different records hash alike.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 
 /** Hash of the (virtual) parent of a thread's first position. */
 export const GENESIS_HASH = '0'.repeat(64);
@@ -35,4 +35,52 @@ export function chainHash(input: ChainInput): string {
 
 function frame(text: string): string {
   return `${text.length}:${text}`;
+}
+
+/**
+ * A running digest over an ordered list of item texts (one append field's items, as
+ * a snapshot points at them): sha256 over the texts, then over their lengths, so that
+ * moving a boundary between two items changes it too. `extend` returns a new digest
+ * and leaves this one as it was: a cursor moves its digests only once a commit lands.
+ *
+ * @example
+ * ```ts
+ * const d = ItemDigest.of(['"a"', '"b"']);
+ * d.extend(['"c"']).value();   // the digest of ["a","b","c"]
+ * ```
+ */
+export class ItemDigest {
+  private constructor(
+    private readonly hash: Hash,
+    /** Lengths of the items, shared by the digests extended from one another: this one covers `count` of them. */
+    private readonly lengths: number[],
+    readonly count: number,
+  ) {}
+
+  /** The digest of `texts`. */
+  static of(texts: readonly string[]): ItemDigest {
+    return new ItemDigest(createHash('sha256'), [], 0).extend(texts);
+  }
+
+  /** This digest with `texts` added after its items. */
+  extend(texts: readonly string[]): ItemDigest {
+    if (texts.length === 0) return this;
+    const hash = this.hash.copy();
+    // The shared array grows only past this digest's own items; a sibling that already
+    // grew it past `count` gets a copy of the prefix instead.
+    const lengths = this.lengths.length === this.count ? this.lengths : this.lengths.slice(0, this.count);
+    for (let i = 0; i < texts.length; i++) {
+      const text = texts[i]!;
+      hash.update(text);
+      lengths.push(text.length);
+    }
+    return new ItemDigest(hash, lengths, this.count + texts.length);
+  }
+
+  /** Lowercase hex digest of the items so far. */
+  value(): string {
+    const hash = this.hash.copy();
+    hash.update(`|${this.lengths.slice(0, this.count).join(',')}`);
+    return hash.digest('hex');
+  }
 }

@@ -13,9 +13,13 @@
  * - **Fencing**: every write that takes a {@link ThreadLease} checks, in the same
  *   transaction, that the lease's `runId` and `epoch` still hold the thread; if
  *   not it throws {@link LeaseLostError} and writes nothing.
- * - **No silent forks**: a namespace's head is its highest seq, and a commit's
- *   position must be `expectedHead + 1` with `expectedHead` the current head;
- *   otherwise {@link HeadMovedError} and nothing is written.
+ * - **No silent forks**: a commit's position must be `expectedHead + 1` with
+ *   `expectedHead` the namespace's current head; otherwise {@link HeadMovedError}
+ *   and nothing is written.
+ * - **Anchored heads**: each namespace's head (seq and chain hash) is kept in the
+ *   thread's record, written by the commit that moves it, in its transaction
+ *   ({@link Checkpointer.getHead}). Deleting the newest positions cannot pass for
+ *   an older head: readers load the anchored head and check its hash.
  * - **Immutability**: positions, items and snapshots are never updated once written.
  * - **Durability**: when a method's promise resolves, what it wrote survives a
  *   crash of the process (and, for durable engines, of the machine).
@@ -54,6 +58,18 @@ export interface PositionItem {
 /** The order of a position's items wherever it matters (the chain hash, storage): by field name, then index. */
 export function comparePositionItems(a: PositionItem, b: PositionItem): number {
   return a.field < b.field ? -1 : a.field > b.field ? 1 : a.index - b.index;
+}
+
+/** One item with the seq of the position that appended it (see {@link Checkpointer.getRangeItems}). */
+export interface RangeItem extends PositionItem {
+  seq: number;
+}
+
+/** A namespace's head as the thread record anchors it: the newest position's seq and its chain hash. */
+export interface HeadAnchor {
+  seq: number;
+  /** Hex chain hash of the position at `seq`. */
+  hash: string;
 }
 
 /** An inclusive range of seqs; a position's ancestors are a few such ranges. */
@@ -148,8 +164,25 @@ export interface Checkpointer {
   /** Updates the held thread's record (fenced). Returns the new record. */
   updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord>;
 
-  /** Commits one step boundary atomically (fenced, head-checked). See {@link StepCommit}. */
+  /**
+   * Commits one step boundary atomically (fenced, head-checked): the position, its
+   * items, its snapshot, the namespace's head anchor (`position.seq` and
+   * `position.hash`), the thread status and the removal of the folded-in pending
+   * writes. See {@link StepCommit}.
+   */
   commitStep(lease: ThreadLease, commit: StepCommit): Promise<void>;
+  /**
+   * The namespace's anchored head: the seq and hash the last {@link commitStep} of
+   * the namespace wrote, or null when it has none (a missing thread included). It
+   * is what a reader compares the newest stored position with, so a truncated log
+   * is an error, not an older head.
+   *
+   * @example
+   * ```ts
+   * const head = await cp.getHead('cust_42', '');   // { seq: 3, hash: '9f2c…' }
+   * ```
+   */
+  getHead(threadId: string, ns: string): Promise<HeadAnchor | null>;
   /**
    * Stores, or replaces, the snapshot of an existing position (fenced). Snapshots are
    * derived data outside the chain; `cairn migrate --rewrite-snapshots` writes fresh
@@ -167,7 +200,7 @@ export interface Checkpointer {
   /** Positions with `from <= seq <= to`, ascending by seq (no ancestry check: pass ranges from one branch). */
   getPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]>;
   /**
-   * The namespaces of the thread that hold at least one position, each once, ascending
+   * The namespaces of the thread that hold at least one position or a head anchor, each once, ascending
    * in code point order (the byte order of their UTF-8, as `listThreads` orders ids):
    * `''` (the root graph) first when it has positions, then child runs such as
    * `research:0@4` and `research:0@4|deep:1@2`. `[]` for a missing thread. Inspection
@@ -184,6 +217,8 @@ export interface Checkpointer {
   listPositions(threadId: string, ns: string, page?: { beforeSeq?: number; limit?: number }): Promise<StoredPosition[]>;
   /** The snapshot with the highest seq inside `ranges`, or null. */
   getSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null>;
+  /** Every snapshot with `from <= seq <= to`, ascending by seq (`verify` checks each). */
+  getSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]>;
   /**
    * The texts of the items appended to `field` by positions inside `ranges`, ordered
    * by (seq, index). One query: this is the bulk of loading a long thread.
@@ -194,6 +229,12 @@ export interface Checkpointer {
    * to), in (field order given, index) order. Used to verify the chain.
    */
   getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]>;
+  /**
+   * Every item of every position with `from <= seq <= to`, whatever its field, ordered
+   * by (seq, field, index): one query for the chain checks of many positions (a load's
+   * positions after its snapshot, a verify batch).
+   */
+  getRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]>;
 
   /**
    * Optional (workers): claims up to `limit` runnable threads — status `running`, no

@@ -119,6 +119,12 @@ export interface ThreadQuery {
 export interface DeleteThreadOptions {
   /** Delete only if the thread's status is this one (or one of these); otherwise nothing is deleted. */
   ifStatus?: ThreadStatus | readonly ThreadStatus[];
+  /**
+   * The caller holds the thread under this lease: its own live hold does not refuse
+   * the delete (a run removing a thread it created and could not start). Fenced:
+   * LeaseLostError, and nothing deleted, when the lease no longer holds the thread.
+   */
+  lease?: ThreadLease;
 }
 
 /** How many rows of each kind a thread's deletion removed (child namespaces included). */

@@ -1,21 +1,37 @@
 /**
  * @module inspect/verify
- * Recomputes a thread's hash chains from its stored rows: every position's hash
- * must equal H(parent hash ‖ header ‖ body ‖ items), every parent must exist, and
- * every body must decode. Each namespace (the root graph '' and every child run's)
- * is a chain of its own, starting from the genesis hash, so each is checked on its
- * own. Works on any {@link Checkpointer}.
+ * Checks everything a read of a thread relies on, from its stored rows:
+ * - **positions**: every hash equals H(parent hash ‖ header ‖ body ‖ items), every
+ *   parent exists, every body decodes;
+ * - **heads**: each namespace's head anchored in the thread record names its newest
+ *   position, by seq and hash (a truncated log fails here);
+ * - **snapshots**: each is sealed, names the chain hashes of its position and of that
+ *   position's parent, and its item digests and counts match the items in the log;
+ * - **the ledger**: every recorded output and effect outcome a position used exists,
+ *   belongs to that step, and matches the digest the position holds.
+ * Each namespace (the root graph '' and every child run's) is a chain of its own,
+ * starting from the genesis hash. Works on any {@link Checkpointer} and {@link Ledger}.
  */
-import type { Checkpointer } from '../contracts/checkpointer.js';
-import { GENESIS_HASH } from '../codec/hash.js';
+import type { Checkpointer, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
+import type { Engine } from '../contracts/engine.js';
+import type { LedgerEntry } from '../contracts/ledger.js';
+import { comparePositionItems } from '../contracts/checkpointer.js';
+import { GENESIS_HASH, ItemDigest, sha256Hex } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
-import { recomputeHash, type PositionBody } from '../runtime/position.js';
-import { describePosition, namespacePositions } from './walk.js';
+import { ThreadNotFoundError } from '../errors.js';
+import { ancestorRanges, type SnapshotBody } from '../runtime/materialize.js';
+import { SNAPSHOT_FORMAT, hashPosition, openSnapshot, type CallRef, type PositionBody } from '../runtime/position.js';
+import { describePosition } from './walk.js';
+
+/** What a problem was found in. */
+export type VerifyProblemKind = 'position' | 'head' | 'snapshot' | 'ledger';
 
 export interface VerifyProblem {
-  /** Namespace of the damaged position: '' for the root graph, e.g. `research:0@4` for a child run. */
+  /** Namespace of the damaged row: '' for the root graph, e.g. `research:0@4` for a child run. */
   ns: string;
+  /** The position the problem is at (a snapshot's seq; for the ledger, the position that used the entry). */
   seq: number;
+  kind: VerifyProblemKind;
   code: 'ERR_CORRUPT_RECORD';
   message: string;
 }
@@ -25,63 +41,214 @@ export interface VerifyReport {
   ok: boolean;
   /** Positions checked, over every namespace. */
   positions: number;
+  /** Snapshots checked, over every namespace. */
+  snapshots: number;
+  /** Ledger entries checked (recorded outputs and effect outcomes positions rely on). */
+  ledgerEntries: number;
   /** Root problems first, then each child namespace's, in `listNamespaces` order; by seq within one. */
   problems: VerifyProblem[];
 }
 
-/** Verifies every position of every namespace of a thread. */
-export async function verifyThread(cp: Checkpointer, threadId: string): Promise<VerifyReport> {
-  const thread = await cp.getThread(threadId);
-  const problems: VerifyProblem[] = [];
-  let positions = 0;
-  let rootHashes = new Map<number, string>();
-  for (const ns of await cp.listNamespaces(threadId)) {
-    const chain = await verifyNamespace(cp, threadId, ns, problems);
-    positions += chain.positions;
-    if (ns === '') rootHashes = chain.hashes;
-  }
-  if (thread && thread.head !== null && !rootHashes.has(thread.head)) {
-    problems.push({ ns: '', seq: thread.head, code: 'ERR_CORRUPT_RECORD', message: `the thread's head ${thread.head} is not a stored position.` });
-  }
-  return { threadId, ok: problems.length === 0, positions, problems };
-}
+/** Positions (and their items) read per query. */
+const BATCH = 500;
 
 /**
- * Checks one namespace's chain, appending what is wrong to `problems`. Returns how
- * many positions it read and the stored hash of each one whose body decoded (by seq).
+ * Verifies every namespace of a thread: positions, anchored heads, snapshots and (given
+ * an engine, not only its checkpointer) the ledger rows its positions rely on.
+ * ThreadNotFoundError for a missing thread.
+ *
+ * @example
+ * ```ts
+ * const report = await verifyThread(engine, 'cust_42');
+ * for (const p of report.problems) console.log(p.kind, p.ns || '(root)', p.seq, p.message);
+ * ```
  */
+export async function verifyThread(source: Engine | Checkpointer, threadId: string): Promise<VerifyReport> {
+  const { cp, ledger } = 'checkpointer' in source ? { cp: source.checkpointer, ledger: source.ledger } : { cp: source, ledger: undefined };
+  const thread = await cp.getThread(threadId);
+  if (!thread) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
+  const entries = ledger ? new Map((await ledger.list(threadId)).map((entry) => [entry.key, entry])) : undefined;
+  const report: VerifyReport = { threadId, ok: true, positions: 0, snapshots: 0, ledgerEntries: 0, problems: [] };
+  for (const ns of await cp.listNamespaces(threadId)) {
+    const chain = await verifyNamespace(cp, threadId, ns, entries, report);
+    await verifyHead(cp, threadId, ns, chain, report.problems);
+    await verifySnapshots(cp, threadId, ns, chain, report);
+  }
+  report.ok = report.problems.length === 0;
+  return report;
+}
+
+/** What one namespace's walk learned: each position's stored hash (those whose body decoded) and the newest seq. */
+interface NamespaceChain {
+  hashes: Map<number, string>;
+  positions: Map<number, StoredPosition>;
+  newest: number | null;
+}
+
+/** Checks one namespace's positions and the ledger rows they rely on. */
 async function verifyNamespace(
   cp: Checkpointer,
   threadId: string,
   ns: string,
-  problems: VerifyProblem[],
-): Promise<{ positions: number; hashes: Map<number, string> }> {
+  entries: Map<string, LedgerEntry> | undefined,
+  report: VerifyReport,
+): Promise<NamespaceChain> {
   // This namespace's hashes only: a parent seq names a position of the same chain, and
   // a first position (parent null) extends the genesis hash, in a child run as at the root.
-  const hashes = new Map<number, string>();
-  let positions = 0;
-  for await (const position of namespacePositions(cp, threadId, ns)) {
-    positions++;
-    const problem = (message: string) => problems.push({ ns, seq: position.seq, code: 'ERR_CORRUPT_RECORD', message });
-    let body: PositionBody;
-    try {
-      body = decode<PositionBody>(position.body, describePosition(ns, position.seq));
-    } catch (error) {
-      problem((error as Error).message);
-      continue;
-    }
-    let parentHash = GENESIS_HASH;
-    if (position.parent !== null) {
-      const known = hashes.get(position.parent);
-      if (known === undefined) {
-        problem(`parent ${position.parent} is missing or comes after its child.`);
+  const chain: NamespaceChain = { hashes: new Map(), positions: new Map(), newest: null };
+  /** Seq a step's records are keyed by, for positions whose next superstep resumes a suspended one. */
+  const origins = new Map<number, number>();
+  const [newest] = await cp.listPositions(threadId, ns, { limit: 1 });
+  if (!newest) return chain;
+  chain.newest = newest.seq;
+  for (let from = 0; from <= newest.seq; from += BATCH) {
+    const range = { from, to: Math.min(newest.seq, from + BATCH - 1) };
+    const [positions, items] = await Promise.all([cp.getPositions(threadId, ns, range), cp.getRangeItems(threadId, ns, range)]);
+    const itemsBySeq = groupBySeq(items);
+    for (const position of positions) {
+      report.positions++;
+      chain.positions.set(position.seq, position);
+      const problem = (message: string) => report.problems.push({ ns, seq: position.seq, kind: 'position', code: 'ERR_CORRUPT_RECORD', message });
+      let body: PositionBody;
+      try {
+        body = decode<PositionBody>(position.body, describePosition(ns, position.seq));
+      } catch (error) {
+        problem((error as Error).message);
         continue;
       }
-      parentHash = known;
+      let parentHash = GENESIS_HASH;
+      if (position.parent !== null) {
+        const known = chain.hashes.get(position.parent);
+        if (known === undefined) {
+          problem(`parent ${position.parent} is missing or comes after its child.`);
+          continue;
+        }
+        parentHash = known;
+      }
+      const expected = hashPosition(position, itemsBySeq.get(position.seq) ?? [], parentHash);
+      if (expected !== position.hash) problem(`hash mismatch: stored ${position.hash.slice(0, 16)}…, recomputed ${expected.slice(0, 16)}….`);
+      chain.hashes.set(position.seq, position.hash);
+      if (body.suspended) origins.set(position.seq, body.suspended.origin);
+      if (entries && position.parent !== null) {
+        const origin = origins.get(position.parent) ?? position.parent;
+        for (const [kind, refs] of [['record', body.records], ['effect', body.effects]] as const) {
+          for (const ref of refs ?? []) {
+            report.ledgerEntries++;
+            const message = ledgerProblem(ref, kind, entries.get(ref.key), ns, origin);
+            if (message) report.problems.push({ ns, seq: position.seq, kind: 'ledger', code: 'ERR_CORRUPT_RECORD', message });
+          }
+        }
+      }
     }
-    const expected = await recomputeHash(cp, threadId, position, body, parentHash);
-    if (expected !== position.hash) problem(`hash mismatch: stored ${position.hash.slice(0, 16)}…, recomputed ${expected.slice(0, 16)}….`);
-    hashes.set(position.seq, position.hash);
   }
-  return { positions, hashes };
+  return chain;
+}
+
+/** What is wrong with the ledger entry a position's call ref names, or undefined. */
+function ledgerProblem(ref: CallRef, kind: 'record' | 'effect', entry: LedgerEntry | undefined, ns: string, origin: number): string | undefined {
+  const what = `${kind === 'record' ? 'recorded output' : 'effect'} ${ref.key} ("${ref.name}")`;
+  if (!entry) return `${what} is missing from the ledger.`;
+  if (entry.kind !== kind) return `${what} is stored as a ledger ${entry.kind}.`;
+  if (entry.name !== ref.name) return `${what} is stored under the name "${entry.name}".`;
+  if (entry.status !== 'done' || entry.outcome === null) return `${what} has no outcome in the ledger.`;
+  if (entry.ns !== ns || entry.seq !== origin) return `${what} is stored for another step (namespace "${entry.ns}", seq ${entry.seq}; the step started at seq ${origin}).`;
+  if (sha256Hex(entry.outcome) !== ref.digest) return `${what} does not match the digest its position holds: its outcome was changed or damaged.`;
+  return undefined;
+}
+
+/** The anchored head of `ns` must be its newest position, by seq and hash. */
+async function verifyHead(cp: Checkpointer, threadId: string, ns: string, chain: NamespaceChain, problems: VerifyProblem[]): Promise<void> {
+  const head = await cp.getHead(threadId, ns);
+  const problem = (seq: number, message: string) => problems.push({ ns, seq, kind: 'head', code: 'ERR_CORRUPT_RECORD', message });
+  if (!head) {
+    if (chain.newest !== null) problem(chain.newest, `the thread record anchors no head for this namespace, whose newest position is ${chain.newest}.`);
+    return;
+  }
+  if (chain.newest === null || head.seq > chain.newest) {
+    problem(head.seq, `the thread record anchors the head at seq ${head.seq}, but the newest stored position is ${chain.newest ?? 'none'}: positions were removed.`);
+    return;
+  }
+  if (head.seq < chain.newest) problem(chain.newest, `positions up to ${chain.newest} are stored after the anchored head ${head.seq}.`);
+  const stored = chain.positions.get(head.seq);
+  if (!stored) problem(head.seq, `the anchored head ${head.seq} is not a stored position.`);
+  else if (stored.hash !== head.hash) problem(head.seq, `the anchored head's hash ${head.hash.slice(0, 16)}… is not position ${head.seq}'s (${stored.hash.slice(0, 16)}…).`);
+}
+
+/**
+ * Every snapshot of `ns`: sealed, bound to its position and its parent by hash, and
+ * its item counts and digests those of the log. Digests are carried from one snapshot
+ * to the next on the same branch, so a long linear thread's items are hashed once.
+ */
+async function verifySnapshots(cp: Checkpointer, threadId: string, ns: string, chain: NamespaceChain, report: VerifyReport): Promise<void> {
+  if (chain.newest === null) return;
+  /** Per field: the last snapshot digest computed, to extend from on the same branch. */
+  const carried = new Map<string, { seq: number; from: number; digest: ItemDigest }>();
+  for (let from = 0; from <= chain.newest; from += BATCH) {
+    for (const snapshot of await cp.getSnapshots(threadId, ns, { from, to: Math.min(chain.newest, from + BATCH - 1) })) {
+      report.snapshots++;
+      const problem = (message: string) => report.problems.push({ ns, seq: snapshot.seq, kind: 'snapshot', code: 'ERR_CORRUPT_RECORD', message });
+      const sealed = openSnapshot(snapshot.text);
+      if (sealed === null) {
+        problem(`the snapshot does not match its digest.`);
+        continue;
+      }
+      let body: SnapshotBody;
+      try {
+        body = decode<SnapshotBody>(sealed, `the snapshot at seq ${snapshot.seq}`);
+      } catch (error) {
+        problem((error as Error).message);
+        continue;
+      }
+      // Written before snapshots were bound to the chain: loads do not use it.
+      if (body.format !== SNAPSHOT_FORMAT) continue;
+      const position = chain.positions.get(snapshot.seq);
+      if (!position) {
+        problem(`the snapshot has no position.`);
+        continue;
+      }
+      const parentHash = position.parent === null ? GENESIS_HASH : chain.hashes.get(position.parent);
+      if (body.position !== position.hash) {
+        problem(`the snapshot was taken at another position than the one stored at seq ${snapshot.seq}.`);
+        continue;
+      }
+      if (body.parent !== parentHash) {
+        problem(`the snapshot names another parent hash than position ${snapshot.seq}'s parent has.`);
+        continue;
+      }
+      const ranges = await ancestorRanges(cp, threadId, position).catch(() => undefined);
+      if (!ranges) continue; // the chain walk has reported the broken ancestry
+      for (const [field, cursor] of Object.entries(body.appends ?? {})) {
+        const held = cursor.inline?.length ?? (cursor.base !== undefined ? undefined : 0);
+        const start = cursor.inline ? snapshot.seq + 1 : cursor.base !== undefined ? cursor.base + 1 : (cursor.since ?? 0);
+        const previous = carried.get(field);
+        let digest: ItemDigest;
+        if (previous && previous.from === start && ranges.some((r) => r.from <= previous.seq && previous.seq <= r.to)) {
+          digest = previous.digest.extend(await cp.getItems(threadId, ns, field, clip(ranges, previous.seq + 1, snapshot.seq)));
+        } else {
+          digest = ItemDigest.of(await cp.getItems(threadId, ns, field, clip(ranges, start, snapshot.seq)));
+        }
+        carried.set(field, { seq: snapshot.seq, from: start, digest });
+        if (held !== undefined && digest.count + held !== cursor.count) {
+          problem(`field "${field}" counts ${cursor.count} items, but the log holds ${digest.count + held} up to this snapshot.`);
+        } else if (digest.value() !== cursor.digest) {
+          problem(`the digest of field "${field}"'s items does not match the items in the log.`);
+        }
+      }
+    }
+  }
+}
+
+function groupBySeq(items: RangeItem[]): Map<number, RangeItem[]> {
+  const bySeq = new Map<number, RangeItem[]>();
+  for (const item of items) {
+    let list = bySeq.get(item.seq);
+    if (!list) bySeq.set(item.seq, (list = []));
+    list.push(item);
+  }
+  for (const list of bySeq.values()) if (list.length > 1) list.sort(comparePositionItems);
+  return bySeq;
+}
+
+function clip(ranges: SeqRange[], from: number, to: number): SeqRange[] {
+  return ranges.filter((r) => r.to >= from && r.from <= to).map((r) => ({ from: Math.max(r.from, from), to: Math.min(r.to, to) }));
 }

@@ -21,7 +21,7 @@ import { namespaceNodes } from './subgraph.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import type { GraphSpec } from './graph.js';
-import { materialize } from './materialize.js';
+import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PositionBody } from './position.js';
 import type { RetryPolicy } from './retry.js';
 import { Run, type RunOutcome } from './run.js';
@@ -310,10 +310,10 @@ export class App<S extends StateSchema> {
     const cp = this.options.engine.checkpointer;
     const thread = await cp.getThread(threadId);
     if (!thread || thread.head === null) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
-    if (ns === '') return this.stateAt(threadId, thread.head);
-    const [head] = await cp.listPositions(threadId, ns, { limit: 1 });
-    if (!head) throw new PositionNotFoundError(threadId, 0, { engine: this.options.engine.name, ns });
-    return this.stateAt(threadId, head.seq, { ns });
+    const schema = this.schemaOf(ns, threadId);
+    // The head the thread record anchors, checked against the newest stored position.
+    const loaded = await materializeHead(cp, schema, threadId, ns);
+    return schema.view(loaded.state) as StateOf<S>;
   }
 
   /**
@@ -390,9 +390,13 @@ export class App<S extends StateSchema> {
     return replayThread({ schema: this.schema, spec: this.spec, engine: this.options.engine, artifacts: this.options.artifacts }, threadId, range);
   }
 
-  /** Recomputes the thread's hash chain. */
+  /**
+   * Checks everything a read of the thread relies on: the hash chain of every
+   * namespace, the heads the thread record anchors, the snapshots and the ledger rows
+   * the positions use. ThreadNotFoundError for a missing thread.
+   */
   verify(threadId: string): Promise<VerifyReport> {
-    return verifyThread(this.options.engine.checkpointer, threadId);
+    return verifyThread(this.options.engine, threadId);
   }
 
   /**

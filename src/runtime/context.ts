@@ -115,6 +115,12 @@ export interface TaskScopeOptions {
    * nothing is ever called; a call with nothing recorded is a {@link ReplayDivergence}.
    */
   replay?: boolean;
+  /**
+   * Replay mode: the records and effects the stored position says its step used, by
+   * key. A served value must be one of them, with the digest the position holds: a
+   * ledger row changed since is a divergence, never a value handed to the node.
+   */
+  served?: ReadonlyMap<string, CallRef>;
 }
 
 /** How many times a step runs again because its validateAtCommit reads went stale, before StaleReadLimitError. */
@@ -244,7 +250,9 @@ export class TaskScope implements NodeContext {
     }
     if (hit && hit.outcome !== null) {
       if (hit.name !== name) throw new RecordMismatchError(key, name, hit.name, this.options.place);
-      this.records.push({ key, name, digest: sha256Hex(hit.outcome) });
+      const digest = sha256Hex(hit.outcome);
+      this.checkServed(call, name, key, digest);
+      this.records.push({ key, name, digest });
       emit?.({ type: 'record.served', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
       return decode<T>(hit.outcome, `recorded output ${key}`);
     }
@@ -273,7 +281,9 @@ export class TaskScope implements NodeContext {
       throw new ReplayDivergence(this.node, call, name, entry ? (entry.status === 'done' ? `recorded as "${entry.name}"` : 'the effect has no recorded outcome') : 'no such effect was recorded');
     }
     if (entry?.status === 'done') {
-      this.effects.push({ key, name, digest: sha256Hex(entry.outcome ?? '') });
+      const digest = sha256Hex(entry.outcome ?? '');
+      this.checkServed(call, name, key, digest);
+      this.effects.push({ key, name, digest });
       emit?.({ ...now(), type: 'effect.hit' });
       return decode<T>(entry.outcome!, `outcome of effect ${key}`);
     }
@@ -303,6 +313,15 @@ export class TaskScope implements NodeContext {
     const result = await spec.run(key);
     crashPoint('after-effect', this.node);
     return this.finishEffect(key, name, result, 'run');
+  }
+
+  /** Replay mode: a served value must be the one the stored position was committed with. */
+  private checkServed(call: number, name: string, key: string, digest: string): void {
+    const served = this.options.served;
+    if (!served) return;
+    const ref = served.get(key);
+    if (!ref) throw new ReplayDivergence(this.node, call, name, `the stored step did not use ${key}`);
+    if (ref.digest !== digest) throw new ReplayDivergence(this.node, call, name, `the ledger row of ${key} does not match the digest its position holds: it was changed or damaged`);
   }
 
   private async finishEffect<T>(key: string, name: string, result: T, source: 'run' | 'probe'): Promise<T> {

@@ -10,14 +10,14 @@ import type { ArtifactRef } from '../contracts/artifact-store.js';
 import { comparePositionItems, type Checkpointer, type PositionItem, type StoredPosition } from '../contracts/checkpointer.js';
 import type { ThreadLease, ThreadStatus } from '../contracts/threads.js';
 import { findArtifactRefs } from '../artifacts/refs.js';
-import { GENESIS_HASH } from '../codec/hash.js';
+import { GENESIS_HASH, ItemDigest } from '../codec/hash.js';
 import { RawJson, encode } from '../codec/tagged-json.js';
 import { crashPoint } from '../internal/crash-points.js';
 import type { StateSchema } from '../state/schema.js';
 import type { EventSink } from './events.js';
-import type { AppendCursor, LoadedPosition } from './materialize.js';
+import type { AppendCursor, LoadedPosition, SnapshotBody } from './materialize.js';
 import type { EncodedChange, MergeResult } from './merge.js';
-import { hashPosition, sealSnapshot, type CallRef, type FieldChange, type PendingInterrupt, type PositionBody, type PositionKind, type SuspendedStep } from './position.js';
+import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type CallRef, type FieldChange, type PendingInterrupt, type PositionBody, type PositionKind, type SuspendedStep } from './position.js';
 
 /** A position a run stands on, decoded. */
 export interface Head {
@@ -58,6 +58,8 @@ export class ThreadCursor {
   /** The thread's attempt, recorded in every position. */
   attempt: number;
   private appends: Record<string, AppendCursor> = {};
+  /** Digest of each append field's log items: what a snapshot records of them. */
+  private digests = new Map<string, ItemDigest>();
   /** Last encoded text of every non-append field: snapshot material and the "state size". */
   private fieldTexts = new Map<string, string>();
   private sinceSnapshot = { positions: 0, bytes: 0 };
@@ -78,6 +80,7 @@ export class ThreadCursor {
   /** A namespace with no position yet: its first commit starts from `state`. */
   start(state: Record<string, unknown>): void {
     this.state = state;
+    this.digests = new Map();
     this.primeFieldTexts();
   }
 
@@ -86,6 +89,7 @@ export class ThreadCursor {
     this.head = { position: loaded.position, body: loaded.body };
     this.state = loaded.state;
     this.appends = loaded.appends;
+    this.digests = loaded.digests;
     this.sinceSnapshot = loaded.sinceSnapshot;
     this.rebasePending = loaded.storedVersion !== this.settings.schema.version;
     this.primeFieldTexts();
@@ -146,6 +150,9 @@ export class ThreadCursor {
     if (draft.suspended) body.suspended = draft.suspended;
     const refs = writtenArtifactRefs(state, changes);
     if (refs.length) body.artifacts = refs;
+    // A branch's first position and every rebase say what each field is at this version.
+    if (parent === null || rebase) body.fields = schema.fieldTable();
+    if (setBytes > 0) body.setBytes = setBytes;
 
     const unsigned = {
       ns: this.ns,
@@ -162,10 +169,12 @@ export class ThreadCursor {
     // Bookkeeping for the snapshot policy, applied only once the commit lands.
     // A rebase resets every field: cursors of the older version (maybe of fields that no longer exist) are dropped.
     const appends = rebase ? {} : { ...this.appends };
+    const digests = rebase ? new Map<string, ItemDigest>() : new Map(this.digests);
     for (const [name, change] of changes) {
       if (change.kind !== 'append') continue;
       const previous = appends[name] ?? { since: null, count: 0 };
       appends[name] = change.reset ? { since: seq, count: change.items.length } : { ...previous, count: previous.count + change.items.length };
+      digests.set(name, change.reset ? ItemDigest.of(change.items) : (digests.get(name) ?? ItemDigest.of([])).extend(change.items));
     }
     const fieldTexts = new Map(this.fieldTexts);
     for (const [name, change] of changes) if (change.kind === 'set') fieldTexts.set(name, change.text);
@@ -174,7 +183,9 @@ export class ThreadCursor {
     for (const text of fieldTexts.values()) stateBytes += text.length;
     const takeSnapshot =
       rebase || since.positions >= this.settings.snapshotEvery || (since.positions >= 2 && since.bytes > stateBytes);
-    const snapshot = takeSnapshot ? snapshotText(schema.version, fieldTexts, appends) : undefined;
+    const snapshot = takeSnapshot
+      ? snapshotText({ schema, position: position.hash, parent: parent?.hash ?? GENESIS_HASH, fieldTexts, appends, digests })
+      : undefined;
 
     const status: ThreadStatus = interrupts.length ? 'interrupted' : next.length ? 'running' : 'completed';
     crashPoint('before-commit', nodes);
@@ -185,6 +196,7 @@ export class ThreadCursor {
     this.lastSeq = seq;
     this.state = state;
     this.appends = appends;
+    this.digests = digests;
     this.fieldTexts = fieldTexts;
     this.sinceSnapshot = takeSnapshot ? { positions: 0, bytes: 0 } : since;
     this.rebasePending = false;
@@ -245,8 +257,31 @@ function writtenArtifactRefs(state: Record<string, unknown>, changes: Map<string
   return findArtifactRefs(written);
 }
 
-function snapshotText(schemaVersion: number, fieldTexts: Map<string, string>, appends: Record<string, AppendCursor>): string {
+/**
+ * A sealed snapshot of the state at `position`: non-append values in full, append
+ * fields as cursors with the digest of their items, and the chain hashes that tie it
+ * to this one position (see `runtime/materialize`).
+ */
+function snapshotText(at: {
+  schema: StateSchema;
+  position: string;
+  parent: string;
+  fieldTexts: Map<string, string>;
+  appends: Record<string, AppendCursor>;
+  digests: Map<string, ItemDigest>;
+}): string {
   const values: Record<string, RawJson> = {};
-  for (const [name, text] of fieldTexts) values[name] = new RawJson(text);
-  return sealSnapshot(encode({ schemaVersion, values, appends }, 'snapshot'));
+  for (const [name, text] of at.fieldTexts) values[name] = new RawJson(text);
+  const appends: SnapshotBody['appends'] = {};
+  for (const [name, cursor] of Object.entries(at.appends)) appends[name] = { ...cursor, digest: (at.digests.get(name) ?? ItemDigest.of([])).value() };
+  const body: SnapshotBody = {
+    format: SNAPSHOT_FORMAT,
+    schemaVersion: at.schema.version,
+    position: at.position,
+    parent: at.parent,
+    fields: at.schema.fieldTable(),
+    values: values as Record<string, unknown>,
+    appends,
+  };
+  return sealSnapshot(encode(body, 'snapshot'));
 }

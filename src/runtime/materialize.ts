@@ -1,17 +1,30 @@
 /**
  * @module runtime/materialize
  * Loading position N of a thread: the nearest snapshot on N's branch, the changes
- * of the positions after it, and the items of every append field (fetched in one
- * query per field), then upcast to the current schema version, then defaults.
- * Derived fields are added by the caller (`schema.view`). Shared by every engine.
+ * of the positions after it, and the items of every append field, then upcast to
+ * the current schema version, then defaults. Derived fields are added by the caller
+ * (`schema.view`). Shared by every engine.
+ *
+ * Nothing is built from a row whose hash was not checked:
+ * - the positions from the snapshot to N (or from the thread's start) are checked
+ *   link by link against the chain, their items included;
+ * - the snapshot is sealed (its own digest), names the chain hashes of its position
+ *   and of that position's parent (so it belongs to this very position of this
+ *   chain), and holds a digest of the items it points at below it: those items are
+ *   hashed as they are read, without walking the positions that appended them;
+ * - a load of the head compares N with the head the thread record anchors, so a
+ *   truncated log is an error, not an older state.
+ * And nothing is handed over that the code would misread: a position written at the
+ * current schema version by code whose fields were something else is a
+ * {@link SchemaDriftError}.
  */
-import type { Checkpointer, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
+import type { Checkpointer, HeadAnchor, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
+import { comparePositionItems } from '../contracts/checkpointer.js';
+import { GENESIS_HASH, ItemDigest } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
-import { CorruptRecordError, PositionNotFoundError, type ErrorPlace } from '../errors.js';
+import { CorruptRecordError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
 import type { StateSchema } from '../state/schema.js';
-import { GENESIS_HASH } from '../codec/hash.js';
-import { encode } from '../codec/tagged-json.js';
-import { openSnapshot, recomputeHash, type PositionBody } from './position.js';
+import { SNAPSHOT_FORMAT, hashPosition, openSnapshot, type FieldTable, type PositionBody } from './position.js';
 
 /**
  * Where an append field's items come from: the last reset on the branch (null: the
@@ -24,12 +37,27 @@ export interface AppendCursor {
   base?: number;
 }
 
+/** One append field in a snapshot: its cursor, and the digest of the log items it points at. */
+export interface SnapshotAppend extends AppendCursor {
+  /** {@link ItemDigest} of the field's items in the log up to the snapshot (after `base`, or from `since`). */
+  digest?: string;
+  /** Only in snapshots rewritten at a new schema version: their items, upcast. */
+  inline?: unknown[];
+}
+
 /** What a snapshot stores: non-append values in full, append fields as cursors only. */
 export interface SnapshotBody {
+  /** {@link SNAPSHOT_FORMAT}; absent in snapshots written before it, which loads do not trust. */
+  format?: number;
   schemaVersion: number;
+  /** Chain hash of the position the snapshot was taken at. */
+  position?: string;
+  /** Chain hash of that position's parent (the genesis hash for a first position). */
+  parent?: string;
+  /** What each field was when the snapshot was taken (see `StateSchema.fieldTable`). */
+  fields?: FieldTable;
   values: Record<string, unknown>;
-  /** `inline` appears only in snapshots rewritten at a new schema version (their items, upcast). */
-  appends: Record<string, AppendCursor & { inline?: unknown[] }>;
+  appends: Record<string, SnapshotAppend>;
 }
 
 export interface LoadedPosition {
@@ -41,8 +69,16 @@ export interface LoadedPosition {
   storedVersion: number;
   /** Append cursors as stored (meaningful while storedVersion is current). */
   appends: Record<string, AppendCursor>;
-  /** Positions and change bytes since the last snapshot on this branch (the snapshot policy's inputs). */
+  /** The digest of each append field's log items (what the next snapshot records), by field. */
+  digests: Map<string, ItemDigest>;
+  /** Positions and set-value characters since the last snapshot on this branch (the snapshot policy's inputs). */
   sinceSnapshot: { positions: number; bytes: number };
+}
+
+/** Options of {@link materialize}. */
+export interface LoadOptions {
+  /** The namespace's anchored head, when the position loaded is the head: its hash must be the anchor's. */
+  head?: HeadAnchor;
 }
 
 /**
@@ -58,10 +94,24 @@ export async function ancestorRanges(cp: Checkpointer, threadId: string, positio
       current.segment === current.seq ? current : await cp.getPosition(threadId, current.ns, current.segment);
     if (!start) throw new CorruptRecordError(`position ${current.seq} names segment start ${current.segment}, which is missing.`, { place: { thread: threadId, seq: current.seq } });
     if (start.parent === null) break;
+    if (start.parent >= start.seq) throw new CorruptRecordError(`position ${start.seq} names parent ${start.parent}, which is not older.`, { place: { thread: threadId, seq: start.seq } });
     current = await cp.getPosition(threadId, current.ns, start.parent);
     if (!current) throw new CorruptRecordError(`position ${start.seq} names parent ${start.parent}, which is missing.`, { place: { thread: threadId, seq: start.seq } });
   }
   return ranges;
+}
+
+/**
+ * The anchored head of a namespace, loaded. ThreadNotFoundError for a thread (root
+ * namespace) with no position; PositionNotFoundError for a child namespace with none.
+ */
+export async function materializeHead(cp: Checkpointer, schema: StateSchema | undefined, threadId: string, ns: string): Promise<LoadedPosition> {
+  const head = await cp.getHead(threadId, ns);
+  if (!head) {
+    if (ns === '') throw new ThreadNotFoundError(threadId, { engine: cp.engine });
+    throw new PositionNotFoundError(threadId, 0, { engine: cp.engine, ns });
+  }
+  return materialize(cp, schema, threadId, ns, head.seq, { head });
 }
 
 /**
@@ -74,108 +124,210 @@ export async function materialize(
   threadId: string,
   ns: string,
   seq: number,
+  options: LoadOptions = {},
 ): Promise<LoadedPosition> {
   const place: ErrorPlace = { engine: cp.engine, thread: threadId, ns, seq };
+  const corrupt = (message: string, at = seq) => new CorruptRecordError(message, { place: { ...place, seq: at } });
   const position = await cp.getPosition(threadId, ns, seq);
-  if (!position) throw new PositionNotFoundError(threadId, seq, { engine: cp.engine, ns });
+  if (!position) {
+    if (options.head) throw corrupt(`the thread record anchors the head at seq ${seq}, but no position ${seq} is stored: the newest positions were removed.`);
+    throw new PositionNotFoundError(threadId, seq, { engine: cp.engine, ns });
+  }
+  if (options.head && options.head.hash !== position.hash) {
+    throw corrupt(`position ${seq} is not the head the thread record anchors (hash ${options.head.hash.slice(0, 16)}…, stored ${position.hash.slice(0, 16)}…).`);
+  }
   const ranges = await ancestorRanges(cp, threadId, position);
-  const snapshot = await cp.getSnapshot(threadId, ns, ranges);
+  const snapshot = await trustedSnapshot(cp, threadId, ns, ranges, place);
 
-  let version: number;
-  let values: Record<string, unknown>;
-  let appends: Record<string, AppendCursor>;
+  // The positions the load applies (after the snapshot), with the snapshot's own
+  // position first when there is one: its hash is what binds the snapshot to the chain.
+  const start = snapshot ? snapshot.seq : 0;
+  const chain: StoredPosition[] = [];
+  const itemsBySeq = new Map<number, RangeItem[]>();
+  for (const range of ranges) {
+    if (range.to < start) continue;
+    const clipped = { from: Math.max(range.from, start), to: range.to };
+    const [positions, items] = await Promise.all([cp.getPositions(threadId, ns, clipped), cp.getRangeItems(threadId, ns, clipped)]);
+    chain.push(...positions);
+    for (const item of items) {
+      let list = itemsBySeq.get(item.seq);
+      if (!list) itemsBySeq.set(item.seq, (list = []));
+      list.push(item);
+    }
+  }
+  const bodies = checkChain(chain, itemsBySeq, snapshot, seq, threadId, corrupt);
+
+  let version = snapshot ? snapshot.body.schemaVersion : chain[0]!.schemaVersion;
+  let values: Record<string, unknown> = snapshot ? snapshot.body.values : {};
+  let fields: FieldTable | undefined = snapshot?.body.fields;
+  const appends: Record<string, AppendCursor> = {};
   /** Items held inline by a rewritten snapshot, by field. */
   const inline = new Map<string, unknown[]>();
+  /** Per field: the log items after the snapshot (after the field's last reset), in order. */
+  const tails = new Map<string, string[]>();
   if (snapshot) {
-    const snap = openSnapshotBody(snapshot, threadId, place);
-    version = snap.schemaVersion;
-    values = snap.values;
-    appends = {};
-    for (const [name, cursor] of Object.entries(snap.appends)) {
+    for (const [name, cursor] of Object.entries(snapshot.body.appends)) {
       if (cursor.inline) {
         inline.set(name, cursor.inline);
         appends[name] = { since: cursor.since, count: cursor.count, base: snapshot.seq };
       } else {
         if (cursor.base !== undefined) inline.set(name, await inlineItems(cp, threadId, ns, cursor.base, name, place));
-        appends[name] = cursor;
+        appends[name] = { since: cursor.since, count: cursor.count, ...(cursor.base !== undefined ? { base: cursor.base } : {}) };
       }
     }
-  } else {
-    version = position.schemaVersion;
-    values = {};
-    appends = {};
   }
 
-  const after = snapshot ? snapshot.seq + 1 : 0;
-  // The chain is checked from the snapshot to the position on every load (a few
-  // positions); the whole chain, items included, is what verifyThread() checks.
-  let previous: StoredPosition | null = null;
-  let body: PositionBody | undefined;
   let sinceBytes = 0;
   let sincePositions = 0;
-  for (const range of ranges) {
-    if (range.to < after) continue;
-    const deltas = await cp.getPositions(threadId, ns, { from: Math.max(range.from, after), to: range.to });
-    for (const delta of deltas) {
-      const deltaBody = decode<PositionBody>(delta.body, `position ${delta.seq} of thread ${threadId}`);
-      const parentHash =
-        delta.parent === null ? GENESIS_HASH : previous?.seq === delta.parent ? previous.hash : (await cp.getPosition(threadId, ns, delta.parent))?.hash;
-      if (parentHash === undefined) throw new CorruptRecordError(`position ${delta.seq} names parent ${delta.parent}, which is missing.`, { place: { ...place, seq: delta.seq } });
-      if ((await recomputeHash(cp, threadId, delta, deltaBody, parentHash)) !== delta.hash) {
-        throw new CorruptRecordError(`position ${delta.seq} does not match its hash: its row was changed or damaged.`, { place: { ...place, seq: delta.seq } });
-      }
-      previous = delta;
-      if (delta.schemaVersion !== version) {
-        // The first position under a new schema version rebases: it resets every
-        // field, so nothing accumulated at the older version is needed any more.
-        values = {};
-        appends = {};
-        version = delta.schemaVersion;
-      }
-      for (const [name, change] of Object.entries(deltaBody.changes)) {
-        if ('set' in change) {
-          values[name] = change.set;
-          sinceBytes += encode(change.set).length;
-        }
-        else if ('append' in change) {
-          const cursor = appends[name] ?? (appends[name] = { since: null, count: 0 });
-          cursor.count += change.append;
-        } else {
-          appends[name] = { since: delta.seq, count: change.reset };
-          inline.delete(name);
-        }
-      }
-      sincePositions++;
-      if (delta.seq === seq) body = deltaBody;
+  for (let i = snapshot ? 1 : 0; i < chain.length; i++) {
+    const delta = chain[i]!;
+    const body = bodies[i]!;
+    if (delta.schemaVersion !== version) {
+      // The first position under a new schema version rebases: it resets every
+      // field, so nothing accumulated at the older version is needed any more.
+      values = {};
+      for (const name of Object.keys(appends)) delete appends[name];
+      inline.clear();
+      tails.clear();
+      fields = undefined;
+      version = delta.schemaVersion;
     }
+    if (body.fields) fields = body.fields;
+    const items = itemsBySeq.get(delta.seq);
+    for (const [name, change] of Object.entries(body.changes)) {
+      if ('set' in change) {
+        values[name] = change.set;
+        continue;
+      }
+      const texts = items ? items.filter((item) => item.field === name).map((item) => item.text) : [];
+      if ('append' in change) {
+        const cursor = appends[name] ?? (appends[name] = { since: null, count: 0 });
+        cursor.count += change.append;
+        const tail = tails.get(name);
+        if (tail) tail.push(...texts);
+        else tails.set(name, texts);
+      } else {
+        appends[name] = { since: delta.seq, count: change.reset };
+        inline.delete(name);
+        tails.set(name, texts);
+      }
+    }
+    sinceBytes += body.setBytes ?? 0;
+    sincePositions++;
   }
-  body ??= decode<PositionBody>(position.body, `position ${seq} of thread ${threadId}`);
 
+  const digests = new Map<string, ItemDigest>();
   for (const [name, cursor] of Object.entries(appends)) {
     const held = cursor.base !== undefined ? (inline.get(name) ?? []) : [];
-    const from = cursor.base !== undefined ? cursor.base + 1 : cursor.since;
-    const fieldRanges = from === null ? ranges : clipRanges(ranges, from);
-    const texts = await cp.getItems(threadId, ns, name, fieldRanges);
-    if (held.length + texts.length !== cursor.count) {
-      throw new CorruptRecordError(`field "${name}" should have ${cursor.count} items but ${held.length + texts.length} are stored.`, { place });
+    const tail = tails.get(name) ?? [];
+    // The field's items below the snapshot, unless it was reset after it: read in one
+    // query and checked against the snapshot's digest.
+    let below: string[] = [];
+    let digest = ItemDigest.of([]);
+    const fromSnapshot = snapshot && (cursor.since === null || cursor.since <= snapshot.seq) ? snapshot.body.appends[name] : undefined;
+    if (snapshot && fromSnapshot) {
+      const from = cursor.base !== undefined ? cursor.base + 1 : cursor.since;
+      below = await cp.getItems(threadId, ns, name, clipRanges(ranges, from ?? 0, snapshot.seq));
+      digest = ItemDigest.of(below);
+      const logCount = fromSnapshot.count - held.length;
+      if (below.length !== logCount || digest.value() !== fromSnapshot.digest) {
+        throw corrupt(
+          below.length !== logCount
+            ? `field "${name}" should have ${logCount} items up to the snapshot at seq ${snapshot.seq} but ${below.length} are stored.`
+            : `the items of field "${name}" up to the snapshot at seq ${snapshot.seq} do not match its digest: an item row was changed or damaged.`,
+          snapshot.seq,
+        );
+      }
     }
-    const items = new Array<unknown>(held.length + texts.length);
-    for (let i = 0; i < held.length; i++) items[i] = structuredClone(held[i]);
-    let at = 0;
-    const where = () => `item ${at} of field "${name}" of thread ${threadId}`;
-    for (; at < texts.length; at++) items[held.length + at] = decode(texts[at]!, where);
-    values[name] = items;
+    digest = digest.extend(tail);
+    if (held.length + below.length + tail.length !== cursor.count) {
+      throw corrupt(`field "${name}" should have ${cursor.count} items but ${held.length + below.length + tail.length} are stored.`);
+    }
+    const list = new Array<unknown>(cursor.count);
+    for (let i = 0; i < held.length; i++) list[i] = structuredClone(held[i]);
+    decodeItems(below, list, held.length, name, threadId);
+    decodeItems(tail, list, held.length + below.length, name, threadId);
+    values[name] = list;
+    digests.set(name, digest);
   }
 
+  if (schema && fields && version === schema.version) schema.checkDrift(fields, place);
   const state = schema ? schema.upcast(values, version, place) : values;
   return {
     position,
-    body,
+    body: bodies[bodies.length - 1]!,
     state,
     storedVersion: version,
     appends,
+    digests,
     sinceSnapshot: { positions: sincePositions, bytes: sinceBytes },
   };
+}
+
+/**
+ * Checks `chain` link by link, the first against the snapshot (its position's parent
+ * hash and own hash) or the genesis hash, each with its own items, and that it ends
+ * at `seq`. Returns the decoded bodies, in chain order.
+ */
+function checkChain(
+  chain: StoredPosition[],
+  itemsBySeq: Map<number, RangeItem[]>,
+  snapshot: TrustedSnapshot | null,
+  seq: number,
+  threadId: string,
+  corrupt: (message: string, at?: number) => CorruptRecordError,
+): PositionBody[] {
+  const bodies: PositionBody[] = [];
+  let previous: StoredPosition | undefined;
+  for (const position of chain) {
+    let parentHash: string;
+    if (!previous) {
+      if (snapshot) {
+        if (position.seq !== snapshot.seq) throw corrupt(`the snapshot at seq ${snapshot.seq} has no position of its own.`, snapshot.seq);
+        if (position.hash !== snapshot.body.position) throw corrupt(`the snapshot at seq ${snapshot.seq} was taken at another position than the one stored there.`, snapshot.seq);
+        parentHash = snapshot.body.parent!;
+      } else {
+        if (position.parent !== null) throw corrupt(`position ${position.seq} starts the branch but names parent ${position.parent}.`, position.seq);
+        parentHash = GENESIS_HASH;
+      }
+    } else {
+      if (position.parent !== previous.seq) {
+        throw corrupt(`position ${position.seq} names parent ${position.parent}, but its branch reaches it from position ${previous.seq}.`, position.seq);
+      }
+      parentHash = previous.hash;
+    }
+    const items = itemsBySeq.get(position.seq) ?? [];
+    if (items.length > 1) items.sort(comparePositionItems);
+    if (hashPosition(position, items, parentHash) !== position.hash) {
+      throw corrupt(`position ${position.seq} does not match its hash: its row or its items were changed or damaged.`, position.seq);
+    }
+    bodies.push(decode<PositionBody>(position.body, `position ${position.seq} of thread ${threadId}`));
+    previous = position;
+  }
+  if (previous?.seq !== seq) throw corrupt(`the branch of position ${seq} does not reach it: a position on the way is missing.`);
+  return bodies;
+}
+
+interface TrustedSnapshot {
+  seq: number;
+  body: SnapshotBody;
+}
+
+/**
+ * The newest snapshot on the branch, opened and checked, or null when there is none
+ * or it predates {@link SNAPSHOT_FORMAT} (then the load reads the log from its start).
+ * A snapshot that does not match its own digest is an error, not a reason to look
+ * further back: damage is reported where it is.
+ */
+async function trustedSnapshot(cp: Checkpointer, threadId: string, ns: string, ranges: SeqRange[], place: ErrorPlace): Promise<TrustedSnapshot | null> {
+  const stored = await cp.getSnapshot(threadId, ns, ranges);
+  if (!stored) return null;
+  const body = openSnapshotBody(stored, threadId, place);
+  if (body.format !== SNAPSHOT_FORMAT) return null;
+  if (typeof body.position !== 'string' || typeof body.parent !== 'string') {
+    throw new CorruptRecordError(`the snapshot at seq ${stored.seq} does not name its position.`, { place: { ...place, seq: stored.seq } });
+  }
+  return { seq: stored.seq, body };
 }
 
 function openSnapshotBody(snapshot: { seq: number; text: string }, threadId: string, place: ErrorPlace): SnapshotBody {
@@ -192,6 +344,20 @@ async function inlineItems(cp: Checkpointer, threadId: string, ns: string, seq: 
   return items;
 }
 
-function clipRanges(ranges: SeqRange[], from: number): SeqRange[] {
-  return ranges.filter((r) => r.to >= from).map((r) => ({ from: Math.max(r.from, from), to: r.to }));
+/**
+ * Decodes item texts into `into` from `offset`, naming the item of a text that does
+ * not decode. A tight loop: a long thread's load is mostly this and the digest.
+ */
+function decodeItems(texts: readonly string[], into: unknown[], offset: number, field: string, threadId: string): void {
+  let i = 0;
+  try {
+    for (; i < texts.length; i++) into[offset + i] = decode(texts[i]!);
+  } catch (error) {
+    throw new CorruptRecordError(`item ${offset + i} of field "${field}" of thread ${threadId} does not decode (${(error as Error).message}).`, { cause: error });
+  }
+}
+
+/** The ranges restricted to `from <= seq <= to`. */
+function clipRanges(ranges: SeqRange[], from: number, to: number): SeqRange[] {
+  return ranges.filter((r) => r.to >= from && r.from <= to).map((r) => ({ from: Math.max(r.from, from), to: Math.min(r.to, to) }));
 }

@@ -95,7 +95,18 @@ export interface PositionBody {
   children?: string[];
   /** Interrupt and resume positions of a superstep waiting for a child run's answer. */
   suspended?: SuspendedStep;
+  /**
+   * What each field is at this schema version (role, reducer, schema fingerprint), on
+   * the positions that start a version on a branch: a namespace's first position and
+   * every rebase. A load compares it with the code's own (`SchemaDriftError`).
+   */
+  fields?: FieldTable;
+  /** Characters of the `set` values this position stored: what a load replays (the snapshot policy's measure). */
+  setBytes?: number;
 }
+
+/** What a schema version says each field is: `<role> <reducer> <schema fingerprint>` by field name. */
+export type FieldTable = Record<string, string>;
 
 /** The canonical text of a position's fixed columns, as the chain hashes it. */
 export function positionHeader(p: Omit<StoredPosition, 'body' | 'hash'>): string {
@@ -126,11 +137,21 @@ export async function recomputeHash(cp: Checkpointer, threadId: string, position
 
 /**
  * Snapshots are not part of the chain (they are derived data), so each carries its
- * own digest: the stored text is the sha256 of the body followed by the body.
+ * own digest: the stored text is the sha256 of the body followed by the body. A
+ * snapshot body of {@link SNAPSHOT_FORMAT} also names the chain hashes of its
+ * position and of that position's parent and a digest of the items it points at, so
+ * a load can trust what it holds without reading the log below it.
  */
 export function sealSnapshot(body: string): string {
   return sha256Hex(body) + body;
 }
+
+/**
+ * The snapshot format loads rely on. Snapshots without it (written by cairn before
+ * it) are not trusted by loads, which read the log from its start instead, and are
+ * replaced by the next snapshot the thread writes.
+ */
+export const SNAPSHOT_FORMAT = 2;
 
 /** The body of a sealed snapshot, or null when its digest does not match. */
 export function openSnapshot(text: string): string | null {

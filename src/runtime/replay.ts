@@ -64,9 +64,12 @@ export async function replayThread(settings: ReplaySettings, threadId: string, r
   const cp = engine.checkpointer;
   const thread = await cp.getThread(threadId);
   if (!thread || thread.head === null) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
-  const to = range.to ?? thread.head;
+  // Replaying to the head: the head the thread record anchors (a truncated log is an error).
+  const anchor = range.to === undefined ? await cp.getHead(threadId, '') : null;
+  const to = range.to ?? anchor?.seq ?? thread.head;
   const target = await cp.getPosition(threadId, '', to);
   if (!target) throw new PositionNotFoundError(threadId, to, { engine: cp.engine });
+  if (anchor) await materialize(cp, schema, threadId, '', to, { head: anchor });
   const chain: StoredPosition[] = [];
   for (const r of await ancestorRanges(cp, threadId, target)) {
     if (r.to < range.from) continue;
@@ -130,6 +133,7 @@ async function reexecute(
     return undefined;
   }
   const view = schema.view(state);
+  const served = new Map([...(body.records ?? []), ...(body.effects ?? [])].map((ref) => [ref.key, ref]));
   // A superstep that waited for a child's answer kept the keys of the seq it started from.
   const origin = parentBody.suspended?.origin ?? parent.seq;
   const results = await Promise.allSettled(
@@ -151,6 +155,7 @@ async function reexecute(
         emit: undefined,
         place,
         replay: true,
+        served,
       });
       const writes = await spec.nodes.get(name)!.fn(view as never, scope);
       await scope.settle();
@@ -196,10 +201,10 @@ async function servedChildWrites(
   state: Record<string, unknown>,
 ): Promise<Record<string, unknown> | undefined> {
   const cp = settings.engine.checkpointer;
-  const [head] = await cp.listPositions(threadId, ns, { limit: 1 });
+  const head = await cp.getHead(threadId, ns);
   const node = ns.slice(0, ns.indexOf(':'));
   if (!head) throw new ReplayDivergence(node, -1, 'child run', `no child run was recorded in namespace ${ns}`);
-  const loaded = await materialize(cp, child.schema, threadId, ns, head.seq);
+  const loaded = await materialize(cp, child.schema, threadId, ns, head.seq, { head });
   if (loaded.body.next.length || loaded.body.interrupts?.length) throw new ReplayDivergence(node, -1, 'child run', `the child run in ${ns} never finished`);
   const shared = await sharedStart(child, state, { engine: cp.engine, thread: threadId, ns });
   return childResultWrites(child, shared, loaded.state, settings.schema.view(state));

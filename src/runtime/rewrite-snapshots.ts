@@ -11,10 +11,11 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Engine } from '../contracts/engine.js';
 import type { ThreadStatus } from '../contracts/threads.js';
+import { GENESIS_HASH, ItemDigest } from '../codec/hash.js';
 import { encode } from '../codec/tagged-json.js';
 import type { StateSchema } from '../state/schema.js';
 import { materialize, type SnapshotBody } from './materialize.js';
-import { sealSnapshot } from './position.js';
+import { SNAPSHOT_FORMAT, sealSnapshot } from './position.js';
 
 export interface RewriteReport {
   rewritten: { threadId: string; seq: number; fromVersion: number; toVersion: number }[];
@@ -49,10 +50,21 @@ export async function rewriteSnapshots(engine: Engine, schema: StateSchema, opti
           report.skipped.push({ threadId: thread.id, reason: `already at version ${schema.version}` });
           continue;
         }
-        const body: SnapshotBody = { schemaVersion: schema.version, values: {}, appends: {} };
+        const parent = loaded.position.parent === null ? null : await cp.getPosition(thread.id, '', loaded.position.parent);
+        const body: SnapshotBody = {
+          format: SNAPSHOT_FORMAT,
+          schemaVersion: schema.version,
+          position: loaded.position.hash,
+          parent: parent?.hash ?? GENESIS_HASH,
+          fields: schema.fieldTable(),
+          values: {},
+          appends: {},
+        };
+        // Every item is held inline: none comes from the log below the snapshot.
+        const none = ItemDigest.of([]).value();
         for (const name of schema.fieldNames) {
           const value = loaded.state[name];
-          if (schema.appendFields.has(name)) body.appends[name] = { since: head, count: (value as unknown[]).length, inline: value as unknown[] };
+          if (schema.appendFields.has(name)) body.appends[name] = { since: head, count: (value as unknown[]).length, digest: none, inline: value as unknown[] };
           else body.values[name] = value;
         }
         await cp.putSnapshot(lease, { ns: '', seq: head, text: sealSnapshot(encode(body, 'snapshot')) });

@@ -24,6 +24,7 @@ import { sha256Hex } from '../codec/hash.js';
 import { decode, encode } from '../codec/tagged-json.js';
 import {
   CairnError,
+  CorruptRecordError,
   EngineError,
   GraphMismatchError,
   HeadMovedError,
@@ -47,7 +48,7 @@ import type { EventSink } from './events.js';
 import { START, nextNodes, type GraphSpec, type NodeSpec } from './graph.js';
 import { materialize } from './materialize.js';
 import { mergeWrites, type MergeResult, type Writer } from './merge.js';
-import type { CallRef, PendingInterrupt, PositionBody } from './position.js';
+import { openSnapshot, sealSnapshot, type CallRef, type PendingInterrupt, type PositionBody } from './position.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
 import { childNamespace, childResultWrites, sharedStart, type ChildSpec } from './subgraph.js';
 import { ThreadCursor, type Head } from './cursor.js';
@@ -165,10 +166,9 @@ export class Run {
    */
   private async prepare(input: Record<string, unknown> | undefined): Promise<'started' | 'resume' | 'nothing'> {
     const threadId = this.lease.threadId;
-    const inputDigest = input === undefined ? undefined : sha256Hex(encode(input, 'run input'));
     if (this.thread.head === null) {
       this.cursor.start(this.settings.schema.initial());
-      await this.startRun(input, inputDigest);
+      await this.startRun(input);
       return 'started';
     }
     const head = await this.loadHead();
@@ -176,10 +176,12 @@ export class Run {
     if (pending.length) throw new ThreadInterruptedError(threadId, pending.map((i) => i.id), this.place);
     if (head.body.next.length === 0) {
       if (input === undefined) return 'nothing';
-      await this.startRun(input, inputDigest);
+      await this.startRun(input);
       return 'started';
     }
-    if (inputDigest !== undefined && inputDigest !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
+    if (input !== undefined && sha256Hex(encode(input, 'run input')) !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
+    // Before anything changes: a graph that lost the next nodes fails the call, not the thread.
+    this.scheduled(head, 'run');
     return 'resume';
   }
 
@@ -197,6 +199,9 @@ export class Run {
     const target = interruptId === undefined ? (pending.length === 1 ? pending[0] : undefined) : pending.find((i) => i.id === interruptId);
     if (!target) throw new InterruptNotFoundError(threadId, interruptId, pending.map((i) => i.id), this.place);
 
+    // The answer commits only if the run can go on from it: a renamed next node is
+    // GraphMismatchError with nothing changed, and the same call with nodeMapping works.
+    this.scheduled(head, 'resume');
     // Validated (and, for a child's interrupt, committed in the child) before anything here changes.
     const merged = await this.answerWrites(target, input, actor);
     // The status stays `interrupted` until the answer commits: a crash before that
@@ -218,7 +223,7 @@ export class Run {
     }
     const name = this.settings.nodeMapping[target.node] ?? target.node;
     const child = this.settings.spec.nodes.get(name)?.child;
-    if (!child) throw new GraphMismatchError([target.node], { ...this.place, seq: this.cursor.head!.position.seq });
+    if (!child) throw new GraphMismatchError([target.node], { ...this.place, seq: this.cursor.head!.position.seq }, 'resume');
     await this.childRun(child, target.ns).answerChild(target.child!, input, actor);
     return NO_CHANGES(this.cursor.state);
   }
@@ -233,7 +238,8 @@ export class Run {
       next: head.body.next,
       interrupts: (head.body.interrupts ?? []).filter((i) => i !== target),
       answered: target.id,
-      cleared: target.when === 'before' && target.ns === undefined ? [...carried, target.node] : carried,
+      // The node's name in this graph: an answer given with nodeMapping clears the renamed node's pause.
+      cleared: target.when === 'before' && target.ns === undefined ? [...carried, this.settings.nodeMapping[target.node] ?? target.node] : carried,
       actor,
       ...(head.body.suspended ? { suspended: head.body.suspended } : {}),
     });
@@ -349,20 +355,19 @@ export class Run {
 
   // ------------------------------------------------------------ loading
 
-  private loadHead(): Promise<Head> {
-    return this.loadHeadAt(this.thread.head!);
+  /** The root namespace's head, as the thread record anchors it. */
+  private async loadHead(): Promise<Head> {
+    const head = await this.loadNamespaceHead();
+    if (!head) throw new CorruptRecordError(`the thread record names head ${this.thread.head} but anchors no head.`, { place: { ...this.place, seq: this.thread.head! } });
+    return head;
   }
 
-  /** A child run's head: its namespace's highest seq (null before its first position). */
+  /** This run's namespace's anchored head (null before its first position). */
   private async loadNamespaceHead(): Promise<Head | null> {
-    const [newest] = await this.cp.listPositions(this.lease.threadId, this.ns, { limit: 1 });
-    if (!newest) return null;
-    this.cursor.lastSeq = newest.seq;
-    return this.loadHeadAt(newest.seq);
-  }
-
-  private async loadHeadAt(seq: number): Promise<Head> {
-    const loaded = await materialize(this.cp, this.settings.schema, this.lease.threadId, this.ns, seq);
+    const anchor = await this.cp.getHead(this.lease.threadId, this.ns);
+    if (!anchor) return null;
+    this.cursor.lastSeq = anchor.seq;
+    const loaded = await materialize(this.cp, this.settings.schema, this.lease.threadId, this.ns, anchor.seq, { head: anchor });
     this.cursor.adopt(loaded);
     this.settings.emit?.({
       type: 'run.loaded',
@@ -406,36 +411,48 @@ export class Run {
   // ------------------------------------------------------------ steps
 
   /**
-   * Starts a new run: the input is merged and checked before anything changes, so
-   * rejected input leaves a completed thread completed. A thread that never started
-   * is marked failed with the reason, rather than left looking like a live run.
+   * Starts a new run: the input is encoded, merged and checked before anything
+   * changes, so rejected input leaves a completed thread completed, and leaves no
+   * thread behind when this call created it: a thread that never committed a
+   * position is deleted again (under this run's lease, so no other run's work is).
    */
-  private async startRun(input: Record<string, unknown> | undefined, digest: string | undefined): Promise<void> {
+  private async startRun(input: Record<string, unknown> | undefined): Promise<void> {
     let merged: MergeResult;
     let next: string[];
+    let digest: string | undefined;
     try {
+      digest = input === undefined ? undefined : sha256Hex(encode(input, 'run input'));
       merged = await mergeWrites(this.settings.schema, this.cursor.state, input === undefined ? [] : [{ name: 'input', writes: input }], this.place);
       next = nextNodes(this.settings.spec, [START], this.settings.schema.view(merged.state), this.place);
     } catch (error) {
-      if (this.thread.head === null) await this.fail(error);
+      if (this.thread.head === null && this.thread.attempts === 0) await this.cp.deleteThread(this.lease.threadId, { lease: this.lease }).catch(() => undefined);
+      else if (this.thread.head === null) await this.fail(error);
       throw error;
     }
     await this.beginAttempt(false);
     await this.cursor.commit({ kind: 'input', nodes: [], merged, next, ...(digest !== undefined ? { input: digest } : {}) });
   }
 
+  /**
+   * The nodes of `head`'s next superstep in this graph: stored names through
+   * `nodeMapping`. Code may have renamed or removed nodes since the position was
+   * written: GraphMismatchError, telling the user to pass nodeMapping to `call`.
+   */
+  private scheduled(head: Head, call: 'run' | 'resume'): string[] {
+    const scheduled = head.body.next.map((name) => this.settings.nodeMapping[name] ?? name);
+    const missing = head.body.next.filter((_, i) => !this.settings.spec.nodes.has(scheduled[i]!));
+    if (missing.length) throw new GraphMismatchError(missing, { ...this.place, seq: head.position.seq }, call);
+    return scheduled;
+  }
+
   private async superstep(): Promise<void> {
     const head = this.cursor.head!;
     const { spec, schema } = this.settings;
     const place = { ...this.place, seq: head.position.seq };
-    // Code may have renamed or removed nodes since this position was written.
-    const scheduled = head.body.next.map((name) => this.settings.nodeMapping[name] ?? name);
-    const missing = scheduled.filter((name) => !spec.nodes.has(name));
-    if (missing.length) throw new GraphMismatchError(missing, place);
-    const tasks: Task[] = scheduled.map((name, index) => ({ node: spec.nodes.get(name)!, id: `${name}:${index}` }));
+    const tasks: Task[] = this.scheduled(head, 'run').map((name, index) => ({ node: spec.nodes.get(name)!, id: `${name}:${index}` }));
 
-    // Declared pauses come first: nothing runs until they are answered.
-    const cleared = head.body.cleared ?? [];
+    // Declared pauses come first: nothing runs until they are answered (stored names mapped as the next nodes are).
+    const cleared = (head.body.cleared ?? []).map((name) => this.settings.nodeMapping[name] ?? name);
     const before = tasks.filter((t) => t.node.options.interruptBefore && !cleared.includes(t.node.name));
     if (before.length) {
       const interrupts = before.map((t) => ({
@@ -529,7 +546,10 @@ export class Run {
     const reused = new Map<string, TaskResult>(Object.entries((this.cursor.head!.body.suspended?.tasks ?? {}) as Record<string, TaskResult>));
     if (tasks.length > 1) {
       for (const pending of await this.cp.getPendingWrites(this.lease.threadId, this.ns, base.seq)) {
-        reused.set(pending.task, decode<TaskResult>(pending.body, `pending write ${pending.task} at ${base.seq}`));
+        // Sealed like a snapshot. One that does not match its digest is not used: the task
+        // runs again, served its recorded outputs and effect outcomes from the ledger.
+        const text = pending.body.startsWith('{') ? pending.body : openSnapshot(pending.body);
+        if (text !== null) reused.set(pending.task, decode<TaskResult>(text, `pending write ${pending.task} at ${base.seq}`));
       }
     }
     let unfinished = tasks.filter((t) => !reused.has(t.id)).length;
@@ -545,7 +565,7 @@ export class Run {
         // Only worth a write when a sibling is still running: otherwise the step commits next.
         // A suspended subgraph task has not finished: it goes on when its child is answered.
         if (tasks.length > 1 && unfinished > 0 && !result.suspended) {
-          await this.cp.putPendingWrite(this.lease, { ns: this.ns, baseSeq: base.seq, task: task.id, body: encode(result, `writes of ${task.id}`) });
+          await this.cp.putPendingWrite(this.lease, { ns: this.ns, baseSeq: base.seq, task: task.id, body: sealSnapshot(encode(result, `writes of ${task.id}`)) });
           crashPoint('after-pending-write', task.node.name);
           this.settings.emit?.({ type: 'pending.saved', threadId: this.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base.seq });
         }

@@ -20,8 +20,11 @@
  * ```
  */
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import { sha256Hex } from '../codec/hash.js';
+import { encode } from '../codec/tagged-json.js';
 import {
   SchemaDefinitionError,
+  SchemaDriftError,
   SchemaFromFutureError,
   SchemaTooOldError,
   StateValidationError,
@@ -72,6 +75,7 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
   readonly fieldNames: readonly string[];
   readonly appendFields: ReadonlySet<string>;
   private readonly upcasters: Record<number, (state: PlainState) => PlainState>;
+  private table: Record<string, string> | undefined;
 
   /** Phantom members that carry the state's types. */
   declare readonly $state: BaseState<F> & { readonly [K in keyof D]: D[K] };
@@ -90,8 +94,13 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     if (!Number.isInteger(this.version) || this.version < 1) {
       throw new SchemaDefinitionError(`state version must be a positive integer, got ${definition.version}.`);
     }
+    for (const name of [...this.fieldNames, ...Object.keys(this.derived)]) {
+      // Assigning "__proto__" sets an object's prototype instead of a property: no state
+      // object could hold it as a field. Every other name is data (constructor, toString...).
+      if (name === '__proto__') throw new SchemaDefinitionError('"__proto__" cannot name a state field: rename it (any other name works).');
+    }
     for (const name of Object.keys(this.derived)) {
-      if (name in definition.fields) throw new SchemaDefinitionError(`"${name}" is declared both as a field and as derived.`);
+      if (Object.hasOwn(definition.fields, name)) throw new SchemaDefinitionError(`"${name}" is declared both as a field and as derived.`);
     }
     let reachable = this.version;
     while (reachable > 1 && typeof this.upcasters[reachable - 1] === 'function') reachable--;
@@ -127,7 +136,8 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
   /** Fills fields missing from a stored (possibly upcast) state with their defaults. */
   withDefaults(state: PlainState): PlainState {
     for (const name of this.fieldNames) {
-      if (name in state) continue;
+      // Own properties only: a field named "constructor" or "toString" is not "present" through Object.prototype.
+      if (Object.hasOwn(state, name)) continue;
       const value = defaultOf(this.fields[name] as AnyField);
       // The runtime extends append lists in place: never hand it a default someone else holds.
       state[name] = this.appendFields.has(name) && Array.isArray(value) ? [...value] : value;
@@ -144,6 +154,46 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     let current = state;
     for (let v = storedVersion; v < this.version; v++) current = (this.upcasters[v] as (s: PlainState) => PlainState)(current);
     return this.withDefaults(current);
+  }
+
+  /**
+   * What each stored field is at this version: `<role> <reducer> <schema fingerprint>`
+   * by name (`model append 3f9c0b1d2e4a5c6f`). The fingerprint is a digest of the
+   * field schema's JSON Schema (Standard JSON Schema, which zod 4, valibot and arktype
+   * provide), without annotations (descriptions, titles, defaults, examples); `?` when
+   * the validator cannot describe itself. Recorded with the positions and snapshots
+   * that start a version, and compared on every load ({@link checkDrift}).
+   */
+  fieldTable(): Record<string, string> {
+    if (this.table) return this.table;
+    const table: Record<string, string> = {};
+    for (const name of this.fieldNames) {
+      const field = this.fields[name] as AnyField;
+      const reducer = field.role === 'runtime' ? '-' : typeof field.reduce === 'function' ? 'custom' : field.reduce;
+      table[name] = `${field.role} ${reducer} ${schemaFingerprint(field.schema as StandardSchemaV1)}`;
+    }
+    return (this.table = table);
+  }
+
+  /**
+   * Throws {@link SchemaDriftError} when a position stored at this schema version says
+   * a field was something else (role, reducer, or schema) than this code declares.
+   * Fields only one side has are fine: new fields read as their defaults, dropped ones
+   * are ignored. A `?` fingerprint on either side compares role and reducer only.
+   */
+  checkDrift(stored: Record<string, string>, place?: ErrorPlace): void {
+    const current = this.fieldTable();
+    for (const [name, then] of Object.entries(stored)) {
+      const now = Object.hasOwn(current, name) ? current[name]! : undefined;
+      if (now === undefined || now === then) continue;
+      const [thenRole, thenReducer, thenPrint] = then.split(' ');
+      const [nowRole, nowReducer, nowPrint] = now.split(' ');
+      let detail: string | undefined;
+      if (thenRole !== nowRole) detail = `it was a ${thenRole} field when this position was written and is a ${nowRole} field now`;
+      else if (thenReducer !== nowReducer) detail = `its reducer was "${thenReducer}" when this position was written and is "${nowReducer}" now`;
+      else if (thenPrint !== '?' && nowPrint !== '?' && thenPrint !== nowPrint) detail = `its schema changed (fingerprint ${thenPrint} when this position was written, ${nowPrint} now)`;
+      if (detail) throw new SchemaDriftError(name, this.version, detail, place);
+    }
   }
 
   /** Throws SchemaTooOldError / SchemaFromFutureError when `storedVersion` cannot be read. */
@@ -187,6 +237,30 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
       );
     }
     return result.value;
+  }
+}
+
+/** JSON Schema keywords that describe a value without constraining it: not part of a fingerprint. */
+const ANNOTATIONS = new Set(['$schema', '$id', '$comment', 'title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly']);
+
+function withoutAnnotations(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutAnnotations);
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) if (!ANNOTATIONS.has(key)) out[key] = withoutAnnotations(inner);
+  return out;
+}
+
+/** 16 hex characters of the sha256 of a validator's JSON Schema (output side), or `?`. */
+function schemaFingerprint(schema: StandardSchemaV1): string {
+  const jsonSchema = (schema['~standard'] as { jsonSchema?: { output?: (options: unknown) => unknown } }).jsonSchema;
+  if (typeof jsonSchema?.output !== 'function') return '?';
+  try {
+    // Types JSON Schema cannot express (Date, BigInt...) describe as "anything" rather than failing.
+    const described = jsonSchema.output({ target: 'draft-2020-12', libraryOptions: { unrepresentable: 'any' } });
+    return sha256Hex(encode(withoutAnnotations(described))).slice(0, 16);
+  } catch {
+    return '?';
   }
 }
 

@@ -127,7 +127,7 @@ export async function recoveryChecks(input: RecoveryInput): Promise<RecoveryChec
       ok: kept.every(Boolean),
       detail: `${kept.filter(Boolean).length}/${committedBefore.length} positions committed before the crash are unchanged`,
     });
-    const report = await verifyThread(engine.checkpointer, thread);
+    const report = await verifyThread(engine, thread);
     checks.push({ name: 'hash chain verifies', ok: report.ok, detail: `${report.positions} positions${report.problems.map((p) => `; seq ${p.seq}: ${p.message}`).join('')}` });
   } finally {
     await engine.close();

@@ -13,7 +13,7 @@ import type { Engine } from '../../src/contracts/engine.js';
 import { memory } from '../../src/engines/memory/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { postgres } from '../../src/engines/postgres/index.js';
-import { usePostgresSchema } from '../helpers/postgres.js';
+import { usePostgresSchema, type PostgresTestSchema } from '../helpers/postgres.js';
 import type { PositionBody } from '../../src/runtime/position.js';
 import { decode } from '../../src/codec/tagged-json.js';
 
@@ -31,6 +31,8 @@ export interface EngineCase {
   readonly engine: Engine;
   /** SQLite file path (undefined for memory). */
   readonly path: string | undefined;
+  /** The PostgreSQL schema the engine lives in (undefined for the other engines): for direct reads and tampering. */
+  readonly pg: PostgresTestSchema | undefined;
   /** A second engine over the same data: a new connection on the same SQLite file; the same memory engine. */
   reopen(): Engine;
 }
@@ -62,6 +64,7 @@ export function useEngine(name: EngineName): EngineCase {
     get path() {
       return path;
     },
+    pg,
     reopen() {
       if (name === 'memory') return engine!;
       const again = name === 'postgres' ? postgres(pg!.url, { schema: pg!.schema }) : sqlite(path!);

@@ -50,7 +50,7 @@ describe.each(ENGINES)('verify on %s', (name) => {
     const app = workedExample({ engine: ctx.engine, artifacts: memoryArtifacts(), now: () => '2025-01-01T00:00:00.000Z' });
     await app.run({ thread: 'cust_42' });
     const report = await app.verify('cust_42');
-    expect(report).toEqual({ threadId: 'cust_42', ok: true, positions: 5, problems: [] });
+    expect(report).toEqual({ threadId: 'cust_42', ok: true, positions: 5, snapshots: 0, ledgerEntries: 5, problems: [] });
   });
 
   it('a clean thread with parallel steps, snapshots and two runs verifies', async () => {
@@ -209,7 +209,7 @@ describe.each(ENGINES)('verify walks every namespace on %s', (name) => {
 
   it('a thread with child and grandchild namespaces verifies, each chain from the genesis hash', async () => {
     await storeThread(ctx.engine.checkpointer, 't', threadWithChildren());
-    expect(await verifyThread(ctx.engine.checkpointer, 't')).toEqual({ threadId: 't', ok: true, positions: 8, problems: [] });
+    expect(await verifyThread(ctx.engine.checkpointer, 't')).toEqual({ threadId: 't', ok: true, positions: 8, snapshots: 1, ledgerEntries: 0, problems: [] });
   });
 
   it('a child chain that continues the root chain instead of starting from genesis is reported in its namespace', async () => {

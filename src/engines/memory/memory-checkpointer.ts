@@ -8,13 +8,16 @@ import type {
   ClaimRequest,
   AttemptFailure,
   Checkpointer,
+  HeadAnchor,
   PendingWrite,
   PositionItem,
+  RangeItem,
   SeqRange,
   StepCommit,
   StoredPosition,
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
+import { comparePositionItems } from '../../contracts/checkpointer.js';
 import type { DeleteThreadOptions, DeleteThreadResult, ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
 import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
 import { checkThreadId, compareCodePoints } from '../../internal/keys.js';
@@ -28,8 +31,8 @@ interface ThreadRow {
   holder: HolderInfo;
   epoch: number;
   positions: Map<string, Map<number, StoredPosition>>;
-  /** Highest seq per namespace: the head. */
-  heads: Map<string, number>;
+  /** The anchored head per namespace: seq and hash of its newest position. */
+  heads: Map<string, HeadAnchor>;
   items: Map<string, Map<number, PositionItem[]>>;
   snapshots: Map<string, Map<number, string>>;
   pending: Map<string, PendingWrite>;
@@ -95,7 +98,9 @@ export class MemoryCheckpointer implements Checkpointer {
     const ifStatus = normalizeIfStatus(options.ifStatus);
     const row = this.row(threadId);
     if (!row) return { deleted: false, threadId, reason: 'missing' };
-    if (holderIsLive(row.holder, Date.now())) throw new ThreadBusyError(threadId, describeHolder(row.holder), { engine: this.engine });
+    if (options.lease) {
+      if (row.holder.runId !== options.lease.runId || row.epoch !== options.lease.epoch) throw new LeaseLostError(threadId, { engine: this.engine });
+    } else if (holderIsLive(row.holder, Date.now())) throw new ThreadBusyError(threadId, describeHolder(row.holder), { engine: this.engine });
     if (ifStatus && !ifStatus.includes(row.record.status)) return { deleted: false, threadId, reason: 'status', status: row.record.status };
     const count = <V>(byNs: Map<string, Map<number, V>>, size: (v: V) => number = () => 1) =>
       [...byNs.values()].reduce((n, inner) => n + [...inner.values()].reduce((m, v) => m + size(v), 0), 0);
@@ -217,12 +222,12 @@ export class MemoryCheckpointer implements Checkpointer {
     const { position } = commit;
     const ns = position.ns;
     const positions = mapOf(row.positions, ns);
-    const head = row.heads.get(ns) ?? null;
+    const head = row.heads.get(ns)?.seq ?? null;
     if (head !== commit.expectedHead || position.seq !== (head ?? -1) + 1) {
       throw new HeadMovedError(lease.threadId, commit.expectedHead, head, { engine: this.engine });
     }
     positions.set(position.seq, { ...position });
-    row.heads.set(ns, position.seq);
+    row.heads.set(ns, { seq: position.seq, hash: position.hash });
     if (commit.items.length) mapOf(row.items, ns).set(position.seq, commit.items.map((i) => ({ ...i })));
     if (commit.snapshot !== undefined) mapOf(row.snapshots, ns).set(position.seq, commit.snapshot);
     for (const key of [...row.pending.keys()]) if (key.startsWith(`${ns}\u0000${position.parent}\u0000`)) row.pending.delete(key);
@@ -261,10 +266,15 @@ export class MemoryCheckpointer implements Checkpointer {
     return [...positions.values()].filter((p) => p.seq >= range.from && p.seq <= range.to).sort((a, b) => a.seq - b.seq).map((p) => ({ ...p }));
   }
 
+  async getHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
+    const head = this.row(threadId)?.heads.get(ns);
+    return head ? { ...head } : null;
+  }
+
   async listNamespaces(threadId: string): Promise<string[]> {
-    const positions = this.row(threadId)?.positions;
-    // A namespace's map is made by its first commit, so every key has a position.
-    return positions ? [...positions.keys()].sort(compareCodePoints) : [];
+    const row = this.row(threadId);
+    if (!row) return [];
+    return [...new Set([...row.positions.keys(), ...row.heads.keys()])].sort(compareCodePoints);
   }
 
   async listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
@@ -282,6 +292,11 @@ export class MemoryCheckpointer implements Checkpointer {
     let best: { seq: number; text: string } | null = null;
     for (const [seq, text] of snapshots ?? []) if (inRanges(seq, ranges) && (!best || seq > best.seq)) best = { seq, text };
     return best;
+  }
+
+  async getSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]> {
+    const snapshots = this.row(threadId)?.snapshots.get(ns);
+    return [...(snapshots ?? [])].filter(([seq]) => seq >= range.from && seq <= range.to).sort(([a], [b]) => a - b).map(([seq, text]) => ({ seq, text }));
   }
 
   async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
@@ -303,6 +318,16 @@ export class MemoryCheckpointer implements Checkpointer {
         .sort((a, b) => a.index - b.index)
         .map((i) => ({ ...i })),
     );
+  }
+
+  async getRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]> {
+    const items = this.row(threadId)?.items.get(ns);
+    const found: RangeItem[] = [];
+    for (const seq of [...(items?.keys() ?? [])].sort((a, b) => a - b)) {
+      if (seq < range.from || seq > range.to) continue;
+      for (const item of [...items!.get(seq)!].sort(comparePositionItems)) found.push({ ...item, seq });
+    }
+    return found;
   }
 
   async close(): Promise<void> {

@@ -49,6 +49,7 @@ export function isConnectionLoss(error: unknown): boolean {
 /** Schema-qualified names of cairn's tables. */
 export interface PostgresTables {
   threads: string;
+  heads: string;
   positions: string;
   items: string;
   snapshots: string;
@@ -101,6 +102,7 @@ export class PostgresConnection {
     const s = quoteIdent(this.schema);
     this.tables = {
       threads: `${s}.cairn_threads`,
+      heads: `${s}.cairn_heads`,
       positions: `${s}.cairn_positions`,
       items: `${s}.cairn_items`,
       snapshots: `${s}.cairn_snapshots`,

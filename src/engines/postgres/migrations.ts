@@ -175,6 +175,25 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX cairn_threads_by_metadata ON ${s}.cairn_threads USING gin ((${s}.cairn_json(metadata)) jsonb_path_ops);
     `,
   },
+  {
+    id: 5,
+    name: 'anchored namespace heads',
+    sql: (s) => `
+      -- Each namespace's head (seq, chain hash, time), written by the commit that moves
+      -- it, so that a truncated log is an error rather than an older head. Its key is
+      -- not updated by a commit, so the row is rewritten in place (a HOT update).
+      CREATE TABLE ${s}.cairn_heads (
+        tid        bigint NOT NULL,
+        ns         text COLLATE "C" NOT NULL,
+        seq        bigint NOT NULL,
+        hash       bytea NOT NULL,
+        created_at bigint NOT NULL,
+        PRIMARY KEY (tid, ns)
+      ) WITH (fillfactor = 50);
+      INSERT INTO ${s}.cairn_heads (tid, ns, seq, hash, created_at)
+        SELECT DISTINCT ON (tid, ns) tid, ns, seq, hash, created_at FROM ${s}.cairn_positions ORDER BY tid, ns, seq DESC;
+    `,
+  },
 ];
 
 /** First key of cairn's advisory locks (the second is the schema name's hash): "cairn" in ASCII. */

@@ -12,8 +12,10 @@ import type {
   ClaimRequest,
   AttemptFailure,
   Checkpointer,
+  HeadAnchor,
   PendingWrite,
   PositionItem,
+  RangeItem,
   SeqRange,
   StepCommit,
   StoredPosition,
@@ -168,11 +170,13 @@ export class PostgresCheckpointer implements Checkpointer {
     // that row too, so it waits and then finds no thread. The deletes come in a later
     // statement, whose snapshot (READ COMMITTED) holds every write that came before the lock.
     return this.conn.transaction('deleteThread', async (query) => {
-      const [row] = (await query(this.sql.lockForDelete, [threadId])) as Pick<ThreadRow, 'tid' | 'status' | 'run_id' | 'owner_pid' | 'owner_host' | 'lease_until' | 'db_now'>[];
+      const [row] = (await query(this.sql.lockForDelete, [threadId])) as Pick<ThreadRow, 'tid' | 'status' | 'run_id' | 'owner_pid' | 'owner_host' | 'lease_until' | 'epoch' | 'db_now'>[];
       if (!row) return { deleted: false, threadId, reason: 'missing' } as const;
       const now = Number(row.db_now);
       const holder = { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: num(row.lease_until) };
-      if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
+      if (options.lease) {
+        if (row.run_id !== options.lease.runId || Number(row.epoch) !== options.lease.epoch) throw new LeaseLostError(threadId, { engine: this.engine });
+      } else if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
       const status = row.status as ThreadStatus;
       if (ifStatus && !ifStatus.includes(status)) return { deleted: false, threadId, reason: 'status', status } as const;
       const [counts] = (await query(this.sql.deleteThread, [row.tid, PIN_NAMESPACE_STORED, threadPinSuffix(threadId), now])) as Record<string, string>[];
@@ -429,6 +433,11 @@ export class PostgresCheckpointer implements Checkpointer {
     return rows.map((row) => toPosition(ns, row));
   }
 
+  async getHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
+    const [row] = await this.conn.query<{ seq: string; hash: string }>('getHead', this.sql.head, [threadId, ns]);
+    return row ? { seq: Number(row.seq), hash: row.hash } : null;
+  }
+
   async listNamespaces(threadId: string): Promise<string[]> {
     const rows = await this.conn.query<{ ns: string }>('listNamespaces', this.sql.namespaces, [threadId]);
     return rows.map((row) => row.ns);
@@ -450,6 +459,11 @@ export class PostgresCheckpointer implements Checkpointer {
       ORDER BY seq DESC LIMIT 1`;
     const [row] = await this.conn.query<{ seq: string; body: string }>('getSnapshot', text, [threadId, ns, ...where.params], false);
     return row ? { seq: Number(row.seq), text: row.body } : null;
+  }
+
+  async getSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]> {
+    const rows = await this.conn.query<{ seq: string; body: string }>('getSnapshots', this.sql.snapshots, [threadId, ns, range.from, range.to]);
+    return rows.map((row) => ({ seq: Number(row.seq), text: row.body }));
   }
 
   async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
@@ -481,6 +495,11 @@ export class PostgresCheckpointer implements Checkpointer {
     return [...new Set(fields)].flatMap((field) => byField.get(field) ?? []);
   }
 
+  async getRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]> {
+    const rows = await this.conn.query<{ seq: string; field: string; idx: number; body: string }>('getRangeItems', this.sql.rangeItems, [threadId, ns, range.from, range.to]);
+    return rows.map((row) => ({ seq: Number(row.seq), field: row.field, index: row.idx, text: row.body }));
+  }
+
   async close(): Promise<void> {
     await this.conn.close();
   }
@@ -488,13 +507,13 @@ export class PostgresCheckpointer implements Checkpointer {
 
 /** Every fixed statement of the checkpointer, qualified with the connection's schema. */
 function statements(conn: PostgresConnection) {
-  const { threads: T, positions: P, items: I, snapshots: S, pending: W, failures: F, ledger: L, store: ST } = conn.tables;
+  const { threads: T, heads: H, positions: P, items: I, snapshots: S, pending: W, failures: F, ledger: L, store: ST } = conn.tables;
   const schema = quoteIdent(conn.schema);
   const tidOf = `(SELECT tid FROM ${T} WHERE id = $1::text)`;
   const threadColumns = `t.tid, t.id, t.kind, t.status, t.attempts, t.tenant, t.metadata, t.last_error, t.run_id, t.owner_pid,
     t.owner_host, t.lease_until, t.epoch, t.created_at, t.updated_at`;
-  /** The head (highest root seq) and its time, read backwards along the positions' key. */
-  const headJoin = `LEFT JOIN LATERAL (SELECT p.seq, p.created_at FROM ${P} p WHERE p.tid = t.tid AND p.ns = '' ORDER BY p.seq DESC LIMIT 1) h ON true`;
+  /** The root namespace's anchored head and its time. */
+  const headJoin = `LEFT JOIN ${H} h ON h.tid = t.tid AND h.ns = ''`;
   const threadSelect = `SELECT ${threadColumns}, h.seq AS head, h.created_at AS head_at FROM ${T} t ${headJoin}`;
   const positionColumns = `seq, parent, segment, step, schema_version, created_at, body, encode(hash, 'hex') AS hash`;
   const fenced = `id = $1::text AND run_id = $2::text AND epoch = $3::bigint`;
@@ -507,12 +526,13 @@ function statements(conn: PostgresConnection) {
     /** The schema's text → jsonb function (see migration 2). */
     json: `${schema}.cairn_json`,
 
-    lockForDelete: `SELECT tid, status, run_id, owner_pid, owner_host, lease_until, ${dbNow} AS db_now FROM ${T} WHERE id = $1::text FOR UPDATE`,
+    lockForDelete: `SELECT tid, status, run_id, owner_pid, owner_host, lease_until, epoch, ${dbNow} AS db_now FROM ${T} WHERE id = $1::text FOR UPDATE`,
 
     // Everything the thread owns, by tid, plus its pins (live or unpinned) and their
     // overwrite records; counts per kind. Runs after lockForDelete, in its transaction.
     deleteThread: `
       WITH p AS (DELETE FROM ${P} WHERE tid = $1::bigint RETURNING 1),
+      heads AS (DELETE FROM ${H} WHERE tid = $1::bigint),
       i AS (DELETE FROM ${I} WHERE tid = $1::bigint RETURNING 1),
       s AS (DELETE FROM ${S} WHERE tid = $1::bigint RETURNING 1),
       w AS (DELETE FROM ${W} WHERE tid = $1::bigint RETURNING 1),
@@ -597,7 +617,7 @@ function statements(conn: PostgresConnection) {
       WITH fence AS (
         SELECT tid, status FROM ${T} WHERE ${fenced} FOR SHARE
       ), head AS (
-        SELECT (SELECT p.seq FROM ${P} p WHERE p.tid = fence.tid AND p.ns = $4::text ORDER BY p.seq DESC LIMIT 1) AS seq FROM fence
+        SELECT (SELECT h.seq FROM ${H} h WHERE h.tid = fence.tid AND h.ns = $4::text) AS seq FROM fence
       ), pos AS (
         INSERT INTO ${P} (tid, ns, seq, parent, segment, step, schema_version, created_at, body, hash)
         SELECT fence.tid, $4::text, $5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::integer, $10::bigint, $11::text, decode($12::text, 'hex')
@@ -608,6 +628,9 @@ function statements(conn: PostgresConnection) {
         INSERT INTO ${I} (tid, ns, field, seq, idx, body)
         SELECT pos.tid, $4::text, u.field, $5::bigint, u.idx, u.body
         FROM pos, unnest($14::text[], $15::integer[], $16::text[]) AS u (field, idx, body)
+      ), anchor AS (
+        INSERT INTO ${H} (tid, ns, seq, hash, created_at) SELECT pos.tid, $4::text, $5::bigint, decode($12::text, 'hex'), $10::bigint FROM pos
+        ON CONFLICT (tid, ns) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at
       ), snapshot AS (
         INSERT INTO ${S} (tid, ns, seq, body) SELECT pos.tid, $4::text, $5::bigint, $17::text FROM pos WHERE $17::text IS NOT NULL
       ), folded AS (
@@ -620,7 +643,7 @@ function statements(conn: PostgresConnection) {
 
     diagnose: `
       SELECT (t.run_id = $2::text AND t.epoch = $3::bigint) AS held,
-        (SELECT p.seq FROM ${P} p WHERE p.tid = t.tid AND p.ns = $4::text ORDER BY p.seq DESC LIMIT 1) AS head
+        (SELECT h.seq FROM ${H} h WHERE h.tid = t.tid AND h.ns = $4::text) AS head
       FROM ${T} t WHERE t.id = $1::text`,
 
     // Fenced like a pending write; the snapshot is written only for a stored position.
@@ -649,9 +672,18 @@ function statements(conn: PostgresConnection) {
 
     positions: `SELECT ${positionColumns} FROM ${P} WHERE tid = ${tidOf} AND ns = $2::text AND seq BETWEEN $3::bigint AND $4::bigint ORDER BY seq`,
 
-    // An index-only walk of the (tid, ns, seq) key; ns is COLLATE "C", so the key's
-    // order is the code point order the contract asks for.
-    namespaces: `SELECT DISTINCT ns FROM ${P} WHERE tid = ${tidOf} ORDER BY ns`,
+    // Index walks of the (tid, ns, ...) keys; ns is COLLATE "C", so the order is the code
+    // point order the contract asks for. The anchors name a namespace whose positions are gone.
+    namespaces: `SELECT ns FROM ${H} WHERE tid = ${tidOf} UNION SELECT DISTINCT ns FROM ${P} WHERE tid = ${tidOf} ORDER BY ns`,
+
+    head: `SELECT seq, encode(hash, 'hex') AS hash FROM ${H} WHERE tid = ${tidOf} AND ns = $2::text`,
+
+    snapshots: `SELECT seq, body FROM ${S} WHERE tid = ${tidOf} AND ns = $2::text AND seq BETWEEN $3::bigint AND $4::bigint ORDER BY seq`,
+
+    rangeItems: `
+      SELECT seq, field, idx, body FROM ${I}
+      WHERE tid = ${tidOf} AND ns = $2::text AND seq BETWEEN $3::bigint AND $4::bigint
+      ORDER BY seq, field, idx`,
 
     listPositions: `
       SELECT ${positionColumns} FROM ${P}

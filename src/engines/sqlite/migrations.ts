@@ -181,6 +181,26 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       DROP INDEX cairn_items_by_field;
     `,
   },
+  {
+    id: 5,
+    name: 'anchored namespace heads',
+    sql: `
+      -- Each namespace's head (seq, chain hash, time), written by the commit that moves
+      -- it. A head that is only "the highest seq" cannot tell a truncated log from an
+      -- older one; the anchor can. Existing threads are anchored at their newest position.
+      CREATE TABLE cairn_heads (
+        tid        INTEGER NOT NULL,
+        ns         TEXT NOT NULL,
+        seq        INTEGER NOT NULL,
+        hash       BLOB NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (tid, ns)
+      ) WITHOUT ROWID;
+      INSERT INTO cairn_heads (tid, ns, seq, hash, created_at)
+        SELECT p.tid, p.ns, p.seq, p.hash, p.created_at FROM cairn_positions p
+        WHERE p.seq = (SELECT max(q.seq) FROM cairn_positions q WHERE q.tid = p.tid AND q.ns = p.ns);
+    `,
+  },
 ];
 
 /** Applies every migration not yet recorded. Safe to call from many processes at once. */

@@ -9,8 +9,10 @@ import type {
   ClaimRequest,
   AttemptFailure,
   Checkpointer,
+  HeadAnchor,
   PendingWrite,
   PositionItem,
+  RangeItem,
   SeqRange,
   StepCommit,
   StoredPosition,
@@ -49,10 +51,10 @@ interface ThreadRow {
 
 type PositionRow = [number, number | null, number, number, number, number, string, Buffer];
 
-/** A thread row with its head (highest root seq) and the head's time, read through the positions' primary key. */
+/** A thread row with its root namespace's anchored head and the head's time. */
 const THREAD_SELECT = `
   SELECT t.*, h.seq AS head, h.created_at AS head_at FROM cairn_threads t
-  LEFT JOIN cairn_positions h ON h.tid = t.tid AND h.ns = '' AND h.seq = (SELECT max(seq) FROM cairn_positions WHERE tid = t.tid AND ns = '')`;
+  LEFT JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ''`;
 
 const POSITION_COLUMNS = 'seq, parent, segment, step, schema_version, created_at, body, hash';
 
@@ -188,12 +190,14 @@ export class SqliteCheckpointer implements Checkpointer {
     // statement that inserts, so a late one finds no thread rather than leaving an orphan).
     return this.write('deleteThread', () => {
       const row = this.conn
-        .stmt('SELECT tid, status, run_id, owner_pid, owner_host, lease_until FROM cairn_threads WHERE id = ?')
-        .get(threadId) as Pick<ThreadRow, 'tid' | 'status' | 'run_id' | 'owner_pid' | 'owner_host' | 'lease_until'> | undefined;
+        .stmt('SELECT tid, status, run_id, owner_pid, owner_host, lease_until, epoch FROM cairn_threads WHERE id = ?')
+        .get(threadId) as Pick<ThreadRow, 'tid' | 'status' | 'run_id' | 'owner_pid' | 'owner_host' | 'lease_until' | 'epoch'> | undefined;
       if (!row) return { deleted: false, threadId, reason: 'missing' } as const;
       const now = Date.now();
       const holder = { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: row.lease_until };
-      if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
+      if (options.lease) {
+        if (row.run_id !== options.lease.runId || row.epoch !== options.lease.epoch) throw new LeaseLostError(threadId, { engine: this.engine });
+      } else if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
       const status = row.status as ThreadStatus;
       if (ifStatus && !ifStatus.includes(status)) return { deleted: false, threadId, reason: 'status', status } as const;
 
@@ -204,6 +208,7 @@ export class SqliteCheckpointer implements Checkpointer {
       for (const [kind, table] of Object.entries(THREAD_TABLES) as [keyof typeof THREAD_TABLES, string][]) {
         removed[kind] = this.conn.stmt(`DELETE FROM ${table} WHERE tid = ?`).run(row.tid).changes;
       }
+      this.conn.stmt('DELETE FROM cairn_heads WHERE tid = ?').run(row.tid);
       // The thread's pins, live or already unpinned (a tombstone row), and their overwrite records.
       const suffix = threadPinSuffix(threadId);
       const pinKeys = 'ns = ? AND substr(key, ?) = ?';
@@ -335,7 +340,7 @@ export class SqliteCheckpointer implements Checkpointer {
       // The fence and the namespace's head in one statement.
       const held = this.conn
         .stmt(
-          `SELECT t.tid, t.status, (SELECT max(seq) FROM cairn_positions WHERE tid = t.tid AND ns = ?) AS head
+          `SELECT t.tid, t.status, (SELECT seq FROM cairn_heads WHERE tid = t.tid AND ns = ?) AS head
            FROM cairn_threads t WHERE t.id = ? AND t.run_id = ? AND t.epoch = ?`,
         )
         .get(position.ns, lease.threadId, lease.runId, lease.epoch) as { tid: number; status: string; head: number | null } | undefined;
@@ -347,6 +352,7 @@ export class SqliteCheckpointer implements Checkpointer {
       // The items first, in (field, index) order, so that rowid order is index order
       // within each field (getItems reads them in rowid order); the position records
       // where they start.
+      const hash = Buffer.from(position.hash, 'hex');
       let itemsFrom: number | bigint | null = null;
       if (items.length) {
         const insert = this.conn.stmt('INSERT INTO cairn_items (tid, ns, field, seq, idx, body) VALUES (?, ?, ?, ?, ?, ?)');
@@ -368,10 +374,16 @@ export class SqliteCheckpointer implements Checkpointer {
           position.schemaVersion,
           position.createdAt,
           position.body,
-          Buffer.from(position.hash, 'hex'),
+          hash,
           itemsFrom,
           items.length,
         );
+      this.conn
+        .stmt(
+          `INSERT INTO cairn_heads (tid, ns, seq, hash, created_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (tid, ns) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at`,
+        )
+        .run(tid, position.ns, position.seq, hash, position.createdAt);
       if (commit.snapshot !== undefined) {
         this.conn.stmt('INSERT INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, position.ns, position.seq, commit.snapshot);
         crashPoint('inside-snapshot');
@@ -431,12 +443,22 @@ export class SqliteCheckpointer implements Checkpointer {
     return rows.map((row) => toPosition(ns, row));
   }
 
+  async getHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
+    const row = this.conn.run('getHead', () =>
+      this.conn.stmt('SELECT h.seq, h.hash FROM cairn_threads t JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ? WHERE t.id = ?').raw().get(ns, threadId),
+    ) as [number, Buffer] | undefined;
+    return row ? { seq: row[0], hash: row[1].toString('hex') } : null;
+  }
+
   async listNamespaces(threadId: string): Promise<string[]> {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return [];
-    // Walks the (tid, ns, seq) primary key: already grouped and ordered by ns (BINARY
-    // collation: UTF-8 byte order), so neither DISTINCT nor ORDER BY needs a sort.
-    return this.conn.stmt('SELECT DISTINCT ns FROM cairn_positions WHERE tid = ? ORDER BY ns').pluck().all(tid) as string[];
+    // Both walk a (tid, ns, ...) primary key (BINARY collation: UTF-8 byte order); the
+    // union also names a namespace whose positions are gone but whose anchor is not.
+    return this.conn
+      .stmt('SELECT ns FROM cairn_heads WHERE tid = ? UNION SELECT DISTINCT ns FROM cairn_positions WHERE tid = ? ORDER BY ns')
+      .pluck()
+      .all(tid, tid) as string[];
   }
 
   async listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
@@ -459,6 +481,16 @@ export class SqliteCheckpointer implements Checkpointer {
     return row ? { seq: row.seq, text: row.body } : null;
   }
 
+  async getSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return [];
+    const rows = this.conn.stmt('SELECT seq, body FROM cairn_snapshots WHERE tid = ? AND ns = ? AND seq BETWEEN ? AND ? ORDER BY seq').all(tid, ns, range.from, range.to) as {
+      seq: number;
+      body: string;
+    }[];
+    return rows.map((row) => ({ seq: row.seq, text: row.body }));
+  }
+
   async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return [];
@@ -479,6 +511,18 @@ export class SqliteCheckpointer implements Checkpointer {
       .stmt(`SELECT i.field, i.idx, i.body FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND p.seq = ? ORDER BY i.idx`)
       .all(tid, ns, seq) as { field: string; idx: number; body: string }[];
     return fields.flatMap((field) => rows.filter((r) => r.field === field).map((r) => ({ field, index: r.idx, text: r.body })));
+  }
+
+  async getRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]> {
+    const tid = this.conn.tid(threadId);
+    if (tid === undefined) return [];
+    // Items of one position are consecutive rows inserted in (field, index) order, so
+    // rowid order within a position is the order the chain hashes them in.
+    const rows = this.conn
+      .stmt(`SELECT p.seq, i.field, i.idx, i.body FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND p.items_count > 0 AND p.seq BETWEEN ? AND ? ORDER BY p.seq, i.rowid`)
+      .raw()
+      .all(tid, ns, range.from, range.to) as [number, string, number, string][];
+    return rows.map(([seq, field, index, text]) => ({ seq, field, index, text }));
   }
 
   async close(): Promise<void> {
