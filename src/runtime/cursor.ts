@@ -6,6 +6,7 @@
  * into the next position (body, items, chain hash, a snapshot when one is due),
  * writes it in one transaction, and moves the cursor only once that has landed.
  */
+import { own } from '../internal/own.js';
 import type { ArtifactRef } from '../contracts/artifact-store.js';
 import { comparePositionItems, type Checkpointer, type PositionItem, type StoredPosition } from '../contracts/checkpointer.js';
 import type { ThreadLease, ThreadStatus } from '../contracts/threads.js';
@@ -172,7 +173,7 @@ export class ThreadCursor {
     const digests = rebase ? new Map<string, ItemDigest>() : new Map(this.digests);
     for (const [name, change] of changes) {
       if (change.kind !== 'append') continue;
-      const previous = appends[name] ?? { since: null, count: 0 };
+      const previous = own(appends, name) ?? { since: null, count: 0 };
       appends[name] = change.reset ? { since: seq, count: change.items.length } : { ...previous, count: previous.count + change.items.length };
       digests.set(name, change.reset ? ItemDigest.of(change.items) : (digests.get(name) ?? ItemDigest.of([])).extend(change.items));
     }

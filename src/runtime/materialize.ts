@@ -18,6 +18,7 @@
  * current schema version by code whose fields were something else is a
  * {@link SchemaDriftError}.
  */
+import { own } from '../internal/own.js';
 import type { Checkpointer, HeadAnchor, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
 import { comparePositionItems } from '../contracts/checkpointer.js';
 import { GENESIS_HASH, ItemDigest } from '../codec/hash.js';
@@ -201,7 +202,7 @@ export async function materialize(
       }
       const texts = items ? items.filter((item) => item.field === name).map((item) => item.text) : [];
       if ('append' in change) {
-        const cursor = appends[name] ?? (appends[name] = { since: null, count: 0 });
+        const cursor = own(appends, name) ?? (appends[name] = { since: null, count: 0 });
         cursor.count += change.append;
         const tail = tails.get(name);
         if (tail) tail.push(...texts);
@@ -224,7 +225,7 @@ export async function materialize(
     // query and checked against the snapshot's digest.
     let below: string[] = [];
     let digest = ItemDigest.of([]);
-    const fromSnapshot = snapshot && (cursor.since === null || cursor.since <= snapshot.seq) ? snapshot.body.appends[name] : undefined;
+    const fromSnapshot = snapshot && (cursor.since === null || cursor.since <= snapshot.seq) ? own(snapshot.body.appends, name) : undefined;
     if (snapshot && fromSnapshot) {
       const from = cursor.base !== undefined ? cursor.base + 1 : cursor.since;
       below = await cp.getItems(threadId, ns, name, clipRanges(ranges, from ?? 0, snapshot.seq));
@@ -339,7 +340,7 @@ function openSnapshotBody(snapshot: { seq: number; text: string }, threadId: str
 /** The items a rewritten snapshot holds inline for one field. */
 async function inlineItems(cp: Checkpointer, threadId: string, ns: string, seq: number, field: string, place: ErrorPlace): Promise<unknown[]> {
   const stored = await cp.getSnapshot(threadId, ns, [{ from: seq, to: seq }]);
-  const items = stored ? openSnapshotBody(stored, threadId, place).appends[field]?.inline : undefined;
+  const items = stored ? own(openSnapshotBody(stored, threadId, place).appends, field)?.inline : undefined;
   if (!items) throw new CorruptRecordError(`field "${field}" refers to items held by the snapshot at seq ${seq}, which has none.`, { place: { ...place, seq } });
   return items;
 }

@@ -6,6 +6,7 @@
  * written. With changed node code (a new prompt, another model wrapped in
  * `ctx.record`) this is evaluation replay: it shows where the runs diverge.
  */
+import { own } from '../internal/own.js';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { StoredPosition } from '../contracts/checkpointer.js';
@@ -227,7 +228,7 @@ async function applyStoredWrites(
     if ('set' in change) next[name] = change.set;
     else {
       const added = items.filter((item) => item.field === name).map((item) => decode(item.text, `item of ${name} at ${position.seq}`));
-      next[name] = 'reset' in change ? added : [...((next[name] as unknown[]) ?? []), ...added];
+      next[name] = 'reset' in change ? added : [...((own(next, name) as unknown[] | undefined) ?? []), ...added];
     }
   }
   return next;

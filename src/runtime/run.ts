@@ -16,6 +16,7 @@
  * A subgraph node runs a child `Run` in a namespace of its own on the same lease
  * (see `subgraph.ts`); positions are written through the run's {@link ThreadCursor}.
  */
+import { own } from '../internal/own.js';
 import type { Checkpointer } from '../contracts/checkpointer.js';
 import type { Engine } from '../contracts/engine.js';
 import type { ThreadLease, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
@@ -221,7 +222,7 @@ export class Run {
     if (target.ns === undefined) {
       return mergeWrites(this.settings.schema, this.cursor.state, input ? [{ name: actor, writes: input }] : [], { ...this.place, seq: this.cursor.head!.position.seq });
     }
-    const name = this.settings.nodeMapping[target.node] ?? target.node;
+    const name = own(this.settings.nodeMapping, target.node) ?? target.node;
     const child = this.settings.spec.nodes.get(name)?.child;
     if (!child) throw new GraphMismatchError([target.node], { ...this.place, seq: this.cursor.head!.position.seq }, 'resume');
     await this.childRun(child, target.ns).answerChild(target.child!, input, actor);
@@ -239,7 +240,7 @@ export class Run {
       interrupts: (head.body.interrupts ?? []).filter((i) => i !== target),
       answered: target.id,
       // The node's name in this graph: an answer given with nodeMapping clears the renamed node's pause.
-      cleared: target.when === 'before' && target.ns === undefined ? [...carried, this.settings.nodeMapping[target.node] ?? target.node] : carried,
+      cleared: target.when === 'before' && target.ns === undefined ? [...carried, own(this.settings.nodeMapping, target.node) ?? target.node] : carried,
       actor,
       ...(head.body.suspended ? { suspended: head.body.suspended } : {}),
     });
@@ -439,7 +440,7 @@ export class Run {
    * written: GraphMismatchError, telling the user to pass nodeMapping to `call`.
    */
   private scheduled(head: Head, call: 'run' | 'resume'): string[] {
-    const scheduled = head.body.next.map((name) => this.settings.nodeMapping[name] ?? name);
+    const scheduled = head.body.next.map((name) => own(this.settings.nodeMapping, name) ?? name);
     const missing = head.body.next.filter((_, i) => !this.settings.spec.nodes.has(scheduled[i]!));
     if (missing.length) throw new GraphMismatchError(missing, { ...this.place, seq: head.position.seq }, call);
     return scheduled;
@@ -452,7 +453,7 @@ export class Run {
     const tasks: Task[] = this.scheduled(head, 'run').map((name, index) => ({ node: spec.nodes.get(name)!, id: `${name}:${index}` }));
 
     // Declared pauses come first: nothing runs until they are answered (stored names mapped as the next nodes are).
-    const cleared = (head.body.cleared ?? []).map((name) => this.settings.nodeMapping[name] ?? name);
+    const cleared = (head.body.cleared ?? []).map((name) => own(this.settings.nodeMapping, name) ?? name);
     const before = tasks.filter((t) => t.node.options.interruptBefore && !cleared.includes(t.node.name));
     if (before.length) {
       const interrupts = before.map((t) => ({
