@@ -707,6 +707,94 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
       });
     });
 
+    describe('anchored heads', () => {
+      it('commitStep anchors the namespace head (seq and hash); getHead reads it, per namespace, null before the first commit', async () => {
+        const lease = await create('t1');
+        expect(await cp.getHead('t1', '')).toBeNull();
+        await commitLine(lease, 2);
+        expect(await cp.getHead('t1', '')).toEqual({ seq: 2, hash: linearPosition(2).hash });
+        expect((await cp.getThread('t1'))!.head).toBe(2);
+        const child = linearPosition(0, { ns: 'sub:0@2', hash: fakeHash(99) });
+        await cp.commitStep(lease, commitOf(child, null));
+        expect(await cp.getHead('t1', 'sub:0@2')).toEqual({ seq: 0, hash: fakeHash(99) });
+        expect(await cp.getHead('t1', '')).toEqual({ seq: 2, hash: linearPosition(2).hash });
+        expect(await cp.getHead('t1', 'other:0@1')).toBeNull();
+        expect(await cp.getHead('missing', '')).toBeNull();
+      });
+
+      it('a fork moves the anchor to the new position; a refused commit leaves it where it was', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 2);
+        const fork = forked(3, 1, { hash: fakeHash(77) });
+        await cp.commitStep(lease, commitOf(fork, 2));
+        expect(await cp.getHead('t1', '')).toEqual({ seq: 3, hash: fakeHash(77) });
+        await expectError(() => cp.commitStep(lease, commitOf(linearPosition(5), 4)), HeadMovedError);
+        const { stale } = await takenOver('t2');
+        await expectError(() => cp.commitStep(stale, commitOf(linearPosition(0), null)), LeaseLostError);
+        expect(await cp.getHead('t1', '')).toEqual({ seq: 3, hash: fakeHash(77) });
+        expect(await cp.getHead('t2', '')).toBeNull();
+      });
+
+      it('deleteThread removes every anchor: a thread created again under the id has none', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 1);
+        await cp.commitStep(lease, commitOf(linearPosition(0, { ns: 'sub:0@1' }), null));
+        await cp.releaseThread(lease);
+        expect((await cp.deleteThread('t1')).deleted).toBe(true);
+        await create('t1');
+        expect(await cp.getHead('t1', '')).toBeNull();
+        expect(await cp.getHead('t1', 'sub:0@1')).toBeNull();
+        expect(await cp.listNamespaces('t1')).toEqual([]);
+      });
+    });
+
+    describe('range reads for checks', () => {
+      it('getRangeItems returns every item of the positions in the range, all fields, by seq then field then index', async () => {
+        const lease = await create('t1');
+        await cp.commitStep(lease, commitOf(linearPosition(0), null, { items: [item('b', 1, '"b1"'), item('a', 0, '"a0"'), item('b', 0, '"b0"')] }));
+        await cp.commitStep(lease, commitOf(linearPosition(1), 0));
+        await cp.commitStep(lease, commitOf(linearPosition(2), 1, { items: [item('a', 0, '"a2"')] }));
+        await cp.commitStep(lease, commitOf(linearPosition(0, { ns: 'sub:0@1' }), null, { items: [item('a', 0, '"sub"')] }));
+        const at = (seq: number, field: string, index: number, text: string) => ({ seq, field, index, text });
+        expect(await cp.getRangeItems('t1', '', { from: 0, to: 2 })).toEqual([at(0, 'a', 0, '"a0"'), at(0, 'b', 0, '"b0"'), at(0, 'b', 1, '"b1"'), at(2, 'a', 0, '"a2"')]);
+        expect(await cp.getRangeItems('t1', '', { from: 1, to: 2 })).toEqual([at(2, 'a', 0, '"a2"')]);
+        expect(await cp.getRangeItems('t1', '', { from: 1, to: 1 })).toEqual([]);
+        expect(await cp.getRangeItems('t1', 'sub:0@1', { from: 0, to: 9 })).toEqual([at(0, 'a', 0, '"sub"')]);
+        expect(await cp.getRangeItems('missing', '', { from: 0, to: 9 })).toEqual([]);
+      });
+
+      it('getSnapshots returns every snapshot of the namespace in the range, ascending, as last written', async () => {
+        const lease = await create('t1');
+        await cp.commitStep(lease, commitOf(linearPosition(0), null, { snapshot: '{"at":0}' }));
+        await cp.commitStep(lease, commitOf(linearPosition(1), 0));
+        await cp.commitStep(lease, commitOf(linearPosition(2), 1, { snapshot: '{"at":2}' }));
+        await cp.putSnapshot(lease, { ns: '', seq: 1, text: '{"at":"1 later"}' });
+        expect(await cp.getSnapshots('t1', '', { from: 0, to: 9 })).toEqual([
+          { seq: 0, text: '{"at":0}' },
+          { seq: 1, text: '{"at":"1 later"}' },
+          { seq: 2, text: '{"at":2}' },
+        ]);
+        expect(await cp.getSnapshots('t1', '', { from: 1, to: 1 })).toEqual([{ seq: 1, text: '{"at":"1 later"}' }]);
+        expect(await cp.getSnapshots('t1', 'sub:0@1', { from: 0, to: 9 })).toEqual([]);
+        expect(await cp.getSnapshots('missing', '', { from: 0, to: 9 })).toEqual([]);
+      });
+    });
+
+    describe("deleteThread under the caller's lease", () => {
+      it('deletes a thread the caller holds (its own live hold does not refuse it)', async () => {
+        const lease = await create('t1');
+        await commitLine(lease, 1);
+        expect(await cp.deleteThread('t1', { lease })).toMatchObject({ deleted: true });
+        expect(await cp.getThread('t1')).toBeNull();
+      });
+
+      it('refuses a lease that no longer holds the thread with LeaseLostError, and deletes nothing', async () => {
+        const { stale } = await takenOver('t1');
+        await expectError(() => cp.deleteThread('t1', { lease: stale }), LeaseLostError);
+        expect(await cp.getThread('t1')).not.toBeNull();
+      });
+    });
+
     describe('thread records', () => {
       it('listThreads filters by status, kind, tenant, after and limit, ordered by id', async () => {
         const specs: [string, ThreadKind, string | null, ThreadStatus][] = [
