@@ -19,6 +19,7 @@ import { comparePositionItems } from '../contracts/checkpointer.js';
 import { GENESIS_HASH, ItemDigest, sha256Hex } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
 import { ThreadNotFoundError } from '../errors.js';
+import { derivedCallKey } from '../runtime/context.js';
 import { ancestorRanges, type SnapshotBody } from '../runtime/materialize.js';
 import { SNAPSHOT_FORMAT, hashPosition, openSnapshot, type CallRef, type PositionBody } from '../runtime/position.js';
 import { describePosition } from './walk.js';
@@ -134,7 +135,7 @@ async function verifyNamespace(
         for (const [kind, refs] of [['record', body.records], ['effect', body.effects]] as const) {
           for (const ref of refs ?? []) {
             report.ledgerEntries++;
-            const message = ledgerProblem(ref, kind, entries.get(ref.key), ns, origin);
+            const message = ledgerProblem(threadId, ref, kind, entries.get(ref.key), ns, origin);
             if (message) report.problems.push({ ns, seq: position.seq, kind: 'ledger', code: 'ERR_CORRUPT_RECORD', message });
           }
         }
@@ -145,13 +146,18 @@ async function verifyNamespace(
 }
 
 /** What is wrong with the ledger entry a position's call ref names, or undefined. */
-function ledgerProblem(ref: CallRef, kind: 'record' | 'effect', entry: LedgerEntry | undefined, ns: string, origin: number): string | undefined {
+function ledgerProblem(threadId: string, ref: CallRef, kind: 'record' | 'effect', entry: LedgerEntry | undefined, ns: string, origin: number): string | undefined {
   const what = `${kind === 'record' ? 'recorded output' : 'effect'} ${ref.key} ("${ref.name}")`;
   if (!entry) return `${what} is missing from the ledger.`;
   if (entry.kind !== kind) return `${what} is stored as a ledger ${entry.kind}.`;
   if (entry.name !== ref.name) return `${what} is stored under the name "${entry.name}".`;
   if (entry.status !== 'done' || entry.outcome === null) return `${what} has no outcome in the ledger.`;
   if (entry.ns !== ns || entry.seq !== origin) return `${what} is stored for another step (namespace "${entry.ns}", seq ${entry.seq}; the step started at seq ${origin}).`;
+  // A derived key is a digest of the call's place: the row must still name that call.
+  const derived = /^(rec|eff)_[0-9a-f]{40}$/.exec(entry.key);
+  if (derived && derivedCallKey(derived[1] as 'rec' | 'eff', threadId, entry.ns, entry.seq, entry.task, entry.call) !== entry.key) {
+    return `${what} names another call (task "${entry.task}", call ${entry.call}) than its key was derived from.`;
+  }
   if (sha256Hex(entry.outcome) !== ref.digest) return `${what} does not match the digest its position holds: its outcome was changed or damaged.`;
   return undefined;
 }

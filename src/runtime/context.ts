@@ -123,6 +123,16 @@ export interface TaskScopeOptions {
   served?: ReadonlyMap<string, CallRef>;
 }
 
+/**
+ * The key of a record (`rec_…`) or an effect without a caller's key (`eff_…`): a digest
+ * of where the call is made (thread, namespace, the seq its step started from, task,
+ * call index), so every re-execution finds the same entry, and `verify` can tell that
+ * a ledger row still names the call it was made by.
+ */
+export function derivedCallKey(kind: 'rec' | 'eff', threadId: string, ns: string, seq: number, task: string, call: number): string {
+  return `${kind}_${sha256Hex(JSON.stringify([threadId, ns, seq, task, call])).slice(0, 40)}`;
+}
+
 /** How many times a step runs again because its validateAtCommit reads went stale, before StaleReadLimitError. */
 export const MAX_STALE_RERUNS = 8;
 
@@ -236,8 +246,7 @@ export class TaskScope implements NodeContext {
   }
 
   private derivedKey(kind: 'rec' | 'eff', call: number): string {
-    const digest = sha256Hex(JSON.stringify([this.threadId, this.ns, this.seq, this.task, call]));
-    return `${kind}_${digest.slice(0, 40)}`;
+    return derivedCallKey(kind, this.threadId, this.ns, this.seq, this.task, call);
   }
 
   private async doRecord<T>(call: number, name: string, fn: () => T | Promise<T>): Promise<T> {

@@ -90,6 +90,9 @@ export async function ancestorRanges(cp: Checkpointer, threadId: string, positio
   const ranges: SeqRange[] = [];
   let current: StoredPosition | null = position;
   while (current) {
+    // Each step goes strictly back (segment <= seq, parent < segment start), so damaged
+    // links end in an error, never in a loop.
+    if (current.segment > current.seq) throw new CorruptRecordError(`position ${current.seq} names segment start ${current.segment}, which is not older.`, { place: { thread: threadId, seq: current.seq } });
     ranges.unshift({ from: current.segment, to: current.seq });
     const start: StoredPosition | null =
       current.segment === current.seq ? current : await cp.getPosition(threadId, current.ns, current.segment);
