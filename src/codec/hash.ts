@@ -37,11 +37,23 @@ function frame(text: string): string {
   return `${text.length}:${text}`;
 }
 
+/** A character outside Latin-1: a text that has one is hashed as UTF-16. */
+const WIDE = /[^\u0000-\u00ff]/;
+
+/** Gathers short texts so that the hash is fed in large pieces (one call per 64 KiB, not per item). */
+const scratch = Buffer.allocUnsafe(64 * 1024);
+
 /**
  * A running digest over an ordered list of item texts (one append field's items, as
- * a snapshot points at them): sha256 over the texts, then over their lengths, so that
- * moving a boundary between two items changes it too. `extend` returns a new digest
- * and leaves this one as it was: a cursor moves its digests only once a commit lands.
+ * a snapshot points at them): SHA-256 over the texts, then over their lengths, so
+ * that moving a boundary between two items changes it too. `extend` returns a new
+ * digest and leaves this one as it was: a cursor moves its digests only once a
+ * commit lands.
+ *
+ * Each text is hashed as its Latin-1 bytes when every character is below U+0100 (a
+ * plain copy of the string, the common case) and as UTF-16LE otherwise, the lengths
+ * list telling which: both are exact, and this is the part of a long thread's load
+ * that touches every byte, so it is kept to a copy and the hash itself.
  *
  * @example
  * ```ts
@@ -52,7 +64,7 @@ function frame(text: string): string {
 export class ItemDigest {
   private constructor(
     private readonly hash: Hash,
-    /** Lengths of the items, shared by the digests extended from one another: this one covers `count` of them. */
+    /** Lengths of the items (negative: hashed as UTF-16), shared by the digests extended from one another: this one covers `count` of them. */
     private readonly lengths: number[],
     readonly count: number,
   ) {}
@@ -69,11 +81,25 @@ export class ItemDigest {
     // The shared array grows only past this digest's own items; a sibling that already
     // grew it past `count` gets a copy of the prefix instead.
     const lengths = this.lengths.length === this.count ? this.lengths : this.lengths.slice(0, this.count);
+    let filled = 0;
+    const flush = () => {
+      if (filled) hash.update(scratch.subarray(0, filled));
+      filled = 0;
+    };
     for (let i = 0; i < texts.length; i++) {
       const text = texts[i]!;
-      hash.update(text);
+      if (WIDE.test(text)) {
+        flush();
+        hash.update(text, 'utf16le');
+        lengths.push(-text.length);
+        continue;
+      }
+      if (filled + text.length > scratch.length) flush();
+      if (text.length > scratch.length) hash.update(text, 'latin1');
+      else filled += scratch.write(text, filled, 'latin1');
       lengths.push(text.length);
     }
+    flush();
     return new ItemDigest(hash, lengths, this.count + texts.length);
   }
 

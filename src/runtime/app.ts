@@ -307,12 +307,9 @@ export class App<S extends StateSchema> {
    */
   async getState(threadId: string, options: NamespaceOption = {}): Promise<StateOf<S>> {
     const ns = options.ns ?? '';
-    const cp = this.options.engine.checkpointer;
-    const thread = await cp.getThread(threadId);
-    if (!thread || thread.head === null) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
     const schema = this.schemaOf(ns, threadId);
     // The head the thread record anchors, checked against the newest stored position.
-    const loaded = await materializeHead(cp, schema, threadId, ns);
+    const loaded = await materializeHead(this.options.engine.checkpointer, schema, threadId, ns);
     return schema.view(loaded.state) as StateOf<S>;
   }
 

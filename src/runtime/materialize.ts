@@ -112,7 +112,7 @@ export async function ancestorRanges(cp: Checkpointer, threadId: string, positio
 export async function materializeHead(cp: Checkpointer, schema: StateSchema | undefined, threadId: string, ns: string): Promise<LoadedPosition> {
   const head = await cp.getHead(threadId, ns);
   if (!head) {
-    if (ns === '') throw new ThreadNotFoundError(threadId, { engine: cp.engine });
+    if (ns === '' || ((await cp.getThread(threadId))?.head ?? null) === null) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
     throw new PositionNotFoundError(threadId, 0, { engine: cp.engine, ns });
   }
   return materialize(cp, schema, threadId, ns, head.seq, { head });
