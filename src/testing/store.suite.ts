@@ -6,7 +6,8 @@
  * listing bounded at label boundaries, search filters (every operator, type
  * strictness, code point order, and filter injection: SQL-looking paths are
  * rejected, SQL-looking values match only themselves), paging by cursor and
- * offset, listNamespaces, TTL and sweeping, atomic batches, declared merge rules
+ * offset, listNamespaces, TTL and sweeping, atomic batches, the nesting depth limit
+ * (MAX_VALUE_DEPTH levels stored and searchable, one more refused), declared merge rules
  * (reject / lastWins with its overwrite records / merge functions), access
  * policies, and validation before anything is stored. Every engine runs it; the
  * store's `capabilities` decide which tests apply (a skipped test says why).
@@ -19,6 +20,7 @@
  * ```
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_VALUE_DEPTH } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
 import type { Store, StoreFilter, StoreItem, StorePage } from '../contracts/store.js';
 import {
@@ -29,6 +31,7 @@ import {
   InvalidOptionError,
   UnencodableValueError,
   UpdateConflictError,
+  ValueTooDeepError,
   VersionConflictError,
 } from '../errors.js';
 import { tenantPrefixPolicy } from '../store/policy.js';
@@ -381,6 +384,48 @@ export function storeSuite(options: StoreSuiteOptions): void {
           expect(await store.get(ns, 'kept')).toEqual(kept);
         });
       }
+    });
+
+    describe('nesting depth (MAX_VALUE_DEPTH)', () => {
+      /** A value whose stored text nests `levels` objects deep. */
+      const nested = (levels: number): unknown => {
+        let value: unknown = 'bottom';
+        for (let i = 0; i < levels; i++) value = { a: value };
+        return value;
+      };
+
+      it('stores a value nested MAX_VALUE_DEPTH levels and reads it back; filtered searches over its namespace still work', async () => {
+        const deep = nested(MAX_VALUE_DEPTH);
+        await store.put(['deep'], 'limit', deep);
+        await store.put(['deep'], 'flat', { a: 1 });
+        expect((await store.get(['deep'], 'limit'))!.value).toEqual(deep);
+        expect(where(await store.list(['deep']))).toEqual(['deep/flat', 'deep/limit']);
+        if (store.capabilities.filters) {
+          expect(where(await store.list(['deep'], { filter: { a: 1 } }))).toEqual(['deep/flat']);
+          expect(where(await store.list(['deep'], { filter: { a: { $exists: true } } }))).toEqual(['deep/flat', 'deep/limit']);
+        }
+      });
+
+      it('rejects one level more with ValueTooDeepError in put, update and batch, before anything is written', async () => {
+        const kept = await store.put(ns, 'kept', 'original');
+        const tooDeep = nested(MAX_VALUE_DEPTH + 1);
+        for (const key of ['new', 'kept']) {
+          const error = await expectError(() => store.put(ns, key, tooDeep), ValueTooDeepError);
+          expect(error.limit).toBe(MAX_VALUE_DEPTH);
+          expect(error.path.startsWith(`store ${ns.join('/')}/${key}.a.a`)).toBe(true);
+          await expectError(() => store.update(ns, key, () => tooDeep), ValueTooDeepError);
+          await expectError(() => store.batch([{ op: 'put', namespace: ns, key: 'other', value: 1 }, { op: 'put', namespace: ns, key, value: tooDeep }]), ValueTooDeepError);
+        }
+        expect(await store.get(ns, 'new')).toBeNull();
+        expect(await store.get(ns, 'other')).toBeNull();
+        expect(await store.get(ns, 'kept')).toEqual(kept);
+      });
+
+      it('rejects 10,000 levels with ValueTooDeepError, not a RangeError', async () => {
+        const error = await expectError(() => store.put(ns, 'k', nested(10_000)), ValueTooDeepError);
+        expect(error).not.toBeInstanceOf(RangeError);
+        expect(await store.get(ns, 'k')).toBeNull();
+      });
     });
 
     describe('capabilities', () => {

@@ -3,11 +3,20 @@
  * stores; the output is canonical (key order never matters), so the hash chain is
  * stable; decoding malformed text or an unknown tag raises CorruptRecordError and
  * never executes code nor pollutes prototypes; values that cannot be stored are
- * rejected with the path to the offending part.
+ * rejected with the path to the offending part. No text nests deeper than
+ * MAX_VALUE_DEPTH: deeper values are ValueTooDeepError, deeper text is corrupt, and
+ * what was written at the limit reads back in a fresh process (the cold-read test
+ * runs the BUILT codec, dist/: `npm test` builds first).
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { decode, encode } from '../../src/codec/tagged-json.js';
-import { CorruptRecordError, UnencodableValueError } from '../../src/errors.js';
+import { MAX_VALUE_DEPTH, RawJson, decode, encode } from '../../src/codec/tagged-json.js';
+import { CorruptRecordError, UnencodableValueError, ValueTooDeepError } from '../../src/errors.js';
+import * as cairn from '../../src/index.js';
 
 const roundTrip = <T>(value: T): T => decode<T>(encode(value));
 
@@ -274,5 +283,165 @@ describe('unencodable values', () => {
   it('the root path can be named by the caller', () => {
     const error = thrown(() => encode({ f: () => 1 }, 'summary')) as UnencodableValueError;
     expect(error.path).toBe('summary.f');
+  });
+});
+
+/** Nesting depth of JSON text (`[]` is 1), counted here independently of the codec. */
+function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '[' || c === '{') max = Math.max(max, ++depth);
+    else if (c === ']' || c === '}') depth--;
+  }
+  return max;
+}
+
+/** A value of each shape whose text nests exactly `levels` deep (each shape costs what it is stored as). */
+const shapes: [string, (levels: number) => unknown][] = [
+  ['arrays', (n) => wrap(1, n, (v) => [v])],
+  ['objects', (n) => wrap('bottom', n, (v) => ({ a: v }))],
+  ['objects with a Date at the bottom', (n) => wrap(new Date(0), n - 1, (v) => ({ a: v }))],
+  ['arrays with undefined, a bigint and -0 at the bottom', (n) => wrap([undefined, 1n, -0], n - 2, (v) => [v])],
+  ['Maps (three levels each)', (n) => pad(n % 3, wrap('bottom', Math.floor(n / 3), (v) => new Map([['k', v]])))],
+  ['Sets (two levels each)', (n) => pad(n % 2, wrap('bottom', Math.floor(n / 2), (v) => new Set([v])))],
+  ['objects with a "$t" key (two levels each)', (n) => pad(n % 2, wrap('bottom', Math.floor(n / 2), (v) => ({ $t: v })))],
+];
+
+function wrap(bottom: unknown, times: number, around: (v: unknown) => unknown): unknown {
+  let value = bottom;
+  for (let i = 0; i < times; i++) value = around(value);
+  return value;
+}
+
+function pad(arrays: number, value: unknown): unknown {
+  return wrap(value, arrays, (v) => [v]);
+}
+
+/** Runs `body` in a fresh node process that has the built codec's exports in scope and prints its result. */
+function codecChild(body: string, args: string[], nodeFlags: string[] = []): string {
+  const codec = pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), '../../dist/codec/tagged-json.js')).href;
+  const script = `import { readFileSync } from 'node:fs';
+    const { MAX_VALUE_DEPTH, decode, encode } = await import(${JSON.stringify(codec)});
+    ${body}`;
+  return execFileSync(process.execPath, [...nodeFlags, '--input-type=module', '-e', script, ...args], { encoding: 'utf8' });
+}
+
+describe('depth limit (MAX_VALUE_DEPTH)', () => {
+  it('is 256 levels, exported from the package entry', () => {
+    expect(MAX_VALUE_DEPTH).toBe(256);
+    expect(cairn.MAX_VALUE_DEPTH).toBe(MAX_VALUE_DEPTH);
+    expect(cairn.ValueTooDeepError).toBe(ValueTooDeepError);
+  });
+
+  it.each(shapes)('%s: MAX_VALUE_DEPTH levels round-trip; one more is ValueTooDeepError naming the path and the limit', (_shape, build) => {
+    const text = encode(build(MAX_VALUE_DEPTH));
+    expect(jsonDepth(text)).toBe(MAX_VALUE_DEPTH);
+    expect(encode(decode(text))).toBe(text);
+
+    const error = thrown(() => encode({ deep: build(MAX_VALUE_DEPTH) }, 'store x/k')) as ValueTooDeepError;
+    expect(error).toBeInstanceOf(ValueTooDeepError);
+    expect(error.code).toBe('ERR_VALUE_TOO_DEEP');
+    expect(error.limit).toBe(MAX_VALUE_DEPTH);
+    expect(error.path.startsWith('store x/k.deep')).toBe(true);
+    expect(error.message).toContain(String(MAX_VALUE_DEPTH));
+    expect(error.message).toContain('MAX_VALUE_DEPTH');
+    expect(error.message).toContain(error.path.slice(0, 40));
+  });
+
+  it('names the path where the limit is crossed', () => {
+    // The root object and the list are two levels: the 255th object down the list is one too many.
+    expect(jsonDepth(encode({ list: [0, 1, 2, wrap(1, MAX_VALUE_DEPTH - 2, (v) => ({ b: v }))] }))).toBe(MAX_VALUE_DEPTH);
+    const error = thrown(() => encode({ list: [0, 1, 2, wrap(1, MAX_VALUE_DEPTH - 1, (v) => ({ b: v }))] })) as ValueTooDeepError;
+    expect(error.path).toBe('$.list[3]' + '.b'.repeat(MAX_VALUE_DEPTH - 2));
+  });
+
+  it('10,000 levels are ValueTooDeepError, not a RangeError', () => {
+    for (const [, build] of shapes) {
+      const error = thrown(() => encode(build(10_000)));
+      expect(error).not.toBeInstanceOf(RangeError);
+      expect(error.code).toBe('ERR_VALUE_TOO_DEEP');
+    }
+  });
+
+  it('a spliced RawJson text counts with its own depth', () => {
+    const inner = encode(wrap(1, MAX_VALUE_DEPTH - 1, (v) => [v]));
+    expect(jsonDepth(encode({ a: new RawJson(inner) }))).toBe(MAX_VALUE_DEPTH);
+    expect(thrown(() => encode({ a: [new RawJson(inner)] })).code).toBe('ERR_VALUE_TOO_DEEP');
+    // A bracket inside a string is not a level.
+    expect(encode([[new RawJson(`["${'['.repeat(600)}\\"["]`)]])).toContain('[[[');
+  });
+
+  it('a stack overflow inside encode is ValueTooDeepError naming the path, never a RangeError', () => {
+    // Here a getter recursing without end; what matters is that the encoder's call ran out of stack.
+    const runaway = (n: number): number => runaway(n + 1) + 1;
+    const value = { list: [{ get total() { return runaway(0); } }] };
+    const error = thrown(() => encode(value)) as ValueTooDeepError;
+    expect(error).not.toBeInstanceOf(RangeError);
+    expect(error.code).toBe('ERR_VALUE_TOO_DEEP');
+    expect(error.path).toBe('$.list[0].total');
+    expect(error.message).toMatch(/call stack ran out/);
+    expect(error.cause).toBeInstanceOf(RangeError);
+  });
+
+  it('in a fresh process, encoding at the limit from a stack too deep for it is ValueTooDeepError; decoding works from there', () => {
+    // The caller's stack grows ten frames per attempt: the first attempt that does not
+    // fit runs out deep inside the encoder, which must report it as ValueTooDeepError.
+    const out = codecChild(
+      `const value = Array.from({ length: MAX_VALUE_DEPTH - 1 }).reduce((v) => ({ a: v }), 'bottom');
+       const text = encode(value);
+       const atDepth = (frames, fn) => (frames === 0 ? fn() : atDepth(frames - 1, fn));
+       let frames = 0;
+       let failure;
+       for (; frames < 1_000_000 && !failure; frames += 10) {
+         try { atDepth(frames, () => encode(value)); } catch (error) { failure = [error.constructor.name, error.code, /call stack ran out/.test(error.message)]; }
+       }
+       // The decoder does not recurse per level: it still has room where the encoder ran out.
+       const decoded = encode(atDepth(frames, () => decode(text))) === text;
+       console.log(JSON.stringify([failure, decoded]));`,
+      [],
+    );
+    expect(JSON.parse(out)).toEqual([['ValueTooDeepError', 'ERR_VALUE_TOO_DEEP', true], true]);
+  });
+
+  it.each(shapes)('%s: text one level over the limit decodes to CorruptRecordError naming the record, never a RangeError', (_shape, build) => {
+    const forged = `[${encode(build(MAX_VALUE_DEPTH))}]`;
+    expect(jsonDepth(forged)).toBe(MAX_VALUE_DEPTH + 1);
+    const error = thrown(() => decode(forged, 'store item k'));
+    expect(error).toBeInstanceOf(CorruptRecordError);
+    expect(error.message).toContain('store item k');
+    expect(error.message).toContain(String(MAX_VALUE_DEPTH));
+  });
+
+  it('forged text 100,000 levels deep, with or without tags, is CorruptRecordError, never a RangeError', () => {
+    const n = 100_000;
+    for (const text of ['['.repeat(n) + ']'.repeat(n), '{"a":'.repeat(n) + '1' + '}'.repeat(n), '{"a":'.repeat(n) + '{"$t":"Undef"}' + '}'.repeat(n), '{"$t":"Set","v":['.repeat(n) + ']}'.repeat(n)]) {
+      const error = thrown(() => decode(text));
+      expect(error).not.toBeInstanceOf(RangeError);
+      expect(error.code).toBe('ERR_CORRUPT_RECORD');
+    }
+  });
+
+  it('a fresh process decodes what a warm writer encoded at the limit, even from a deep stack', () => {
+    // Warm: the writer's frames are the small ones of optimised code.
+    for (let i = 0; i < 2000; i++) for (const [, build] of shapes) encode(build(20));
+    const texts = shapes.map(([, build]) => encode(build(MAX_VALUE_DEPTH)));
+    const file = join(mkdtempSync(join(tmpdir(), 'cairn-depth-')), 'texts.json');
+    writeFileSync(file, JSON.stringify(texts));
+    const out = codecChild(
+      `const texts = JSON.parse(readFileSync(process.argv[1], 'utf8'));
+       // Most of the stack is already used when the decoder is called.
+       const atDepth = (frames, fn) => (frames === 0 ? fn() : atDepth(frames - 1, fn));
+       const values = texts.map((text) => atDepth(8000, () => decode(text)));
+       console.log(JSON.stringify(values.map((value, i) => encode(value) === texts[i])));`,
+      [file],
+    );
+    expect(JSON.parse(out)).toEqual(shapes.map(() => true));
   });
 });
