@@ -5,10 +5,17 @@
  * same bytes, which is what the hash chain needs.
  *
  * Tagged values are `{"$t": tag, "v": payload}`: `Date`, `BigInt`, `Bytes`
- * (Uint8Array/Buffer), `Map`, `Set`, `Num` (NaN, ±Infinity, -0) and `Undef`. A
+ * (Uint8Array), `Buffer`, `Map`, `Set`, `Num` (NaN, ±Infinity, -0), `Undef`,
+ * `Hole` (an array hole) and `NullProto` (an object without a prototype). A
  * plain object that itself has a `$t` key is wrapped as `{"$t":"Obj","v":{...}}`
  * so that it can never be mistaken for a tag. Decoding never executes code: it
  * only builds the types listed here.
+ *
+ * Like JSON.stringify, it stores an object's own enumerable string-keyed properties
+ * (a getter's value included) and an array's elements: symbol keys, non-enumerable
+ * properties and an array's other properties are left out. A subclass of Array, Date,
+ * Map, Set or Uint8Array is stored as its built-in (a Buffer excepted: it reads back
+ * as a Buffer); any other class instance is refused.
  *
  * No text nests deeper than {@link MAX_VALUE_DEPTH} objects and arrays: the encoder
  * refuses deeper values, the decoder refuses deeper text, and nothing on the read
@@ -28,13 +35,14 @@ const hasOwn = Object.prototype.hasOwnProperty;
 /**
  * How deeply a stored text may nest objects and arrays (`[]` is 1, `{"a":[1]}` is 2).
  * Tagged values count as what they are stored as: a Date, BigInt, byte array or
- * special number is one object (`{"$t":...}`), a Set two levels (tag, list), a Map
- * three (tag, entries, pair), an object with a `$t` key two. The encoder refuses a
- * deeper value with {@link ValueTooDeepError}; the decoder refuses deeper text as
- * corrupt. 256 is far beyond real data, an eighth of what a recursive walk of a value
- * can reach on Node's default stack in a fresh process (so code that walks a decoded
- * value recursively is safe too, even from a deep stack), and below SQLite's JSON
- * limit of 1,000 levels, beyond which its filters fail on the row.
+ * special number is one object (`{"$t":...}`), an array hole one, a Set two levels
+ * (tag, list), a Map three (tag, entries, pair), an object with a `$t` key or without
+ * a prototype two. The encoder refuses a deeper value with {@link ValueTooDeepError};
+ * the decoder refuses deeper text as corrupt. 256 is far beyond real data; encoding
+ * that deep takes about a seventh of Node's default stack in a fresh process, so a
+ * caller may already have used most of it (and code that walks a decoded value
+ * recursively is as safe); and it stays below SQLite's JSON limit of 1,000 levels,
+ * beyond which its filters fail on the row.
  *
  * @example
  * ```ts
@@ -127,6 +135,8 @@ function tooDeep(cursor: Cursor, part?: string | number): ValueTooDeepError {
   return new ValueTooDeepError(pathOf(cursor), MAX_VALUE_DEPTH);
 }
 
+const HOLE = '{"$t":"Hole"}';
+
 /** Writes `value`, which sits inside `depth` objects and arrays of the text. */
 function write(value: unknown, cursor: Cursor, stack: Set<object>, depth: number): string {
   switch (typeof value) {
@@ -164,7 +174,12 @@ function write(value: unknown, cursor: Cursor, stack: Set<object>, depth: number
       let out = '[';
       for (let i = 0; i < value.length; i++) {
         if (i > 0) out += ',';
-        out += child(value[i], i, cursor, stack, depth + 1);
+        const item: unknown = value[i];
+        // Only an undefined element can be a hole: the common path pays nothing.
+        if (item === undefined && !(i in value)) {
+          if (depth + 1 >= MAX_VALUE_DEPTH) throw tooDeep(cursor, i);
+          out += HOLE;
+        } else out += child(item, i, cursor, stack, depth + 1);
       }
       return out + ']';
     }
@@ -173,7 +188,8 @@ function write(value: unknown, cursor: Cursor, stack: Set<object>, depth: number
       return `{"$t":"Date","v":${Number.isNaN(time) ? 'null' : JSON.stringify(value.toISOString())}}`;
     }
     if (value instanceof Uint8Array) {
-      return `{"$t":"Bytes","v":"${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64')}"}`;
+      const base64 = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
+      return Buffer.isBuffer(value) ? `{"$t":"Buffer","v":"${base64}"}` : `{"$t":"Bytes","v":"${base64}"}`;
     }
     if (value instanceof Map) {
       return `{"$t":"Map","v":${child([...value.entries()], '<map>', cursor, stack, depth + 1)}}`;
@@ -186,9 +202,10 @@ function write(value: unknown, cursor: Cursor, stack: Set<object>, depth: number
       const name = (value as { constructor?: { name?: string } }).constructor?.name ?? 'unknown';
       throw new UnencodableValueError(pathOf(cursor), `an instance of class ${name} is not plain data`);
     }
+    // Own enumerable string keys only, as JSON.stringify: symbol keys and non-enumerable properties are not stored.
     const keys = Object.keys(value).sort();
-    // An object with a "$t" key of its own is wrapped: its fields sit one level deeper.
-    const wrapped = keys.includes(TAG);
+    // A null-prototype object, or one with a "$t" key of its own, is wrapped: its fields sit one level deeper.
+    const wrapped = proto === null || keys.includes(TAG);
     if (wrapped && depth + 1 >= MAX_VALUE_DEPTH) throw tooDeep(cursor);
     const inner = wrapped ? depth + 2 : depth + 1;
     let out = '{';
@@ -201,7 +218,8 @@ function write(value: unknown, cursor: Cursor, stack: Set<object>, depth: number
       cursor.parts.pop();
     }
     out += '}';
-    return wrapped ? `{"$t":"Obj","v":${out}}` : out;
+    if (!wrapped) return out;
+    return proto === null ? `{"$t":"NullProto","v":${out}}` : `{"$t":"Obj","v":${out}}`;
   } finally {
     stack.delete(value);
   }
@@ -365,15 +383,23 @@ class Reviver {
         parent[key] = BigInt(v);
         return;
       case 'Bytes':
+      case 'Buffer': {
         if (typeof v !== 'string' || v.length % 4 !== 0 || !BASE64.test(v)) throw bad();
-        parent[key] = new Uint8Array(Buffer.from(v, 'base64'));
+        // A copy in its own ArrayBuffer: never a view of Buffer's shared pool.
+        const bytes = new Uint8Array(Buffer.from(v, 'base64'));
+        parent[key] = tag === 'Buffer' ? Buffer.from(bytes.buffer, 0, bytes.byteLength) : bytes;
         return;
+      }
       case 'Num':
         if (typeof v !== 'string' || !SPECIAL_NUMBERS.has(v)) throw bad();
         parent[key] = v === '-0' ? -0 : Number(v);
         return;
       case 'Undef':
         parent[key] = undefined;
+        return;
+      case 'Hole':
+        if (!Array.isArray(parent) || parent === this.holder) throw bad();
+        delete parent[key as number];
         return;
       case 'Map':
       case 'Set':
@@ -384,8 +410,10 @@ class Reviver {
         this.depths.push(0, depth + 2);
         return;
       case 'Obj':
+      case 'NullProto':
         if (!isPlainObject(v)) throw bad();
         if (depth + 1 >= MAX_VALUE_DEPTH) throw tooDeepText(this.place);
+        if (tag === 'NullProto') Object.setPrototypeOf(v, null);
         parent[key] = v;
         this.work.push(v);
         this.depths.push(depth + 2);

@@ -134,10 +134,18 @@ export function storeSuite(options: StoreSuiteOptions): void {
           set: new Set([1, 'b', 3n]),
           nested: { deeper: { dates: [new Date(0)], tag: { $t: 'not a tag' } } },
           special: [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY],
+          buffer: Buffer.from('héllo'),
+          bare: Object.assign(Object.create(null) as Record<string, unknown>, { k: 1 }),
+          // eslint-disable-next-line no-sparse-arrays
+          sparse: [1, , 3, undefined],
         };
         await store.put(ns, 'v', value);
         const got = (await store.get<typeof value>(ns, 'v'))!.value;
         expect(got).toEqual(value);
+        expect(Buffer.isBuffer(got.buffer)).toBe(true);
+        expect(Buffer.isBuffer(got.bytes)).toBe(false);
+        expect(Object.getPrototypeOf(got.bare)).toBeNull();
+        expect([0, 1, 2, 3].map((i) => i in got.sparse)).toEqual([true, false, true, true]);
         expect(got.at).toBeInstanceOf(Date);
         expect(typeof got.big).toBe('bigint');
         expect(got.bytes).toBeInstanceOf(Uint8Array);

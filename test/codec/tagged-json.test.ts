@@ -255,6 +255,12 @@ describe('unencodable values', () => {
     ['a symbol', { s: Symbol('x') }, '$.s', /symbol/],
     ['a class instance', { p: new Point(1) }, '$.p', /Point/],
     ['a typed array other than Uint8Array', { f: new Float64Array(2) }, '$.f', /Float64Array/],
+    ['an Error', { e: new Error('x') }, '$.e', /Error/],
+    ['a RegExp', { r: [/x/] }, '$.r[0]', /RegExp/],
+    ['a boxed string', { s: new String('x') }, '$.s', /String/],
+    ['a boxed number', { n: new Number(1) }, '$.n', /Number/],
+    ['a WeakMap', { w: new WeakMap() }, '$.w', /WeakMap/],
+    ['a function inside a null-prototype object', { o: Object.assign(Object.create(null) as object, { f: () => 0 }) }, '$.o.f', /function/],
     ['a function inside a Map value', { m: new Map([['k', () => 0]]) }, '$.m<map>', /function/],
     ['a function inside a Set', { s: new Set([() => 0]) }, '$.s<set>', /function/],
   ])('%s is rejected with its path', (_what, value, path, reason) => {
@@ -286,6 +292,103 @@ describe('unencodable values', () => {
   });
 });
 
+describe('types that round-trip faithfully', () => {
+  it('a Buffer reads back as a Buffer with memory of its own; a Uint8Array as a plain Uint8Array', () => {
+    const buffer = Buffer.from('héllo');
+    const back = roundTrip({ buffer }).buffer;
+    expect(Buffer.isBuffer(back)).toBe(true);
+    expect(back.toString()).toBe('héllo');
+    // Not a view into Buffer's shared pool: the decoded bytes are all its memory holds.
+    expect(back.byteOffset).toBe(0);
+    expect(back.buffer.byteLength).toBe(back.length);
+    expect(Buffer.isBuffer(roundTrip(Buffer.alloc(0)))).toBe(true);
+
+    const bytes = roundTrip(new Uint8Array([1, 2, 3]));
+    expect(Object.getPrototypeOf(bytes)).toBe(Uint8Array.prototype);
+    expect(Buffer.isBuffer(bytes)).toBe(false);
+    expect(Array.from(bytes)).toEqual([1, 2, 3]);
+  });
+
+  it('a null-prototype object reads back without a prototype, nested, with "$t" and "__proto__" keys of its own', () => {
+    const inner = Object.assign(Object.create(null) as Record<string, unknown>, { $t: 'Date', v: 'not a tag' });
+    const outer = Object.create(null) as Record<string, unknown>;
+    outer.z = 1;
+    outer.inner = inner;
+    outer.list = [Object.create(null)];
+    Object.defineProperty(outer, '__proto__', { value: { polluted: 1 }, enumerable: true, writable: true, configurable: true });
+    const back = roundTrip({ outer }).outer;
+    expect(Object.getPrototypeOf(back)).toBeNull();
+    expect(Object.getPrototypeOf(back.inner)).toBeNull();
+    expect(Object.getPrototypeOf((back.list as object[])[0])).toBeNull();
+    expect({ ...(back.inner as object) }).toEqual({ $t: 'Date', v: 'not a tag' });
+    expect(Object.keys(back).sort()).toEqual(['__proto__', 'inner', 'list', 'z']);
+    expect(Object.getOwnPropertyDescriptor(back, '__proto__')!.value).toEqual({ polluted: 1 });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    // Different values, different texts: a plain object with the same fields is not the same value.
+    expect(encode(Object.assign(Object.create(null) as object, { a: 1 }))).not.toBe(encode({ a: 1 }));
+  });
+
+  it('array holes stay holes, apart from undefined elements, at any position', () => {
+    // eslint-disable-next-line no-sparse-arrays
+    const sparse = [1, , 3, undefined, ,];
+    const back = roundTrip(sparse);
+    expect(back).toHaveLength(5);
+    expect([0, 1, 2, 3, 4].map((i) => i in back)).toEqual([true, false, true, true, false]);
+    expect(back[3]).toBeUndefined();
+    const empty = roundTrip(new Array(3));
+    expect(empty).toHaveLength(3);
+    expect(0 in empty || 1 in empty || 2 in empty).toBe(false);
+    // eslint-disable-next-line no-sparse-arrays
+    const inMap = roundTrip({ m: new Map([['k', [, 1]]]) }).m.get('k')!;
+    expect(inMap).toHaveLength(2);
+    expect(0 in inMap).toBe(false);
+  });
+
+  it('each new tag has one canonical text', () => {
+    expect(encode(Buffer.from([1, 2]))).toBe('{"$t":"Buffer","v":"AQI="}');
+    expect(encode(new Uint8Array([1, 2]))).toBe('{"$t":"Bytes","v":"AQI="}');
+    expect(encode(Object.assign(Object.create(null) as object, { b: 1, a: [] }))).toBe('{"$t":"NullProto","v":{"a":[],"b":1}}');
+    // eslint-disable-next-line no-sparse-arrays
+    expect(encode([, 1, undefined])).toBe('[{"$t":"Hole"},1,{"$t":"Undef"}]');
+    const text = encode({ b: Buffer.from('x'), n: Object.create(null), h: new Array(2) });
+    expect(encode(decode(text))).toBe(text);
+  });
+
+  it('texts written before these tags decode exactly as before', () => {
+    // Bytes (what a Buffer used to be stored as) stay a Uint8Array; Undef in an array stays undefined.
+    const bytes = decode<Uint8Array>('{"$t":"Bytes","v":"aMOpbGxv"}');
+    expect(Object.getPrototypeOf(bytes)).toBe(Uint8Array.prototype);
+    expect(Buffer.from(bytes).toString()).toBe('héllo');
+    const list = decode<unknown[]>('[1,{"$t":"Undef"},3]');
+    expect(list).toHaveLength(3);
+    expect(1 in list).toBe(true);
+    const plain = decode<object>('{"k":1,"o":{"$t":"Obj","v":{"$t":"x"}}}');
+    expect(Object.getPrototypeOf(plain)).toBe(Object.prototype);
+    expect(plain).toStrictEqual({ k: 1, o: { $t: 'x' } });
+    for (const text of ['{"$t":"Bytes","v":"aMOpbGxv"}', '[1,{"$t":"Undef"},3]', '{"k":1,"o":{"$t":"Obj","v":{"$t":"x"}}}']) expect(encode(decode(text))).toBe(text);
+  });
+
+  it.each([
+    ['a Hole at the root', '{"$t":"Hole"}'],
+    ['a Hole as an object field', '{"a":{"$t":"Hole"}}'],
+    ['a Buffer whose payload is not base64', '{"$t":"Buffer","v":"***="}'],
+    ['a NullProto whose payload is a list', '{"$t":"NullProto","v":[1]}'],
+  ])('a forged new tag (%s) raises CorruptRecordError', (_what, text) => {
+    expect(thrown(() => decode(text, 'a damaged row')).code).toBe('ERR_CORRUPT_RECORD');
+  });
+});
+
+describe('what is not stored: symbol keys and non-enumerable properties', () => {
+  it('are left out, as JSON.stringify and structuredClone leave them out', () => {
+    const value: Record<string | symbol, unknown> = { a: 1, [Symbol('s')]: () => 0 };
+    Object.defineProperty(value, 'hidden', { value: () => 0, enumerable: false });
+    const list = Object.assign([1, 2], { extra: 'x' });
+    expect(encode(value)).toBe('{"a":1}');
+    expect(encode(list)).toBe('[1,2]');
+    expect(roundTrip(value)).toStrictEqual({ a: 1 });
+  });
+});
+
 /** Nesting depth of JSON text (`[]` is 1), counted here independently of the codec. */
 function jsonDepth(text: string): number {
   let depth = 0;
@@ -309,9 +412,11 @@ const shapes: [string, (levels: number) => unknown][] = [
   ['objects', (n) => wrap('bottom', n, (v) => ({ a: v }))],
   ['objects with a Date at the bottom', (n) => wrap(new Date(0), n - 1, (v) => ({ a: v }))],
   ['arrays with undefined, a bigint and -0 at the bottom', (n) => wrap([undefined, 1n, -0], n - 2, (v) => [v])],
+  ['arrays with a hole at the bottom', (n) => wrap(new Array(1), n - 2, (v) => [v])],
   ['Maps (three levels each)', (n) => pad(n % 3, wrap('bottom', Math.floor(n / 3), (v) => new Map([['k', v]])))],
   ['Sets (two levels each)', (n) => pad(n % 2, wrap('bottom', Math.floor(n / 2), (v) => new Set([v])))],
   ['objects with a "$t" key (two levels each)', (n) => pad(n % 2, wrap('bottom', Math.floor(n / 2), (v) => ({ $t: v })))],
+  ['null-prototype objects (two levels each)', (n) => pad(n % 2, wrap('bottom', Math.floor(n / 2), (v) => Object.assign(Object.create(null) as object, { a: v })))],
 ];
 
 function wrap(bottom: unknown, times: number, around: (v: unknown) => unknown): unknown {
