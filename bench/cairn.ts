@@ -33,7 +33,7 @@ import { payloadBytes, type WorkloadResult } from './workload.js';
 /**
  * The floor's decoder when it is compared with cairn: cairn's own `decode`
  * (cairn stores canonical tagged JSON; on plain JSON `decode` is `JSON.parse`
- * plus a substring scan), imported by the floor's child before its clock.
+ * plus one walk of its containers), imported by the floor's child before its clock.
  */
 export const CAIRN_FLOOR_DECODER = { module: './dist/codec/tagged-json.js', exportName: 'decode' };
 

@@ -8,7 +8,7 @@
  * - `raw-sqlite`: one INSERT per transaction, the cheapest durable append;
  * - `one-row-floor`: the whole final state as one TEXT row, read and decoded
  *   with cairn's own `decode` (cairn stores canonical tagged JSON; on plain
- *   JSON `decode` is `JSON.parse` plus a substring scan): the cheapest load;
+ *   JSON `decode` is `JSON.parse` plus one walk of its containers): the cheapest load;
  * - `cairn`: the built package, `sqlite(file)` engine (WAL, synchronous=FULL);
  * - `langgraph-default` (N ≤ 1000; its storage grows quadratically) and
  *   `langgraph-delta` (N ≤ 5000): LangGraph.js + SqliteSaver.

@@ -224,6 +224,32 @@ export class UnencodableValueError extends coded('ERR_UNENCODABLE') {
   }
 }
 
+/** A path of hundreds of levels, cut in the middle for a message (the error's `path` keeps all of it). */
+function shortPath(path: string): string {
+  return path.length <= 160 ? path : `${path.slice(0, 100)}…(${path.length - 140} characters)…${path.slice(-40)}`;
+}
+
+/**
+ * A value nests deeper than the codec's limit (`MAX_VALUE_DEPTH` levels of objects and
+ * arrays), or the call stack ran out while encoding it: rejected before anything is stored.
+ */
+export class ValueTooDeepError extends coded('ERR_VALUE_TOO_DEEP') {
+  constructor(
+    readonly path: string,
+    readonly limit: number,
+    options?: { stackExhausted?: boolean; cause?: unknown; place?: ErrorPlace },
+  ) {
+    super(
+      options?.stackExhausted
+        ? `the call stack ran out while encoding the value at ${shortPath(path)}, before the ${limit}-level limit (MAX_VALUE_DEPTH): ` +
+            `encode was called from a very deep stack. Call it from a shallower one, or flatten the value.`
+        : `the value at ${shortPath(path)} nests deeper than ${limit} levels of objects and arrays (MAX_VALUE_DEPTH). ` +
+            `Flatten it: keep a tree as a list of nodes with parent ids, or a deep document as a string.`,
+      { cause: options?.cause, place: options?.place },
+    );
+  }
+}
+
 /** Stored bytes do not decode or do not match their hash. Nothing is returned from the corrupted row. */
 export class CorruptRecordError extends coded('ERR_CORRUPT_RECORD') {
   constructor(message: string, options?: { cause?: unknown; place?: ErrorPlace }) {

@@ -61,7 +61,7 @@ export type { MigrateCheckReport, SchemaWindow, VersionCount } from './inspect/m
 export { rewriteSnapshots } from './runtime/rewrite-snapshots.js';
 export type { RewriteReport } from './runtime/rewrite-snapshots.js';
 export type { VerifyReport, VerifyProblem } from './inspect/verify.js';
-export { encode, decode } from './codec/tagged-json.js';
+export { encode, decode, MAX_VALUE_DEPTH } from './codec/tagged-json.js';
 export { CRASH_POINTS } from './internal/crash-points.js';
 export type { CrashPoint } from './internal/crash-points.js';
 export type * from './contracts/checkpointer.js';

@@ -28,6 +28,7 @@
  *   matches `["tenant","acme-corp"]`.
  * - **Validation before storage.** Namespaces, keys, values, filters and options are
  *   checked before anything is touched ({@link InvalidKeyError}, {@link UnencodableValueError},
+ *   {@link ValueTooDeepError} for a value nested deeper than `MAX_VALUE_DEPTH`,
  *   {@link InvalidFilterError}, {@link InvalidOptionError}); nothing is written on a failure.
  * - **Access.** The store itself is trusted; `store.as(principal)` gives a view on which
  *   every call is first checked by the store's {@link AccessPolicy}. A denied call raises

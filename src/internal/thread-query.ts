@@ -28,6 +28,13 @@ export interface NormalizedThreadQuery {
   limit: number | null;
 }
 
+/**
+ * U+0000 (no place in PostgreSQL text) or a lone surrogate (no UTF-8 form): SQLite
+ * compares their raw bytes, PostgreSQL a U+FFFD in their place, so a filter naming
+ * one could match differently on each engine.
+ */
+const UNMATCHABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 function invalid(message: string): never {
   throw new InvalidOptionError(`listThreads: ${message}`);
 }
@@ -61,6 +68,9 @@ export function normalizeThreadQuery(query: ThreadQuery = {}): NormalizedThreadQ
     for (const [key, value] of Object.entries(query.metadata)) {
       const scalar = value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
       if (!scalar) invalid(`metadata.${key} must be a string, a finite number, a boolean or null (equality on top-level keys), got ${JSON.stringify(value) ?? String(value)}.`);
+      if (UNMATCHABLE.test(key) || (typeof value === 'string' && UNMATCHABLE.test(value))) {
+        invalid(`metadata filter ${JSON.stringify(key)}: keys and values may not contain U+0000 or lone surrogates (engines cannot compare them alike); stored metadata may, but cannot be filtered on them.`);
+      }
       metadata.push([key, value]);
     }
   }

@@ -1384,5 +1384,38 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         await engine.close();
       });
     });
+
+    describe('thread metadata with lone surrogates', () => {
+      // JSON text escapes a lone surrogate (\ud800); PostgreSQL's jsonb view of the text
+      // used to refuse it, so such metadata could not be written there at all.
+      const odd = { note: '\uD800', 'k\uDC00': 'v', nested: { list: ['\uDBFF', 'x\uDFFFy'] }, nul: '\u0000', queue: 'support' };
+
+      it('acquire with create stores it, and getThread and the lease return it exactly', async () => {
+        const lease = await create('odd', { metadata: odd });
+        expect(lease.thread.metadata).toEqual(odd);
+        expect((await cp.getThread('odd'))!.metadata).toEqual(odd);
+      });
+
+      it('listThreads with other metadata filters finds it and the other threads', async () => {
+        for (const [id, metadata] of [['odd', odd], ['plain', { note: 'fine', queue: 'support' }], ['other', { queue: 'sales' }]] as const) {
+          await cp.releaseThread(await create(id, { metadata }));
+        }
+        const ids = async (query?: ThreadQuery) => (await cp.listThreads(query)).map((t) => t.id);
+        expect(await ids({ metadata: { queue: 'support' } })).toEqual(['odd', 'plain']);
+        expect(await ids({ metadata: { note: 'fine' } })).toEqual(['plain']);
+        expect(await ids({ metadata: { queue: 'sales' } })).toEqual(['other']);
+        expect(await ids({ metadata: { queue: 'support', note: 'fine' } })).toEqual(['plain']);
+        expect(await ids()).toEqual(['odd', 'other', 'plain']);
+        expect((await cp.listThreads({ metadata: { queue: 'support' } }))[0]!.metadata).toEqual(odd);
+      });
+
+      it('a metadata filter naming a lone surrogate or U+0000 is InvalidOptionError, before any query', async () => {
+        await cp.releaseThread(await create('odd', { metadata: odd }));
+        const filters: Record<string, string>[] = [{ note: '\uD800' }, { 'k\uDC00': 'v' }, { nul: '\u0000' }, { note: 'a\uDFFF' }];
+        for (const metadata of filters) {
+          await expectError(() => cp.listThreads({ metadata }), InvalidOptionError);
+        }
+      });
+    });
   });
 }

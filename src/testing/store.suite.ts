@@ -5,8 +5,10 @@
  * `update`'s loop, idempotent retries, tagged-value round trips, copies, prefix
  * listing bounded at label boundaries, search filters (every operator, type
  * strictness, code point order, and filter injection: SQL-looking paths are
- * rejected, SQL-looking values match only themselves), paging by cursor and
- * offset, listNamespaces, TTL and sweeping, atomic batches, declared merge rules
+ * rejected, SQL-looking values match only themselves; values with lone surrogates
+ * break no search and read back exactly), paging by cursor and
+ * offset, listNamespaces, TTL and sweeping, atomic batches, the nesting depth limit
+ * (MAX_VALUE_DEPTH levels stored and searchable, one more refused), declared merge rules
  * (reject / lastWins with its overwrite records / merge functions), access
  * policies, and validation before anything is stored. Every engine runs it; the
  * store's `capabilities` decide which tests apply (a skipped test says why).
@@ -19,6 +21,7 @@
  * ```
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_VALUE_DEPTH } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
 import type { Store, StoreFilter, StoreItem, StorePage } from '../contracts/store.js';
 import {
@@ -29,6 +32,7 @@ import {
   InvalidOptionError,
   UnencodableValueError,
   UpdateConflictError,
+  ValueTooDeepError,
   VersionConflictError,
 } from '../errors.js';
 import { tenantPrefixPolicy } from '../store/policy.js';
@@ -131,10 +135,18 @@ export function storeSuite(options: StoreSuiteOptions): void {
           set: new Set([1, 'b', 3n]),
           nested: { deeper: { dates: [new Date(0)], tag: { $t: 'not a tag' } } },
           special: [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY],
+          buffer: Buffer.from('héllo'),
+          bare: Object.assign(Object.create(null) as Record<string, unknown>, { k: 1 }),
+          // eslint-disable-next-line no-sparse-arrays
+          sparse: [1, , 3, undefined],
         };
         await store.put(ns, 'v', value);
         const got = (await store.get<typeof value>(ns, 'v'))!.value;
         expect(got).toEqual(value);
+        expect(Buffer.isBuffer(got.buffer)).toBe(true);
+        expect(Buffer.isBuffer(got.bytes)).toBe(false);
+        expect(Object.getPrototypeOf(got.bare)).toBeNull();
+        expect([0, 1, 2, 3].map((i) => i in got.sparse)).toEqual([true, false, true, true]);
         expect(got.at).toBeInstanceOf(Date);
         expect(typeof got.big).toBe('bigint');
         expect(got.bytes).toBeInstanceOf(Uint8Array);
@@ -383,6 +395,48 @@ export function storeSuite(options: StoreSuiteOptions): void {
       }
     });
 
+    describe('nesting depth (MAX_VALUE_DEPTH)', () => {
+      /** A value whose stored text nests `levels` objects deep. */
+      const nested = (levels: number): unknown => {
+        let value: unknown = 'bottom';
+        for (let i = 0; i < levels; i++) value = { a: value };
+        return value;
+      };
+
+      it('stores a value nested MAX_VALUE_DEPTH levels and reads it back; filtered searches over its namespace still work', async () => {
+        const deep = nested(MAX_VALUE_DEPTH);
+        await store.put(['deep'], 'limit', deep);
+        await store.put(['deep'], 'flat', { a: 1 });
+        expect((await store.get(['deep'], 'limit'))!.value).toEqual(deep);
+        expect(where(await store.list(['deep']))).toEqual(['deep/flat', 'deep/limit']);
+        if (store.capabilities.filters) {
+          expect(where(await store.list(['deep'], { filter: { a: 1 } }))).toEqual(['deep/flat']);
+          expect(where(await store.list(['deep'], { filter: { a: { $exists: true } } }))).toEqual(['deep/flat', 'deep/limit']);
+        }
+      });
+
+      it('rejects one level more with ValueTooDeepError in put, update and batch, before anything is written', async () => {
+        const kept = await store.put(ns, 'kept', 'original');
+        const tooDeep = nested(MAX_VALUE_DEPTH + 1);
+        for (const key of ['new', 'kept']) {
+          const error = await expectError(() => store.put(ns, key, tooDeep), ValueTooDeepError);
+          expect(error.limit).toBe(MAX_VALUE_DEPTH);
+          expect(error.path.startsWith(`store ${ns.join('/')}/${key}.a.a`)).toBe(true);
+          await expectError(() => store.update(ns, key, () => tooDeep), ValueTooDeepError);
+          await expectError(() => store.batch([{ op: 'put', namespace: ns, key: 'other', value: 1 }, { op: 'put', namespace: ns, key, value: tooDeep }]), ValueTooDeepError);
+        }
+        expect(await store.get(ns, 'new')).toBeNull();
+        expect(await store.get(ns, 'other')).toBeNull();
+        expect(await store.get(ns, 'kept')).toEqual(kept);
+      });
+
+      it('rejects 10,000 levels with ValueTooDeepError, not a RangeError', async () => {
+        const error = await expectError(() => store.put(ns, 'k', nested(10_000)), ValueTooDeepError);
+        expect(error).not.toBeInstanceOf(RangeError);
+        expect(await store.get(ns, 'k')).toBeNull();
+      });
+    });
+
     describe('capabilities', () => {
       it('declares its capabilities as booleans (they decide which tests below apply)', () => {
         const caps = store.capabilities;
@@ -579,6 +633,78 @@ export function storeSuite(options: StoreSuiteOptions): void {
           expect(await store.list([])).toHaveLength(people.length + 2);
         });
       }
+    });
+
+    describe('values with lone surrogates', () => {
+      // Text escapes a lone surrogate (\ud800), which PostgreSQL's jsonb refuses: no such
+      // value may break a search over its namespace, nor differ from what was put.
+      const odd: [string, unknown][] = [
+        ['high', { name: '\uD800', age: 36, tag: 'odd' }],
+        ['low', { name: 'x\uDC00y', age: 17, tag: 'odd' }],
+        ['reversed', { name: '\uDC00\uD800', age: 64, tag: 'odd' }],
+        ['escape-lookalike', { name: '\\ud800\uDC00', age: 5, tag: 'odd' }],
+        ['in-a-key', { '\uD83D': 1, name: 'Key', age: 40, tag: 'odd' }],
+        ['with-nul', { name: '\u0000\uDBFF', nested: { list: ['\uDFFF'] }, age: 50, tag: 'odd' }],
+        ['scalar', '\uDFFF'],
+      ];
+      const clean: [string, unknown][] = [
+        ['ada', { name: 'Ada', age: 36, tag: 'clean' }],
+        ['bjorn', { name: 'Björn', age: 17, tag: 'clean' }],
+        ['chen', { name: 'Chen 🧭', age: 64, tag: 'clean' }],
+        ['text', 'just a string'],
+      ];
+      const cleanKeys = new Set(clean.map(([key]) => key));
+      const objects = ['escape-lookalike', 'high', 'in-a-key', 'low', 'reversed', 'with-nul'];
+
+      beforeEach(async () => {
+        for (const [key, value] of [...odd, ...clean]) await store.put(['mixed'], key, value);
+      });
+
+      it('get returns each value exactly as it was put', async () => {
+        for (const [key, value] of odd) expect((await store.get(['mixed'], key))!.value, key).toEqual(value);
+        expect(where(await store.list(['mixed']))).toHaveLength(odd.length + clean.length);
+      });
+
+      // [filter, the clean values it finds, the odd ones it finds or null where engines may differ (a range over their own strings)]
+      const cases: [StoreFilter, string[], string[] | null][] = [
+        [{ tag: 'clean' }, ['ada', 'bjorn', 'chen'], []],
+        [{ tag: { $eq: 'odd' } }, [], objects],
+        [{ tag: { $ne: 'odd' } }, ['ada', 'bjorn', 'chen', 'text'], ['scalar']],
+        [{ age: { $gt: 36 } }, ['chen'], ['in-a-key', 'reversed', 'with-nul']],
+        [{ age: { $gte: 36 } }, ['ada', 'chen'], ['high', 'in-a-key', 'reversed', 'with-nul']],
+        [{ age: { $lt: 36 } }, ['bjorn'], ['escape-lookalike', 'low']],
+        [{ age: { $lte: 17 } }, ['bjorn'], ['escape-lookalike', 'low']],
+        [{ name: { $in: ['Ada', 'Chen 🧭', 'Key'] } }, ['ada', 'chen'], ['in-a-key']],
+        [{ name: { $exists: true } }, ['ada', 'bjorn', 'chen'], objects],
+        [{ 'nested.list': { $exists: true } }, [], ['with-nul']],
+        [{ name: { $gt: 'B' } }, ['bjorn', 'chen'], null],
+        [{ name: { $lte: 'Björn' } }, ['ada', 'bjorn'], null],
+      ];
+      for (const [filter, found, foundOdd] of cases) {
+        it(`a search over their namespace finds the other values, and them by their other fields: ${JSON.stringify(filter)}`, async (t) => {
+          t.skip(!store.capabilities.filters, `the ${options.name} engine declares no filters capability`);
+          const keys = (await store.search(['mixed'], { filter })).items.map((i) => i.key);
+          expect(keys.filter((key) => cleanKeys.has(key))).toEqual(found);
+          if (foundOdd) expect(keys.filter((key) => !cleanKeys.has(key))).toEqual(foundOdd);
+        });
+      }
+
+      it('a filter operand holding a lone surrogate is InvalidFilterError under every operator, before any query', async (t) => {
+        t.skip(!store.capabilities.filters, `the ${options.name} engine declares no filters capability`);
+        const bad: StoreFilter[] = [
+          { name: '\uD800' },
+          { name: { $eq: 'x\uDC00' } },
+          { name: { $ne: '\uDC00\uD800' } },
+          { name: { $gt: '\uDBFF' } },
+          { name: { $gte: '\uDBFF' } },
+          { name: { $lt: '\uDFFF' } },
+          { name: { $lte: '\uDFFF' } },
+          { name: { $in: ['Ada', '\uD83D'] } },
+        ];
+        for (const filter of bad) await expectError(() => store.search(['mixed'], { filter }), InvalidFilterError);
+        // A whole pair is a character like any other.
+        expect((await store.search(['mixed'], { filter: { name: 'Chen 🧭' } })).items.map((i) => i.key)).toEqual(['chen']);
+      });
     });
 
     describe('paging', () => {

@@ -176,6 +176,32 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     `,
   },
   {
+    id: 4,
+    name: 'the JSON view of values maps lone surrogates to U+FFFD',
+    sql: (s) => `
+      -- cairn_json again, now also for lone surrogates. JSON text escapes them (\\ud800),
+      -- which jsonb refuses: one such value made every filtered search of its namespace,
+      -- and any thread with one in its metadata, fail. A real escape (one preceded by an
+      -- even number of backslashes) of U+0000, of a high surrogate not followed by a low
+      -- one, or of a low surrogate not preceded by a high one becomes U+FFFD here. Filters
+      -- cannot name either (they are validated), so nothing can match the difference.
+      -- The first test keeps the common rows (no escape, or only other ones) off the
+      -- regexes; plpgsql rather than sql, whose per-call start-up cost more than the cast.
+      -- Every row the old function accepted maps to the same jsonb, so the metadata index
+      -- needs no rebuild: rows it refused could not be written to that table at all.
+      CREATE OR REPLACE FUNCTION ${s}.cairn_json(v text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+      BEGIN
+        IF strpos(v, '\\u') = 0 OR (strpos(v, '\\u0000') = 0 AND strpos(v, '\\ud') = 0 AND strpos(v, '\\uD') = 0) THEN
+          RETURN v::jsonb;
+        END IF;
+        RETURN regexp_replace(
+          regexp_replace(v, '(?<!\\\\)((?:\\\\\\\\)*)\\\\u(?:0000|[dD][89abAB][0-9a-fA-F]{2}(?!\\\\u[dD][c-fC-F][0-9a-fA-F]{2}))', '\\1\\\\ufffd', 'g'),
+          '(?<!\\\\)((?:\\\\\\\\)*)(?<!(?:^|[^\\\\])(?:\\\\\\\\)*\\\\u[dD][89abAB][0-9a-fA-F]{2})\\\\u[dD][c-fC-F][0-9a-fA-F]{2}', '\\1\\\\ufffd', 'g')::jsonb;
+      END
+      $fn$;
+    `,
+  },
+  {
     id: 5,
     name: 'anchored namespace heads',
     sql: (s) => `

@@ -573,7 +573,7 @@ function statements(conn: PostgresConnection) {
       WITH candidate AS (
         SELECT tid FROM ${T}
         WHERE status = 'running' AND (run_id IS NULL OR lease_until < ${dbNow})
-          AND ($6::text IS NULL OR (metadata::jsonb ->> 'graph') = $6::text)
+          AND ($6::text IS NULL OR (${schema}.cairn_json(metadata) ->> 'graph') = $6::text)
         ORDER BY updated_at, tid
         LIMIT $5::integer
         FOR UPDATE SKIP LOCKED),
@@ -585,7 +585,7 @@ function statements(conn: PostgresConnection) {
 
     nextExpiry: `
       SELECT min(lease_until)::text AS at FROM ${T}
-      WHERE status = 'running' AND run_id IS NOT NULL AND ($1::text IS NULL OR (metadata::jsonb ->> 'graph') = $1::text)`,
+      WHERE status = 'running' AND run_id IS NOT NULL AND ($1::text IS NULL OR (${schema}.cairn_json(metadata) ->> 'graph') = $1::text)`,
 
     update: `
       WITH t AS (
