@@ -1409,6 +1409,15 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         expect((await cp.listThreads({ metadata: { queue: 'support' } }))[0]!.metadata).toEqual(odd);
       });
 
+      it('workers claim running threads of a graph beside one whose metadata holds them (claimThreads, nextLeaseExpiry)', async () => {
+        if (!cp.claimThreads || !cp.nextLeaseExpiry) return;
+        await cp.releaseThread(await create('odd', { metadata: { ...odd, graph: 'g' } }));
+        await cp.releaseThread(await create('plain', { metadata: { graph: 'g' } }));
+        const claimed = await cp.claimThreads({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, graph: 'g' });
+        expect(claimed.map((lease) => lease.threadId).sort()).toEqual(['odd', 'plain']);
+        expect(await cp.nextLeaseExpiry('g')).toBeGreaterThan(Date.now());
+      });
+
       it('a metadata filter naming a lone surrogate or U+0000 is InvalidOptionError, before any query', async () => {
         await cp.releaseThread(await create('odd', { metadata: odd }));
         const filters: Record<string, string>[] = [{ note: '\uD800' }, { 'k\uDC00': 'v' }, { nul: '\u0000' }, { note: 'a\uDFFF' }];
