@@ -62,6 +62,7 @@ export { rewriteSnapshots } from './runtime/rewrite-snapshots.js';
 export type { RewriteReport } from './runtime/rewrite-snapshots.js';
 export type { VerifyReport, VerifyProblem } from './inspect/verify.js';
 export { encode, decode, MAX_VALUE_DEPTH } from './codec/tagged-json.js';
+export { MAX_SET_VALUE_DEPTH } from './runtime/merge.js';
 export { CRASH_POINTS } from './internal/crash-points.js';
 export type { CrashPoint } from './internal/crash-points.js';
 export type * from './contracts/checkpointer.js';

@@ -7,7 +7,7 @@
  * logged), and no field may grow past the size limit. Nothing here touches
  * storage: a rejected merge leaves nothing behind.
  */
-import { encode as encodeValue, utf8Length } from '../codec/tagged-json.js';
+import { MAX_VALUE_DEPTH, RawJson, encode as encodeValue, utf8Length } from '../codec/tagged-json.js';
 import {
   DerivedFieldWriteError,
   RuntimeFieldWriteError,
@@ -16,6 +16,7 @@ import {
   StateValidationError,
   UnencodableValueError,
   UnknownFieldError,
+  ValueTooDeepError,
   type ErrorPlace,
 } from '../errors.js';
 import type { ModelField } from '../state/fields.js';
@@ -46,14 +47,29 @@ export interface MergeResult {
   conflicts: ConflictRecord[];
 }
 
-/** Encodes a written value; an unencodable one is rejected naming the thread and position. */
-function encodeWrite(value: unknown, path: string, place: ErrorPlace): string {
+/**
+ * How deeply a replaced field's value may nest: it is stored inside its position's
+ * record (`{ changes: { <field>: { set: <value> } } }`), and the whole record must stay
+ * within MAX_VALUE_DEPTH. Appended items are stored as they are, and may use it all.
+ */
+export const MAX_SET_VALUE_DEPTH = MAX_VALUE_DEPTH - 3;
+
+/**
+ * Encodes a written value; an unencodable or too deep one is rejected naming the
+ * path, the thread and the position, before anything is stored.
+ */
+function encodeWrite(value: unknown, path: string, place: ErrorPlace, maxDepth = MAX_VALUE_DEPTH): string {
+  let text: string;
   try {
-    return encodeValue(value, path);
+    text = encodeValue(value, path);
   } catch (error) {
     if (UnencodableValueError.is(error)) throw new UnencodableValueError(error.path, error.reason, place);
+    if (ValueTooDeepError.is(error)) throw new ValueTooDeepError(error.path, error.limit, { stackExhausted: error.cause !== undefined, cause: error.cause, place });
     throw error;
   }
+  // A text shorter than twice the limit cannot nest that deep: only long ones are scanned.
+  if (maxDepth < MAX_VALUE_DEPTH && text.length > 2 * maxDepth && new RawJson(text).depth > maxDepth) throw new ValueTooDeepError(path, maxDepth, { place });
+  return text;
 }
 
 /**
@@ -114,7 +130,7 @@ export async function mergeWrites(
         value2 = await schema.validate(name, model.reduce(next[name], value), place);
       }
       next[name] = value2;
-      const text = encodeWrite(value2, name, place);
+      const text = encodeWrite(value2, name, place, MAX_SET_VALUE_DEPTH);
       checkSize(schema, name, [text], place);
       changes.set(name, { kind: 'set', text });
     }

@@ -12,7 +12,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { CairnError, GraphMismatchError, SchemaDefinitionError, StateValidationError } from '../../src/errors.js';
+import { CairnError, GraphMismatchError, SchemaDefinitionError, StateValidationError, ValueTooDeepError } from '../../src/errors.js';
+import { MAX_VALUE_DEPTH } from '../../src/codec/tagged-json.js';
+import { MAX_SET_VALUE_DEPTH } from '../../src/runtime/merge.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/graph.js';
@@ -69,8 +71,34 @@ describe.each(ENGINES)('rejected calls change nothing on %s', (name) => {
   it('a new thread whose input nests deeper than any value can be stored leaves no thread behind', async () => {
     const app = reviewApp(ctx.engine);
     const error = await caught(() => app.run({ thread: 'deep', input: { extra: deep(10_000) } }));
-    expect(error).toBeInstanceOf(Error);
+    expect(ValueTooDeepError.is(error), String(error)).toBe(true);
     expect(await ctx.engine.checkpointer.getThread('deep')).toBeNull();
+    expect(await app.listThreads()).toEqual([]);
+  });
+
+  it('a replaced field may nest MAX_SET_VALUE_DEPTH levels (it is stored inside its position), an appended item MAX_VALUE_DEPTH; one more is refused at the write, naming the field', async () => {
+    const Deep = defineState({ fields: { tree: field.model(z.unknown().optional()), items: field.model(z.array(z.unknown()), { reduce: 'append', default: [] }) } });
+    let write: Record<string, unknown> = {};
+    const app = graph(Deep)
+      .node('write', () => write)
+      .edge(START, 'write')
+      .edge('write', END)
+      .compile({ engine: ctx.engine, snapshotEvery: 1 });
+    // deep(n) nests n objects around a string: a value of depth n.
+    write = { tree: deep(MAX_SET_VALUE_DEPTH), items: [deep(MAX_VALUE_DEPTH)] };
+    await app.run({ thread: 'ok' });
+    const again = graph(Deep).node('write', () => ({})).edge(START, 'write').edge('write', END).compile({ engine: ctx.reopen() });
+    expect(await again.getState('ok')).toEqual({ tree: deep(MAX_SET_VALUE_DEPTH), items: [deep(MAX_VALUE_DEPTH)] });
+    expect((await again.verify('ok')).ok).toBe(true);
+
+    write = { tree: deep(MAX_SET_VALUE_DEPTH + 1) };
+    const tooDeep = await caught(() => app.run({ thread: 'ok', input: {} }));
+    expect(ValueTooDeepError.is(tooDeep), String(tooDeep)).toBe(true);
+    expect(tooDeep.message).toContain('tree');
+    expect(tooDeep.message).toContain('thread ok');
+    write = { items: [deep(MAX_VALUE_DEPTH + 1)] };
+    expect((await caught(() => app.run({ thread: 'ok' }))).code).toBe('ERR_VALUE_TOO_DEEP');
+    expect(await again.getState('ok')).toEqual({ tree: deep(MAX_SET_VALUE_DEPTH), items: [deep(MAX_VALUE_DEPTH)] });
   });
 
   it('rejected input on an existing completed thread leaves it completed, as it was', async () => {
