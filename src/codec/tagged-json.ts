@@ -227,10 +227,11 @@ function write(value: unknown, cursor: Cursor, stack: Set<object>, depth: number
 
 /**
  * Decodes canonical tagged JSON. Throws {@link CorruptRecordError} on text that is
- * not valid tagged JSON or nests deeper than {@link MAX_VALUE_DEPTH}; `where` names
- * the record in that message (a function is called only then: loads decode thousands
- * of items). Nothing here recurses per level (V8's JSON.parse does not either), so
- * no depth of text can overflow the stack.
+ * not valid tagged JSON, and on tagged text that nests deeper than
+ * {@link MAX_VALUE_DEPTH} (which cairn never writes); `where` names the record in that
+ * message (a function is called only then: loads decode thousands of items). Nothing
+ * here recurses per level (V8's JSON.parse does not either), so no depth of text can
+ * overflow the stack: untagged text is returned as parsed, however deep.
  */
 export function decode<T = unknown>(text: string, where?: string | (() => string)): T {
   let parsed: unknown;
@@ -241,10 +242,13 @@ export function decode<T = unknown>(text: string, where?: string | (() => string
     throw new CorruptRecordError(`${place()} is not valid JSON (${(cause as Error).message}).`, { cause });
   }
   if (typeof parsed !== 'object' || parsed === null) return parsed as T;
-  // Fast paths: a short text without a tag can be neither tagged nor too deep, and most
-  // stored values carry no tags: one walk of their containers (no recursion) checks
-  // the depth and looks for a tag; only a tagged value is walked again to revive it.
-  if (text.length <= 2 * MAX_VALUE_DEPTH && !text.includes('"$t"')) return parsed as T;
+  // Fast path: most stored values carry no tags, and a substring scan is far cheaper
+  // than walking a large decoded value (a long thread's load decodes thousands of
+  // items). Untagged text needs nothing more: JSON.parse built it without recursion,
+  // and nothing here walks it, so no depth of it can overflow the decoder.
+  if (!text.includes('"$t"')) return parsed as T;
+  // A tagged value is walked (without recursion, checking the depth on the way) to
+  // look for tags outside strings, and walked again to revive them if there are any.
   if (!hasTags(parsed, place)) return parsed as T;
   return new Reviver(place).run(parsed) as T;
 }

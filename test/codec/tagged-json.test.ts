@@ -515,21 +515,34 @@ describe('depth limit (MAX_VALUE_DEPTH)', () => {
     expect(JSON.parse(out)).toEqual([['ValueTooDeepError', 'ERR_VALUE_TOO_DEEP', true], true]);
   });
 
-  it.each(shapes)('%s: text one level over the limit decodes to CorruptRecordError naming the record, never a RangeError', (_shape, build) => {
+  it.each(shapes)('%s: tagged text one level over the limit decodes to CorruptRecordError naming the record; untagged text is parsed, never a RangeError', (_shape, build) => {
     const forged = `[${encode(build(MAX_VALUE_DEPTH))}]`;
     expect(jsonDepth(forged)).toBe(MAX_VALUE_DEPTH + 1);
+    if (!forged.includes('"$t"')) {
+      expect(decode(forged, 'store item k')).toEqual(JSON.parse(forged));
+      return;
+    }
     const error = thrown(() => decode(forged, 'store item k'));
     expect(error).toBeInstanceOf(CorruptRecordError);
     expect(error.message).toContain('store item k');
     expect(error.message).toContain(String(MAX_VALUE_DEPTH));
   });
 
-  it('forged text 100,000 levels deep, with or without tags, is CorruptRecordError, never a RangeError', () => {
+  it('forged text 100,000 levels deep: tagged is CorruptRecordError, untagged is parsed without recursion; never a RangeError', () => {
     const n = 100_000;
-    for (const text of ['['.repeat(n) + ']'.repeat(n), '{"a":'.repeat(n) + '1' + '}'.repeat(n), '{"a":'.repeat(n) + '{"$t":"Undef"}' + '}'.repeat(n), '{"$t":"Set","v":['.repeat(n) + ']}'.repeat(n)]) {
+    for (const text of ['{"a":'.repeat(n) + '{"$t":"Undef"}' + '}'.repeat(n), '{"$t":"Set","v":['.repeat(n) + ']}'.repeat(n)]) {
       const error = thrown(() => decode(text));
       expect(error).not.toBeInstanceOf(RangeError);
       expect(error.code).toBe('ERR_CORRUPT_RECORD');
+    }
+    for (const text of ['['.repeat(n) + ']'.repeat(n), '{"a":'.repeat(n) + '1' + '}'.repeat(n)]) {
+      let value = decode<unknown>(text);
+      let depth = 0;
+      while (typeof value === 'object' && value !== null) {
+        value = Array.isArray(value) ? value[0] : (value as { a: unknown }).a;
+        depth++;
+      }
+      expect(depth).toBe(n);
     }
   });
 
