@@ -21,6 +21,7 @@ export interface SqliteStatement {
   run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
+  iterate(...params: unknown[]): IterableIterator<unknown>;
   raw(toggle?: boolean): SqliteStatement;
   pluck(toggle?: boolean): SqliteStatement;
 }

@@ -178,7 +178,7 @@ export class SqliteCheckpointer implements Checkpointer {
     const sql = `${THREAD_SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ?`;
     params.push(q.limit ?? -1);
     // Prepared per call, not cached: the filters make many shapes of this text.
-    return this.conn.run('listThreads', () => (this.conn.db.prepare(sql).all(...params) as ThreadRow[]).map(toThread));
+    return this.conn.run('listThreads', () => (this.conn.prepare(sql).all(...params) as ThreadRow[]).map(toThread));
   }
 
   async deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
