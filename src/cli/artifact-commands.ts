@@ -152,7 +152,7 @@ export function registerArtifactCommands(program: Command): void {
         if ('threads' in rule) retention.threads!.push(rule.threads);
         else retention.artifacts!.push(rule.artifacts);
       }
-      const engine = await openEngine(options.db);
+      const engine = await openEngine(options.db, options.dryRun ? 'read' : 'write');
       const artifacts = await openArtifactStore(options.artifacts);
       const bar = progressBar(process.stderr.isTTY === true && !options.json);
       try {

@@ -15,7 +15,7 @@ import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { seqLabel } from '../inspect/walk.js';
 import { materialize } from '../runtime/materialize.js';
 import type { PositionBody } from '../runtime/position.js';
-import { openEngine } from './engine-url.js';
+import { openEngine, type EngineAccess } from './engine-url.js';
 import { formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
 
 interface Common {
@@ -23,8 +23,9 @@ interface Common {
   json?: boolean;
 }
 
-async function withEngine<T>(options: Common, fn: (engine: Engine) => Promise<T>): Promise<T> {
-  const engine = openEngine(options.db);
+/** Runs `fn` on the engine `--db` names, opened read-only unless the command writes. */
+async function withEngine<T>(options: Common, fn: (engine: Engine) => Promise<T>, access: EngineAccess = 'read'): Promise<T> {
+  const engine = await openEngine(options.db, access);
   try {
     return await fn(engine);
   } finally {
@@ -178,7 +179,7 @@ export function registerInspectCommands(program: Command): void {
           return result.reason === 'missing' ? `no thread ${threadId}: nothing deleted` : `thread ${threadId} is ${result.status}, not ${options.ifStatus!.join(' or ')}: nothing deleted`;
         });
         if (!result.deleted) process.exitCode = 1;
-      }),
+      }, 'write'),
     );
 
   program

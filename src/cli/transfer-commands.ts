@@ -37,7 +37,7 @@ export function registerTransferCommands(program: Command): void {
     .option('--all', 'every thread')
     .option('--out <file>', 'write here instead of stdout')
     .action(async (ids: string[], options: { from: string; all?: boolean; out?: string }) => {
-      const engine = openEngine(options.from);
+      const engine = await openEngine(options.from, 'read');
       const out = options.out ? createWriteStream(options.out) : process.stdout;
       try {
         for await (const record of exportThreads(engine, await threadIds(engine, ids, options.all))) out.write(encode(record) + '\n');
@@ -53,7 +53,7 @@ export function registerTransferCommands(program: Command): void {
     .requiredOption('--to <db>', 'SQLite file or postgres:// URL')
     .option('--in <file>', 'read this file instead of stdin')
     .action(async (options: { to: string; in?: string }) => {
-      const engine = openEngine(options.to, { mustExist: false });
+      const engine = await openEngine(options.to, 'create');
       try {
         const report = await importThreads(engine, readLines(options.in));
         process.stdout.write(`imported ${report.threads.length} thread(s), ${report.positions} position(s), ${report.ledgerEntries} ledger entr(ies)\n`);
@@ -70,8 +70,8 @@ export function registerTransferCommands(program: Command): void {
     .option('--all', 'every thread')
     .option('--json', 'print JSON')
     .action(async (ids: string[], options: { from: string; to: string; all?: boolean; json?: boolean }) => {
-      const source = openEngine(options.from);
-      const target = openEngine(options.to, { mustExist: false });
+      const source = await openEngine(options.from, 'read');
+      const target = await openEngine(options.to, 'create');
       try {
         const threads = await threadIds(source, ids, options.all);
         const report = await importThreads(target, exportThreads(source, threads));

@@ -33,7 +33,7 @@ export function registerWorkerCommand(program: Command): void {
     .action(async (options: { postgres?: string; schema: string; db?: string; module: string; concurrency: number; maxConnections?: number; leaseMs: number; pollMs: number; json?: boolean }) => {
       // Each running thread uses one connection at a time; the wake-up listener holds one more.
       const max = options.maxConnections ?? options.concurrency + 2;
-      const engine = options.postgres ? await openPostgres(options.postgres, options.schema, max) : openEngine(options.db ?? './cairn.db');
+      const engine = options.postgres ? await openPostgres(options.postgres, options.schema, max) : await openEngine(options.db ?? './cairn.db', 'write');
       const module = (await import(pathToFileURL(resolve(options.module)).href)) as { createApp?: AppFactory; default?: AppFactory };
       const factory = module.createApp ?? module.default;
       if (typeof factory !== 'function') throw new CairnError(`${options.module} must export createApp(engine) (or a default export) returning a compiled graph.`);

@@ -9,10 +9,11 @@
  * {@link SqliteConnection.prepare} hand out wrap their own calls, transactions and
  * {@link SqliteConnection.run} wrap what runs inside them, and the lazy open wraps its own.
  */
-import { CairnError, EngineError } from '../../errors.js';
+import { existsSync } from 'node:fs';
+import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
 import { openDatabase, type SqliteDatabase, type SqliteStatement } from './driver.js';
-import { migrate } from './migrations.js';
+import { migrate, SQLITE_MIGRATIONS } from './migrations.js';
 
 export interface SqliteOptions {
   /**
@@ -23,6 +24,15 @@ export interface SqliteOptions {
   durability?: 'full' | 'normal';
   /** How long a writer waits for another connection's write lock, ms. Default 5000. */
   busyTimeoutMs?: number;
+  /**
+   * Open for reading only: the file must exist and hold a cairn database with every
+   * migration this cairn knows. Nothing is created, migrated or written (writes fail
+   * with EngineError); a missing file or database is {@link DatabaseNotFoundError}, an
+   * older one {@link DatabaseOutdatedError}. For inspection tools.
+   *
+   * @example `const engine = sqlite('./cairn.db', { readOnly: true });`
+   */
+  readOnly?: boolean;
 }
 
 /** True for SQLite's "another connection holds the lock" codes (SQLITE_BUSY and its extended codes). */
@@ -150,20 +160,52 @@ export class SqliteConnection {
 
   private open(source: string | SqliteDatabase): void {
     const timeout = this.options.busyTimeoutMs ?? 5000;
+    const readOnly = this.options.readOnly === true;
     let db: SqliteDatabase | undefined;
     try {
-      db = typeof source === 'string' ? openDatabase(source, timeout) : source;
+      const missing = () => new DatabaseNotFoundError(this.location, 'there is no such file.', { engine: 'sqlite' });
+      // Checked first: the driver reports a missing folder as a plain TypeError.
+      if (readOnly && typeof source === 'string' && !existsSync(source)) throw missing();
+      try {
+        db = typeof source === 'string' ? openDatabase(source, timeout, { readOnly }) : source;
+      } catch (error) {
+        // Removed between the check and the open.
+        if (readOnly && (error as { code?: unknown }).code === 'SQLITE_CANTOPEN') throw missing();
+        throw error;
+      }
       // First: everything below may wait for another process opening the same file.
       db.pragma(`busy_timeout = ${timeout}`);
-      enableWal(db, timeout);
-      db.pragma(`synchronous = ${this.options.durability === 'normal' ? 'NORMAL' : 'FULL'}`);
-      migrate(db);
+      if (readOnly) this.checkSchema(db);
+      else {
+        enableWal(db, timeout);
+        db.pragma(`synchronous = ${this.options.durability === 'normal' ? 'NORMAL' : 'FULL'}`);
+        migrate(db);
+      }
       this.handle = db;
     } catch (error) {
       if (db && this.ownsHandle && db.open) db.close();
       if (CairnError.is(error)) throw error;
       throw this.driverError(`opening ${this.location}`, error);
     }
+  }
+
+  /** A read-only open: the file must hold cairn's tables with every migration this cairn knows. */
+  private checkSchema(db: SqliteDatabase): void {
+    const place = { engine: 'sqlite' };
+    const table = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cairn_migrations'`).pluck().get();
+    if (table === undefined) throw new DatabaseNotFoundError(this.location, 'the file holds no cairn tables.', place);
+    const applied = new Set(db.prepare('SELECT id FROM cairn_migrations').pluck().all() as number[]);
+    const known = SQLITE_MIGRATIONS.map((m) => m.id);
+    const latest = Math.max(...known);
+    const newer = [...applied].filter((id) => !known.includes(id));
+    if (newer.length) {
+      throw new EngineError(
+        `${this.location} was migrated by a newer cairn (migration ${Math.max(...newer)}; this cairn knows up to ${latest}). Upgrade cairn here.`,
+        { place },
+      );
+    }
+    const missing = known.filter((id) => !applied.has(id));
+    if (missing.length) throw new DatabaseOutdatedError(this.location, missing, latest, place);
   }
 
   /** The open database (opening it on first use). */
@@ -242,7 +284,9 @@ export class SqliteConnection {
     const message = /[.!?]$/.test(text) ? text : `${text}.`;
     const hint = isBusy(error)
       ? ` Another process held the database's lock for longer than the busy timeout (${this.options.busyTimeoutMs ?? 5000} ms): raise busyTimeoutMs, or keep transactions short.`
-      : '';
+      : code === 'SQLITE_READONLY' && this.options.readOnly
+        ? ' This engine was opened with readOnly: open it without readOnly to write.'
+        : '';
     return new EngineError(`${what} failed${typeof code === 'string' ? ` (${code})` : ''}: ${message}${sql ? ` Statement: ${describeSql(sql)}` : ''}${hint}`, {
       cause: error,
       place: { engine: 'sqlite' },
