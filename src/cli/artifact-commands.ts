@@ -12,10 +12,12 @@ import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import { CairnError } from '../errors.js';
 import { FsArtifactStore } from '../artifacts/fs/index.js';
+import { parseRefId } from '../artifacts/refs.js';
 import { collectArtifacts, parseRetentionRule, type GcReport, type RetentionPolicy } from '../inspect/gc.js';
 import { verifyArtifacts, type ArtifactVerifyReport } from '../inspect/artifact-verify.js';
 import { seqLabel } from '../inspect/walk.js';
 import { openEngine } from './engine-url.js';
+import { duration, repeatable } from './options.js';
 
 /** Opens the artifact store a location names. */
 export async function openArtifactStore(location: string): Promise<ArtifactStore> {
@@ -141,9 +143,14 @@ export function registerArtifactCommands(program: Command): void {
     .requiredOption('--artifacts <location>', 'the artifact store: a directory, or s3://bucket/prefix/?endpoint=…&region=…&path-style=1')
     .option('--db <file>', 'the cairn SQLite file', './cairn.db')
     .option('--dry-run', 'report what would be deleted and why; delete nothing')
-    .option('--grace <duration>', 'never collect what was written or used more recently than this', '24h')
-    .option('--rule <rule>', 'a retention rule, repeatable: threads:status=completed,olderThan=30d or artifacts:mediaType=image/*,olderThan=7d', (v: string, all: string[]) => [...all, v], [])
-    .option('--pin <id>', 'keep this artifact id whatever the roots say (repeatable)', (v: string, all: string[]) => [...all, v], [])
+    .option('--grace <duration>', 'never collect what was written or used more recently than this', duration, '24h')
+    .option(
+      '--rule <rule>',
+      'a retention rule, repeatable: threads:status=completed,olderThan=30d or artifacts:mediaType=image/*,olderThan=7d',
+      repeatable((v) => (parseRetentionRule(v), v)),
+      [] as string[],
+    )
+    .option('--pin <id>', 'keep this artifact id whatever the roots say (repeatable)', repeatable((v) => (parseRefId(v), v)), [] as string[])
     .option('--json', 'print the report as JSON')
     .action(async (options: GcCommandOptions) => {
       const retention: RetentionPolicy = { threads: [], artifacts: [] };

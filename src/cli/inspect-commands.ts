@@ -4,7 +4,7 @@
  * thin faces over the contracts and inspect functions; every command prints a
  * table or, with `--json`, JSON.
  */
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { decode, encode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
 import type { MetadataFilter, ThreadKind, ThreadQuery, ThreadStatus } from '../contracts/threads.js';
@@ -16,6 +16,7 @@ import { seqLabel } from '../inspect/walk.js';
 import { materialize } from '../runtime/materialize.js';
 import type { PositionBody } from '../runtime/position.js';
 import { openEngine, type EngineAccess } from './engine-url.js';
+import { kindList, nonNegativeInteger, positiveInteger, statusList, validated } from './options.js';
 import { formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
 
 interface Common {
@@ -64,11 +65,6 @@ function drawTree<R extends { seq: number; parent: number | null }>(rows: R[], l
   return out.join('\n');
 }
 
-/** `a,b` or repeated options → a list. */
-function list(value: string, previous: string[] = []): string[] {
-  return [...previous, ...value.split(',').map((v) => v.trim()).filter(Boolean)];
-}
-
 /** `key=value`, repeatable. A value that reads as JSON true/false/null or a number is that; anything else (or "quoted") is a string. */
 function metaPair(value: string, previous: MetadataFilter = {}): MetadataFilter {
   const at = value.indexOf('=');
@@ -99,34 +95,33 @@ export function registerInspectCommands(program: Command): void {
     .command('threads')
     .description('list threads, filtered and paged')
     .option(...db)
-    .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention', list)
-    .option('--kind <kind>', 'only these kinds (comma-separated or repeated): conversation, task, session, workflow', list)
+    .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention', statusList)
+    .option('--kind <kind>', 'only these kinds (comma-separated or repeated): conversation, task, session, workflow', kindList)
     .option('--tenant <tenant>', 'only this tenant')
-    .option('--meta <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', metaPair)
-    .option('--since <when>', 'only threads updated since: a duration back from now (2h, 7d) or a date')
-    .option('--created-since <when>', 'only threads created since: a duration back from now or a date')
-    .option('--order <order>', "'id' (default) or 'updated' (most recently updated first)", 'id')
+    .option('--meta <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', (v: string, previous?: MetadataFilter) => validated((text) => metaPair(text, previous))(v))
+    .option('--since <when>', 'only threads updated since: a duration back from now (2h, 7d) or a date', validated((v) => parseSince(v)))
+    .option('--created-since <when>', 'only threads created since: a duration back from now or a date', validated((v) => parseSince(v)))
+    .addOption(new Option('--order <order>', "'id' (default) or 'updated' (most recently updated first)").choices(['id', 'updated']).default('id'))
     .option('--after <id>', 'start after this thread id (paging, in id order)')
-    .option('--limit <n>', 'at most this many', (v) => Number(v), 100)
+    .option('--limit <n>', 'at most this many (1 or more)', positiveInteger, 100)
     .option('--json', 'print JSON')
     .action(
       (
-        options: Common & { status?: string[]; kind?: string[]; tenant?: string; meta?: MetadataFilter; since?: string; createdSince?: string; order: string; after?: string; limit: number },
-      ) =>
-        withEngine(options, async (engine) => {
-          if (options.order !== 'id' && options.order !== 'updated') throw new InvalidOptionError(`--order ${JSON.stringify(options.order)}: use id or updated.`);
+        options: Common & { status?: ThreadStatus[]; kind?: ThreadKind[]; tenant?: string; meta?: MetadataFilter; since?: number; createdSince?: number; order: 'id' | 'updated'; after?: string; limit: number },
+      ) => {
+        if (options.after !== undefined && options.order === 'updated') throw new InvalidOptionError('--after pages in id order; drop --order updated to page.');
+        return withEngine(options, async (engine) => {
           const query: ThreadQuery = {
-            ...(options.status ? { status: options.status as ThreadStatus[] } : {}),
-            ...(options.kind ? { kind: options.kind as ThreadKind[] } : {}),
+            ...(options.status ? { status: options.status } : {}),
+            ...(options.kind ? { kind: options.kind } : {}),
             ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
             ...(options.meta ? { metadata: options.meta } : {}),
-            ...(options.since ? { updatedAt: { from: parseSince(options.since) } } : {}),
-            ...(options.createdSince ? { createdAt: { from: parseSince(options.createdSince) } } : {}),
+            ...(options.since !== undefined ? { updatedAt: { from: options.since } } : {}),
+            ...(options.createdSince !== undefined ? { createdAt: { from: options.createdSince } } : {}),
             ...(options.order === 'updated' ? { order: 'updatedAt' as const } : {}),
             ...(options.after !== undefined ? { after: options.after } : {}),
             limit: options.limit,
           };
-          if (options.after !== undefined && options.order === 'updated') throw new InvalidOptionError('--after pages in id order; drop --order updated to page.');
           const threads = await engine.checkpointer.listThreads(query);
           out(options, threads, () =>
             threads.length === 0
@@ -138,7 +133,8 @@ export function registerInspectCommands(program: Command): void {
                   )
                   .join('\n'),
           );
-        }),
+        });
+      },
     );
 
   program
@@ -166,11 +162,11 @@ export function registerInspectCommands(program: Command): void {
     .command('delete-thread <thread>')
     .description('delete a thread and everything it owns (positions, items, snapshots, pending writes, failures, ledger, its artifact pins) in one transaction; refused while a run holds it')
     .option(...db)
-    .option('--if-status <status>', 'only if its status is one of these (comma-separated or repeated)', list)
+    .option('--if-status <status>', 'only if its status is one of these (comma-separated or repeated)', statusList)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common & { ifStatus?: string[] }) =>
+    .action((threadId: string, options: Common & { ifStatus?: ThreadStatus[] }) =>
       withEngine(options, async (engine) => {
-        const result = await engine.checkpointer.deleteThread(threadId, options.ifStatus ? { ifStatus: options.ifStatus as ThreadStatus[] } : {});
+        const result = await engine.checkpointer.deleteThread(threadId, options.ifStatus ? { ifStatus: options.ifStatus } : {});
         out(options, result, () => {
           if (result.deleted) {
             const r = result.removed;
@@ -186,7 +182,7 @@ export function registerInspectCommands(program: Command): void {
     .command('history <thread>')
     .description("list a thread's positions, newest first")
     .option(...db)
-    .option('--limit <n>', 'at most this many', (v) => Number(v), 50)
+    .option('--limit <n>', 'at most this many (1 or more)', positiveInteger, 50)
     .option('--ns <namespace>', "a child run's namespace (listed as 'child' on the steps that ran it)", '')
     .option('--tree', 'draw the branches (forks) as a tree, oldest first')
     .option('--json', 'print JSON')
@@ -213,7 +209,7 @@ export function registerInspectCommands(program: Command): void {
     .command('show <thread>')
     .description('the stored state of a thread at its head or at --seq (as stored: no upcast, no derived fields)')
     .option(...db)
-    .option('--seq <n>', 'position to show', (v) => Number(v))
+    .option('--seq <n>', 'position to show (0 or more)', nonNegativeInteger)
     .option('--ns <namespace>', "a child run's namespace (default: the thread's root graph)", '')
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common & { seq?: number; ns: string }) =>

@@ -18,6 +18,7 @@ import { migrateCheck, type SchemaWindow } from '../inspect/migrate-check.js';
 import { rewriteSnapshots } from '../runtime/rewrite-snapshots.js';
 import type { StateSchema } from '../state/schema.js';
 import { isPostgresUrl, openEngine } from './engine-url.js';
+import { positiveInteger } from './options.js';
 
 interface MigrateOptions {
   db: string;
@@ -94,8 +95,8 @@ export function registerMigrateCommand(program: Command): void {
     .option('--check', 'count threads and positions per schema version and list threads outside the window')
     .option('--rewrite-snapshots', 'store a snapshot at the current version for every active thread whose head is older (needs --state)')
     .option('--state <module>', "the application's state schema: <file>[#<export>] (a JS module)")
-    .option('--oldest <n>', 'oldest readable version (without --state)', (v) => Number(v))
-    .option('--current <n>', 'current version (without --state)', (v) => Number(v))
+    .option('--oldest <n>', 'oldest readable version (without --state)', positiveInteger)
+    .option('--current <n>', 'current version (without --state)', positiveInteger)
     .option('--json', 'print JSON')
     .action(async (options: MigrateOptions) => {
       if (!options.apply && !options.check && !options.rewriteSnapshots) throw new InvalidOptionError('say what to do: --apply, --check or --rewrite-snapshots.');

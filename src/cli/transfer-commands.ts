@@ -12,6 +12,13 @@ import type { Engine } from '../contracts/engine.js';
 import { exportThreads, importThreads, type TransferRecord } from '../inspect/transfer.js';
 import { verifyThread } from '../inspect/verify.js';
 import { openEngine } from './engine-url.js';
+import { InvalidOptionError } from '../errors.js';
+
+/** The threads a command names: `--all`, or the ids given (not both, not neither). */
+function checkSelection(ids: string[], all: boolean | undefined): void {
+  if (all && ids.length) throw new InvalidOptionError(`name threads or pass --all, not both (got --all and ${ids.join(' ')}).`);
+  if (!all && !ids.length) throw new InvalidOptionError('name the threads to move, or pass --all.');
+}
 
 async function threadIds(engine: Engine, ids: string[], all: boolean | undefined): Promise<string[]> {
   if (!all) return ids;
@@ -37,6 +44,7 @@ export function registerTransferCommands(program: Command): void {
     .option('--all', 'every thread')
     .option('--out <file>', 'write here instead of stdout')
     .action(async (ids: string[], options: { from: string; all?: boolean; out?: string }) => {
+      checkSelection(ids, options.all);
       const engine = await openEngine(options.from, 'read');
       const out = options.out ? createWriteStream(options.out) : process.stdout;
       try {
@@ -70,6 +78,7 @@ export function registerTransferCommands(program: Command): void {
     .option('--all', 'every thread')
     .option('--json', 'print JSON')
     .action(async (ids: string[], options: { from: string; to: string; all?: boolean; json?: boolean }) => {
+      checkSelection(ids, options.all);
       const source = await openEngine(options.from, 'read');
       const target = await openEngine(options.to, 'create');
       try {
