@@ -261,6 +261,17 @@ export class PositionNotFoundError extends coded('ERR_POSITION_NOT_FOUND') {
   }
 }
 
+/** A thread has no positions in the namespace asked for (a child run's, such as `research:0@4`). */
+export class NamespaceNotFoundError extends coded('ERR_NAMESPACE_NOT_FOUND') {
+  constructor(readonly threadId: string, readonly ns: string, readonly namespaces: string[], place?: ErrorPlace) {
+    const others = namespaces.filter((n) => n !== '');
+    super(
+      `has no namespace ${JSON.stringify(ns)}. ${others.length ? `Its child runs' namespaces: ${others.join(', ')}.` : 'It has no child runs.'}`,
+      { place: { ...place, thread: threadId } },
+    );
+  }
+}
+
 /** `run()` on a thread waiting for `resume()`. */
 export class ThreadInterruptedError extends coded('ERR_THREAD_INTERRUPTED') {
   constructor(readonly threadId: string, readonly interruptIds: string[], place?: ErrorPlace) {

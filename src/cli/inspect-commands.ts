@@ -8,7 +8,8 @@ import { Option, type Command } from 'commander';
 import { decode, encode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
 import type { MetadataFilter, ThreadKind, ThreadQuery, ThreadStatus } from '../contracts/threads.js';
-import { InvalidOptionError, PositionNotFoundError, ThreadNotFoundError } from '../errors.js';
+import type { ThreadRecord } from '../contracts/threads.js';
+import { InvalidOptionError, NamespaceNotFoundError, PositionNotFoundError, ThreadNotFoundError } from '../errors.js';
 import { parseDuration } from '../artifacts/helpers.js';
 import { threadAttempts } from '../inspect/attempts.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
@@ -32,6 +33,21 @@ async function withEngine<T>(options: Common, fn: (engine: Engine) => Promise<T>
   } finally {
     await engine.close();
   }
+}
+
+/** The thread, or ThreadNotFoundError: every command that names a thread says so when it is not there (exit 1). */
+async function requireThread(engine: Engine, threadId: string): Promise<ThreadRecord> {
+  const thread = await engine.checkpointer.getThread(threadId);
+  if (!thread) throw new ThreadNotFoundError(threadId, { engine: engine.name });
+  return thread;
+}
+
+/** The head seq of namespace `ns` of a thread that exists, or NamespaceNotFoundError (null: the root has no positions yet). */
+async function namespaceHead(engine: Engine, thread: ThreadRecord, ns: string): Promise<number | null> {
+  if (ns === '') return thread.head;
+  const [head] = await engine.checkpointer.listPositions(thread.id, ns, { limit: 1 });
+  if (!head) throw new NamespaceNotFoundError(thread.id, ns, await engine.checkpointer.listNamespaces(thread.id), { engine: engine.name });
+  return head.seq;
 }
 
 function out(options: Common, value: unknown, table: () => string): void {
@@ -188,11 +204,8 @@ export function registerInspectCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common & { limit: number; ns: string; tree?: boolean }) =>
       withEngine(options, async (engine) => {
+        await namespaceHead(engine, await requireThread(engine, threadId), options.ns);
         const positions = await engine.checkpointer.listPositions(threadId, options.ns, { limit: options.limit });
-        if (positions.length === 0) {
-          if (options.ns === '') throw new ThreadNotFoundError(threadId, { engine: engine.name });
-          throw new PositionNotFoundError(threadId, 0, { engine: engine.name, ns: options.ns });
-        }
         const rows = positions.map((p) => {
           const body = decode<PositionBody>(p.body, `position ${p.seq}`);
           return { seq: p.seq, parent: p.parent, step: p.step, kind: body.kind, nodes: body.nodes, next: body.next, changes: Object.keys(body.changes), effects: (body.effects ?? []).map((e) => e.name), children: body.children ?? [], schemaVersion: p.schemaVersion, createdAt: p.createdAt, hash: p.hash };
@@ -200,7 +213,7 @@ export function registerInspectCommands(program: Command): void {
         const line = (r: (typeof rows)[number]) =>
           `${r.kind.padEnd(9)} ${(r.nodes.join(',') || '-').padEnd(24)} → ${(r.next.join(',') || 'END').padEnd(20)} changed ${r.changes.join(',') || '-'}${r.effects.length ? `  effects ${r.effects.join(',')}` : ''}${r.children.length ? `  child ${r.children.join(',')}` : ''}  ${r.hash.slice(0, 12)}`;
         out(options, rows, () =>
-          options.tree ? drawTree(rows, line) : rows.map((r) => `${String(r.seq).padStart(5)} ← ${String(r.parent ?? '-').padStart(5)}  ${line(r)}`).join('\n'),
+          rows.length === 0 ? `thread ${threadId} has no positions yet` : options.tree ? drawTree(rows, line) : rows.map((r) => `${String(r.seq).padStart(5)} ← ${String(r.parent ?? '-').padStart(5)}  ${line(r)}`).join('\n'),
         );
       }),
     );
@@ -214,10 +227,8 @@ export function registerInspectCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common & { seq?: number; ns: string }) =>
       withEngine(options, async (engine) => {
-        const thread = await engine.checkpointer.getThread(threadId);
-        if (!thread || thread.head === null) throw new ThreadNotFoundError(threadId, { engine: engine.name });
-        const head = options.ns === '' ? thread.head : (await engine.checkpointer.listPositions(threadId, options.ns, { limit: 1 }))[0]?.seq;
-        if (head === undefined) throw new PositionNotFoundError(threadId, 0, { engine: engine.name, ns: options.ns });
+        const head = await namespaceHead(engine, await requireThread(engine, threadId), options.ns);
+        if (head === null) throw new PositionNotFoundError(threadId, 0, { engine: engine.name });
         const loaded = await materialize(engine.checkpointer, undefined, threadId, options.ns, options.seq ?? head);
         const view = { thread: threadId, ...(options.ns ? { ns: options.ns } : {}), seq: loaded.position.seq, schemaVersion: loaded.storedVersion, next: loaded.body.next, state: loaded.state };
         const where = options.ns ? ` child ${options.ns}` : '';
@@ -232,6 +243,7 @@ export function registerInspectCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common) =>
       withEngine(options, async (engine) => {
+        await requireThread(engine, threadId);
         const entries = await engine.ledger.list(threadId);
         out(options, entries, () =>
           entries.length === 0
@@ -249,12 +261,13 @@ export function registerInspectCommands(program: Command): void {
     .option('--artifacts <location>', 'also re-hash every artifact and report dangling refs (a directory or s3://bucket/prefix)')
     .action((threadId: string | undefined, options: Common & { artifacts?: string }) =>
       withEngine(options, async (engine) => {
-        const ids = threadId ? [threadId] : (await engine.checkpointer.listThreads()).map((t) => t.id);
+        const ids = threadId ? [(await requireThread(engine, threadId)).id] : (await engine.checkpointer.listThreads()).map((t) => t.id);
         const reports: VerifyReport[] = [];
         for (const id of ids) reports.push(await verifyThread(engine.checkpointer, id));
         const artifacts = options.artifacts ? await verifyArtifactsCommand(engine, options.artifacts, { json: options.json === true, ...(threadId ? { thread: threadId } : {}) }) : undefined;
         out(options, artifacts ? { threads: reports, artifacts } : reports, () =>
           [
+            ...(reports.length === 0 ? ['no threads'] : []),
             ...reports.map((r) => `${r.ok ? 'ok  ' : 'FAIL'} ${r.threadId}: ${r.positions} positions${r.problems.map((p) => `\n     ${seqLabel(p.ns, p.seq)}: ${p.message}`).join('')}`),
             ...(artifacts ? [formatArtifactVerifyReport(artifacts)] : []),
           ].join('\n'),

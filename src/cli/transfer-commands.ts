@@ -46,11 +46,15 @@ export function registerTransferCommands(program: Command): void {
     .action(async (ids: string[], options: { from: string; all?: boolean; out?: string }) => {
       checkSelection(ids, options.all);
       const engine = await openEngine(options.from, 'read');
-      const out = options.out ? createWriteStream(options.out) : process.stdout;
+      let out: NodeJS.WritableStream | undefined;
       try {
-        for await (const record of exportThreads(engine, await threadIds(engine, ids, options.all))) out.write(encode(record) + '\n');
+        // The file is created with the first record: a thread that is not there leaves none.
+        for await (const record of exportThreads(engine, await threadIds(engine, ids, options.all))) {
+          out ??= options.out ? createWriteStream(options.out) : process.stdout;
+          out.write(encode(record) + '\n');
+        }
       } finally {
-        if (options.out) await new Promise<void>((resolve) => (out as NodeJS.WritableStream).end(() => resolve()));
+        if (options.out && out) await new Promise<void>((resolve) => out!.end(() => resolve()));
         await engine.close();
       }
     });

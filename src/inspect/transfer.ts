@@ -39,9 +39,13 @@ export type TransferRecord =
   | { type: 'ledger'; threadId: string; entry: LedgerEntry }
   | { type: 'end'; threads: number; positions: number };
 
-/** Every record of the given threads, in an order `importThreads` can replay. */
+/**
+ * Every record of the given threads, in an order `importThreads` can replay. Throws
+ * ThreadNotFoundError, before the first record, if one of them does not exist.
+ */
 export async function* exportThreads(engine: Engine, threadIds: string[]): AsyncGenerator<TransferRecord> {
   const cp = engine.checkpointer;
+  for (const threadId of threadIds) if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: engine.name });
   yield { type: 'header', format: 'cairn-threads', version: TRANSFER_FORMAT_VERSION, exportedAt: Date.now(), engine: engine.name };
   let positions = 0;
   for (const threadId of threadIds) {
