@@ -79,7 +79,10 @@ export function formatGcReport(report: GcReport, location: string, grace: string
   const r = report.roots;
   const lines = [
     `cairn gc${report.dryRun ? ' --dry-run' : ''}: ${report.scanned} artifacts in ${location}`,
-    `  roots: ${r.threads} threads (${r.releasedThreads} released by retention rules), ${r.positions} positions, ${r.snapshots} snapshots, ${r.ledgerEntries} ledger entries, ${r.storeItems} store items, ${r.pins} pins → ${r.refs} distinct refs`,
+    ...(report.deletedThreads.length
+      ? [`  threads: ${report.dryRun ? 'would delete' : 'deleted'} ${report.deletedThreads.length} by retention rules (with their positions, ledger and pins): ${report.deletedThreads.join(', ')}`]
+      : []),
+    `  roots: ${r.threads} threads (${r.releasedThreads} ${report.dryRun ? 'to be deleted' : 'deleted'} by retention rules), ${r.positions} positions, ${r.snapshots} snapshots, ${r.ledgerEntries} ledger entries, ${r.storeItems} store items, ${r.pins} pins → ${r.refs} distinct refs`,
     `  kept: ${report.kept.referenced} referenced, ${report.kept.pinned} pinned, ${report.kept.inGrace} in grace (written or used since ${time(report.cutoff)}, grace ${grace})${report.refreshed ? `, ${report.refreshed} refreshed while collecting` : ''}`,
     `  ${verb} ${report.victims.length} artifacts (${size(report.bytes)})${report.victims.length ? ':' : ''}`,
   ];
@@ -139,14 +142,14 @@ interface GcCommandOptions {
 export function registerArtifactCommands(program: Command): void {
   program
     .command('gc')
-    .description('collect artifacts no retained position, store value or pin refers to (and those retention rules expire)')
+    .description('delete the threads thread rules retire, then collect artifacts no kept thread, store value or pin refers to (and those artifact rules expire)')
     .requiredOption('--artifacts <location>', 'the artifact store: a directory, or s3://bucket/prefix/?endpoint=…&region=…&path-style=1')
     .option('--db <file>', 'the cairn SQLite file', './cairn.db')
     .option('--dry-run', 'report what would be deleted and why; delete nothing')
     .option('--grace <duration>', 'never collect what was written or used more recently than this', duration, '24h')
     .option(
       '--rule <rule>',
-      'a retention rule, repeatable: threads:status=completed,olderThan=30d or artifacts:mediaType=image/*,olderThan=7d',
+      'a retention rule, repeatable: threads:status=completed,olderThan=30d (deletes those threads) or artifacts:mediaType=image/*,olderThan=7d',
       repeatable((v) => (parseRetentionRule(v), v)),
       [] as string[],
     )
