@@ -19,8 +19,8 @@ import { seqLabel } from '../inspect/walk.js';
 import { openEngine } from './engine-url.js';
 import { duration, repeatable } from './options.js';
 
-/** Opens the artifact store a location names. */
-export async function openArtifactStore(location: string): Promise<ArtifactStore> {
+/** Opens the artifact store a location names; a directory must exist unless `create` (an import's target). */
+export async function openArtifactStore(location: string, options: { create?: boolean } = {}): Promise<ArtifactStore> {
   if (location.startsWith('s3://')) {
     const url = new URL(location);
     const prefix = decodeURIComponent(url.pathname.replace(/^\/+/, ''));
@@ -33,7 +33,7 @@ export async function openArtifactStore(location: string): Promise<ArtifactStore
     return s3Artifacts({ bucket: url.hostname, ...(prefix ? { prefix: prefix.endsWith('/') ? prefix : `${prefix}/` } : {}), client });
   }
   const path = location.startsWith('file:') ? location.slice('file:'.length) : location;
-  if (!existsSync(path)) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
+  if (!options.create && !existsSync(path)) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
   return new FsArtifactStore(path);
 }
 
