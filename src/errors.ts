@@ -307,6 +307,17 @@ export class PositionNotFoundError extends coded('ERR_POSITION_NOT_FOUND') {
   }
 }
 
+/** A thread has no positions in the namespace asked for (a child run's, such as `research:0@4`). */
+export class NamespaceNotFoundError extends coded('ERR_NAMESPACE_NOT_FOUND') {
+  constructor(readonly threadId: string, readonly ns: string, readonly namespaces: string[], place?: ErrorPlace) {
+    const others = namespaces.filter((n) => n !== '');
+    super(
+      `has no namespace ${JSON.stringify(ns)}. ${others.length ? `Its child runs' namespaces: ${others.join(', ')}.` : 'It has no child runs.'}`,
+      { place: { ...place, thread: threadId } },
+    );
+  }
+}
+
 /** `run()` on a thread waiting for `resume()`. */
 export class ThreadInterruptedError extends coded('ERR_THREAD_INTERRUPTED') {
   constructor(readonly threadId: string, readonly interruptIds: string[], place?: ErrorPlace) {
@@ -537,3 +548,41 @@ export class EngineClosedError extends coded('ERR_ENGINE_CLOSED') {}
 
 /** The storage engine failed; the driver's error is the `cause`. */
 export class EngineError extends coded('ERR_ENGINE') {}
+
+/**
+ * An engine opened read-only found no cairn database where it looked: a SQLite file
+ * that does not exist or holds no cairn tables, a PostgreSQL schema that does not
+ * exist or was never migrated. Nothing was created.
+ */
+export class DatabaseNotFoundError extends coded('ERR_DATABASE_NOT_FOUND') {
+  constructor(
+    /** The file or URL (password masked) that was looked at. */
+    readonly location: string,
+    detail: string,
+    place?: ErrorPlace,
+  ) {
+    super(
+      `no cairn database at ${location}: ${detail} Nothing was created. Check the path or URL; ` +
+        `a new database is created by the first run of your app, or by \`cairn migrate --apply --db ${location}\`.`,
+      { place },
+    );
+  }
+}
+
+/** The database lacks migrations this cairn has; an engine opened read-only does not apply them. Nothing was changed. */
+export class DatabaseOutdatedError extends coded('ERR_DATABASE_OUTDATED') {
+  constructor(
+    readonly location: string,
+    /** Ids of the migrations the database lacks. */
+    readonly missing: number[],
+    /** The newest migration this cairn knows. */
+    readonly latest: number,
+    place?: ErrorPlace,
+  ) {
+    super(
+      `the cairn database at ${location} is older than this cairn: it lacks migration${missing.length === 1 ? '' : 's'} ${missing.join(', ')} ` +
+        `(this cairn has up to ${latest}). Upgrade it with \`cairn migrate --apply --db ${location}\` (or by opening it for writing), then retry.`,
+      { place },
+    );
+  }
+}

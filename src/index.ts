@@ -56,7 +56,7 @@ export { threadAttempts } from './inspect/attempts.js';
 export type { ThreadAttempts, AttemptInfo, AttemptOutcome, CommittedPosition } from './inspect/attempts.js';
 export { migrateCheck } from './inspect/migrate-check.js';
 export { exportThreads, importThreads } from './inspect/transfer.js';
-export type { TransferRecord, ImportReport } from './inspect/transfer.js';
+export type { TransferRecord, ImportReport, ExportOptions, ImportOptions } from './inspect/transfer.js';
 export type { MigrateCheckReport, SchemaWindow, VersionCount } from './inspect/migrate-check.js';
 export { rewriteSnapshots } from './runtime/rewrite-snapshots.js';
 export type { RewriteReport } from './runtime/rewrite-snapshots.js';

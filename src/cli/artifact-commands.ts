@@ -12,13 +12,15 @@ import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import { CairnError } from '../errors.js';
 import { FsArtifactStore } from '../artifacts/fs/index.js';
+import { parseRefId } from '../artifacts/refs.js';
 import { collectArtifacts, parseRetentionRule, type GcReport, type RetentionPolicy } from '../inspect/gc.js';
 import { verifyArtifacts, type ArtifactVerifyReport } from '../inspect/artifact-verify.js';
 import { seqLabel } from '../inspect/walk.js';
 import { openEngine } from './engine-url.js';
+import { duration, repeatable } from './options.js';
 
-/** Opens the artifact store a location names. */
-export async function openArtifactStore(location: string): Promise<ArtifactStore> {
+/** Opens the artifact store a location names; a directory must exist unless `create` (an import's target). */
+export async function openArtifactStore(location: string, options: { create?: boolean } = {}): Promise<ArtifactStore> {
   if (location.startsWith('s3://')) {
     const url = new URL(location);
     const prefix = decodeURIComponent(url.pathname.replace(/^\/+/, ''));
@@ -31,7 +33,7 @@ export async function openArtifactStore(location: string): Promise<ArtifactStore
     return s3Artifacts({ bucket: url.hostname, ...(prefix ? { prefix: prefix.endsWith('/') ? prefix : `${prefix}/` } : {}), client });
   }
   const path = location.startsWith('file:') ? location.slice('file:'.length) : location;
-  if (!existsSync(path)) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
+  if (!options.create && !existsSync(path)) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
   return new FsArtifactStore(path);
 }
 
@@ -77,7 +79,10 @@ export function formatGcReport(report: GcReport, location: string, grace: string
   const r = report.roots;
   const lines = [
     `cairn gc${report.dryRun ? ' --dry-run' : ''}: ${report.scanned} artifacts in ${location}`,
-    `  roots: ${r.threads} threads (${r.releasedThreads} released by retention rules), ${r.positions} positions, ${r.snapshots} snapshots, ${r.ledgerEntries} ledger entries, ${r.storeItems} store items, ${r.pins} pins → ${r.refs} distinct refs`,
+    ...(report.deletedThreads.length
+      ? [`  threads: ${report.dryRun ? 'would delete' : 'deleted'} ${report.deletedThreads.length} by retention rules (with their positions, ledger and pins): ${report.deletedThreads.join(', ')}`]
+      : []),
+    `  roots: ${r.threads} threads (${r.releasedThreads} ${report.dryRun ? 'to be deleted' : 'deleted'} by retention rules), ${r.positions} positions, ${r.snapshots} snapshots, ${r.ledgerEntries} ledger entries, ${r.storeItems} store items, ${r.pins} pins → ${r.refs} distinct refs`,
     `  kept: ${report.kept.referenced} referenced, ${report.kept.pinned} pinned, ${report.kept.inGrace} in grace (written or used since ${time(report.cutoff)}, grace ${grace})${report.refreshed ? `, ${report.refreshed} refreshed while collecting` : ''}`,
     `  ${verb} ${report.victims.length} artifacts (${size(report.bytes)})${report.victims.length ? ':' : ''}`,
   ];
@@ -137,13 +142,18 @@ interface GcCommandOptions {
 export function registerArtifactCommands(program: Command): void {
   program
     .command('gc')
-    .description('collect artifacts no retained position, store value or pin refers to (and those retention rules expire)')
+    .description('delete the threads thread rules retire, then collect artifacts no kept thread, store value or pin refers to (and those artifact rules expire)')
     .requiredOption('--artifacts <location>', 'the artifact store: a directory, or s3://bucket/prefix/?endpoint=…&region=…&path-style=1')
     .option('--db <file>', 'the cairn SQLite file', './cairn.db')
     .option('--dry-run', 'report what would be deleted and why; delete nothing')
-    .option('--grace <duration>', 'never collect what was written or used more recently than this', '24h')
-    .option('--rule <rule>', 'a retention rule, repeatable: threads:status=completed,olderThan=30d or artifacts:mediaType=image/*,olderThan=7d', (v: string, all: string[]) => [...all, v], [])
-    .option('--pin <id>', 'keep this artifact id whatever the roots say (repeatable)', (v: string, all: string[]) => [...all, v], [])
+    .option('--grace <duration>', 'never collect what was written or used more recently than this', duration, '24h')
+    .option(
+      '--rule <rule>',
+      'a retention rule, repeatable: threads:status=completed,olderThan=30d (deletes those threads) or artifacts:mediaType=image/*,olderThan=7d',
+      repeatable((v) => (parseRetentionRule(v), v)),
+      [] as string[],
+    )
+    .option('--pin <id>', 'keep this artifact id whatever the roots say (repeatable)', repeatable((v) => (parseRefId(v), v)), [] as string[])
     .option('--json', 'print the report as JSON')
     .action(async (options: GcCommandOptions) => {
       const retention: RetentionPolicy = { threads: [], artifacts: [] };
@@ -152,7 +162,7 @@ export function registerArtifactCommands(program: Command): void {
         if ('threads' in rule) retention.threads!.push(rule.threads);
         else retention.artifacts!.push(rule.artifacts);
       }
-      const engine = await openEngine(options.db);
+      const engine = await openEngine(options.db, options.dryRun ? 'read' : 'write');
       const artifacts = await openArtifactStore(options.artifacts);
       const bar = progressBar(process.stderr.isTTY === true && !options.json);
       try {

@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encode } from '../codec/tagged-json.js';
-import { CairnError } from '../errors.js';
+import { InvalidOptionError } from '../errors.js';
 import { sqlite } from '../engines/sqlite/index.js';
 import { CRASH_POINTS } from '../internal/crash-points.js';
 import { recoveryChecks, runExampleProcess, type ExampleRun, type RecoveryCheck } from '../testing/crash-harness.js';
@@ -33,7 +33,7 @@ export type DemoCheck = RecoveryCheck;
 export async function runDemo(options: DemoOptions): Promise<DemoCheck[]> {
   const crashAt = options.crash ? (options.crashAt ?? DEFAULT_CRASH) : undefined;
   if (crashAt && !(CRASH_POINTS as readonly string[]).includes(crashAt.split(/[:#]/)[0]!)) {
-    throw new CairnError(`unknown crash point "${crashAt}". Crash points: ${CRASH_POINTS.join(', ')} (optionally :<node> and #<n>).`);
+    throw new InvalidOptionError(`unknown crash point "${crashAt}". Crash points: ${CRASH_POINTS.join(', ')} (optionally :<node> and #<n>).`);
   }
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'cairn-demo-'));
   mkdirSync(dir, { recursive: true });

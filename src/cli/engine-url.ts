@@ -2,35 +2,70 @@
  * @module cli/engine-url
  * Picks an engine from what the user typed: a SQLite file (`./cairn.db`,
  * `sqlite:./cairn.db`, `file:./cairn.db`) or a PostgreSQL URL
- * (`postgres://user@host/db`, with `#schema` to name the schema of cairn's tables).
+ * (`postgres://user@host/db`, with `#schema` to name the schema of cairn's tables),
+ * opened for what the command does with it:
+ *
+ * - `read`: inspection. Opened read-only: nothing is created, migrated or written,
+ *   and a path or schema without a cairn database is DatabaseNotFoundError.
+ * - `write`: changes to an existing database (delete-thread, gc). A missing one is
+ *   DatabaseNotFoundError, as for `read`; an older one is migrated.
+ * - `create`: the target of import and copy, `migrate --apply`: created if missing.
  */
 import { existsSync } from 'node:fs';
 import type { Engine } from '../contracts/engine.js';
-import { CairnError } from '../errors.js';
+import { DatabaseNotFoundError, DatabaseOutdatedError, InvalidOptionError } from '../errors.js';
 import { sqlite } from '../engines/sqlite/index.js';
 // Loads no driver: the engine loads pg on its first query.
 import { postgres } from '../engines/postgres/index.js';
+
+/** What a command does with the database it opens (see the module documentation). */
+export type EngineAccess = 'read' | 'write' | 'create';
 
 export function isPostgresUrl(target: string): boolean {
   return /^postgres(ql)?:\/\//i.test(target);
 }
 
-/** Opens the engine `target` names. SQLite files must exist unless `mustExist` is false. */
-export function openEngine(target: string, options: { mustExist?: boolean } = {}): Engine {
-  if (isPostgresUrl(target)) {
-    const hash = target.indexOf('#');
-    const url = hash >= 0 ? target.slice(0, hash) : target;
-    const schema = hash >= 0 ? target.slice(hash + 1) : 'public';
-    return postgres(url, { schema, max: 4 });
-  }
+/** A PostgreSQL target split into its connection string and schema (`public` without `#schema`). */
+function postgresTarget(target: string): { url: string; schema: string } {
+  const hash = target.indexOf('#');
+  return { url: hash >= 0 ? target.slice(0, hash) : target, schema: hash >= 0 ? target.slice(hash + 1) : 'public' };
+}
+
+/** The SQLite file a target names. */
+function sqlitePath(target: string): string {
   const match = /^([a-z][a-z0-9+.-]*):(.*)$/i.exec(target);
-  const scheme = match && match[1]!.length > 1 ? match[1]!.toLowerCase() : 'sqlite';
-  const path = match && match[1]!.length > 1 ? match[2]! : target;
+  // One letter before the colon is a Windows drive, not a scheme.
+  if (!match || match[1]!.length === 1) return target;
+  const scheme = match[1]!.toLowerCase();
   if (scheme !== 'sqlite' && scheme !== 'file') {
-    throw new CairnError(`unsupported engine "${scheme}:". Use a SQLite file path (./cairn.db) or a PostgreSQL URL (postgres://user@host/db#schema).`);
+    throw new InvalidOptionError(`unsupported engine "${scheme}:". Use a SQLite file path (./cairn.db) or a PostgreSQL URL (postgres://user@host/db#schema).`);
   }
-  if (options.mustExist !== false && !existsSync(path)) {
-    throw new CairnError(`no database at ${path}. Pass --db <file> pointing at your cairn SQLite file.`);
+  return match[2]!;
+}
+
+/**
+ * Opens the engine `target` names, for `access`. For `write`, a database that does
+ * not exist is refused before anything is created (a PostgreSQL target is probed
+ * read-only first).
+ */
+export async function openEngine(target: string, access: EngineAccess): Promise<Engine> {
+  const readOnly = access === 'read';
+  if (isPostgresUrl(target)) {
+    const { url, schema } = postgresTarget(target);
+    if (access === 'write') {
+      const probe = postgres(url, { schema, max: 1, readOnly: true });
+      try {
+        await probe.checkpointer.listThreads({ limit: 1 });
+      } catch (error) {
+        // An older schema is upgraded by the writable open below.
+        if (!DatabaseOutdatedError.is(error)) throw error;
+      } finally {
+        await probe.close();
+      }
+    }
+    return postgres(url, { schema, max: 4, readOnly });
   }
-  return sqlite(path);
+  const path = sqlitePath(target);
+  if (access === 'write' && !existsSync(path)) throw new DatabaseNotFoundError(path, 'there is no such file.', { engine: 'sqlite' });
+  return sqlite(path, { readOnly });
 }

@@ -4,18 +4,20 @@
  * thin faces over the contracts and inspect functions; every command prints a
  * table or, with `--json`, JSON.
  */
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { decode, encode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
 import type { MetadataFilter, ThreadKind, ThreadQuery, ThreadStatus } from '../contracts/threads.js';
-import { InvalidOptionError, PositionNotFoundError, ThreadNotFoundError } from '../errors.js';
+import type { ThreadRecord } from '../contracts/threads.js';
+import { InvalidOptionError, NamespaceNotFoundError, PositionNotFoundError, ThreadNotFoundError } from '../errors.js';
 import { parseDuration } from '../artifacts/helpers.js';
 import { threadAttempts } from '../inspect/attempts.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { seqLabel } from '../inspect/walk.js';
 import { materialize } from '../runtime/materialize.js';
 import type { PositionBody } from '../runtime/position.js';
-import { openEngine } from './engine-url.js';
+import { openEngine, type EngineAccess } from './engine-url.js';
+import { kindList, nonNegativeInteger, positiveInteger, statusList, validated } from './options.js';
 import { formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
 
 interface Common {
@@ -23,13 +25,29 @@ interface Common {
   json?: boolean;
 }
 
-async function withEngine<T>(options: Common, fn: (engine: Engine) => Promise<T>): Promise<T> {
-  const engine = openEngine(options.db);
+/** Runs `fn` on the engine `--db` names, opened read-only unless the command writes. */
+async function withEngine<T>(options: Common, fn: (engine: Engine) => Promise<T>, access: EngineAccess = 'read'): Promise<T> {
+  const engine = await openEngine(options.db, access);
   try {
     return await fn(engine);
   } finally {
     await engine.close();
   }
+}
+
+/** The thread, or ThreadNotFoundError: every command that names a thread says so when it is not there (exit 1). */
+async function requireThread(engine: Engine, threadId: string): Promise<ThreadRecord> {
+  const thread = await engine.checkpointer.getThread(threadId);
+  if (!thread) throw new ThreadNotFoundError(threadId, { engine: engine.name });
+  return thread;
+}
+
+/** The head seq of namespace `ns` of a thread that exists, or NamespaceNotFoundError (null: the root has no positions yet). */
+async function namespaceHead(engine: Engine, thread: ThreadRecord, ns: string): Promise<number | null> {
+  if (ns === '') return thread.head;
+  const [head] = await engine.checkpointer.listPositions(thread.id, ns, { limit: 1 });
+  if (!head) throw new NamespaceNotFoundError(thread.id, ns, await engine.checkpointer.listNamespaces(thread.id), { engine: engine.name });
+  return head.seq;
 }
 
 function out(options: Common, value: unknown, table: () => string): void {
@@ -63,11 +81,6 @@ function drawTree<R extends { seq: number; parent: number | null }>(rows: R[], l
   return out.join('\n');
 }
 
-/** `a,b` or repeated options → a list. */
-function list(value: string, previous: string[] = []): string[] {
-  return [...previous, ...value.split(',').map((v) => v.trim()).filter(Boolean)];
-}
-
 /** `key=value`, repeatable. A value that reads as JSON true/false/null or a number is that; anything else (or "quoted") is a string. */
 function metaPair(value: string, previous: MetadataFilter = {}): MetadataFilter {
   const at = value.indexOf('=');
@@ -98,34 +111,33 @@ export function registerInspectCommands(program: Command): void {
     .command('threads')
     .description('list threads, filtered and paged')
     .option(...db)
-    .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention', list)
-    .option('--kind <kind>', 'only these kinds (comma-separated or repeated): conversation, task, session, workflow', list)
+    .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention', statusList)
+    .option('--kind <kind>', 'only these kinds (comma-separated or repeated): conversation, task, session, workflow', kindList)
     .option('--tenant <tenant>', 'only this tenant')
-    .option('--meta <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', metaPair)
-    .option('--since <when>', 'only threads updated since: a duration back from now (2h, 7d) or a date')
-    .option('--created-since <when>', 'only threads created since: a duration back from now or a date')
-    .option('--order <order>', "'id' (default) or 'updated' (most recently updated first)", 'id')
+    .option('--meta <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', (v: string, previous?: MetadataFilter) => validated((text) => metaPair(text, previous))(v))
+    .option('--since <when>', 'only threads updated since: a duration back from now (2h, 7d) or a date', validated((v) => parseSince(v)))
+    .option('--created-since <when>', 'only threads created since: a duration back from now or a date', validated((v) => parseSince(v)))
+    .addOption(new Option('--order <order>', "'id' (default) or 'updated' (most recently updated first)").choices(['id', 'updated']).default('id'))
     .option('--after <id>', 'start after this thread id (paging, in id order)')
-    .option('--limit <n>', 'at most this many', (v) => Number(v), 100)
+    .option('--limit <n>', 'at most this many (1 or more)', positiveInteger, 100)
     .option('--json', 'print JSON')
     .action(
       (
-        options: Common & { status?: string[]; kind?: string[]; tenant?: string; meta?: MetadataFilter; since?: string; createdSince?: string; order: string; after?: string; limit: number },
-      ) =>
-        withEngine(options, async (engine) => {
-          if (options.order !== 'id' && options.order !== 'updated') throw new InvalidOptionError(`--order ${JSON.stringify(options.order)}: use id or updated.`);
+        options: Common & { status?: ThreadStatus[]; kind?: ThreadKind[]; tenant?: string; meta?: MetadataFilter; since?: number; createdSince?: number; order: 'id' | 'updated'; after?: string; limit: number },
+      ) => {
+        if (options.after !== undefined && options.order === 'updated') throw new InvalidOptionError('--after pages in id order; drop --order updated to page.');
+        return withEngine(options, async (engine) => {
           const query: ThreadQuery = {
-            ...(options.status ? { status: options.status as ThreadStatus[] } : {}),
-            ...(options.kind ? { kind: options.kind as ThreadKind[] } : {}),
+            ...(options.status ? { status: options.status } : {}),
+            ...(options.kind ? { kind: options.kind } : {}),
             ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
             ...(options.meta ? { metadata: options.meta } : {}),
-            ...(options.since ? { updatedAt: { from: parseSince(options.since) } } : {}),
-            ...(options.createdSince ? { createdAt: { from: parseSince(options.createdSince) } } : {}),
+            ...(options.since !== undefined ? { updatedAt: { from: options.since } } : {}),
+            ...(options.createdSince !== undefined ? { createdAt: { from: options.createdSince } } : {}),
             ...(options.order === 'updated' ? { order: 'updatedAt' as const } : {}),
             ...(options.after !== undefined ? { after: options.after } : {}),
             limit: options.limit,
           };
-          if (options.after !== undefined && options.order === 'updated') throw new InvalidOptionError('--after pages in id order; drop --order updated to page.');
           const threads = await engine.checkpointer.listThreads(query);
           out(options, threads, () =>
             threads.length === 0
@@ -137,7 +149,8 @@ export function registerInspectCommands(program: Command): void {
                   )
                   .join('\n'),
           );
-        }),
+        });
+      },
     );
 
   program
@@ -165,11 +178,11 @@ export function registerInspectCommands(program: Command): void {
     .command('delete-thread <thread>')
     .description('delete a thread and everything it owns (positions, items, snapshots, pending writes, failures, ledger, its artifact pins) in one transaction; refused while a run holds it')
     .option(...db)
-    .option('--if-status <status>', 'only if its status is one of these (comma-separated or repeated)', list)
+    .option('--if-status <status>', 'only if its status is one of these (comma-separated or repeated)', statusList)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common & { ifStatus?: string[] }) =>
+    .action((threadId: string, options: Common & { ifStatus?: ThreadStatus[] }) =>
       withEngine(options, async (engine) => {
-        const result = await engine.checkpointer.deleteThread(threadId, options.ifStatus ? { ifStatus: options.ifStatus as ThreadStatus[] } : {});
+        const result = await engine.checkpointer.deleteThread(threadId, options.ifStatus ? { ifStatus: options.ifStatus } : {});
         out(options, result, () => {
           if (result.deleted) {
             const r = result.removed;
@@ -178,24 +191,21 @@ export function registerInspectCommands(program: Command): void {
           return result.reason === 'missing' ? `no thread ${threadId}: nothing deleted` : `thread ${threadId} is ${result.status}, not ${options.ifStatus!.join(' or ')}: nothing deleted`;
         });
         if (!result.deleted) process.exitCode = 1;
-      }),
+      }, 'write'),
     );
 
   program
     .command('history <thread>')
     .description("list a thread's positions, newest first")
     .option(...db)
-    .option('--limit <n>', 'at most this many', (v) => Number(v), 50)
+    .option('--limit <n>', 'at most this many (1 or more)', positiveInteger, 50)
     .option('--ns <namespace>', "a child run's namespace (listed as 'child' on the steps that ran it)", '')
     .option('--tree', 'draw the branches (forks) as a tree, oldest first')
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common & { limit: number; ns: string; tree?: boolean }) =>
       withEngine(options, async (engine) => {
+        await namespaceHead(engine, await requireThread(engine, threadId), options.ns);
         const positions = await engine.checkpointer.listPositions(threadId, options.ns, { limit: options.limit });
-        if (positions.length === 0) {
-          if (options.ns === '') throw new ThreadNotFoundError(threadId, { engine: engine.name });
-          throw new PositionNotFoundError(threadId, 0, { engine: engine.name, ns: options.ns });
-        }
         const rows = positions.map((p) => {
           const body = decode<PositionBody>(p.body, `position ${p.seq}`);
           return { seq: p.seq, parent: p.parent, step: p.step, kind: body.kind, nodes: body.nodes, next: body.next, changes: Object.keys(body.changes), effects: (body.effects ?? []).map((e) => e.name), children: body.children ?? [], schemaVersion: p.schemaVersion, createdAt: p.createdAt, hash: p.hash };
@@ -203,7 +213,7 @@ export function registerInspectCommands(program: Command): void {
         const line = (r: (typeof rows)[number]) =>
           `${r.kind.padEnd(9)} ${(r.nodes.join(',') || '-').padEnd(24)} → ${(r.next.join(',') || 'END').padEnd(20)} changed ${r.changes.join(',') || '-'}${r.effects.length ? `  effects ${r.effects.join(',')}` : ''}${r.children.length ? `  child ${r.children.join(',')}` : ''}  ${r.hash.slice(0, 12)}`;
         out(options, rows, () =>
-          options.tree ? drawTree(rows, line) : rows.map((r) => `${String(r.seq).padStart(5)} ← ${String(r.parent ?? '-').padStart(5)}  ${line(r)}`).join('\n'),
+          rows.length === 0 ? `thread ${threadId} has no positions yet` : options.tree ? drawTree(rows, line) : rows.map((r) => `${String(r.seq).padStart(5)} ← ${String(r.parent ?? '-').padStart(5)}  ${line(r)}`).join('\n'),
         );
       }),
     );
@@ -212,15 +222,13 @@ export function registerInspectCommands(program: Command): void {
     .command('show <thread>')
     .description('the stored state of a thread at its head or at --seq (as stored: no upcast, no derived fields)')
     .option(...db)
-    .option('--seq <n>', 'position to show', (v) => Number(v))
+    .option('--seq <n>', 'position to show (0 or more)', nonNegativeInteger)
     .option('--ns <namespace>', "a child run's namespace (default: the thread's root graph)", '')
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common & { seq?: number; ns: string }) =>
       withEngine(options, async (engine) => {
-        const thread = await engine.checkpointer.getThread(threadId);
-        if (!thread || thread.head === null) throw new ThreadNotFoundError(threadId, { engine: engine.name });
-        const head = options.ns === '' ? thread.head : (await engine.checkpointer.listPositions(threadId, options.ns, { limit: 1 }))[0]?.seq;
-        if (head === undefined) throw new PositionNotFoundError(threadId, 0, { engine: engine.name, ns: options.ns });
+        const head = await namespaceHead(engine, await requireThread(engine, threadId), options.ns);
+        if (head === null) throw new PositionNotFoundError(threadId, 0, { engine: engine.name });
         const loaded = await materialize(engine.checkpointer, undefined, threadId, options.ns, options.seq ?? head);
         const view = { thread: threadId, ...(options.ns ? { ns: options.ns } : {}), seq: loaded.position.seq, schemaVersion: loaded.storedVersion, next: loaded.body.next, state: loaded.state };
         const where = options.ns ? ` child ${options.ns}` : '';
@@ -235,6 +243,7 @@ export function registerInspectCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common) =>
       withEngine(options, async (engine) => {
+        await requireThread(engine, threadId);
         const entries = await engine.ledger.list(threadId);
         out(options, entries, () =>
           entries.length === 0
@@ -252,12 +261,13 @@ export function registerInspectCommands(program: Command): void {
     .option('--artifacts <location>', 'also re-hash every artifact and report dangling refs (a directory or s3://bucket/prefix)')
     .action((threadId: string | undefined, options: Common & { artifacts?: string }) =>
       withEngine(options, async (engine) => {
-        const ids = threadId ? [threadId] : (await engine.checkpointer.listThreads()).map((t) => t.id);
+        const ids = threadId ? [(await requireThread(engine, threadId)).id] : (await engine.checkpointer.listThreads()).map((t) => t.id);
         const reports: VerifyReport[] = [];
         for (const id of ids) reports.push(await verifyThread(engine.checkpointer, id));
         const artifacts = options.artifacts ? await verifyArtifactsCommand(engine, options.artifacts, { json: options.json === true, ...(threadId ? { thread: threadId } : {}) }) : undefined;
         out(options, artifacts ? { threads: reports, artifacts } : reports, () =>
           [
+            ...(reports.length === 0 ? ['no threads'] : []),
             ...reports.map((r) => `${r.ok ? 'ok  ' : 'FAIL'} ${r.threadId}: ${r.positions} positions${r.problems.map((p) => `\n     ${seqLabel(p.ns, p.seq)}: ${p.message}`).join('')}`),
             ...(artifacts ? [formatArtifactVerifyReport(artifacts)] : []),
           ].join('\n'),

@@ -5,10 +5,15 @@
  * `history`, `show`, `effects`, `verify`, `gc`, `migrate`, `worker`, `export`,
  * `import`, `copy`. Inspection commands take `--db <file | postgres://…#schema>`
  * and `--json`.
+ *
+ * Exit codes, for scripts: 0 ok; 1 a negative result or a failure (damage found,
+ * nothing deleted, no such thread or database, an engine error); 2 bad usage (an
+ * unknown command or flag, a flag value that does not parse, flags that do not go
+ * together), reported before anything is opened.
  */
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
-import { CairnError } from '../errors.js';
+import { CairnError, InvalidKeyError, InvalidOptionError } from '../errors.js';
 import { runDemo } from './demo.js';
 import { registerInspectCommands } from './inspect-commands.js';
 import { registerMigrateCommand } from './migrate-command.js';
@@ -17,7 +22,13 @@ import { registerTransferCommands } from './transfer-commands.js';
 import { registerArtifactCommands } from './artifact-commands.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+/** Exit code of bad usage. */
+const USAGE = 2;
+
 const program = new Command();
+// Before any subcommand is added: they copy it. Commander then throws its parse errors
+// (already printed) instead of exiting with 1, and they exit with USAGE below.
+program.exitOverride();
 program
   .name('cairn')
   .description('Durable runs for AI agents: inspect and move threads, verify their hash chains, collect artifacts, run workers and the demo.')
@@ -42,6 +53,12 @@ registerTransferCommands(program);
 registerArtifactCommands(program);
 
 program.parseAsync().catch((error: unknown) => {
+  if (error instanceof CommanderError) {
+    // --help and --version end here too, with exit code 0.
+    process.exitCode = error.exitCode === 0 ? 0 : USAGE;
+    return;
+  }
   process.stderr.write(`${CairnError.is(error) ? error.message : (error as Error).stack ?? String(error)}\n`);
-  process.exitCode = 1;
+  // A value cairn refused (an option, an id) is bad usage too; everything else is a failure.
+  process.exitCode = InvalidOptionError.is(error) || InvalidKeyError.is(error) ? USAGE : 1;
 });

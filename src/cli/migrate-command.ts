@@ -1,20 +1,28 @@
 /**
  * @module cli/migrate-command
- * `cairn migrate --check` and `cairn migrate --rewrite-snapshots`. Both can load the
- * application's state schema from a module (`--state ./dist/state.js#OrderState`)
- * to know the current version and the compatibility window.
+ * `cairn migrate --apply` (the database's own schema: create it, or apply the
+ * migrations this cairn has and it lacks), `cairn migrate --check` and
+ * `cairn migrate --rewrite-snapshots` (the application's state schema versions).
+ * The last two can load the application's state schema from a module
+ * (`--state ./dist/state.js#OrderState`) to know the current version and the
+ * compatibility window.
  */
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { CairnError } from '../errors.js';
+import type { Engine } from '../contracts/engine.js';
+import { DatabaseNotFoundError, DatabaseOutdatedError, InvalidOptionError } from '../errors.js';
+import { POSTGRES_MIGRATIONS } from '../engines/postgres/migrations.js';
+import { SQLITE_MIGRATIONS } from '../engines/sqlite/migrations.js';
 import { migrateCheck, type SchemaWindow } from '../inspect/migrate-check.js';
 import { rewriteSnapshots } from '../runtime/rewrite-snapshots.js';
 import type { StateSchema } from '../state/schema.js';
-import { openEngine } from './engine-url.js';
+import { isPostgresUrl, openEngine } from './engine-url.js';
+import { positiveInteger } from './options.js';
 
 interface MigrateOptions {
   db: string;
+  apply?: boolean;
   check?: boolean;
   rewriteSnapshots?: boolean;
   state?: string;
@@ -32,31 +40,84 @@ export async function loadStateSchema(spec: string): Promise<StateSchema> {
   const [file, name] = spec.split('#') as [string, string | undefined];
   const module = (await import(pathToFileURL(resolve(file)).href)) as Record<string, unknown>;
   if (name !== undefined) {
-    if (!isStateSchema(module[name])) throw new CairnError(`${file} has no state schema exported as "${name}".`);
+    if (!isStateSchema(module[name])) throw new InvalidOptionError(`${file} has no state schema exported as "${name}".`);
     return module[name];
   }
   const schemas = Object.entries(module).filter(([, value]) => isStateSchema(value));
   if (schemas.length !== 1) {
-    throw new CairnError(`${file} exports ${schemas.length} state schemas${schemas.length ? ` (${schemas.map(([n]) => n).join(', ')})` : ''}: name one with ${file}#<export>.`);
+    throw new InvalidOptionError(`${file} exports ${schemas.length} state schemas${schemas.length ? ` (${schemas.map(([n]) => n).join(', ')})` : ''}: name one with ${file}#<export>.`);
   }
   return schemas[0]![1] as StateSchema;
+}
+
+/** What `migrate --apply` did. */
+export interface ApplyReport {
+  db: string;
+  /** `created`: there was no cairn database; `upgraded`: migrations were missing; `current`: nothing to do. */
+  outcome: 'created' | 'upgraded' | 'current';
+  /** Ids of the migrations applied. */
+  applied: number[];
+  /** The newest migration this cairn knows (the database's version now). */
+  latest: number;
+}
+
+/** `migrate --apply`: what the database lacks, read without changing it, then a writable open (which migrates). */
+async function applyMigrations(db: string): Promise<ApplyReport> {
+  const known = (isPostgresUrl(db) ? POSTGRES_MIGRATIONS : SQLITE_MIGRATIONS).map((m) => m.id);
+  const latest = Math.max(...known);
+  const touch = async (engine: Engine) => {
+    try {
+      await engine.checkpointer.listThreads({ limit: 1 });
+    } finally {
+      await engine.close();
+    }
+  };
+  let report: ApplyReport = { db, outcome: 'current', applied: [], latest };
+  try {
+    await touch(await openEngine(db, 'read'));
+  } catch (error) {
+    if (DatabaseOutdatedError.is(error)) report = { ...report, outcome: 'upgraded', applied: error.missing };
+    else if (DatabaseNotFoundError.is(error)) report = { ...report, outcome: 'created', applied: known };
+    else throw error;
+  }
+  if (report.outcome !== 'current') await touch(await openEngine(db, 'create'));
+  return report;
 }
 
 export function registerMigrateCommand(program: Command): void {
   program
     .command('migrate')
-    .description('report stored schema versions (--check) or write snapshots at the current version for active threads (--rewrite-snapshots)')
+    .description(
+      "create or upgrade the database's own tables (--apply), report stored state schema versions (--check) or write snapshots at the current version for active threads (--rewrite-snapshots)",
+    )
     .option('--db <file>', 'the cairn SQLite file', './cairn.db')
+    .option('--apply', "create the database's tables, or apply the migrations this cairn has and the database lacks")
     .option('--check', 'count threads and positions per schema version and list threads outside the window')
     .option('--rewrite-snapshots', 'store a snapshot at the current version for every active thread whose head is older (needs --state)')
     .option('--state <module>', "the application's state schema: <file>[#<export>] (a JS module)")
-    .option('--oldest <n>', 'oldest readable version (without --state)', (v) => Number(v))
-    .option('--current <n>', 'current version (without --state)', (v) => Number(v))
+    .option('--oldest <n>', 'oldest readable version (without --state)', positiveInteger)
+    .option('--current <n>', 'current version (without --state)', positiveInteger)
     .option('--json', 'print JSON')
     .action(async (options: MigrateOptions) => {
-      if (!options.check && !options.rewriteSnapshots) throw new CairnError('say what to do: --check or --rewrite-snapshots.');
+      if (!options.apply && !options.check && !options.rewriteSnapshots) throw new InvalidOptionError('say what to do: --apply, --check or --rewrite-snapshots.');
+      if (options.rewriteSnapshots && !options.state) throw new InvalidOptionError('--rewrite-snapshots needs --state <module>[#export]: the upcasters live in your code.');
       const schema = options.state ? await loadStateSchema(options.state) : undefined;
-      const engine = openEngine(options.db);
+      if (options.apply) {
+        const report = await applyMigrations(options.db);
+        if (options.json && !options.check && !options.rewriteSnapshots) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+        else if (!options.json) {
+          const ids = report.applied.length ? `${report.applied[0]}${report.applied.length > 1 ? `–${report.applied.at(-1)}` : ''}` : '';
+          process.stdout.write(
+            (report.outcome === 'created'
+              ? `created a cairn database at ${options.db} (migrations ${ids})`
+              : report.outcome === 'upgraded'
+                ? `upgraded ${options.db}: applied migration${report.applied.length === 1 ? '' : 's'} ${report.applied.join(', ')} (now at ${report.latest})`
+                : `${options.db} is up to date (migration ${report.latest})`) + '\n',
+          );
+        }
+        if (!options.check && !options.rewriteSnapshots) return;
+      }
+      const engine = await openEngine(options.db, options.rewriteSnapshots ? 'write' : 'read');
       try {
         if (options.check) {
           const window: SchemaWindow | null = schema
@@ -80,7 +141,7 @@ export function registerMigrateCommand(program: Command): void {
           if (report.outside.length) process.exitCode = 1;
         }
         if (options.rewriteSnapshots) {
-          if (!schema) throw new CairnError('--rewrite-snapshots needs --state <module>[#export]: the upcasters live in your code.');
+          if (!schema) throw new InvalidOptionError('--rewrite-snapshots needs --state <module>[#export]: the upcasters live in your code.');
           const report = await rewriteSnapshots(engine, schema);
           if (options.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
           else {

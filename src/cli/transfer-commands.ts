@@ -1,17 +1,29 @@
 /**
  * @module cli/transfer-commands
  * `cairn export`, `cairn import` and `cairn copy`: move threads between engines
- * with their whole history (see inspect/transfer). Targets are SQLite files or
- * PostgreSQL URLs (`postgres://user@host/db#schema`).
+ * with their whole history (see inspect/transfer), optionally with store
+ * namespaces (`--store <prefix>`) and the artifacts they refer to
+ * (`--artifacts <dir | s3://…>`). Targets are SQLite files or PostgreSQL URLs
+ * (`postgres://user@host/db#schema`).
  */
 import type { Command } from 'commander';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { decode, encode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
-import { exportThreads, importThreads, type TransferRecord } from '../inspect/transfer.js';
+import type { ArtifactStore } from '../contracts/artifact-store.js';
+import { exportThreads, importThreads, type ImportReport, type TransferRecord } from '../inspect/transfer.js';
 import { verifyThread } from '../inspect/verify.js';
+import { openArtifactStore } from './artifact-commands.js';
 import { openEngine } from './engine-url.js';
+import { InvalidOptionError } from '../errors.js';
+import { repeatable } from './options.js';
+
+/** The threads a command names: `--all`, or the ids given (not both, not neither). */
+function checkSelection(ids: string[], all: boolean | undefined): void {
+  if (all && ids.length) throw new InvalidOptionError(`name threads or pass --all, not both (got --all and ${ids.join(' ')}).`);
+  if (!all && !ids.length) throw new InvalidOptionError('name the threads to move, or pass --all.');
+}
 
 async function threadIds(engine: Engine, ids: string[], all: boolean | undefined): Promise<string[]> {
   if (!all) return ids;
@@ -24,57 +36,141 @@ async function threadIds(engine: Engine, ids: string[], all: boolean | undefined
   }
 }
 
+/**
+ * `--store <prefix>`: namespace labels joined by `/` (`tenant/acme`), a JSON array of
+ * labels for labels that hold a `/` (`["a/b","c"]`), or `/` for every namespace.
+ */
+export function parseStorePrefix(value: string): string[] {
+  const text = value.trim();
+  if (text === '/') return [];
+  if (text.startsWith('[')) {
+    let labels: unknown;
+    try {
+      labels = JSON.parse(text);
+    } catch {
+      labels = null;
+    }
+    if (!Array.isArray(labels) || !labels.every((l) => typeof l === 'string')) throw new InvalidOptionError(`--store ${text}: a JSON prefix is an array of label strings, e.g. ["tenant","acme"].`);
+    return labels as string[];
+  }
+  const labels = text.split('/').filter((l) => l !== '');
+  if (labels.length === 0) throw new InvalidOptionError(`--store ${JSON.stringify(value)}: name a namespace prefix (tenant/acme), or / for every namespace.`);
+  return labels;
+}
+
+/** What export and copy moved, for a person. */
+function describeMoved(verb: string, report: { threads: number; positions: number; ledgerEntries?: number; storeItems?: number; artifacts?: number; artifactsSkipped?: number }): string {
+  const parts = [`${report.threads} thread(s)`, `${report.positions} position(s)`];
+  if (report.ledgerEntries !== undefined) parts.push(`${report.ledgerEntries} ledger entr(ies)`);
+  if (report.storeItems !== undefined) parts.push(`${report.storeItems} store item(s)`);
+  if (report.artifacts !== undefined) parts.push(`${report.artifacts} artifact(s)`);
+  const skipped = report.artifactsSkipped ? `; skipped ${report.artifactsSkipped} artifact(s): pass --artifacts <dir | s3://…> to import them` : '';
+  return `${verb} ${parts.join(', ')}${skipped}`;
+}
+
+/** An import's counts for {@link describeMoved}: store items and artifacts only when the stream had some. */
+function importSummary(report: ImportReport) {
+  return {
+    threads: report.threads.length,
+    positions: report.positions,
+    ledgerEntries: report.ledgerEntries,
+    ...(report.storeItems ? { storeItems: report.storeItems } : {}),
+    ...(report.artifacts ? { artifacts: report.artifacts } : {}),
+    artifactsSkipped: report.artifactsSkipped,
+  };
+}
+
+/** Closes what is open, in reverse order. */
+async function closeAll(...closables: ({ close(): Promise<void> } | undefined)[]): Promise<void> {
+  for (const c of closables.reverse()) await c?.close();
+}
+
 async function* readLines(path: string | undefined): AsyncGenerator<TransferRecord> {
   const input = path ? createReadStream(path, 'utf8') : process.stdin;
   for await (const line of createInterface({ input, crlfDelay: Infinity })) if (line.trim()) yield decode<TransferRecord>(line, 'export line');
 }
 
 export function registerTransferCommands(program: Command): void {
+  const storeOption = ['--store <prefix>', 'also the store items under this namespace prefix (tenant/acme, ["a/b","c"], or / for all; repeatable)', repeatable(parseStorePrefix), [] as string[][]] as const;
+
   program
     .command('export [threads...]')
-    .description('write threads with their whole history (positions, items, snapshots, ledger) as JSON lines')
+    .description('write threads with their whole history (positions, items, snapshots, ledger, times) as JSON lines; optionally store items and artifacts')
     .requiredOption('--from <db>', 'SQLite file or postgres:// URL')
     .option('--all', 'every thread')
+    .option(...storeOption)
+    .option('--artifacts <location>', 'also the artifacts they refer to, read from this artifact store (a directory or s3://bucket/prefix)')
     .option('--out <file>', 'write here instead of stdout')
-    .action(async (ids: string[], options: { from: string; all?: boolean; out?: string }) => {
-      const engine = openEngine(options.from);
-      const out = options.out ? createWriteStream(options.out) : process.stdout;
+    .option('--json', 'print the summary as JSON (on stdout with --out, else on stderr)')
+    .action(async (ids: string[], options: { from: string; all?: boolean; store: string[][]; artifacts?: string; out?: string; json?: boolean }) => {
+      checkSelection(ids, options.all);
+      const engine = await openEngine(options.from, 'read');
+      let artifacts: ArtifactStore | undefined;
+      let out: NodeJS.WritableStream | undefined;
+      let end: Extract<TransferRecord, { type: 'end' }> | undefined;
       try {
-        for await (const record of exportThreads(engine, await threadIds(engine, ids, options.all))) out.write(encode(record) + '\n');
+        if (options.artifacts) artifacts = await openArtifactStore(options.artifacts);
+        const records = exportThreads(engine, await threadIds(engine, ids, options.all), {
+          ...(options.store.length ? { store: options.store } : {}),
+          ...(artifacts ? { artifacts } : {}),
+        });
+        // The file is created with the first record: a thread that is not there leaves none.
+        for await (const record of records) {
+          out ??= options.out ? createWriteStream(options.out) : process.stdout;
+          if (!out.write(encode(record) + '\n')) await new Promise((resolve) => out!.once('drain', resolve));
+          if (record.type === 'end') end = record;
+        }
       } finally {
-        if (options.out) await new Promise<void>((resolve) => (out as NodeJS.WritableStream).end(() => resolve()));
-        await engine.close();
+        if (options.out && out) await new Promise<void>((resolve) => out!.end(() => resolve()));
+        await closeAll(engine, artifacts);
       }
+      const summary = { threads: end!.threads, positions: end!.positions, ...(end!.storeItems !== undefined ? { storeItems: end!.storeItems } : {}), ...(end!.artifacts !== undefined ? { artifacts: end!.artifacts } : {}) };
+      const text = options.json ? JSON.stringify(summary, null, 2) : describeMoved('exported', summary);
+      (options.out ? process.stdout : process.stderr).write(text + '\n');
     });
 
   program
     .command('import')
-    .description('read an export (JSON lines) into an engine; threads that exist there are refused')
+    .description('read an export (JSON lines) into an engine, with its times, store items and artifacts; threads and store items that exist there are refused')
     .requiredOption('--to <db>', 'SQLite file or postgres:// URL')
     .option('--in <file>', 'read this file instead of stdin')
-    .action(async (options: { to: string; in?: string }) => {
-      const engine = openEngine(options.to, { mustExist: false });
+    .option('--artifacts <location>', "store the export's artifacts here (a directory or s3://bucket/prefix); without it they are skipped")
+    .option('--json', 'print JSON')
+    .action(async (options: { to: string; in?: string; artifacts?: string; json?: boolean }) => {
+      const engine = await openEngine(options.to, 'create');
+      let artifacts: ArtifactStore | undefined;
       try {
-        const report = await importThreads(engine, readLines(options.in));
-        process.stdout.write(`imported ${report.threads.length} thread(s), ${report.positions} position(s), ${report.ledgerEntries} ledger entr(ies)\n`);
+        if (options.artifacts) artifacts = await openArtifactStore(options.artifacts, { create: true });
+        const report = await importThreads(engine, readLines(options.in), artifacts ? { artifacts } : {});
+        process.stdout.write((options.json ? JSON.stringify(report, null, 2) : describeMoved('imported', importSummary(report))) + '\n');
       } finally {
-        await engine.close();
+        await closeAll(engine, artifacts);
       }
     });
 
   program
     .command('copy [threads...]')
-    .description('export from one engine and import into another, then verify every copied thread on both sides')
+    .description('export from one engine and import into another (optionally with store items and artifacts), then verify every copied thread on both sides')
     .requiredOption('--from <db>', 'source: SQLite file or postgres:// URL')
     .requiredOption('--to <db>', 'target: SQLite file or postgres:// URL')
     .option('--all', 'every thread')
+    .option(...storeOption)
+    .option('--from-artifacts <location>', "also copy the artifacts the threads refer to, from this artifact store (with --to-artifacts)")
+    .option('--to-artifacts <location>', 'into this artifact store')
     .option('--json', 'print JSON')
-    .action(async (ids: string[], options: { from: string; to: string; all?: boolean; json?: boolean }) => {
-      const source = openEngine(options.from);
-      const target = openEngine(options.to, { mustExist: false });
+    .action(async (ids: string[], options: { from: string; to: string; all?: boolean; store: string[][]; fromArtifacts?: string; toArtifacts?: string; json?: boolean }) => {
+      checkSelection(ids, options.all);
+      if ((options.fromArtifacts === undefined) !== (options.toArtifacts === undefined)) throw new InvalidOptionError('--from-artifacts and --to-artifacts go together: say where the artifacts are and where they go.');
+      const source = await openEngine(options.from, 'read');
+      const target = await openEngine(options.to, 'create');
+      let from: ArtifactStore | undefined;
+      let to: ArtifactStore | undefined;
       try {
+        if (options.fromArtifacts) from = await openArtifactStore(options.fromArtifacts);
+        if (options.toArtifacts) to = await openArtifactStore(options.toArtifacts, { create: true });
         const threads = await threadIds(source, ids, options.all);
-        const report = await importThreads(target, exportThreads(source, threads));
+        const records = exportThreads(source, threads, { ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) });
+        const report = await importThreads(target, records, to ? { artifacts: to } : {});
         const checks = [];
         for (const id of report.threads) {
           const [before, after] = await Promise.all([verifyThread(source.checkpointer, id), verifyThread(target.checkpointer, id)]);
@@ -82,12 +178,12 @@ export function registerTransferCommands(program: Command): void {
         }
         if (options.json) process.stdout.write(JSON.stringify({ ...report, verify: checks }, null, 2) + '\n');
         else {
-          process.stdout.write(`copied ${report.threads.length} thread(s), ${report.positions} position(s), ${report.ledgerEntries} ledger entr(ies)\n`);
+          process.stdout.write(describeMoved('copied', importSummary(report)) + '\n');
           for (const c of checks) process.stdout.write(`  ${c.source && c.target ? 'ok  ' : 'FAIL'} ${c.thread}: verify source ${c.source ? 'ok' : 'FAIL'}, target ${c.target ? 'ok' : 'FAIL'} (${c.positions} positions)\n`);
         }
         if (checks.some((c) => !c.source || !c.target)) process.exitCode = 1;
       } finally {
-        await Promise.all([source.close(), target.close()]);
+        await closeAll(source, target, from, to);
       }
     });
 }

@@ -9,11 +9,12 @@ import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Engine } from '../contracts/engine.js';
-import { CairnError } from '../errors.js';
+import { InvalidOptionError } from '../errors.js';
 import type { App } from '../runtime/app.js';
 import { Worker } from '../runtime/worker.js';
 import type { StateSchema } from '../state/schema.js';
 import { openEngine } from './engine-url.js';
+import { positiveInteger } from './options.js';
 
 type AppFactory = (engine: Engine) => App<StateSchema> | Promise<App<StateSchema>>;
 
@@ -25,18 +26,18 @@ export function registerWorkerCommand(program: Command): void {
     .option('--schema <name>', 'PostgreSQL schema of the cairn tables', 'public')
     .option('--db <file>', 'a cairn SQLite file instead (workers on one machine)')
     .requiredOption('--module <file>', 'a JS module exporting createApp(engine) (or a default export) that returns the compiled graph')
-    .option('--concurrency <n>', 'threads run at once', (v) => Number(v), 4)
-    .option('--max-connections <n>', 'PostgreSQL pool size (default: concurrency + 2)', (v) => Number(v))
-    .option('--lease-ms <ms>', 'lease length', (v) => Number(v), 30_000)
-    .option('--poll-ms <ms>', 'longest sleep without a wake-up', (v) => Number(v), 5_000)
+    .option('--concurrency <n>', 'threads run at once', positiveInteger, 4)
+    .option('--max-connections <n>', 'PostgreSQL pool size (default: concurrency + 2)', positiveInteger)
+    .option('--lease-ms <ms>', 'lease length', positiveInteger, 30_000)
+    .option('--poll-ms <ms>', 'longest sleep without a wake-up', positiveInteger, 5_000)
     .option('--json', 'print one JSON line per finished thread')
     .action(async (options: { postgres?: string; schema: string; db?: string; module: string; concurrency: number; maxConnections?: number; leaseMs: number; pollMs: number; json?: boolean }) => {
       // Each running thread uses one connection at a time; the wake-up listener holds one more.
       const max = options.maxConnections ?? options.concurrency + 2;
-      const engine = options.postgres ? await openPostgres(options.postgres, options.schema, max) : openEngine(options.db ?? './cairn.db');
+      const engine = options.postgres ? await openPostgres(options.postgres, options.schema, max) : await openEngine(options.db ?? './cairn.db', 'write');
       const module = (await import(pathToFileURL(resolve(options.module)).href)) as { createApp?: AppFactory; default?: AppFactory };
       const factory = module.createApp ?? module.default;
-      if (typeof factory !== 'function') throw new CairnError(`${options.module} must export createApp(engine) (or a default export) returning a compiled graph.`);
+      if (typeof factory !== 'function') throw new InvalidOptionError(`${options.module} must export createApp(engine) (or a default export) returning a compiled graph.`);
       const app = await factory(engine);
       const worker = new Worker(app, {
         concurrency: options.concurrency,

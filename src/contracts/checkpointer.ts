@@ -109,8 +109,13 @@ export interface AttemptFailure extends ThreadError {
 export interface AcquireRequest {
   owner: LeaseOwner;
   leaseMs: number;
-  /** Create the thread with these attributes when it does not exist; without it a missing thread is ThreadNotFoundError. */
-  create?: { kind: ThreadKind; tenant: string | null; metadata: Record<string, unknown> };
+  /**
+   * Create the thread with these attributes when it does not exist; without it a missing
+   * thread is ThreadNotFoundError. `createdAt` / `updatedAt` (ms since the epoch) record
+   * times other than now: an import keeps the exported thread's (`updatedAt` defaults to
+   * `createdAt`). Both are ignored when the thread exists.
+   */
+  create?: { kind: ThreadKind; tenant: string | null; metadata: Record<string, unknown>; createdAt?: number; updatedAt?: number };
 }
 
 /** What a worker asks for when it looks for work. */
@@ -131,6 +136,12 @@ export interface ThreadPatch {
   attempts?: number;
   /** A failure to keep in the thread's attempt history. */
   failure?: AttemptFailure;
+  /**
+   * Record this (ms since the epoch) as the thread's update time instead of now: an
+   * import ends with the exported thread's. The record's `updatedAt` is never earlier
+   * than its head position's time.
+   */
+  updatedAt?: number;
 }
 
 /** The thread log contract. See the module documentation for the rules every method keeps. */

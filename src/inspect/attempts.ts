@@ -51,13 +51,20 @@ export interface AttemptInfo {
   /** 1-based, the thread's attempt counter when it started. */
   attempt: number;
   outcome: AttemptOutcome;
-  /** Failed: the node that failed. Otherwise: the node(s) of the first step it committed, comma-joined, or null. */
+  /**
+   * Where it stopped or what it did, comma-joined, or null:
+   * - failed: the node that failed;
+   * - continued, running: the node(s) it was running when it stopped (or is running):
+   *   the next nodes of the last position it committed, or of the newest one before it
+   *   when it committed none;
+   * - otherwise: the node(s) of the first step it committed.
+   */
   node: string | null;
-  /** Failed: the seq of the position its step started from. Otherwise: the seq of the first step it committed, or null. */
+  /** The seq of that position: the one its step started from (failed, continued, running), or the first step it committed. */
   seq: number | null;
   /** The error that ended it (failed, or a thread left failed / needing attention by it), or null. */
   error: { code: string; message: string } | null;
-  /** Failed: when. Otherwise: when its first step committed; null when it committed nothing. */
+  /** Failed: when. Continued, running: when that position committed. Otherwise: when its first step committed; null when it committed nothing. */
   at: number | null;
   /** Positions it committed, oldest first (input, steps, interrupts, answers). */
   committed: CommittedPosition[];
@@ -118,8 +125,15 @@ export async function threadAttempts(cp: Checkpointer, threadId: string): Promis
   const last = Math.max(thread.attempts, 0, ...byAttempt.keys());
 
   const attempts: AttemptInfo[] = [];
+  /** The newest position committed so far, by this attempt or an earlier one. */
+  let reached: (typeof positions)[number] | undefined;
   for (let n = 1; n <= last; n++) {
     const { committed, failures: failed } = byAttempt.get(n) ?? { committed: [], failures: [] };
+    reached = committed[committed.length - 1] ?? reached;
+    // An attempt that stopped without an error stopped inside the step after the last
+    // position it reached: that step's nodes and the seq it started from.
+    const stoppedAt = (info: AttemptInfo) =>
+      Object.assign(info, reached ? { node: reached.next.length ? reached.next.join(',') : null, seq: reached.seq, at: reached.at } : { node: null, seq: null, at: null });
     const firstStep = committed.find((p) => p.nodes.length > 0) ?? committed[0];
     const info: AttemptInfo = {
       attempt: n,
@@ -136,6 +150,7 @@ export async function threadAttempts(cp: Checkpointer, threadId: string): Promis
       Object.assign(info, { outcome: 'failed', node: ending.node ?? null, seq: ending.seq ?? null, error: { code: ending.code, message: ending.message }, at: ending.at });
     } else if (n === last) {
       info.outcome = thread.status;
+      if (thread.status === 'running') stoppedAt(info);
       if ((thread.status === 'failed' || thread.status === 'needs_attention') && thread.lastError) {
         const e = thread.lastError;
         Object.assign(info, { node: e.node ?? info.node, seq: e.seq ?? info.seq, error: { code: e.code, message: e.message }, at: e.at });
@@ -144,6 +159,7 @@ export async function threadAttempts(cp: Checkpointer, threadId: string): Promis
       const end = committed[committed.length - 1];
       if (end && end.interrupts > 0) info.outcome = 'interrupted';
       else if (end && end.next.length === 0) info.outcome = 'completed';
+      else stoppedAt(info);
     }
     attempts.push(info);
   }

@@ -22,9 +22,14 @@
  * kept. The rule a runtime must keep: a step commits within `grace` of obtaining
  * an artifact ref (default 24 h).
  *
- * **Retention rules** release roots or expire artifacts:
- * - a thread rule (`{ status, tenant, olderThan }`) releases matching threads not
- *   updated for `olderThan`: their positions and ledger no longer keep anything;
+ * **Retention rules** retire threads or expire artifacts:
+ * - a thread rule (`{ status, tenant, olderThan }`) is thread retention: matching
+ *   threads not updated for `olderThan` are deleted (`Checkpointer.deleteThread`: the
+ *   thread with its positions, ledger and pins), and then nothing they referred to is
+ *   a root. Artifact retention follows thread retention: a thread that stays (it does
+ *   not match, or a run holds it, or it changed since it was listed) keeps every
+ *   artifact it refers to, so GC never leaves a kept thread with a dangling ref. A dry
+ *   run deletes nothing and reports the threads it would delete;
  * - an artifact rule (`{ mediaType, tenant, olderThan }`) expires matching artifacts
  *   not refreshed for `olderThan` even while referenced (their refs then dangle, and
  *   `cairn verify --artifacts` says so). Pins still win.
@@ -35,7 +40,7 @@ import type { Ledger } from '../contracts/ledger.js';
 import type { Store } from '../contracts/store.js';
 import type { ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { decode } from '../codec/tagged-json.js';
-import { InvalidOptionError } from '../errors.js';
+import { InvalidOptionError, ThreadBusyError } from '../errors.js';
 import { listArtifacts, parseDuration } from '../artifacts/helpers.js';
 import { findArtifactRefs, isArtifactRef } from '../artifacts/refs.js';
 import { appendedFields, openSnapshot, type PositionBody } from '../runtime/position.js';
@@ -110,6 +115,8 @@ export interface GcVictim {
 
 export interface GcReport {
   dryRun: boolean;
+  /** Threads deleted by thread retention rules (dry run: that would be), in id order. */
+  deletedThreads: string[];
   /** The artifact store's clock when the run started, and the grace cutoff derived from it. */
   startedAt: number;
   cutoff: number;
@@ -191,6 +198,7 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
   // ---------------------------------------------------------------- mark
   const marked = new Map<string, RefPlace | null>();
   const pinned = new Set<string>();
+  const deletedThreads: string[] = [];
   const roots: GcReport['roots'] = { threads: 0, releasedThreads: 0, positions: 0, snapshots: 0, ledgerEntries: 0, storeItems: 0, pins: 0, refs: 0 };
   const mark = (value: unknown, from: RefPlace | null) => {
     for (const ref of findArtifactRefs(value)) if (!marked.has(ref.id)) marked.set(ref.id, from);
@@ -205,8 +213,9 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
   for (let after: string | undefined; ; ) {
     const threads = await checkpointer.listThreads({ limit: 200, ...(after !== undefined ? { after } : {}) });
     for (const thread of threads) {
-      if (threadRules.some((rule) => threadRuleMatches(rule, thread, threadNow))) {
+      if (threadRules.some((rule) => threadRuleMatches(rule, thread, threadNow)) && (dryRun || (await retireThread(checkpointer, thread, threadRules, threadNow)))) {
         roots.releasedThreads++;
+        deletedThreads.push(thread.id);
         continue;
       }
       roots.threads++;
@@ -243,6 +252,7 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
   // ---------------------------------------------------------------- sweep
   const report: GcReport = {
     dryRun,
+    deletedThreads,
     startedAt,
     cutoff,
     roots,
@@ -287,6 +297,23 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
   // Blobs whose last ref just went (and crash leftovers) go too, under the same cutoff.
   report.sweep = await artifacts.sweep({ olderThan: cutoff, dryRun });
   return report;
+}
+
+/**
+ * Deletes a thread a retention rule matched; false (the thread stays, and keeps its
+ * artifacts) when it no longer matches, a run holds it, or it is gone. Read again
+ * first: it may have been resumed since it was listed; `ifStatus` and the delete's
+ * own busy check close the rest of that window.
+ */
+async function retireThread(cp: Checkpointer, listed: ThreadRecord, rules: (ThreadRetentionRule & { ms: number })[], now: number): Promise<boolean> {
+  const thread = await cp.getThread(listed.id);
+  if (!thread || !rules.some((rule) => threadRuleMatches(rule, thread, now))) return false;
+  try {
+    return (await cp.deleteThread(thread.id, { ifStatus: thread.status })).deleted;
+  } catch (error) {
+    if (ThreadBusyError.is(error)) return false;
+    throw error;
+  }
 }
 
 /** Where a value that may hold refs was found. */

@@ -4,45 +4,103 @@
  * history: every position as stored (bodies and hashes byte for byte, so the hash
  * chain verifies on the other side), items, snapshots, pending writes, failures,
  * and the ledger (intents, outcomes, recorded outputs), of every namespace (the
- * root graph's and every child run's). The stream is JSON lines (`cairn export`
- * writes it, `cairn import` reads it). Store data is not per-thread and is not part
- * of it.
+ * root graph's and every child run's), with the thread's own times. The stream is
+ * JSON lines (`cairn export` writes it, `cairn import` reads it).
+ *
+ * Optionally it also carries store items (store data is not per-thread: the
+ * namespaces to take are named by prefix) and the bytes of every artifact the
+ * exported threads and store items refer to, in base64 chunks, so a copy into
+ * another database and artifact store verifies there (`cairn verify --artifacts`).
+ * Store items arrive with their values and expiry; their versions start again at 1
+ * and their times are the import's (a store write always makes its own).
  *
  * Format versions: 1 held the root namespace only; 2 holds every namespace, each in
- * seq order, the root's first. Import reads both: a position or pending write without
- * `ns` belongs to the root. An importer that knows only version 1 refuses a version 2
- * stream at its header, rather than mis-chaining a child's positions onto the root's
- * and leaving a half-imported thread.
+ * seq order, the root's first; 3 adds `store` and `artifact` records (and the header
+ * says which it holds). Import reads all three: a position or pending write without
+ * `ns` belongs to the root. An importer that knows an older version refuses a newer
+ * stream at its header, rather than misreading it and leaving a half-imported thread.
  */
 import type { Checkpointer, PositionItem, StoredPosition, AttemptFailure, PendingWrite } from '../contracts/checkpointer.js';
+import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { LedgerEntry } from '../contracts/ledger.js';
 import type { ThreadRecord } from '../contracts/threads.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { decode } from '../codec/tagged-json.js';
-import { CairnError, ThreadNotFoundError } from '../errors.js';
+import { ArtifactNotFoundError, CairnError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
+import { findArtifactRefs, parseRefId } from '../artifacts/refs.js';
+import { walkThreadRefs } from './gc.js';
 import { appendedFields, type PositionBody } from '../runtime/position.js';
 import { describePosition, namespacePositions } from './walk.js';
 
 /** The format version `exportThreads` writes. */
-export const TRANSFER_FORMAT_VERSION = 2;
+export const TRANSFER_FORMAT_VERSION = 3;
 /** The format versions `importThreads` reads. */
-const READABLE_VERSIONS: readonly number[] = [1, TRANSFER_FORMAT_VERSION];
+const READABLE_VERSIONS: readonly number[] = [1, 2, TRANSFER_FORMAT_VERSION];
+
+/** Bytes of artifact per `artifact-chunk` record (before base64). */
+const CHUNK_BYTES = 192 * 1024;
 
 export type TransferRecord =
-  | { type: 'header'; format: 'cairn-threads'; version: 1 | 2; exportedAt: number; engine: string }
+  | {
+      type: 'header';
+      format: 'cairn-threads';
+      version: 1 | 2 | 3;
+      exportedAt: number;
+      engine: string;
+      /** Version 3: the store namespace prefixes whose items follow the threads. */
+      store?: string[][];
+      /** Version 3: whether the artifacts the threads and items refer to follow them. */
+      artifacts?: boolean;
+    }
   | { type: 'thread'; thread: ThreadRecord }
   | { type: 'position'; threadId: string; position: StoredPosition; items: PositionItem[]; snapshot: string | null }
   | { type: 'pending'; threadId: string; write: PendingWrite }
   | { type: 'failure'; threadId: string; failure: AttemptFailure }
   | { type: 'ledger'; threadId: string; entry: LedgerEntry }
-  | { type: 'end'; threads: number; positions: number };
+  | { type: 'store'; namespace: string[]; key: string; value: unknown; expiresAt: number | null }
+  /** An artifact's ref and metadata; its bytes follow in `chunks` `artifact-chunk` records. */
+  | { type: 'artifact'; ref: ArtifactRef; metadata: Record<string, string>; chunks: number }
+  | { type: 'artifact-chunk'; id: string; data: string }
+  | { type: 'end'; threads: number; positions: number; storeItems?: number; artifacts?: number };
 
-/** Every record of the given threads, in an order `importThreads` can replay. */
-export async function* exportThreads(engine: Engine, threadIds: string[]): AsyncGenerator<TransferRecord> {
+/** Options of {@link exportThreads}. */
+export interface ExportOptions {
+  /** Store items under these namespace prefixes (`[]`: every namespace) travel too. */
+  store?: string[][];
+  /** The artifact store the threads wrote to: every artifact they (and the exported store items) refer to travels too. */
+  artifacts?: ArtifactStore;
+}
+
+/**
+ * Every record of the given threads (with `options`, store items and artifacts), in an
+ * order `importThreads` can replay. Throws ThreadNotFoundError, before the first
+ * record, if one of them does not exist; with `options.artifacts`, ArtifactNotFoundError
+ * if one they refer to is not stored there.
+ *
+ * @example
+ * ```ts
+ * for await (const record of exportThreads(engine, ['cust_42'], { store: [['user', '42']], artifacts })) out.write(encode(record) + '\n');
+ * ```
+ */
+export async function* exportThreads(engine: Engine, threadIds: string[], options: ExportOptions = {}): AsyncGenerator<TransferRecord> {
   const cp = engine.checkpointer;
-  yield { type: 'header', format: 'cairn-threads', version: TRANSFER_FORMAT_VERSION, exportedAt: Date.now(), engine: engine.name };
+  for (const threadId of threadIds) if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: engine.name });
+  yield {
+    type: 'header',
+    format: 'cairn-threads',
+    version: TRANSFER_FORMAT_VERSION,
+    exportedAt: Date.now(),
+    engine: engine.name,
+    ...(options.store ? { store: options.store } : {}),
+    artifacts: options.artifacts !== undefined,
+  };
+  /** Refs to send with where one was found, by id, in the order first found. */
+  const refs = new Map<string, { ref: ArtifactRef; where: string }>();
+  const collect = (value: unknown, where: string) => {
+    for (const ref of findArtifactRefs(value)) if (!refs.has(ref.id)) refs.set(ref.id, { ref, where });
+  };
   let positions = 0;
   for (const threadId of threadIds) {
     const thread = await cp.getThread(threadId);
@@ -51,14 +109,68 @@ export async function* exportThreads(engine: Engine, threadIds: string[]): Async
     // The root first ('' sorts first), then each child run's namespace, each in seq order: import replays them in this order.
     for (const ns of await cp.listNamespaces(threadId)) {
       for await (const position of namespacePositions(cp, threadId, ns)) {
-        yield* positionRecords(cp, threadId, position);
+        for await (const record of positionRecords(cp, threadId, position)) {
+          // A finished task's writes wait in a pending write, outside the positions GC walks.
+          if (options.artifacts && record.type === 'pending') collect(decode(record.write.body, `pending write ${record.write.task} of thread ${threadId}`), `thread ${threadId} pending write ${record.write.task}`);
+          yield record;
+        }
         positions++;
       }
     }
     for (const failure of await cp.listFailures(threadId)) yield { type: 'failure', threadId, failure };
     for (const entry of await engine.ledger.list(threadId)) yield { type: 'ledger', threadId, entry };
+    if (options.artifacts) {
+      const thread = (await cp.getThread(threadId))!;
+      await walkThreadRefs(cp, engine.ledger, thread, (value, at) => collect(value, `thread ${threadId}${at.ns ? ` ns ${at.ns}` : ''} seq ${at.seq}`));
+    }
   }
-  yield { type: 'end', threads: threadIds.length, positions };
+  let storeItems = 0;
+  for (const prefix of options.store ?? []) {
+    for (let cursor: string | null | undefined; ; ) {
+      const page = await engine.store.search(prefix, { limit: 500, ...(cursor ? { cursor } : {}) });
+      for (const item of page.items) {
+        yield { type: 'store', namespace: item.namespace, key: item.key, value: item.value, expiresAt: item.expiresAt };
+        storeItems++;
+        collect(item.value, `store ${item.namespace.join('/')}/${item.key}`);
+      }
+      if (!page.cursor) break;
+      cursor = page.cursor;
+    }
+  }
+  let artifacts = 0;
+  if (options.artifacts) {
+    for (const { ref, where } of refs.values()) {
+      yield* artifactRecords(options.artifacts, ref, where);
+      artifacts++;
+    }
+  }
+  yield { type: 'end', threads: threadIds.length, positions, ...(options.store ? { storeItems } : {}), ...(options.artifacts ? { artifacts } : {}) };
+}
+
+/** One artifact as records: its ref and metadata, then its verified bytes in base64 chunks of CHUNK_BYTES. */
+async function* artifactRecords(store: ArtifactStore, ref: ArtifactRef, where: string): AsyncGenerator<TransferRecord> {
+  const info = await store.stat(ref);
+  if (!info || info.ref.sha256 !== ref.sha256 || info.ref.size_bytes !== ref.size_bytes) {
+    throw new ArtifactNotFoundError(
+      `${where} refers to artifact ${ref.id}, which the ${store.backend} artifact store ${info ? 'holds with other bytes' : 'does not hold'}. ` +
+        'Export without artifacts, or from the artifact store the threads wrote to.',
+      { place: { engine: store.backend } },
+    );
+  }
+  yield { type: 'artifact', ref, metadata: info.metadata, chunks: Math.ceil(ref.size_bytes / CHUNK_BYTES) };
+  let pending = new Uint8Array(0);
+  // 'during': one pass, and a damaged blob errors at its end instead of completing the export.
+  for await (const chunk of await store.stream(ref, { verify: 'during' })) {
+    const joined = new Uint8Array(pending.byteLength + chunk.byteLength);
+    joined.set(pending);
+    joined.set(chunk, pending.byteLength);
+    let at = 0;
+    for (; joined.byteLength - at >= CHUNK_BYTES; at += CHUNK_BYTES) {
+      yield { type: 'artifact-chunk', id: ref.id, data: Buffer.from(joined.subarray(at, at + CHUNK_BYTES)).toString('base64') };
+    }
+    pending = joined.slice(at);
+  }
+  if (pending.byteLength) yield { type: 'artifact-chunk', id: ref.id, data: Buffer.from(pending).toString('base64') };
 }
 
 /** A position as exported (with its items and snapshot), then the pending writes of the superstep that starts from it. */
@@ -76,28 +188,57 @@ export interface ImportReport {
   threads: string[];
   positions: number;
   ledgerEntries: number;
+  storeItems: number;
+  /** Artifacts stored in `options.artifacts` (already there with the same bytes counts too). */
+  artifacts: number;
+  /** Artifacts in the stream left out because no artifact store was given. */
+  artifactsSkipped: number;
+}
+
+/** Options of {@link importThreads}. */
+export interface ImportOptions {
+  /** Where the stream's artifacts go; without it they are skipped (and counted). */
+  artifacts?: ArtifactStore;
 }
 
 /**
- * Writes exported threads into `engine`. A thread that already exists there is
- * refused (nothing of it is written). Positions are committed in seq order with
- * their stored bodies and hashes, so `verify` passes on the target as on the source.
+ * Writes exported threads into `engine` (store items too, and artifacts into
+ * `options.artifacts`). A thread that already exists there is refused (nothing of it
+ * is written), and so is a store item that exists. Positions are committed in seq
+ * order with their stored bodies and hashes, so `verify` passes on the target as on
+ * the source; the thread keeps its createdAt and updatedAt. An artifact is stored
+ * under its own id and checked against its ref.
+ *
+ * @example
+ * ```ts
+ * const report = await importThreads(target, exportThreads(source, ['cust_42'], { artifacts: from }), { artifacts: to });
+ * ```
  */
-export async function importThreads(engine: Engine, records: AsyncIterable<TransferRecord> | Iterable<TransferRecord>): Promise<ImportReport> {
+export async function importThreads(
+  engine: Engine,
+  records: AsyncIterable<TransferRecord> | Iterable<TransferRecord>,
+  options: ImportOptions = {},
+): Promise<ImportReport> {
   const cp = engine.checkpointer;
-  const report: ImportReport = { threads: [], positions: 0, ledgerEntries: 0 };
+  const report: ImportReport = { threads: [], positions: 0, ledgerEntries: 0, storeItems: 0, artifacts: 0, artifactsSkipped: 0 };
   /** The thread being imported, and the seq last imported into each of its namespaces (each namespace is a chain with its own head). */
   let current: { thread: ThreadRecord; lease: Awaited<ReturnType<Checkpointer['acquireThread']>>; heads: Map<string, number> } | undefined;
 
   const finish = async () => {
     if (!current) return;
     const { thread, lease } = current;
-    await cp.updateThread(lease, { status: thread.status, attempts: thread.attempts - lease.thread.attempts, lastError: thread.lastError });
+    // Last: every commit and update before it stamped its own time.
+    await cp.updateThread(lease, { status: thread.status, attempts: thread.attempts - lease.thread.attempts, lastError: thread.lastError, updatedAt: thread.updatedAt });
     await cp.releaseThread(lease);
     current = undefined;
   };
 
-  for await (const record of records) {
+  const iterator = Symbol.asyncIterator in records ? records[Symbol.asyncIterator]() : (records as Iterable<TransferRecord>)[Symbol.iterator]();
+  const next = async (): Promise<TransferRecord | undefined> => {
+    const step = await iterator.next();
+    return step.done ? undefined : step.value;
+  };
+  for (let record = await next(); record !== undefined; record = await next()) {
     switch (record.type) {
       case 'header':
         if (record.format !== 'cairn-threads' || !READABLE_VERSIONS.includes(record.version)) {
@@ -111,7 +252,7 @@ export async function importThreads(engine: Engine, records: AsyncIterable<Trans
         const lease = await cp.acquireThread(thread.id, {
           owner: { runId: randomUUID(), pid: process.pid, host: hostname() },
           leaseMs: 5 * 60_000,
-          create: { kind: thread.kind, tenant: thread.tenant, metadata: thread.metadata },
+          create: { kind: thread.kind, tenant: thread.tenant, metadata: thread.metadata, createdAt: thread.createdAt, updatedAt: thread.updatedAt },
         });
         current = { thread, lease, heads: new Map() };
         report.threads.push(thread.id);
@@ -151,10 +292,75 @@ export async function importThreads(engine: Engine, records: AsyncIterable<Trans
         report.ledgerEntries++;
         break;
       }
+      case 'store': {
+        await finish();
+        const ttlMs = record.expiresAt === null ? undefined : record.expiresAt - Date.now();
+        // Expired since the export: it would read as absent there too.
+        if (ttlMs !== undefined && ttlMs <= 0) break;
+        try {
+          await engine.store.put(record.namespace, record.key, record.value, { ifVersion: 0, ...(ttlMs !== undefined ? { ttlMs } : {}) });
+        } catch (error) {
+          if (!VersionConflictError.is(error)) throw error;
+          throw new CairnError(`store item ${record.namespace.join('/')}/${record.key} already exists in the ${engine.name} engine: import refuses to overwrite it.`, { cause: error });
+        }
+        report.storeItems++;
+        break;
+      }
+      case 'artifact': {
+        await finish();
+        const chunks = chunksOf(record, next);
+        if (!options.artifacts) {
+          await chunks.drain();
+          report.artifactsSkipped++;
+          break;
+        }
+        await importArtifact(options.artifacts, record, chunks);
+        report.artifacts++;
+        break;
+      }
+      case 'artifact-chunk':
+        throw new CairnError(`a chunk of artifact ${record.id} outside its artifact: the export is damaged.`);
       case 'end':
         break;
     }
   }
   await finish();
   return report;
+}
+
+/** The bytes of an `artifact` record, from the `artifact-chunk` records after it; read to the last one even if the consumer stops early. */
+function chunksOf(record: Extract<TransferRecord, { type: 'artifact' }>, next: () => Promise<TransferRecord | undefined>): AsyncIterable<Uint8Array> & { drain(): Promise<void> } {
+  let left = record.chunks;
+  const read = async (): Promise<Uint8Array> => {
+    const chunk = await next();
+    left--;
+    if (chunk?.type !== 'artifact-chunk' || chunk.id !== record.ref.id) {
+      throw new CairnError(`artifact ${record.ref.id} should have ${record.chunks} chunks; the export ends or goes on without them: it is damaged.`);
+    }
+    return new Uint8Array(Buffer.from(chunk.data, 'base64'));
+  };
+  return {
+    async *[Symbol.asyncIterator]() {
+      while (left > 0) yield await read();
+    },
+    async drain() {
+      while (left > 0) await read();
+    },
+  };
+}
+
+/** Stores one exported artifact under its own id (and tenant) and checks what was stored against its ref. */
+async function importArtifact(store: ArtifactStore, record: Extract<TransferRecord, { type: 'artifact' }>, chunks: ReturnType<typeof chunksOf>): Promise<void> {
+  const { ref, metadata } = record;
+  const parsed = parseRefId(ref.id);
+  const target = parsed.tenant === null ? store : store.forTenant(parsed.tenant);
+  const put = { mediaType: ref.media_type, ...(Object.keys(metadata).length ? { metadata } : {}) };
+  const stored = parsed.kind === 'key' ? await target.putNamed(parsed.key, chunks, put) : await target.put(chunks, put);
+  // A key stored there already returns its ref without reading the bytes: skip them.
+  await chunks.drain();
+  if (stored.id !== ref.id || stored.sha256 !== ref.sha256 || stored.size_bytes !== ref.size_bytes) {
+    throw new CairnError(
+      `artifact ${ref.id} already exists in the ${store.backend} artifact store with other bytes (sha256 ${stored.sha256}, ${stored.size_bytes} bytes; the export has ${ref.sha256}, ${ref.size_bytes}): import refuses to replace it.`,
+    );
+  }
 }

@@ -1426,5 +1426,52 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
         }
       });
     });
+
+    describe('thread times given by the caller (import)', () => {
+      const CREATED = 1_600_000_000_000;
+      const UPDATED = 1_700_000_500_000;
+
+      it('acquireThread create keeps the given createdAt and updatedAt, and listThreads filters by them', async () => {
+        const lease = await cp.acquireThread('old', {
+          owner: remoteOwner(),
+          leaseMs: LONG_LEASE,
+          create: { kind: 'task', tenant: null, metadata: {}, createdAt: CREATED, updatedAt: UPDATED },
+        });
+        expect(lease.thread).toMatchObject({ createdAt: CREATED, updatedAt: UPDATED });
+        expect(await cp.getThread('old')).toMatchObject({ createdAt: CREATED, updatedAt: UPDATED });
+        await create('new');
+        expect((await cp.listThreads({ createdAt: { to: CREATED + 1 } })).map((t) => t.id)).toEqual(['old']);
+        expect((await cp.listThreads({ updatedAt: { to: UPDATED + 1 } })).map((t) => t.id)).toEqual(['old']);
+      });
+
+      it('updatedAt defaults to the given createdAt; without either, both are now', async () => {
+        await cp.acquireThread('a', { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {}, createdAt: CREATED } });
+        expect(await cp.getThread('a')).toMatchObject({ createdAt: CREATED, updatedAt: CREATED });
+        const before = Date.now();
+        await create('b');
+        const b = (await cp.getThread('b'))!;
+        expect(b.createdAt).toBeGreaterThanOrEqual(before);
+        expect(b.updatedAt).toBe(b.createdAt);
+      });
+
+      it('the times are ignored when the thread exists', async () => {
+        const first = await create('t', { leaseMs: SHORT_LEASE });
+        await sleep(SHORT_LEASE * 2);
+        await cp.acquireThread('t', { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {}, createdAt: CREATED, updatedAt: CREATED } });
+        expect((await cp.getThread('t'))!.createdAt).toBe(first.thread.createdAt);
+      });
+
+      it('updateThread with updatedAt records it, after commits (which set their own times)', async () => {
+        const lease = await cp.acquireThread('t', { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {}, createdAt: CREATED } });
+        await commitLine(lease, 2);
+        await cp.commitStep(lease, commitOf(linearPosition(3), 2, { status: 'completed' }));
+        const updated = await cp.updateThread(lease, { status: 'completed', updatedAt: UPDATED });
+        expect(updated).toMatchObject({ status: 'completed', createdAt: CREATED, updatedAt: UPDATED });
+        expect(await cp.getThread('t')).toMatchObject({ status: 'completed', head: 3, createdAt: CREATED, updatedAt: UPDATED });
+        // Without it, now.
+        const before = Date.now();
+        expect((await cp.updateThread(lease, { attempts: 1 })).updatedAt).toBeGreaterThanOrEqual(before);
+      });
+    });
   });
 }

@@ -73,7 +73,7 @@ describe('cairn gc', () => {
     const pinned = await cairn(['gc', '--db', db, '--artifacts', artifacts, '--grace', '0', '--rule', 'artifacts:mediaType=text/*,olderThan=0', '--pin', 'key:summary-42.txt', '--dry-run']);
     expect(pinned.stdout).toContain('would delete 0 artifacts');
     const bad = await cairn(['gc', '--db', db, '--artifacts', artifacts, '--rule', 'threads:status=finished,olderThan=1d']);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('unknown status "finished"');
     const missing = await cairn(['gc', '--db', db, '--artifacts', join(dir, 'nope')]);
     expect(missing.stderr).toContain('no artifact directory');

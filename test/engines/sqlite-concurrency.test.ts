@@ -148,3 +148,60 @@ describe('SQLite engine: two processes on one file', () => {
     }
   });
 });
+
+describe('SQLite engine: processes that open a file nobody has created yet', () => {
+  const opener = join(root, 'test/fixtures/sqlite-opener.mjs');
+  const CONTENDERS = 3;
+  const RACES = 30;
+
+  /** A long-lived opener process: one JSON report line per race it is sent. */
+  function startOpener() {
+    const child = spawn(process.execPath, [opener], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let buffered = '';
+    let stderr = '';
+    const waiting: ((line: string) => void)[] = [];
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      for (let at = buffered.indexOf('\n'); at >= 0; at = buffered.indexOf('\n')) {
+        const line = buffered.slice(0, at);
+        buffered = buffered.slice(at + 1);
+        waiting.shift()?.(line);
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<void>((resolveExit) => child.on('close', () => resolveExit()));
+    return {
+      race(db: string, at: number): Promise<{ won?: true; busy?: true; error?: { name: string; code: string; message: string } }> {
+        return new Promise((resolveLine, reject) => {
+          waiting.push((line) => resolveLine(JSON.parse(line)));
+          exited.then(() => reject(new Error(`opener exited: ${stderr}`)));
+          child.stdin!.write(`${db} shared ${at}\n`);
+        });
+      },
+      async stop() {
+        child.stdin!.end();
+        await exited;
+      },
+    };
+  }
+
+  it(`lets exactly one of ${CONTENDERS} processes win each of ${RACES} races on a fresh file; the others get ThreadBusyError, never a driver error`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-open-'));
+    const openers = Array.from({ length: CONTENDERS }, startOpener);
+    try {
+      const outcomes: string[] = [];
+      for (let race = 0; race < RACES; race++) {
+        const db = join(dir, `race-${race}.db`);
+        const at = Date.now() + 150;
+        const reports = await Promise.all(openers.map((o) => o.race(db, at)));
+        for (const r of reports) if (r.error) outcomes.push(`race ${race}: ${r.error.name} ${r.error.code}: ${r.error.message}`);
+        expect(outcomes, 'every contender is either the winner or told the thread is busy').toEqual([]);
+        expect(reports.filter((r) => r.won)).toHaveLength(1);
+        expect(reports.filter((r) => r.busy)).toHaveLength(CONTENDERS - 1);
+      }
+    } finally {
+      await Promise.all(openers.map((o) => o.stop()));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});

@@ -137,7 +137,7 @@ describe('export and import of child namespaces', () => {
       expect(expected.perNs[1]!.snapshots.filter(Boolean)).toHaveLength(1);
 
       const records = await collect(exportThreads(source, ['t']));
-      expect(records[0]).toMatchObject({ type: 'header', version: 2 });
+      expect(records[0]).toMatchObject({ type: 'header', version: 3 });
       expect(records.filter((r) => r.type === 'position').map((r) => r.type === 'position' && [r.position.ns, r.position.seq])).toEqual([
         ['', 0], ['', 1], ['', 2], [CHILD_NS, 0], [CHILD_NS, 1], [CHILD_NS, 2], [GRANDCHILD_NS, 0], [GRANDCHILD_NS, 1],
       ]);
@@ -186,8 +186,8 @@ describe('export and import of child namespaces', () => {
   it('refuses a stream of a format version it does not read, before writing anything', async () => {
     const target = sqlite(tmp());
     try {
-      const records = [{ type: 'header', format: 'cairn-threads', version: 3, exportedAt: 0, engine: 'x' }] as unknown as TransferRecord[];
-      await expect(importThreads(target, records)).rejects.toThrow(/v3; reads v1, v2/);
+      const records = [{ type: 'header', format: 'cairn-threads', version: 4, exportedAt: 0, engine: 'x' }] as unknown as TransferRecord[];
+      await expect(importThreads(target, records)).rejects.toThrow(/v4; reads v1, v2, v3/);
       expect(await target.checkpointer.listThreads()).toEqual([]);
     } finally {
       await target.close();

@@ -48,7 +48,7 @@ describe('cairn CLI on child runs', () => {
 
     const missing = spawnSync(process.execPath, [join(root, 'dist/cli/main.js'), 'history', 't', '--ns', 'nope:0@0', '--db', path], { encoding: 'utf8' });
     expect(missing.status).not.toBe(0);
-    expect(missing.stderr).toMatch(/no position/);
+    expect(missing.stderr).toContain(`has no namespace "nope:0@0". Its child runs' namespaces: ask:0@0.`);
 
     // Two root positions and two of the child's, all checked.
     expect(JSON.parse(cli(['verify', 't', '--json']))).toMatchObject([{ ok: true, positions: 4 }]);

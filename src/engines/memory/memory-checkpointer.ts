@@ -137,8 +137,8 @@ export class MemoryCheckpointer implements Checkpointer {
           tenant: request.create.tenant,
           metadata: structuredClone(request.create.metadata),
           lastError: null,
-          createdAt: now,
-          updatedAt: now,
+          createdAt: request.create.createdAt ?? now,
+          updatedAt: request.create.updatedAt ?? request.create.createdAt ?? now,
         },
         holder: { runId: null, pid: null, host: null, leaseUntil: null },
         epoch: 0,
@@ -213,7 +213,7 @@ export class MemoryCheckpointer implements Checkpointer {
     if (patch.lastError !== undefined) record.lastError = structuredClone(patch.lastError);
     if (patch.attempts) record.attempts += patch.attempts;
     if (patch.failure) row.failures.push(structuredClone(patch.failure));
-    record.updatedAt = Date.now();
+    record.updatedAt = patch.updatedAt ?? Date.now();
     return structuredClone(record);
   }
 

@@ -12,14 +12,14 @@
  * engines on two schemas can share one pool.
  */
 import { createHash } from 'node:crypto';
-import { CairnError, EngineError, InvalidKeyError } from '../../errors.js';
+import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidKeyError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
 import { createPool, type PoolClientLike, type PoolLike } from './driver.js';
-import { migrate, quoteIdent } from './migrations.js';
+import { migrate, POSTGRES_MIGRATIONS, quoteIdent } from './migrations.js';
 
 export interface PostgresOptions {
   /**
-   * Schema holding cairn's tables; created (with the tables) on first use if missing.
+   * Schema holding cairn's tables; created (with the tables) on first use if missing (never with `readOnly`).
    * Default `public`. Letters, digits and `_`, starting with a letter or `_`, at most 63.
    */
   schema?: string;
@@ -27,6 +27,21 @@ export interface PostgresOptions {
   max?: number;
   /** `application_name` of the pool the engine creates (seen in pg_stat_activity). Default `cairn`. */
   applicationName?: string;
+  /**
+   * Open for reading only: the schema must exist and hold cairn's tables with every
+   * migration this cairn knows. Nothing is created or migrated; a missing schema or
+   * tables is {@link DatabaseNotFoundError}, an older schema {@link DatabaseOutdatedError}.
+   * For inspection tools. (Writes are not refused by the engine: use a role without
+   * write privileges for that.)
+   *
+   * @example `const engine = postgres(url, { schema: 'cairn', readOnly: true });`
+   */
+  readOnly?: boolean;
+}
+
+/** A connection string as messages show it: the password masked. */
+export function maskUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, '$1:***@');
 }
 
 /**
@@ -131,7 +146,8 @@ export class PostgresConnection {
       // in the middle is tried again on a fresh one.
       for (let attempt = 0; ; attempt++) {
         try {
-          await migrate(pool, this.schema);
+          if (this.options.readOnly) await this.checkSchema(pool);
+          else await migrate(pool, this.schema);
           break;
         } catch (error) {
           if (attempt >= 3 || !isConnectionLoss(error)) throw error;
@@ -150,6 +166,37 @@ export class PostgresConnection {
         place: { engine: 'postgres' },
       });
     }
+  }
+
+  /** Where this engine looks, as messages name it: `postgres://user:***@host/db#schema`. */
+  get location(): string {
+    return typeof this.source === 'string' ? `${maskUrl(this.source)}#${this.schema}` : `schema ${this.schema} of the pool passed in`;
+  }
+
+  /** A read-only open: the schema and its migrations table must exist, with every migration this cairn knows. */
+  private async checkSchema(pool: PoolLike): Promise<void> {
+    const place = { engine: 'postgres' };
+    const s = quoteIdent(this.schema);
+    const found = (
+      await pool.query({
+        text: `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1::text) AS schema, to_regclass($2::text) IS NOT NULL AS migrations`,
+        values: [this.schema, `${s}.cairn_migrations`],
+      })
+    ).rows[0] as { schema: boolean; migrations: boolean };
+    if (!found.schema) throw new DatabaseNotFoundError(this.location, `there is no schema "${this.schema}" in this database.`, place);
+    if (!found.migrations) throw new DatabaseNotFoundError(this.location, `schema "${this.schema}" holds no cairn tables.`, place);
+    const applied = new Set(((await pool.query({ text: `SELECT id FROM ${s}.cairn_migrations` })).rows as { id: number }[]).map((row) => Number(row.id)));
+    const known = POSTGRES_MIGRATIONS.map((m) => m.id);
+    const latest = Math.max(...known);
+    const newer = [...applied].filter((id) => !known.includes(id));
+    if (newer.length) {
+      throw new EngineError(
+        `schema ${this.schema} was migrated by a newer cairn (migration ${Math.max(...newer)}; this code knows up to ${latest}). Upgrade cairn here, or point this process at another schema.`,
+        { place },
+      );
+    }
+    const missing = known.filter((id) => !applied.has(id));
+    if (missing.length) throw new DatabaseOutdatedError(this.location, missing, latest, place);
   }
 
   /**

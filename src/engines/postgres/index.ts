@@ -7,7 +7,8 @@
  * (only when you pass a connection string: a pool you pass in is used as it is).
  *
  * The schema and its tables are created on first use (migrations under an advisory
- * lock, recorded in `cairn_migrations`). `close()` ends the pool the engine created
+ * lock, recorded in `cairn_migrations`), except with `{ readOnly: true }`, which
+ * only checks they are there. `close()` ends the pool the engine created
  * from a connection string, never a pool you passed in.
  *
  * @example

@@ -207,7 +207,7 @@ export class PostgresCheckpointer implements Checkpointer {
       const now = row ? Number(row.db_now) : Date.now();
       if (!row) {
         if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
-        const { kind, tenant, metadata } = request.create;
+        const { kind, tenant, metadata, createdAt = now, updatedAt = createdAt } = request.create;
         const [created] = await this.conn.query<ThreadRow>('acquireThread (create)', this.sql.createThread, [
           threadId,
           kind,
@@ -217,7 +217,8 @@ export class PostgresCheckpointer implements Checkpointer {
           owner.pid,
           owner.host,
           leaseMs,
-          now,
+          createdAt,
+          updatedAt,
         ]);
         if (created) return { threadId, runId: owner.runId, epoch: Number(created.epoch), expiresAt: Number(created.lease_until), thread: toThread(created) };
         continue; // created by a concurrent acquirer: judge its holder
@@ -333,7 +334,7 @@ export class PostgresCheckpointer implements Checkpointer {
       patch.attempts ?? 0,
       patch.lastError !== undefined,
       patch.lastError ? JSON.stringify(patch.lastError) : null,
-      Date.now(),
+      patch.updatedAt ?? Date.now(),
       patch.failure ? JSON.stringify(patch.failure) : null,
     ]);
     if (!row) throw new LeaseLostError(lease.threadId, { engine: this.engine });
@@ -549,7 +550,7 @@ function statements(conn: PostgresConnection) {
 
     createThread: `
       INSERT INTO ${T} AS t (id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at)
-      VALUES ($1::text, $2::text, 'running', 0, $3::text, $4::text, $5::text, $6::integer, $7::text, ${dbNow} + $8::bigint, 1, $9::bigint, $9::bigint)
+      VALUES ($1::text, $2::text, 'running', 0, $3::text, $4::text, $5::text, $6::integer, $7::text, ${dbNow} + $8::bigint, 1, $9::bigint, $10::bigint)
       ON CONFLICT (id) DO NOTHING
       RETURNING ${threadColumns}, NULL::bigint AS head, NULL::bigint AS head_at`,
 

@@ -3,11 +3,17 @@
  * One SQLite connection shared by the engine's checkpointer, ledger and store:
  * lazy open (pragmas, migrations), a prepared-statement cache, the thread id →
  * internal key map, and wrapping of driver errors.
+ *
+ * Every driver error leaves as an {@link EngineError} naming the operation, with the
+ * driver's error as `cause`: the statements {@link SqliteConnection.stmt} and
+ * {@link SqliteConnection.prepare} hand out wrap their own calls, transactions and
+ * {@link SqliteConnection.run} wrap what runs inside them, and the lazy open wraps its own.
  */
-import { CairnError, EngineError } from '../../errors.js';
+import { existsSync } from 'node:fs';
+import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
 import { openDatabase, type SqliteDatabase, type SqliteStatement } from './driver.js';
-import { migrate } from './migrations.js';
+import { migrate, SQLITE_MIGRATIONS } from './migrations.js';
 
 export interface SqliteOptions {
   /**
@@ -18,6 +24,117 @@ export interface SqliteOptions {
   durability?: 'full' | 'normal';
   /** How long a writer waits for another connection's write lock, ms. Default 5000. */
   busyTimeoutMs?: number;
+  /**
+   * Open for reading only: the file must exist and hold a cairn database with every
+   * migration this cairn knows. Nothing is created, migrated or written (writes fail
+   * with EngineError); a missing file or database is {@link DatabaseNotFoundError}, an
+   * older one {@link DatabaseOutdatedError}. For inspection tools.
+   *
+   * @example `const engine = sqlite('./cairn.db', { readOnly: true });`
+   */
+  readOnly?: boolean;
+}
+
+/** True for SQLite's "another connection holds the lock" codes (SQLITE_BUSY and its extended codes). */
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
+/** Blocks the thread for `ms` (the open is synchronous, like every better-sqlite3 call). */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * Switches the file to WAL. Changing the journal mode needs an exclusive lock, and
+ * SQLite answers SQLITE_BUSY at once (no busy handler) when another connection is
+ * opening or migrating the same new file, so it is retried until the busy timeout.
+ * A file already in WAL (every open but the first) is left as it is, with no lock taken.
+ */
+function enableWal(db: SqliteDatabase, timeoutMs: number): void {
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if (String(db.pragma('journal_mode', { simple: true })).toLowerCase() === 'wal') return;
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if (!isBusy(error) || Date.now() >= deadline) throw error;
+      sleepSync(Math.min(2 ** attempt, 50) * (0.5 + Math.random()));
+    }
+  }
+}
+
+/** A statement's SQL, shortened for a message. */
+function describeSql(sql: string): string {
+  const text = sql.replace(/\s+/g, ' ').trim();
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+}
+
+/** A prepared statement whose calls turn driver errors into EngineError (see {@link SqliteConnection.fail}). */
+class GuardedStatement implements SqliteStatement {
+  constructor(
+    private readonly conn: SqliteConnection,
+    private readonly inner: SqliteStatement,
+    private readonly sql: string,
+  ) {}
+
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint } {
+    try {
+      return this.inner.run(...params);
+    } catch (error) {
+      throw this.conn.fail(error, this.sql);
+    }
+  }
+
+  get(...params: unknown[]): unknown {
+    try {
+      return this.inner.get(...params);
+    } catch (error) {
+      throw this.conn.fail(error, this.sql);
+    }
+  }
+
+  all(...params: unknown[]): unknown[] {
+    try {
+      return this.inner.all(...params);
+    } catch (error) {
+      throw this.conn.fail(error, this.sql);
+    }
+  }
+
+  *iterate(...params: unknown[]): IterableIterator<unknown> {
+    let rows: IterableIterator<unknown>;
+    try {
+      rows = this.inner.iterate(...params);
+    } catch (error) {
+      throw this.conn.fail(error, this.sql);
+    }
+    for (;;) {
+      let next: IteratorResult<unknown>;
+      try {
+        next = rows.next();
+      } catch (error) {
+        throw this.conn.fail(error, this.sql);
+      }
+      if (next.done) return;
+      yield next.value;
+    }
+  }
+
+  // better-sqlite3 counts an explicit undefined as an argument (and refuses it): pass the toggle only when given.
+  raw(toggle?: boolean): SqliteStatement {
+    if (toggle === undefined) this.inner.raw();
+    else this.inner.raw(toggle);
+    return this;
+  }
+
+  pluck(toggle?: boolean): SqliteStatement {
+    if (toggle === undefined) this.inner.pluck();
+    else this.inner.pluck(toggle);
+    return this;
+  }
 }
 
 export class SqliteConnection {
@@ -27,20 +144,68 @@ export class SqliteConnection {
   private readonly ownsHandle: boolean;
   /** One transaction wrapper, created once: better-sqlite3 builds its BEGIN/COMMIT machinery per wrapper. */
   private transactor: ((fn: () => unknown) => unknown) & { immediate: (fn: () => unknown) => unknown } | undefined;
+  /** The operation {@link run} or {@link writeTransaction} is inside, named in the errors of its statements. */
+  private operation: string | undefined;
+  /** The file, as messages name it. */
+  readonly location: string;
 
   constructor(
     source: string | SqliteDatabase,
     private readonly options: SqliteOptions = {},
   ) {
     this.ownsHandle = typeof source === 'string';
-    this.lifecycle = new Lifecycle('sqlite', () => {
-      const db = typeof source === 'string' ? openDatabase(source, options.busyTimeoutMs ?? 5000) : source;
-      db.pragma('journal_mode = WAL');
-      db.pragma(`synchronous = ${this.options.durability === 'normal' ? 'NORMAL' : 'FULL'}`);
-      db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-      migrate(db);
+    this.location = typeof source === 'string' ? source : source.name;
+    this.lifecycle = new Lifecycle('sqlite', () => this.open(source));
+  }
+
+  private open(source: string | SqliteDatabase): void {
+    const timeout = this.options.busyTimeoutMs ?? 5000;
+    const readOnly = this.options.readOnly === true;
+    let db: SqliteDatabase | undefined;
+    try {
+      const missing = () => new DatabaseNotFoundError(this.location, 'there is no such file.', { engine: 'sqlite' });
+      // Checked first: the driver reports a missing folder as a plain TypeError.
+      if (readOnly && typeof source === 'string' && !existsSync(source)) throw missing();
+      try {
+        db = typeof source === 'string' ? openDatabase(source, timeout, { readOnly }) : source;
+      } catch (error) {
+        // Removed between the check and the open.
+        if (readOnly && (error as { code?: unknown }).code === 'SQLITE_CANTOPEN') throw missing();
+        throw error;
+      }
+      // First: everything below may wait for another process opening the same file.
+      db.pragma(`busy_timeout = ${timeout}`);
+      if (readOnly) this.checkSchema(db);
+      else {
+        enableWal(db, timeout);
+        db.pragma(`synchronous = ${this.options.durability === 'normal' ? 'NORMAL' : 'FULL'}`);
+        migrate(db);
+      }
       this.handle = db;
-    });
+    } catch (error) {
+      if (db && this.ownsHandle && db.open) db.close();
+      if (CairnError.is(error)) throw error;
+      throw this.driverError(`opening ${this.location}`, error);
+    }
+  }
+
+  /** A read-only open: the file must hold cairn's tables with every migration this cairn knows. */
+  private checkSchema(db: SqliteDatabase): void {
+    const place = { engine: 'sqlite' };
+    const table = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cairn_migrations'`).pluck().get();
+    if (table === undefined) throw new DatabaseNotFoundError(this.location, 'the file holds no cairn tables.', place);
+    const applied = new Set(db.prepare('SELECT id FROM cairn_migrations').pluck().all() as number[]);
+    const known = SQLITE_MIGRATIONS.map((m) => m.id);
+    const latest = Math.max(...known);
+    const newer = [...applied].filter((id) => !known.includes(id));
+    if (newer.length) {
+      throw new EngineError(
+        `${this.location} was migrated by a newer cairn (migration ${Math.max(...newer)}; this cairn knows up to ${latest}). Upgrade cairn here.`,
+        { place },
+      );
+    }
+    const missing = known.filter((id) => !applied.has(id));
+    if (missing.length) throw new DatabaseOutdatedError(this.location, missing, latest, place);
   }
 
   /** The open database (opening it on first use). */
@@ -49,15 +214,25 @@ export class SqliteConnection {
     return this.handle!;
   }
 
-  /** A cached prepared statement. */
+  /** A cached prepared statement whose calls wrap driver errors. */
   stmt(sql: string): SqliteStatement {
     this.lifecycle.useSync();
     let statement = this.statements.get(sql);
     if (!statement) {
-      statement = this.db.prepare(sql);
+      statement = this.prepare(sql);
       this.statements.set(sql, statement);
     }
     return statement;
+  }
+
+  /** A statement prepared for this call only (for SQL text built per call), whose calls wrap driver errors. */
+  prepare(sql: string): SqliteStatement {
+    const db = this.db;
+    try {
+      return new GuardedStatement(this, db.prepare(sql), sql);
+    } catch (error) {
+      throw this.fail(error, sql);
+    }
   }
 
   /**
@@ -71,23 +246,51 @@ export class SqliteConnection {
 
   /** Runs `fn` in an IMMEDIATE transaction (the write lock is taken at BEGIN, so reads inside see the latest commit). */
   writeTransaction<T>(what: string, fn: () => T): T {
-    this.lifecycle.useSync();
-    this.transactor ??= this.db.transaction((inner: () => unknown) => inner()) as never;
-    return this.run(what, () => this.transactor!.immediate(fn) as T);
+    return this.run(what, () => {
+      const db = this.db;
+      this.transactor ??= db.transaction((inner: () => unknown) => inner()) as never;
+      return this.transactor!.immediate(fn) as T;
+    });
   }
 
-  /** Runs `fn`, turning driver errors into EngineError (cause kept); cairn errors pass through. */
+  /** Runs `fn` as operation `what`: driver errors inside it become EngineError naming `what` (cause kept); cairn errors pass through. */
   run<T>(what: string, fn: () => T): T {
+    const outer = this.operation;
+    this.operation = what;
     try {
       return fn();
     } catch (error) {
-      if (CairnError.is(error)) throw error;
-      const code = (error as { code?: string }).code;
-      throw new EngineError(`${what} failed${code ? ` (${code})` : ''}: ${(error as Error).message}`, {
-        cause: error,
-        place: { engine: 'sqlite' },
-      });
+      throw this.fail(error);
+    } finally {
+      this.operation = outer;
     }
+  }
+
+  /**
+   * A driver error as EngineError, naming the operation under way (or, outside
+   * {@link run}, the statement); a cairn error is returned as it is. After close(),
+   * EngineClosedError instead: the call raced the close.
+   */
+  fail(error: unknown, sql?: string): Error {
+    if (CairnError.is(error)) return error;
+    this.lifecycle.assertOpen();
+    const what = this.operation ?? (sql !== undefined ? `statement "${describeSql(sql)}"` : 'a statement');
+    return this.driverError(what, error, this.operation !== undefined && sql !== undefined ? sql : undefined);
+  }
+
+  private driverError(what: string, error: unknown, sql?: string): EngineError {
+    const code = (error as { code?: unknown } | null)?.code;
+    const text = error instanceof Error ? error.message : String(error);
+    const message = /[.!?]$/.test(text) ? text : `${text}.`;
+    const hint = isBusy(error)
+      ? ` Another process held the database's lock for longer than the busy timeout (${this.options.busyTimeoutMs ?? 5000} ms): raise busyTimeoutMs, or keep transactions short.`
+      : code === 'SQLITE_READONLY' && this.options.readOnly
+        ? ' This engine was opened with readOnly: open it without readOnly to write.'
+        : '';
+    return new EngineError(`${what} failed${typeof code === 'string' ? ` (${code})` : ''}: ${message}${sql ? ` Statement: ${describeSql(sql)}` : ''}${hint}`, {
+      cause: error,
+      place: { engine: 'sqlite' },
+    });
   }
 
   close(): void {

@@ -21,6 +21,7 @@ export interface SqliteStatement {
   run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
+  iterate(...params: unknown[]): IterableIterator<unknown>;
   raw(toggle?: boolean): SqliteStatement;
   pluck(toggle?: boolean): SqliteStatement;
 }
@@ -31,10 +32,13 @@ export type SqliteTransaction<F extends (...args: never[]) => unknown> = F & {
   exclusive: F;
 };
 
-type DatabaseConstructor = new (path: string, options?: { timeout?: number }) => SqliteDatabase;
+type DatabaseConstructor = new (path: string, options?: { timeout?: number; readonly?: boolean; fileMustExist?: boolean }) => SqliteDatabase;
 
-/** Opens a database file with better-sqlite3, loading the driver on first use. */
-export function openDatabase(path: string, busyTimeoutMs: number): SqliteDatabase {
+/**
+ * Opens a database file with better-sqlite3, loading the driver on first use.
+ * `readOnly`: opened read-only, and a missing file is an error instead of a new database.
+ */
+export function openDatabase(path: string, busyTimeoutMs: number, options: { readOnly?: boolean } = {}): SqliteDatabase {
   let Database: DatabaseConstructor;
   try {
     Database = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
@@ -44,5 +48,5 @@ export function openDatabase(path: string, busyTimeoutMs: number): SqliteDatabas
       { cause, place: { engine: 'sqlite' } },
     );
   }
-  return new Database(path, { timeout: busyTimeoutMs });
+  return new Database(path, { timeout: busyTimeoutMs, ...(options.readOnly ? { readonly: true, fileMustExist: true } : {}) });
 }

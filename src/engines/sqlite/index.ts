@@ -4,7 +4,8 @@
  * (WAL mode). Durable by default: `synchronous=FULL`, so a committed step
  * survives power loss; `{ durability: 'normal' }` trades that for speed (a
  * process crash still loses nothing committed). Needs `better-sqlite3@12`,
- * loaded on first use.
+ * loaded on first use. `{ readOnly: true }` opens an existing database for
+ * inspection without creating, migrating or writing anything.
  *
  * @example
  * ```ts

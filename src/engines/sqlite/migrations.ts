@@ -203,10 +203,14 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-/** Applies every migration not yet recorded. Safe to call from many processes at once. */
+/**
+ * Applies every migration not yet recorded. Safe to call from many processes at once:
+ * everything, the creation of `cairn_migrations` included, happens under the write
+ * lock, so a second opener waits (busy timeout) and then finds the work done.
+ */
 export function migrate(db: SqliteDatabase, migrations: readonly Migration[] = SQLITE_MIGRATIONS): number[] {
-  db.exec('CREATE TABLE IF NOT EXISTS cairn_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
   const apply = db.transaction(() => {
+    db.exec('CREATE TABLE IF NOT EXISTS cairn_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
     const applied = new Set((db.prepare('SELECT id FROM cairn_migrations').pluck().all() as number[]));
     const done: number[] = [];
     for (const migration of migrations) {

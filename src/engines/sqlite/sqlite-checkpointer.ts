@@ -180,7 +180,7 @@ export class SqliteCheckpointer implements Checkpointer {
     const sql = `${THREAD_SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ?`;
     params.push(q.limit ?? -1);
     // Prepared per call, not cached: the filters make many shapes of this text.
-    return this.conn.run('listThreads', () => (this.conn.db.prepare(sql).all(...params) as ThreadRow[]).map(toThread));
+    return this.conn.run('listThreads', () => (this.conn.prepare(sql).all(...params) as ThreadRow[]).map(toThread));
   }
 
   async deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
@@ -242,12 +242,13 @@ export class SqliteCheckpointer implements Checkpointer {
       const row = this.threadRow(threadId);
       if (!row) {
         if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
+        const createdAt = request.create.createdAt ?? now;
         this.conn
           .stmt(
             `INSERT INTO cairn_threads (tid, id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at)
              VALUES (${NEXT_TID}, ?, ?, 'running', 0, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
           )
-          .run(threadId, request.create.kind, request.create.tenant, JSON.stringify(request.create.metadata), owner.runId, owner.pid, owner.host, now + leaseMs, now, now);
+          .run(threadId, request.create.kind, request.create.tenant, JSON.stringify(request.create.metadata), owner.runId, owner.pid, owner.host, now + leaseMs, createdAt, request.create.updatedAt ?? createdAt);
       } else {
         const holder = { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: row.lease_until };
         if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
@@ -324,7 +325,7 @@ export class SqliteCheckpointer implements Checkpointer {
           patch.attempts ?? 0,
           patch.lastError !== undefined ? 1 : 0,
           patch.lastError ? JSON.stringify(patch.lastError) : null,
-          now,
+          patch.updatedAt ?? now,
           tid,
         );
       if (patch.failure) this.conn.stmt('INSERT INTO cairn_failures (tid, body) VALUES (?, ?)').run(tid, JSON.stringify(patch.failure));

@@ -174,7 +174,7 @@ export class SqliteStore extends BaseStore {
     params.push(query.limit ?? -1, query.offset);
     // Filtered texts vary with the filter's shape: prepared per call, not cached.
     const rows = this.conn.run('store.search', () =>
-      (query.conditions.length ? this.conn.db.prepare(sql) : this.conn.stmt(sql)).all(...params) as Row[],
+      (query.conditions.length ? this.conn.prepare(sql) : this.conn.stmt(sql)).all(...params) as Row[],
     );
     return rows.map(fromRow);
   }

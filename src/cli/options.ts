@@ -1,0 +1,69 @@
+/**
+ * @module cli/options
+ * Parsers for the CLI's flag values. Each checks its value when the command line is
+ * read and refuses a bad one with commander's InvalidArgumentError, so the command
+ * exits 2 (bad usage) with `error: option '--limit <n>' argument 'abc' is invalid.
+ * …` before anything is opened. The exit codes are set in `cli/main`.
+ */
+import { InvalidArgumentError } from 'commander';
+import type { ThreadKind, ThreadStatus } from '../contracts/threads.js';
+import { CairnError } from '../errors.js';
+import { parseDuration } from '../artifacts/helpers.js';
+import { THREAD_KINDS, THREAD_STATUSES } from '../internal/thread-query.js';
+
+/** Runs a cairn validator inside a flag parser: its error becomes the flag's InvalidArgumentError (its message without the `[cairn]` prefix). */
+function checked<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (CairnError.is(error)) throw new InvalidArgumentError(error.message.replace(/^\[cairn\](?: \[[^\]]*\])? /, ''));
+    throw error;
+  }
+}
+
+/** An integer of at least `min`, written in decimal digits. */
+export function integer(min: number): (value: string) => number {
+  return (value) => {
+    const n = /^\s*[+-]?\d+\s*$/.test(value) ? Number(value) : NaN;
+    if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`Write a whole number${min === 0 ? ' (0 or more)' : min === 1 ? ' (1 or more)' : ` of at least ${min}`}.`);
+    return n;
+  };
+}
+
+/** `1`, `2`, …: counts and limits. */
+export const positiveInteger = integer(1);
+
+/** `0`, `1`, …: seqs. */
+export const nonNegativeInteger = integer(0);
+
+/** A duration: a number of ms or `500ms`, `10s`, `15m`, `12h`, `30d`, `2w`. Kept as typed (the commands print it). */
+export function duration(value: string): string {
+  checked(() => parseDuration(value));
+  return value;
+}
+
+/** A comma-separated (or repeated) list of values from `allowed`. */
+function listOf<T extends string>(what: string, allowed: readonly T[]): (value: string, previous?: T[]) => T[] {
+  return (value, previous = []) => {
+    const values = value.split(',').map((v) => v.trim()).filter(Boolean);
+    if (values.length === 0) throw new InvalidArgumentError(`Name at least one ${what}: ${allowed.join(', ')}.`);
+    for (const v of values) if (!(allowed as readonly string[]).includes(v)) throw new InvalidArgumentError(`Unknown ${what} "${v}": use ${allowed.join(', ')}.`);
+    return [...previous, ...(values as T[])];
+  };
+}
+
+/** Thread statuses, comma-separated or repeated. */
+export const statusList = listOf<ThreadStatus>('status', THREAD_STATUSES);
+
+/** Thread kinds, comma-separated or repeated. */
+export const kindList = listOf<ThreadKind>('kind', THREAD_KINDS);
+
+/** A repeatable flag whose values are checked by `parse` (a cairn validator) and collected. */
+export function repeatable<T>(parse: (value: string) => T): (value: string, previous: T[]) => T[] {
+  return (value, previous) => [...previous, checked(() => parse(value))];
+}
+
+/** A single value checked by `parse` (a cairn validator). */
+export function validated<T>(parse: (value: string) => T): (value: string) => T {
+  return (value) => checked(() => parse(value));
+}

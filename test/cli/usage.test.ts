@@ -1,0 +1,92 @@
+/**
+ * Exit codes scripts can trust: 0 ok, 1 a negative result, 2 bad usage. Every flag
+ * value is checked when the command line is read: a bad one is a clear message on
+ * stderr and exit 2, before any database is opened (a driver's "datatype mismatch",
+ * a silently ignored `--limit -5` or a `seq NaN` never reach the user).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fsArtifacts } from '../../src/artifacts/fs/index.js';
+import { sqlite } from '../../src/engines/sqlite/index.js';
+import { workedExample } from '../../src/testing/worked-example.js';
+import { cairn } from './run-cli.js';
+
+let dir: string;
+let db: string;
+let artifacts: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'cairn-cli-usage-'));
+  db = join(dir, 'cairn.db');
+  artifacts = join(dir, 'artifacts');
+  const engine = sqlite(db);
+  await workedExample({ engine, artifacts: fsArtifacts(artifacts) }).run({ thread: 'cust_42', input: { customerId: 'cust_42' } });
+  await engine.close();
+});
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('bad usage exits 2 with a message naming the flag', () => {
+  const cases: [string[], string][] = [
+    [['threads', '--limit', 'abc'], `option '--limit <n>' argument 'abc' is invalid. Write a whole number (1 or more).`],
+    [['threads', '--limit', '-5'], `option '--limit <n>' argument '-5' is invalid`],
+    [['threads', '--limit', '0'], `option '--limit <n>' argument '0' is invalid`],
+    [['threads', '--limit', '2.5'], `option '--limit <n>' argument '2.5' is invalid`],
+    [['threads', '--order', 'newest'], `option '--order <order>' argument 'newest' is invalid. Allowed choices are id, updated.`],
+    [['threads', '--status', 'done'], `Unknown status "done": use running, interrupted, completed, failed, needs_attention.`],
+    [['threads', '--kind', 'chat'], `Unknown kind "chat"`],
+    [['threads', '--meta', 'queue'], `--meta "queue": write key=value`],
+    [['threads', '--since', 'yesterday'], `option '--since <when>' argument 'yesterday' is invalid`],
+    [['threads', '--order', 'updated', '--after', 'x'], '--after pages in id order'],
+    [['threads', '--bogus'], `unknown option '--bogus'`],
+    [['history', 'cust_42', '--limit', 'abc'], `option '--limit <n>' argument 'abc' is invalid`],
+    [['history', 'cust_42', '--limit', '-5'], `option '--limit <n>' argument '-5' is invalid`],
+    [['show', 'cust_42', '--seq', 'abc'], `option '--seq <n>' argument 'abc' is invalid. Write a whole number (0 or more).`],
+    [['show', 'cust_42', '--seq', '-1'], `option '--seq <n>' argument '-1' is invalid`],
+    [['delete-thread', 'cust_42', '--if-status', 'finished'], `Unknown status "finished"`],
+    [['gc', '--artifacts', 'x', '--grace', 'soon'], `option '--grace <duration>' argument 'soon' is invalid`],
+    [['gc', '--artifacts', 'x', '--rule', 'threads:status=finished,olderThan=1d'], `unknown status "finished"`],
+    [['gc', '--artifacts', 'x', '--pin', 'not-an-id'], `option '--pin <id>' argument 'not-an-id' is invalid`],
+    [['migrate', '--check', '--current', 'two'], `option '--current <n>' argument 'two' is invalid`],
+    [['migrate'], 'say what to do: --apply, --check or --rewrite-snapshots'],
+    [['migrate', '--rewrite-snapshots'], '--rewrite-snapshots needs --state'],
+    [['worker', '--module', 'app.js', '--concurrency', '0'], `option '--concurrency <n>' argument '0' is invalid`],
+    [['worker', '--module', 'app.js', '--lease-ms', 'long'], `option '--lease-ms <ms>' argument 'long' is invalid`],
+    [['export', '--from', 'x.db'], 'name the threads to move, or pass --all'],
+    [['export', 'cust_42', '--all', '--from', 'x.db'], 'not both'],
+    [['copy', '--from', 'x.db', '--to', 'y.db'], 'name the threads to move, or pass --all'],
+    [['threads', '--db', 'mysql://db/x'], 'unsupported engine "mysql:"'],
+    [['demo', '--crash-at', 'sometime'], 'unknown crash point "sometime"'],
+    [['nosuch'], `unknown command 'nosuch'`],
+    [[], 'Usage: cairn'],
+  ];
+
+  for (const [args, message] of cases) {
+    it(`cairn ${args.join(' ')}`, async () => {
+      const needsDb = args.length > 0 && !args.includes('--db') && !['export', 'copy', 'demo', 'nosuch', 'worker'].includes(args[0]!);
+      const run = await cairn(needsDb ? [...args, '--db', db] : args);
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toContain(message);
+      expect(run.stderr).not.toMatch(/SqliteError|TypeError|\n\s+at .+:\d+:\d+/);
+      expect(run.stdout).toBe('');
+    });
+  }
+});
+
+describe('0 ok, 1 a negative result', () => {
+  it('exits 0 for --help, --version and a command that succeeds', async () => {
+    expect((await cairn(['--help'])).code).toBe(0);
+    expect((await cairn(['threads', '--help'])).code).toBe(0);
+    expect((await cairn(['--version'])).code).toBe(0);
+    const run = await cairn(['threads', '--db', db, '--limit', '1']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('cust_42');
+  });
+
+  it('exits 1 when nothing was deleted or the thread is not there', async () => {
+    expect((await cairn(['delete-thread', 'cust_42', '--if-status', 'failed', '--db', db])).code).toBe(1);
+    expect((await cairn(['show', 'cust_42', '--seq', '99', '--db', db])).code).toBe(1);
+  });
+});
