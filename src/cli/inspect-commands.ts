@@ -263,12 +263,16 @@ export function registerInspectCommands(program: Command): void {
       withEngine(options, async (engine) => {
         const ids = threadId ? [(await requireThread(engine, threadId)).id] : (await engine.checkpointer.listThreads()).map((t) => t.id);
         const reports: VerifyReport[] = [];
-        for (const id of ids) reports.push(await verifyThread(engine.checkpointer, id));
+        for (const id of ids) reports.push(await verifyThread(engine, id));
         const artifacts = options.artifacts ? await verifyArtifactsCommand(engine, options.artifacts, { json: options.json === true, ...(threadId ? { thread: threadId } : {}) }) : undefined;
         out(options, artifacts ? { threads: reports, artifacts } : reports, () =>
           [
             ...(reports.length === 0 ? ['no threads'] : []),
-            ...reports.map((r) => `${r.ok ? 'ok  ' : 'FAIL'} ${r.threadId}: ${r.positions} positions${r.problems.map((p) => `\n     ${seqLabel(p.ns, p.seq)}: ${p.message}`).join('')}`),
+            ...reports.map(
+              (r) =>
+                `${r.ok ? 'ok  ' : 'FAIL'} ${r.threadId}: ${r.positions} positions, ${r.snapshots} snapshots, ${r.ledgerEntries} ledger entries` +
+                r.problems.map((p) => `\n     ${seqLabel(p.ns, p.seq)} (${p.kind}): ${p.message}`).join(''),
+            ),
             ...(artifacts ? [formatArtifactVerifyReport(artifacts)] : []),
           ].join('\n'),
         );

@@ -173,7 +173,7 @@ export function registerTransferCommands(program: Command): void {
         const report = await importThreads(target, records, to ? { artifacts: to } : {});
         const checks = [];
         for (const id of report.threads) {
-          const [before, after] = await Promise.all([verifyThread(source.checkpointer, id), verifyThread(target.checkpointer, id)]);
+          const [before, after] = await Promise.all([verifyThread(source, id), verifyThread(target, id)]);
           checks.push({ thread: id, source: before.ok, target: after.ok, positions: after.positions });
         }
         if (options.json) process.stdout.write(JSON.stringify({ ...report, verify: checks }, null, 2) + '\n');

@@ -56,12 +56,24 @@ describe('migrate --check', () => {
     ]);
   });
 
-  it('is a CLI command that loads the schema from the application module and exits 1 when a thread is unreadable', () => {
+  it('is a CLI command that loads the schema from the application module and exits 1 when a thread is unreadable (after migrate --apply upgraded the file)', () => {
     const file = copyOf('v1.db');
     const run = (args: string[]) =>
       execFileSync(process.execPath, ['--import', join(root, 'node_modules/tsx/dist/esm/index.mjs'), join(root, 'dist/cli/main.js'), 'migrate', '--db', file, ...args], {
         encoding: 'utf8',
       });
+    // The file was written by an older cairn: a check reads only, so it says how to upgrade the storage first.
+    const outdated = (() => {
+      try {
+        run(['--check', '--json', '--state', join(root, 'test/fixtures/schema-evolution/orders.ts#OrderV3')]);
+        return undefined;
+      } catch (error) {
+        return error as { status: number; stderr: string };
+      }
+    })();
+    expect(outdated?.status).toBe(1);
+    expect(outdated?.stderr).toContain('cairn migrate --apply');
+    run(['--apply']);
     const report = JSON.parse(run(['--check', '--json', '--state', join(root, 'test/fixtures/schema-evolution/orders.ts#OrderV3')]));
     expect(report.window).toEqual({ currentVersion: 3, oldestReadableVersion: 1 });
     expect(report.outside).toEqual([]);
