@@ -6,7 +6,7 @@
  * - **heads**: each namespace's head anchored in the thread record names its newest
  *   position, by seq and hash (a truncated log fails here);
  * - **snapshots**: each is sealed, names the chain hashes of its position and of that
- *   position's parent, and its item digests and counts match the items in the log;
+ *   position's parent, and its item checksums and counts match the items in the log;
  * - **the ledger**: every recorded output and effect outcome a position used exists,
  *   belongs to that step, and matches the digest the position holds.
  * Each namespace (the root graph '' and every child run's) is a chain of its own,
@@ -16,7 +16,7 @@ import type { Checkpointer, RangeItem, SeqRange, StoredPosition } from '../contr
 import type { Engine } from '../contracts/engine.js';
 import type { LedgerEntry } from '../contracts/ledger.js';
 import { comparePositionItems } from '../contracts/checkpointer.js';
-import { GENESIS_HASH, ItemDigest, sha256Hex } from '../codec/hash.js';
+import { GENESIS_HASH, ItemChecksum, sha256Hex } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
 import { ThreadNotFoundError } from '../errors.js';
 import { derivedCallKey } from '../runtime/context.js';
@@ -167,7 +167,7 @@ async function verifyHead(cp: Checkpointer, threadId: string, ns: string, chain:
   const head = await cp.getHead(threadId, ns);
   const problem = (seq: number, message: string) => problems.push({ ns, seq, kind: 'head', code: 'ERR_CORRUPT_RECORD', message });
   if (!head) {
-    if (chain.newest !== null) problem(chain.newest, `the thread record anchors no head for this namespace, whose newest position is ${chain.newest}.`);
+    if (chain.newest !== null) problem(chain.newest, `the thread record anchors no head for this namespace, whose newest stored position is ${chain.newest}: the anchor was removed, with the newest positions or alone.`);
     return;
   }
   if (chain.newest === null || head.seq > chain.newest) {
@@ -182,20 +182,20 @@ async function verifyHead(cp: Checkpointer, threadId: string, ns: string, chain:
 
 /**
  * Every snapshot of `ns`: sealed, bound to its position and its parent by hash, and
- * its item counts and digests those of the log. Digests are carried from one snapshot
- * to the next on the same branch, so a long linear thread's items are hashed once.
+ * its item counts and checksums those of the log. Checksums are carried from one
+ * snapshot to the next on the same branch, so a long linear thread's items are read once.
  */
 async function verifySnapshots(cp: Checkpointer, threadId: string, ns: string, chain: NamespaceChain, report: VerifyReport): Promise<void> {
   if (chain.newest === null) return;
-  /** Per field: the last snapshot digest computed, to extend from on the same branch. */
-  const carried = new Map<string, { seq: number; from: number; digest: ItemDigest }>();
+  /** Per field: the last snapshot checksum computed, to extend from on the same branch. */
+  const carried = new Map<string, { seq: number; from: number; checksum: ItemChecksum }>();
   for (let from = 0; from <= chain.newest; from += BATCH) {
     for (const snapshot of await cp.getSnapshots(threadId, ns, { from, to: Math.min(chain.newest, from + BATCH - 1) })) {
       report.snapshots++;
       const problem = (message: string) => report.problems.push({ ns, seq: snapshot.seq, kind: 'snapshot', code: 'ERR_CORRUPT_RECORD', message });
       const sealed = openSnapshot(snapshot.text);
       if (sealed === null) {
-        problem(`the snapshot does not match its digest.`);
+        problem(`the snapshot does not match its checksum.`);
         continue;
       }
       let body: SnapshotBody;
@@ -227,17 +227,17 @@ async function verifySnapshots(cp: Checkpointer, threadId: string, ns: string, c
         const held = cursor.inline?.length ?? (cursor.base !== undefined ? undefined : 0);
         const start = cursor.inline ? snapshot.seq + 1 : cursor.base !== undefined ? cursor.base + 1 : (cursor.since ?? 0);
         const previous = carried.get(field);
-        let digest: ItemDigest;
+        let checksum: ItemChecksum;
         if (previous && previous.from === start && ranges.some((r) => r.from <= previous.seq && previous.seq <= r.to)) {
-          digest = previous.digest.extend(await cp.getItems(threadId, ns, field, clip(ranges, previous.seq + 1, snapshot.seq)));
+          checksum = previous.checksum.extend(await cp.getItems(threadId, ns, field, clip(ranges, previous.seq + 1, snapshot.seq)));
         } else {
-          digest = ItemDigest.of(await cp.getItems(threadId, ns, field, clip(ranges, start, snapshot.seq)));
+          checksum = ItemChecksum.of(await cp.getItems(threadId, ns, field, clip(ranges, start, snapshot.seq)));
         }
-        carried.set(field, { seq: snapshot.seq, from: start, digest });
-        if (held !== undefined && digest.count + held !== cursor.count) {
-          problem(`field "${field}" counts ${cursor.count} items, but the log holds ${digest.count + held} up to this snapshot.`);
-        } else if (digest.value() !== cursor.digest) {
-          problem(`the digest of field "${field}"'s items does not match the items in the log.`);
+        carried.set(field, { seq: snapshot.seq, from: start, checksum });
+        if (held !== undefined && checksum.count + held !== cursor.count) {
+          problem(`field "${field}" counts ${cursor.count} items, but the log holds ${checksum.count + held} up to this snapshot.`);
+        } else if (checksum.value() !== cursor.checksum) {
+          problem(`the checksum of field "${field}"'s items does not match the items in the log.`);
         }
       }
     }

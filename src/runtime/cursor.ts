@@ -11,7 +11,7 @@ import type { ArtifactRef } from '../contracts/artifact-store.js';
 import { comparePositionItems, type Checkpointer, type PositionItem, type StoredPosition } from '../contracts/checkpointer.js';
 import type { ThreadLease, ThreadStatus } from '../contracts/threads.js';
 import { findArtifactRefs } from '../artifacts/refs.js';
-import { GENESIS_HASH, ItemDigest } from '../codec/hash.js';
+import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { RawJson, encode } from '../codec/tagged-json.js';
 import { crashPoint } from '../internal/crash-points.js';
 import type { StateSchema } from '../state/schema.js';
@@ -59,8 +59,8 @@ export class ThreadCursor {
   /** The thread's attempt, recorded in every position. */
   attempt: number;
   private appends: Record<string, AppendCursor> = {};
-  /** Digest of each append field's log items: what a snapshot records of them. */
-  private digests = new Map<string, ItemDigest>();
+  /** Each append field's item checksum, kept up to the snapshot that records it. */
+  private checksums = new Map<string, FieldChecksum>();
   /** Last encoded text of every non-append field: snapshot material and the "state size". */
   private fieldTexts = new Map<string, string>();
   private sinceSnapshot = { positions: 0, bytes: 0 };
@@ -81,7 +81,7 @@ export class ThreadCursor {
   /** A namespace with no position yet: its first commit starts from `state`. */
   start(state: Record<string, unknown>): void {
     this.state = state;
-    this.digests = new Map();
+    this.checksums = new Map();
     this.primeFieldTexts();
   }
 
@@ -90,7 +90,7 @@ export class ThreadCursor {
     this.head = { position: loaded.position, body: loaded.body };
     this.state = loaded.state;
     this.appends = loaded.appends;
-    this.digests = loaded.digests;
+    this.checksums = new Map([...loaded.checksums].map(([name, checksum]) => [name, FieldChecksum.of(checksum)]));
     this.sinceSnapshot = loaded.sinceSnapshot;
     this.rebasePending = loaded.storedVersion !== this.settings.schema.version;
     this.primeFieldTexts();
@@ -170,12 +170,12 @@ export class ThreadCursor {
     // Bookkeeping for the snapshot policy, applied only once the commit lands.
     // A rebase resets every field: cursors of the older version (maybe of fields that no longer exist) are dropped.
     const appends = rebase ? {} : { ...this.appends };
-    const digests = rebase ? new Map<string, ItemDigest>() : new Map(this.digests);
+    const checksums = rebase ? new Map<string, FieldChecksum>() : new Map(this.checksums);
     for (const [name, change] of changes) {
       if (change.kind !== 'append') continue;
       const previous = own(appends, name) ?? { since: null, count: 0 };
       appends[name] = change.reset ? { since: seq, count: change.items.length } : { ...previous, count: previous.count + change.items.length };
-      digests.set(name, change.reset ? ItemDigest.of(change.items) : (digests.get(name) ?? ItemDigest.of([])).extend(change.items));
+      checksums.set(name, (change.reset ? FieldChecksum.EMPTY : (checksums.get(name) ?? FieldChecksum.EMPTY)).append(change.items));
     }
     const fieldTexts = new Map(this.fieldTexts);
     for (const [name, change] of changes) if (change.kind === 'set') fieldTexts.set(name, change.text);
@@ -184,8 +184,10 @@ export class ThreadCursor {
     for (const text of fieldTexts.values()) stateBytes += text.length;
     const takeSnapshot =
       rebase || since.positions >= this.settings.snapshotEvery || (since.positions >= 2 && since.bytes > stateBytes);
+    // A snapshot records each field's checksum: the texts appended since the last one are checksummed now.
+    const settled = takeSnapshot ? new Map([...checksums].map(([name, checksum]) => [name, checksum.settled()])) : checksums;
     const snapshot = takeSnapshot
-      ? snapshotText({ schema, position: position.hash, parent: parent?.hash ?? GENESIS_HASH, fieldTexts, appends, digests })
+      ? snapshotText({ schema, position: position.hash, parent: parent?.hash ?? GENESIS_HASH, fieldTexts, appends, checksums: settled })
       : undefined;
 
     const status: ThreadStatus = interrupts.length ? 'interrupted' : next.length ? 'running' : 'completed';
@@ -197,7 +199,7 @@ export class ThreadCursor {
     this.lastSeq = seq;
     this.state = state;
     this.appends = appends;
-    this.digests = digests;
+    this.checksums = settled;
     this.fieldTexts = fieldTexts;
     this.sinceSnapshot = takeSnapshot ? { positions: 0, bytes: 0 } : since;
     this.rebasePending = false;
@@ -249,6 +251,37 @@ export class ThreadCursor {
   }
 }
 
+/**
+ * An append field's item checksum as a cursor keeps it: settled up to the last
+ * snapshot, plus the texts appended since, which are checksummed only when the next
+ * snapshot needs the value (a few dozen at once rather than one call per step).
+ * Immutable like {@link ItemChecksum}: `append` shares the pending list when it can.
+ */
+class FieldChecksum {
+  static readonly EMPTY = new FieldChecksum(ItemChecksum.of([]), [], 0);
+
+  private constructor(
+    readonly checksum: ItemChecksum,
+    private readonly pending: string[],
+    private readonly count: number,
+  ) {}
+
+  static of(checksum: ItemChecksum): FieldChecksum {
+    return new FieldChecksum(checksum, [], 0);
+  }
+
+  append(texts: readonly string[]): FieldChecksum {
+    const pending = this.pending.length === this.count ? this.pending : this.pending.slice(0, this.count);
+    for (const text of texts) pending.push(text);
+    return new FieldChecksum(this.checksum, pending, this.count + texts.length);
+  }
+
+  /** The same items, all checksummed. */
+  settled(): FieldChecksum {
+    return this.count === 0 ? this : new FieldChecksum(this.checksum.extend(this.pending.slice(0, this.count)), [], 0);
+  }
+}
+
 /** Artifact refs in what a commit writes: new set values, and the items just appended. */
 function writtenArtifactRefs(state: Record<string, unknown>, changes: Map<string, EncodedChange>): ArtifactRef[] {
   const written: unknown[] = [];
@@ -260,7 +293,7 @@ function writtenArtifactRefs(state: Record<string, unknown>, changes: Map<string
 
 /**
  * A sealed snapshot of the state at `position`: non-append values in full, append
- * fields as cursors with the digest of their items, and the chain hashes that tie it
+ * fields as cursors with the checksum of their items, and the chain hashes that tie it
  * to this one position (see `runtime/materialize`).
  */
 function snapshotText(at: {
@@ -269,12 +302,12 @@ function snapshotText(at: {
   parent: string;
   fieldTexts: Map<string, string>;
   appends: Record<string, AppendCursor>;
-  digests: Map<string, ItemDigest>;
+  checksums: Map<string, FieldChecksum>;
 }): string {
   const values: Record<string, RawJson> = {};
   for (const [name, text] of at.fieldTexts) values[name] = new RawJson(text);
   const appends: SnapshotBody['appends'] = {};
-  for (const [name, cursor] of Object.entries(at.appends)) appends[name] = { ...cursor, digest: (at.digests.get(name) ?? ItemDigest.of([])).value() };
+  for (const [name, cursor] of Object.entries(at.appends)) appends[name] = { ...cursor, checksum: (at.checksums.get(name) ?? FieldChecksum.EMPTY).settled().checksum.value() };
   const body: SnapshotBody = {
     format: SNAPSHOT_FORMAT,
     schemaVersion: at.schema.version,

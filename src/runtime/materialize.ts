@@ -10,8 +10,8 @@
  *   link by link against the chain, their items included;
  * - the snapshot is sealed (its own digest), names the chain hashes of its position
  *   and of that position's parent (so it belongs to this very position of this
- *   chain), and holds a digest of the items it points at below it: those items are
- *   hashed as they are read, without walking the positions that appended them;
+ *   chain), and holds a checksum of the items it points at below it: those items are
+ *   checked as they are read, without walking the positions that appended them;
  * - a load of the head compares N with the head the thread record anchors, so a
  *   truncated log is an error, not an older state.
  * And nothing is handed over that the code would misread: a position written at the
@@ -21,7 +21,7 @@
 import { own } from '../internal/own.js';
 import type { Checkpointer, HeadAnchor, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
 import { comparePositionItems } from '../contracts/checkpointer.js';
-import { GENESIS_HASH, ItemDigest } from '../codec/hash.js';
+import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
 import { CorruptRecordError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
 import type { StateSchema } from '../state/schema.js';
@@ -38,10 +38,10 @@ export interface AppendCursor {
   base?: number;
 }
 
-/** One append field in a snapshot: its cursor, and the digest of the log items it points at. */
+/** One append field in a snapshot: its cursor, and the checksum of the log items it points at. */
 export interface SnapshotAppend extends AppendCursor {
-  /** {@link ItemDigest} of the field's items in the log up to the snapshot (after `base`, or from `since`). */
-  digest?: string;
+  /** {@link ItemChecksum} of the field's items in the log up to the snapshot (after `base`, or from `since`). */
+  checksum?: string;
   /** Only in snapshots rewritten at a new schema version: their items, upcast. */
   inline?: unknown[];
 }
@@ -70,8 +70,8 @@ export interface LoadedPosition {
   storedVersion: number;
   /** Append cursors as stored (meaningful while storedVersion is current). */
   appends: Record<string, AppendCursor>;
-  /** The digest of each append field's log items (what the next snapshot records), by field. */
-  digests: Map<string, ItemDigest>;
+  /** The checksum of each append field's log items (what the next snapshot records), by field. */
+  checksums: Map<string, ItemChecksum>;
   /** Positions and set-value characters since the last snapshot on this branch (the snapshot policy's inputs). */
   sinceSnapshot: { positions: number; bytes: number };
 }
@@ -112,10 +112,25 @@ export async function ancestorRanges(cp: Checkpointer, threadId: string, positio
 export async function materializeHead(cp: Checkpointer, schema: StateSchema | undefined, threadId: string, ns: string): Promise<LoadedPosition> {
   const head = await cp.getHead(threadId, ns);
   if (!head) {
+    await checkUnanchored(cp, threadId, ns);
     if (ns === '' || ((await cp.getThread(threadId))?.head ?? null) === null) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
     throw new PositionNotFoundError(threadId, 0, { engine: cp.engine, ns });
   }
   return materialize(cp, schema, threadId, ns, head.seq, { head });
+}
+
+/**
+ * A namespace without a head anchor must hold no position: positions without one
+ * mean the anchor was removed (with the newest positions, say), and reading or
+ * starting the namespace afresh would pass an older state, or nothing, for the head.
+ */
+export async function checkUnanchored(cp: Checkpointer, threadId: string, ns: string): Promise<void> {
+  const [newest] = await cp.listPositions(threadId, ns, { limit: 1 });
+  if (newest) {
+    throw new CorruptRecordError(`the thread record anchors no head for positions up to ${newest.seq}: the anchor was removed, with the newest positions or alone.`, {
+      place: { engine: cp.engine, thread: threadId, ns, seq: newest.seq },
+    });
+  }
 }
 
 /**
@@ -220,30 +235,30 @@ export async function materialize(
     sincePositions++;
   }
 
-  const digests = new Map<string, ItemDigest>();
+  const checksums = new Map<string, ItemChecksum>();
   for (const [name, cursor] of Object.entries(appends)) {
     const held = cursor.base !== undefined ? (inline.get(name) ?? []) : [];
     const tail = tails.get(name) ?? [];
     // The field's items below the snapshot, unless it was reset after it: read in one
-    // query and checked against the snapshot's digest.
+    // query and checked against the snapshot's checksum.
     let below: string[] = [];
-    let digest = ItemDigest.of([]);
+    let checksum = ItemChecksum.of([]);
     const fromSnapshot = snapshot && (cursor.since === null || cursor.since <= snapshot.seq) ? own(snapshot.body.appends, name) : undefined;
     if (snapshot && fromSnapshot) {
       const from = cursor.base !== undefined ? cursor.base + 1 : cursor.since;
       below = await cp.getItems(threadId, ns, name, clipRanges(ranges, from ?? 0, snapshot.seq));
-      digest = ItemDigest.of(below);
+      checksum = ItemChecksum.of(below);
       const logCount = fromSnapshot.count - held.length;
-      if (below.length !== logCount || digest.value() !== fromSnapshot.digest) {
+      if (below.length !== logCount || checksum.value() !== fromSnapshot.checksum) {
         throw corrupt(
           below.length !== logCount
             ? `field "${name}" should have ${logCount} items up to the snapshot at seq ${snapshot.seq} but ${below.length} are stored.`
-            : `the items of field "${name}" up to the snapshot at seq ${snapshot.seq} do not match its digest: an item row was changed or damaged.`,
+            : `the items of field "${name}" up to the snapshot at seq ${snapshot.seq} do not match its checksum: an item row was changed or damaged.`,
           snapshot.seq,
         );
       }
     }
-    digest = digest.extend(tail);
+    checksum = checksum.extend(tail);
     if (held.length + below.length + tail.length !== cursor.count) {
       throw corrupt(`field "${name}" should have ${cursor.count} items but ${held.length + below.length + tail.length} are stored.`);
     }
@@ -252,7 +267,7 @@ export async function materialize(
     decodeItems(below, list, held.length, name, threadId);
     decodeItems(tail, list, held.length + below.length, name, threadId);
     values[name] = list;
-    digests.set(name, digest);
+    checksums.set(name, checksum);
   }
 
   if (schema && fields && version === schema.version) schema.checkDrift(fields, place);
@@ -263,7 +278,7 @@ export async function materialize(
     state,
     storedVersion: version,
     appends,
-    digests,
+    checksums,
     sinceSnapshot: { positions: sincePositions, bytes: sinceBytes },
   };
 }
@@ -350,7 +365,7 @@ async function inlineItems(cp: Checkpointer, threadId: string, ns: string, seq: 
 
 /**
  * Decodes item texts into `into` from `offset`, naming the item of a text that does
- * not decode. A tight loop: a long thread's load is mostly this and the digest.
+ * not decode. A tight loop: a long thread's load is mostly this and the checksum.
  */
 function decodeItems(texts: readonly string[], into: unknown[], offset: number, field: string, threadId: string): void {
   let i = 0;

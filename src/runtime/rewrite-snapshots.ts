@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Engine } from '../contracts/engine.js';
 import type { ThreadStatus } from '../contracts/threads.js';
-import { GENESIS_HASH, ItemDigest } from '../codec/hash.js';
+import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { encode } from '../codec/tagged-json.js';
 import type { StateSchema } from '../state/schema.js';
 import { materialize, type SnapshotBody } from './materialize.js';
@@ -61,10 +61,10 @@ export async function rewriteSnapshots(engine: Engine, schema: StateSchema, opti
           appends: {},
         };
         // Every item is held inline: none comes from the log below the snapshot.
-        const none = ItemDigest.of([]).value();
+        const none = ItemChecksum.of([]).value();
         for (const name of schema.fieldNames) {
           const value = loaded.state[name];
-          if (schema.appendFields.has(name)) body.appends[name] = { since: head, count: (value as unknown[]).length, digest: none, inline: value as unknown[] };
+          if (schema.appendFields.has(name)) body.appends[name] = { since: head, count: (value as unknown[]).length, checksum: none, inline: value as unknown[] };
           else body.values[name] = value;
         }
         await cp.putSnapshot(lease, { ns: '', seq: head, text: sealSnapshot(encode(body, 'snapshot')) });

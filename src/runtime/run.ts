@@ -47,7 +47,7 @@ import type { StateSchema } from '../state/schema.js';
 import { MAX_STALE_RERUNS, TaskScope, findStaleRead, type ValidatedRead } from './context.js';
 import type { EventSink } from './events.js';
 import { START, nextNodes, type GraphSpec, type NodeSpec } from './graph.js';
-import { materialize } from './materialize.js';
+import { checkUnanchored, materialize } from './materialize.js';
 import { mergeWrites, type MergeResult, type Writer } from './merge.js';
 import { openSnapshot, sealSnapshot, type CallRef, type PendingInterrupt, type PositionBody } from './position.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
@@ -168,6 +168,8 @@ export class Run {
   private async prepare(input: Record<string, unknown> | undefined): Promise<'started' | 'resume' | 'nothing'> {
     const threadId = this.lease.threadId;
     if (this.thread.head === null) {
+      // A thread that never committed, unless its anchor is what was lost.
+      if (this.thread.attempts > 0) await checkUnanchored(this.cp, threadId, this.ns);
       this.cursor.start(this.settings.schema.initial());
       await this.startRun(input);
       return 'started';
@@ -366,7 +368,10 @@ export class Run {
   /** This run's namespace's anchored head (null before its first position). */
   private async loadNamespaceHead(): Promise<Head | null> {
     const anchor = await this.cp.getHead(this.lease.threadId, this.ns);
-    if (!anchor) return null;
+    if (!anchor) {
+      await checkUnanchored(this.cp, this.lease.threadId, this.ns);
+      return null;
+    }
     this.cursor.lastSeq = anchor.seq;
     const loaded = await materialize(this.cp, this.settings.schema, this.lease.threadId, this.ns, anchor.seq, { head: anchor });
     this.cursor.adopt(loaded);

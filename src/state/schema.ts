@@ -75,7 +75,7 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
   readonly fieldNames: readonly string[];
   readonly appendFields: ReadonlySet<string>;
   private readonly upcasters: Record<number, (state: PlainState) => PlainState>;
-  private table: Record<string, string> | undefined;
+  private readonly table: Readonly<Record<string, string>>;
 
   /** Phantom members that carry the state's types. */
   declare readonly $state: BaseState<F> & { readonly [K in keyof D]: D[K] };
@@ -118,6 +118,8 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
       );
     }
     this.oldestReadableVersion = oldest;
+    // Computed once, here: the first commit and every load of a thread compare with it.
+    this.table = this.computeFieldTable();
   }
 
   field(name: string): AnyField | undefined {
@@ -165,14 +167,17 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
    * that start a version, and compared on every load ({@link checkDrift}).
    */
   fieldTable(): Record<string, string> {
-    if (this.table) return this.table;
+    return this.table;
+  }
+
+  private computeFieldTable(): Record<string, string> {
     const table: Record<string, string> = {};
     for (const name of this.fieldNames) {
       const field = this.fields[name] as AnyField;
       const reducer = field.role === 'runtime' ? '-' : typeof field.reduce === 'function' ? 'custom' : field.reduce;
       table[name] = `${field.role} ${reducer} ${schemaFingerprint(field.schema as StandardSchemaV1)}`;
     }
-    return (this.table = table);
+    return Object.freeze(table);
   }
 
   /**

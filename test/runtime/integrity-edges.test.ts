@@ -130,7 +130,7 @@ for (const name of ['sqlite', 'postgres'] as EngineName[]) {
         expect(await rows.snapshotSeqs()).toEqual([3, 7]);
         // entry-2 was appended by seq 2, below the snapshots at 3 and 7.
         expect(await rows.setItem('"entry-2"', '"entry-X"')).toBe(1);
-        await expectCorrupt(() => app.getState(THREAD), /digest|hash/);
+        await expectCorrupt(() => app.getState(THREAD), /checksum|hash/);
         await expectCorrupt(() => app.stateAt(THREAD, 7));
         await expectCorrupt(() => app.stateAt(THREAD, 5));
         await expectCorrupt(() => app.stateAt(THREAD, 3));
@@ -155,7 +155,9 @@ for (const name of ['sqlite', 'postgres'] as EngineName[]) {
         await expectCorrupt(() => app.run({ thread: THREAD }), /removed/);
         const report = await app.verify(THREAD);
         expect(report.ok).toBe(false);
-        expect(report.problems).toEqual([expect.objectContaining({ kind: 'head', seq: 8 })]);
+        // On PostgreSQL the anchor (in its own table) still names seq 8; SQLite keeps it as a
+        // row beside the newest position, which a `DELETE ... WHERE seq >= 7` takes too.
+        expect(report.problems).toEqual([expect.objectContaining({ kind: 'head', message: expect.stringMatching(/removed/) })]);
         // What is still stored still reads.
         expect((await app.stateAt(THREAD, 6)).n).toBe(6);
       } finally {

@@ -25,6 +25,14 @@ export interface SqliteOptions {
   /** How long a writer waits for another connection's write lock, ms. Default 5000. */
   busyTimeoutMs?: number;
   /**
+   * How much of the file SQLite reads through a memory map instead of `read()` calls,
+   * bytes (`PRAGMA mmap_size`). Default 256 MiB: loading a long thread reads every
+   * page of its items, and the map saves a system call and a copy per page (a fifth
+   * of a 5,000-item load). Writes still go through the WAL. 0 turns it off, e.g. on a
+   * filesystem where a failing disk should be an error rather than a SIGBUS.
+   */
+  mmapBytes?: number;
+  /**
    * Open for reading only: the file must exist and hold a cairn database with every
    * migration this cairn knows. Nothing is created, migrated or written (writes fail
    * with EngineError); a missing file or database is {@link DatabaseNotFoundError}, an
@@ -34,6 +42,9 @@ export interface SqliteOptions {
    */
   readOnly?: boolean;
 }
+
+/** See {@link SqliteOptions.mmapBytes}. */
+const DEFAULT_MMAP_BYTES = 256 * 1024 * 1024;
 
 /** True for SQLite's "another connection holds the lock" codes (SQLITE_BUSY and its extended codes). */
 function isBusy(error: unknown): boolean {
@@ -175,6 +186,7 @@ export class SqliteConnection {
       }
       // First: everything below may wait for another process opening the same file.
       db.pragma(`busy_timeout = ${timeout}`);
+      db.pragma(`mmap_size = ${Math.max(0, Math.floor(this.options.mmapBytes ?? DEFAULT_MMAP_BYTES))}`);
       if (readOnly) this.checkSchema(db);
       else {
         enableWal(db, timeout);
