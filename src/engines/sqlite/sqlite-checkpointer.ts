@@ -66,6 +66,23 @@ const THREAD_SELECT = `
 
 const POSITION_COLUMNS = 'seq, parent, segment, step, schema_version, created_at, body, hash';
 
+/**
+ * The statements of a step commit and of a head read, built once: `stmt()` finds a
+ * prepared statement by its text, and a text built anew at every call is hashed anew.
+ */
+const SQL = {
+  threadById: `${THREAD_SELECT} WHERE t.id = ?`,
+  fenceAndHead: `SELECT t.tid, t.status, (SELECT parent FROM cairn_positions WHERE tid = t.tid AND ns = ? AND seq = ${HEAD_SEQ}) AS head
+    FROM cairn_threads t WHERE t.id = ? AND t.run_id = ? AND t.epoch = ?`,
+  insertPosition: `INSERT INTO cairn_positions (tid, ns, ${POSITION_COLUMNS}, items_from, items_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  insertAnchor: `INSERT INTO cairn_positions (tid, ns, seq, parent, segment, step, schema_version, created_at, body, hash, items_count) VALUES (?, ?, ${HEAD_SEQ}, ?, 0, 0, 0, ?, '', ?, 0)`,
+  moveAnchor: `UPDATE cairn_positions SET parent = ?, hash = ?, created_at = ? WHERE tid = ? AND ns = ? AND seq = ${HEAD_SEQ}`,
+  head: `SELECT h.parent, h.hash FROM cairn_threads t JOIN cairn_positions h ON h.tid = t.tid AND h.ns = ? AND h.seq = ${HEAD_SEQ} WHERE t.id = ?`,
+  countAnchors: `SELECT count(*) FROM cairn_positions WHERE tid = ? AND seq = ${HEAD_SEQ}`,
+  position: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?`,
+  positions: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq BETWEEN ? AND ? ORDER BY seq`,
+} as const;
+
 /** A thread's `updatedAt` in SQL, as {@link toThread} computes it (the row is not rewritten per step). */
 const UPDATED_AT = 'max(t.updated_at, coalesce(h.created_at, 0))';
 
@@ -140,7 +157,7 @@ export class SqliteCheckpointer implements Checkpointer {
   constructor(private readonly conn: SqliteConnection) {}
 
   private threadRow(threadId: string): ThreadRow | undefined {
-    return this.conn.stmt(`${THREAD_SELECT} WHERE t.id = ?`).get(threadId) as ThreadRow | undefined;
+    return this.conn.stmt(SQL.threadById).get(threadId) as ThreadRow | undefined;
   }
 
   /** Throws LeaseLostError unless `lease` still holds the thread; returns its tid. */
@@ -214,7 +231,7 @@ export class SqliteCheckpointer implements Checkpointer {
         .stmt(`DELETE FROM cairn_items WHERE rowid IN (SELECT i.rowid FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.items_count > 0)`)
         .run(row.tid).changes;
       // The head anchors are rows of cairn_positions too: not counted as positions.
-      const anchors = this.conn.stmt(`SELECT count(*) FROM cairn_positions WHERE tid = ? AND seq = ${HEAD_SEQ}`).pluck().get(row.tid) as number;
+      const anchors = this.conn.stmt(SQL.countAnchors).pluck().get(row.tid) as number;
       for (const [kind, table] of Object.entries(THREAD_TABLES) as [keyof typeof THREAD_TABLES, string][]) {
         removed[kind] = this.conn.stmt(`DELETE FROM ${table} WHERE tid = ?`).run(row.tid).changes;
       }
@@ -350,10 +367,7 @@ export class SqliteCheckpointer implements Checkpointer {
       // lease or add a position between these reads and the inserts below.
       // The fence and the namespace's head in one statement.
       const held = this.conn
-        .stmt(
-          `SELECT t.tid, t.status, (SELECT parent FROM cairn_positions WHERE tid = t.tid AND ns = ? AND seq = ${HEAD_SEQ}) AS head
-           FROM cairn_threads t WHERE t.id = ? AND t.run_id = ? AND t.epoch = ?`,
-        )
+        .stmt(SQL.fenceAndHead)
         .get(position.ns, lease.threadId, lease.runId, lease.epoch) as { tid: number; status: string; head: number | null } | undefined;
       if (!held) throw new LeaseLostError(lease.threadId, { engine: this.engine });
       const { tid, head } = held;
@@ -374,7 +388,7 @@ export class SqliteCheckpointer implements Checkpointer {
         }
       }
       this.conn
-        .stmt(`INSERT INTO cairn_positions (tid, ns, ${POSITION_COLUMNS}, items_from, items_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+        .stmt(SQL.insertPosition)
         .run(
           tid,
           position.ns,
@@ -389,13 +403,17 @@ export class SqliteCheckpointer implements Checkpointer {
           itemsFrom,
           items.length,
         );
-      this.conn
-        .stmt(
-          `INSERT INTO cairn_positions (tid, ns, seq, parent, segment, step, schema_version, created_at, body, hash, items_count)
-           VALUES (?, ?, ${HEAD_SEQ}, ?, 0, 0, 0, ?, '', ?, 0)
-           ON CONFLICT (tid, ns, seq) DO UPDATE SET parent = excluded.parent, hash = excluded.hash, created_at = excluded.created_at`,
-        )
-        .run(tid, position.ns, position.seq, position.createdAt, hash);
+      // The anchor moves with the head: an update in place once it exists (a plain update
+      // by key costs a fraction of an upsert), an insert for the namespace's first position.
+      if (head === null) {
+        this.conn
+          .stmt(SQL.insertAnchor)
+          .run(tid, position.ns, position.seq, position.createdAt, hash);
+      } else {
+        this.conn
+          .stmt(SQL.moveAnchor)
+          .run(position.seq, hash, position.createdAt, tid, position.ns);
+      }
       if (commit.snapshot !== undefined) {
         this.conn.stmt('INSERT INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, position.ns, position.seq, commit.snapshot);
         crashPoint('inside-snapshot');
@@ -442,7 +460,7 @@ export class SqliteCheckpointer implements Checkpointer {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return null;
     if (!(seq < HEAD_SEQ)) return null;
-    const row = this.conn.stmt(`SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?`).raw().get(tid, ns, seq) as PositionRow | undefined;
+    const row = this.conn.stmt(SQL.position).raw().get(tid, ns, seq) as PositionRow | undefined;
     return row ? toPosition(ns, row) : null;
   }
 
@@ -450,7 +468,7 @@ export class SqliteCheckpointer implements Checkpointer {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return [];
     const rows = this.conn
-      .stmt(`SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq BETWEEN ? AND ? ORDER BY seq`)
+      .stmt(SQL.positions)
       .raw()
       .all(tid, ns, range.from, Math.min(range.to, HEAD_SEQ - 1)) as PositionRow[];
     return rows.map((row) => toPosition(ns, row));
@@ -459,7 +477,7 @@ export class SqliteCheckpointer implements Checkpointer {
   async getHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
     const row = this.conn.run('getHead', () =>
       this.conn
-        .stmt(`SELECT h.parent, h.hash FROM cairn_threads t JOIN cairn_positions h ON h.tid = t.tid AND h.ns = ? AND h.seq = ${HEAD_SEQ} WHERE t.id = ?`)
+        .stmt(SQL.head)
         .raw()
         .get(ns, threadId),
     ) as [number, Buffer] | undefined;
