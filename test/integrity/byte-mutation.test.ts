@@ -59,8 +59,7 @@ function tables(engine: EngineName): TableSpec[] {
     { table: 'cairn_positions', key: ['ns', 'seq'], columns: engine === 'sqlite' ? { ...positions, items_from: 'int', items_count: 'int' } : positions },
     { table: 'cairn_items', key: engine === 'sqlite' ? ['rowid'] : ['ns', 'field', 'seq', 'idx'], columns: { body: 'text', field: 'text', seq: 'int', idx: 'int' } },
     { table: 'cairn_snapshots', key: ['ns', 'seq'], columns: { body: 'text', seq: 'int' } },
-    // SQLite keeps each namespace's head anchor as a row of cairn_positions (seq 2^53 - 1): covered above.
-    ...(engine === 'postgres' ? [{ table: 'cairn_heads', key: ['ns'], columns: { seq: 'int', hash: 'blob' } as Record<string, Kind> }] : []),
+    { table: 'cairn_heads', key: ['ns'], columns: { seq: 'int', hash: 'blob' } },
     { table: 'cairn_ledger', key: ['key'], columns: { key: 'text', kind: 'text', name: 'text', seq: 'int', task: 'text', call: 'int', status: 'text', outcome: 'text' } },
   ];
 }

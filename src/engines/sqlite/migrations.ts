@@ -185,15 +185,22 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     id: 5,
     name: 'anchored namespace heads',
     sql: `
-      -- Each namespace's head (seq, chain hash, time) is anchored by the commit that moves
-      -- it, so that a truncated log is an error rather than an older head. The anchor is a
-      -- row of cairn_positions at a reserved seq above every real one (HEAD_SEQ in
-      -- sqlite-checkpointer.ts): it sorts right after the namespace's newest position, so
-      -- the commit that inserts a position rewrites the anchor on the same b-tree page
-      -- (a separate table cost one more page, one more WAL frame, per step). Its parent
-      -- column holds the anchored seq, its hash and created_at the head's.
-      INSERT INTO cairn_positions (tid, ns, seq, parent, segment, step, schema_version, created_at, body, hash, items_from, items_count)
-        SELECT p.tid, p.ns, 9007199254740991, p.seq, 0, 0, 0, p.created_at, '', p.hash, NULL, 0 FROM cairn_positions p
+      -- Each namespace's head (seq, chain hash, time), written by the commit that moves
+      -- it. A head that is only "the highest seq" cannot tell a truncated log from an
+      -- older one; the anchor can. Existing threads are anchored at their newest position.
+      -- (A row of cairn_positions beside the newest one would share its page, but every
+      -- insert would then land before the last row, which costs SQLite a full page
+      -- balance at each split instead of its append fast path: measured slower.)
+      CREATE TABLE cairn_heads (
+        tid        INTEGER NOT NULL,
+        ns         TEXT NOT NULL,
+        seq        INTEGER NOT NULL,
+        hash       BLOB NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (tid, ns)
+      ) WITHOUT ROWID;
+      INSERT INTO cairn_heads (tid, ns, seq, hash, created_at)
+        SELECT p.tid, p.ns, p.seq, p.hash, p.created_at FROM cairn_positions p
         WHERE p.seq = (SELECT max(q.seq) FROM cairn_positions q WHERE q.tid = p.tid AND q.ns = p.ns);
     `,
   },

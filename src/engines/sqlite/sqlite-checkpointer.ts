@@ -51,18 +51,10 @@ interface ThreadRow {
 
 type PositionRow = [number, number | null, number, number, number, number, string, Buffer];
 
-/**
- * The seq of a namespace's head anchor: a row of cairn_positions above every real
- * seq, so that it sits beside the newest position in the b-tree and a commit rewrites
- * it on the page it already writes (see migration 5). Its `parent` is the anchored
- * seq, its `hash` and `created_at` the head's. Every read of positions stays below it.
- */
-const HEAD_SEQ = Number.MAX_SAFE_INTEGER;
-
 /** A thread row with its root namespace's anchored head and the head's time. */
 const THREAD_SELECT = `
-  SELECT t.*, h.parent AS head, h.created_at AS head_at FROM cairn_threads t
-  LEFT JOIN cairn_positions h ON h.tid = t.tid AND h.ns = '' AND h.seq = ${HEAD_SEQ}`;
+  SELECT t.*, h.seq AS head, h.created_at AS head_at FROM cairn_threads t
+  LEFT JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ''`;
 
 const POSITION_COLUMNS = 'seq, parent, segment, step, schema_version, created_at, body, hash';
 
@@ -72,13 +64,12 @@ const POSITION_COLUMNS = 'seq, parent, segment, step, schema_version, created_at
  */
 const SQL = {
   threadById: `${THREAD_SELECT} WHERE t.id = ?`,
-  fenceAndHead: `SELECT t.tid, t.status, (SELECT parent FROM cairn_positions WHERE tid = t.tid AND ns = ? AND seq = ${HEAD_SEQ}) AS head
+  fenceAndHead: `SELECT t.tid, t.status, (SELECT seq FROM cairn_heads WHERE tid = t.tid AND ns = ?) AS head
     FROM cairn_threads t WHERE t.id = ? AND t.run_id = ? AND t.epoch = ?`,
   insertPosition: `INSERT INTO cairn_positions (tid, ns, ${POSITION_COLUMNS}, items_from, items_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  insertAnchor: `INSERT INTO cairn_positions (tid, ns, seq, parent, segment, step, schema_version, created_at, body, hash, items_count) VALUES (?, ?, ${HEAD_SEQ}, ?, 0, 0, 0, ?, '', ?, 0)`,
-  moveAnchor: `UPDATE cairn_positions SET parent = ?, hash = ?, created_at = ? WHERE tid = ? AND ns = ? AND seq = ${HEAD_SEQ}`,
-  head: `SELECT h.parent, h.hash FROM cairn_threads t JOIN cairn_positions h ON h.tid = t.tid AND h.ns = ? AND h.seq = ${HEAD_SEQ} WHERE t.id = ?`,
-  countAnchors: `SELECT count(*) FROM cairn_positions WHERE tid = ? AND seq = ${HEAD_SEQ}`,
+  insertAnchor: 'INSERT INTO cairn_heads (tid, ns, seq, hash, created_at) VALUES (?, ?, ?, ?, ?)',
+  moveAnchor: 'UPDATE cairn_heads SET seq = ?, hash = ?, created_at = ? WHERE tid = ? AND ns = ?',
+  head: 'SELECT h.seq, h.hash FROM cairn_threads t JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ? WHERE t.id = ?',
   position: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?`,
   positions: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq BETWEEN ? AND ? ORDER BY seq`,
 } as const;
@@ -230,12 +221,10 @@ export class SqliteCheckpointer implements Checkpointer {
       removed.items = this.conn
         .stmt(`DELETE FROM cairn_items WHERE rowid IN (SELECT i.rowid FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.items_count > 0)`)
         .run(row.tid).changes;
-      // The head anchors are rows of cairn_positions too: not counted as positions.
-      const anchors = this.conn.stmt(SQL.countAnchors).pluck().get(row.tid) as number;
       for (const [kind, table] of Object.entries(THREAD_TABLES) as [keyof typeof THREAD_TABLES, string][]) {
         removed[kind] = this.conn.stmt(`DELETE FROM ${table} WHERE tid = ?`).run(row.tid).changes;
       }
-      removed.positions -= anchors;
+      this.conn.stmt('DELETE FROM cairn_heads WHERE tid = ?').run(row.tid);
       // The thread's pins, live or already unpinned (a tombstone row), and their overwrite records.
       const suffix = threadPinSuffix(threadId);
       const pinKeys = 'ns = ? AND substr(key, ?) = ?';
@@ -404,11 +393,11 @@ export class SqliteCheckpointer implements Checkpointer {
           items.length,
         );
       // The anchor moves with the head: an update in place once it exists (a plain update
-      // by key costs a fraction of an upsert), an insert for the namespace's first position.
+      // by key costs a third of an upsert), an insert for the namespace's first position.
       if (head === null) {
         this.conn
           .stmt(SQL.insertAnchor)
-          .run(tid, position.ns, position.seq, position.createdAt, hash);
+          .run(tid, position.ns, position.seq, hash, position.createdAt);
       } else {
         this.conn
           .stmt(SQL.moveAnchor)
@@ -431,7 +420,7 @@ export class SqliteCheckpointer implements Checkpointer {
   async putSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<void> {
     this.write('putSnapshot', () => {
       const tid = this.fence(lease);
-      const exists = snapshot.seq < HEAD_SEQ ? this.conn.stmt('SELECT 1 FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?').pluck().get(tid, snapshot.ns, snapshot.seq) : undefined;
+      const exists = this.conn.stmt('SELECT 1 FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?').pluck().get(tid, snapshot.ns, snapshot.seq);
       if (exists === undefined) throw new PositionNotFoundError(lease.threadId, snapshot.seq, { engine: this.engine });
       this.conn.stmt('INSERT OR REPLACE INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, snapshot.ns, snapshot.seq, snapshot.text);
     });
@@ -459,7 +448,6 @@ export class SqliteCheckpointer implements Checkpointer {
   async getPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return null;
-    if (!(seq < HEAD_SEQ)) return null;
     const row = this.conn.stmt(SQL.position).raw().get(tid, ns, seq) as PositionRow | undefined;
     return row ? toPosition(ns, row) : null;
   }
@@ -470,7 +458,7 @@ export class SqliteCheckpointer implements Checkpointer {
     const rows = this.conn
       .stmt(SQL.positions)
       .raw()
-      .all(tid, ns, range.from, Math.min(range.to, HEAD_SEQ - 1)) as PositionRow[];
+      .all(tid, ns, range.from, range.to) as PositionRow[];
     return rows.map((row) => toPosition(ns, row));
   }
 
@@ -487,10 +475,12 @@ export class SqliteCheckpointer implements Checkpointer {
   async listNamespaces(threadId: string): Promise<string[]> {
     const tid = this.conn.tid(threadId);
     if (tid === undefined) return [];
-    // Walks the (tid, ns, seq) primary key: already grouped and ordered by ns (BINARY
-    // collation: UTF-8 byte order), so neither DISTINCT nor ORDER BY needs a sort. The
-    // anchors are rows of it too: a namespace whose positions are gone is still named.
-    return this.conn.stmt('SELECT DISTINCT ns FROM cairn_positions WHERE tid = ? ORDER BY ns').pluck().all(tid) as string[];
+    // Both walk a (tid, ns, ...) primary key (BINARY collation: UTF-8 byte order); the
+    // union also names a namespace whose positions are gone but whose anchor is not.
+    return this.conn
+      .stmt('SELECT ns FROM cairn_heads WHERE tid = ? UNION SELECT DISTINCT ns FROM cairn_positions WHERE tid = ? ORDER BY ns')
+      .pluck()
+      .all(tid, tid) as string[];
   }
 
   async listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
@@ -499,7 +489,7 @@ export class SqliteCheckpointer implements Checkpointer {
     const rows = this.conn
       .stmt(`SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq < ? ORDER BY seq DESC LIMIT ?`)
       .raw()
-      .all(tid, ns, Math.min(page.beforeSeq ?? HEAD_SEQ, HEAD_SEQ), page.limit ?? -1) as PositionRow[];
+      .all(tid, ns, page.beforeSeq ?? Number.MAX_SAFE_INTEGER, page.limit ?? -1) as PositionRow[];
     return rows.map((row) => toPosition(ns, row));
   }
 
