@@ -16,7 +16,7 @@
  *   steps add up to the run's wall clock;
  * - `dbBytes`: main + WAL after `wal_checkpoint(TRUNCATE)` ({@link checkpointedDbBytes}),
  *   on a connection opened after the engine closed;
- * - head load (`app.getState`), N/2 load (`app.stateAt(thread, n/2)`: seq k
+ * - head load (`app.getState`), N/2 load (`app.stateAt({ thread, seq: n/2 })`: seq k
  *   holds k messages), the whole history (`app.history`, paged newest-first
  *   1000 at a time) and the newest 1000 positions (`app.history({ limit: 1000 })`),
  *   each the median of {@link CAIRN_LOAD_RUNS} fresh processes timing only the

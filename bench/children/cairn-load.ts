@@ -36,25 +36,25 @@ let loaded: readonly BenchMessage[] | undefined;
 async function load(): Promise<number> {
   switch (op) {
     case 'head':
-      loaded = (await app.getState(CAIRN_THREAD_ID)).messages;
+      loaded = (await app.getState({ thread: CAIRN_THREAD_ID })).messages;
       return loaded.length;
     case 'mid': {
       if (seqArg === undefined) throw new Error('mid needs a SEQ');
-      loaded = (await app.stateAt(CAIRN_THREAD_ID, Number(seqArg))).messages;
+      loaded = (await app.stateAt({ thread: CAIRN_THREAD_ID, seq: Number(seqArg) })).messages;
       return loaded.length;
     }
     case 'history': {
       let count = 0;
       let beforeSeq: number | undefined;
       for (;;) {
-        const page = await app.history(CAIRN_THREAD_ID, { limit: HISTORY_PAGE, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
+        const page = await app.history({ thread: CAIRN_THREAD_ID, limit: HISTORY_PAGE, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
         count += page.length;
         if (page.length < HISTORY_PAGE) return count;
         beforeSeq = page[page.length - 1]!.seq;
       }
     }
     case 'history-1000':
-      return (await app.history(CAIRN_THREAD_ID, { limit: 1000 })).length;
+      return (await app.history({ thread: CAIRN_THREAD_ID, limit: 1000 })).length;
     default:
       throw new Error(`unknown op ${op}`);
   }

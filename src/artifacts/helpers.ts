@@ -43,7 +43,7 @@ export interface StoreValueOptions {
  * Content-addressed unless a key is given, so storing the same output twice (a
  * re-executed step) stores it once. Read it back with {@link loadValue}.
  *
- * Inside a node, prefer `ctx.artifact(name, fn)`, which also records the ref so a
+ * Inside a node, prefer `ctx.recordArtifact(name, fn)`, which also records the ref so a
  * re-executed step is served it without calling `fn` again.
  *
  * @example

@@ -9,7 +9,7 @@
  * namespace (the root graph's and each child run's), its snapshots, and its ledger
  * (recorded outputs and effect outcomes, which is where the ref of a step that has
  * not committed yet lives when it was written through `ctx.effect` or
- * `ctx.artifact`) — every ref in a store value, pins kept in the store
+ * `ctx.recordArtifact`) — every ref in a store value, pins kept in the store
  * ({@link pinArtifact}) and pins passed in.
  *
  * **Grace**: an artifact written or handed out again (put of known bytes,

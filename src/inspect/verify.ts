@@ -19,7 +19,7 @@ import { comparePositionItems } from '../contracts/checkpointer.js';
 import { GENESIS_HASH, ItemChecksum, sha256Hex } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
 import { ThreadNotFoundError } from '../errors.js';
-import { derivedCallKey } from '../runtime/context.js';
+import { derivedCallKey } from '../runtime/task-scope.js';
 import { ancestorRanges, type SnapshotBody } from '../runtime/materialize.js';
 import { SNAPSHOT_FORMAT, hashPosition, openSnapshot, type CallRef, type PositionBody } from '../runtime/position.js';
 import { describePosition } from './walk.js';

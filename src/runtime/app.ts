@@ -15,20 +15,19 @@ import { randomUUID } from 'node:crypto';
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { DeleteThreadOptions, DeleteThreadResult, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
-import { decode } from '../codec/tagged-json.js';
-import { EffectConflictError, EffectNotFoundError, GraphMismatchError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
-import { namespaceNodes } from './subgraph.js';
+import { decode, encode } from '../codec/tagged-json.js';
+import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
+import { EffectConflictError, EffectNotFoundError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
+import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
-import type { GraphSpec } from './graph.js';
+import { namespaceGraph, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PositionBody } from './position.js';
-import type { RetryPolicy } from './retry.js';
-import { Run, type RunOutcome } from './run.js';
 import { replayThread, type ReplayReport } from './replay.js';
-import { verifyThread, type VerifyReport } from '../inspect/verify.js';
-import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
-import { encode } from '../codec/tagged-json.js';
+import type { RetryPolicy } from './retry.js';
+import { ThreadRun, type RunOutcome } from './run-control.js';
 
 export interface CompileOptions {
   /**
@@ -40,7 +39,7 @@ export interface CompileOptions {
   engine: Engine;
   /** Where `ctx.artifacts` puts big payloads: `fsArtifacts(dir)`, `memoryArtifacts()`. */
   artifacts?: ArtifactStore;
-  /** Write a snapshot at least every this many positions. Default 50. */
+  /** Write a snapshot at least every this many positions. Default 50 (`SNAPSHOT_EVERY`). */
   snapshotEvery?: number;
   /** Most supersteps one run may take. Default 100. */
   recursionLimit?: number;
@@ -98,7 +97,9 @@ export interface ResumeOptions<S extends StateSchema> extends Omit<RunOptions<S>
   actor?: string;
 }
 
-export interface ForkOptions<S extends StateSchema> {
+export interface ForkOptions<S extends StateSchema> extends ThreadOption {
+  /** The position the new branch starts from. */
+  seq: number;
   /** Writes applied on top of the origin's state, validated and merged through the reducers. */
   patch?: UpdateOf<S>;
   /** Who forked (kept in the position). Default `fork`. */
@@ -132,11 +133,57 @@ export interface PositionInfo {
   hash: string;
 }
 
+/** Which thread a call is about: every method of an {@link App} names it the same way. */
+export interface ThreadOption {
+  thread: string;
+}
+
 /** Which checkpoint namespace of a thread: '' (default) for the root graph, a child run's for a subgraph's. */
 export interface NamespaceOption {
   ns?: string;
 }
 
+/** Options of {@link App.stateAt}. */
+export interface StateAtOptions extends ThreadOption, NamespaceOption {
+  /** The position whose state to read. */
+  seq: number;
+}
+
+/** Options of {@link App.history}. */
+export interface HistoryOptions extends ThreadOption, NamespaceOption {
+  /** Only positions before this seq (paging backwards). */
+  beforeSeq?: number;
+  /** At most this many positions. */
+  limit?: number;
+}
+
+/** Options of {@link App.replay}. */
+export interface ReplayOptions extends ThreadOption {
+  /** The position to replay from. */
+  from: number;
+  /** The position to replay to, on its branch. Default: the head. */
+  to?: number;
+}
+
+/** Options of {@link App.resolveEffect}. */
+export interface ResolveEffectOptions extends ThreadOption {
+  /** The effect's idempotency key (as `cairn effects` lists it). */
+  idempotencyKey: string;
+  /** The outcome a person checked by hand; the next run is served it. */
+  outcome: unknown;
+}
+
+/**
+ * A compiled graph bound to an engine. Every method names its thread the same way,
+ * `{ thread }`, and takes one options object.
+ *
+ * @example
+ * ```ts
+ * const app = graph(State).node(...).edge(...).compile({ engine: sqlite('./cairn.db') });
+ * const { state } = await app.run({ thread: 'cust_42' });  // after a crash, the same call resumes
+ * await app.stateAt({ thread: 'cust_42', seq: 2 });
+ * ```
+ */
 export class App<S extends StateSchema> {
   /** Lease length of this app's runs (`compile({ leaseMs })`); renewed while a run works. */
   readonly leaseMs: number;
@@ -146,11 +193,27 @@ export class App<S extends StateSchema> {
     readonly spec: GraphSpec,
     readonly options: CompileOptions,
   ) {
-    this.leaseMs = options.leaseMs ?? 30_000;
+    this.leaseMs = options.leaseMs ?? LEASE_MS;
   }
 
   get engine(): Engine {
     return this.options.engine;
+  }
+
+  /** The graph's name (`compile({ name })`), kept on its threads as `metadata.graph`. */
+  get name(): string {
+    return this.options.name ?? 'default';
+  }
+
+  /** This app as the child of a subgraph node: its graph, and the settings its child runs keep. */
+  toSubgraph(): { spec: GraphSpec; recursionLimit?: number; retry?: Partial<RetryPolicy>; snapshotEvery?: number } {
+    const { recursionLimit, retry, snapshotEvery } = this.options;
+    return {
+      spec: this.spec,
+      ...(recursionLimit !== undefined ? { recursionLimit } : {}),
+      ...(retry !== undefined ? { retry } : {}),
+      ...(snapshotEvery !== undefined ? { snapshotEvery } : {}),
+    };
   }
 
   /**
@@ -160,7 +223,7 @@ export class App<S extends StateSchema> {
    * given `input` and is returned as it is otherwise.
    */
   async run(options: RunOptions<S>): Promise<RunResult<S>> {
-    return this.withRun(options, true, (run) => run.execute(options.input as Record<string, unknown> | undefined));
+    return this.withRun(options, { renew: true }, (run) => run.execute(options.input as Record<string, unknown> | undefined));
   }
 
   /**
@@ -168,12 +231,17 @@ export class App<S extends StateSchema> {
    * reducers (as a write by `actor`), then the run goes on, in this process or any
    * other, however long after the interrupt. With several pending interrupts (parallel
    * nodes), name the one answered with `interrupt`; the thread stays interrupted until
-   * the last is answered. Throws ThreadNotInterruptedError, InterruptNotFoundError or
-   * StateValidationError without changing anything.
+   * the last is answered. Throws ThreadNotInterruptedError, InterruptNotFoundError,
+   * StateValidationError or GraphMismatchError without changing anything.
    */
   async resume(options: ResumeOptions<S>): Promise<RunResult<S>> {
-    return this.withRun({ ...options, create: false }, true, (run) =>
-      run.resume(options.input as Record<string, unknown> | undefined, options.interrupt, options.actor ?? 'resume', options.detach === true),
+    return this.withRun({ ...options, create: false }, { renew: true }, (run) =>
+      run.resume({
+        input: options.input as Record<string, unknown> | undefined,
+        interrupt: options.interrupt,
+        actor: options.actor ?? 'resume',
+        detach: options.detach === true,
+      }),
     );
   }
 
@@ -183,17 +251,12 @@ export class App<S extends StateSchema> {
    * Repeating the call with the same input while the run is unfinished changes nothing.
    */
   async submit(options: RunOptions<S>): Promise<RunResult<S>> {
-    return this.withRun(options, false, (run) => run.submit(options.input as Record<string, unknown> | undefined));
+    return this.withRun(options, { renew: false }, (run) => run.submit(options.input as Record<string, unknown> | undefined));
   }
 
   /** Runs a thread a worker has claimed (the lease is the worker's; it is released at the end). */
   async runClaimed(lease: ThreadLease, options: { signal?: AbortSignal; onEvent?: EventSink } = {}): Promise<RunResult<S>> {
-    return this.withRun({ thread: lease.threadId, ...options }, true, (run) => run.execute(undefined), lease);
-  }
-
-  /** The graph's name (`compile({ name })`), kept on its threads as `metadata.graph`. */
-  get name(): string {
-    return this.options.name ?? 'default';
+    return this.withRun({ thread: lease.threadId, ...options }, { renew: true, lease }, (run) => run.execute(undefined));
   }
 
   /**
@@ -201,35 +264,34 @@ export class App<S extends StateSchema> {
    * reducers as a write by `actor`, the new position becomes the head, and the old
    * branch stays inspectable. `run()` then continues from the fork.
    */
-  async fork(threadId: string, seq: number, options: ForkOptions<S> = {}): Promise<RunResult<S>> {
-    return this.withRun({ thread: threadId, create: false, ...(options.onBusy ? { onBusy: options.onBusy } : {}) }, false, (run) =>
-      run.fork(seq, options.patch as Record<string, unknown> | undefined, options.actor ?? 'fork'),
+  async fork(options: ForkOptions<S>): Promise<RunResult<S>> {
+    return this.withRun({ thread: options.thread, create: false, ...(options.onBusy ? { onBusy: options.onBusy } : {}) }, { renew: false }, (run) =>
+      run.fork({ seq: options.seq, patch: options.patch as Record<string, unknown> | undefined, actor: options.actor ?? 'fork' }),
     );
   }
 
-  /** Holds the thread's lease around one Run. */
+  /** Holds the thread's lease around one run: taken (or the worker's), renewed while it works (`renew`), released after. */
   private async withRun(
     options: Omit<RunOptions<S>, 'input'> & { create?: boolean },
-    renew: boolean,
-    body: (run: Run) => Promise<RunOutcome>,
-    claimed?: ThreadLease,
+    hold: { renew: boolean; lease?: ThreadLease },
+    body: (run: ThreadRun) => Promise<RunOutcome>,
   ): Promise<RunResult<S>> {
     const sinks = [this.options.onEvent, options.onEvent].filter((s): s is EventSink => s !== undefined);
     // No sink: no event objects are even built (the runtime calls emit?.(...)).
     const emit: EventSink | undefined = sinks.length === 0 ? undefined : (event: RunEvent) => sinks.forEach((sink) => sink(event));
-    const lease = claimed ?? (await this.acquire(options));
+    const lease = hold.lease ?? (await this.acquire(options));
     const controller = new AbortController();
-    const stopRenewal = renew ? this.keepLease(lease, controller) : () => undefined;
+    const stopRenewal = hold.renew ? this.keepLease(lease, controller) : () => undefined;
     const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
     try {
-      const run = new Run(
+      const run = new ThreadRun(
         {
           schema: this.schema,
           spec: this.spec,
           engine: this.options.engine,
           artifacts: this.options.artifacts,
-          snapshotEvery: this.options.snapshotEvery ?? 50,
-          recursionLimit: options.recursionLimit ?? this.options.recursionLimit ?? 100,
+          snapshotEvery: this.options.snapshotEvery ?? SNAPSHOT_EVERY,
+          recursionLimit: options.recursionLimit ?? this.options.recursionLimit ?? RECURSION_LIMIT,
           retry: this.options.retry,
           emit,
           signal,
@@ -252,8 +314,8 @@ export class App<S extends StateSchema> {
   }
 
   /** The thread's record, or null. */
-  getThread(threadId: string): Promise<ThreadRecord | null> {
-    return this.options.engine.checkpointer.getThread(threadId);
+  getThread(options: ThreadOption): Promise<ThreadRecord | null> {
+    return this.options.engine.checkpointer.getThread(options.thread);
   }
 
   /**
@@ -280,11 +342,12 @@ export class App<S extends StateSchema> {
    *
    * @example
    * ```ts
-   * const result = await app.deleteThread('cust_42', { ifStatus: ['completed', 'failed'] });
+   * const result = await app.deleteThread({ thread: 'cust_42', ifStatus: ['completed', 'failed'] });
    * ```
    */
-  deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
-    return this.options.engine.checkpointer.deleteThread(threadId, options);
+  deleteThread(options: ThreadOption & Omit<DeleteThreadOptions, 'lease'>): Promise<DeleteThreadResult> {
+    const { thread, ...rest } = options;
+    return this.options.engine.checkpointer.deleteThread(thread, rest);
   }
 
   /**
@@ -294,22 +357,22 @@ export class App<S extends StateSchema> {
    *
    * @example
    * ```ts
-   * for (const a of (await app.attempts('cust_42')).attempts) console.log(a.attempt, a.outcome, a.node, a.error?.message);
+   * for (const a of (await app.attempts({ thread: 'cust_42' })).attempts) console.log(a.attempt, a.outcome, a.node, a.error?.message);
    * ```
    */
-  attempts(threadId: string): Promise<ThreadAttempts> {
-    return threadAttempts(this.options.engine.checkpointer, threadId);
+  attempts(options: ThreadOption): Promise<ThreadAttempts> {
+    return threadAttempts(this.options.engine.checkpointer, options.thread);
   }
 
   /**
    * The state at the thread's head (with `ns`, at the head of that child run; its
-   * state is the child graph's).
+   * state is the child graph's). ThreadNotFoundError for a thread with no position.
    */
-  async getState(threadId: string, options: NamespaceOption = {}): Promise<StateOf<S>> {
+  async getState(options: ThreadOption & NamespaceOption): Promise<StateOf<S>> {
     const ns = options.ns ?? '';
-    const schema = this.schemaOf(ns, threadId);
+    const schema = this.schemaOf(ns, options.thread);
     // The head the thread record anchors, checked against the newest stored position.
-    const loaded = await materializeHead(this.options.engine.checkpointer, schema, threadId, ns);
+    const loaded = await materializeHead(this.options.engine.checkpointer, schema, options.thread, ns);
     return schema.view(loaded.state) as StateOf<S>;
   }
 
@@ -319,39 +382,32 @@ export class App<S extends StateSchema> {
    *
    * @example
    * ```ts
-   * const [step] = (await app.history('t1')).filter((p) => p.children.length);
-   * const child = await app.stateAt('t1', 0, { ns: step.children[0] });
+   * const [step] = (await app.history({ thread: 't1' })).filter((p) => p.children.length);
+   * const child = await app.stateAt({ thread: 't1', seq: 0, ns: step.children[0] });
    * ```
    */
-  async stateAt(threadId: string, seq: number, options: NamespaceOption = {}): Promise<StateOf<S>> {
+  async stateAt(options: StateAtOptions): Promise<StateOf<S>> {
     const ns = options.ns ?? '';
-    if (!(await this.options.engine.checkpointer.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
-    const schema = this.schemaOf(ns, threadId);
-    const loaded = await materialize(this.options.engine.checkpointer, schema, threadId, ns, seq);
+    if (!(await this.options.engine.checkpointer.getThread(options.thread))) throw new ThreadNotFoundError(options.thread, { engine: this.options.engine.name });
+    const schema = this.schemaOf(ns, options.thread);
+    const loaded = await materialize(this.options.engine.checkpointer, schema, options.thread, ns, options.seq);
     return schema.view(loaded.state) as StateOf<S>;
   }
 
   /** The state schema of namespace `ns`: the root's, or the child graph's of the subgraph nodes it names. */
   private schemaOf(ns: string, threadId: string): StateSchema {
-    let schema: StateSchema = this.schema;
-    let spec = this.spec;
-    for (const node of namespaceNodes(ns)) {
-      const child = spec.nodes.get(node)?.child;
-      if (!child) throw new GraphMismatchError([node], { engine: this.options.engine.name, thread: threadId, ns });
-      schema = child.schema;
-      spec = child.spec;
-    }
-    return schema;
+    const found = namespaceGraph(this.schema, this.spec, ns);
+    if (found.missing !== undefined) throw new GraphMismatchError([found.missing], { engine: this.options.engine.name, thread: threadId, ns });
+    return found.schema;
   }
-
-  /** Positions of the thread (of child run `ns`, if given), newest first. */
-  async history(threadId: string, page: { beforeSeq?: number; limit?: number } & NamespaceOption = {}): Promise<PositionInfo[]> {
+  /** Positions of the thread (of child run `ns`, if given), newest first; `beforeSeq` and `limit` page backwards. */
+  async history(options: HistoryOptions): Promise<PositionInfo[]> {
     const cp = this.options.engine.checkpointer;
-    if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: this.options.engine.name });
-    const { ns = '', ...range } = page;
-    const positions = await cp.listPositions(threadId, ns, range);
+    const { thread, ns = '', ...page } = options;
+    if (!(await cp.getThread(thread))) throw new ThreadNotFoundError(thread, { engine: this.options.engine.name });
+    const positions = await cp.listPositions(thread, ns, page);
     return positions.map((p) => {
-      const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${threadId}`);
+      const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${thread}`);
       const changes: Record<string, string> = {};
       for (const [name, change] of Object.entries(body.changes)) {
         changes[name] = 'set' in change ? 'set' : 'append' in change ? `append:${change.append}` : `reset:${change.reset}`;
@@ -383,8 +439,11 @@ export class App<S extends StateSchema> {
    * every recorded output and effect outcome, calling nothing external and writing
    * nothing, and reports step by step whether it reached the stored states.
    */
-  replay(threadId: string, range: { from: number; to?: number }): Promise<ReplayReport> {
-    return replayThread({ schema: this.schema, spec: this.spec, engine: this.options.engine, artifacts: this.options.artifacts }, threadId, range);
+  replay(options: ReplayOptions): Promise<ReplayReport> {
+    return replayThread({ schema: this.schema, spec: this.spec, engine: this.options.engine, artifacts: this.options.artifacts }, options.thread, {
+      from: options.from,
+      ...(options.to !== undefined ? { to: options.to } : {}),
+    });
   }
 
   /**
@@ -392,20 +451,21 @@ export class App<S extends StateSchema> {
    * namespace, the heads the thread record anchors, the snapshots and the ledger rows
    * the positions use. ThreadNotFoundError for a missing thread.
    */
-  verify(threadId: string): Promise<VerifyReport> {
-    return verifyThread(this.options.engine, threadId);
+  verify(options: ThreadOption): Promise<VerifyReport> {
+    return verifyThread(this.options.engine, options.thread);
   }
 
   /**
    * Records the outcome of an effect a person checked by hand (a `needs_attention`
    * thread); the next run is served it.
    */
-  async resolveEffect(threadId: string, key: string, outcome: unknown): Promise<void> {
-    const place = { engine: this.options.engine.name, thread: threadId };
-    const entry = await this.options.engine.ledger.get(threadId, key);
+  async resolveEffect(options: ResolveEffectOptions): Promise<void> {
+    const { thread, idempotencyKey: key } = options;
+    const place = { engine: this.options.engine.name, thread };
+    const entry = await this.options.engine.ledger.get(thread, key);
     if (!entry || entry.kind !== 'effect') throw new EffectNotFoundError(key, place);
     if (entry.status === 'done') throw new EffectConflictError(key, 'already has an outcome; resolveEffect only settles an intent that has none.', place);
-    await this.options.engine.ledger.writeOutcome(threadId, key, encode(outcome, 'effect outcome'), Date.now());
+    await this.options.engine.ledger.writeOutcome(thread, key, encode(options.outcome, 'effect outcome'), Date.now());
   }
 
   private async acquire(options: Omit<RunOptions<S>, 'input'> & { create?: boolean }): Promise<ThreadLease> {
@@ -417,7 +477,7 @@ export class App<S extends StateSchema> {
         ? {}
         : { create: { kind: options.kind ?? 'task', tenant: options.tenant ?? null, metadata: { graph: this.name, ...options.metadata } } }),
     };
-    const deadline = Date.now() + (options.waitTimeoutMs ?? 30_000);
+    const deadline = Date.now() + (options.waitTimeoutMs ?? BUSY_WAIT_MS);
     for (let delay = 10; ; delay = Math.min(delay * 2, 500)) {
       try {
         return await cp.acquireThread(options.thread, request);

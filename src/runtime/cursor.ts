@@ -1,12 +1,13 @@
 /**
  * @module runtime/cursor
  * Where a run stands in one namespace of the thread log, and the only way it moves
- * on: the head position it builds on, the state there, and the snapshot policy's
- * bookkeeping. `commit(draft)` turns what a step, an input, an answer or a fork adds
- * into the next position (body, items, chain hash, a snapshot when one is due),
- * writes it in one transaction, and moves the cursor only once that has landed.
+ * on. The cursor owns the head (the position the next commit builds on), the state
+ * there, the attempt, and the snapshot policy's bookkeeping; nobody else assigns
+ * them. A step's merge is staged on the cursor's state (what routing sees), and
+ * `commit(draft)` turns it into the next position (body, items, chain hash, a
+ * snapshot when one is due), writes it in one transaction, and moves the cursor
+ * only once that has landed; a failed commit unstages the merge.
  */
-import { own } from '../internal/own.js';
 import type { ArtifactRef } from '../contracts/artifact-store.js';
 import { comparePositionItems, type Checkpointer, type PositionItem, type StoredPosition } from '../contracts/checkpointer.js';
 import type { ThreadLease, ThreadStatus } from '../contracts/threads.js';
@@ -14,11 +15,22 @@ import { findArtifactRefs } from '../artifacts/refs.js';
 import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { RawJson, encode } from '../codec/tagged-json.js';
 import { crashPoint } from '../internal/crash-points.js';
+import { own } from '../internal/own.js';
 import type { StateSchema } from '../state/schema.js';
 import type { EventSink } from './events.js';
-import type { AppendCursor, LoadedPosition, SnapshotBody } from './materialize.js';
-import type { EncodedChange, MergeResult } from './merge.js';
-import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type CallRef, type FieldChange, type PendingInterrupt, type PositionBody, type PositionKind, type SuspendedStep } from './position.js';
+import { checkUnanchored, materialize, type AppendCursor, type LoadedPosition, type SnapshotBody } from './materialize.js';
+import { noChanges, type EncodedChange, type MergeResult } from './merge.js';
+import {
+  SNAPSHOT_FORMAT,
+  hashPosition,
+  sealSnapshot,
+  type CallRef,
+  type FieldChange,
+  type PendingInterrupt,
+  type PositionBody,
+  type PositionKind,
+  type SuspendedStep,
+} from './position.js';
 
 /** A position a run stands on, decoded. */
 export interface Head {
@@ -26,11 +38,10 @@ export interface Head {
   body: PositionBody;
 }
 
-/** What one position adds, before it is encoded. */
+/** What one position adds besides the staged merge, before it is encoded. */
 export interface Draft {
   kind: PositionKind;
   nodes: string[];
-  merged: MergeResult;
   next: string[];
   records?: CallRef[];
   effects?: CallRef[];
@@ -50,74 +61,177 @@ export interface CursorSettings {
   emit: EventSink | undefined;
 }
 
-export class ThreadCursor {
-  /** The position the next commit builds on (the head, or a fork's origin); null before a namespace's first. */
-  head: Head | null = null;
-  /** The namespace's highest seq: a new position takes the next one and becomes the head. */
-  lastSeq: number | null;
-  state: Record<string, unknown> = {};
-  /** The thread's attempt, recorded in every position. */
+/** Where a cursor works: its thread's lease, namespace and tenant, and the attempt it starts at. */
+export interface CursorScope {
+  lease: ThreadLease;
+  ns: string;
+  tenant: string | null;
   attempt: number;
+}
+
+/** A merge applied to the cursor's state, not yet committed: what to undo if the commit fails. */
+interface Staged {
+  merged: MergeResult;
+  state: Record<string, unknown>;
+  /** Each extended list and its length before. */
+  extended: [unknown[], number][];
+}
+
+type State = Record<string, unknown>;
+
+export class ThreadCursor {
+  private current: Head | null = null;
+  /** The namespace's anchored head seq: a new position takes the next one. */
+  private lastSeq: number | null = null;
+  private committed: State = {};
+  private attemptNo: number;
+  private staged: Staged | undefined;
   private appends: Record<string, AppendCursor> = {};
   /** Each append field's item checksum, kept up to the snapshot that records it. */
   private checksums = new Map<string, FieldChecksum>();
-  /** Last encoded text of every non-append field: snapshot material and the "state size". */
-  private fieldTexts = new Map<string, string>();
+  /** Encoded texts of non-append fields, filled when a snapshot or the snapshot policy needs them. */
+  private texts = new Map<string, string>();
   private sinceSnapshot = { positions: 0, bytes: 0 };
   private rebasePending = false;
 
   constructor(
     private readonly cp: Checkpointer,
     private readonly settings: CursorSettings,
-    private readonly lease: ThreadLease,
-    private readonly ns: string,
-    private readonly tenant: string | null,
-    position: { lastSeq: number | null; attempt: number },
+    private readonly scope: CursorScope,
   ) {
-    this.lastSeq = position.lastSeq;
-    this.attempt = position.attempt;
+    this.attemptNo = scope.attempt;
   }
 
-  /** A namespace with no position yet: its first commit starts from `state`. */
-  start(state: Record<string, unknown>): void {
-    this.state = state;
+  /** The position the next commit builds on (the head, or a fork's origin); null before a namespace's first. */
+  get head(): Head | null {
+    return this.current;
+  }
+
+  /** The state at the head (stored fields, current schema version). Lists are the cursor's: read them, never change them. */
+  get state(): Readonly<State> {
+    return this.committed;
+  }
+
+  /** The thread's attempt, recorded in every position this cursor writes. */
+  get attempt(): number {
+    return this.attemptNo;
+  }
+
+  /** A new attempt of the thread began (the thread record counted it): later positions record it. */
+  beginAttempt(attempt: number): void {
+    this.attemptNo = attempt;
+  }
+
+  /** A namespace with no position yet: its first commit starts from `state` (which the cursor then owns). */
+  start(state: State): void {
+    this.committed = state;
+    this.lastSeq = null;
+    this.current = null;
+    this.appends = {};
     this.checksums = new Map();
-    this.primeFieldTexts();
+    this.texts.clear();
+    this.sinceSnapshot = { positions: 0, bytes: 0 };
+    this.rebasePending = false;
   }
 
-  /** Moves the cursor to a loaded position (a head, or a fork's origin). */
-  adopt(loaded: LoadedPosition): void {
-    this.head = { position: loaded.position, body: loaded.body };
-    this.state = loaded.state;
+  /**
+   * Moves to the namespace's anchored head. Null when the namespace has no position
+   * yet; CorruptRecordError when it has positions but no anchor.
+   */
+  async loadHead(): Promise<Head | null> {
+    const { lease, ns } = this.scope;
+    const anchor = await this.cp.getHead(lease.threadId, ns);
+    if (!anchor) {
+      await checkUnanchored(this.cp, lease.threadId, ns);
+      return null;
+    }
+    this.adopt(await materialize(this.cp, this.settings.schema, lease.threadId, ns, anchor.seq, { head: anchor }), anchor.seq);
+    return this.current;
+  }
+
+  /** Moves to position `seq` (a fork's origin): the next position branches from it and takes the seq after the anchored head. */
+  async loadAt(seq: number): Promise<LoadedPosition> {
+    const { lease, ns } = this.scope;
+    const anchor = await this.cp.getHead(lease.threadId, ns);
+    const loaded = await materialize(this.cp, this.settings.schema, lease.threadId, ns, seq);
+    this.adopt(loaded, anchor?.seq ?? loaded.position.seq);
+    return loaded;
+  }
+
+  private adopt(loaded: LoadedPosition, lastSeq: number): void {
+    this.current = { position: loaded.position, body: loaded.body };
+    this.lastSeq = lastSeq;
+    this.committed = loaded.state;
     this.appends = loaded.appends;
     this.checksums = new Map([...loaded.checksums].map(([name, checksum]) => [name, FieldChecksum.of(checksum)]));
+    this.texts.clear();
     this.sinceSnapshot = loaded.sinceSnapshot;
     this.rebasePending = loaded.storedVersion !== this.settings.schema.version;
-    this.primeFieldTexts();
+    this.settings.emit?.({
+      type: 'run.loaded',
+      threadId: this.scope.lease.threadId,
+      at: Date.now(),
+      seq: loaded.position.seq,
+      next: loaded.body.next,
+      storedVersion: loaded.storedVersion,
+    });
   }
 
-  private primeFieldTexts(): void {
-    this.fieldTexts.clear();
-    for (const name of this.settings.schema.fieldNames) {
-      if (!this.settings.schema.appendFields.has(name)) this.fieldTexts.set(name, encode(this.state[name], name));
+  /**
+   * Applies `merged` to the cursor's state, to be committed next: the returned state is
+   * what routing, runtime fields and interrupts see. Lists are extended in place (copying
+   * a long list at every step would make a run quadratic) and cut back by `unstage()`
+   * or a failed commit.
+   */
+  stage(merged: MergeResult): Readonly<State> {
+    this.unstage();
+    const state = { ...this.committed };
+    const extended: [unknown[], number][] = [];
+    for (const [name, value] of merged.values) state[name] = value;
+    for (const [name, items] of merged.appended) {
+      const list = state[name] as unknown[];
+      extended.push([list, list.length]);
+      for (const item of items) list.push(item);
     }
+    this.staged = { merged, state, extended };
+    return state;
   }
 
-  /** Writes the next position of this namespace from `draft`; the cursor moves there once it has landed. */
+  /** Undoes a staged merge that will not be committed. */
+  unstage(): void {
+    for (const [list, length] of this.staged?.extended ?? []) list.length = length;
+    this.staged = undefined;
+  }
+
+  /**
+   * Writes the next position of this namespace from `draft` and the staged merge (none:
+   * no changes); the cursor moves there once it has landed. A failed commit unstages.
+   */
   async commit(draft: Draft): Promise<void> {
-    const { kind, nodes, merged, next, input } = draft;
+    const staged = this.staged ?? { merged: noChanges(), state: { ...this.committed }, extended: [] };
+    try {
+      await this.write(draft, staged);
+    } catch (error) {
+      this.unstage();
+      throw error;
+    }
+    this.staged = undefined;
+  }
+
+  private async write(draft: Draft, staged: Staged): Promise<void> {
+    const { kind, nodes, next, input } = draft;
     const records = draft.records ?? [];
     const effects = draft.effects ?? [];
     const interrupts = draft.interrupts ?? [];
     const { schema } = this.settings;
-    const parent = this.head?.position ?? null;
-    // The head is always the highest seq of the thread: a new position (a fork too) takes the next one.
+    const parent = this.current?.position ?? null;
+    // The head is always the highest seq of the namespace: a new position (a fork too) takes the next one.
     const seq = (this.lastSeq ?? -1) + 1;
     const step = parent ? parent.step + 1 : 0;
-    const state = merged.state;
-    const changes = merged.changes;
+    const state = staged.state;
+    // The cursor's own copy: the merge it was handed stays as it is.
+    const changes = new Map(staged.merged.changes);
     this.applyRuntimeFields(state, changes, { seq, step, nodes });
-
     const rebase = this.rebasePending;
     if (rebase || parent === null) this.addFullWrites(state, changes, rebase);
 
@@ -135,13 +249,13 @@ export class ThreadCursor {
         change.items.forEach((text, index) => items.push({ field: name, index, text }));
       }
     }
-    // The chain hashes items in field-name order (the order a decoded body lists them).
+    // The chain hashes items, and engines store them, in (field, index) order: sorted once, here.
     items.sort(comparePositionItems);
-    const body: PositionBody = { kind, nodes, attempt: this.attempt, lease: this.lease.epoch, changes: bodyChanges as Record<string, FieldChange>, next };
+    const body: PositionBody = { kind, nodes, attempt: this.attemptNo, lease: this.scope.lease.epoch, changes: bodyChanges as Record<string, FieldChange>, next };
     if (input !== undefined) body.input = input;
     if (records.length) body.records = records;
     if (effects.length) body.effects = effects;
-    if (merged.conflicts.length) body.conflicts = merged.conflicts;
+    if (staged.merged.conflicts.length) body.conflicts = staged.merged.conflicts;
     if (rebase) body.rebase = true;
     if (interrupts.length) body.interrupts = interrupts;
     if (draft.answered !== undefined) body.answered = draft.answered;
@@ -156,7 +270,7 @@ export class ThreadCursor {
     if (setBytes > 0) body.setBytes = setBytes;
 
     const unsigned = {
-      ns: this.ns,
+      ns: this.scope.ns,
       seq,
       parent: parent?.seq ?? null,
       segment: parent && parent.seq === seq - 1 ? parent.segment : seq,
@@ -177,35 +291,36 @@ export class ThreadCursor {
       appends[name] = change.reset ? { since: seq, count: change.items.length } : { ...previous, count: previous.count + change.items.length };
       checksums.set(name, (change.reset ? FieldChecksum.EMPTY : (checksums.get(name) ?? FieldChecksum.EMPTY)).append(change.items));
     }
-    const fieldTexts = new Map(this.fieldTexts);
-    for (const [name, change] of changes) if (change.kind === 'set') fieldTexts.set(name, change.text);
+    const texts = rebase ? new Map<string, string>() : new Map(this.texts);
+    for (const [name, change] of changes) if (change.kind === 'set') texts.set(name, change.text);
     const since = { positions: this.sinceSnapshot.positions + 1, bytes: this.sinceSnapshot.bytes + setBytes };
-    let stateBytes = 0;
-    for (const text of fieldTexts.values()) stateBytes += text.length;
     const takeSnapshot =
-      rebase || since.positions >= this.settings.snapshotEvery || (since.positions >= 2 && since.bytes > stateBytes);
+      rebase ||
+      since.positions >= this.settings.snapshotEvery ||
+      // Only replaced values make a load replay work: a thread that only appends never needs the state's size.
+      (since.positions >= 2 && since.bytes > 0 && since.bytes > this.stateBytes(state, texts));
     // A snapshot records each field's checksum: the texts appended since the last one are checksummed now.
     const settled = takeSnapshot ? new Map([...checksums].map(([name, checksum]) => [name, checksum.settled()])) : checksums;
     const snapshot = takeSnapshot
-      ? snapshotText({ schema, position: position.hash, parent: parent?.hash ?? GENESIS_HASH, fieldTexts, appends, checksums: settled })
+      ? snapshotText({ schema, position: position.hash, parent: parent?.hash ?? GENESIS_HASH, texts: this.allTexts(state, texts), appends, checksums: settled })
       : undefined;
 
     const status: ThreadStatus = interrupts.length ? 'interrupted' : next.length ? 'running' : 'completed';
     crashPoint('before-commit', nodes);
-    await this.cp.commitStep(this.lease, { position, items, ...(snapshot ? { snapshot } : {}), status, expectedHead: this.lastSeq });
+    await this.cp.commitStep(this.scope.lease, { position, items, ...(snapshot ? { snapshot } : {}), status, expectedHead: this.lastSeq });
     crashPoint('after-commit', nodes);
 
-    this.head = { position, body };
+    this.current = { position, body };
     this.lastSeq = seq;
-    this.state = state;
+    this.committed = state;
     this.appends = appends;
     this.checksums = settled;
-    this.fieldTexts = fieldTexts;
+    this.texts = texts;
     this.sinceSnapshot = takeSnapshot ? { positions: 0, bytes: 0 } : since;
     this.rebasePending = false;
     this.settings.emit?.({
       type: 'step.commit',
-      threadId: this.lease.threadId,
+      threadId: this.scope.lease.threadId,
       at: Date.now(),
       seq,
       step,
@@ -214,15 +329,35 @@ export class ThreadCursor {
       hash: position.hash,
       snapshot: takeSnapshot,
       status,
+      ...(this.scope.ns ? { ns: this.scope.ns } : {}),
     });
   }
 
+  /** The text of a non-append field of `state`, encoded once and kept. */
+  private textOf(state: State, texts: Map<string, string>, name: string): string {
+    let text = texts.get(name);
+    if (text === undefined) texts.set(name, (text = encode(state[name], name)));
+    return text;
+  }
+
+  /** Characters of the state's non-append fields encoded: the snapshot policy's "state size". */
+  private stateBytes(state: State, texts: Map<string, string>): number {
+    let bytes = 0;
+    for (const name of this.settings.schema.fieldNames) if (!this.settings.schema.appendFields.has(name)) bytes += this.textOf(state, texts, name).length;
+    return bytes;
+  }
+
+  private allTexts(state: State, texts: Map<string, string>): Map<string, string> {
+    for (const name of this.settings.schema.fieldNames) if (!this.settings.schema.appendFields.has(name)) this.textOf(state, texts, name);
+    return texts;
+  }
+
   /** Runtime fields with a `compute` are set by the runtime at every commit (only stored when they change). */
-  private applyRuntimeFields(state: Record<string, unknown>, changes: Map<string, EncodedChange>, at: { seq: number; step: number; nodes: string[] }): void {
-    const info = { threadId: this.lease.threadId, ns: this.ns, ...at, attempt: this.attempt, tenant: this.tenant };
+  private applyRuntimeFields(state: State, changes: Map<string, EncodedChange>, at: { seq: number; step: number; nodes: string[] }): void {
+    const info = { threadId: this.scope.lease.threadId, ns: this.scope.ns, ...at, attempt: this.attemptNo, tenant: this.scope.tenant };
     for (const [name, value] of this.settings.schema.runtimeValues(info)) {
       const text = encode(value, name);
-      if (text === this.fieldTexts.get(name)) continue;
+      if (text === this.textOf(this.committed, this.texts, name)) continue;
       state[name] = value;
       changes.set(name, { kind: 'set', text });
     }
@@ -233,7 +368,7 @@ export class ThreadCursor {
    * first position under a new schema version) stores every field in full, so that
    * nothing written at the older version is needed to read what follows.
    */
-  private addFullWrites(state: Record<string, unknown>, changes: Map<string, EncodedChange>, rebase: boolean): void {
+  private addFullWrites(state: State, changes: Map<string, EncodedChange>, rebase: boolean): void {
     const { schema } = this.settings;
     for (const name of schema.fieldNames) {
       const value = state[name];
@@ -283,7 +418,7 @@ class FieldChecksum {
 }
 
 /** Artifact refs in what a commit writes: new set values, and the items just appended. */
-function writtenArtifactRefs(state: Record<string, unknown>, changes: Map<string, EncodedChange>): ArtifactRef[] {
+function writtenArtifactRefs(state: State, changes: Map<string, EncodedChange>): ArtifactRef[] {
   const written: unknown[] = [];
   for (const [name, change] of changes) {
     written.push(change.kind === 'set' ? state[name] : (state[name] as unknown[]).slice(-change.items.length));
@@ -300,12 +435,12 @@ function snapshotText(at: {
   schema: StateSchema;
   position: string;
   parent: string;
-  fieldTexts: Map<string, string>;
+  texts: Map<string, string>;
   appends: Record<string, AppendCursor>;
   checksums: Map<string, FieldChecksum>;
 }): string {
   const values: Record<string, RawJson> = {};
-  for (const [name, text] of at.fieldTexts) values[name] = new RawJson(text);
+  for (const [name, text] of at.texts) values[name] = new RawJson(text);
   const appends: SnapshotBody['appends'] = {};
   for (const [name, cursor] of Object.entries(at.appends)) appends[name] = { ...cursor, checksum: (at.checksums.get(name) ?? FieldChecksum.EMPTY).settled().checksum.value() };
   const body: SnapshotBody = {

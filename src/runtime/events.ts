@@ -5,6 +5,10 @@
  * (the demo prints them; `--json` prints them as JSON lines).
  */
 
+import type { EffectMode } from './effects.js';
+
+export type { EffectMode };
+
 interface Base {
   threadId: string;
   /** Checkpoint namespace of a child run's events; absent for the thread's root graph. */
@@ -32,7 +36,5 @@ export type RunEvent = Base &
     | { type: 'run.end'; status: string; seq: number | null; error?: string }
   );
 
-/** How an effect is recovered when it has an intent and no outcome. */
-export type EffectMode = 'atLeastOnce' | 'atMostOnce';
 
 export type EventSink = (event: RunEvent) => void;

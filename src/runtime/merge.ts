@@ -1,11 +1,12 @@
 /**
  * @module runtime/merge
- * Folding node writes into the state through the reducers, in a deterministic
+ * Folding node writes into a change set through the reducers, in a deterministic
  * order, with the checks that keep state honest: unknown, runtime and derived
  * fields are rejected, every written value passes its schema, two writes to one
  * `replace` field in a step are a conflict (or, under `lastWins`, kept and
- * logged), and no field may grow past the size limit. Nothing here touches
- * storage: a rejected merge leaves nothing behind.
+ * logged), and no field may grow past the size limit. Pure: it reads the state
+ * and returns what changes, encoded once; the cursor applies it (runtime/cursor),
+ * and a rejected merge leaves nothing behind.
  */
 import { MAX_VALUE_DEPTH, RawJson, encode as encodeValue, utf8Length } from '../codec/tagged-json.js';
 import {
@@ -36,15 +37,32 @@ export type EncodedChange =
   /** `reset`: the items replace the whole list (a thread's first position, a rebase, a fork patch). */
   | { kind: 'append'; items: string[]; reset?: boolean };
 
+/** What a set of writes changes, encoded once. Nothing in it aliases the state it was merged onto. */
 export interface MergeResult {
-  /**
-   * The new state. A new top-level object; append fields' arrays are extended in
-   * place (copying a long list at every step would make a run quadratic), so the
-   * caller must drop the old state once the merge succeeds.
-   */
-  state: Record<string, unknown>;
+  /** Every written field's change, encoded: a `set` value's text, or the texts of the items appended. */
   changes: Map<string, EncodedChange>;
+  /** The new value of each `set` field (validated). */
+  values: Map<string, unknown>;
+  /** The items appended to each `append` field (validated), in merge order. */
+  appended: Map<string, unknown[]>;
   conflicts: ConflictRecord[];
+}
+
+/** A merge that changes nothing. */
+export function noChanges(): MergeResult {
+  return { changes: new Map(), values: new Map(), appended: new Map(), conflicts: [] };
+}
+
+/**
+ * `state` with `merged` applied, as a new object whose lists are new arrays: for
+ * callers that keep both states (replay, a shared child's seed). A run's cursor
+ * applies a merge to the state it owns instead, without copying its lists.
+ */
+export function applyMerge(state: Readonly<Record<string, unknown>>, merged: MergeResult): Record<string, unknown> {
+  const next = { ...state };
+  for (const [name, value] of merged.values) next[name] = value;
+  for (const [name, items] of merged.appended) next[name] = [...((state[name] as unknown[] | undefined) ?? []), ...items];
+  return next;
 }
 
 /**
@@ -73,20 +91,18 @@ function encodeWrite(value: unknown, path: string, place: ErrorPlace, maxDepth =
 }
 
 /**
- * Applies `writers` to `state` in order. Throws a typed error on the first bad write,
- * before any append field has been extended.
+ * Merges `writers` (in order) onto `state` and returns the change set. Throws a typed
+ * error on the first bad write; `state` is never touched.
  */
 export async function mergeWrites(
   schema: StateSchema,
-  state: Record<string, unknown>,
+  state: Readonly<Record<string, unknown>>,
   writers: readonly Writer[],
   place: ErrorPlace,
 ): Promise<MergeResult> {
-  const next = { ...state };
-  const changes = new Map<string, EncodedChange>();
+  const merged = noChanges();
+  const { changes, values, appended, conflicts } = merged;
   const replacedBy = new Map<string, string[]>();
-  const conflicts: ConflictRecord[] = [];
-  const appended = new Map<string, unknown[]>();
 
   for (const writer of writers) {
     if (!writer.writes) continue;
@@ -115,32 +131,29 @@ export async function mergeWrites(
         continue;
       }
 
-      let value2: unknown;
+      let next: unknown;
       if (model.reduce === 'replace') {
-        value2 = await schema.validate(name, value, place);
-        const writers2 = replacedBy.get(name);
-        if (writers2) {
+        next = await schema.validate(name, value, place);
+        const earlier = replacedBy.get(name);
+        if (earlier) {
           const policy = model.onConflict ?? schema.onConflict;
-          if (policy === 'reject') throw new StateConflictError(name, [...writers2, writer.name], place);
-          conflicts.push({ field: name, writers: [...writers2, writer.name], kept: writer.name });
-          writers2.push(writer.name);
+          if (policy === 'reject') throw new StateConflictError(name, [...earlier, writer.name], place);
+          conflicts.push({ field: name, writers: [...earlier, writer.name], kept: writer.name });
+          earlier.push(writer.name);
         } else replacedBy.set(name, [writer.name]);
       } else {
-        // A custom reducer's update has its own type: validate what it produces.
-        value2 = await schema.validate(name, model.reduce(next[name], value), place);
+        // A custom reducer's update has its own type: validate what it produces. A second
+        // writer in the step reduces onto the first one's result.
+        const current = values.has(name) ? values.get(name) : state[name];
+        next = await schema.validate(name, model.reduce(current, value), place);
       }
-      next[name] = value2;
-      const text = encodeWrite(value2, name, place, MAX_SET_VALUE_DEPTH);
+      values.set(name, next);
+      const text = encodeWrite(next, name, place, MAX_SET_VALUE_DEPTH);
       checkSize(schema, name, [text], place);
       changes.set(name, { kind: 'set', text });
     }
   }
-  // Every write passed: only now extend the lists.
-  for (const [name, items] of appended) {
-    const list = next[name] as unknown[];
-    for (const item of items) list.push(item);
-  }
-  return { state: next, changes, conflicts };
+  return merged;
 }
 
 function checkSize(schema: StateSchema, name: string, texts: string[], place: ErrorPlace): void {

@@ -8,7 +8,7 @@
 import type { ListNamespacesOptions, ScopedStore, SearchOptions, Store, StoreApi, StoreItem, StoreOp, StorePage } from '../contracts/store.js';
 import { StaleReadError, UpdateConflictError, VersionConflictError, type ErrorPlace } from '../errors.js';
 import { backoff } from '../store/base-store.js';
-import type { EffectSpec } from './context.js';
+import type { EffectSpec } from './effects.js';
 
 /** A read a step asked to validate at commit: the version it saw (0: absent). */
 export interface ValidatedRead {
@@ -27,7 +27,7 @@ export interface NodeWriteOptions {
    */
   ifVersion?: number | 'any';
   /** Idempotency key of the write (an effect key). Default: derived from the step and call index. */
-  key?: string;
+  idempotencyKey?: string;
 }
 
 /**
@@ -55,7 +55,7 @@ export interface NodeStore {
     namespace: string[],
     key: string,
     fn: (current: T | undefined, item: StoreItem<T> | null) => T | Promise<T>,
-    options?: { maxRetries?: number; ttlMs?: number; key?: string },
+    options?: { maxRetries?: number; ttlMs?: number; idempotencyKey?: string },
   ): Promise<StoreItem<T>>;
 }
 
@@ -160,7 +160,7 @@ export class TaskStore implements NodeStore {
     namespace: string[],
     key: string,
     fn: (current: T | undefined, item: StoreItem<T> | null) => T | Promise<T>,
-    options: { maxRetries?: number; ttlMs?: number; key?: string } = {},
+    options: { maxRetries?: number; ttlMs?: number; idempotencyKey?: string } = {},
   ): Promise<StoreItem<T>> {
     return this.write(
       'update',
@@ -205,7 +205,7 @@ export class TaskStore implements NodeStore {
   ): Promise<R> {
     let executed = false;
     const result = await this.effect(`store.${verb} ${namespace.join('/')}/${key}`, {
-      ...(options.key !== undefined ? { key: options.key } : {}),
+      ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
       // The value is not an argument: a step re-run on fresh data may compute another
       // one, under the same key, for a write that never landed (its batch failed).
       args: { op: verb, namespace, key },

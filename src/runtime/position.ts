@@ -40,13 +40,31 @@ export interface PendingInterrupt {
 }
 
 /**
+ * A finished task's result as it is stored: in a pending write (a sibling was still
+ * running) and in a suspended step (a child run waits for an answer). Reused as it
+ * is when the superstep goes on, so the task does not run again.
+ */
+export interface StoredTaskResult {
+  /** The node's writes (for a subgraph node: its child's mapped result). */
+  writes: Record<string, unknown> | undefined;
+  records: CallRef[];
+  effects: CallRef[];
+  /** Payloads the node passed to `ctx.interrupt`, in call order. */
+  interrupts: unknown[];
+  /** Store reads it made with validateAtCommit: checked again before the step commits. */
+  reads?: { namespace: string[]; key: string; version: number }[];
+  /** A subgraph node's child namespace. */
+  child?: string;
+}
+
+/**
  * A superstep that stopped part-way because a child run was interrupted: the seq it
  * started from (its records, effects and child namespaces stay keyed by it) and the
  * results of its tasks that had finished, which are not run again.
  */
 export interface SuspendedStep {
   origin: number;
-  tasks: Record<string, unknown>;
+  tasks: Record<string, StoredTaskResult>;
 }
 
 /** A record or effect a step used, as referenced from its position (the values live in the ledger). */

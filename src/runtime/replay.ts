@@ -5,20 +5,27 @@
  * step whether the re-execution reached the states that were stored. Nothing is
  * written. With changed node code (a new prompt, another model wrapped in
  * `ctx.record`) this is evaluation replay: it shows where the runs diverge.
+ *
+ * Each stored superstep is recomputed by the same superstep a run uses
+ * (runtime/superstep), given a task runner that serves everything, a child-run
+ * driver that serves a child's recorded result from its namespace, and staging that
+ * computes the next state without touching anything.
  */
-import { own } from '../internal/own.js';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { StoredPosition } from '../contracts/checkpointer.js';
 import { decode, encode } from '../codec/tagged-json.js';
-import { CairnError, PositionNotFoundError, ThreadNotFoundError } from '../errors.js';
+import { CairnError, GraphMismatchError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
+import { own } from '../internal/own.js';
 import type { StateSchema } from '../state/schema.js';
-import { ReplayDivergence, TaskScope } from './context.js';
-import { nextNodes, type GraphSpec } from './graph.js';
+import type { Head } from './cursor.js';
+import { childNamespace, type ChildSpec, type GraphSpec } from './graph-spec.js';
 import { ancestorRanges, materialize } from './materialize.js';
-import { mergeWrites } from './merge.js';
-import { appendedFields, type PositionBody, type PositionKind } from './position.js';
-import { childNamespace, childResultWrites, sharedStart, type ChildSpec } from './subgraph.js';
+import { applyMerge } from './merge.js';
+import { appendedFields, type CallRef, type PositionBody, type PositionKind } from './position.js';
+import { childResultWrites, sharedStart } from './subgraph.js';
+import { superstep, type Task, type TaskOutcome, type TaskRunner } from './superstep.js';
+import { ReplayDivergence, TaskScope } from './task-scope.js';
 
 export interface ReplayDivergenceInfo {
   node: string;
@@ -59,9 +66,11 @@ export interface ReplaySettings {
   artifacts: ArtifactStore | undefined;
 }
 
+type State = Record<string, unknown>;
+
 /** Replays `threadId` from position `from` to `to` (default: the head) along `to`'s branch. */
 export async function replayThread(settings: ReplaySettings, threadId: string, range: { from: number; to?: number }): Promise<ReplayReport> {
-  const { schema, spec, engine } = settings;
+  const { schema, engine } = settings;
   const cp = engine.checkpointer;
   const thread = await cp.getThread(threadId);
   if (!thread || thread.head === null) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
@@ -90,14 +99,11 @@ export async function replayThread(settings: ReplaySettings, threadId: string, r
     const body = decode<PositionBody>(position.body, `position ${position.seq}`);
     const stored = (await materialize(cp, schema, threadId, '', position.seq)).state;
     const divergences: ReplayDivergenceInfo[] = [];
-    let replayed: Record<string, unknown> | undefined;
-
-    if (body.kind === 'step') {
-      replayed = await reexecute(settings, threadId, thread.tenant, parent, parentBody, position, body, state, divergences);
-    } else {
-      replayed = await applyStoredWrites(settings, threadId, position, body, state);
-    }
-    const differences = replayed ? schema.fieldNames.filter((name) => encode(replayed![name]) !== encode(stored[name])) : [];
+    const replayed =
+      body.kind === 'step'
+        ? await reexecute(settings, { threadId, tenant: thread.tenant }, { position: parent, body: parentBody }, { position, body }, state, divergences)
+        : await applyStoredWrites(settings, threadId, position, body, state);
+    const differences = replayed ? schema.fieldNames.filter((name) => encode(replayed[name]) !== encode(stored[name])) : [];
     steps.push({
       seq: position.seq,
       parent: parent.seq,
@@ -114,79 +120,98 @@ export async function replayThread(settings: ReplaySettings, threadId: string, r
   return { threadId, from: range.from, to, steps, sameStates: steps.every((s) => s.same) };
 }
 
-/** Runs the superstep from `parent` again in replay mode; undefined when a call could not be served. */
+/** Runs the superstep from `parent` again, serving everything; undefined when it diverged before reaching a state. */
 async function reexecute(
   settings: ReplaySettings,
-  threadId: string,
-  tenant: string | null,
-  parent: StoredPosition,
-  parentBody: PositionBody,
-  position: StoredPosition,
-  body: PositionBody,
-  state: Record<string, unknown>,
+  thread: { threadId: string; tenant: string | null },
+  parent: Head,
+  stored: Head,
+  state: State,
   divergences: ReplayDivergenceInfo[],
-): Promise<Record<string, unknown> | undefined> {
+): Promise<State | undefined> {
   const { schema, spec, engine } = settings;
-  const place = { engine: engine.name, thread: threadId, seq: parent.seq };
-  const missing = parentBody.next.filter((name) => !spec.nodes.has(name));
-  if (missing.length) {
-    for (const node of missing) divergences.push({ node, call: -1, name: node, reason: 'the graph has no such node any more' });
+  const place: ErrorPlace = { engine: engine.name, thread: thread.threadId };
+  const served = new Map([...(stored.body.records ?? []), ...(stored.body.effects ?? [])].map((ref) => [ref.key, ref]));
+  const runner = new ReplayTaskRunner(settings, thread.threadId, parent, served, divergences, place);
+  let outcome;
+  try {
+    outcome = await superstep(
+      { schema, spec, nodeMapping: {}, threadId: thread.threadId, place, runner, stage: (merged) => applyMerge(state, merged), unstage: () => undefined },
+      parent,
+      state,
+    );
+  } catch (error) {
+    if (GraphMismatchError.is(error)) for (const node of error.missing) divergences.push({ node, call: -1, name: node, reason: 'the graph has no such node any more' });
+    else divergences.push({ node: stored.body.nodes.join(','), call: -1, name: 'merge', reason: (error as Error).message });
     return undefined;
-  }
-  const view = schema.view(state);
-  const served = new Map([...(body.records ?? []), ...(body.effects ?? [])].map((ref) => [ref.key, ref]));
-  // A superstep that waited for a child's answer kept the keys of the seq it started from.
-  const origin = parentBody.suspended?.origin ?? parent.seq;
-  const results = await Promise.allSettled(
-    parentBody.next.map(async (name, index) => {
-      const child = spec.nodes.get(name)!.child;
-      if (child) return { name, writes: await servedChildWrites(settings, threadId, child, childNamespace('', `${name}:${index}`, origin), state) };
-      const scope = new TaskScope({
-        threadId,
-        ns: '',
-        seq: origin,
-        step: parent.step + 1,
-        node: name,
-        task: `${name}:${index}`,
-        attempt: 1,
-        signal: new AbortController().signal,
-        ledger: engine.ledger,
-        store: engine.store,
-        artifacts: settings.artifacts,
-        emit: undefined,
-        place,
-        replay: true,
-        served,
-      });
-      const writes = await spec.nodes.get(name)!.fn(view as never, scope);
-      await scope.settle();
-      return { name, writes: writes ?? undefined };
-    }),
-  );
-  for (const result of results) {
-    if (result.status === 'rejected') {
-      const error = result.reason;
-      if (error instanceof ReplayDivergence) divergences.push({ node: error.node, call: error.call, name: error.callName, reason: error.reason });
-      else divergences.push({ node: '?', call: -1, name: 'node', reason: `threw: ${(error as Error).message}` });
-    }
   }
   if (divergences.length) return undefined;
-  const writers = results.map((r) => (r as PromiseFulfilledResult<{ name: string; writes: Record<string, unknown> | undefined }>).value);
-  let merged;
-  try {
-    merged = await mergeWrites(schema, state, writers, place);
-  } catch (error) {
-    divergences.push({ node: writers.map((w) => w.name).join(','), call: -1, name: 'merge', reason: (error as Error).message });
+  if (outcome.kind !== 'step') {
+    const reason = outcome.kind === 'pause' ? `the graph now pauses before ${outcome.draft.interrupts!.map((i) => i.node).join(', ')}` : 'a child run would stop at an interrupt';
+    divergences.push({ node: parent.body.next.join(','), call: -1, name: 'interrupt', reason });
     return undefined;
   }
-  const next = nextNodes(spec, writers.map((w) => w.name), schema.view(merged.state));
-  if (next.join() !== body.next.join()) {
-    divergences.push({ node: writers.map((w) => w.name).join(','), call: -1, name: 'next', reason: `would go to [${next.join(', ')}] where the run went to [${body.next.join(', ')}]` });
+  const next = outcome.draft.next;
+  if (next.join() !== stored.body.next.join()) {
+    divergences.push({ node: outcome.draft.nodes.join(','), call: -1, name: 'next', reason: `would go to [${next.join(', ')}] where the run went to [${stored.body.next.join(', ')}]` });
   }
-  for (const [name, value] of schema.runtimeValues({ threadId, ns: '', seq: position.seq, step: position.step, attempt: body.attempt, nodes: body.nodes, tenant })) {
-    merged.state[name] = value;
+  const replayed = { ...outcome.state };
+  const at = stored.position;
+  for (const [name, value] of schema.runtimeValues({ threadId: thread.threadId, ns: '', seq: at.seq, step: at.step, attempt: stored.body.attempt, nodes: stored.body.nodes, tenant: thread.tenant })) {
+    replayed[name] = value;
   }
-  return merged.state;
+  return replayed;
+}
+
+/**
+ * A task replayed: the node runs with a scope that serves every recorded output and
+ * effect outcome (checked against the digests the stored position holds) and calls
+ * nothing; a subgraph node is served its child run's recorded result. What cannot be
+ * served is a divergence, recorded here, and the task gives nothing.
+ */
+class ReplayTaskRunner implements TaskRunner {
+  constructor(
+    private readonly settings: ReplaySettings,
+    private readonly threadId: string,
+    private readonly parent: Head,
+    private readonly served: ReadonlyMap<string, CallRef>,
+    private readonly divergences: ReplayDivergenceInfo[],
+    private readonly place: ErrorPlace,
+  ) {}
+
+  async run(task: Task, origin: number, state: Readonly<State>): Promise<TaskOutcome> {
+    const empty: TaskOutcome = { writes: undefined, records: [], effects: [], interrupts: [] };
+    try {
+      if (task.node.child) {
+        const ns = childNamespace('', task.id, origin);
+        return { ...empty, writes: await servedChildWrites(this.settings, this.threadId, task.node.child, ns, state), child: ns };
+      }
+      const scope = new TaskScope({
+        threadId: this.threadId,
+        ns: '',
+        seq: origin,
+        step: this.parent.position.step + 1,
+        node: task.node.name,
+        task: task.id,
+        attempt: 1,
+        signal: new AbortController().signal,
+        ledger: this.settings.engine.ledger,
+        store: this.settings.engine.store,
+        artifacts: this.settings.artifacts,
+        emit: undefined,
+        place: { ...this.place, seq: this.parent.position.seq },
+        replay: true,
+        served: this.served,
+      });
+      const writes = await task.node.fn(this.settings.schema.view(state as State) as never, scope as never);
+      await scope.settle();
+      return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts };
+    } catch (error) {
+      if (error instanceof ReplayDivergence) this.divergences.push({ node: error.node, call: error.call, name: error.callName, reason: error.reason });
+      else this.divergences.push({ node: task.node.name, call: -1, name: 'node', reason: `threw: ${(error as Error).message}` });
+      return empty;
+    }
+  }
 }
 
 /**
@@ -194,13 +219,7 @@ async function reexecute(
  * final state, as recorded), not run again, and mapped to the node's writes as the
  * run mapped it.
  */
-async function servedChildWrites(
-  settings: ReplaySettings,
-  threadId: string,
-  child: ChildSpec,
-  ns: string,
-  state: Record<string, unknown>,
-): Promise<Record<string, unknown> | undefined> {
+async function servedChildWrites(settings: ReplaySettings, threadId: string, child: ChildSpec, ns: string, state: Readonly<State>): Promise<Record<string, unknown> | undefined> {
   const cp = settings.engine.checkpointer;
   const head = await cp.getHead(threadId, ns);
   const node = ns.slice(0, ns.indexOf(':'));
@@ -208,17 +227,11 @@ async function servedChildWrites(
   const loaded = await materialize(cp, child.schema, threadId, ns, head.seq, { head });
   if (loaded.body.next.length || loaded.body.interrupts?.length) throw new ReplayDivergence(node, -1, 'child run', `the child run in ${ns} never finished`);
   const shared = await sharedStart(child, state, { engine: cp.engine, thread: threadId, ns });
-  return childResultWrites(child, shared, loaded.state, settings.schema.view(state));
+  return childResultWrites(child, shared, loaded.state, settings.schema.view(state as State));
 }
 
 /** Applies what a non-step position stored (an input, an answer, a fork's patch) to the replayed state. */
-async function applyStoredWrites(
-  settings: ReplaySettings,
-  threadId: string,
-  position: StoredPosition,
-  body: PositionBody,
-  state: Record<string, unknown>,
-): Promise<Record<string, unknown> | undefined> {
+async function applyStoredWrites(settings: ReplaySettings, threadId: string, position: StoredPosition, body: PositionBody, state: State): Promise<State | undefined> {
   // Writes stored under another schema version (a rebase) are read through the upcasters instead.
   if (position.schemaVersion !== settings.schema.version || body.rebase) return undefined;
   const next = { ...state };

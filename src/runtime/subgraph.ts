@@ -20,8 +20,8 @@ import { GraphDefinitionError, type ErrorPlace } from '../errors.js';
 import type { ModelField } from '../state/fields.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { RetryPolicy } from './retry.js';
-import type { GraphSpec } from './graph.js';
-import type { EncodedChange, MergeResult } from './merge.js';
+import type { ChildSpec } from './graph-spec.js';
+import { noChanges, type MergeResult } from './merge.js';
 
 /** How a subgraph node maps the parent's state in and the child's result out. */
 export type SubgraphOptions<P extends StateSchema, C extends StateSchema> = (
@@ -47,33 +47,10 @@ export type SubgraphOptions<P extends StateSchema, C extends StateSchema> = (
   interruptAfter?: boolean | ((state: StateOf<P>) => unknown);
 };
 
-/** What the runtime keeps of a subgraph node. */
-export interface ChildSpec {
-  schema: StateSchema;
-  spec: GraphSpec;
-  share: boolean;
-  input?: (state: never) => Record<string, unknown>;
-  output?: (result: never, state: never) => Record<string, unknown> | void | undefined;
-  /** The child graph's own settings (from its compile() options, when given a compiled app). */
-  recursionLimit?: number;
-  retry?: Partial<RetryPolicy>;
-  snapshotEvery?: number;
-}
-
-/** The namespace of the child run that task `task` of the superstep starting at `origin` runs in namespace `parent`. */
-export function childNamespace(parent: string, task: string, origin: number): string {
-  const own = `${task}@${origin}`;
-  return parent === '' ? own : `${parent}|${own}`;
-}
-
-/** The node names along a child namespace, outermost first: `a:0@3|b:1@0` → `['a', 'b']`. */
-export function namespaceNodes(ns: string): string[] {
-  if (ns === '') return [];
-  return ns.split('|').map((segment) => {
-    const match = /^(.+):\d+@\d+$/.exec(segment);
-    if (!match) throw new GraphDefinitionError(`"${ns}" is not a child-run namespace (expected <node>:<index>@<seq>, joined by "|").`);
-    return match[1]!;
-  });
+/** A child run's first position: the state it starts from, and the writes its first position stores. */
+export interface ChildStart {
+  state: Record<string, unknown>;
+  merged: MergeResult;
 }
 
 /**
@@ -108,12 +85,13 @@ function sharedNames(child: StateSchema): string[] {
 
 /**
  * A shared child's first state: its defaults, with the parent's values of the shared
- * fields (validated against the child's schemas; lists copied, since the runtime
- * extends them in place). The changes make the child's first position store them.
+ * fields (validated against the child's schemas; lists copied, since the child's
+ * cursor extends them in place). The changes make the child's first position store them.
  */
-async function sharedSeed(child: StateSchema, parentState: Record<string, unknown>, place: ErrorPlace): Promise<MergeResult> {
+async function sharedSeed(child: StateSchema, parentState: Readonly<Record<string, unknown>>, place: ErrorPlace): Promise<ChildStart> {
   const state = child.initial();
-  const changes = new Map<string, EncodedChange>();
+  const merged = noChanges();
+  const { changes } = merged;
   for (const name of sharedNames(child)) {
     const value = (await child.validate(name, parentState[name], place)) as unknown;
     if (child.appendFields.has(name)) {
@@ -125,7 +103,7 @@ async function sharedSeed(child: StateSchema, parentState: Record<string, unknow
       changes.set(name, { kind: 'set', text: encode(value, name) });
     }
   }
-  return { state, changes, conflicts: [] };
+  return { state, merged };
 }
 
 /** What a shared child started from, per field: a list's length, or a value's encoding. */
@@ -162,12 +140,12 @@ function sharedWrites(child: StateSchema, baseline: SharedBaseline, final: Recor
 
 /** Where a shared child starts (its first position's writes) and the baseline its net change is measured from. */
 export interface SharedStart {
-  seed: MergeResult;
+  seed: ChildStart;
   baseline: SharedBaseline;
 }
 
 /** For a shared child, its start from the parent's state; undefined for an isolated one. */
-export async function sharedStart(child: ChildSpec, parentState: Record<string, unknown>, place: ErrorPlace): Promise<SharedStart | undefined> {
+export async function sharedStart(child: ChildSpec, parentState: Readonly<Record<string, unknown>>, place: ErrorPlace): Promise<SharedStart | undefined> {
   if (!child.share) return undefined;
   const seed = await sharedSeed(child.schema, parentState, place);
   return { seed, baseline: sharedBaseline(child.schema, seed.state) };

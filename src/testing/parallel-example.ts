@@ -10,7 +10,7 @@ import { z } from 'zod';
 import type { Engine } from '../contracts/engine.js';
 import type { App } from '../runtime/app.js';
 import type { EventSink } from '../runtime/events.js';
-import { END, START, graph } from '../runtime/graph.js';
+import { END, START, graph } from '../runtime/builder.js';
 import { field } from '../state/fields.js';
 import { defineState } from '../state/schema.js';
 
@@ -38,7 +38,7 @@ function auditHas(file: string, key: string): boolean {
 }
 
 export function parallelExample(options: ParallelExampleOptions): App<typeof ParallelState> {
-  const sideEffect = (side: string) => async (s: { round: number }, ctx: import('../runtime/context.js').NodeContext) => {
+  const sideEffect = (side: string) => async (s: { round: number }, ctx: import('../runtime/task-scope.js').NodeContext) => {
     const value = await ctx.record(`${side}.compute`, () => `${side}${s.round}`);
     await ctx.effect(`${side}.write`, {
       run: (key) => {

@@ -15,7 +15,7 @@ import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { App } from '../runtime/app.js';
 import type { EventSink } from '../runtime/events.js';
-import { END, START, graph } from '../runtime/graph.js';
+import { END, START, graph } from '../runtime/builder.js';
 import { field } from '../state/fields.js';
 import { defineState } from '../state/schema.js';
 
@@ -74,7 +74,7 @@ export function workedExample(options: WorkedExampleOptions): App<typeof WorkedE
     .node('put_object', async (s, ctx) => {
       const key = `summary-${s.customerId.replace(/\D/g, '')}.txt`;
       const artifact = await ctx.effect('put_object', {
-        key,
+        idempotencyKey: key,
         args: { key, summary: s.summary },
         run: (k) => {
           options.onEffectRun?.('put_object', k);

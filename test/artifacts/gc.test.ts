@@ -40,7 +40,7 @@ function app(engine: Engine, artifacts: MemoryArtifactStore, options: { snapshot
     })
     .node('effect', async (_s, ctx) => {
       const ref = await ctx.effect('upload', {
-        key: `upload-${ctx.threadId}`,
+        idempotencyKey: `upload-${ctx.threadId}`,
         run: (key) => ctx.artifacts.putNamed(key, `uploaded by ${ctx.threadId}`, { mediaType: 'text/plain' }),
         probe: (key) => ctx.artifacts.head(key),
       });
@@ -143,7 +143,7 @@ describe('collectArtifacts', () => {
     const compiled = app(engine, artifacts, { snapshotEvery: 1 });
     await compiled.run({ thread: 'forked' });
     const other = await artifacts.put('only on the fork', { mediaType: 'text/plain' });
-    await compiled.fork('forked', 1, { patch: { doc: other } });
+    await compiled.fork({ thread: 'forked', seq: 1, patch: { doc: other } });
     await tick();
     const report = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, grace: 0 });
     expect(report.victims).toEqual([]);
@@ -267,7 +267,7 @@ describe('verifyArtifacts', () => {
     expect(clean).toMatchObject({ ok: true, checked: 4, corrupt: [], dangling: [] });
     expect(clean.refs).toBeGreaterThanOrEqual(3);
 
-    const state = await app(engine, artifacts).getState('v1');
+    const state = await app(engine, artifacts).getState({ thread: 'v1' });
     artifacts.corruptForTesting(state.doc!, new TextEncoder().encode('doc of v2'));
     const report = await verifyArtifacts({ artifacts, checkpointer: engine.checkpointer, store: engine.store });
     expect(report.corrupt.map((c) => [c.ref.id, c.code])).toEqual([[state.doc!.id, 'ERR_ARTIFACT_INTEGRITY']]);
@@ -291,8 +291,8 @@ describe('keeping state small', () => {
     const big = { rows: Array.from({ length: 20_000 }, (_, i) => ({ i, at: new Date(0), name: `row ${i}` })) };
     const compiled = graph(Big)
       .node('tool', async (_s, ctx) => ({
-        result: await ctx.artifact('search', () => (calls++, big)),
-        text: await ctx.artifact('page', () => 'x'.repeat(400_000), { mediaType: 'text/html' }),
+        result: await ctx.recordArtifact('search', () => (calls++, big)),
+        text: await ctx.recordArtifact('page', () => 'x'.repeat(400_000), { mediaType: 'text/html' }),
       }))
       .edge(START, 'tool')
       .edge('tool', END)

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
-import { verifyThread } from '../../dist/index.js';
+import { verifyThread } from '../../dist/inspect/index.js';
 import { runFixture, type FixtureRun } from './crash-setup.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/subgraph-process.mjs', import.meta.url));

@@ -17,7 +17,7 @@ import { sqlite } from '../../src/engines/sqlite/index.js';
 import { pinArtifact, unpinArtifact } from '../../src/inspect/gc.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import { usePostgresSchema } from '../helpers/postgres.js';
 import { tmpFile } from '../runtime/engines.js';
 

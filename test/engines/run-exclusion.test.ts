@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
-import { verifyThread } from '../../dist/index.js';
+import { verifyThread } from '../../dist/inspect/index.js';
 
 const run = promisify(execFile);
 const fixture = new URL('../fixtures/slow-run.mjs', import.meta.url).pathname;

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { memoryArtifacts } from '../../src/engines/memory/index.js';
-import { exportThreads, importThreads, type TransferRecord } from '../../src/index.js';
+import { exportThreads, importThreads, type TransferRecord } from '../../src/inspect/index.js';
 import { workedExample } from '../../src/testing/worked-example.js';
 import { ordersV3 } from '../fixtures/schema-evolution/orders.js';
 import { PG_URL, usePostgresSchema } from '../helpers/postgres.js';
@@ -38,7 +38,7 @@ describe('export and import', () => {
     try {
       const app = ordersV3(source);
       await app.run({ thread: 'o1', input: { order: 'order-1' } });
-      await app.fork('o1', 1, { patch: { comments: ['forked'] } });
+      await app.fork({ thread: 'o1', seq: 1, patch: { comments: ['forked'] } });
       await app.run({ thread: 'o1' }); // pauses before review again, on the fork
       const records = await collect(exportThreads(source, ['o1']));
       const report = await importThreads(target, records);
@@ -47,9 +47,9 @@ describe('export and import', () => {
       const rows = async (e: typeof source) => e.checkpointer.getPositions('o1', '', { from: 0, to: 100 });
       expect(await rows(target)).toEqual(await rows(source));
       const there = ordersV3(target);
-      expect(await there.getThread('o1')).toMatchObject({ status: 'interrupted', head: (await source.checkpointer.getThread('o1'))!.head });
-      for (const p of await rows(source)) expect(await there.stateAt('o1', p.seq)).toEqual(await app.stateAt('o1', p.seq));
-      expect((await there.verify('o1')).ok).toBe(true);
+      expect(await there.getThread({ thread: 'o1' })).toMatchObject({ status: 'interrupted', head: (await source.checkpointer.getThread('o1'))!.head });
+      for (const p of await rows(source)) expect(await there.stateAt({ thread: 'o1', seq: p.seq })).toEqual(await app.stateAt({ thread: 'o1', seq: p.seq }));
+      expect((await there.verify({ thread: 'o1' })).ok).toBe(true);
       expect(await target.ledger.list('o1')).toEqual(await source.ledger.list('o1'));
 
       // The copy goes on in PostgreSQL, served the recorded outputs.

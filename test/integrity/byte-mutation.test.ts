@@ -21,7 +21,7 @@ import { CairnError } from '../../src/errors.js';
 import { encode } from '../../src/codec/tagged-json.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { openRaw, tidOf, useEngine, type EngineName } from '../runtime/engines.js';
 
@@ -172,14 +172,14 @@ for (const name of ['sqlite', 'postgres'] as EngineName[]) {
     it('every byte of every row: typed errors or the exact original reads, verify flags every change a read sees', { timeout: 600_000 }, async () => {
       const app = fuzzApp(ctx.engine);
       await app.run({ thread: THREAD });
-      expect((await app.verify(THREAD)).ok).toBe(true);
+      expect((await app.verify({ thread: THREAD })).ok).toBe(true);
       const raw = name === 'sqlite' ? sqliteRaw(ctx.path!) : postgresRaw(ctx.pg!.pool, ctx.pg!.schema);
       const reads: [string, () => Promise<unknown>, boolean][] = [
-        ['head', () => app.getState(THREAD), false],
-        ...Array.from({ length: STEPS + 1 }, (_, seq) => [`seq ${seq}`, () => app.stateAt(THREAD, seq), false] as [string, () => Promise<unknown>, boolean]),
+        ['head', () => app.getState({ thread: THREAD }), false],
+        ...Array.from({ length: STEPS + 1 }, (_, seq) => [`seq ${seq}`, () => app.stateAt({ thread: THREAD, seq }), false] as [string, () => Promise<unknown>, boolean]),
         // Replay reports what it could not reproduce: a report that flags a step is its typed answer.
         ['replay', async () => {
-          const report = await app.replay(THREAD, { from: 0 });
+          const report = await app.replay({ thread: THREAD, from: 0 });
           if (!report.sameStates) throw new ReplayFlagged('replay flagged a step');
           return report.steps.map((s) => s.seq);
         }, true],
@@ -206,7 +206,7 @@ for (const name of ['sqlite', 'postgres'] as EngineName[]) {
                 }
                 try {
                   const results = await readAll(withReplay);
-                  const verify = await outcome(async () => (await app.verify(THREAD)).ok);
+                  const verify = await outcome(async () => (await app.verify({ thread: THREAD })).ok);
                   let altered = false;
                   results.forEach((result, i) => {
                     if (result === expected[i]) return;
@@ -230,7 +230,7 @@ for (const name of ['sqlite', 'postgres'] as EngineName[]) {
       }
       // Everything is as it was.
       expect(await readAll(true)).toEqual(baseline);
-      expect((await app.verify(THREAD)).ok).toBe(true);
+      expect((await app.verify({ thread: THREAD })).ok).toBe(true);
       const summary = { ...tally, silentWrongState: tally.silentWrongState.length, crashes: tally.crashes.length, verifyMissed: tally.verifyMissed.length };
       process.stdout.write(`byte-mutation fuzz on ${name}: ${JSON.stringify(summary)}\n`);
       if (process.env.FUZZ_DEBUG) process.stdout.write(JSON.stringify({ silent: tally.silentWrongState, missed: tally.verifyMissed, crashes: tally.crashes }, null, 1) + "\n");

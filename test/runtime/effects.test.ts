@@ -13,8 +13,8 @@ import { z } from 'zod';
 import { EffectConflictError, NeedsAttentionError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
-import type { EffectSpec } from '../../src/runtime/context.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
+import type { EffectSpec } from '../../src/runtime/task-scope.js';
 import type { RunEvent } from '../../src/runtime/events.js';
 import { bodies, caught, ENGINES, sleep, useEngine } from './engines.js';
 
@@ -106,7 +106,7 @@ describe.each(ENGINES)('effects on %s', (name) => {
     });
 
     it("a caller's key is used as given and passed to run", async () => {
-      const { app, runKeys } = effectApp({ spec: () => ({ key: 'order-42' }) });
+      const { app, runKeys } = effectApp({ spec: () => ({ idempotencyKey: 'order-42' }) });
       await app.run({ thread: 't' });
       expect(runKeys).toEqual(['order-42']);
       expect((await effectsOf('t')).map((e) => e.key)).toEqual(['order-42']);
@@ -115,8 +115,8 @@ describe.each(ENGINES)('effects on %s', (name) => {
     it("a caller's key already done in the thread is served to a later step without running", async () => {
       let runs = 0;
       const app = graph(State)
-        .node('first', async (_s, c) => ({ trail: [await c.effect('pay', { key: 'pay-1', run: () => `paid-${++runs}` })] }))
-        .node('again', async (_s, c) => ({ trail: [await c.effect('pay', { key: 'pay-1', run: () => `paid-${++runs}` })] }))
+        .node('first', async (_s, c) => ({ trail: [await c.effect('pay', { idempotencyKey: 'pay-1', run: () => `paid-${++runs}` })] }))
+        .node('again', async (_s, c) => ({ trail: [await c.effect('pay', { idempotencyKey: 'pay-1', run: () => `paid-${++runs}` })] }))
         .edge(START, 'first')
         .edge('first', 'again')
         .edge('again', END)
@@ -231,25 +231,25 @@ describe.each(ENGINES)('effects on %s', (name) => {
       expect(error.code).toBe('ERR_NEEDS_ATTENTION');
       expect((error as NeedsAttentionError).effectKey).toBe(key);
       expect(setup.runKeys).toHaveLength(1);
-      const stuck = (await setup.app.getThread('t'))!;
+      const stuck = (await setup.app.getThread({ thread: 't' }))!;
       expect(stuck.status).toBe('needs_attention');
       expect(stuck.lastError?.code).toBe('ERR_NEEDS_ATTENTION');
       // Asking again does not guess either.
       await expect(setup.app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NEEDS_ATTENTION' });
       expect(setup.runKeys).toHaveLength(1);
 
-      await setup.app.resolveEffect('t', key, 'checked-by-a-person');
+      await setup.app.resolveEffect({ thread: 't', idempotencyKey: key, outcome: 'checked-by-a-person' });
       const result = await setup.app.run({ thread: 't' });
       expect(result.status).toBe('completed');
       expect(result.state.outcome).toBe('checked-by-a-person');
       expect(setup.runKeys).toHaveLength(1);
-      expect((await setup.app.getThread('t'))!.status).toBe('completed');
+      expect((await setup.app.getThread({ thread: 't' }))!.status).toBe('completed');
     });
 
     it('resolveEffect with a key the thread does not have fails and names the key', async () => {
       const setup = effectApp();
       await setup.app.run({ thread: 't' });
-      const error = await caught(() => setup.app.resolveEffect('t', 'eff_no_such_key', 'x'));
+      const error = await caught(() => setup.app.resolveEffect({ thread: 't', idempotencyKey: 'eff_no_such_key', outcome: 'x' }));
       expect(error.message).toContain('eff_no_such_key');
     });
 
@@ -275,7 +275,7 @@ describe.each(ENGINES)('effects on %s', (name) => {
       expect(EffectConflictError.is(error)).toBe(true);
       expect(error.code).toBe('ERR_EFFECT_CONFLICT');
       expect(setup.runKeys).toHaveLength(1);
-      expect((await setup.app.getThread('t'))!.status).toBe('failed');
+      expect((await setup.app.getThread({ thread: 't' }))!.status).toBe('failed');
 
       // With the original arguments the thread recovers.
       to = 'alice';

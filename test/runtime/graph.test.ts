@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { GraphDefinitionError, GraphMismatchError, RecursionLimitError, UnknownNodeError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import { bodies, caught, ENGINES, gate, sleep, useEngine, within } from './engines.js';
 
 const fast = { maxAttempts: 1, initialDelayMs: 0 };
@@ -117,7 +117,7 @@ describe.each(ENGINES)('graph runtime on %s', (name) => {
       expect(UnknownNodeError.is(error)).toBe(true);
       expect(error.code).toBe('ERR_UNKNOWN_NODE');
       expect((error as UnknownNodeError).node).toBe('ghost');
-      const thread = await app.getThread('t');
+      const thread = await app.getThread({ thread: 't' });
       expect(thread!.head).toBe(0);
       expect(thread!.status).toBe('failed');
     });
@@ -200,7 +200,7 @@ describe.each(ENGINES)('graph runtime on %s', (name) => {
       const result = await app.run({ thread: 't' });
       expect(result.state.trail).toEqual(['zeta', 'alpha', 'mid']);
       expect((await bodies(ctx.engine, 't'))[1]!.nodes).toEqual(['zeta', 'alpha', 'mid']);
-      expect((await app.getState('t')).trail).toEqual(['zeta', 'alpha', 'mid']);
+      expect((await app.getState({ thread: 't' })).trail).toEqual(['zeta', 'alpha', 'mid']);
     });
 
     it('every node of a superstep sees the state of the position the superstep starts from', async () => {
@@ -288,11 +288,11 @@ describe.each(ENGINES)('graph runtime on %s', (name) => {
       expect(RecursionLimitError.is(error)).toBe(true);
       expect(error.code).toBe('ERR_RECURSION_LIMIT');
       expect((error as RecursionLimitError).limit).toBe(3);
-      const thread = await app.getThread('t');
+      const thread = await app.getThread({ thread: 't' });
       expect(thread!.status).toBe('failed');
       expect(thread!.lastError?.code).toBe('ERR_RECURSION_LIMIT');
       expect(thread!.head).toBe(3);
-      expect((await app.getState('t')).n).toBe(3);
+      expect((await app.getState({ thread: 't' })).n).toBe(3);
     });
 
     it('the failed thread is resumable: a run with a higher recursionLimit finishes it', async () => {
@@ -302,7 +302,7 @@ describe.each(ENGINES)('graph runtime on %s', (name) => {
       expect(result.status).toBe('completed');
       expect(result.state.n).toBe(10);
       expect(result.seq).toBe(10);
-      expect((await app.verify('t')).ok).toBe(true);
+      expect((await app.verify({ thread: 't' })).ok).toBe(true);
     });
   });
 
@@ -318,7 +318,7 @@ describe.each(ENGINES)('graph runtime on %s', (name) => {
         .edge('b', END)
         .compile({ engine: ctx.engine, retry: { maxAttempts: 2, initialDelayMs: 0 } });
       await expect(graphA.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
-      expect((await graphA.getThread('t'))!.status).toBe('failed');
+      expect((await graphA.getThread({ thread: 't' }))!.status).toBe('failed');
 
       const graphB = graph(State)
         .node('a', () => ({ trail: ['a'] }))
@@ -331,7 +331,7 @@ describe.each(ENGINES)('graph runtime on %s', (name) => {
       expect(GraphMismatchError.is(error)).toBe(true);
       expect(error.code).toBe('ERR_GRAPH_MISMATCH');
       expect((error as GraphMismatchError).missing).toEqual(['b']);
-      const thread = await graphB.getThread('t');
+      const thread = await graphB.getThread({ thread: 't' });
       expect(thread!.head).toBe(1);
       expect(thread!.status).toBe('failed');
       // A graph that has the node again resumes the thread.

@@ -14,7 +14,7 @@ import type Database from 'better-sqlite3';
 import { CorruptRecordError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { caught, openRaw, tidOf, useEngine, type EngineName } from './engines.js';
 
@@ -119,7 +119,7 @@ for (const name of ['sqlite', 'postgres'] as EngineName[]) {
     async function stored() {
       const app = loopApp(ctx.engine);
       await app.run({ thread: THREAD });
-      expect((await app.verify(THREAD)).ok).toBe(true);
+      expect((await app.verify({ thread: THREAD })).ok).toBe(true);
       const rows = name === 'sqlite' ? sqliteRows(ctx.path!) : postgresRows(ctx.pg!.pool, ctx.pg!.schema);
       return { app, rows };
     }
@@ -130,16 +130,16 @@ for (const name of ['sqlite', 'postgres'] as EngineName[]) {
         expect(await rows.snapshotSeqs()).toEqual([3, 7]);
         // entry-2 was appended by seq 2, below the snapshots at 3 and 7.
         expect(await rows.setItem('"entry-2"', '"entry-X"')).toBe(1);
-        await expectCorrupt(() => app.getState(THREAD), /checksum|hash/);
-        await expectCorrupt(() => app.stateAt(THREAD, 7));
-        await expectCorrupt(() => app.stateAt(THREAD, 5));
-        await expectCorrupt(() => app.stateAt(THREAD, 3));
+        await expectCorrupt(() => app.getState({ thread: THREAD }), /checksum|hash/);
+        await expectCorrupt(() => app.stateAt({ thread: THREAD, seq: 7 }));
+        await expectCorrupt(() => app.stateAt({ thread: THREAD, seq: 5 }));
+        await expectCorrupt(() => app.stateAt({ thread: THREAD, seq: 3 }));
         // Below the change, nothing uses the row.
-        expect((await app.stateAt(THREAD, 1)).log).toEqual(['entry-1']);
+        expect((await app.stateAt({ thread: THREAD, seq: 1 })).log).toEqual(['entry-1']);
         // A new run loads the head first: it fails, and nothing is written.
         await expectCorrupt(() => app.run({ thread: THREAD, input: { n: 0 } }));
-        expect((await app.history(THREAD)).length).toBe(STEPS + 1);
-        const report = await app.verify(THREAD);
+        expect((await app.history({ thread: THREAD })).length).toBe(STEPS + 1);
+        const report = await app.verify({ thread: THREAD });
         expect(report.ok).toBe(false);
         expect(report.problems.filter((p) => p.kind === 'position').map((p) => p.seq)).toEqual([2]);
       } finally {
@@ -151,13 +151,13 @@ for (const name of ['sqlite', 'postgres'] as EngineName[]) {
       const { app, rows } = await stored();
       try {
         await rows.deletePositionsFrom(7);
-        await expectCorrupt(() => app.getState(THREAD), /removed/);
+        await expectCorrupt(() => app.getState({ thread: THREAD }), /removed/);
         await expectCorrupt(() => app.run({ thread: THREAD }), /removed/);
-        const report = await app.verify(THREAD);
+        const report = await app.verify({ thread: THREAD });
         expect(report.ok).toBe(false);
         expect(report.problems).toEqual([expect.objectContaining({ kind: 'head', seq: 8, message: expect.stringMatching(/removed/) })]);
         // What is still stored still reads.
-        expect((await app.stateAt(THREAD, 6)).n).toBe(6);
+        expect((await app.stateAt({ thread: THREAD, seq: 6 })).n).toBe(6);
       } finally {
         await rows.close();
       }
@@ -169,11 +169,11 @@ for (const name of ['sqlite', 'postgres'] as EngineName[]) {
         const text = await rows.snapshotText(3);
         expect(text).toContain('"n":3');
         await rows.setSnapshot(3, text.replace('"n":3', '"n":5'));
-        await expectCorrupt(() => app.stateAt(THREAD, 5), /snapshot at seq 3/);
-        const report = await app.verify(THREAD);
+        await expectCorrupt(() => app.stateAt({ thread: THREAD, seq: 5 }), /snapshot at seq 3/);
+        const report = await app.verify({ thread: THREAD });
         expect(report.problems).toEqual([expect.objectContaining({ kind: 'snapshot', seq: 3 })]);
         // The head reads from the snapshot at 7, which is intact.
-        expect((await app.getState(THREAD)).n).toBe(8);
+        expect((await app.getState({ thread: THREAD })).n).toBe(8);
       } finally {
         await rows.close();
       }
@@ -183,8 +183,8 @@ for (const name of ['sqlite', 'postgres'] as EngineName[]) {
       const { app, rows } = await stored();
       try {
         await rows.setSnapshot(7, await rows.snapshotText(3));
-        await expectCorrupt(() => app.getState(THREAD), /another position/);
-        expect((await app.verify(THREAD)).problems).toEqual([expect.objectContaining({ kind: 'snapshot', seq: 7 })]);
+        await expectCorrupt(() => app.getState({ thread: THREAD }), /another position/);
+        expect((await app.verify({ thread: THREAD })).problems).toEqual([expect.objectContaining({ kind: 'snapshot', seq: 7 })]);
       } finally {
         await rows.close();
       }
@@ -194,16 +194,16 @@ for (const name of ['sqlite', 'postgres'] as EngineName[]) {
       const { app, rows } = await stored();
       try {
         expect(await rows.setLedgerOutcome('"answer-3"', '"answer-Z"')).toBe(1);
-        const report = await app.verify(THREAD);
+        const report = await app.verify({ thread: THREAD });
         expect(report.ok).toBe(false);
         expect(report.problems).toEqual([expect.objectContaining({ kind: 'ledger', seq: 3 })]);
         expect(report.problems[0]!.message).toMatch(/digest/);
-        const replay = await app.replay(THREAD, { from: 0 });
+        const replay = await app.replay({ thread: THREAD, from: 0 });
         expect(replay.sameStates).toBe(false);
         const step = replay.steps.find((s) => s.seq === 3)!;
         expect(step.divergences[0]!.reason).toMatch(/does not match the digest/);
         // The stored state was never built from the ledger: it still reads as written.
-        expect((await app.stateAt(THREAD, 3)).answer).toBe('answer-3');
+        expect((await app.stateAt({ thread: THREAD, seq: 3 })).answer).toBe('answer-3');
       } finally {
         await rows.close();
       }

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { CorruptRecordError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { memoryArtifacts } from '../../src/artifacts/memory-artifact-store.js';
@@ -49,7 +49,7 @@ describe.each(ENGINES)('verify on %s', (name) => {
   it('a clean thread verifies: the worked example (records, effects, appends, store write)', async () => {
     const app = workedExample({ engine: ctx.engine, artifacts: memoryArtifacts(), now: () => '2025-01-01T00:00:00.000Z' });
     await app.run({ thread: 'cust_42' });
-    const report = await app.verify('cust_42');
+    const report = await app.verify({ thread: 'cust_42' });
     expect(report).toEqual({ threadId: 'cust_42', ok: true, positions: 5, snapshots: 0, ledgerEntries: 5, problems: [] });
   });
 
@@ -64,7 +64,7 @@ describe.each(ENGINES)('verify on %s', (name) => {
       .compile({ engine: ctx.engine, snapshotEvery: 1 });
     await app.run({ thread: 't' });
     await app.run({ thread: 't', input: { n: 2 } });
-    const report = await app.verify('t');
+    const report = await app.verify({ thread: 't' });
     expect(report.ok).toBe(true);
     expect(report.positions).toBe(4);
   });
@@ -88,7 +88,7 @@ describe('tampering with a SQLite file', () => {
     const engine = sqlite(path);
     const app = loopApp(engine, 4, snapshotEvery);
     await app.run({ thread: THREAD });
-    expect((await app.verify(THREAD)).ok).toBe(true);
+    expect((await app.verify({ thread: THREAD })).ok).toBe(true);
     const db = openRaw(path);
     const tid = tidOf(db, THREAD);
     const done = async () => {
@@ -104,15 +104,15 @@ describe('tampering with a SQLite file', () => {
       const body = db.prepare("SELECT body FROM cairn_positions WHERE tid = ? AND ns = '' AND seq = 2").pluck().get(tid) as string;
       expect(body).toContain('"attempt":1');
       db.prepare("UPDATE cairn_positions SET body = ? WHERE tid = ? AND ns = '' AND seq = 2").run(body.replace('"attempt":1', '"attempt":7'), tid);
-      const report = await app.verify(THREAD);
+      const report = await app.verify({ thread: THREAD });
       expect(report.ok).toBe(false);
       expect(report.problems.map((p) => p.seq)).toEqual([2]);
       expect(report.problems[0]!.code).toBe('ERR_CORRUPT_RECORD');
       expect(report.positions).toBe(5);
       // A load that reads the changed row refuses it; one that stops before it does not need it.
-      await expectCorrupt(() => app.stateAt(THREAD, 2), 2);
-      await expectCorrupt(() => app.getState(THREAD), 2);
-      expect((await app.stateAt(THREAD, 1)).n).toBe(1);
+      await expectCorrupt(() => app.stateAt({ thread: THREAD, seq: 2 }), 2);
+      await expectCorrupt(() => app.getState({ thread: THREAD }), 2);
+      expect((await app.stateAt({ thread: THREAD, seq: 1 })).n).toBe(1);
     } finally {
       await done();
     }
@@ -123,9 +123,9 @@ describe('tampering with a SQLite file', () => {
     try {
       const changed = db.prepare("UPDATE cairn_items SET body = ? WHERE tid = ? AND seq = 3 AND body = ?").run('"entry-X"', tid, '"entry-3"');
       expect(changed.changes).toBe(1);
-      const report = await app.verify(THREAD);
+      const report = await app.verify({ thread: THREAD });
       expect(report.problems.map((p) => p.seq)).toEqual([3]);
-      await expectCorrupt(() => app.getState(THREAD), 3);
+      await expectCorrupt(() => app.getState({ thread: THREAD }), 3);
     } finally {
       await done();
     }
@@ -138,11 +138,11 @@ describe('tampering with a SQLite file', () => {
       const bad = Buffer.from(hash);
       bad[0] = bad[0]! ^ 0x01;
       db.prepare("UPDATE cairn_positions SET hash = ? WHERE tid = ? AND ns = '' AND seq = 2").run(bad, tid);
-      const report = await app.verify(THREAD);
+      const report = await app.verify({ thread: THREAD });
       expect(report.ok).toBe(false);
       expect(report.problems[0]!.seq).toBe(2);
       expect(report.problems.map((p) => p.seq)).toEqual([2, 3]);
-      await expectCorrupt(() => app.stateAt(THREAD, 2), 2);
+      await expectCorrupt(() => app.stateAt({ thread: THREAD, seq: 2 }), 2);
     } finally {
       await done();
     }
@@ -154,13 +154,13 @@ describe('tampering with a SQLite file', () => {
       const body = db.prepare("SELECT body FROM cairn_positions WHERE tid = ? AND ns = '' AND seq = 2").pluck().get(tid) as string;
       db.prepare("UPDATE cairn_positions SET body = ? WHERE tid = ? AND ns = '' AND seq = 2").run(body.slice(0, -1), tid);
 
-      const report = await app.verify(THREAD);
+      const report = await app.verify({ thread: THREAD });
       expect(report.problems.map((p) => p.seq)).toContain(2);
       expect(report.problems[0]!.seq).toBe(2);
 
-      for (const load of [() => app.stateAt(THREAD, 2), () => app.getState(THREAD), () => app.history(THREAD)]) await expectCorrupt(load, 2);
+      for (const load of [() => app.stateAt({ thread: THREAD, seq: 2 }), () => app.getState({ thread: THREAD }), () => app.history({ thread: THREAD })]) await expectCorrupt(load, 2);
       // Positions before the damage still load.
-      expect((await app.stateAt(THREAD, 1)).n).toBe(1);
+      expect((await app.stateAt({ thread: THREAD, seq: 1 })).n).toBe(1);
     } finally {
       await done();
     }
@@ -182,8 +182,8 @@ describe('tampering with a SQLite file', () => {
     const { app, db, tid, done } = await prepared();
     try {
       db.prepare("DELETE FROM cairn_items WHERE tid = ? AND seq = 2").run(tid);
-      await expectCorrupt(() => app.getState(THREAD), 2);
-      expect((await app.verify(THREAD)).problems.map((p) => p.seq)).toEqual([2]);
+      await expectCorrupt(() => app.getState({ thread: THREAD }), 2);
+      expect((await app.verify({ thread: THREAD })).problems.map((p) => p.seq)).toEqual([2]);
     } finally {
       await done();
     }
@@ -196,7 +196,7 @@ describe('tampering with a SQLite file', () => {
       expect(seqs.length).toBeGreaterThan(0);
       const last = seqs.at(-1)!;
       db.prepare('UPDATE cairn_snapshots SET body = ? WHERE tid = ? AND seq = ?').run('{"schemaVersion":1,', tid, last);
-      const error = await expectCorrupt(() => app.stateAt(THREAD, last), last);
+      const error = await expectCorrupt(() => app.stateAt({ thread: THREAD, seq: last }), last);
       expect(error.message).toContain('snapshot');
     } finally {
       await done();

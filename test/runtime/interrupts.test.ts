@@ -20,7 +20,7 @@ import {
 } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph, type NodeOptions } from '../../src/runtime/graph.js';
+import { END, START, graph, type NodeOptions } from '../../src/runtime/builder.js';
 import { bodies, caught, ENGINES, rawPositions, useEngine } from './engines.js';
 
 const State = defineState({
@@ -134,12 +134,12 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       expect(pending!.id.length).toBeGreaterThan(0);
       expect(calls).toEqual({ ask: 1, finish: 0 });
 
-      expect(await app.getThread('t')).toMatchObject({ status: 'interrupted', head: 1 });
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'interrupted', head: 1 });
       // Durable: the node's writes are in the committed position, the payload in its body.
-      expect(await app.stateAt('t', 1)).toEqual({ log: ['asked'], answer: '', n: 1 });
+      expect(await app.stateAt({ thread: 't', seq: 1 })).toEqual({ log: ['asked'], answer: '', n: 1 });
       const stored = await bodies(ctx.engine, 't');
       expect(stored.at(-1)).toMatchObject({ kind: 'step', nodes: ['ask'], next: ['finish'], interrupts: result.interrupts });
-      const [head] = await app.history('t', { limit: 1 });
+      const [head] = await app.history({ thread: 't', limit: 1 });
       expect(head).toMatchObject({ seq: 1, kind: 'step', nodes: ['ask'], interrupts: result.interrupts });
     });
 
@@ -152,17 +152,17 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       expect(result.interrupts).toEqual([]);
       expect(result.state).toEqual({ log: ['asked', 'human says yes', 'finished:yes'], answer: 'yes', n: 1 });
       expect(calls).toEqual({ ask: 1, finish: 1 });
-      expect(await app.getThread('t')).toMatchObject({ status: 'completed', head: 3 });
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'completed', head: 3 });
 
-      const history = await app.history('t');
+      const history = await app.history({ thread: 't' });
       expect(history.map((p) => p.kind)).toEqual(['step', 'resume', 'step', 'input']);
       const resume = history[1]!;
       expect(resume).toMatchObject({ seq: 2, parent: 1, kind: 'resume', actor: 'alice', nodes: [], next: ['finish'], interrupts: [] });
       expect(resume.changes).toMatchObject({ answer: 'set', log: 'append:1' });
       expect((await bodies(ctx.engine, 't'))[2]).toMatchObject({ kind: 'resume', answered: first.interrupts[0]!.id, actor: 'alice' });
       // The answer itself is in the state at the resume position, before `finish` ran.
-      expect(await app.stateAt('t', 2)).toEqual({ log: ['asked', 'human says yes'], answer: 'yes', n: 1 });
-      expect((await app.verify('t')).ok).toBe(true);
+      expect(await app.stateAt({ thread: 't', seq: 2 })).toEqual({ log: ['asked', 'human says yes'], answer: 'yes', n: 1 });
+      expect((await app.verify({ thread: 't' })).ok).toBe(true);
     });
 
     it('resume without actor records the default actor "resume"; resume without input just goes on', async () => {
@@ -172,7 +172,7 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       expect(result.status).toBe('completed');
       expect(result.state.log).toEqual(['asked', 'finished:']);
       expect(calls.finish).toBe(1);
-      const resume = (await app.history('t')).find((p) => p.kind === 'resume')!;
+      const resume = (await app.history({ thread: 't' })).find((p) => p.kind === 'resume')!;
       expect(resume.actor).toBe('resume');
       expect(resume.changes.answer).toBeUndefined();
     });
@@ -189,8 +189,8 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       expect(StateValidationError.is(wrongType)).toBe(true);
 
       expect(await footprint(ctx.engine, 't')).toEqual(before);
-      expect(await app.getThread('t')).toMatchObject({ status: 'interrupted', head: first.seq });
-      expect((await app.history('t', { limit: 1 }))[0]!.interrupts).toEqual(first.interrupts);
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'interrupted', head: first.seq });
+      expect((await app.history({ thread: 't', limit: 1 }))[0]!.interrupts).toEqual(first.interrupts);
       expect(calls).toEqual({ ask: 1, finish: 0 });
 
       const result = await app.resume({ thread: 't', input: { answer: 'ok' } });
@@ -266,15 +266,15 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       expect(result.state).toEqual({ log: ['prepared'], answer: '', n: 1 });
       expect(result.interrupts).toHaveLength(1);
       expect(result.interrupts[0]).toMatchObject({ node: 'gated', when: 'before', payload: null });
-      expect(await app.getThread('t')).toMatchObject({ status: 'interrupted', head: result.seq });
-      const [head] = await app.history('t', { limit: 1 });
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'interrupted', head: result.seq });
+      const [head] = await app.history({ thread: 't', limit: 1 });
       expect(head).toMatchObject({ kind: 'interrupt', nodes: [], next: ['gated'], interrupts: result.interrupts });
 
       const done = await app.resume({ thread: 't', input: { answer: 'approved' }, actor: 'reviewer' });
       expect(done.status).toBe('completed');
       expect(calls).toEqual({ prepare: 1, gated: 1, after: 1 });
       expect(done.state).toEqual({ log: ['prepared', 'gated:approved', 'after:approved'], answer: 'approved', n: 2 });
-      expect((await app.history('t')).map((p) => p.kind)).toEqual(['step', 'step', 'resume', 'interrupt', 'step', 'input']);
+      expect((await app.history({ thread: 't' })).map((p) => p.kind)).toEqual(['step', 'step', 'resume', 'interrupt', 'step', 'input']);
     });
 
     it('interruptBefore with a payload function stores what the function returns for the state before the node', async () => {
@@ -295,9 +295,9 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       expect(calls).toEqual({ prepare: 1, gated: 1, after: 0 });
       expect(result.state).toEqual({ log: ['prepared', 'gated:'], answer: '', n: 2 });
       expect(result.interrupts).toEqual([expect.objectContaining({ node: 'gated', when: 'after', payload: { wrote: 'gated:' } })]);
-      const [head] = await app.history('t', { limit: 1 });
+      const [head] = await app.history({ thread: 't', limit: 1 });
       expect(head).toMatchObject({ kind: 'step', nodes: ['gated'], next: ['after'], interrupts: result.interrupts });
-      expect(await app.stateAt('t', head!.seq)).toEqual(result.state);
+      expect(await app.stateAt({ thread: 't', seq: head!.seq })).toEqual(result.state);
 
       const done = await app.resume({ thread: 't', input: { answer: 'seen' } });
       expect(done.status).toBe('completed');
@@ -382,7 +382,7 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       const half = await app.resume({ thread: 't', interrupt: right!.id, input: { log: ['answer right'] }, actor: 'bob' });
       expect(half.status).toBe('interrupted');
       expect(half.interrupts).toEqual([left]);
-      expect(await app.getThread('t')).toMatchObject({ status: 'interrupted', head: half.seq });
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'interrupted', head: half.seq });
       expect(calls.join).toBe(0);
 
       // The answered one cannot be answered again.
@@ -396,11 +396,11 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       expect(calls).toEqual({ left: 1, right: 1, join: 1 });
       expect(done.state.log).toEqual(['left', 'right', 'answer right', 'answer left', 'join:both']);
 
-      const resumes = (await app.history('t')).filter((p) => p.kind === 'resume');
+      const resumes = (await app.history({ thread: 't' })).filter((p) => p.kind === 'resume');
       expect(resumes.map((p) => [p.actor, p.interrupts.length])).toEqual([['carol', 0], ['bob', 1]]);
       const answered = (await bodies(ctx.engine, 't')).filter((b) => b.kind === 'resume').map((b) => b.answered);
       expect(answered).toEqual([right!.id, left!.id]);
-      expect((await app.verify('t')).ok).toBe(true);
+      expect((await app.verify({ thread: 't' })).ok).toBe(true);
     });
   });
 
@@ -459,7 +459,7 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
         .edge('b', END)
         .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
       await caught(() => app.run({ thread: 't' }));
-      expect((await app.getThread('t'))?.status).toBe('failed');
+      expect((await app.getThread({ thread: 't' }))?.status).toBe('failed');
       const before = await footprint(ctx.engine, 't');
 
       const error = await caught(() => app.resume({ thread: 't', input: { answer: 'x' } }));
@@ -487,7 +487,7 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       const lease = await cp.acquireThread('t', { owner: { runId: 'sim', pid: process.pid, host: 'test' }, leaseMs: 1_000 });
       await cp.updateThread(lease, { status: 'running' });
       await cp.releaseThread(lease);
-      expect((await app.getThread('t'))?.status).toBe('running');
+      expect((await app.getThread({ thread: 't' }))?.status).toBe('running');
       const before = await footprint(ctx.engine, 't');
 
       const error = await caught(() => app.resume({ thread: 't', input: { answer: 'x' } }));
@@ -501,7 +501,7 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       const error = await caught(() => app.resume({ thread: 'nobody', input: { answer: 'x' } }));
       expect(ThreadNotFoundError.is(error)).toBe(true);
       expect(error.code).toBe('ERR_THREAD_NOT_FOUND');
-      expect(await app.getThread('nobody')).toBeNull();
+      expect(await app.getThread({ thread: 'nobody' })).toBeNull();
     });
   });
 
@@ -515,8 +515,8 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       if (ctx.path !== undefined) await ctx.engine.close();
 
       const second = askGraph(engine);
-      expect(await second.app.getThread('t')).toMatchObject({ status: 'interrupted', head: interrupted.seq });
-      const [head] = await second.app.history('t', { limit: 1 });
+      expect(await second.app.getThread({ thread: 't' })).toMatchObject({ status: 'interrupted', head: interrupted.seq });
+      const [head] = await second.app.history({ thread: 't', limit: 1 });
       expect(head!.interrupts).toEqual(interrupted.interrupts);
       const refused = await caught(() => second.app.run({ thread: 't' }));
       expect(ThreadInterruptedError.is(refused)).toBe(true);
@@ -526,7 +526,7 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       expect(done.state).toEqual({ log: ['asked', 'finished:later'], answer: 'later', n: 1 });
       expect(first.calls).toEqual({ ask: 1, finish: 0 });
       expect(second.calls).toEqual({ ask: 0, finish: 1 });
-      expect((await second.app.verify('t')).ok).toBe(true);
+      expect((await second.app.verify({ thread: 't' })).ok).toBe(true);
     });
 
     it('parallel interrupts answered from two different engine instances, one each', async () => {
@@ -548,7 +548,7 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
         .edge('right', 'join')
         .edge('join', END)
         .compile({ engine });
-      const pending = (await again.history('t', { limit: 1 }))[0]!.interrupts;
+      const pending = (await again.history({ thread: 't', limit: 1 }))[0]!.interrupts;
       expect(pending).toEqual([right]);
       const done = await again.resume({ thread: 't', interrupt: right!.id, input: { log: ['R'], answer: 'z' } });
       expect(done.status).toBe('completed');

@@ -17,7 +17,7 @@ import { MAX_VALUE_DEPTH } from '../../src/codec/tagged-json.js';
 import { MAX_SET_VALUE_DEPTH } from '../../src/runtime/merge.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { caught, ENGINES, useEngine } from './engines.js';
 
@@ -65,7 +65,7 @@ describe.each(ENGINES)('rejected calls change nothing on %s', (name) => {
     // The same call with good input starts it as a new thread.
     const started = await app.run({ thread: 'new', input: { topic: 'cairns' } });
     expect(started.status).toBe('interrupted');
-    expect((await app.attempts('new')).attempts.map((a) => a.attempt)).toEqual([1]);
+    expect((await app.attempts({ thread: 'new' })).attempts.map((a) => a.attempt)).toEqual([1]);
   });
 
   it('a new thread whose input nests deeper than any value can be stored leaves no thread behind', async () => {
@@ -88,8 +88,8 @@ describe.each(ENGINES)('rejected calls change nothing on %s', (name) => {
     write = { tree: deep(MAX_SET_VALUE_DEPTH), items: [deep(MAX_VALUE_DEPTH)] };
     await app.run({ thread: 'ok' });
     const again = graph(Deep).node('write', () => ({})).edge(START, 'write').edge('write', END).compile({ engine: ctx.reopen() });
-    expect(await again.getState('ok')).toEqual({ tree: deep(MAX_SET_VALUE_DEPTH), items: [deep(MAX_VALUE_DEPTH)] });
-    expect((await again.verify('ok')).ok).toBe(true);
+    expect(await again.getState({ thread: 'ok' })).toEqual({ tree: deep(MAX_SET_VALUE_DEPTH), items: [deep(MAX_VALUE_DEPTH)] });
+    expect((await again.verify({ thread: 'ok' })).ok).toBe(true);
 
     write = { tree: deep(MAX_SET_VALUE_DEPTH + 1) };
     const tooDeep = await caught(() => app.run({ thread: 'ok', input: {} }));
@@ -98,7 +98,7 @@ describe.each(ENGINES)('rejected calls change nothing on %s', (name) => {
     expect(tooDeep.message).toContain('thread ok');
     write = { items: [deep(MAX_VALUE_DEPTH + 1)] };
     expect((await caught(() => app.run({ thread: 'ok' }))).code).toBe('ERR_VALUE_TOO_DEEP');
-    expect(await again.getState('ok')).toEqual({ tree: deep(MAX_SET_VALUE_DEPTH), items: [deep(MAX_VALUE_DEPTH)] });
+    expect(await again.getState({ thread: 'ok' })).toEqual({ tree: deep(MAX_SET_VALUE_DEPTH), items: [deep(MAX_VALUE_DEPTH)] });
   });
 
   it('rejected input on an existing completed thread leaves it completed, as it was', async () => {
@@ -108,9 +108,9 @@ describe.each(ENGINES)('rejected calls change nothing on %s', (name) => {
       .edge('only', END)
       .compile({ engine: ctx.engine });
     await app.run({ thread: 'done', input: { topic: 'first' } });
-    const before = await app.getThread('done');
+    const before = await app.getThread({ thread: 'done' });
     await caught(() => app.run({ thread: 'done', input: { topic: 7 as never } }));
-    expect(await app.getThread('done')).toEqual(before);
+    expect(await app.getThread({ thread: 'done' })).toEqual(before);
   });
 
   it('resume on a thread whose next node was renamed: GraphMismatchError naming the seq and resume(), nothing committed; with nodeMapping it goes on and the pause is not asked again', async () => {
@@ -126,7 +126,7 @@ describe.each(ENGINES)('rejected calls change nothing on %s', (name) => {
     expect(error.message).toContain(`seq ${paused.seq}`);
     expect(error.message).toContain('nodeMapping to resume()');
     expect(await ctx.engine.checkpointer.listPositions('t', '')).toEqual(before);
-    expect((await v2.getThread('t'))!.status).toBe('interrupted');
+    expect((await v2.getThread({ thread: 't' }))!.status).toBe('interrupted');
 
     const done = await v2.resume({ thread: 't', input: { approved: true }, actor: 'alice', nodeMapping: { review: 'approve' } });
     expect(done.status).toBe('completed');
@@ -142,7 +142,7 @@ describe.each(ENGINES)('rejected calls change nothing on %s', (name) => {
       .edge('draft', END)
       .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
     await caught(() => crashing.run({ thread: 'f', input: { topic: 'x' } }));
-    const failed = await crashing.getThread('f');
+    const failed = await crashing.getThread({ thread: 'f' });
     expect(failed!.status).toBe('failed');
     const renamed = graph(State)
       .node('write', () => ({ log: ['written'] }))
@@ -152,7 +152,7 @@ describe.each(ENGINES)('rejected calls change nothing on %s', (name) => {
     const error = await caught(() => renamed.run({ thread: 'f' }));
     expect(GraphMismatchError.is(error)).toBe(true);
     expect(error.message).toContain('nodeMapping to run()');
-    expect(await renamed.getThread('f')).toEqual(failed);
+    expect(await renamed.getThread({ thread: 'f' })).toEqual(failed);
     expect((await renamed.run({ thread: 'f', nodeMapping: { draft: 'write' } })).state.log).toEqual(['written']);
   });
 });
@@ -177,9 +177,9 @@ describe.each(ENGINES)('field names are data on %s', (name) => {
       .compile({ engine: ctx.engine, snapshotEvery: 2 });
     const result = await app.run({ thread: 'n' });
     expect(result.state).toEqual({ constructor: 'c3', toString: ['t', 't', 't'], valueOf: 3, hasOwnProperty: true, double: 6 });
-    expect(await app.getState('n')).toEqual(result.state);
-    expect((await app.stateAt('n', 1)).constructor).toBe('c1');
-    expect((await app.verify('n')).ok).toBe(true);
+    expect(await app.getState({ thread: 'n' })).toEqual(result.state);
+    expect((await app.stateAt({ thread: 'n', seq: 1 })).constructor).toBe('c1');
+    expect((await app.verify({ thread: 'n' })).ok).toBe(true);
   });
 
   it('__proto__ cannot name a field or a derived value: SchemaDefinitionError says to rename it', () => {

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { NodeFailedError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import type { RunEvent } from '../../src/runtime/events.js';
 import { bodies, caught, ENGINES, sleep, useEngine } from './engines.js';
 
@@ -79,7 +79,7 @@ describe.each(ENGINES)('retries on %s', (name) => {
     expect((error.cause as Error).message).toBe('boom #2');
     expect(attempts).toEqual([1, 2]);
 
-    const failed = (await app.getThread('t'))!;
+    const failed = (await app.getThread({ thread: 't' }))!;
     expect(failed.status).toBe('failed');
     expect(failed.head).toBe(1);
     expect(failed.lastError).toMatchObject({ code: 'ERR_NODE_FAILED', seq: 1 });
@@ -90,7 +90,7 @@ describe.each(ENGINES)('retries on %s', (name) => {
     const result = await app.run({ thread: 't' });
     expect(result.status).toBe('completed');
     expect(result.state.trail).toEqual(['a', 'flaky']);
-    const done = (await app.getThread('t'))!;
+    const done = (await app.getThread({ thread: 't' }))!;
     expect(done.status).toBe('completed');
     expect(done.lastError).toBeNull();
     expect(done.attempts).toBeGreaterThan(failed.attempts);

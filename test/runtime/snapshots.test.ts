@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { ENGINES, openRaw, snapshots, tidOf, useEngine } from './engines.js';
 
@@ -66,7 +66,7 @@ describe.each(ENGINES)('snapshots on %s', (name) => {
   it('a run resumed part-way keeps the cadence (the policy counts from the last snapshot, not from the resume)', async () => {
     const app = loopApp(ctx.engine, 12, 5, 7);
     await expect(app.run({ thread: 'snap' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
-    expect((await app.getThread('snap'))!.head).toBe(6);
+    expect((await app.getThread({ thread: 'snap' }))!.head).toBe(6);
     await app.run({ thread: 'snap' });
     expect((await snapshots(ctx.engine, 'snap')).map((s) => s.seq)).toEqual([4, 9]);
   });
@@ -78,8 +78,8 @@ describe.each(ENGINES)('snapshots on %s', (name) => {
     expect(await snapshots(ctx.engine, 'plain')).toEqual([]);
     const snapped = loopApp(ctx.reopen(), 12, 5);
     for (let seq = 0; seq <= 12; seq++) {
-      const a = await snapped.stateAt('snap', seq);
-      expect(a).toEqual(await plain.stateAt('plain', seq));
+      const a = await snapped.stateAt({ thread: 'snap', seq });
+      expect(a).toEqual(await plain.stateAt({ thread: 'plain', seq }));
       expect(a).toEqual(expected(seq));
     }
   });
@@ -106,7 +106,7 @@ describe.each(ENGINES)('snapshots on %s', (name) => {
       .compile({ engine: ctx.engine, snapshotEvery: 1000 });
     await app.run({ thread: 'big' });
     expect((await snapshots(ctx.engine, 'big')).length).toBeGreaterThan(0);
-    for (let seq = 1; seq <= 8; seq++) expect(await app.stateAt('big', seq)).toEqual({ blob: `${seq - 1}`.padEnd(300, 'x'), i: seq });
+    for (let seq = 1; seq <= 8; seq++) expect(await app.stateAt({ thread: 'big', seq })).toEqual({ blob: `${seq - 1}`.padEnd(300, 'x'), i: seq });
   });
 
   it('a 300-step append thread loads identically from its head and from every position in the middle', async () => {
@@ -116,8 +116,8 @@ describe.each(ENGINES)('snapshots on %s', (name) => {
     expect(result.state).toEqual(expected(300));
 
     const reader = loopApp(ctx.reopen(), 300, 50);
-    expect(await reader.getState('long')).toEqual(expected(300));
-    for (let seq = 0; seq <= 300; seq++) expect(await reader.stateAt('long', seq)).toEqual(expected(seq));
+    expect(await reader.getState({ thread: 'long' })).toEqual(expected(300));
+    for (let seq = 0; seq <= 300; seq++) expect(await reader.stateAt({ thread: 'long', seq })).toEqual(expected(seq));
 
     const snaps = await snapshots(ctx.engine, 'long');
     expect(snaps.map((s) => s.seq)).toEqual([49, 99, 149, 199, 249, 299]);
@@ -126,6 +126,6 @@ describe.each(ENGINES)('snapshots on %s', (name) => {
     expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThan(10);
     const rows = sqliteCount('SELECT count(*) FROM cairn_items WHERE tid = ?', 'long');
     if (rows !== undefined) expect(rows).toBe(300);
-    expect((await reader.verify('long')).ok).toBe(true);
+    expect((await reader.verify({ thread: 'long' })).ok).toBe(true);
   });
 });

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 

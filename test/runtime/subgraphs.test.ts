@@ -14,7 +14,7 @@ import type { Engine } from '../../src/contracts/engine.js';
 import { GraphDefinitionError, GraphMismatchError, StateConflictError, StateValidationError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import type { PositionBody } from '../../src/runtime/position.js';
 import { decode } from '../../src/codec/tagged-json.js';
 import { bodies, caught, ENGINES, useEngine } from './engines.js';
@@ -106,17 +106,17 @@ describe.each(ENGINES)('child runs on %s', (name) => {
     expect(result.state.notes).toEqual(['tides: 1 steps']);
     expect(calls).toEqual({ plan: 1, search: 1, summarise: 1, publish: 1 });
 
-    const history = await app.history('t1');
+    const history = await app.history({ thread: 't1' });
     const step = history.find((p) => p.nodes.includes('research'))!;
     expect(step.children).toEqual([`research:0@${step.parent}`]);
     const ns = step.children[0]!;
     // The child's own history and state, through the child's schema.
-    const childHistory = await app.history('t1', { ns });
+    const childHistory = await app.history({ thread: 't1', ns });
     expect(childHistory.map((p) => p.kind)).toEqual(['step', 'step', 'input']);
     expect(childHistory.map((p) => p.nodes)).toEqual([['summarise'], ['search'], []]);
-    const childState = await app.getState('t1', { ns });
+    const childState = await app.getState({ thread: 't1', ns });
     expect(childState).toMatchObject({ question: 'tides', log: ['searched:hits for tides', 'summarised'], answer: 'tides: 1 steps' });
-    expect(await app.stateAt('t1', 0, { ns })).toMatchObject({ question: 'tides', log: [], answer: '' });
+    expect(await app.stateAt({ thread: 't1', seq: 0, ns })).toMatchObject({ question: 'tides', log: [], answer: '' });
     // Each namespace is its own chain, and the root's head did not move with the child's commits.
     const thread = await ctx.engine.checkpointer.getThread('t1');
     expect(thread!.head).toBe(history[0]!.seq);
@@ -126,14 +126,14 @@ describe.each(ENGINES)('child runs on %s', (name) => {
   it('a namespace that names no subgraph node is a GraphMismatchError', async () => {
     const { app } = isolatedApp();
     await app.run({ thread: 't1' });
-    expect(await caught(() => app.stateAt('t1', 0, { ns: 'publish:0@3' }))).toBeInstanceOf(GraphMismatchError);
+    expect(await caught(() => app.stateAt({ thread: 't1', seq: 0, ns: 'publish:0@3' }))).toBeInstanceOf(GraphMismatchError);
   });
 
   it('a failure inside the child resumes inside the child: its finished steps are not run again', async () => {
     const { app, calls } = isolatedApp(ctx.engine, { failSummariseOnce: true });
     const failed = await caught(() => app.run({ thread: 't1' }));
     expect(failed.message).toMatch(/model overloaded/);
-    expect((await app.getThread('t1'))!.status).toBe('failed');
+    expect((await app.getThread({ thread: 't1' }))!.status).toBe('failed');
     expect(calls).toMatchObject({ plan: 1, search: 1, summarise: 1, publish: 0 });
 
     const result = await app.run({ thread: 't1' });
@@ -160,7 +160,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
       .compile({ engine: ctx.engine });
     const result = await app.run({ thread: 'loop' });
     expect(result.state).toMatchObject({ n: 3, seen: [2, 4, 6] });
-    const children = (await app.history('loop')).flatMap((p) => p.children).reverse();
+    const children = (await app.history({ thread: 'loop' })).flatMap((p) => p.children).reverse();
     expect(children).toEqual(['twice:0@0', 'twice:0@1', 'twice:0@2']);
   });
 
@@ -169,7 +169,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
     await app.run({ thread: 'r1' });
     await app.resume({ thread: 'r1', input: { approved: true } });
     const before = { ...calls };
-    const report = await app.replay('r1', { from: 0 });
+    const report = await app.replay({ thread: 'r1', from: 0 });
     expect(report.sameStates).toBe(true);
     expect(report.steps.map((s) => s.kind)).toEqual(['step', 'interrupt', 'resume', 'step', 'step']);
     // plan and publish were re-executed; the child's nodes were not.
@@ -187,7 +187,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
       .edge('research', 'publish')
       .edge('publish', END)
       .compile({ engine: ctx.engine });
-    const diverged = await changed.replay('r1', { from: 0 });
+    const diverged = await changed.replay({ thread: 'r1', from: 0 });
     expect(diverged.sameStates).toBe(false);
     expect(diverged.steps.find((s) => s.nodes.includes('research'))!.differences).toEqual(['notes']);
   });
@@ -215,8 +215,8 @@ describe.each(ENGINES)('child runs on %s', (name) => {
       // The child saw ['input', 'planned'] and appended two items: the parent gets those two, not the whole list again.
       expect(result.state.log).toEqual(['input', 'planned', 'draft after 2', 'judged']);
       expect(result.state.verdict).toBe('good');
-      const ns = (await app.history('s1')).find((p) => p.children.length)!.children[0]!;
-      expect(await app.stateAt('s1', 0, { ns })).toMatchObject({ log: ['input', 'planned'], verdict: '' });
+      const ns = (await app.history({ thread: 's1' })).find((p) => p.children.length)!.children[0]!;
+      expect(await app.stateAt({ thread: 's1', seq: 0, ns })).toMatchObject({ log: ['input', 'planned'], verdict: '' });
       // The parent's step wrote exactly the child's net change.
       const step = (await bodies(ctx.engine, 's1')).find((b) => b.nodes.includes('drafting'))!;
       expect(step.changes).toMatchObject({ log: { append: 2 }, verdict: { set: 'good' } });
@@ -272,13 +272,13 @@ describe.each(ENGINES)('child runs on %s', (name) => {
       expect(pending).toMatchObject({ node: 'research', when: 'inside', payload: { approve: 'hits for tides' } });
       expect(pending!.ns).toMatch(/^research:0@\d+$/);
       expect(pending!.id).toBe(`${pending!.ns}#${pending!.child}`);
-      expect((await app.getThread('i1'))!.status).toBe('interrupted');
+      expect((await app.getThread({ thread: 'i1' }))!.status).toBe('interrupted');
 
       // The answer is validated through the child's schema: a bad one changes nothing.
       const before = await childBodies(ctx.engine, 'i1', pending!.ns!);
       expect(await caught(() => app.resume({ thread: 'i1', input: { approved: 'yes' } }))).toBeInstanceOf(StateValidationError);
       expect(await childBodies(ctx.engine, 'i1', pending!.ns!)).toEqual(before);
-      expect((await app.getThread('i1'))!.status).toBe('interrupted');
+      expect((await app.getThread({ thread: 'i1' }))!.status).toBe('interrupted');
 
       // A fresh engine on the same storage, as another process would.
       const again = isolatedApp(ctx.reopen(), { ask: true });
@@ -289,7 +289,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
       expect(calls).toMatchObject({ plan: 1, search: 1 });
       expect(again.calls).toMatchObject({ plan: 0, search: 0, summarise: 1, publish: 1 });
       // The child's history holds the answer, by the named actor.
-      const childHistory = await app.history('i1', { ns: pending!.ns! });
+      const childHistory = await app.history({ thread: 'i1', ns: pending!.ns! });
       expect(childHistory.find((p) => p.kind === 'resume')).toMatchObject({ actor: 'reviewer', changes: { approved: 'set' } });
     });
 
@@ -355,7 +355,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
       expect(pending!.child).toMatch(/^middle:0@0\|leaf:0@0#/);
       const done = await app.resume({ thread: 'i3', input: { ok: true } });
       expect(done.state.verdict).toBe('yes');
-      expect(await app.getState('i3', { ns: 'middle:0@0|leaf:0@0' })).toMatchObject({ ok: true });
+      expect(await app.getState({ thread: 'i3', ns: 'middle:0@0|leaf:0@0' })).toMatchObject({ ok: true });
     });
 
     it('a subgraph node can pause before its child starts, like any node', async () => {
@@ -383,7 +383,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
     it('a fork from the paused position runs the superstep afresh, in a new child namespace', async () => {
       const { app } = isolatedApp(ctx.engine, { ask: true });
       const paused = await app.run({ thread: 'i4' });
-      const forked = await app.fork('i4', paused.seq);
+      const forked = await app.fork({ thread: 'i4', seq: paused.seq });
       // The child's interrupt belonged to the old branch's child run.
       expect(forked.status).toBe('running');
       const again = await app.run({ thread: 'i4' });

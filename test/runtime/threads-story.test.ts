@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { NodeFailedError, ThreadBusyError, ThreadNotFoundError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import { pinArtifact } from '../../src/inspect/gc.js';
 import { caught, ENGINES, sleep, useEngine } from './engines.js';
 
@@ -63,7 +63,7 @@ describe.each(ENGINES)('threads: the story of attempts on %s', (name) => {
     expect(threads).toHaveLength(1);
     expect(threads[0]).toMatchObject({ id: 'cust_42', status: 'completed', attempts: 6, lastError: null, head: 2 });
 
-    const { thread, attempts } = await app.attempts('cust_42');
+    const { thread, attempts } = await app.attempts({ thread: 'cust_42' });
     expect(thread.id).toBe('cust_42');
     expect(attempts.map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(attempts.map((a) => a.outcome)).toEqual(['failed', 'failed', 'failed', 'failed', 'failed', 'completed']);
@@ -88,7 +88,7 @@ describe.each(ENGINES)('threads: the story of attempts on %s', (name) => {
 
     // The same story is in the raw failures, and history shows one position per step.
     expect((await ctx.engine.checkpointer.listFailures('cust_42')).map((f) => f.attempt)).toEqual([1, 2, 3, 4, 5]);
-    expect((await app.history('cust_42')).map((p) => [p.seq, p.nodes])).toEqual([
+    expect((await app.history({ thread: 'cust_42' })).map((p) => [p.seq, p.nodes])).toEqual([
       [2, ['summarise']],
       [1, ['load']],
       [0, []],
@@ -101,18 +101,18 @@ describe.each(ENGINES)('threads: the story of attempts on %s', (name) => {
 
     const first = await caught(() => app.run({ thread: 't' }));
     expect(NodeFailedError.is(first)).toBe(true);
-    expect(await app.getThread('t')).toMatchObject({ status: 'failed', attempts: 2, lastError: { code: 'ERR_NODE_FAILED' } });
+    expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'failed', attempts: 2, lastError: { code: 'ERR_NODE_FAILED' } });
 
     // run() after failed: attempts 3 and 4 (the retry), still broken.
     await expect(app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
-    expect(await app.getThread('t')).toMatchObject({ status: 'failed', attempts: 4 });
+    expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'failed', attempts: 4 });
 
     broken = false;
     const done = await app.run({ thread: 't' });
     expect(done.status).toBe('completed');
     expect(await app.listThreads()).toHaveLength(1);
 
-    const { thread, attempts } = await app.attempts('t');
+    const { thread, attempts } = await app.attempts({ thread: 't' });
     expect(thread).toMatchObject({ status: 'completed', attempts: 5, lastError: null });
     expect(attempts.map((a) => [a.attempt, a.outcome, a.node, a.seq])).toEqual([
       [1, 'failed', 'summarise', 1],
@@ -129,20 +129,20 @@ describe.each(ENGINES)('threads: the story of attempts on %s', (name) => {
   it('a thread left failed tells its last attempt\'s error; a new run with input on a completed thread is a new attempt', async () => {
     const { app } = flakyApp(() => true, 1);
     await expect(app.run({ thread: 'f' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
-    const failed = await app.attempts('f');
+    const failed = await app.attempts({ thread: 'f' });
     expect(failed.attempts).toHaveLength(1);
     expect(failed.attempts[0]).toMatchObject({ attempt: 1, outcome: 'failed', node: 'summarise', error: { code: 'ETIMEDOUT' } });
 
     const ok = flakyApp(() => false, 1).app;
     await ok.run({ thread: 'c', input: { customer: 'first' } });
     await ok.run({ thread: 'c', input: { customer: 'second' } });
-    const story = await ok.attempts('c');
+    const story = await ok.attempts({ thread: 'c' });
     expect(story.attempts.map((a) => [a.attempt, a.outcome])).toEqual([
       [1, 'completed'],
       [2, 'completed'],
     ]);
     expect(story.attempts[1]!.committed.map((p) => p.kind)).toEqual(['input', 'step', 'step']);
-    await expect(ok.attempts('missing')).rejects.toMatchObject({ code: ThreadNotFoundError.code });
+    await expect(ok.attempts({ thread: 'missing' })).rejects.toMatchObject({ code: ThreadNotFoundError.code });
   });
 
   it('many threads with retries: never more threads than ids', async () => {
@@ -168,13 +168,13 @@ describe.each(ENGINES)('threads: the story of attempts on %s', (name) => {
     await quick.run({ thread: 'other', tenant: 'globex', kind: 'conversation', metadata: { queue: 'sales' } });
 
     const running = app.run({ thread: 'busy', tenant: 'acme', kind: 'conversation', metadata: { queue: 'support' } });
-    for (let i = 0; i < 400 && ((await app.getThread('busy'))?.head ?? null) === null; i++) await sleep(5);
+    for (let i = 0; i < 400 && ((await app.getThread({ thread: 'busy' }))?.head ?? null) === null; i++) await sleep(5);
     expect((await app.listThreads({ status: 'running' })).map((t) => t.id)).toEqual(['busy']);
     expect((await app.listThreads({ metadata: { graph: 'support' } })).map((t) => t.id)).toEqual(['busy']);
     expect((await app.listThreads({ kind: 'conversation', metadata: { queue: 'sales' } })).map((t) => t.id)).toEqual(['other']);
     expect((await app.listThreads({ order: 'updatedAt', limit: 1 }))[0]!.id).toBe('busy');
 
-    const refused = await caught(() => app.deleteThread('busy'));
+    const refused = await caught(() => app.deleteThread({ thread: 'busy' }));
     expect(ThreadBusyError.is(refused)).toBe(true);
     release();
     await running;
@@ -182,15 +182,15 @@ describe.each(ENGINES)('threads: the story of attempts on %s', (name) => {
     await pinArtifact(ctx.engine.store, ref, 'while the conversation lives', { thread: 'busy' });
     await pinArtifact(ctx.engine.store, ref, 'legal hold');
 
-    expect(await app.deleteThread('busy', { ifStatus: 'failed' })).toEqual({ deleted: false, threadId: 'busy', reason: 'status', status: 'completed' });
-    const result = await app.deleteThread('busy', { ifStatus: ['completed', 'failed'] });
+    expect(await app.deleteThread({ thread: 'busy', ifStatus: 'failed' })).toEqual({ deleted: false, threadId: 'busy', reason: 'status', status: 'completed' });
+    const result = await app.deleteThread({ thread: 'busy', ifStatus: ['completed', 'failed'] });
     expect(result).toMatchObject({ deleted: true, removed: { pins: 1 } });
     expect((await app.listThreads()).map((t) => t.id)).toEqual(['other']);
-    await expect(app.history('busy')).rejects.toMatchObject({ code: ThreadNotFoundError.code });
+    await expect(app.history({ thread: 'busy' })).rejects.toMatchObject({ code: ThreadNotFoundError.code });
     // The global pin of the same artifact stays.
     expect((await ctx.engine.store.search(['cairn', 'artifact-pins'])).items.map((i) => i.value)).toEqual([expect.objectContaining({ note: 'legal hold' })]);
     // The id can be used again: a new thread, a fresh story.
     await quick.run({ thread: 'busy' });
-    expect((await quick.attempts('busy')).attempts).toHaveLength(1);
+    expect((await quick.attempts({ thread: 'busy' })).attempts).toHaveLength(1);
   });
 });

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { PositionNotFoundError, RunInProgressError, ThreadBusyError, ThreadNotFoundError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import { bodies, caught, ENGINES, gate, rawPositions, sleep, useEngine, within } from './engines.js';
 
 const State = defineState({
@@ -149,7 +149,7 @@ describe.each(ENGINES)('threads on %s', (name) => {
       expect((await rawPositions(ctx.engine, 't')).slice(0, rows.length)).toEqual(rows);
       expect((await bodies(ctx.engine, 't')).map((b) => b.kind)).toEqual(['input', 'step', 'step', 'input', 'step', 'step']);
       expect(runs).toEqual({ a: 2, b: 2 });
-      expect((await app.verify('t')).ok).toBe(true);
+      expect((await app.verify({ thread: 't' })).ok).toBe(true);
     });
 
     it('an unfinished thread given different input raises RunInProgressError and writes nothing', async () => {
@@ -187,8 +187,8 @@ describe.each(ENGINES)('threads on %s', (name) => {
     it('a new thread keeps the kind, tenant and metadata it was created with', async () => {
       const { app } = twoNodes();
       await app.run({ thread: 't', kind: 'conversation', tenant: 'acme', metadata: { source: 'test' } });
-      expect(await app.getThread('t')).toMatchObject({ id: 't', kind: 'conversation', tenant: 'acme', metadata: { source: 'test' }, status: 'completed', head: 2 });
-      expect(await app.getThread('nope')).toBeNull();
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ id: 't', kind: 'conversation', tenant: 'acme', metadata: { source: 'test' }, status: 'completed', head: 2 });
+      expect(await app.getThread({ thread: 'nope' })).toBeNull();
     });
   });
 
@@ -210,17 +210,17 @@ describe.each(ENGINES)('threads on %s', (name) => {
 
     it('history lists positions newest first and pages backwards with beforeSeq and limit', async () => {
       const { app } = await loopThread(6);
-      const all = await app.history('t');
+      const all = await app.history({ thread: 't' });
       expect(all.map((p) => p.seq)).toEqual([6, 5, 4, 3, 2, 1, 0]);
       expect(all.at(-1)).toMatchObject({ kind: 'input', parent: null, step: 0, nodes: [], next: ['step'] });
       expect(all[0]).toMatchObject({ kind: 'step', parent: 5, step: 6, nodes: ['step'], next: [], changes: { n: 'set', note: 'set', trail: 'append:1' } });
       expect(all[0]!.hash).toMatch(/^[0-9a-f]{64}$/);
 
-      const page1 = await app.history('t', { limit: 3 });
+      const page1 = await app.history({ thread: 't', limit: 3 });
       expect(page1.map((p) => p.seq)).toEqual([6, 5, 4]);
-      const page2 = await app.history('t', { beforeSeq: page1.at(-1)!.seq, limit: 3 });
+      const page2 = await app.history({ thread: 't', beforeSeq: page1.at(-1)!.seq, limit: 3 });
       expect(page2.map((p) => p.seq)).toEqual([3, 2, 1]);
-      const page3 = await app.history('t', { beforeSeq: page2.at(-1)!.seq, limit: 3 });
+      const page3 = await app.history({ thread: 't', beforeSeq: page2.at(-1)!.seq, limit: 3 });
       expect(page3.map((p) => p.seq)).toEqual([0]);
       expect([...page1, ...page2, ...page3]).toEqual(all);
     });
@@ -228,18 +228,18 @@ describe.each(ENGINES)('threads on %s', (name) => {
     it('stateAt of every seq equals the state the step starting there saw, and the head equals the run result', async () => {
       const { app, seen, result } = await loopThread(8);
       expect([...seen.keys()]).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-      for (const [seq, state] of seen) expect(await app.stateAt('t', seq)).toEqual(state);
-      expect(await app.stateAt('t', result.seq)).toEqual(result.state);
-      expect(await app.getState('t')).toEqual(result.state);
+      for (const [seq, state] of seen) expect(await app.stateAt({ thread: 't', seq })).toEqual(state);
+      expect(await app.stateAt({ thread: 't', seq: result.seq })).toEqual(result.state);
+      expect(await app.getState({ thread: 't' })).toEqual(result.state);
       expect(result.state).toEqual({ n: 8, note: 'note-7', trail: Array.from({ length: 8 }, (_, i) => `item-${i}`) });
     });
 
     it('stateAt of a missing seq raises PositionNotFoundError; getState of an unknown thread raises ThreadNotFoundError', async () => {
       const { app } = await loopThread(2);
-      const missing = await caught(() => app.stateAt('t', 99));
+      const missing = await caught(() => app.stateAt({ thread: 't', seq: 99 }));
       expect(PositionNotFoundError.is(missing)).toBe(true);
       expect(missing.code).toBe('ERR_POSITION_NOT_FOUND');
-      const unknown = await caught(() => app.getState('nobody'));
+      const unknown = await caught(() => app.getState({ thread: 'nobody' }));
       expect(ThreadNotFoundError.is(unknown)).toBe(true);
       expect(unknown.code).toBe('ERR_THREAD_NOT_FOUND');
     });

@@ -15,7 +15,7 @@ import { memoryArtifacts } from '../../src/artifacts/memory-artifact-store.js';
 import { PositionNotFoundError, StateValidationError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import type { RunEvent } from '../../src/runtime/events.js';
 import { caught, ENGINES, rawPositions, snapshots, useEngine } from './engines.js';
 
@@ -130,7 +130,7 @@ describe.each(ENGINES)('time travel on %s', (name) => {
 
     it('lists every position newest first with seq, parent, step, nodes, kind, changes, records, effects, artifacts, interrupts and actor', async () => {
       const { app, interrupted, result } = await thirtyPositions();
-      const all = await app.history('t');
+      const all = await app.history({ thread: 't' });
       expect(all.map((p) => p.seq)).toEqual(Array.from({ length: 30 }, (_, i) => 29 - i));
       for (const p of all) {
         expect(p.parent).toBe(p.seq === 0 ? null : p.seq - 1);
@@ -167,12 +167,12 @@ describe.each(ENGINES)('time travel on %s', (name) => {
 
     it('pages backwards with beforeSeq and limit: for any page size, the pages join to the full history with no gap and no overlap', async () => {
       const { app } = await thirtyPositions();
-      const all = await app.history('t');
+      const all = await app.history({ thread: 't' });
       for (const limit of [1, 2, 3, 7, 10, 29, 30, 31, 100]) {
         const pages: (typeof all)[] = [];
         let beforeSeq: number | undefined;
         for (let guard = 0; guard < 100; guard++) {
-          const page = await app.history('t', { ...(beforeSeq !== undefined ? { beforeSeq } : {}), limit });
+          const page = await app.history({ thread: 't', ...(beforeSeq !== undefined ? { beforeSeq } : {}), limit });
           if (page.length === 0) break;
           expect(page.length).toBeLessThanOrEqual(limit);
           pages.push(page);
@@ -184,9 +184,9 @@ describe.each(ENGINES)('time travel on %s', (name) => {
         expect(joined).toEqual(all);
         expect(pages).toHaveLength(Math.ceil(30 / limit));
       }
-      expect((await app.history('t', { beforeSeq: 10 })).map((p) => p.seq)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
-      expect((await app.history('t', { beforeSeq: 0 }))).toEqual([]);
-      expect((await app.history('t', { beforeSeq: 1000, limit: 2 })).map((p) => p.seq)).toEqual([29, 28]);
+      expect((await app.history({ thread: 't', beforeSeq: 10 })).map((p) => p.seq)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+      expect((await app.history({ thread: 't', beforeSeq: 0 }))).toEqual([]);
+      expect((await app.history({ thread: 't', beforeSeq: 1000, limit: 2 })).map((p) => p.seq)).toEqual([29, 28]);
     });
 
     it('stateAt of every seq equals the state committed there (step.commit events, the states nodes saw, the run results)', async () => {
@@ -204,16 +204,16 @@ describe.each(ENGINES)('time travel on %s', (name) => {
         if (seq === 12) model.push({ ...s, note: 'H', trail: [...s.trail, 'human'], at: seq });
         else model.push({ ...s, n: s.n + 1, trail: [...s.trail, ITEM(s, `w${s.n}`)], doc: s.n === 2 ? doc : s.doc, at: seq });
       }
-      const history = new Map((await app.history('t')).map((p) => [p.seq, p]));
+      const history = new Map((await app.history({ thread: 't' })).map((p) => [p.seq, p]));
       for (const commit of commits) {
-        const at = await app.stateAt('t', commit.seq);
+        const at = await app.stateAt({ thread: 't', seq: commit.seq });
         expect(at, `stateAt ${commit.seq}`).toEqual(model[commit.seq]);
         expect(history.get(commit.seq)).toMatchObject({ step: commit.step, nodes: commit.nodes, next: commit.next, hash: commit.hash });
         if (seen.has(commit.seq)) expect(seen.get(commit.seq), `state seen from ${commit.seq}`).toEqual(at);
       }
       expect(seen.size).toBe(28);
-      expect(await app.stateAt('t', interrupted.seq)).toEqual(interrupted.state);
-      expect(await app.stateAt('t', result.seq)).toEqual(result.state);
+      expect(await app.stateAt({ thread: 't', seq: interrupted.seq })).toEqual(interrupted.state);
+      expect(await app.stateAt({ thread: 't', seq: result.seq })).toEqual(result.state);
       expect(commits.filter((c) => c.status === 'interrupted').map((c) => c.seq)).toEqual([11]);
     });
   });
@@ -226,7 +226,7 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       expect(calls).toEqual({ record: 20, effect: 20, node: 20 });
       const before = await footprint('t');
 
-      const report = await app.replay('t', { from: 0 });
+      const report = await app.replay({ thread: 't', from: 0 });
       expect(report).toMatchObject({ threadId: 't', from: 0, to: 20, sameStates: true });
       expect(report.steps.map((s) => s.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
       for (const step of report.steps) {
@@ -242,16 +242,16 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       await app.run({ thread: 't', input: { limit: 20 } });
       const before = await footprint('t');
 
-      const tail = await app.replay('t', { from: 10 });
+      const tail = await app.replay({ thread: 't', from: 10 });
       expect(tail.sameStates).toBe(true);
       expect(tail.steps.map((s) => s.seq)).toEqual([11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
       expect(tail.steps.every((s) => s.same && s.replayed)).toBe(true);
 
-      const middle = await app.replay('t', { from: 5, to: 12 });
+      const middle = await app.replay({ thread: 't', from: 5, to: 12 });
       expect(middle).toMatchObject({ from: 5, to: 12, sameStates: true });
       expect(middle.steps.map((s) => s.seq)).toEqual([6, 7, 8, 9, 10, 11, 12]);
 
-      const empty = await app.replay('t', { from: 20 });
+      const empty = await app.replay({ thread: 't', from: 20 });
       expect(empty).toMatchObject({ from: 20, to: 20, steps: [], sameStates: true });
 
       expect(calls).toMatchObject({ record: 20, effect: 20 });
@@ -264,7 +264,7 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       const done = await app.resume({ thread: 't', input: { trail: ['answer'], note: 'R' }, actor: 'r' });
       expect(done.status).toBe('completed');
       const before = await footprint('t');
-      const report = await app.replay('t', { from: 0 });
+      const report = await app.replay({ thread: 't', from: 0 });
       expect(report.sameStates).toBe(true);
       expect(report.steps.map((s) => [s.seq, s.kind, s.replayed])).toEqual([
         [1, 'step', true], [2, 'step', true], [3, 'step', true], [4, 'step', true], [5, 'step', true],
@@ -281,7 +281,7 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       const before = await footprint('t');
 
       const changed = loopApp({ recordName: 'llm-v2' });
-      const report = await changed.app.replay('t', { from: 0 });
+      const report = await changed.app.replay({ thread: 't', from: 0 });
       expect(report.sameStates).toBe(false);
       expect(report.steps).toHaveLength(20);
       const first = report.steps[0]!;
@@ -298,7 +298,7 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       const before = await footprint('t');
 
       const changed = loopApp({ item: (s, word) => (s.n >= 12 ? `${s.note}:${s.n}:${word}:v2` : ITEM(s, word)) });
-      const report = await changed.app.replay('t', { from: 0 });
+      const report = await changed.app.replay({ thread: 't', from: 0 });
       expect(report.sameStates).toBe(false);
       const firstDiff = report.steps.find((s) => !s.same)!;
       // n = 12 is computed from seq 12 and stored at seq 13.
@@ -313,7 +313,7 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       const { app } = loopApp();
       await app.run({ thread: 't', input: { limit: 10 } });
       const changed = loopApp({ stopAt: 5 });
-      const report = await changed.app.replay('t', { from: 0 });
+      const report = await changed.app.replay({ thread: 't', from: 0 });
       expect(report.sameStates).toBe(false);
       const diverged = report.steps.find((s) => !s.same)!;
       expect(diverged.seq).toBe(5);
@@ -329,30 +329,30 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       const original = await app.run({ thread: 't' });
       expect(original.seq).toBe(6);
       const model = linearModel(6);
-      const oldStates = await Promise.all(model.map((_, seq) => app.stateAt('t', seq)));
+      const oldStates = await Promise.all(model.map((_, seq) => app.stateAt({ thread: 't', seq })));
       expect(oldStates).toEqual(model);
 
-      const fork = await app.fork('t', 3, { patch: { trail: ['patched'], note: 'B' }, actor: 'bob' });
+      const fork = await app.fork({ thread: 't', seq: 3, patch: { trail: ['patched'], note: 'B' }, actor: 'bob' });
       expect(fork.seq).toBe(7);
       expect(fork.status).toBe('running');
       expect(fork.interrupts).toEqual([]);
       const atFork = { ...model[3]!, note: 'B', trail: [...model[3]!.trail, 'patched'], at: 7 };
       expect(fork.state).toEqual(atFork);
-      expect(await app.stateAt('t', 7)).toEqual(atFork);
-      expect(await app.getThread('t')).toMatchObject({ head: 7, status: 'running' });
-      expect(await app.getState('t')).toEqual(atFork);
+      expect(await app.stateAt({ thread: 't', seq: 7 })).toEqual(atFork);
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ head: 7, status: 'running' });
+      expect(await app.getState({ thread: 't' })).toEqual(atFork);
 
-      const [head] = await app.history('t', { limit: 1 });
+      const [head] = await app.history({ thread: 't', limit: 1 });
       expect(head).toMatchObject({ seq: 7, parent: 3, kind: 'fork', actor: 'bob', nodes: [], next: ['step'] });
       expect(Object.keys(head!.changes).sort()).toEqual(['at', 'note', 'trail']);
-      for (let seq = 0; seq <= 6; seq++) expect(await app.stateAt('t', seq), `old branch at ${seq}`).toEqual(model[seq]);
-      expect((await app.verify('t')).ok).toBe(true);
+      for (let seq = 0; seq <= 6; seq++) expect(await app.stateAt({ thread: 't', seq }), `old branch at ${seq}`).toEqual(model[seq]);
+      expect((await app.verify({ thread: 't' })).ok).toBe(true);
     });
 
     it('run() continues a fork to END; the fork sees the origin\'s items + the patch, never the old branch\'s later items', async () => {
       const { app, calls } = loopApp();
       await app.run({ thread: 't' });
-      await app.fork('t', 3, { patch: { trail: ['patched'], note: 'B' }, actor: 'bob' });
+      await app.fork({ thread: 't', seq: 3, patch: { trail: ['patched'], note: 'B' }, actor: 'bob' });
       const done = await app.run({ thread: 't' });
       expect(done.status).toBe('completed');
       expect(done.seq).toBe(10);
@@ -361,24 +361,24 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       // The fork's steps are new steps (new positions): their calls are made, not served from the old branch.
       expect(calls).toMatchObject({ record: 9, effect: 9 });
 
-      const history = await app.history('t');
+      const history = await app.history({ thread: 't' });
       expect(history.map((p) => [p.seq, p.parent])).toEqual([
         [10, 9], [9, 8], [8, 7], [7, 3], [6, 5], [5, 4], [4, 3], [3, 2], [2, 1], [1, 0], [0, null],
       ]);
-      expect((await app.stateAt('t', 6)).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'A:3:w3', 'A:4:w4', 'A:5:w5']);
-      expect((await app.stateAt('t', 8)).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'patched', 'B:3:w3']);
-      expect((await app.verify('t')).ok).toBe(true);
+      expect((await app.stateAt({ thread: 't', seq: 6 })).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'A:3:w3', 'A:4:w4', 'A:5:w5']);
+      expect((await app.stateAt({ thread: 't', seq: 8 })).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'patched', 'B:3:w3']);
+      expect((await app.verify({ thread: 't' })).ok).toBe(true);
     });
 
     it('an invalid patch is StateValidationError and writes nothing; a fork from a missing seq is PositionNotFoundError', async () => {
       const { app } = loopApp();
       await app.run({ thread: 't' });
       const before = await footprint('t');
-      const invalid = await caught(() => app.fork('t', 3, { patch: { n: -1 }, actor: 'bob' }));
+      const invalid = await caught(() => app.fork({ thread: 't', seq: 3, patch: { n: -1 }, actor: 'bob' }));
       expect(StateValidationError.is(invalid)).toBe(true);
-      const wrongType = await caught(() => app.fork('t', 3, { patch: { trail: [7 as unknown as string] } }));
+      const wrongType = await caught(() => app.fork({ thread: 't', seq: 3, patch: { trail: [7 as unknown as string] } }));
       expect(StateValidationError.is(wrongType)).toBe(true);
-      const missing = await caught(() => app.fork('t', 99));
+      const missing = await caught(() => app.fork({ thread: 't', seq: 99 }));
       expect(PositionNotFoundError.is(missing)).toBe(true);
       const after = await footprint('t');
       expect(after.positions).toEqual(before.positions);
@@ -390,13 +390,13 @@ describe.each(ENGINES)('time travel on %s', (name) => {
     it('a fork without a patch, as actor "fork" by default; a fork of the end position is completed', async () => {
       const { app } = loopApp();
       await app.run({ thread: 't' });
-      const copy = await app.fork('t', 2);
+      const copy = await app.fork({ thread: 't', seq: 2 });
       expect(copy.status).toBe('running');
       expect(copy.state).toEqual({ ...linearModel(6)[2]!, at: 7 });
-      expect((await app.history('t', { limit: 1 }))[0]).toMatchObject({ parent: 2, kind: 'fork', actor: 'fork' });
-      const end = await app.fork('t', 6, { patch: { note: 'Z' } });
+      expect((await app.history({ thread: 't', limit: 1 }))[0]).toMatchObject({ parent: 2, kind: 'fork', actor: 'fork' });
+      const end = await app.fork({ thread: 't', seq: 6, patch: { note: 'Z' } });
       expect(end.status).toBe('completed');
-      expect(await app.getThread('t')).toMatchObject({ status: 'completed', head: 8 });
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'completed', head: 8 });
       const again = await app.run({ thread: 't' });
       expect(again).toMatchObject({ status: 'completed', seq: 8 });
       expect(again.state).toMatchObject({ n: 6, note: 'Z' });
@@ -407,26 +407,26 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       const paused = await app.run({ thread: 't' });
       expect(paused.seq).toBe(3);
       await app.resume({ thread: 't', input: { trail: ['first answer'] } });
-      expect((await app.getThread('t'))?.status).toBe('completed');
+      expect((await app.getThread({ thread: 't' }))?.status).toBe('completed');
 
-      const fork = await app.fork('t', 3, { patch: { note: 'F' }, actor: 'eve' });
+      const fork = await app.fork({ thread: 't', seq: 3, patch: { note: 'F' }, actor: 'eve' });
       expect(fork.status).toBe('interrupted');
       expect(fork.interrupts).toEqual(paused.interrupts);
-      expect(await app.getThread('t')).toMatchObject({ status: 'interrupted', head: fork.seq });
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'interrupted', head: fork.seq });
       const done = await app.resume({ thread: 't', input: { trail: ['second answer'] }, actor: 'eve' });
       expect(done.status).toBe('completed');
       expect(done.state.trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'second answer', 'F:3:w3', 'F:4:w4', 'F:5:w5']);
-      expect((await app.verify('t')).ok).toBe(true);
+      expect((await app.verify({ thread: 't' })).ok).toBe(true);
     });
 
     it('a fork from before the interrupt leaves the pending interrupt behind on the old branch: the thread runs on from the fork', async () => {
       const { app } = loopApp({ interruptAt: 4 });
       const paused = await app.run({ thread: 't' });
       expect(paused.status).toBe('interrupted');
-      const fork = await app.fork('t', 2, { patch: { note: 'G' } });
+      const fork = await app.fork({ thread: 't', seq: 2, patch: { note: 'G' } });
       expect(fork.status).toBe('running');
       expect(fork.interrupts).toEqual([]);
-      expect(await app.getThread('t')).toMatchObject({ status: 'running', head: fork.seq });
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'running', head: fork.seq });
       const refused = await caught(() => app.resume({ thread: 't', input: { trail: ['late'] } }));
       expect(refused.code).toBe('ERR_NOT_INTERRUPTED');
       // The fork's own run reaches n = 4 again and interrupts there: a new interrupt, with a new id.
@@ -435,7 +435,7 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       expect(again.interrupts[0]!.id).not.toBe(paused.interrupts[0]!.id);
       const done = await app.resume({ thread: 't' });
       expect(done.state.trail).toEqual(['A:0:w0', 'A:1:w1', 'G:2:w2', 'G:3:w3', 'G:4:w4', 'G:5:w5']);
-      expect((await app.stateAt('t', paused.seq)).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'A:3:w3', 'A:4:w4']);
+      expect((await app.stateAt({ thread: 't', seq: paused.seq })).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'A:3:w3', 'A:4:w4']);
     });
 
     it('a fork from the position that answered an interruptBefore continues like the origin did: the node runs, no new pause', async () => {
@@ -451,9 +451,9 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       const answered = await app.resume({ thread: 't', input: { note: 'yes' } });
       expect(answered.status).toBe('completed');
       expect(gated).toBe(1);
-      const resumeSeq = (await app.history('t')).find((p) => p.kind === 'resume')!.seq;
+      const resumeSeq = (await app.history({ thread: 't' })).find((p) => p.kind === 'resume')!.seq;
 
-      const fork = await app.fork('t', resumeSeq, { patch: { trail: ['forked'] } });
+      const fork = await app.fork({ thread: 't', seq: resumeSeq, patch: { trail: ['forked'] } });
       expect(fork.status).toBe('running');
       const done = await app.run({ thread: 't' });
       expect({ status: done.status, gated, interrupts: done.interrupts }).toEqual({ status: 'completed', gated: 2, interrupts: [] });
@@ -463,15 +463,15 @@ describe.each(ENGINES)('time travel on %s', (name) => {
     it('forks of forks and a fork from the old branch make a tree: history shows the parents, every branch reads right, replay follows each branch, verify is ok', async () => {
       const { app } = loopApp();
       await app.run({ thread: 't' }); // A: 0..6
-      await app.fork('t', 3, { patch: { note: 'B', trail: ['b'] }, actor: 'b' }); // 7
+      await app.fork({ thread: 't', seq: 3, patch: { note: 'B', trail: ['b'] }, actor: 'b' }); // 7
       await app.run({ thread: 't' }); // 8, 9, 10
-      await app.fork('t', 8, { patch: { note: 'C', trail: ['c'] }, actor: 'c' }); // 11: a fork of the fork
+      await app.fork({ thread: 't', seq: 8, patch: { note: 'C', trail: ['c'] }, actor: 'c' }); // 11: a fork of the fork
       await app.run({ thread: 't' }); // 12, 13
-      await app.fork('t', 2, { patch: { note: 'D', trail: ['d'] }, actor: 'd' }); // 14: from the old branch
+      await app.fork({ thread: 't', seq: 2, patch: { note: 'D', trail: ['d'] }, actor: 'd' }); // 14: from the old branch
       const last = await app.run({ thread: 't' }); // 15..18
       expect(last.seq).toBe(18);
 
-      const history = await app.history('t');
+      const history = await app.history({ thread: 't' });
       const parents = Object.fromEntries(history.map((p) => [p.seq, p.parent]));
       expect(parents).toEqual({
         0: null, 1: 0, 2: 1, 3: 2, 4: 3, 5: 4, 6: 5,
@@ -492,22 +492,22 @@ describe.each(ENGINES)('time travel on %s', (name) => {
           ? { ...s, note: patch.note, trail: [...s.trail, patch.item], at: p.seq }
           : { ...s, n: s.n + 1, trail: [...s.trail, ITEM(s, `w${s.n}`)], at: p.seq });
       }
-      for (const [seq, expected] of model) expect(await app.stateAt('t', seq), `stateAt ${seq}`).toEqual(expected);
-      expect((await app.stateAt('t', 6)).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'A:3:w3', 'A:4:w4', 'A:5:w5']);
-      expect((await app.stateAt('t', 10)).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'b', 'B:3:w3', 'B:4:w4', 'B:5:w5']);
-      expect((await app.stateAt('t', 13)).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'b', 'B:3:w3', 'c', 'C:4:w4', 'C:5:w5']);
-      expect((await app.stateAt('t', 18)).trail).toEqual(['A:0:w0', 'A:1:w1', 'd', 'D:2:w2', 'D:3:w3', 'D:4:w4', 'D:5:w5']);
+      for (const [seq, expected] of model) expect(await app.stateAt({ thread: 't', seq }), `stateAt ${seq}`).toEqual(expected);
+      expect((await app.stateAt({ thread: 't', seq: 6 })).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'A:3:w3', 'A:4:w4', 'A:5:w5']);
+      expect((await app.stateAt({ thread: 't', seq: 10 })).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'b', 'B:3:w3', 'B:4:w4', 'B:5:w5']);
+      expect((await app.stateAt({ thread: 't', seq: 13 })).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'b', 'B:3:w3', 'c', 'C:4:w4', 'C:5:w5']);
+      expect((await app.stateAt({ thread: 't', seq: 18 })).trail).toEqual(['A:0:w0', 'A:1:w1', 'd', 'D:2:w2', 'D:3:w3', 'D:4:w4', 'D:5:w5']);
 
-      const report = await app.verify('t');
+      const report = await app.verify({ thread: 't' });
       expect(report.ok, JSON.stringify(report.problems)).toBe(true);
 
       // Replay follows one branch back to the root, through the fork positions.
       for (const leaf of [6, 10, 13, 18]) {
-        const replay = await app.replay('t', { from: 0, to: leaf });
+        const replay = await app.replay({ thread: 't', from: 0, to: leaf });
         expect(replay.sameStates, `replay to ${leaf}`).toBe(true);
       }
-      expect((await app.replay('t', { from: 0, to: 13 })).steps.map((s) => s.seq)).toEqual([1, 2, 3, 7, 8, 11, 12, 13]);
-      const offBranch = await caught(() => app.replay('t', { from: 5, to: 13 }));
+      expect((await app.replay({ thread: 't', from: 0, to: 13 })).steps.map((s) => s.seq)).toEqual([1, 2, 3, 7, 8, 11, 12, 13]);
+      const offBranch = await caught(() => app.replay({ thread: 't', from: 5, to: 13 }));
       expect(offBranch.message).toContain('not on the branch');
     });
   });

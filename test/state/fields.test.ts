@@ -16,7 +16,7 @@ import {
 } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import { decode } from '../../src/codec/tagged-json.js';
 import type { PositionBody } from '../../src/runtime/position.js';
 import { bodies, caught, ENGINES, rawPositions, sleep, snapshots, useEngine } from '../runtime/engines.js';
@@ -38,8 +38,8 @@ describe.each(ENGINES)('state fields on %s', (name) => {
         .compile({ engine: ctx.engine, retry: fast });
       const result = await app.run({ thread: 't' });
       expect(result.state.x).toBe('first+second');
-      expect((await app.stateAt('t', 1)).x).toBe('first');
-      expect((await app.stateAt('t', 0)).x).toBe('init');
+      expect((await app.stateAt({ thread: 't', seq: 1 })).x).toBe('first');
+      expect((await app.stateAt({ thread: 't', seq: 0 })).x).toBe('init');
     });
 
     it('append: items are added in order and nothing is dropped', async () => {
@@ -55,8 +55,8 @@ describe.each(ENGINES)('state fields on %s', (name) => {
         .compile({ engine: ctx.engine, retry: fast });
       const result = await app.run({ thread: 't', input: { log: ['in'] } });
       expect(result.state.log).toEqual(['seed', 'in', 'a1', 'a2', 'b1']);
-      expect((await app.stateAt('t', 1)).log).toEqual(['seed', 'in', 'a1', 'a2']);
-      expect((await app.getState('t')).log).toEqual(['seed', 'in', 'a1', 'a2', 'b1']);
+      expect((await app.stateAt({ thread: 't', seq: 1 })).log).toEqual(['seed', 'in', 'a1', 'a2']);
+      expect((await app.getState({ thread: 't' })).log).toEqual(['seed', 'in', 'a1', 'a2', 'b1']);
     });
 
     it('append: the body of a step records only the number of appended items, not the list', async () => {
@@ -139,10 +139,10 @@ describe.each(ENGINES)('state fields on %s', (name) => {
       expect(error.code).toBe('ERR_STATE_CONFLICT');
       expect((error as StateConflictError).field).toBe('x');
       expect((error as StateConflictError).writers).toEqual(['first', 'second']);
-      const thread = await app.getThread('t');
+      const thread = await app.getThread({ thread: 't' });
       expect(thread!.head).toBe(0);
       expect(thread!.status).toBe('failed');
-      expect((await app.getState('t')).x).toBe('init');
+      expect((await app.getState({ thread: 't' })).x).toBe('init');
       expect(await rawPositions(ctx.engine, 't')).toHaveLength(1);
     });
 
@@ -167,7 +167,7 @@ describe.each(ENGINES)('state fields on %s', (name) => {
       const app = parallel(conflictState({ stateWide: 'lastWins', perField: 'reject' }));
       const error = await caught(() => app.run({ thread: 't' }));
       expect(error.code).toBe('ERR_STATE_CONFLICT');
-      expect((await app.getThread('t'))!.head).toBe(0);
+      expect((await app.getThread({ thread: 't' }))!.head).toBe(0);
     });
 
     it('a step without conflicts logs none', async () => {
@@ -221,13 +221,13 @@ describe.each(ENGINES)('state fields on %s', (name) => {
       expect((Class as unknown as { is(e: unknown): boolean }).is(error)).toBe(true);
       expect(error.code).toBe(code);
       expect((error as unknown as { field: string }).field).toBe(fieldName);
-      const thread = await app.getThread('t');
+      const thread = await app.getThread({ thread: 't' });
       expect(thread!.head).toBe(1);
       expect(thread!.status).toBe('failed');
       // A cairn error is deterministic: no retry was attempted (the policy allows 3).
       expect(badRuns).toBe(1);
       expect(thread!.lastError?.code).toBe(code);
-      const state = await app.getState('t');
+      const state = await app.getState({ thread: 't' });
       expect(state.x).toBe('ok');
       expect(state.counter).toBe(0);
     });
@@ -236,7 +236,7 @@ describe.each(ENGINES)('state fields on %s', (name) => {
       const app = graph(State).node('ok', () => ({})).edge(START, 'ok').edge('ok', END).compile({ engine: ctx.engine, retry: fast });
       const error = await caught(() => app.run({ thread: 't', input: { counter: 9 } as never }));
       expect(error.code).toBe('ERR_RUNTIME_FIELD_WRITE');
-      expect((await app.getThread('t'))?.head ?? null).toBeNull();
+      expect((await app.getThread({ thread: 't' }))?.head ?? null).toBeNull();
     });
   });
 
@@ -262,9 +262,9 @@ describe.each(ENGINES)('state fields on %s', (name) => {
       const result = await app.run({ thread: 't', input: { items: [100] } });
       expect(seen).toEqual([100, 103]);
       expect(result.state.zzDerivedTotal).toBe(113);
-      expect((await app.getState('t')).zzDerivedTotal).toBe(113);
-      expect((await app.stateAt('t', 0)).zzDerivedTotal).toBe(100);
-      expect((await app.stateAt('t', 1)).zzDerivedTotal).toBe(103);
+      expect((await app.getState({ thread: 't' })).zzDerivedTotal).toBe(113);
+      expect((await app.stateAt({ thread: 't', seq: 0 })).zzDerivedTotal).toBe(100);
+      expect((await app.stateAt({ thread: 't', seq: 1 })).zzDerivedTotal).toBe(103);
     });
 
     it('are never stored: no position body or snapshot mentions them, and a changed function shows at once', async () => {
@@ -283,8 +283,8 @@ describe.each(ENGINES)('state fields on %s', (name) => {
       // The same stored thread read through another derived function gives that function's value.
       const V2 = defineState({ fields, derived: { zzDerivedTotal: (s) => s.items.reduce((a, b) => a * b, 1) } });
       const again = graph(V2).node('a', () => ({})).edge(START, 'a').edge('a', END).compile({ engine: ctx.reopen() });
-      expect((await again.getState('t')).zzDerivedTotal).toBe(56);
-      expect((await app.getState('t')).zzDerivedTotal).toBe(2);
+      expect((await again.getState({ thread: 't' })).zzDerivedTotal).toBe(56);
+      expect((await app.getState({ thread: 't' })).zzDerivedTotal).toBe(2);
     });
 
     it('are seen by conditional edges', async () => {
@@ -341,8 +341,8 @@ describe.each(ENGINES)('state fields on %s', (name) => {
       expect(result.state.label).toBe('fixed');
       // Each node sees the state of the position its step starts from.
       expect(seenSteps).toEqual([0, 1, 2]);
-      for (const seq of [0, 1, 2, 3]) expect((await app.stateAt('t', seq)).stepNo).toBe(seq);
-      expect((await app.stateAt('t', 1)).ranBy).toEqual(['a']);
+      for (const seq of [0, 1, 2, 3]) expect((await app.stateAt({ thread: 't', seq })).stepNo).toBe(seq);
+      expect((await app.stateAt({ thread: 't', seq: 1 })).ranBy).toEqual(['a']);
       // A runtime field without compute is never written.
       for (const body of await bodies(ctx.engine, 't')) expect(body.changes).not.toHaveProperty('label');
     });

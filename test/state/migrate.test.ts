@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/engines/sqlite/index.js';
-import { migrateCheck, rewriteSnapshots, SchemaTooOldError, type Engine } from '../../src/index.js';
+import { SchemaTooOldError, type Engine } from '../../src/index.js';
+import { migrateCheck, rewriteSnapshots } from '../../src/inspect/index.js';
 import { orderV3, ordersV3 } from '../fixtures/schema-evolution/orders.js';
 import { chain, storeThread } from '../helpers/positions.js';
 
@@ -124,9 +125,9 @@ describe('migrate --rewrite-snapshots', () => {
   it('rewrites active old threads only, leaves their positions untouched, and they then load without the upcasters', async () => {
     const engine = open(copyOf('v1.db'));
     const positionsBefore = await engine.checkpointer.getPositions('v1-waiting', '', { from: 0, to: 100 });
-    const stateBefore = await ordersV3(engine).getState('v1-waiting');
+    const stateBefore = await ordersV3(engine).getState({ thread: 'v1-waiting' });
     // Outside a v3-only window the old head cannot be read...
-    await expect(ordersV3(engine, { oldestReadableVersion: 3 }).getState('v1-waiting')).rejects.toSatisfy((e: unknown) => SchemaTooOldError.is(e));
+    await expect(ordersV3(engine, { oldestReadableVersion: 3 }).getState({ thread: 'v1-waiting' })).rejects.toSatisfy((e: unknown) => SchemaTooOldError.is(e));
 
     const report = await rewriteSnapshots(engine, orderV3());
     expect(report.rewritten.map((r) => [r.threadId, r.fromVersion, r.toVersion]).sort()).toEqual([
@@ -137,7 +138,7 @@ describe('migrate --rewrite-snapshots', () => {
 
     // ...and after the rewrite it can: the snapshot holds the upcast state, items included.
     const strict = ordersV3(engine, { oldestReadableVersion: 3 });
-    expect(await strict.getState('v1-waiting')).toEqual(stateBefore);
+    expect(await strict.getState({ thread: 'v1-waiting' })).toEqual(stateBefore);
     expect(await engine.checkpointer.getPositions('v1-waiting', '', { from: 0, to: 100 })).toEqual(positionsBefore);
 
     // The thread goes on at v3 from the snapshot: no rebase position is needed.
@@ -145,8 +146,8 @@ describe('migrate --rewrite-snapshots', () => {
     expect(resumed.state).toMatchObject({ status: 'shipped', comments: ['picked blue/L', 'ok', 'reviewed'], items: [{ color: 'blue', size: 'L' }] });
     const after = await engine.checkpointer.getPositions('v1-waiting', '', { from: positionsBefore.length, to: 100 });
     expect(after.every((p) => p.schemaVersion === 3 && !JSON.parse(p.body).rebase)).toBe(true);
-    expect((await strict.verify('v1-waiting')).ok).toBe(true);
-    expect(await strict.getState('v1-waiting')).toEqual(resumed.state);
+    expect((await strict.verify({ thread: 'v1-waiting' })).ok).toBe(true);
+    expect(await strict.getState({ thread: 'v1-waiting' })).toEqual(resumed.state);
 
     // A second rewrite has nothing left to do.
     const again = await rewriteSnapshots(engine, orderV3());

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { SchemaDriftError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import type { StateSchema } from '../../src/state/schema.js';
 import { caught, ENGINES, useEngine } from '../runtime/engines.js';
@@ -55,7 +55,7 @@ describe.each(ENGINES)('schema drift on %s', (name) => {
     await app(ctx.engine, StringTags, 'urgent', 'done').run({ thread: 't' });
     const before = await ctx.engine.checkpointer.listPositions('t', '');
     const drifted = app(ctx.reopen(), ArrayTags, ['urgent'], ['done']);
-    for (const read of [() => drifted.getState('t'), () => drifted.stateAt('t', 1), () => drifted.resume({ thread: 't' }), () => drifted.run({ thread: 't', input: {} })]) {
+    for (const read of [() => drifted.getState({ thread: 't' }), () => drifted.stateAt({ thread: 't', seq: 1 }), () => drifted.resume({ thread: 't' }), () => drifted.run({ thread: 't', input: {} })]) {
       await expectDrift(read, /schema changed/);
     }
     // Nothing was written by the refused calls.
@@ -67,13 +67,13 @@ describe.each(ENGINES)('schema drift on %s', (name) => {
     await app(ctx.engine, ReplaceList, ['t1', 't2'], ['t3']).run({ thread: 't' });
     const drifted = app(ctx.reopen(), AppendList, ['t1', 't2'], ['t3']);
     await expectDrift(() => drifted.resume({ thread: 't' }), /reducer was "replace" .* is "append" now/);
-    await expectDrift(() => drifted.getState('t'), /reducer/);
+    await expectDrift(() => drifted.getState({ thread: 't' }), /reducer/);
   });
 
   it("append → replace at the same version, read through a snapshot: SchemaDriftError", async () => {
     await app(ctx.engine, AppendList, ['prep'], ['finish'], 1).run({ thread: 't' });
     const drifted = app(ctx.reopen(), ReplaceList, ['prep'], ['finish'], 1);
-    await expectDrift(() => drifted.getState('t'), /reducer was "append" .* is "replace" now/);
+    await expectDrift(() => drifted.getState({ thread: 't' }), /reducer was "append" .* is "replace" now/);
   });
 
   it('a version bump with an upcaster reads the old positions correctly, and the run goes on', async () => {
@@ -84,12 +84,12 @@ describe.each(ENGINES)('schema drift on %s', (name) => {
       upcast: { 1: ({ tags, ...rest }) => ({ ...rest, tags: typeof tags === 'string' ? [tags] : [] }) },
     });
     const bumped = app(ctx.reopen(), V2, ['urgent'], ['done']);
-    expect((await bumped.getState('t')).tags).toEqual(['urgent']);
+    expect((await bumped.getState({ thread: 't' })).tags).toEqual(['urgent']);
     const done = await bumped.resume({ thread: 't' });
     expect(done.status).toBe('completed');
     expect(done.state.tags).toEqual(['urgent', 'done']);
-    expect((await bumped.getState('t')).tags).toEqual(['urgent', 'done']);
-    expect((await bumped.stateAt('t', 1)).tags).toEqual(['urgent']);
+    expect((await bumped.getState({ thread: 't' })).tags).toEqual(['urgent', 'done']);
+    expect((await bumped.stateAt({ thread: 't', seq: 1 })).tags).toEqual(['urgent']);
   });
 
   it('changes that do not change what is stored are not drift: a new field with a default, a description, a dropped field', async () => {
@@ -99,7 +99,7 @@ describe.each(ENGINES)('schema drift on %s', (name) => {
       fields: { tags: field.model(z.string().describe('the tags').optional()), added: field.model(z.string(), { default: 'x' }) },
     });
     const later = app(ctx.reopen(), Later, 'urgent', 'done');
-    expect(await later.getState('t')).toEqual({ tags: 'urgent', added: 'x' });
+    expect(await later.getState({ thread: 't' })).toEqual({ tags: 'urgent', added: 'x' });
     expect((await later.resume({ thread: 't' })).state.tags).toBe('done');
   });
 });

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/engines/sqlite/index.js';
-import { SchemaTooOldError, type Engine, type StoredPosition } from '../../src/index.js';
+import { SchemaTooOldError, type Engine } from '../../src/index.js';
+import type { StoredPosition } from '../../src/engine-kit/index.js';
 import { ordersV3 } from '../fixtures/schema-evolution/orders.js';
 
 const fixture = (name: string) => new URL(`../fixtures/schema-evolution/${name}`, import.meta.url).pathname;
@@ -35,7 +36,7 @@ async function rows(engine: Engine, thread: string): Promise<StoredPosition[]> {
 describe('threads written by v1 and v2 code, read by v3 code', () => {
   it('reads every v1 thread at v3: two fields became a list, notes became comments, priority defaults', async () => {
     const app = ordersV3(open('v1.db'));
-    const done = await app.getState('v1-done');
+    const done = await app.getState({ thread: 'v1-done' });
     expect(done).toMatchObject({ order: 'order-1', items: [{ color: 'red', size: 'M' }], status: 'shipped', priority: 'normal' });
     expect(done.comments).toEqual(['picked red/M', 'ok by alice', 'reviewed']);
     expect(done).not.toHaveProperty('notes');
@@ -44,19 +45,19 @@ describe('threads written by v1 and v2 code, read by v3 code', () => {
 
   it('reads v2 threads at v3 through the second upcaster only', async () => {
     const app = ordersV3(open('v2.db'));
-    expect(await app.getState('v2-done')).toMatchObject({ items: [{ color: 'blue', size: 'M' }], comments: ['picked blue/M', 'ok by carol', 'reviewed'], priority: 'normal' });
+    expect(await app.getState({ thread: 'v2-done' })).toMatchObject({ items: [{ color: 'blue', size: 'M' }], comments: ['picked blue/M', 'ok by carol', 'reviewed'], priority: 'normal' });
   });
 
   it('inspects every position of an old thread: history and stateAt through the upcasters', async () => {
     const app = ordersV3(open('v1.db'));
-    const history = await app.history('v1-done');
+    const history = await app.history({ thread: 'v1-done' });
     expect(history.map((h) => h.schemaVersion)).toEqual(history.map(() => 1));
     for (const position of history) {
-      const state = await app.stateAt('v1-done', position.seq);
+      const state = await app.stateAt({ thread: 'v1-done', seq: position.seq });
       expect(state.priority).toBe('normal');
       expect(Array.isArray(state.comments)).toBe(true);
     }
-    expect((await app.stateAt('v1-done', 1)).items).toEqual([{ color: 'red', size: 'M' }]);
+    expect((await app.stateAt({ thread: 'v1-done', seq: 1 })).items).toEqual([{ color: 'red', size: 'M' }]);
   });
 
   it('resumes a v1 thread paused before review: the answer is merged at v3 and the stored v1 rows stay as they were', async () => {
@@ -71,8 +72,8 @@ describe('threads written by v1 and v2 code, read by v3 code', () => {
     const rebase = after[before.length]!;
     expect(rebase.schemaVersion).toBe(3);
     expect(JSON.parse(rebase.body).rebase).toBe(true);
-    expect((await app.verify('v1-waiting')).ok).toBe(true);
-    expect(await app.getState('v1-waiting')).toEqual(result.state);
+    expect((await app.verify({ thread: 'v1-waiting' })).ok).toBe(true);
+    expect(await app.getState({ thread: 'v1-waiting' })).toEqual(result.state);
   });
 
   it('runs a failed v1 thread again: it retries the failed step under v3 and completes', async () => {
@@ -84,7 +85,7 @@ describe('threads written by v1 and v2 code, read by v3 code', () => {
 
   it('replays a v1 thread with v3 code: recorded outputs are served and every recomputed state matches the stored one', async () => {
     const app = ordersV3(open('v1.db'));
-    const report = await app.replay('v1-done', { from: 0 });
+    const report = await app.replay({ thread: 'v1-done', from: 0 });
     expect(report.steps.length).toBeGreaterThan(3);
     expect(report.steps.filter((s) => s.replayed).map((s) => s.nodes.join())).toEqual(['pick', 'note', 'review', 'ship']);
     expect(report.sameStates).toBe(true);
@@ -94,22 +95,22 @@ describe('threads written by v1 and v2 code, read by v3 code', () => {
     const engine = open('v1.db');
     const app = ordersV3(engine);
     const before = await rows(engine, 'v1-done');
-    const fork = await app.fork('v1-done', 2, { patch: { priority: 'low', comments: ['forked'] }, actor: 'dana' });
+    const fork = await app.fork({ thread: 'v1-done', seq: 2, patch: { priority: 'low', comments: ['forked'] }, actor: 'dana' });
     expect(fork.state).toMatchObject({ priority: 'low', comments: ['picked red/M', 'forked'], items: [{ color: 'red', size: 'M' }] });
     expect((await rows(engine, 'v1-done')).slice(0, before.length)).toEqual(before);
     const continued = await app.run({ thread: 'v1-done' });
     expect(continued.status).toBe('interrupted');
     expect(continued.interrupts.map((i) => i.node)).toEqual(['review']);
-    expect((await app.stateAt('v1-done', before.at(-1)!.seq)).status).toBe('shipped');
+    expect((await app.stateAt({ thread: 'v1-done', seq: before.at(-1)!.seq })).status).toBe('shipped');
   });
 
   it('refuses versions outside the compatibility window, naming both versions', async () => {
     const app = ordersV3(open('v1.db'), { oldestReadableVersion: 2 });
-    const error = await app.getState('v1-done').catch((e: unknown) => e);
+    const error = await app.getState({ thread: 'v1-done' }).catch((e: unknown) => e);
     expect(SchemaTooOldError.is(error)).toBe(true);
     expect((error as SchemaTooOldError).storedVersion).toBe(1);
     expect((error as SchemaTooOldError).oldestReadableVersion).toBe(2);
     expect((error as Error).message).toMatch(/version 1.*oldest readable version 2/);
-    expect(await ordersV3(open('v2.db'), { oldestReadableVersion: 2 }).getState('v2-done')).toMatchObject({ priority: 'normal' });
+    expect(await ordersV3(open('v2.db'), { oldestReadableVersion: 2 }).getState({ thread: 'v2-done' })).toMatchObject({ priority: 'normal' });
   });
 });

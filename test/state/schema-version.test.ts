@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { SchemaDefinitionError, SchemaFromFutureError, SchemaTooOldError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { bodies, caught, ENGINES, rawPositions, snapshots, useEngine } from '../runtime/engines.js';
 
@@ -75,17 +75,17 @@ describe.each(ENGINES)('schema versions on %s', (name) => {
 
     const engine2 = ctx.reopen();
     const app2 = v2App(engine2);
-    const state = await app2.getState('t');
+    const state = await app2.getState({ thread: 't' });
     expect(state).toEqual({ fullName: 'alice', n: 1, log: ['v1', 'v1-b'], color: 'blue' });
     expect(state).not.toHaveProperty('name');
-    expect(await app2.stateAt('t', 1)).toEqual({ fullName: 'alice', n: 1, log: ['v1'], color: 'blue' });
-    expect(await app2.stateAt('t', 0)).toEqual({ fullName: '', n: 0, log: [], color: 'blue' });
-    await app2.history('t');
+    expect(await app2.stateAt({ thread: 't', seq: 1 })).toEqual({ fullName: 'alice', n: 1, log: ['v1'], color: 'blue' });
+    expect(await app2.stateAt({ thread: 't', seq: 0 })).toEqual({ fullName: '', n: 0, log: [], color: 'blue' });
+    await app2.history({ thread: 't' });
 
     expect(await rawPositions(engine2, 't')).toEqual(rowsBefore);
     expect(await snapshots(engine2, 't')).toEqual(snapsBefore);
     // Still readable by v1 code: nothing was rewritten.
-    expect(await v1App(engine2).getState('t')).toEqual({ name: 'alice', n: 1, log: ['v1', 'v1-b'] });
+    expect(await v1App(engine2).getState({ thread: 't' })).toEqual({ name: 'alice', n: 1, log: ['v1', 'v1-b'] });
   });
 
   it('a new v2 run on a v1 thread writes a rebase position first, and every position loads afterwards', async () => {
@@ -108,13 +108,13 @@ describe.each(ENGINES)('schema versions on %s', (name) => {
     expect(Object.keys(all[firstV2]!.changes).sort()).toEqual(['color', 'fullName', 'log', 'n']);
     expect(all[firstV2]!.changes.log).toEqual({ reset: 2 });
     for (const body of all.slice(firstV2 + 1)) expect(body.rebase).toBeUndefined();
-    expect((await app2.history('t')).find((p) => p.seq === firstV2)).toMatchObject({ schemaVersion: 2, kind: 'input', changes: { log: 'reset:2' } });
+    expect((await app2.history({ thread: 't' })).find((p) => p.seq === firstV2)).toMatchObject({ schemaVersion: 2, kind: 'input', changes: { log: 'reset:2' } });
 
     const fresh = v2App(ctx.reopen());
-    expect(await fresh.getState('t')).toEqual(result.state);
-    expect(await fresh.stateAt('t', firstV2)).toEqual({ fullName: 'alice', n: 1, log: ['v1', 'v1-b'], color: 'red' });
-    expect((await fresh.stateAt('t', 1)).fullName).toBe('alice');
-    expect((await fresh.verify('t')).ok).toBe(true);
+    expect(await fresh.getState({ thread: 't' })).toEqual(result.state);
+    expect(await fresh.stateAt({ thread: 't', seq: firstV2 })).toEqual({ fullName: 'alice', n: 1, log: ['v1', 'v1-b'], color: 'red' });
+    expect((await fresh.stateAt({ thread: 't', seq: 1 })).fullName).toBe('alice');
+    expect((await fresh.verify({ thread: 't' })).ok).toBe(true);
   });
 
   it('a failed v1 run resumed by v2 code continues, its first step is a rebase', async () => {
@@ -127,7 +127,7 @@ describe.each(ENGINES)('schema versions on %s', (name) => {
     expect(all[head + 1]!.kind).toBe('step');
     expect(all[head + 1]!.nodes).toEqual(['b']);
     expect(all[head + 1]!.rebase).toBe(true);
-    expect(await v2App(ctx.reopen()).getState('t')).toEqual(result.state);
+    expect(await v2App(ctx.reopen()).getState({ thread: 't' })).toEqual(result.state);
   });
 
   it('SchemaTooOldError when the stored version is below oldestReadableVersion, naming both versions; nothing is written', async () => {
@@ -140,7 +140,7 @@ describe.each(ENGINES)('schema versions on %s', (name) => {
       upcast: { 2: (s) => s },
     });
     const app3 = graph(V3).node('a', () => ({})).edge(START, 'a').edge('a', END).compile({ engine: ctx.reopen(), retry: fast });
-    const error = (await caught(() => app3.getState('t'))) as SchemaTooOldError;
+    const error = (await caught(() => app3.getState({ thread: 't' }))) as SchemaTooOldError;
     expect(SchemaTooOldError.is(error)).toBe(true);
     expect(error.code).toBe('ERR_SCHEMA_TOO_OLD');
     expect(error.storedVersion).toBe(1);
@@ -154,7 +154,7 @@ describe.each(ENGINES)('schema versions on %s', (name) => {
   it('SchemaFromFutureError when the stored version is above the code version', async () => {
     await v2App(ctx.engine).run({ thread: 't' });
     const old = v1App(ctx.reopen());
-    const error = (await caught(() => old.getState('t'))) as SchemaFromFutureError;
+    const error = (await caught(() => old.getState({ thread: 't' }))) as SchemaFromFutureError;
     expect(SchemaFromFutureError.is(error)).toBe(true);
     expect(error.code).toBe('ERR_SCHEMA_FROM_FUTURE');
     expect(error.storedVersion).toBe(2);

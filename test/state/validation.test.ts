@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { StateTooLargeError, StateValidationError, UnencodableValueError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import { decode } from '../../src/codec/tagged-json.js';
 import { bodies, caught, ENGINES, rawPositions, useEngine } from '../runtime/engines.js';
 
@@ -37,8 +37,8 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
     return { app, runs: () => badRuns };
   }
 
-  async function expectNothingCommittedAfter(app: { getThread(t: string): Promise<{ head: number | null; status: string } | null> }, thread: string, head: number) {
-    const record = await app.getThread(thread);
+  async function expectNothingCommittedAfter(app: { getThread(options: { thread: string }): Promise<{ head: number | null; status: string } | null> }, thread: string, head: number) {
+    const record = await app.getThread({ thread });
     expect(record!.head).toBe(head);
     expect(record!.status).toBe('failed');
     expect((await rawPositions(ctx.engine, thread)).map((p) => p.seq)).toEqual(Array.from({ length: head + 1 }, (_, i) => i));
@@ -71,7 +71,7 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
       expect(error.field).toBe('tags');
       expect(error.issues[0]!.path).toEqual([1]);
       await expectNothingCommittedAfter(app, 't', 1);
-      expect((await app.getState('t')).tags).toEqual([]);
+      expect((await app.getState({ thread: 't' })).tags).toEqual([]);
     });
 
     it('an append field given a single item instead of an array is a validation error', async () => {
@@ -87,7 +87,7 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
       const error = (await caught(() => app.run({ thread: 't', input: { count: 1.5 } }))) as StateValidationError;
       expect(error.code).toBe('ERR_STATE_VALIDATION');
       expect(error.field).toBe('count');
-      expect((await app.getThread('t'))?.head ?? null).toBeNull();
+      expect((await app.getThread({ thread: 't' }))?.head ?? null).toBeNull();
       expect(await rawPositions(ctx.engine, 't')).toEqual([]);
     });
 
@@ -110,9 +110,9 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
       await app.run({ thread: 't' });
       const error = await caught(() => app.run({ thread: 't', input: { count: -5 } }));
       expect(error.code).toBe('ERR_STATE_VALIDATION');
-      expect((await app.getThread('t'))!.head).toBe(1);
-      expect((await app.getState('t')).count).toBe(1);
-      expect((await app.getThread('t'))!.status).not.toBe('running');
+      expect((await app.getThread({ thread: 't' }))!.head).toBe(1);
+      expect((await app.getState({ thread: 't' })).count).toBe(1);
+      expect((await app.getThread({ thread: 't' }))!.status).not.toBe('running');
       expect((await app.run({ thread: 't' })).status).toBe('completed');
     });
   });
@@ -136,8 +136,8 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
       expect(result.state.names).toEqual(['ada', 'grace']);
       // Read back from storage (a second engine on SQLite), not from the run's memory.
       const again = graph(State).node('a', () => ({})).edge(START, 'a').edge('a', END).compile({ engine: ctx.reopen() });
-      expect((await again.getState('t')).profile).toEqual({ name: 'ADA', tier: 'free' });
-      expect((await again.getState('t')).names).toEqual(['ada', 'grace']);
+      expect((await again.getState({ thread: 't' })).profile).toEqual({ name: 'ADA', tier: 'free' });
+      expect((await again.getState({ thread: 't' })).names).toEqual(['ada', 'grace']);
       const stored = decode<{ changes: { profile: { set: unknown } } }>((await rawPositions(ctx.engine, 't'))[1]!.body);
       expect(stored.changes.profile.set).toEqual({ name: 'ADA', tier: 'free' });
     });
@@ -151,7 +151,7 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
         .compile({ engine: ctx.engine, retry: fast });
       expect((await app.run({ thread: 't1' })).state).toEqual({ list: ['d', 'x'], n: 42 });
       expect((await app.run({ thread: 't2' })).state).toEqual({ list: ['d', 'x'], n: 42 });
-      expect((await app.stateAt('t2', 0)).list).toEqual(['d']);
+      expect((await app.stateAt({ thread: 't2', seq: 0 })).list).toEqual(['d']);
     });
   });
 

@@ -17,8 +17,9 @@ import { z } from 'zod';
 import { AccessDeniedError, StaleReadLimitError, VersionConflictError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
-import { MAX_STALE_RERUNS, type NodeContext } from '../../src/runtime/context.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
+import type { NodeContext } from '../../src/runtime/task-scope.js';
+import { MAX_STALE_RERUNS } from '../../src/defaults.js';
 import { tenantPrefixPolicy } from '../../src/store/policy.js';
 import { caught, ENGINES, gate, useEngine } from '../runtime/engines.js';
 

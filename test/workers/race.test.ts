@@ -12,7 +12,7 @@
  */
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { decode } from '../../dist/index.js';
+import { decode } from '../../dist/engine-kit/index.js';
 import { PG_URL } from '../helpers/postgres.js';
 // @ts-expect-error the fixture is plain JS
 import { createApp, closeExternal } from '../fixtures/worker-app.mjs';
@@ -91,7 +91,7 @@ describe.each([[2], [8]])('%i workers racing, some paused past their lease', (wo
         // No fork: one line of positions.
         expect(chain.map((p) => p.parent)).toEqual(chain.map((p) => (p.seq === 0 ? null : p.seq - 1)));
         expect(chain).toHaveLength(STEPS + 1);
-        const state = await app.getState(thread.id);
+        const state = await app.getState({ thread: thread.id });
         expect(state.n).toBe(STEPS);
         let lastEpoch = 0;
         for (const position of chain) {

@@ -59,8 +59,8 @@ describe('connections killed from the server side', () => {
     }
     expect(killed).toBeGreaterThan(5);
     for (const thread of await submitter.checkpointer.listThreads({ limit: 100 })) {
-      expect((await app.getState(thread.id)).n).toBe(15);
-      expect((await app.verify(thread.id)).ok).toBe(true);
+      expect((await app.getState({ thread: thread.id })).n).toBe(15);
+      expect((await app.verify({ thread: thread.id })).ok).toBe(true);
     }
     const { rows } = await admin.query(`SELECT count(*)::int AS runs, count(DISTINCT key)::int AS keys FROM "${schema}".effect_runs`);
     expect(rows[0]).toEqual({ runs: THREADS * 15, keys: THREADS * 15 });

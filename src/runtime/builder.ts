@@ -1,12 +1,9 @@
 /**
- * @module runtime/graph
+ * @module runtime/builder
  * The graph builder: nodes, edges, conditional edges, `START` and `END`.
  * `compile()` checks the graph and binds it to an engine, giving an {@link App}.
- *
- * A superstep runs every node scheduled for it concurrently; their writes merge
- * through the reducers in graph order (the order nodes were added), then task
- * index, never in arrival order. The next superstep runs the union of the
- * successors of the nodes that ran, in graph order.
+ * What it builds is a {@link GraphSpec} (runtime/graph-spec): the pure description
+ * the runtime reads.
  *
  * @example
  * ```ts
@@ -19,17 +16,16 @@
  *   .compile({ engine: sqlite('./cairn.db') });
  * ```
  */
-import { GraphDefinitionError, UnknownNodeError, type ErrorPlace } from '../errors.js';
+import { GraphDefinitionError, UnknownNodeError } from '../errors.js';
 import type { StateSchema, StateOf, UpdateOf } from '../state/schema.js';
-import type { NodeContext } from './context.js';
-import type { RetryPolicy } from './retry.js';
 import { App, type CompileOptions } from './app.js';
-import { checkSharedFields, type ChildSpec, type SubgraphOptions } from './subgraph.js';
+import { END, START, type ChildSpec, type GraphSpec, type NodeOptions, type NodeSpec, type RouteSpec, type TaskFn } from './graph-spec.js';
+import type { RetryPolicy } from './retry.js';
+import { checkSharedFields, type SubgraphOptions } from './subgraph.js';
+import type { NodeContext } from './task-scope.js';
 
-/** The graph's entry. */
-export const START = '__start__';
-/** The graph's exit. */
-export const END = '__end__';
+export { START, END };
+export type { NodeOptions, GraphSpec };
 
 /** A node: reads the state, returns the model fields it writes (or nothing). */
 export type NodeFn<S extends StateSchema> = (
@@ -37,34 +33,18 @@ export type NodeFn<S extends StateSchema> = (
   ctx: NodeContext,
 ) => UpdateOf<S> | void | undefined | Promise<UpdateOf<S> | void | undefined>;
 
-export interface NodeOptions {
-  /** Retry policy of this node (overrides the graph's). */
-  retry?: Partial<RetryPolicy>;
-  /** Pause before this node runs; the run stops `interrupted` until `resume`. A function gives the payload. */
-  interruptBefore?: boolean | ((state: never) => unknown);
-  /** Pause after this node's step commits. A function gives the payload. */
-  interruptAfter?: boolean | ((state: never) => unknown);
-}
-
 /** Chooses the next node(s) from the state after a step. Must be a pure function of the state. */
 export type RouteFn<S extends StateSchema, N extends string> = (state: StateOf<S>) => N | typeof END | readonly (N | typeof END)[];
 
-export interface NodeSpec {
-  name: string;
-  fn: NodeFn<StateSchema>;
-  options: NodeOptions;
-  /** Position in graph order: the merge order of a superstep. */
-  order: number;
-  /** Set for a subgraph node: the child graph it runs in a namespace of its own. */
-  child?: ChildSpec;
-}
-
-/** The checked, immutable shape of a graph. */
-export interface GraphSpec {
-  nodes: ReadonlyMap<string, NodeSpec>;
-  /** Static successors of START and of every node. */
-  edges: ReadonlyMap<string, readonly string[]>;
-  routes: ReadonlyMap<string, RouteFn<StateSchema, string>>;
+/**
+ * What a subgraph node can run: a graph builder, or a compiled app (whose own
+ * recursion limit, retry policy and snapshot cadence the child run keeps). Each hands
+ * over its schema and the spec of its graph.
+ */
+export interface SubgraphSource<C extends StateSchema> {
+  readonly schema: C;
+  /** The child graph's spec and the settings its runs keep. */
+  toSubgraph(): { spec: GraphSpec; recursionLimit?: number; retry?: Partial<RetryPolicy>; snapshotEvery?: number };
 }
 
 /** Builds a graph over a state schema. */
@@ -78,7 +58,7 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
   /** Adds a node. Names must be unique and may not be START or END. */
   node<M extends string>(name: M, fn: NodeFn<S>, options: NodeOptions = {}): GraphBuilder<S, N | M> {
     this.checkName(name);
-    this.nodes.set(name, { name, fn: fn as unknown as NodeFn<StateSchema>, options, order: this.nodes.size });
+    this.nodes.set(name, { name, fn: fn as TaskFn, options, order: this.nodes.size });
     return this as unknown as GraphBuilder<S, N | M>;
   }
 
@@ -102,24 +82,24 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
    */
   subgraph<M extends string, C extends StateSchema>(
     name: M,
-    child: GraphBuilder<C, string> | App<C>,
+    child: SubgraphSource<C>,
     options: SubgraphOptions<S, C> = {},
   ): GraphBuilder<S, N | M> {
     this.checkName(name);
     const share = options.share === true;
     if (share) checkSharedFields(name, this.schema, child.schema);
-    const compiled = child instanceof App ? child.options : undefined;
+    const { spec: childGraph, ...settings } = child.toSubgraph();
     const spec: ChildSpec = {
       schema: child.schema,
-      spec: child instanceof App ? child.spec : child.check(),
+      spec: childGraph,
       share,
       ...(!share && options.input ? { input: options.input as ChildSpec['input'] } : {}),
       ...(!share && options.output ? { output: options.output as ChildSpec['output'] } : {}),
-      ...(compiled?.recursionLimit !== undefined ? { recursionLimit: compiled.recursionLimit } : {}),
-      ...(compiled?.retry !== undefined ? { retry: compiled.retry } : {}),
-      ...(compiled?.snapshotEvery !== undefined ? { snapshotEvery: compiled.snapshotEvery } : {}),
+      ...(settings.recursionLimit !== undefined ? { recursionLimit: settings.recursionLimit } : {}),
+      ...(settings.retry !== undefined ? { retry: settings.retry } : {}),
+      ...(settings.snapshotEvery !== undefined ? { snapshotEvery: settings.snapshotEvery } : {}),
     };
-    const run: NodeFn<StateSchema> = () => {
+    const run: TaskFn = () => {
       throw new GraphDefinitionError(`subgraph node "${name}" is run by the runtime, not called.`);
     };
     const nodeOptions: NodeOptions = {
@@ -157,6 +137,11 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
     return new App(this.schema, this.check(), options);
   }
 
+  /** The graph as a child of a subgraph node (see {@link SubgraphSource}). */
+  toSubgraph(): { spec: GraphSpec } {
+    return { spec: this.check() };
+  }
+
   /** Checks the graph (every edge names a node, an entry, an exit from every node) and returns its immutable shape. */
   check(): GraphSpec {
     for (const [from, targets] of this.edges) {
@@ -177,7 +162,7 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
     return {
       nodes: new Map(this.nodes),
       edges: new Map([...this.edges].map(([k, v]) => [k, [...v]])),
-      routes: new Map(this.routes) as unknown as ReadonlyMap<string, RouteFn<StateSchema, string>>,
+      routes: new Map(this.routes) as unknown as ReadonlyMap<string, RouteSpec>,
     };
   }
 }
@@ -185,25 +170,4 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
 /** Starts a graph over `schema`. */
 export function graph<S extends StateSchema>(schema: S): GraphBuilder<S> {
   return new GraphBuilder(schema);
-}
-
-/**
- * The nodes of the next superstep after `ran` ran, in graph order: static
- * successors plus what conditional edges answer for `state`.
- */
-export function nextNodes(spec: GraphSpec, ran: readonly string[], state: unknown, place?: ErrorPlace): string[] {
-  const next = new Set<string>();
-  for (const from of ran) {
-    for (const to of spec.edges.get(from) ?? []) if (to !== END) next.add(to);
-    const route = spec.routes.get(from);
-    if (route) {
-      const answer = route(state as never);
-      for (const to of Array.isArray(answer) ? answer : [answer]) {
-        if (to === END) continue;
-        if (!spec.nodes.has(to)) throw new UnknownNodeError(to, `returned by the conditional edge of "${from}"`, place);
-        next.add(to);
-      }
-    }
-  }
-  return [...next].sort((a, b) => (spec.nodes.get(a)!.order - spec.nodes.get(b)!.order));
 }

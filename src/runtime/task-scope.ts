@@ -1,8 +1,9 @@
 /**
- * @module runtime/context
+ * @module runtime/task-scope
  * What a node gets besides the state: `ctx.record` for nondeterministic outputs,
  * `ctx.effect` for side effects under the invariant, the artifact store and the
- * store. One {@link TaskScope} per execution of a node.
+ * store. One {@link TaskScope} per execution of a node; a replayed one serves every
+ * recorded value and calls nothing.
  *
  * The side-effect invariant, as `ctx.effect` enforces it:
  * 1. the key is the caller's, or derived from (thread, namespace, step, task, call index):
@@ -28,26 +29,13 @@ import {
   type ErrorPlace,
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
-import type { EffectMode, EventSink } from './events.js';
+import type { EffectSpec } from './effects.js';
+import type { EventSink } from './events.js';
 import type { CallRef } from './position.js';
 import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
 
+export type { EffectSpec, EffectMode } from './effects.js';
 export type { NodeStore, NodeWriteOptions, ValidatedRead } from './node-store.js';
-export { findStaleRead } from './node-store.js';
-
-/** A side effect, as passed to `ctx.effect`. */
-export interface EffectSpec<T> {
-  /** Idempotency key. Default: derived from (thread, namespace, step, task, call index). */
-  key?: string;
-  /** The effect's arguments: their digest is kept with the intent, and a re-execution with other arguments is an error. */
-  args?: unknown;
-  /** Performs the effect. Receives the idempotency key: pass it to the external system. */
-  run: (key: string) => T | Promise<T>;
-  /** After a crash: did the effect with this key land? Return its outcome, or null/undefined if not. */
-  probe?: (key: string) => T | null | undefined | Promise<T | null | undefined>;
-  /** `atLeastOnce` (default): without a probe, re-run with the same key. `atMostOnce`: stop for a person instead. */
-  mode?: EffectMode;
-}
 
 export interface NodeContext {
   readonly threadId: string;
@@ -74,10 +62,10 @@ export interface NodeContext {
    *
    * @example
    * ```ts
-   * .node('crawl', async (s, ctx) => ({ page: await ctx.artifact('fetch', () => fetchPage(s.url), { mediaType: 'text/html' }) }))
+   * .node('crawl', async (s, ctx) => ({ page: await ctx.recordArtifact('fetch', () => fetchPage(s.url), { mediaType: 'text/html' }) }))
    * ```
    */
-  artifact(name: string, fn: () => unknown, options?: StoreValueOptions): Promise<ArtifactRef>;
+  recordArtifact(name: string, fn: () => unknown, options?: StoreValueOptions): Promise<ArtifactRef>;
   readonly store: NodeStore;
   /** Records a nondeterministic output; a re-execution of this step is served the recorded value. */
   record<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
@@ -132,9 +120,6 @@ export interface TaskScopeOptions {
 export function derivedCallKey(kind: 'rec' | 'eff', threadId: string, ns: string, seq: number, task: string, call: number): string {
   return `${kind}_${sha256Hex(JSON.stringify([threadId, ns, seq, task, call])).slice(0, 40)}`;
 }
-
-/** How many times a step runs again because its validateAtCommit reads went stale, before StaleReadLimitError. */
-export const MAX_STALE_RERUNS = 8;
 
 /** Thrown inside a replayed node when it asks for something the original run never recorded. */
 export class ReplayDivergence extends Error {
@@ -203,7 +188,7 @@ export class TaskScope implements NodeContext {
     return this.options.artifacts;
   }
 
-  artifact(name: string, fn: () => unknown, options: StoreValueOptions = {}): Promise<ArtifactRef> {
+  recordArtifact(name: string, fn: () => unknown, options: StoreValueOptions = {}): Promise<ArtifactRef> {
     // Recorded: a re-executed step is served the ref and neither calls fn nor stores again.
     return this.record(name, async () => storeValue(this.artifacts, await fn(), options));
   }
@@ -276,12 +261,12 @@ export class TaskScope implements NodeContext {
 
   private async doEffect<T>(call: number, name: string, spec: EffectSpec<T>): Promise<T> {
     const { ledger, emit, place } = this.options;
-    const key = spec.key ?? this.derivedKey('eff', call);
+    const key = spec.idempotencyKey ?? this.derivedKey('eff', call);
     const argsDigest = spec.args === undefined ? null : sha256Hex(encode(spec.args, `effect "${name}" args`));
     const base = { threadId: this.threadId, at: 0, node: this.node, key, name };
     const now = () => ({ ...base, at: Date.now() });
 
-    let entry = (await this.ledgerEntries()).get(key) ?? (spec.key !== undefined ? await ledger.get(this.threadId, key) : null);
+    let entry = (await this.ledgerEntries()).get(key) ?? (spec.idempotencyKey !== undefined ? await ledger.get(this.threadId, key) : null);
     if (entry && entry.kind !== 'effect') throw new EffectConflictError(key, `the key is already used by a recorded output "${entry.name}".`, place);
     if (entry && argsDigest !== null && entry.argsDigest !== null && entry.argsDigest !== argsDigest) {
       throw new EffectConflictError(key, `re-executed with different arguments than its recorded intent (effect "${name}").`, place);

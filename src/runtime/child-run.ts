@@ -1,0 +1,57 @@
+/**
+ * @module runtime/child-run
+ * Running a subgraph node: its child run, in the namespace of this task of the
+ * superstep that started at `origin` (`<parent ns>|<node>:<index>@<origin>`),
+ * started from its input (or the parent's shared fields) the first time and
+ * continued where it stopped after a crash, a retry or an answered interrupt. The
+ * node's writes are the child's mapped output (isolated) or its net change
+ * (shared); a child stopped at an interrupt suspends the parent's superstep.
+ *
+ * The child's own run is whatever `spawn` gives (run-control makes a run of the
+ * child graph on the same lease): this module drives it and maps its result.
+ */
+import type { ThreadStatus } from '../contracts/threads.js';
+import type { ErrorPlace } from '../errors.js';
+import type { StateSchema } from '../state/schema.js';
+import { childNamespace, type ChildSpec } from './graph-spec.js';
+import { mergeWrites } from './merge.js';
+import type { PendingInterrupt } from './position.js';
+import { childResultWrites, sharedStart, type ChildStart } from './subgraph.js';
+import type { Task, TaskOutcome } from './superstep.js';
+
+/** Where a run stopped. */
+export interface RunOutcome {
+  status: ThreadStatus;
+  seq: number;
+  state: Record<string, unknown>;
+  /** Interrupts waiting for `resume`, when status is `interrupted`. */
+  interrupts: PendingInterrupt[];
+}
+
+/** A child run, as the parent drives it. */
+export interface ChildRunner {
+  /** Starts the child from `start` the first time (its first position), then runs it until END or an interrupt. */
+  runChild(start: (initial: Record<string, unknown>) => Promise<ChildStart>): Promise<RunOutcome>;
+}
+
+/** Runs subgraph node `task` as a child run of the parent in `parent` (its namespace, schema and state). */
+export async function runSubgraphTask(
+  task: Task,
+  child: ChildSpec,
+  origin: number,
+  parent: { ns: string; schema: StateSchema; state: Readonly<Record<string, unknown>>; place: ErrorPlace },
+  spawn: (child: ChildSpec, ns: string) => ChildRunner,
+): Promise<TaskOutcome> {
+  const ns = childNamespace(parent.ns, task.id, origin);
+  const view = parent.schema.view(parent.state as Record<string, unknown>);
+  const place = { ...parent.place, ns };
+  const shared = await sharedStart(child, parent.state, place);
+  const outcome = await spawn(child, ns).runChild(async (initial) => {
+    if (shared) return shared.seed;
+    const input = child.input?.(view as never);
+    return { state: initial, merged: await mergeWrites(child.schema, initial, input ? [{ name: 'input', writes: input }] : [], place) };
+  });
+  const result: TaskOutcome = { writes: undefined, records: [], effects: [], interrupts: [], child: ns };
+  if (outcome.status === 'interrupted') return { ...result, suspended: outcome.interrupts };
+  return { ...result, writes: childResultWrites(child, shared, outcome.state, view) };
+}

@@ -1,0 +1,116 @@
+/**
+ * @module runtime/graph-spec
+ * The pure description of a graph: its nodes, edges and routes, `START` and `END`,
+ * and how the next superstep's nodes follow from the ones that ran. Built by
+ * `graph(State)…` (runtime/builder), read by the runtime; it imports nothing of the
+ * runtime, so everything can depend on it and it on nothing above.
+ *
+ * A superstep runs every node scheduled for it concurrently; their writes merge
+ * through the reducers in graph order (the order nodes were added), then task
+ * index, never in arrival order. The next superstep runs the union of the
+ * successors of the nodes that ran, in graph order.
+ */
+import { GraphDefinitionError, UnknownNodeError, type ErrorPlace } from '../errors.js';
+import type { StateSchema } from '../state/schema.js';
+import type { RetryPolicy } from './retry.js';
+
+/** The graph's entry. */
+export const START = '__start__';
+/** The graph's exit. */
+export const END = '__end__';
+
+/** A node's function as the runtime calls it: the state's view and the task's context in, its writes out. */
+export type TaskFn = (state: never, ctx: never) => unknown;
+
+/** Options of a node (`graph(S).node(name, fn, options)`). */
+export interface NodeOptions {
+  /** Retry policy of this node (overrides the graph's). */
+  retry?: Partial<RetryPolicy>;
+  /** Pause before this node runs; the run stops `interrupted` until `resume`. A function gives the payload. */
+  interruptBefore?: boolean | ((state: never) => unknown);
+  /** Pause after this node's step commits. A function gives the payload. */
+  interruptAfter?: boolean | ((state: never) => unknown);
+}
+
+/** What the runtime keeps of a subgraph node: the child graph, and how its state maps in and out. */
+export interface ChildSpec {
+  schema: StateSchema;
+  spec: GraphSpec;
+  share: boolean;
+  input?: (state: never) => Record<string, unknown>;
+  output?: (result: never, state: never) => Record<string, unknown> | void | undefined;
+  /** The child graph's own settings (from its compile() options, when given a compiled app). */
+  recursionLimit?: number;
+  retry?: Partial<RetryPolicy>;
+  snapshotEvery?: number;
+}
+
+/** One node of a graph. */
+export interface NodeSpec {
+  name: string;
+  fn: TaskFn;
+  options: NodeOptions;
+  /** Position in graph order: the merge order of a superstep. */
+  order: number;
+  /** Set for a subgraph node: the child graph it runs in a namespace of its own. */
+  child?: ChildSpec;
+}
+
+/** Chooses the next node(s) from the state after a step (a pure function of the state). */
+export type RouteSpec = (state: never) => string | readonly string[];
+
+/** The checked, immutable shape of a graph. */
+export interface GraphSpec {
+  nodes: ReadonlyMap<string, NodeSpec>;
+  /** Static successors of START and of every node. */
+  edges: ReadonlyMap<string, readonly string[]>;
+  routes: ReadonlyMap<string, RouteSpec>;
+}
+
+/**
+ * The nodes of the next superstep after `ran` ran, in graph order: static
+ * successors plus what conditional edges answer for `state`.
+ */
+export function nextNodes(spec: GraphSpec, ran: readonly string[], state: unknown, place?: ErrorPlace): string[] {
+  const next = new Set<string>();
+  for (const from of ran) {
+    for (const to of spec.edges.get(from) ?? []) if (to !== END) next.add(to);
+    const route = spec.routes.get(from);
+    if (route) {
+      const answer = route(state as never);
+      for (const to of Array.isArray(answer) ? answer : [answer]) {
+        if (to === END) continue;
+        if (!spec.nodes.has(to)) throw new UnknownNodeError(to, `returned by the conditional edge of "${from}"`, place);
+        next.add(to);
+      }
+    }
+  }
+  return [...next].sort((a, b) => spec.nodes.get(a)!.order - spec.nodes.get(b)!.order);
+}
+
+/** The namespace of the child run that task `task` of the superstep starting at `origin` runs in namespace `parent`. */
+export function childNamespace(parent: string, task: string, origin: number): string {
+  const own = `${task}@${origin}`;
+  return parent === '' ? own : `${parent}|${own}`;
+}
+
+/** The node names along a child namespace, outermost first: `a:0@3|b:1@0` → `['a', 'b']`. */
+export function namespaceNodes(ns: string): string[] {
+  if (ns === '') return [];
+  return ns.split('|').map((segment) => {
+    const match = /^(.+):\d+@\d+$/.exec(segment);
+    if (!match) throw new GraphDefinitionError(`"${ns}" is not a child-run namespace (expected <node>:<index>@<seq>, joined by "|").`);
+    return match[1]!;
+  });
+}
+
+/** The state schema and graph of namespace `ns` of a graph: the root's, or the child graph's of the subgraph nodes it names; undefined when the graph has no such child. */
+export function namespaceGraph(schema: StateSchema, spec: GraphSpec, ns: string): { schema: StateSchema; spec: GraphSpec; missing?: string } {
+  let current = { schema, spec };
+  for (const node of namespaceNodes(ns)) {
+    const child = current.spec.nodes.get(node)?.child;
+    if (!child) return { ...current, missing: node };
+    current = { schema: child.schema, spec: child.spec };
+  }
+  return current;
+}

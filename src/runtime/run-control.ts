@@ -1,0 +1,496 @@
+/**
+ * @module runtime/run-control
+ * One run of a graph on one thread namespace, under a lease: what a call asks of
+ * the thread (start it, continue it, answer an interrupt, fork it, run a child run)
+ * and the thread's record around it (attempts, status, failures), with supersteps
+ * (runtime/superstep) in between until END, an interrupt, an error or the
+ * recursion limit. Positions are written through the run's {@link ThreadCursor}.
+ *
+ * Crash windows and what covers them:
+ * - a node's recorded outputs and effect outcomes are durable as they happen
+ *   (ledger), so a re-executed node is served them and repeats nothing;
+ * - in a superstep with several tasks, each finished task's writes are kept as a
+ *   pending write, so a crash or failure of a sibling does not re-run it;
+ * - the step commit is one transaction; until it lands the head stays put, and
+ *   the next run re-executes the step from the same position with the same keys.
+ */
+import type { ArtifactStore } from '../contracts/artifact-store.js';
+import type { Checkpointer } from '../contracts/checkpointer.js';
+import type { Engine } from '../contracts/engine.js';
+import type { ThreadLease, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
+import { sha256Hex } from '../codec/hash.js';
+import { decode, encode } from '../codec/tagged-json.js';
+import { CHILD_RECURSION_LIMIT } from '../defaults.js';
+import {
+  CairnError,
+  CorruptRecordError,
+  EngineError,
+  GraphMismatchError,
+  HeadMovedError,
+  InterruptNotFoundError,
+  LeaseLostError,
+  NeedsAttentionError,
+  RecursionLimitError,
+  RunCancelledError,
+  RunInProgressError,
+  ThreadInterruptedError,
+  ThreadNotInterruptedError,
+  type ErrorPlace,
+} from '../errors.js';
+import { crashPoint } from '../internal/crash-points.js';
+import { own } from '../internal/own.js';
+import type { StateSchema } from '../state/schema.js';
+import { runSubgraphTask, type ChildRunner, type RunOutcome } from './child-run.js';
+import { ThreadCursor, type Head } from './cursor.js';
+import type { EventSink } from './events.js';
+import { START, nextNodes, type ChildSpec, type GraphSpec } from './graph-spec.js';
+import { checkUnanchored } from './materialize.js';
+import { mergeWrites, noChanges, type MergeResult } from './merge.js';
+import { openSnapshot, sealSnapshot, type PendingInterrupt, type PositionBody, type StoredTaskResult } from './position.js';
+import type { RetryPolicy } from './retry.js';
+import type { ChildStart } from './subgraph.js';
+import { scheduledNodes, superstep, type PendingWrites, type StepEnv } from './superstep.js';
+import { LiveTaskRunner, describeError, stoppedBy, type TaskFailure } from './task-runner.js';
+
+export type { RunOutcome } from './child-run.js';
+
+/** Settings a run works with (from compile() and run()). */
+export interface RunSettings {
+  schema: StateSchema;
+  spec: GraphSpec;
+  engine: Engine;
+  artifacts: ArtifactStore | undefined;
+  snapshotEvery: number;
+  recursionLimit: number;
+  retry: Partial<RetryPolicy> | undefined;
+  emit: EventSink | undefined;
+  signal: AbortSignal;
+  /** Stored node names → the nodes of this graph that replace them. */
+  nodeMapping: Readonly<Record<string, string>>;
+}
+
+/** Where a child run (a subgraph node's) lives, and what it inherits from its parent run. */
+export interface ChildScope {
+  ns: string;
+  thread: ThreadRecord;
+  attempt: number;
+}
+
+/** Options of {@link ThreadRun.resume}. */
+export interface AnswerOptions {
+  /** Writes that answer the interrupt (validated, merged through the reducers). */
+  input?: Record<string, unknown> | undefined;
+  /** Which interrupt this answers; needed when several are pending. */
+  interrupt?: string | undefined;
+  /** Who answered (kept in the position). */
+  actor: string;
+}
+
+/** Options of {@link ThreadRun.beginAttempt}. */
+interface AttemptOptions {
+  /** The run continues an unfinished one (a crash, a failure, an answer) rather than starting one. */
+  resumed: boolean;
+  /** Set the thread `running` now (an answer keeps `interrupted` until it commits). Default true. */
+  markRunning?: boolean;
+}
+
+type State = Record<string, unknown>;
+
+/** One run of a graph on one thread namespace, under a lease. */
+export class ThreadRun implements ChildRunner {
+  private readonly cp: Checkpointer;
+  private readonly place: ErrorPlace;
+  private readonly cursor: ThreadCursor;
+  private thread: ThreadRecord;
+  /** Checkpoint namespace: '' for the thread's root graph, the child's for a child run. */
+  private readonly ns: string;
+  /** A child run changes no thread status: its parent's run owns the thread record. */
+  private readonly isChild: boolean;
+
+  constructor(
+    private readonly settings: RunSettings,
+    private readonly lease: ThreadLease,
+    child?: ChildScope,
+  ) {
+    this.cp = settings.engine.checkpointer;
+    this.ns = child?.ns ?? '';
+    this.isChild = child !== undefined;
+    this.thread = child?.thread ?? lease.thread;
+    this.place = { engine: this.cp.engine, thread: lease.threadId, ns: this.ns };
+    this.cursor = new ThreadCursor(this.cp, settings, { lease, ns: this.ns, tenant: this.thread.tenant, attempt: child?.attempt ?? lease.thread.attempts });
+  }
+
+  // ------------------------------------------------------------ what a call asks
+
+  /**
+   * `run()`: starts a new thread, resumes an unfinished run, or starts a new run on a
+   * completed thread given input. Runs until END, an interrupt, or an error.
+   */
+  async execute(input: State | undefined): Promise<RunOutcome> {
+    const start = await this.prepare(input);
+    if (start === 'nothing') return this.outcome(this.thread.status);
+    if (start === 'resume') await this.beginAttempt({ resumed: true });
+    return this.loop();
+  }
+
+  /**
+   * `submit()`: makes the thread runnable without running it: a new run's input is
+   * committed (or nothing, if an unfinished run is already there) and a worker takes
+   * it from there.
+   */
+  async submit(input: State | undefined): Promise<RunOutcome> {
+    const start = await this.prepare(input);
+    return this.outcome(start === 'nothing' ? this.thread.status : 'running');
+  }
+
+  /**
+   * `resume()`: answers one pending interrupt with `input` (validated and merged
+   * through the reducers, as a write by `actor`), then goes on when none is left,
+   * unless `detach`. Nothing is written when the thread is not interrupted, the input
+   * is invalid, or the graph no longer has the nodes the run would go on with.
+   */
+  async resume(options: AnswerOptions & { detach?: boolean }): Promise<RunOutcome> {
+    const threadId = this.lease.threadId;
+    if (this.thread.head === null) throw new ThreadNotInterruptedError(threadId, 'empty', this.place);
+    const head = await this.loadHead();
+    const pending = head.body.interrupts ?? [];
+    if (pending.length === 0) throw new ThreadNotInterruptedError(threadId, this.thread.status, this.place);
+    const target = this.interruptOf(head, options.interrupt);
+    // The answer commits only if the run can go on from it: a renamed next node is
+    // GraphMismatchError with nothing changed, and the same call with nodeMapping works.
+    scheduledNodes(this.settings.spec, this.settings.nodeMapping, head, this.place, 'resume');
+    // Validated (and, for a child's interrupt, committed in the child) before anything here changes.
+    const merged = await this.answerWrites(target, options);
+    // The status stays `interrupted` until the answer commits: a crash before that
+    // must leave the thread listed as waiting for a person.
+    await this.beginAttempt({ resumed: true, markRunning: false });
+    await this.commitAnswer(head, target, merged, options.actor);
+    if (options.detach) return this.outcome(this.statusOf(this.cursor.head!));
+    return this.loop();
+  }
+
+  /**
+   * `fork()`: a new branch from position `seq`. The patch goes through validation and
+   * the reducers as a write by `actor`; the new position becomes the head (the old
+   * branch stays as it was) and inherits the origin's next nodes and interrupts.
+   */
+  async fork(options: { seq: number; patch?: State | undefined; actor: string }): Promise<RunOutcome> {
+    const loaded = await this.cursor.loadAt(options.seq);
+    const merged = await mergeWrites(this.settings.schema, this.cursor.state, options.patch ? [{ name: options.actor, writes: options.patch }] : [], {
+      ...this.place,
+      seq: options.seq,
+    });
+    this.cursor.stage(merged);
+    // The fork continues as its origin would: same next nodes, same pending interrupts,
+    // same before-interrupts already answered. A superstep waiting for a child run is
+    // the exception: the child's namespace belongs to the old branch, so the fork runs
+    // that superstep afresh (its child runs start again in namespaces of their own).
+    await this.cursor.commit({
+      kind: 'fork',
+      nodes: [],
+      next: loaded.body.next,
+      interrupts: (loaded.body.interrupts ?? []).filter((i) => i.ns === undefined),
+      ...(loaded.body.cleared ? { cleared: loaded.body.cleared } : {}),
+      actor: options.actor,
+    });
+    return this.outcome(this.statusOf(this.cursor.head!));
+  }
+
+  /**
+   * A child run (a subgraph node's): the first time, commits the child's first position
+   * from `start` (its input, or the shared fields); then goes on from the child's head
+   * until the child's END or an interrupt.
+   */
+  async runChild(start: (initial: State) => Promise<ChildStart>): Promise<RunOutcome> {
+    if (!(await this.cursor.loadHead())) {
+      const first = await start(this.settings.schema.initial());
+      this.cursor.start(first.state);
+      const staged = this.cursor.stage(first.merged);
+      const next = nextNodes(this.settings.spec, [START], this.settings.schema.view(staged as State), this.place);
+      await this.cursor.commit({ kind: 'input', nodes: [], next });
+    }
+    if (this.cursor.head!.body.interrupts?.length) return this.outcome('interrupted');
+    return this.loop();
+  }
+
+  // ------------------------------------------------------------ the run's steps
+
+  /**
+   * Brings the thread to where a run can go on: a new run's input committed
+   * (`started`), an unfinished run found that this input (or none) may continue
+   * (`resume`), or a completed thread given no input (`nothing`). Nothing changes
+   * before every check passed.
+   */
+  private async prepare(input: State | undefined): Promise<'started' | 'resume' | 'nothing'> {
+    const threadId = this.lease.threadId;
+    if (this.thread.head === null) {
+      // A thread that never committed, unless its anchor is what was lost.
+      if (this.thread.attempts > 0) await checkUnanchored(this.cp, threadId, this.ns);
+      this.cursor.start(this.settings.schema.initial());
+      await this.startRun(input);
+      return 'started';
+    }
+    const head = await this.loadHead();
+    const pending = head.body.interrupts ?? [];
+    if (pending.length) throw new ThreadInterruptedError(threadId, pending.map((i) => i.id), this.place);
+    if (head.body.next.length === 0) {
+      if (input === undefined) return 'nothing';
+      await this.startRun(input);
+      return 'started';
+    }
+    if (input !== undefined && sha256Hex(encode(input, 'run input')) !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
+    // Before anything changes: a graph that lost the next nodes fails the call, not the thread.
+    scheduledNodes(this.settings.spec, this.settings.nodeMapping, head, this.place, 'run');
+    return 'resume';
+  }
+
+  /**
+   * Starts a new run: the input is encoded, merged and checked before anything
+   * changes, so rejected input leaves a completed thread completed, and leaves no
+   * thread behind when this call created it: a thread that never committed a
+   * position is deleted again (under this run's lease, so no other run's work is).
+   */
+  private async startRun(input: State | undefined): Promise<void> {
+    let digest: string | undefined;
+    let next: string[];
+    try {
+      digest = input === undefined ? undefined : sha256Hex(encode(input, 'run input'));
+      const merged = await mergeWrites(this.settings.schema, this.cursor.state, input === undefined ? [] : [{ name: 'input', writes: input }], this.place);
+      const staged = this.cursor.stage(merged);
+      next = nextNodes(this.settings.spec, [START], this.settings.schema.view(staged as State), this.place);
+    } catch (error) {
+      this.cursor.unstage();
+      if (this.thread.head === null && this.thread.attempts === 0) await this.cp.deleteThread(this.lease.threadId, { lease: this.lease }).catch(() => undefined);
+      else if (this.thread.head === null) await this.fail(error);
+      throw error;
+    }
+    await this.beginAttempt({ resumed: false });
+    await this.cursor.commit({ kind: 'input', nodes: [], next, ...(digest !== undefined ? { input: digest } : {}) });
+  }
+
+  /** Supersteps until END, an interrupt or an error (which marks the thread failed). */
+  private async loop(): Promise<RunOutcome> {
+    try {
+      let steps = 0;
+      while (this.cursor.head!.body.next.length > 0 && !this.cursor.head!.body.interrupts?.length) {
+        if (this.settings.signal.aborted) throw stoppedBy(this.settings.signal, this.lease.threadId, this.place);
+        if (steps >= this.settings.recursionLimit) throw new RecursionLimitError(this.settings.recursionLimit, this.place);
+        const outcome = await superstep(this.stepEnv(), this.cursor.head!, this.cursor.state);
+        await this.cursor.commit(outcome.draft);
+        steps++;
+      }
+    } catch (error) {
+      // A child's failure is its parent node's to handle (retry, or fail the thread).
+      if (!this.isChild) await this.fail(error);
+      throw error;
+    }
+    const status: ThreadStatus = this.cursor.head!.body.interrupts?.length ? 'interrupted' : 'completed';
+    this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.cursor.head!.position.seq });
+    return this.outcome(status);
+  }
+
+  /** How a superstep of this run runs: live tasks, pending writes, stale-read checks, staged on the cursor. */
+  private stepEnv(): StepEnv {
+    const { settings, cursor } = this;
+    const runner = new LiveTaskRunner({
+      schema: settings.schema,
+      engine: settings.engine,
+      artifacts: settings.artifacts,
+      retry: settings.retry,
+      emit: settings.emit,
+      signal: settings.signal,
+      lease: this.lease,
+      ns: this.ns,
+      base: () => ({ seq: cursor.head!.position.seq, step: cursor.head!.position.step }),
+      principal: this.thread.tenant,
+      place: this.place,
+      recordFailure: (failure) => this.recordFailure(failure),
+      discardRecords: (keys) => settings.engine.ledger.discardRecords(this.lease.threadId, keys),
+      runChild: (task, child, origin, state) =>
+        runSubgraphTask(task, child, origin, { ns: this.ns, schema: settings.schema, state, place: this.place }, (spec, ns) => this.childRun(spec, ns)),
+    });
+    return {
+      schema: settings.schema,
+      spec: settings.spec,
+      nodeMapping: settings.nodeMapping,
+      threadId: this.lease.threadId,
+      place: this.place,
+      runner,
+      ...(settings.emit ? { emit: settings.emit } : {}),
+      pending: this.pendingWrites(),
+      revalidate: (tasks, results, origin) => runner.revalidate(tasks, results, origin, cursor.state),
+      stage: (merged) => cursor.stage(merged),
+      unstage: () => cursor.unstage(),
+    };
+  }
+
+  /** Finished tasks of a superstep with several, kept (sealed like a snapshot) until it commits. */
+  private pendingWrites(): PendingWrites {
+    const { lease, ns, cp } = this;
+    const emit = this.settings.emit;
+    return {
+      async load(baseSeq) {
+        const kept = new Map<string, StoredTaskResult>();
+        for (const pending of await cp.getPendingWrites(lease.threadId, ns, baseSeq)) {
+          // One that does not match its digest is not used: the task runs again, served
+          // its recorded outputs and effect outcomes from the ledger.
+          const text = pending.body.startsWith('{') ? pending.body : openSnapshot(pending.body);
+          if (text !== null) kept.set(pending.task, decode<StoredTaskResult>(text, `pending write ${pending.task} at ${baseSeq}`));
+        }
+        return kept;
+      },
+      async save(baseSeq, task, result) {
+        await cp.putPendingWrite(lease, { ns, baseSeq, task, body: sealSnapshot(encode(result, `writes of ${task}`)) });
+        const node = task.slice(0, task.lastIndexOf(':'));
+        crashPoint('after-pending-write', node);
+        emit?.({ type: 'pending.saved', threadId: lease.threadId, at: Date.now(), node, task, seq: baseSeq });
+      },
+    };
+  }
+
+  /** The Run of a child namespace of this run, with the child graph's settings. */
+  private childRun(child: ChildSpec, ns: string): ThreadRun {
+    const { emit } = this.settings;
+    return new ThreadRun(
+      {
+        ...this.settings,
+        schema: child.schema,
+        spec: child.spec,
+        snapshotEvery: child.snapshotEvery ?? this.settings.snapshotEvery,
+        recursionLimit: child.recursionLimit ?? CHILD_RECURSION_LIMIT,
+        retry: child.retry ?? this.settings.retry,
+        // A grandchild's events pass through here already named: keep the innermost ns.
+        emit: emit ? (event) => emit({ ...event, ns: event.ns ?? ns }) : undefined,
+        nodeMapping: {},
+      },
+      this.lease,
+      { ns, thread: this.thread, attempt: this.cursor.attempt },
+    );
+  }
+
+  // ------------------------------------------------------------ answers
+
+  private interruptOf(head: Head, id: string | undefined): PendingInterrupt {
+    const pending = head.body.interrupts ?? [];
+    const target = id === undefined ? (pending.length === 1 ? pending[0] : undefined) : pending.find((i) => i.id === id);
+    if (!target) throw new InterruptNotFoundError(this.lease.threadId, id, pending.map((i) => i.id), this.place);
+    return target;
+  }
+
+  /**
+   * The answer to `target` as writes to this run's state. An interrupt raised inside a
+   * child run is answered in the child (validated through the child's reducers and
+   * committed there as its resume position): here nothing changes.
+   */
+  private async answerWrites(target: PendingInterrupt, options: AnswerOptions): Promise<MergeResult> {
+    const seq = this.cursor.head!.position.seq;
+    if (target.ns === undefined) {
+      return mergeWrites(this.settings.schema, this.cursor.state, options.input ? [{ name: options.actor, writes: options.input }] : [], { ...this.place, seq });
+    }
+    const name = own(this.settings.nodeMapping, target.node) ?? target.node;
+    const child = this.settings.spec.nodes.get(name)?.child;
+    if (!child) throw new GraphMismatchError([target.node], { ...this.place, seq }, 'resume');
+    await this.childRun(child, target.ns).answerChild({ ...options, interrupt: target.child! });
+    return noChanges();
+  }
+
+  /** Commits the resume position that answers `target`, carrying what the superstep keeps until it runs. */
+  private async commitAnswer(head: Head, target: PendingInterrupt, merged: MergeResult, actor: string): Promise<void> {
+    const carried = head.body.cleared ?? [];
+    this.cursor.stage(merged);
+    await this.cursor.commit({
+      kind: 'resume',
+      nodes: [],
+      next: head.body.next,
+      interrupts: (head.body.interrupts ?? []).filter((i) => i !== target),
+      answered: target.id,
+      // The node's name in this graph: an answer given with nodeMapping clears the renamed node's pause.
+      cleared: target.when === 'before' && target.ns === undefined ? [...carried, own(this.settings.nodeMapping, target.node) ?? target.node] : carried,
+      actor,
+      ...(head.body.suspended ? { suspended: head.body.suspended } : {}),
+    });
+  }
+
+  /**
+   * In a child run: answers the child's interrupt. Already answered (a crash came after
+   * the child's answer committed but before the parent's): nothing to do.
+   */
+  private async answerChild(options: AnswerOptions & { interrupt: string }): Promise<void> {
+    const head = await this.cursor.loadHead();
+    if (!head) throw new CairnError(`child run ${this.ns} has no positions: its interrupt ${options.interrupt} cannot be answered.`, { place: this.place });
+    const target = (head.body.interrupts ?? []).find((i) => i.id === options.interrupt);
+    if (!target) return;
+    const merged = await this.answerWrites(target, options);
+    await this.commitAnswer(head, target, merged, options.actor);
+  }
+
+  // ------------------------------------------------------------ the thread record
+
+  private async beginAttempt(options: AttemptOptions): Promise<void> {
+    this.thread = await this.cp.updateThread(this.lease, { ...(options.markRunning !== false ? { status: 'running' as const } : {}), attempts: 1, lastError: null });
+    this.cursor.beginAttempt(this.thread.attempts);
+    this.settings.emit?.({
+      type: 'run.start',
+      threadId: this.lease.threadId,
+      at: Date.now(),
+      runId: this.lease.runId,
+      attempt: this.cursor.attempt,
+      head: this.cursor.head?.position.seq ?? null,
+      resumed: options.resumed,
+    });
+  }
+
+  /** Keeps a failed task execution in the thread's attempt history; a retry counts as a new attempt. */
+  private async recordFailure(failure: TaskFailure): Promise<void> {
+    this.thread = await this.cp.updateThread(this.lease, {
+      attempts: failure.willRetry ? 1 : 0,
+      failure: { ns: this.ns, ...failure.error, node: failure.node, seq: this.cursor.head!.position.seq, attempt: this.thread.attempts, at: Date.now() },
+    });
+  }
+
+  /**
+   * Records why the run stopped. Only the graph's own failures (a node out of
+   * retries, a rejected write, an at-most-once effect in doubt) change the status;
+   * a lost lease, a cancellation or trouble reaching the database leave the thread
+   * as it was, to be resumed.
+   */
+  private async fail(error: unknown): Promise<void> {
+    if (LeaseLostError.is(error) || HeadMovedError.is(error)) return;
+    const lastError = { ...describeError(error), at: Date.now(), ...(this.cursor.head ? { seq: this.cursor.head.position.seq } : {}) };
+    const resumable = RunCancelledError.is(error) || EngineError.is(error);
+    const status: ThreadStatus = resumable ? this.thread.status : NeedsAttentionError.is(error) ? 'needs_attention' : 'failed';
+    await this.cp.updateThread(this.lease, resumable ? { lastError } : { status, lastError }).catch(() => undefined);
+    this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.cursor.head?.position.seq ?? null, error: lastError.message });
+  }
+
+  // ------------------------------------------------------------ reading
+
+  private outcome(status: ThreadStatus): RunOutcome {
+    return { status, seq: this.cursor.head!.position.seq, state: this.cursor.state as State, interrupts: this.cursor.head!.body.interrupts ?? [] };
+  }
+
+  private statusOf(head: Head): ThreadStatus {
+    return head.body.interrupts?.length ? 'interrupted' : head.body.next.length ? 'running' : 'completed';
+  }
+
+  /** The root namespace's head, as the thread record anchors it. */
+  private async loadHead(): Promise<Head> {
+    const head = await this.cursor.loadHead();
+    if (!head) throw new CorruptRecordError(`the thread record names head ${this.thread.head} but anchors no head.`, { place: { ...this.place, seq: this.thread.head! } });
+    return head;
+  }
+
+  /** Digest of the input that started the unfinished run (the newest input position). */
+  private async lastInputDigest(): Promise<string | undefined> {
+    let before: number | undefined;
+    for (;;) {
+      const page = await this.cp.listPositions(this.lease.threadId, '', { ...(before !== undefined ? { beforeSeq: before } : {}), limit: 50 });
+      for (const p of page) {
+        const body = decode<PositionBody>(p.body, `position ${p.seq}`);
+        if (body.kind === 'input') return body.input;
+      }
+      if (page.length < 50) return undefined;
+      before = page[page.length - 1]!.seq;
+    }
+  }
+}

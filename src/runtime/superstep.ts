@@ -1,0 +1,218 @@
+/**
+ * @module runtime/superstep
+ * One superstep, the one implementation every way of running a graph uses (a run,
+ * a resume, a child run, a replay): plan the tasks the head schedules, stop for the
+ * declared pauses, run the tasks concurrently (reusing the ones a crash or a
+ * suspension left finished), merge their writes in graph order, route, and hand
+ * back what to commit: a step, a pause, or a suspension waiting for a child run's
+ * answer. It commits nothing itself; what differs between a live run and a replay
+ * is only what `env` gives it: how a task runs (called, or served from the ledger),
+ * whether finished tasks are kept while siblings run, and what staging a merge does.
+ */
+import type { StateSchema } from '../state/schema.js';
+import { GraphMismatchError, type ErrorPlace } from '../errors.js';
+import { own } from '../internal/own.js';
+import type { Draft, Head } from './cursor.js';
+import type { EventSink } from './events.js';
+import { nextNodes, type GraphSpec, type NodeSpec } from './graph-spec.js';
+import { mergeWrites, type MergeResult, type Writer } from './merge.js';
+import type { PendingInterrupt, StoredTaskResult } from './position.js';
+
+type State = Record<string, unknown>;
+
+/** A task of a superstep: a node, and its id (`node:index`, the index in the superstep's nodes). */
+export interface Task {
+  node: NodeSpec;
+  id: string;
+}
+
+/** What a task's execution gives back: its result as stored, and, for a subgraph node whose child stopped, the interrupts it waits on. */
+export interface TaskOutcome extends StoredTaskResult {
+  suspended?: PendingInterrupt[];
+}
+
+/** Runs one task of a superstep: live (called, retried, failures kept, child runs run) or replayed (every call served). */
+export interface TaskRunner {
+  run(task: Task, origin: number, state: Readonly<State>): Promise<TaskOutcome>;
+}
+
+/** Finished tasks kept while their siblings run, so that a crash or a failure of one does not run the others again. */
+export interface PendingWrites {
+  load(baseSeq: number): Promise<Map<string, StoredTaskResult>>;
+  save(baseSeq: number, taskId: string, result: StoredTaskResult): Promise<void>;
+}
+
+/** Where and how a superstep runs. */
+export interface StepEnv {
+  schema: StateSchema;
+  spec: GraphSpec;
+  /** Stored node names → the nodes of this graph that replace them. */
+  nodeMapping: Readonly<Record<string, string>>;
+  threadId: string;
+  place: ErrorPlace;
+  runner: TaskRunner;
+  emit?: EventSink;
+  /** A live run keeps finished tasks while siblings run; a replay does not. */
+  pending?: PendingWrites;
+  /**
+   * A live run checks every validateAtCommit store read just before the commit and runs
+   * the tasks whose reads went stale again on fresh data (bounded); a replay does not.
+   */
+  revalidate?: (tasks: Task[], results: TaskOutcome[], origin: number) => Promise<void>;
+  /** Applies a merge to the state the step started from: what routing and interrupts see. */
+  stage(merged: MergeResult): Readonly<State>;
+  /** Undoes `stage` when the step stops before its commit. */
+  unstage(): void;
+}
+
+/** What a superstep hands back to commit. */
+export type StepOutcome =
+  /** Declared `interruptBefore` pauses: nothing ran. */
+  | { kind: 'pause'; draft: Draft }
+  /** A child run stopped at an interrupt: the superstep waits for its answer, keeping its finished tasks. */
+  | { kind: 'suspend'; draft: Draft }
+  /** The tasks ran and their writes are merged and staged. */
+  | { kind: 'step'; draft: Draft; state: Readonly<State> };
+
+/**
+ * The nodes of `head`'s next superstep in this graph: stored names through
+ * `nodeMapping`. Code may have renamed or removed nodes since the position was
+ * written: GraphMismatchError (nothing changed), telling the user to pass
+ * nodeMapping to `call`.
+ */
+export function scheduledNodes(spec: GraphSpec, nodeMapping: Readonly<Record<string, string>>, head: Head, place: ErrorPlace, call: 'run' | 'resume'): string[] {
+  const scheduled = head.body.next.map((name) => own(nodeMapping, name) ?? name);
+  const missing = head.body.next.filter((_, i) => !spec.nodes.has(scheduled[i]!));
+  if (missing.length) throw new GraphMismatchError(missing, { ...place, seq: head.position.seq }, call);
+  return scheduled;
+}
+
+/** Runs the superstep `head` schedules, on `state` (the state at `head`). */
+export async function superstep(env: StepEnv, head: Head, state: Readonly<State>): Promise<StepOutcome> {
+  const { spec, schema } = env;
+  const place = { ...env.place, seq: head.position.seq };
+  const tasks: Task[] = scheduledNodes(spec, env.nodeMapping, head, env.place, 'run').map((name, index) => ({ node: spec.nodes.get(name)!, id: `${name}:${index}` }));
+
+  // Declared pauses come first: nothing runs until they are answered (stored names mapped as the next nodes are).
+  const cleared = (head.body.cleared ?? []).map((name) => own(env.nodeMapping, name) ?? name);
+  const before = tasks.filter((t) => t.node.options.interruptBefore && !cleared.includes(t.node.name));
+  if (before.length) {
+    const view = schema.view(state as State);
+    const interrupts = before.map((t) => ({
+      id: `${head.position.seq}:before:${t.node.name}`,
+      node: t.node.name,
+      when: 'before' as const,
+      payload: declaredPayload(t.node.options.interruptBefore!, view),
+    }));
+    return { kind: 'pause', draft: { kind: 'interrupt', nodes: [], next: head.body.next, interrupts } };
+  }
+
+  // A superstep that waited for a child run's answer goes on as the one that started at
+  // `origin`: same record and effect keys, same child namespaces, finished tasks kept.
+  const origin = head.body.suspended?.origin ?? head.position.seq;
+  const results = await runTasks(env, tasks, head, origin, state);
+  if (results.some((r) => r.suspended)) return { kind: 'suspend', draft: suspendedDraft(head, tasks, results, origin) };
+  await env.revalidate?.(tasks, results, origin);
+
+  const writers: Writer[] = tasks.map((task, i) => ({ name: task.node.name, writes: results[i]!.writes }));
+  const merged = await mergeWrites(schema, state, writers, place);
+  const staged = env.stage(merged);
+  try {
+    const ran = tasks.map((t) => t.node.name);
+    const view = schema.view(staged as State);
+    const next = nextNodes(spec, ran, view, place);
+    const interrupts: PendingInterrupt[] = [];
+    tasks.forEach((task, i) => {
+      results[i]!.interrupts.forEach((payload, n) => interrupts.push({ id: `${head.position.seq}:${task.id}:${n}`, node: task.node.name, when: 'inside', payload }));
+      const after = task.node.options.interruptAfter;
+      if (after) interrupts.push({ id: `${head.position.seq}:after:${task.id}`, node: task.node.name, when: 'after', payload: declaredPayload(after, view) });
+    });
+    const children = results.flatMap((r) => (r.child ? [r.child] : []));
+    return {
+      kind: 'step',
+      state: staged,
+      draft: {
+        kind: 'step',
+        nodes: ran,
+        next,
+        records: results.flatMap((r) => r.records),
+        effects: results.flatMap((r) => r.effects),
+        interrupts,
+        ...(children.length ? { children } : {}),
+      },
+    };
+  } catch (error) {
+    env.unstage();
+    throw error;
+  }
+}
+
+/**
+ * Runs a superstep's tasks concurrently. Tasks a suspension or a pending write kept
+ * are reused; a live run keeps each finished task while a sibling still runs.
+ */
+async function runTasks(env: StepEnv, tasks: Task[], head: Head, origin: number, state: Readonly<State>): Promise<TaskOutcome[]> {
+  const base = head.position.seq;
+  const reused = new Map<string, StoredTaskResult>(Object.entries(head.body.suspended?.tasks ?? {}));
+  if (env.pending && tasks.length > 1) for (const [task, result] of await env.pending.load(base)) reused.set(task, result);
+  let unfinished = tasks.filter((t) => !reused.has(t.id)).length;
+  const settled = await Promise.allSettled(
+    tasks.map(async (task): Promise<TaskOutcome> => {
+      const kept = reused.get(task.id);
+      if (kept) {
+        env.emit?.({ type: 'task.reused', threadId: env.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base });
+        return kept;
+      }
+      const result = await env.runner.run(task, origin, state);
+      unfinished--;
+      // Only worth a write when a sibling is still running: otherwise the step commits next.
+      // A suspended subgraph task has not finished: it goes on when its child is answered.
+      if (env.pending && tasks.length > 1 && unfinished > 0 && !result.suspended) await env.pending.save(base, task.id, stored(result));
+      return result;
+    }),
+  );
+  const failure = settled.find((s) => s.status === 'rejected');
+  if (failure) throw (failure as PromiseRejectedResult).reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<TaskOutcome>).value);
+}
+
+/** The result as it is stored (without the in-memory suspension). */
+function stored(result: TaskOutcome): StoredTaskResult {
+  const { suspended: _suspended, ...kept } = result;
+  return kept;
+}
+
+/**
+ * A child run stopped at an interrupt: the thread is interrupted with the child's
+ * interrupts (addressed `<child ns>#<child id>`), and the superstep waits, keeping
+ * the results of the tasks that finished so that they do not run again.
+ */
+function suspendedDraft(head: Head, tasks: Task[], results: TaskOutcome[], origin: number): Draft {
+  const interrupts: PendingInterrupt[] = [];
+  const finished: Record<string, StoredTaskResult> = {};
+  tasks.forEach((task, i) => {
+    const result = results[i]!;
+    if (!result.suspended) {
+      finished[task.id] = stored(result);
+      return;
+    }
+    for (const inner of result.suspended) {
+      interrupts.push({ id: `${result.child}#${inner.id}`, node: task.node.name, when: inner.when, payload: inner.payload, ns: result.child!, child: inner.id });
+    }
+  });
+  const children = results.flatMap((r) => (r.child ? [r.child] : []));
+  return {
+    kind: 'interrupt',
+    nodes: [],
+    next: head.body.next,
+    interrupts,
+    ...(head.body.cleared ? { cleared: head.body.cleared } : {}),
+    children,
+    suspended: { origin, tasks: finished },
+  };
+}
+
+/** The payload of a declared interrupt: the node's function of the state, or null. */
+function declaredPayload(declared: boolean | ((state: never) => unknown), state: unknown): unknown {
+  return typeof declared === 'function' ? declared(state as never) : null;
+}

@@ -1,0 +1,170 @@
+/**
+ * @module runtime/task-runner
+ * How a live run executes one task of a superstep: the node's function with its
+ * task scope (records, effects, store, artifacts), retried under its retry policy
+ * as new attempts of the same thread, each failure kept on the thread; a stale
+ * validateAtCommit read runs it again on fresh data as the same attempt. A subgraph
+ * node is handed to the child-run driver instead. A replay executes tasks with
+ * another runner (runtime/replay): everything served, nothing called.
+ */
+import type { ArtifactStore } from '../contracts/artifact-store.js';
+import type { Engine } from '../contracts/engine.js';
+import type { ThreadLease } from '../contracts/threads.js';
+import { CairnError, NeedsAttentionError, NodeFailedError, RunCancelledError, LeaseLostError, StaleReadError, StaleReadLimitError, type ErrorPlace } from '../errors.js';
+import { MAX_STALE_RERUNS } from '../defaults.js';
+import type { StateSchema } from '../state/schema.js';
+import type { EventSink } from './events.js';
+import type { ChildSpec } from './graph-spec.js';
+import { findStaleRead } from './node-store.js';
+import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
+import type { Task, TaskOutcome, TaskRunner } from './superstep.js';
+import { TaskScope } from './task-scope.js';
+
+type State = Record<string, unknown>;
+
+/** A failure of one execution, as the runner reports it to the run that keeps the thread's record. */
+export interface TaskFailure {
+  node: string;
+  error: { code: string; message: string };
+  willRetry: boolean;
+}
+
+/** What a live task runner needs of its run. */
+export interface LiveTaskRunnerOptions {
+  schema: StateSchema;
+  engine: Engine;
+  artifacts: ArtifactStore | undefined;
+  retry: Partial<RetryPolicy> | undefined;
+  emit: EventSink | undefined;
+  signal: AbortSignal;
+  lease: ThreadLease;
+  ns: string;
+  /** Seq of the position the superstep started from (for messages and events). */
+  base: () => { seq: number; step: number };
+  /** Whose view of the store and artifacts nodes get: the thread's tenant. */
+  principal: string | null;
+  place: ErrorPlace;
+  /** Keeps a failed execution on the thread (its attempt history); counts a retry as a new attempt. */
+  recordFailure(failure: TaskFailure): Promise<void>;
+  /** Deletes recorded outputs an execution made that led nowhere (fenced by the run's lease). */
+  discardRecords(keys: string[]): Promise<void>;
+  /** Runs a subgraph node's child run (see runtime/child-run). */
+  runChild(task: Task, child: ChildSpec, origin: number, state: Readonly<State>): Promise<TaskOutcome>;
+}
+
+export class LiveTaskRunner implements TaskRunner {
+  constructor(private readonly options: LiveTaskRunnerOptions) {}
+
+  async run(task: Task, origin: number, state: Readonly<State>): Promise<TaskOutcome> {
+    const o = this.options;
+    const { seq, step } = o.base();
+    const policy = resolveRetry(o.retry, task.node.options.retry);
+    const place = { ...o.place, seq };
+    for (let attempt = 1, staleReruns = 0; ; attempt++) {
+      const scope = new TaskScope({
+        threadId: o.lease.threadId,
+        ns: o.ns,
+        seq: origin,
+        step: step + 1,
+        node: task.node.name,
+        task: task.id,
+        attempt,
+        signal: o.signal,
+        ledger: o.engine.ledger,
+        store: o.engine.store,
+        principal: o.principal,
+        artifacts: o.artifacts,
+        emit: o.emit,
+        place,
+      });
+      o.emit?.({ type: 'task.start', threadId: o.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq, attempt });
+      try {
+        if (task.node.child) return await o.runChild(task, task.node.child, origin, state);
+        const writes = await task.node.fn(o.schema.view(state as State) as never, scope as never);
+        await scope.settle();
+        return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts, reads: scope.validatedReads };
+      } catch (caught) {
+        let error = caught;
+        await scope.settle();
+        if (NeedsAttentionError.is(error)) throw error;
+        // A node stopped by the run's signal did not fail: the step is redone on resume.
+        if (o.signal.aborted) throw stoppedBy(o.signal, o.lease.threadId, place);
+        // A store write found a validateAtCommit read stale (nothing was written): run the
+        // node again on fresh data as the same attempt, with its recorded outputs discarded.
+        if (StaleReadError.is(error)) {
+          if (staleReruns < MAX_STALE_RERUNS) {
+            staleReruns++;
+            await o.discardRecords(scope.recordKeys);
+            attempt--;
+            continue;
+          }
+          error = new StaleReadLimitError(task.node.name, staleReruns, error, place);
+        }
+        const willRetry = attempt < policy.maxAttempts && policy.retryOn(error) && !o.signal.aborted;
+        // Outputs recorded by a failed attempt led to the failure: the retry asks again.
+        await o.discardRecords(scope.recordKeys);
+        await o.recordFailure({ node: task.node.name, error: describeError(error), willRetry });
+        o.emit?.({
+          type: 'task.failed',
+          threadId: o.lease.threadId,
+          at: Date.now(),
+          node: task.node.name,
+          task: task.id,
+          attempt,
+          error: describeError(error).message,
+          willRetry,
+        });
+        if (!willRetry) throw CairnError.is(error) ? error : new NodeFailedError(task.node.name, attempt, error, place);
+        await sleep(retryDelay(policy, attempt), o.signal);
+      }
+    }
+  }
+
+  /**
+   * validateAtCommit: a task's store reads may have gone stale while it or a sibling was
+   * still running. Checks them all just before the commit and runs the tasks whose reads
+   * changed again, on fresh data (bounded). Only the commit's own round trip is left uncovered.
+   */
+  async revalidate(tasks: Task[], results: TaskOutcome[], origin: number, state: Readonly<State>): Promise<void> {
+    const o = this.options;
+    const place = { ...o.place, seq: o.base().seq };
+    for (let round = 0; results.some((r) => r.reads?.length); round++) {
+      const stale = await Promise.all(results.map((r) => findStaleRead(o.engine.store, r.reads ?? [], place)));
+      const first = stale.findIndex((s) => s !== null);
+      if (first < 0) return;
+      if (round >= MAX_STALE_RERUNS) throw new StaleReadLimitError(tasks[first]!.node.name, round, stale[first]!, place);
+      for (const [i, s] of stale.entries()) {
+        if (!s) continue;
+        await o.discardRecords(results[i]!.records.map((r) => r.key));
+        results[i] = await this.run(tasks[i]!, origin, state);
+      }
+    }
+  }
+}
+
+/** Between steps, or when a node is stopped: a lost lease stops the run as LeaseLostError, any other abort as a cancellation. */
+export function stoppedBy(signal: AbortSignal, threadId: string, place: ErrorPlace): Error {
+  if (LeaseLostError.is(signal.reason)) return signal.reason;
+  return new RunCancelledError(threadId, signal.reason, place);
+}
+
+/** An error's code and message, as the thread's record keeps it. */
+export function describeError(error: unknown): { code: string; message: string } {
+  if (error instanceof Error) return { code: (error as { code?: string }).code ?? error.name, message: error.message };
+  return { code: 'ERR_THROWN', message: String(error) };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (ms <= 0) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}
