@@ -16,9 +16,9 @@ import { threadHistory, type PositionInfo } from '../inspect/history.js';
 import { storedState } from '../inspect/stored-state.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { namespaceHead, seqLabel } from '../inspect/walk.js';
-import { openEngine, type EngineAccess } from './engine-url.js';
+import { DB_OPTION, openEngine, type EngineAccess } from './engine-url.js';
 import { kindList, nonNegativeInteger, positiveInteger, statusList, validated } from './options.js';
-import { formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
+import { ARTIFACTS_ARG, ARTIFACTS_HELP, formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
 
 interface Common {
   db: string;
@@ -90,7 +90,7 @@ export function parseSince(text: string, now = Date.now()): number {
 }
 
 export function registerInspectCommands(program: Command): void {
-  const db = ['--db <file>', 'the cairn SQLite file', './cairn.db'] as const;
+  const db = DB_OPTION;
 
   program
     .command('threads')
@@ -240,7 +240,7 @@ export function registerInspectCommands(program: Command): void {
     .description('recompute the hash chain of one thread, or of every thread')
     .option(...db)
     .option('--json', 'print JSON')
-    .option('--artifacts <location>', 'also re-hash every artifact and report dangling refs (a directory or s3://bucket/prefix)')
+    .option(`--artifacts ${ARTIFACTS_ARG}`, `also re-hash every artifact of this store and report dangling refs: ${ARTIFACTS_HELP}`)
     .action((threadId: string | undefined, options: Common & { artifacts?: string }) =>
       withEngine(options, async (engine) => {
         // verifyThread says when the thread named is not there.

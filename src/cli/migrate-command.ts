@@ -17,7 +17,7 @@ import { SQLITE_MIGRATIONS } from '../engines/sqlite/migrations.js';
 import { migrateCheck, type SchemaWindow } from '../inspect/migrate-check.js';
 import { rewriteSnapshots } from '../runtime/rewrite-snapshots.js';
 import type { StateSchema } from '../state/schema.js';
-import { isPostgresUrl, openEngine } from './engine-url.js';
+import { DB_OPTION, isPostgresUrl, openEngine } from './engine-url.js';
 import { positiveInteger } from './options.js';
 
 interface MigrateOptions {
@@ -90,7 +90,7 @@ export function registerMigrateCommand(program: Command): void {
     .description(
       "create or upgrade the database's own tables (--apply), report stored state schema versions (--check) or write snapshots at the current version for active threads (--rewrite-snapshots)",
     )
-    .option('--db <file>', 'the cairn SQLite file', './cairn.db')
+    .option(...DB_OPTION)
     .option('--apply', "create the database's tables, or apply the migrations this cairn has and the database lacks")
     .option('--check', 'count threads and positions per schema version and list threads outside the window')
     .option('--rewrite-snapshots', 'store a snapshot at the current version for every active thread whose head is older (needs --state)')
