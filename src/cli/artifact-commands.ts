@@ -152,10 +152,10 @@ export function registerArtifactCommands(program: Command): void {
     .requiredOption(`--artifacts ${ARTIFACTS_ARG}`, `the artifact store: ${ARTIFACTS_HELP}`)
     .option(...DB_OPTION)
     .option('--dry-run', 'report what would be deleted and why; delete nothing')
-    .option('--grace <duration>', 'never collect what was written or used more recently than this', duration, '24h')
+    .option('--grace <duration>', 'never collect what was written or used more recently than this: a duration (30s, 15m, 24h, 7d)', duration, '24h')
     .option(
       '--rule <rule>',
-      'a retention rule, repeatable: threads:status=completed,olderThan=30d (deletes those threads) or artifacts:mediaType=image/*,olderThan=7d',
+      'a retention rule, repeatable: threads:status=completed,olderThan=30d (deletes those threads) or artifacts:mediaType=image/*,olderThan=7d; olderThan is a duration (12h, 30d, 2w)',
       repeatable((v) => (parseRetentionRule(v), v)),
       [] as string[],
     )

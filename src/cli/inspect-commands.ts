@@ -4,7 +4,7 @@
  * thin faces over the contracts and inspect functions; every command prints a
  * table or, with `--json`, JSON.
  */
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { encode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
 import type { MetadataFilter, ThreadKind, ThreadQuery, ThreadStatus } from '../contracts/threads.js';
@@ -17,7 +17,8 @@ import { storedState } from '../inspect/stored-state.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { namespaceHead, seqLabel } from '../inspect/walk.js';
 import { DB_OPTION, openEngine, type EngineAccess } from './engine-url.js';
-import { kindList, nonNegativeInteger, positiveInteger, statusList, validated } from './options.js';
+import { deprecatedFlag } from './deprecated-flags.js';
+import { kindList, nonNegativeInteger, positiveInteger, statusList, threadOrder, validated } from './options.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
 
 interface Common {
@@ -69,7 +70,7 @@ function drawTree<R extends { seq: number; parent: number | null }>(rows: R[], l
 /** `key=value`, repeatable. A value that reads as JSON true/false/null or a number is that; anything else (or "quoted") is a string. */
 function metaPair(value: string, previous: MetadataFilter = {}): MetadataFilter {
   const at = value.indexOf('=');
-  if (at <= 0) throw new InvalidOptionError(`--meta ${JSON.stringify(value)}: write key=value (e.g. --meta queue=support).`);
+  if (at <= 0) throw new InvalidOptionError(`--metadata ${JSON.stringify(value)}: write key=value (e.g. --metadata queue=support).`);
   const raw = value.slice(at + 1);
   let parsed: unknown = raw;
   try {
@@ -99,27 +100,28 @@ export function registerInspectCommands(program: Command): void {
     .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention', statusList)
     .option('--kind <kind>', 'only these kinds (comma-separated or repeated): conversation, task, session, workflow', kindList)
     .option('--tenant <tenant>', 'only this tenant')
-    .option('--meta <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', (v: string, previous?: MetadataFilter) => validated((text) => metaPair(text, previous))(v))
-    .option('--since <when>', 'only threads updated since: a duration back from now (2h, 7d) or a date', validated((v) => parseSince(v)))
-    .option('--created-since <when>', 'only threads created since: a duration back from now or a date', validated((v) => parseSince(v)))
-    .addOption(new Option('--order <order>', "'id' (default) or 'updated' (most recently updated first)").choices(['id', 'updated']).default('id'))
+    .option('--metadata <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', (v: string, previous?: MetadataFilter) => validated((text) => metaPair(text, previous))(v))
+    .addOption(deprecatedFlag('--meta <key=value>', '--metadata'))
+    .option('--since <when>', 'only threads updated since: a duration back from now (30m, 2h, 7d) or a date (2024-05-01, ISO 8601)', validated((v) => parseSince(v)))
+    .option('--created-since <when>', 'only threads created since: a duration back from now (30m, 2h, 7d) or a date', validated((v) => parseSince(v)))
+    .option('--order <order>', "'id' (paged with --after) or 'updatedAt' (most recently updated first)", threadOrder, 'id')
     .option('--after <id>', 'start after this thread id (paging, in id order)')
     .option('--limit <n>', 'at most this many (1 or more)', positiveInteger, 100)
     .option('--json', 'print JSON')
     .action(
       (
-        options: Common & { status?: ThreadStatus[]; kind?: ThreadKind[]; tenant?: string; meta?: MetadataFilter; since?: number; createdSince?: number; order: 'id' | 'updated'; after?: string; limit: number },
+        options: Common & { status?: ThreadStatus[]; kind?: ThreadKind[]; tenant?: string; metadata?: MetadataFilter; since?: number; createdSince?: number; order: 'id' | 'updatedAt'; after?: string; limit: number },
       ) => {
-        if (options.after !== undefined && options.order === 'updated') throw new InvalidOptionError('--after pages in id order; drop --order updated to page.');
+        if (options.after !== undefined && options.order === 'updatedAt') throw new InvalidOptionError('--after pages in id order; drop --order updatedAt to page.');
         return withEngine(options, async (engine) => {
           const query: ThreadQuery = {
             ...(options.status ? { status: options.status } : {}),
             ...(options.kind ? { kind: options.kind } : {}),
             ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
-            ...(options.meta ? { metadata: options.meta } : {}),
+            ...(options.metadata ? { metadata: options.metadata } : {}),
             ...(options.since !== undefined ? { updatedAt: { from: options.since } } : {}),
             ...(options.createdSince !== undefined ? { createdAt: { from: options.createdSince } } : {}),
-            ...(options.order === 'updated' ? { order: 'updatedAt' as const } : {}),
+            ...(options.order === 'updatedAt' ? { order: 'updatedAt' as const } : {}),
             ...(options.after !== undefined ? { after: options.after } : {}),
             limit: options.limit,
           };

@@ -23,6 +23,7 @@ import { registerWorkerCommand } from './worker-command.js';
 import { registerTransferCommands } from './transfer-commands.js';
 import { registerArtifactCommands } from './artifact-commands.js';
 import { installDeprecatedFlags } from './deprecated-flags.js';
+import { ENGINE_URL_HELP } from './engine-url.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 /** Exit code of bad usage. */
@@ -35,7 +36,11 @@ program.exitOverride();
 program
   .name('cairn')
   .description('Durable runs for AI agents: inspect and move threads, verify their hash chains, collect artifacts, run workers and the demo.')
-  .version(version);
+  .version(version)
+  .addHelpText(
+    'after',
+    `\nDatabases: --db <url> is ${ENGINE_URL_HELP}.\nDurations (--since, --grace, olderThan=, --lease-ms, --poll-ms) are written 500ms, 30s, 15m, 12h, 7d or 2w.`,
+  );
 
 program
   .command('demo')

@@ -15,7 +15,7 @@ import { Worker } from '../runtime/worker.js';
 import type { StateSchema } from '../state/schema.js';
 import { deprecatedFlag } from './deprecated-flags.js';
 import { isPostgresUrl, openEngine } from './engine-url.js';
-import { positiveInteger } from './options.js';
+import { durationMs, positiveInteger } from './options.js';
 
 type AppFactory = (engine: Engine) => App<StateSchema> | Promise<App<StateSchema>>;
 
@@ -29,8 +29,8 @@ export function registerWorkerCommand(program: Command): void {
     .requiredOption('--module <file>', 'a JS module exporting createApp(engine) (or a default export) that returns the compiled graph')
     .option('--concurrency <n>', 'threads run at once', positiveInteger, 4)
     .option('--max-connections <n>', 'PostgreSQL pool size (default: concurrency + 2)', positiveInteger)
-    .option('--lease-ms <ms>', 'lease length', positiveInteger, 30_000)
-    .option('--poll-ms <ms>', 'longest sleep without a wake-up', positiveInteger, 5_000)
+    .option('--lease-ms <ms>', 'lease length: a duration (30s, 2m) or a whole number of ms', durationMs, 30_000)
+    .option('--poll-ms <ms>', 'longest sleep without a wake-up: a duration (5s) or a whole number of ms', durationMs, 5_000)
     .option('--json', 'print one JSON line per finished thread')
     .action(async (options: { db: string; module: string; concurrency: number; maxConnections?: number; leaseMs: number; pollMs: number; json?: boolean }) => {
       // Each running thread uses one connection at a time; the wake-up listener holds one more.

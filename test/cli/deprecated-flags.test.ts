@@ -62,6 +62,30 @@ describe('old spellings still work, with a notice', () => {
     expect(notices(run.stderr)).toEqual(['[cairn] --from is deprecated: use --db <url>.', '[cairn] --from-artifacts is deprecated: use --artifacts <dir | s3://bucket/prefix>.']);
   });
 
+  it('threads --order updated is --order updatedAt, --meta is --metadata', async () => {
+    const ids = (stdout: string) => (JSON.parse(stdout) as { id: string }[]).map((t) => t.id);
+    const order = await cairn(['threads', '--order', 'updated', '--db', db, '--json']);
+    expect(order.code, order.stderr).toBe(0);
+    expect(ids(order.stdout)).toEqual(['cust_42']);
+    expect(notices(order.stderr)).toEqual(['[cairn] --order updated is deprecated: use --order updatedAt.']);
+    expect(notices((await cairn(['threads', '--order', 'updatedAt', '--db', db])).stderr)).toEqual([]);
+
+    // The worked example's thread carries its graph's name.
+    const meta = await cairn(['threads', '--meta', 'graph=default', '--db', db, '--json']);
+    expect(ids(meta.stdout)).toEqual(['cust_42']);
+    expect(notices(meta.stderr)).toEqual(['[cairn] --meta is deprecated: use --metadata <key=value>.']);
+    expect(ids((await cairn(['threads', '--meta', 'graph=other', '--db', db, '--json'])).stdout)).toEqual([]);
+  });
+
+  it('migrate --current / --oldest are --current-version / --oldest-readable-version', async () => {
+    const old = await cairn(['migrate', '--check', '--current', '2', '--oldest', '1', '--db', db, '--json']);
+    expect(old.code, old.stderr).toBe(0);
+    expect(notices(old.stderr)).toEqual(['[cairn] --oldest is deprecated: use --oldest-readable-version <n>.', '[cairn] --current is deprecated: use --current-version <n>.']);
+    const current = await cairn(['migrate', '--check', '--current-version', '2', '--oldest-readable-version', '1', '--db', db, '--json']);
+    expect(JSON.parse(old.stdout)).toEqual(JSON.parse(current.stdout));
+    expect(JSON.parse(current.stdout).window).toEqual({ currentVersion: 2, oldestReadableVersion: 1 });
+  });
+
   it('the old spellings are hidden from the help', async () => {
     const copy = (await cairn(['copy', '--help'])).stdout;
     expect(copy).toContain('--db <url>');
@@ -70,6 +94,8 @@ describe('old spellings still work, with a notice', () => {
     const worker = (await cairn(['worker', '--help'])).stdout;
     expect(worker).toContain('postgres://user@host/db#schema');
     expect(worker).not.toMatch(/--postgres|--schema/);
+    expect((await cairn(['threads', '--help'])).stdout).not.toContain('--meta <key=value>');
+    expect((await cairn(['migrate', '--help'])).stdout).not.toMatch(/--current <n>|--oldest <n>/);
   });
 });
 
@@ -81,6 +107,8 @@ describe('bad usage, exit 2', () => {
     [['copy', '--all', '--db', 'a.db', '--to', 'c.db', '--artifacts', 'x'], '--artifacts and --to-artifacts go together'],
     [['export', '--all'], `required option '--db <url>' not specified`],
     [['import', '--to', 'a.db', '--db', 'b.db'], '--to is the old spelling of --db: give --db only.'],
+    [['threads', '--meta', 'a=1', '--metadata', 'b=2', '--db', 'cairn.db'], '--meta is the old spelling of --metadata: give --metadata only.'],
+    [['migrate', '--check', '--current', '2', '--current-version', '2', '--db', 'cairn.db'], '--current is the old spelling of --current-version: give --current-version only.'],
     [['worker', '--module', 'app.js', '--schema', 'cairn'], '--schema names a PostgreSQL schema: write --db postgres://…#cairn.'],
     [['worker', '--module', 'app.js', '--db', 'postgres://db/app#a', '--schema', 'b'], '--db postgres://db/app#a already names a schema: drop --schema.'],
   ];
