@@ -1,8 +1,9 @@
 /**
  * @module cli/worker-command
  * `cairn worker --db postgres://…#schema --module <file>`: runs a {@link Worker} for
- * the app the module builds (`--db` a SQLite file: workers on one machine). The module exports `createApp(engine)` (or a default export of
- * that shape) returning a compiled graph. SIGTERM / SIGINT stop it gracefully:
+ * the app the module builds (`--db` a SQLite file: workers on one machine). The
+ * module exports `createApp(engine)` (or a default export of that shape) returning
+ * a compiled graph. SIGTERM / SIGINT stop it gracefully:
  * running threads are released between steps for other workers to take over.
  */
 import type { Command } from 'commander';
