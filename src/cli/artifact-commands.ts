@@ -16,8 +16,14 @@ import { parseRefId } from '../artifacts/refs.js';
 import { collectArtifacts, parseRetentionRule, type GcReport, type RetentionPolicy } from '../inspect/gc.js';
 import { verifyArtifacts, type ArtifactVerifyReport } from '../inspect/artifact-verify.js';
 import { seqLabel } from '../inspect/walk.js';
-import { openEngine } from './engine-url.js';
+import { DB_OPTION, openEngine } from './engine-url.js';
 import { duration, repeatable } from './options.js';
+
+/** The argument of every artifact store flag (`--artifacts`, copy's `--to-artifacts`), as the help shows it. */
+export const ARTIFACTS_ARG = '<dir | s3://bucket/prefix>';
+
+/** What {@link ARTIFACTS_ARG} takes, for the help. */
+export const ARTIFACTS_HELP = 'a directory (the fs artifact store) or s3://bucket/prefix/?endpoint=…&region=…&path-style=1 (credentials from the AWS environment)';
 
 /** Opens the artifact store a location names; a directory must exist unless `create` (an import's target). */
 export async function openArtifactStore(location: string, options: { create?: boolean } = {}): Promise<ArtifactStore> {
@@ -143,13 +149,13 @@ export function registerArtifactCommands(program: Command): void {
   program
     .command('gc')
     .description('delete the threads thread rules retire, then collect artifacts no kept thread, store value or pin refers to (and those artifact rules expire)')
-    .requiredOption('--artifacts <location>', 'the artifact store: a directory, or s3://bucket/prefix/?endpoint=…&region=…&path-style=1')
-    .option('--db <file>', 'the cairn SQLite file', './cairn.db')
+    .requiredOption(`--artifacts ${ARTIFACTS_ARG}`, `the artifact store: ${ARTIFACTS_HELP}`)
+    .option(...DB_OPTION)
     .option('--dry-run', 'report what would be deleted and why; delete nothing')
-    .option('--grace <duration>', 'never collect what was written or used more recently than this', duration, '24h')
+    .option('--grace <duration>', 'never collect what was written or used more recently than this: a duration (30s, 15m, 24h, 7d)', duration, '24h')
     .option(
       '--rule <rule>',
-      'a retention rule, repeatable: threads:status=completed,olderThan=30d (deletes those threads) or artifacts:mediaType=image/*,olderThan=7d',
+      'a retention rule, repeatable: threads:status=completed,olderThan=30d (deletes those threads) or artifacts:mediaType=image/*,olderThan=7d; olderThan is a duration (12h, 30d, 2w)',
       repeatable((v) => (parseRetentionRule(v), v)),
       [] as string[],
     )

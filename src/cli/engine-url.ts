@@ -9,7 +9,8 @@
  *   and a path or schema without a cairn database is DatabaseNotFoundError.
  * - `write`: changes to an existing database (delete-thread, gc). A missing one is
  *   DatabaseNotFoundError, as for `read`; an older one is migrated.
- * - `create`: the target of import and copy, `migrate --apply`: created if missing.
+ * - `create`: the target of import and copy, `migrate --apply`, a worker's
+ *   PostgreSQL database: created if missing.
  */
 import { existsSync } from 'node:fs';
 import type { Engine } from '../contracts/engine.js';
@@ -20,6 +21,20 @@ import { postgres } from '../engines/postgres/index.js';
 
 /** What a command does with the database it opens (see the module documentation). */
 export type EngineAccess = 'read' | 'write' | 'create';
+
+/** What `--db` (and copy's `--to`) takes, for the help of every command. */
+export const ENGINE_URL_HELP = 'a SQLite file path (./cairn.db), a sqlite: or file: URL, or postgres://user@host/db#schema';
+
+/** The `--db` flag of the commands that open one database, as `command.option(...)` arguments. */
+export const DB_OPTION = ['--db <url>', `the cairn database: ${ENGINE_URL_HELP}`, './cairn.db'] as const;
+
+/** How a PostgreSQL engine's pool is made (ignored for SQLite). */
+export interface OpenEngineOptions {
+  /** Pool size. Default 4. */
+  maxConnections?: number;
+  /** `application_name` of the connections. Default `cairn`. */
+  applicationName?: string;
+}
 
 export function isPostgresUrl(target: string): boolean {
   return /^postgres(ql)?:\/\//i.test(target);
@@ -48,7 +63,7 @@ function sqlitePath(target: string): string {
  * not exist is refused before anything is created (a PostgreSQL target is probed
  * read-only first).
  */
-export async function openEngine(target: string, access: EngineAccess): Promise<Engine> {
+export async function openEngine(target: string, access: EngineAccess, options: OpenEngineOptions = {}): Promise<Engine> {
   const readOnly = access === 'read';
   if (isPostgresUrl(target)) {
     const { url, schema } = postgresTarget(target);
@@ -63,7 +78,7 @@ export async function openEngine(target: string, access: EngineAccess): Promise<
         await probe.close();
       }
     }
-    return postgres(url, { schema, max: 4, readOnly });
+    return postgres(url, { schema, max: options.maxConnections ?? 4, readOnly, ...(options.applicationName ? { applicationName: options.applicationName } : {}) });
   }
   const path = sqlitePath(target);
   if (access === 'write' && !existsSync(path)) throw new DatabaseNotFoundError(path, 'there is no such file.', { engine: 'sqlite' });

@@ -4,21 +4,22 @@
  * thin faces over the contracts and inspect functions; every command prints a
  * table or, with `--json`, JSON.
  */
-import { Option, type Command } from 'commander';
-import { decode, encode } from '../codec/tagged-json.js';
+import type { Command } from 'commander';
+import { encode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
 import type { MetadataFilter, ThreadKind, ThreadQuery, ThreadStatus } from '../contracts/threads.js';
-import type { ThreadRecord } from '../contracts/threads.js';
-import { InvalidOptionError, NamespaceNotFoundError, PositionNotFoundError, ThreadNotFoundError } from '../errors.js';
+import { InvalidOptionError } from '../errors.js';
 import { parseDuration } from '../artifacts/helpers.js';
 import { threadAttempts } from '../inspect/attempts.js';
+import { threadEffects } from '../inspect/effects.js';
+import { threadHistory, type PositionInfo } from '../inspect/history.js';
+import { storedState } from '../inspect/stored-state.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
-import { seqLabel } from '../inspect/walk.js';
-import { materialize } from '../runtime/materialize.js';
-import type { PositionBody } from '../runtime/position.js';
-import { openEngine, type EngineAccess } from './engine-url.js';
-import { kindList, nonNegativeInteger, positiveInteger, statusList, validated } from './options.js';
-import { formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
+import { namespaceHead, seqLabel } from '../inspect/walk.js';
+import { DB_OPTION, openEngine, type EngineAccess } from './engine-url.js';
+import { deprecatedFlag } from './deprecated-flags.js';
+import { kindList, nonNegativeInteger, positiveInteger, statusList, threadOrder, validated } from './options.js';
+import { ARTIFACTS_ARG, ARTIFACTS_HELP, formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
 
 interface Common {
   db: string;
@@ -33,21 +34,6 @@ async function withEngine<T>(options: Common, fn: (engine: Engine) => Promise<T>
   } finally {
     await engine.close();
   }
-}
-
-/** The thread, or ThreadNotFoundError: every command that names a thread says so when it is not there (exit 1). */
-async function requireThread(engine: Engine, threadId: string): Promise<ThreadRecord> {
-  const thread = await engine.checkpointer.getThread(threadId);
-  if (!thread) throw new ThreadNotFoundError(threadId, { engine: engine.name });
-  return thread;
-}
-
-/** The head seq of namespace `ns` of a thread that exists, or NamespaceNotFoundError (null: the root has no positions yet). */
-async function namespaceHead(engine: Engine, thread: ThreadRecord, ns: string): Promise<number | null> {
-  if (ns === '') return thread.head;
-  const [head] = await engine.checkpointer.listPositions(thread.id, ns, { limit: 1 });
-  if (!head) throw new NamespaceNotFoundError(thread.id, ns, await engine.checkpointer.listNamespaces(thread.id), { engine: engine.name });
-  return head.seq;
 }
 
 function out(options: Common, value: unknown, table: () => string): void {
@@ -84,7 +70,7 @@ function drawTree<R extends { seq: number; parent: number | null }>(rows: R[], l
 /** `key=value`, repeatable. A value that reads as JSON true/false/null or a number is that; anything else (or "quoted") is a string. */
 function metaPair(value: string, previous: MetadataFilter = {}): MetadataFilter {
   const at = value.indexOf('=');
-  if (at <= 0) throw new InvalidOptionError(`--meta ${JSON.stringify(value)}: write key=value (e.g. --meta queue=support).`);
+  if (at <= 0) throw new InvalidOptionError(`--metadata ${JSON.stringify(value)}: write key=value (e.g. --metadata queue=support).`);
   const raw = value.slice(at + 1);
   let parsed: unknown = raw;
   try {
@@ -105,7 +91,7 @@ export function parseSince(text: string, now = Date.now()): number {
 }
 
 export function registerInspectCommands(program: Command): void {
-  const db = ['--db <file>', 'the cairn SQLite file', './cairn.db'] as const;
+  const db = DB_OPTION;
 
   program
     .command('threads')
@@ -114,27 +100,28 @@ export function registerInspectCommands(program: Command): void {
     .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention', statusList)
     .option('--kind <kind>', 'only these kinds (comma-separated or repeated): conversation, task, session, workflow', kindList)
     .option('--tenant <tenant>', 'only this tenant')
-    .option('--meta <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', (v: string, previous?: MetadataFilter) => validated((text) => metaPair(text, previous))(v))
-    .option('--since <when>', 'only threads updated since: a duration back from now (2h, 7d) or a date', validated((v) => parseSince(v)))
-    .option('--created-since <when>', 'only threads created since: a duration back from now or a date', validated((v) => parseSince(v)))
-    .addOption(new Option('--order <order>', "'id' (default) or 'updated' (most recently updated first)").choices(['id', 'updated']).default('id'))
+    .option('--metadata <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', (v: string, previous?: MetadataFilter) => validated((text) => metaPair(text, previous))(v))
+    .addOption(deprecatedFlag('--meta <key=value>', '--metadata'))
+    .option('--since <when>', 'only threads updated since: a duration back from now (30m, 2h, 7d) or a date (2024-05-01, ISO 8601)', validated((v) => parseSince(v)))
+    .option('--created-since <when>', 'only threads created since: a duration back from now (30m, 2h, 7d) or a date', validated((v) => parseSince(v)))
+    .option('--order <order>', "'id' (paged with --after) or 'updatedAt' (most recently updated first)", threadOrder, 'id')
     .option('--after <id>', 'start after this thread id (paging, in id order)')
     .option('--limit <n>', 'at most this many (1 or more)', positiveInteger, 100)
     .option('--json', 'print JSON')
     .action(
       (
-        options: Common & { status?: ThreadStatus[]; kind?: ThreadKind[]; tenant?: string; meta?: MetadataFilter; since?: number; createdSince?: number; order: 'id' | 'updated'; after?: string; limit: number },
+        options: Common & { status?: ThreadStatus[]; kind?: ThreadKind[]; tenant?: string; metadata?: MetadataFilter; since?: number; createdSince?: number; order: 'id' | 'updatedAt'; after?: string; limit: number },
       ) => {
-        if (options.after !== undefined && options.order === 'updated') throw new InvalidOptionError('--after pages in id order; drop --order updated to page.');
+        if (options.after !== undefined && options.order === 'updatedAt') throw new InvalidOptionError('--after pages in id order; drop --order updatedAt to page.');
         return withEngine(options, async (engine) => {
           const query: ThreadQuery = {
             ...(options.status ? { status: options.status } : {}),
             ...(options.kind ? { kind: options.kind } : {}),
             ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
-            ...(options.meta ? { metadata: options.meta } : {}),
+            ...(options.metadata ? { metadata: options.metadata } : {}),
             ...(options.since !== undefined ? { updatedAt: { from: options.since } } : {}),
             ...(options.createdSince !== undefined ? { createdAt: { from: options.createdSince } } : {}),
-            ...(options.order === 'updated' ? { order: 'updatedAt' as const } : {}),
+            ...(options.order === 'updatedAt' ? { order: 'updatedAt' as const } : {}),
             ...(options.after !== undefined ? { after: options.after } : {}),
             limit: options.limit,
           };
@@ -196,22 +183,23 @@ export function registerInspectCommands(program: Command): void {
 
   program
     .command('history <thread>')
-    .description("list a thread's positions, newest first")
+    .description("list a thread's positions, newest first (--json: the entries app.history() returns)")
     .option(...db)
     .option('--limit <n>', 'at most this many (1 or more)', positiveInteger, 50)
+    .option('--before-seq <n>', 'only positions below this seq (the last seq of the previous page)', nonNegativeInteger)
     .option('--ns <namespace>', "a child run's namespace (listed as 'child' on the steps that ran it)", '')
     .option('--tree', 'draw the branches (forks) as a tree, oldest first')
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common & { limit: number; ns: string; tree?: boolean }) =>
+    .action((threadId: string, options: Common & { limit: number; beforeSeq?: number; ns: string; tree?: boolean }) =>
       withEngine(options, async (engine) => {
-        await namespaceHead(engine, await requireThread(engine, threadId), options.ns);
-        const positions = await engine.checkpointer.listPositions(threadId, options.ns, { limit: options.limit });
-        const rows = positions.map((p) => {
-          const body = decode<PositionBody>(p.body, `position ${p.seq}`);
-          return { seq: p.seq, parent: p.parent, step: p.step, kind: body.kind, nodes: body.nodes, next: body.next, changes: Object.keys(body.changes), effects: (body.effects ?? []).map((e) => e.name), children: body.children ?? [], schemaVersion: p.schemaVersion, createdAt: p.createdAt, hash: p.hash };
-        });
-        const line = (r: (typeof rows)[number]) =>
-          `${r.kind.padEnd(9)} ${(r.nodes.join(',') || '-').padEnd(24)} → ${(r.next.join(',') || 'END').padEnd(20)} changed ${r.changes.join(',') || '-'}${r.effects.length ? `  effects ${r.effects.join(',')}` : ''}${r.children.length ? `  child ${r.children.join(',')}` : ''}  ${r.hash.slice(0, 12)}`;
+        // A namespace the thread does not have is an error here, not an empty page.
+        await namespaceHead(engine.checkpointer, threadId, options.ns);
+        const rows = await threadHistory(engine.checkpointer, threadId, { ns: options.ns, limit: options.limit, ...(options.beforeSeq !== undefined ? { beforeSeq: options.beforeSeq } : {}) });
+        const line = (r: PositionInfo) => {
+          const changed = Object.keys(r.changes);
+          const effects = r.effects.map((e) => e.name);
+          return `${r.kind.padEnd(9)} ${(r.nodes.join(',') || '-').padEnd(24)} → ${(r.next.join(',') || 'END').padEnd(20)} changed ${changed.join(',') || '-'}${effects.length ? `  effects ${effects.join(',')}` : ''}${r.children.length ? `  child ${r.children.join(',')}` : ''}  ${r.hash.slice(0, 12)}`;
+        };
         out(options, rows, () =>
           rows.length === 0 ? `thread ${threadId} has no positions yet` : options.tree ? drawTree(rows, line) : rows.map((r) => `${String(r.seq).padStart(5)} ← ${String(r.parent ?? '-').padStart(5)}  ${line(r)}`).join('\n'),
         );
@@ -227,10 +215,7 @@ export function registerInspectCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common & { seq?: number; ns: string }) =>
       withEngine(options, async (engine) => {
-        const head = await namespaceHead(engine, await requireThread(engine, threadId), options.ns);
-        if (head === null) throw new PositionNotFoundError(threadId, 0, { engine: engine.name });
-        const loaded = await materialize(engine.checkpointer, undefined, threadId, options.ns, options.seq ?? head);
-        const view = { thread: threadId, ...(options.ns ? { ns: options.ns } : {}), seq: loaded.position.seq, schemaVersion: loaded.storedVersion, next: loaded.body.next, state: loaded.state };
+        const view = await storedState(engine.checkpointer, threadId, { ns: options.ns, ...(options.seq !== undefined ? { seq: options.seq } : {}) });
         const where = options.ns ? ` child ${options.ns}` : '';
         out(options, view, () => `thread ${threadId}${where} seq ${view.seq} (schema v${view.schemaVersion}), next → ${view.next.join(', ') || 'END'}\n${JSON.stringify(JSON.parse(encode(view.state)), null, 2)}`);
       }),
@@ -243,8 +228,7 @@ export function registerInspectCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common) =>
       withEngine(options, async (engine) => {
-        await requireThread(engine, threadId);
-        const entries = await engine.ledger.list(threadId);
+        const entries = await threadEffects(engine, threadId);
         out(options, entries, () =>
           entries.length === 0
             ? 'no ledger entries'
@@ -258,10 +242,11 @@ export function registerInspectCommands(program: Command): void {
     .description('recompute the hash chain of one thread, or of every thread')
     .option(...db)
     .option('--json', 'print JSON')
-    .option('--artifacts <location>', 'also re-hash every artifact and report dangling refs (a directory or s3://bucket/prefix)')
+    .option(`--artifacts ${ARTIFACTS_ARG}`, `also re-hash every artifact of this store and report dangling refs: ${ARTIFACTS_HELP}`)
     .action((threadId: string | undefined, options: Common & { artifacts?: string }) =>
       withEngine(options, async (engine) => {
-        const ids = threadId ? [(await requireThread(engine, threadId)).id] : (await engine.checkpointer.listThreads()).map((t) => t.id);
+        // verifyThread says when the thread named is not there.
+        const ids = threadId ? [threadId] : (await engine.checkpointer.listThreads()).map((t) => t.id);
         const reports: VerifyReport[] = [];
         for (const id of ids) reports.push(await verifyThread(engine, id));
         const artifacts = options.artifacts ? await verifyArtifactsCommand(engine, options.artifacts, { json: options.json === true, ...(threadId ? { thread: threadId } : {}) }) : undefined;

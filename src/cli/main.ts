@@ -3,8 +3,10 @@
  * @module cli/main
  * The `cairn` command line: `demo`, `threads`, `attempts`, `delete-thread`,
  * `history`, `show`, `effects`, `verify`, `gc`, `migrate`, `worker`, `export`,
- * `import`, `copy`. Inspection commands take `--db <file | postgres://…#schema>`
- * and `--json`.
+ * `import`, `copy`. Every command names its database with `--db <url>` (a SQLite
+ * file path, a `sqlite:` / `file:` URL, or `postgres://…#schema`; copy's target is
+ * `--to`) and takes `--json`. Renamed flags keep their old spelling for a while,
+ * hidden, with a deprecation notice (cli/deprecated-flags).
  *
  * Exit codes, for scripts: 0 ok; 1 a negative result or a failure (damage found,
  * nothing deleted, no such thread or database, an engine error); 2 bad usage (an
@@ -20,6 +22,8 @@ import { registerMigrateCommand } from './migrate-command.js';
 import { registerWorkerCommand } from './worker-command.js';
 import { registerTransferCommands } from './transfer-commands.js';
 import { registerArtifactCommands } from './artifact-commands.js';
+import { installDeprecatedFlags } from './deprecated-flags.js';
+import { ENGINE_URL_HELP } from './engine-url.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 /** Exit code of bad usage. */
@@ -32,7 +36,11 @@ program.exitOverride();
 program
   .name('cairn')
   .description('Durable runs for AI agents: inspect and move threads, verify their hash chains, collect artifacts, run workers and the demo.')
-  .version(version);
+  .version(version)
+  .addHelpText(
+    'after',
+    `\nDatabases: --db <url> is ${ENGINE_URL_HELP}.\nDurations (--since, --grace, olderThan=, --lease-ms, --poll-ms) are written 500ms, 30s, 15m, 12h, 7d or 2w.`,
+  );
 
 program
   .command('demo')
@@ -51,6 +59,7 @@ registerMigrateCommand(program);
 registerWorkerCommand(program);
 registerTransferCommands(program);
 registerArtifactCommands(program);
+installDeprecatedFlags(program);
 
 program.parseAsync().catch((error: unknown) => {
   if (error instanceof CommanderError) {

@@ -17,7 +17,8 @@ import { SQLITE_MIGRATIONS } from '../engines/sqlite/migrations.js';
 import { migrateCheck, type SchemaWindow } from '../inspect/migrate-check.js';
 import { rewriteSnapshots } from '../runtime/rewrite-snapshots.js';
 import type { StateSchema } from '../state/schema.js';
-import { isPostgresUrl, openEngine } from './engine-url.js';
+import { deprecatedFlag } from './deprecated-flags.js';
+import { DB_OPTION, isPostgresUrl, openEngine } from './engine-url.js';
 import { positiveInteger } from './options.js';
 
 interface MigrateOptions {
@@ -26,8 +27,8 @@ interface MigrateOptions {
   check?: boolean;
   rewriteSnapshots?: boolean;
   state?: string;
-  oldest?: number;
-  current?: number;
+  oldestReadableVersion?: number;
+  currentVersion?: number;
   json?: boolean;
 }
 
@@ -90,13 +91,15 @@ export function registerMigrateCommand(program: Command): void {
     .description(
       "create or upgrade the database's own tables (--apply), report stored state schema versions (--check) or write snapshots at the current version for active threads (--rewrite-snapshots)",
     )
-    .option('--db <file>', 'the cairn SQLite file', './cairn.db')
+    .option(...DB_OPTION)
     .option('--apply', "create the database's tables, or apply the migrations this cairn has and the database lacks")
     .option('--check', 'count threads and positions per schema version and list threads outside the window')
     .option('--rewrite-snapshots', 'store a snapshot at the current version for every active thread whose head is older (needs --state)')
     .option('--state <module>', "the application's state schema: <file>[#<export>] (a JS module)")
-    .option('--oldest <n>', 'oldest readable version (without --state)', positiveInteger)
-    .option('--current <n>', 'current version (without --state)', positiveInteger)
+    .option('--oldest-readable-version <n>', "the state schema's oldestReadableVersion (without --state; default: --current-version)", positiveInteger)
+    .addOption(deprecatedFlag('--oldest <n>', '--oldest-readable-version'))
+    .option('--current-version <n>', "the state schema's current version (without --state)", positiveInteger)
+    .addOption(deprecatedFlag('--current <n>', '--current-version'))
     .option('--json', 'print JSON')
     .action(async (options: MigrateOptions) => {
       if (!options.apply && !options.check && !options.rewriteSnapshots) throw new InvalidOptionError('say what to do: --apply, --check or --rewrite-snapshots.');
@@ -122,14 +125,14 @@ export function registerMigrateCommand(program: Command): void {
         if (options.check) {
           const window: SchemaWindow | null = schema
             ? { currentVersion: schema.version, oldestReadableVersion: schema.oldestReadableVersion }
-            : options.current !== undefined
-              ? { currentVersion: options.current, oldestReadableVersion: options.oldest ?? options.current }
+            : options.currentVersion !== undefined
+              ? { currentVersion: options.currentVersion, oldestReadableVersion: options.oldestReadableVersion ?? options.currentVersion }
               : null;
           const report = await migrateCheck(engine.checkpointer, window);
           if (options.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
           else {
             const lines = [
-              window ? `current version ${window.currentVersion}, readable from ${window.oldestReadableVersion}` : 'no window given (--state, or --current/--oldest): counts only',
+              window ? `current version ${window.currentVersion}, readable from ${window.oldestReadableVersion}` : 'no window given (--state, or --current-version/--oldest-readable-version): counts only',
               `${report.threads} threads, ${report.positions} positions${report.childPositions ? ` (${report.childPositions} of them in child runs' namespaces, counted by their own schema versions)` : ''}`,
               ...report.versions.map(
                 (v) => `  v${v.version}: ${v.threads} thread head(s), ${v.positions} position(s)${v.readable === null ? '' : v.readable ? '' : '  OUTSIDE THE WINDOW'}`,

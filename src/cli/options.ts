@@ -10,6 +10,7 @@ import type { ThreadKind, ThreadStatus } from '../contracts/threads.js';
 import { CairnError } from '../errors.js';
 import { parseDuration } from '../artifacts/helpers.js';
 import { THREAD_KINDS, THREAD_STATUSES } from '../internal/thread-query.js';
+import { deprecationNotice } from './deprecated-flags.js';
 
 /** Runs a cairn validator inside a flag parser: its error becomes the flag's InvalidArgumentError (its message without the `[cairn]` prefix). */
 function checked<T>(parse: () => T): T {
@@ -40,6 +41,23 @@ export const nonNegativeInteger = integer(0);
 export function duration(value: string): string {
   checked(() => parseDuration(value));
   return value;
+}
+
+/** A duration of at least 1 ms (`500ms`, `30s`, `2m`, or a whole number of ms), as a whole number of ms: for the `…Ms` options. */
+export function durationMs(value: string): number {
+  const ms = checked(() => parseDuration(value));
+  if (!Number.isSafeInteger(ms) || ms < 1) throw new InvalidArgumentError('Write a duration of at least 1ms: 500ms, 30s, 2m, or a whole number of ms.');
+  return ms;
+}
+
+/** `--order`: the API's `order`, `id` or `updatedAt`; `updated`, its old spelling, is `updatedAt` with a deprecation notice. */
+export function threadOrder(value: string): 'id' | 'updatedAt' {
+  if (value === 'id' || value === 'updatedAt') return value;
+  if (value === 'updated') {
+    deprecationNotice('--order updated', '--order updatedAt');
+    return 'updatedAt';
+  }
+  throw new InvalidArgumentError('Allowed choices are id, updatedAt.');
 }
 
 /** A comma-separated (or repeated) list of values from `allowed`. */

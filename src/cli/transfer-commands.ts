@@ -3,8 +3,10 @@
  * `cairn export`, `cairn import` and `cairn copy`: move threads between engines
  * with their whole history (see inspect/transfer), optionally with store
  * namespaces (`--store <prefix>`) and the artifacts they refer to
- * (`--artifacts <dir | s3://…>`). Targets are SQLite files or PostgreSQL URLs
- * (`postgres://user@host/db#schema`).
+ * (`--artifacts <dir | s3://…>`). Each command names its database with `--db`
+ * (copy: the source, and `--to` the target): a SQLite file or a PostgreSQL URL
+ * (`postgres://user@host/db#schema`). The flags they had before (`--from`, import's
+ * `--to`, `--from-artifacts`) still work, with a deprecation notice.
  */
 import type { Command } from 'commander';
 import { createReadStream, createWriteStream } from 'node:fs';
@@ -14,8 +16,9 @@ import type { Engine } from '../contracts/engine.js';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import { exportThreads, importThreads, type ImportReport, type TransferRecord } from '../inspect/transfer.js';
 import { verifyThread } from '../inspect/verify.js';
-import { openArtifactStore } from './artifact-commands.js';
-import { openEngine } from './engine-url.js';
+import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore } from './artifact-commands.js';
+import { deprecatedFlag } from './deprecated-flags.js';
+import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
 import { InvalidOptionError } from '../errors.js';
 import { repeatable } from './options.js';
 
@@ -64,7 +67,7 @@ function describeMoved(verb: string, report: { threads: number; positions: numbe
   if (report.ledgerEntries !== undefined) parts.push(`${report.ledgerEntries} ledger entr(ies)`);
   if (report.storeItems !== undefined) parts.push(`${report.storeItems} store item(s)`);
   if (report.artifacts !== undefined) parts.push(`${report.artifacts} artifact(s)`);
-  const skipped = report.artifactsSkipped ? `; skipped ${report.artifactsSkipped} artifact(s): pass --artifacts <dir | s3://…> to import them` : '';
+  const skipped = report.artifactsSkipped ? `; skipped ${report.artifactsSkipped} artifact(s): pass --artifacts ${ARTIFACTS_ARG} to import them` : '';
   return `${verb} ${parts.join(', ')}${skipped}`;
 }
 
@@ -96,15 +99,16 @@ export function registerTransferCommands(program: Command): void {
   program
     .command('export [threads...]')
     .description('write threads with their whole history (positions, items, snapshots, ledger, times) as JSON lines; optionally store items and artifacts')
-    .requiredOption('--from <db>', 'SQLite file or postgres:// URL')
+    .requiredOption('--db <url>', `the database to read: ${ENGINE_URL_HELP}`)
+    .addOption(deprecatedFlag('--from <url>', '--db'))
     .option('--all', 'every thread')
     .option(...storeOption)
-    .option('--artifacts <location>', 'also the artifacts they refer to, read from this artifact store (a directory or s3://bucket/prefix)')
+    .option(`--artifacts ${ARTIFACTS_ARG}`, `also the artifacts they refer to, read from this artifact store: ${ARTIFACTS_HELP}`)
     .option('--out <file>', 'write here instead of stdout')
     .option('--json', 'print the summary as JSON (on stdout with --out, else on stderr)')
-    .action(async (ids: string[], options: { from: string; all?: boolean; store: string[][]; artifacts?: string; out?: string; json?: boolean }) => {
+    .action(async (ids: string[], options: { db: string; all?: boolean; store: string[][]; artifacts?: string; out?: string; json?: boolean }) => {
       checkSelection(ids, options.all);
-      const engine = await openEngine(options.from, 'read');
+      const engine = await openEngine(options.db, 'read');
       let artifacts: ArtifactStore | undefined;
       let out: NodeJS.WritableStream | undefined;
       let end: Extract<TransferRecord, { type: 'end' }> | undefined;
@@ -132,12 +136,13 @@ export function registerTransferCommands(program: Command): void {
   program
     .command('import')
     .description('read an export (JSON lines) into an engine, with its times, store items and artifacts; threads and store items that exist there are refused')
-    .requiredOption('--to <db>', 'SQLite file or postgres:// URL')
+    .requiredOption('--db <url>', `the database to import into (created if missing): ${ENGINE_URL_HELP}`)
+    .addOption(deprecatedFlag('--to <url>', '--db'))
     .option('--in <file>', 'read this file instead of stdin')
-    .option('--artifacts <location>', "store the export's artifacts here (a directory or s3://bucket/prefix); without it they are skipped")
+    .option(`--artifacts ${ARTIFACTS_ARG}`, `store the export's artifacts in this artifact store (without it they are skipped): ${ARTIFACTS_HELP}`)
     .option('--json', 'print JSON')
-    .action(async (options: { to: string; in?: string; artifacts?: string; json?: boolean }) => {
-      const engine = await openEngine(options.to, 'create');
+    .action(async (options: { db: string; in?: string; artifacts?: string; json?: boolean }) => {
+      const engine = await openEngine(options.db, 'create');
       let artifacts: ArtifactStore | undefined;
       try {
         if (options.artifacts) artifacts = await openArtifactStore(options.artifacts, { create: true });
@@ -151,22 +156,24 @@ export function registerTransferCommands(program: Command): void {
   program
     .command('copy [threads...]')
     .description('export from one engine and import into another (optionally with store items and artifacts), then verify every copied thread on both sides')
-    .requiredOption('--from <db>', 'source: SQLite file or postgres:// URL')
-    .requiredOption('--to <db>', 'target: SQLite file or postgres:// URL')
+    .requiredOption('--db <url>', `the source database (only read): ${ENGINE_URL_HELP}`)
+    .addOption(deprecatedFlag('--from <url>', '--db'))
+    .requiredOption('--to <url>', `the target database (created if missing): ${ENGINE_URL_HELP}`)
     .option('--all', 'every thread')
     .option(...storeOption)
-    .option('--from-artifacts <location>', "also copy the artifacts the threads refer to, from this artifact store (with --to-artifacts)")
-    .option('--to-artifacts <location>', 'into this artifact store')
+    .option(`--artifacts ${ARTIFACTS_ARG}`, `also copy the artifacts the threads refer to, from this artifact store (with --to-artifacts): ${ARTIFACTS_HELP}`)
+    .addOption(deprecatedFlag(`--from-artifacts ${ARTIFACTS_ARG}`, '--artifacts'))
+    .option(`--to-artifacts ${ARTIFACTS_ARG}`, 'into this artifact store')
     .option('--json', 'print JSON')
-    .action(async (ids: string[], options: { from: string; to: string; all?: boolean; store: string[][]; fromArtifacts?: string; toArtifacts?: string; json?: boolean }) => {
+    .action(async (ids: string[], options: { db: string; to: string; all?: boolean; store: string[][]; artifacts?: string; toArtifacts?: string; json?: boolean }) => {
       checkSelection(ids, options.all);
-      if ((options.fromArtifacts === undefined) !== (options.toArtifacts === undefined)) throw new InvalidOptionError('--from-artifacts and --to-artifacts go together: say where the artifacts are and where they go.');
-      const source = await openEngine(options.from, 'read');
+      if ((options.artifacts === undefined) !== (options.toArtifacts === undefined)) throw new InvalidOptionError('--artifacts and --to-artifacts go together: say where the artifacts are and where they go.');
+      const source = await openEngine(options.db, 'read');
       const target = await openEngine(options.to, 'create');
       let from: ArtifactStore | undefined;
       let to: ArtifactStore | undefined;
       try {
-        if (options.fromArtifacts) from = await openArtifactStore(options.fromArtifacts);
+        if (options.artifacts) from = await openArtifactStore(options.artifacts);
         if (options.toArtifacts) to = await openArtifactStore(options.toArtifacts, { create: true });
         const threads = await threadIds(source, ids, options.all);
         const records = exportThreads(source, threads, { ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) });

@@ -1,8 +1,9 @@
 /**
  * @module cli/worker-command
- * `cairn worker --postgres <url> --module <file>`: runs a {@link Worker} for the app
- * the module builds. The module exports `createApp(engine)` (or a default export of
- * that shape) returning a compiled graph. SIGTERM / SIGINT stop it gracefully:
+ * `cairn worker --db postgres://…#schema --module <file>`: runs a {@link Worker} for
+ * the app the module builds (`--db` a SQLite file: workers on one machine). The
+ * module exports `createApp(engine)` (or a default export of that shape) returning
+ * a compiled graph. SIGTERM / SIGINT stop it gracefully:
  * running threads are released between steps for other workers to take over.
  */
 import type { Command } from 'commander';
@@ -13,8 +14,9 @@ import { InvalidOptionError } from '../errors.js';
 import type { App } from '../runtime/app.js';
 import { Worker } from '../runtime/worker.js';
 import type { StateSchema } from '../state/schema.js';
-import { openEngine } from './engine-url.js';
-import { positiveInteger } from './options.js';
+import { deprecatedFlag } from './deprecated-flags.js';
+import { isPostgresUrl, openEngine } from './engine-url.js';
+import { durationMs, positiveInteger } from './options.js';
 
 type AppFactory = (engine: Engine) => App<StateSchema> | Promise<App<StateSchema>>;
 
@@ -22,19 +24,22 @@ export function registerWorkerCommand(program: Command): void {
   program
     .command('worker')
     .description('claim and run the runnable threads of an app, until SIGTERM')
-    .option('--postgres <url>', 'PostgreSQL connection string')
-    .option('--schema <name>', 'PostgreSQL schema of the cairn tables', 'public')
-    .option('--db <file>', 'a cairn SQLite file instead (workers on one machine)')
+    .option('--db <url>', 'the cairn database: postgres://user@host/db#schema (workers on many machines; created if missing), or a SQLite file path, sqlite: or file: URL (workers on one machine)', './cairn.db')
+    .addOption(deprecatedFlag('--postgres <url>', '--db', { use: '--db <url>#<schema>' }))
+    .addOption(deprecatedFlag('--schema <name>', '--db', { use: '--db <url>#<schema>', apply: withSchema }))
     .requiredOption('--module <file>', 'a JS module exporting createApp(engine) (or a default export) that returns the compiled graph')
     .option('--concurrency <n>', 'threads run at once', positiveInteger, 4)
     .option('--max-connections <n>', 'PostgreSQL pool size (default: concurrency + 2)', positiveInteger)
-    .option('--lease-ms <ms>', 'lease length', positiveInteger, 30_000)
-    .option('--poll-ms <ms>', 'longest sleep without a wake-up', positiveInteger, 5_000)
+    .option('--lease-ms <ms>', 'lease length: a duration (30s, 2m) or a whole number of ms', durationMs, 30_000)
+    .option('--poll-ms <ms>', 'longest sleep without a wake-up: a duration (5s) or a whole number of ms', durationMs, 5_000)
     .option('--json', 'print one JSON line per finished thread')
-    .action(async (options: { postgres?: string; schema: string; db?: string; module: string; concurrency: number; maxConnections?: number; leaseMs: number; pollMs: number; json?: boolean }) => {
+    .action(async (options: { db: string; module: string; concurrency: number; maxConnections?: number; leaseMs: number; pollMs: number; json?: boolean }) => {
       // Each running thread uses one connection at a time; the wake-up listener holds one more.
       const max = options.maxConnections ?? options.concurrency + 2;
-      const engine = options.postgres ? await openPostgres(options.postgres, options.schema, max) : await openEngine(options.db ?? './cairn.db', 'write');
+      // A PostgreSQL schema is created if missing, as every process of the app would; a SQLite file must exist.
+      const engine = isPostgresUrl(options.db)
+        ? await openEngine(options.db, 'create', { maxConnections: max, applicationName: 'cairn-worker' })
+        : await openEngine(options.db, 'write');
       const module = (await import(pathToFileURL(resolve(options.module)).href)) as { createApp?: AppFactory; default?: AppFactory };
       const factory = module.createApp ?? module.default;
       if (typeof factory !== 'function') throw new InvalidOptionError(`${options.module} must export createApp(engine) (or a default export) returning a compiled graph.`);
@@ -58,7 +63,10 @@ export function registerWorkerCommand(program: Command): void {
     });
 }
 
-async function openPostgres(url: string, schema: string, max: number): Promise<Engine> {
-  const { postgres } = await import('../engines/postgres/index.js');
-  return postgres(url, { schema, max, applicationName: 'cairn-worker' });
+/** The old `--schema <name>`: the schema of the PostgreSQL URL `--db` (or the old `--postgres`) gives. */
+function withSchema(schema: unknown, db: unknown): string {
+  const url = String(db);
+  if (!isPostgresUrl(url)) throw new InvalidOptionError(`--schema names a PostgreSQL schema: write --db postgres://…#${String(schema)}.`);
+  if (url.includes('#')) throw new InvalidOptionError(`--db ${url} already names a schema: drop --schema.`);
+  return `${url}#${String(schema)}`;
 }

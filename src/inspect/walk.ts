@@ -6,6 +6,7 @@
  * (`Checkpointer.listNamespaces`) and, in each, every position with this.
  */
 import type { Checkpointer, StoredPosition } from '../contracts/checkpointer.js';
+import { NamespaceNotFoundError, ThreadNotFoundError } from '../errors.js';
 
 /** Positions read per query. */
 const BATCH = 500;
@@ -32,4 +33,24 @@ export function describePosition(ns: string, seq: number): string {
 /** The short form for reports: `seq 3` at the root (as before namespaces), `ns sub:0@1 seq 3` in a child run. */
 export function seqLabel(ns: string, seq: number): string {
   return ns === '' ? `seq ${seq}` : `ns ${ns} seq ${seq}`;
+}
+
+/**
+ * The head seq of namespace `ns` of a thread: the thread record's head for the root
+ * graph (null while it has no position), the highest seq for a child run's.
+ * ThreadNotFoundError for a missing thread; NamespaceNotFoundError, naming the
+ * namespaces the thread has, for a child namespace without positions.
+ *
+ * @example
+ * ```ts
+ * const head = await namespaceHead(engine.checkpointer, 'cust_42', 'research:0@4'); // 7
+ * ```
+ */
+export async function namespaceHead(cp: Checkpointer, threadId: string, ns: string): Promise<number | null> {
+  const thread = await cp.getThread(threadId);
+  if (!thread) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
+  if (ns === '') return thread.head;
+  const [head] = await cp.listPositions(threadId, ns, { limit: 1 });
+  if (!head) throw new NamespaceNotFoundError(threadId, ns, await cp.listNamespaces(threadId), { engine: cp.engine });
+  return head.seq;
 }

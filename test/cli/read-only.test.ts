@@ -41,7 +41,7 @@ function readCommands(db: string): string[][] {
     ['effects', 'cust_42', '--db', db],
     ['verify', '--db', db],
     ['verify', 'cust_42', '--db', db, '--artifacts', artifacts],
-    ['export', '--all', '--from', db],
+    ['export', '--all', '--db', db],
     ['gc', '--db', db, '--artifacts', artifacts, '--dry-run'],
     ['migrate', '--check', '--db', db],
   ];

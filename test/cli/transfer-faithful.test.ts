@@ -108,13 +108,13 @@ describe('cairn export / import', () => {
     const targetDb = join(dir, 'target.db');
     const targetArtifacts = join(dir, 'target-artifacts');
 
-    const exported = await cairn(['export', '--all', '--from', db, '--store', 'user', '--artifacts', artifacts, '--out', file, '--json']);
+    const exported = await cairn(['export', '--all', '--db', db, '--store', 'user', '--artifacts', artifacts, '--out', file, '--json']);
     expect(exported.code, exported.stderr).toBe(0);
     expect(JSON.parse(exported.stdout)).toEqual({ threads: 2, positions: 10, storeItems: 2, artifacts: 2 });
     const header = decode<TransferRecord>(readFileSync(file, 'utf8').split('\n')[0]!, 'header');
     expect(header).toMatchObject({ type: 'header', version: 3, store: [['user']], artifacts: true });
 
-    const imported = await cairn(['import', '--to', targetDb, '--in', file, '--artifacts', targetArtifacts, '--json']);
+    const imported = await cairn(['import', '--db', targetDb, '--in', file, '--artifacts', targetArtifacts, '--json']);
     expect(imported.code, imported.stderr).toBe(0);
     expect(JSON.parse(imported.stdout)).toMatchObject({ threads: ['cust_42', 'cust_7'], positions: 10, storeItems: 2, artifacts: 2, artifactsSkipped: 0 });
 
@@ -128,10 +128,10 @@ describe('cairn export / import', () => {
   });
 
   it('import without --artifacts says what it skipped; the human summaries name what moved', async () => {
-    const exported = await cairn(['export', 'cust_42', '--from', db, '--artifacts', artifacts]);
+    const exported = await cairn(['export', 'cust_42', '--db', db, '--artifacts', artifacts]);
     expect(exported.code, exported.stderr).toBe(0);
     expect(exported.stderr.trim()).toBe('exported 1 thread(s), 5 position(s), 1 artifact(s)');
-    const imported = await cairn(['import', '--to', join(dir, 'no-artifacts.db')], { input: exported.stdout });
+    const imported = await cairn(['import', '--db', join(dir, 'no-artifacts.db')], { input: exported.stdout });
     expect(imported.code, imported.stderr).toBe(0);
     expect(imported.stdout.trim()).toMatch(/^imported 1 thread\(s\), 5 position\(s\), \d+ ledger entr\(ies\); skipped 1 artifact\(s\): pass --artifacts/);
   });
@@ -139,14 +139,14 @@ describe('cairn export / import', () => {
   it('export --artifacts refuses, exit 1, when a thread refers to an artifact the store does not hold', async () => {
     const empty = join(dir, 'empty-artifacts');
     mkdirSync(empty);
-    const run = await cairn(['export', 'cust_42', '--from', db, '--artifacts', empty, '--out', join(dir, 'never.jsonl')]);
+    const run = await cairn(['export', 'cust_42', '--db', db, '--artifacts', empty, '--out', join(dir, 'never.jsonl')]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('refers to artifact key:summary-42.txt, which the fs artifact store does not hold');
   });
 
   it('copy carries store items and artifacts too, to PostgreSQL', async () => {
     await (await pg.engine()).close();
-    const run = await cairn(['copy', 'cust_7', '--from', db, '--to', `${PG_URL}#${pg.schema}`, '--store', 'user/7', '--from-artifacts', artifacts, '--to-artifacts', join(dir, 'copy-artifacts'), '--json']);
+    const run = await cairn(['copy', 'cust_7', '--db', db, '--to', `${PG_URL}#${pg.schema}`, '--store', 'user/7', '--artifacts', artifacts, '--to-artifacts', join(dir, 'copy-artifacts'), '--json']);
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ threads: ['cust_7'], storeItems: 1, artifacts: 1, verify: [{ thread: 'cust_7', source: true, target: true }] });
   });

@@ -41,7 +41,7 @@ describe('an unknown thread', () => {
     ['show', 'nope', '--db', 'DB'],
     ['attempts', 'nope', '--db', 'DB'],
     ['delete-thread', 'nope', '--db', 'DB'],
-    ['export', 'cust_42', 'nope', '--from', 'DB'],
+    ['export', 'cust_42', 'nope', '--db', 'DB'],
   ];
 
   for (const args of commands) {
@@ -58,12 +58,12 @@ describe('an unknown thread', () => {
 
   it('export --out writes no file and copy imports nothing', async () => {
     const file = join(dir, 'out.jsonl');
-    const exported = await cairn(['export', 'cust_42', 'nope', '--from', db, '--out', file]);
+    const exported = await cairn(['export', 'cust_42', 'nope', '--db', db, '--out', file]);
     expect(exported.code).toBe(1);
     expect(existsSync(file)).toBe(false);
 
     const target = join(dir, 'target.db');
-    const copied = await cairn(['copy', 'cust_42', 'nope', '--from', db, '--to', target]);
+    const copied = await cairn(['copy', 'cust_42', 'nope', '--db', db, '--to', target]);
     expect(copied.code).toBe(1);
     expect(copied.stderr).toContain('thread nope: no such thread.');
     expect((await cairn(['threads', '--db', target])).stdout).not.toContain('cust_42');

@@ -143,13 +143,13 @@ describe('deleteThread on SQLite: every row of every table, before and after', (
     expect(ids(['--status', 'completed,running'])).toEqual(['c-chat']);
     expect(ids(['--kind', 'conversation'])).toEqual(['c-chat']);
     expect(ids(['--tenant', 'acme'])).toEqual(['a-keep', 'b-doomed']);
-    expect(ids(['--meta', 'queue=support', '--meta', 'vip=true'])).toEqual(['c-chat']);
-    expect(ids(['--meta', 'salt=20'])).toEqual(['b-doomed']);
-    expect(ids(['--meta', 'salt="20"'])).toEqual([]);
+    expect(ids(['--metadata', 'queue=support', '--metadata', 'vip=true'])).toEqual(['c-chat']);
+    expect(ids(['--metadata', 'salt=20'])).toEqual(['b-doomed']);
+    expect(ids(['--metadata', 'salt="20"'])).toEqual([]);
     expect(ids(['--since', '1h'])).toEqual(['a-keep', 'b-doomed', 'c-chat']);
     expect(ids(['--since', '2999-01-01'])).toEqual([]);
     expect(ids(['--after', 'a-keep', '--limit', '1'])).toEqual(['b-doomed']);
-    expect(ids(['--order', 'updated', '--limit', '1'])).toEqual(['c-chat']);
+    expect(ids(['--order', 'updatedAt', '--limit', '1'])).toEqual(['c-chat']);
     expect(cli(['threads', '--status', 'failed'])).toMatch(/a-keep\s+failed\s+task\s+acme/);
 
     const story = JSON.parse(cli(['attempts', 'b-doomed', '--json'])) as { attempts: { attempt: number; outcome: string; node: string; error: { message: string } | null }[] };

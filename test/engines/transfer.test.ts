@@ -86,13 +86,13 @@ describe('export and import', () => {
     await pg.empty();
     const cli = (args: string[], input?: string) => execFileSync(process.execPath, [join(root, 'dist/cli/main.js'), ...args], { encoding: 'utf8', ...(input !== undefined ? { input } : {}) });
 
-    const copied = JSON.parse(cli(['copy', '--all', '--from', file, '--to', `${PG_URL}#${pg.schema}`, '--json']));
+    const copied = JSON.parse(cli(['copy', '--all', '--db', file, '--to', `${PG_URL}#${pg.schema}`, '--json']));
     expect(copied.verify).toEqual([{ thread: 'cust_42', source: true, target: true, positions: 5 }]);
 
     // And back into a new SQLite file through export | import.
-    const exported = cli(['export', 'cust_42', '--from', `${PG_URL}#${pg.schema}`]);
+    const exported = cli(['export', 'cust_42', '--db', `${PG_URL}#${pg.schema}`]);
     const back = tmp();
-    expect(cli(['import', '--to', back], exported)).toMatch(/imported 1 thread\(s\), 5 position\(s\), 5 ledger/);
+    expect(cli(['import', '--db', back], exported)).toMatch(/imported 1 thread\(s\), 5 position\(s\), 5 ledger/);
     expect(cli(['verify', 'cust_42', '--db', back])).toMatch(/^ok {3}cust_42: 5 positions/);
   });
 });

@@ -80,7 +80,7 @@ describe('migrate --check', () => {
     expect(report.outside).toEqual([]);
     const failed = (() => {
       try {
-        run(['--check', '--current', '3', '--oldest', '2']);
+        run(['--check', '--current-version', '3', '--oldest-readable-version', '2']);
         return undefined;
       } catch (error) {
         return error as { status: number; stdout: string };
@@ -113,7 +113,7 @@ describe('migrate --check with child runs', () => {
     await engine.close();
     const printed = execFileSync(
       process.execPath,
-      [join(root, 'dist/cli/main.js'), 'migrate', '--db', file, '--check', '--current', '3', '--oldest', '2'],
+      [join(root, 'dist/cli/main.js'), 'migrate', '--db', file, '--check', '--current-version', '3', '--oldest-readable-version', '2'],
       { encoding: 'utf8' },
     );
     expect(printed).toContain("2 threads, 7 positions (4 of them in child runs' namespaces");

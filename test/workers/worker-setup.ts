@@ -35,12 +35,14 @@ export function killLeftoverWorkers(): void {
 export interface WorkerProcess {
   child: ChildProcess;
   reports: { threadId: string; epoch: number; status?: string; error?: string }[];
+  /** What it wrote on stderr so far. */
+  stderr: () => string;
   exited: Promise<number | null>;
 }
 
-/** Starts `cairn worker` on the fixture app. */
-export function startWorker(schema: string, env: Record<string, string>, args: string[] = []): WorkerProcess {
-  const child = spawn(process.execPath, [CLI, 'worker', '--postgres', PG_URL, '--schema', schema, '--module', FIXTURE, '--json', ...args], {
+/** Starts `cairn worker` on the fixture app, on `schema` (`dbFlags` name the database another way). */
+export function startWorker(schema: string, env: Record<string, string>, args: string[] = [], dbFlags = ['--db', `${PG_URL}#${schema}`]): WorkerProcess {
+  const child = spawn(process.execPath, [CLI, 'worker', ...dbFlags, '--module', FIXTURE, '--json', ...args], {
     env: { ...process.env, WORKER_SCHEMA: schema, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -56,9 +58,12 @@ export function startWorker(schema: string, env: Record<string, string>, args: s
       if (line) reports.push(JSON.parse(line));
     }
   });
-  child.stderr!.resume();
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, reports, exited };
+  return { child, reports, stderr: () => stderr, exited };
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

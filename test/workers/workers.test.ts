@@ -62,6 +62,23 @@ describe('cairn worker on PostgreSQL', () => {
     }
   });
 
+  it('the old --postgres <url> --schema <name> flags still run a worker, each with a one-line deprecation notice', async () => {
+    const schema = await freshSchema(admin, 'oldflags');
+    const engine = engineOn(schema);
+    try {
+      await submitThreads(engine, schema, 3, 2);
+      const worker = startWorker(schema, { WORKER_STEPS: '2' }, [], ['--postgres', PG_URL, '--schema', schema]);
+      expect(await waitForCompletion(engine, 3, 30_000)).toBe(3);
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+      await expectCleanRuns(engine, schema, 3, 2);
+      const notices = worker.stderr().split('\n').filter((line) => line.includes('deprecated'));
+      expect(notices).toEqual(['[cairn] --postgres is deprecated: use --db <url>#<schema>.', '[cairn] --schema is deprecated: use --db <url>#<schema>.']);
+    } finally {
+      await engine.close();
+    }
+  });
+
   it("takes over a SIGKILLed worker's threads when its lease expires; effects in flight are probed, not repeated", async () => {
     const schema = await freshSchema(admin, 'kill');
     const engine = engineOn(schema);

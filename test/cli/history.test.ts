@@ -1,0 +1,164 @@
+/**
+ * One history, however it is read: `threadHistory` (inspect/) gives exactly what
+ * `app.history()` gives (the same entries, in the same order, for every page and
+ * namespace, and the same error for a missing thread), and `cairn history --json`
+ * prints those entries. `cairn show --json` prints what `storedState` returns.
+ * Runs the BUILT CLI on a SQLite file.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { fsArtifacts } from '../../src/artifacts/fs/index.js';
+import { encode } from '../../src/codec/tagged-json.js';
+import type { Engine } from '../../src/contracts/engine.js';
+import { sqlite } from '../../src/engines/sqlite/index.js';
+import { threadHistory, type HistoryOptions, type PositionInfo } from '../../src/inspect/history.js';
+import { storedState } from '../../src/inspect/stored-state.js';
+import type { App, PositionInfo as AppPositionInfo } from '../../src/runtime/app.js';
+import { END, START, graph } from '../../src/runtime/graph.js';
+import { field } from '../../src/state/fields.js';
+import { defineState, type StateSchema } from '../../src/state/schema.js';
+import { workedExample } from '../../src/testing/worked-example.js';
+import { cairn } from './run-cli.js';
+
+// App.history switches to threadHistory at the runtime's merge: the types must already agree.
+type Identical<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+type Assignable<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const samePositionInfo: Identical<PositionInfo, AppPositionInfo> = true;
+const sameOptions: Assignable<HistoryOptions, NonNullable<Parameters<App<StateSchema>['history']>[1]>> = true;
+
+const Child = defineState({ fields: { q: field.model(z.string(), { default: '' }), a: field.model(z.string(), { default: '' }) } });
+const Post = defineState({
+  fields: {
+    topic: field.model(z.string(), { default: '' }),
+    approved: field.model(z.boolean(), { default: false }),
+    notes: field.model(z.array(z.string()), { reduce: 'append', default: [] }),
+  },
+});
+
+/** draft (a record, an effect, an interrupt) → research (a child run with a record of its own) → END. */
+function postApp(engine: Engine) {
+  const research = graph(Child)
+    .node('answer', async (s, ctx) => ({ a: await ctx.record('model', () => `answer to ${s.q}`) }))
+    .edge(START, 'answer')
+    .edge('answer', END);
+  return graph(Post)
+    .node('draft', async (s, ctx) => {
+      const text = await ctx.record('model', () => `a post about ${s.topic}`);
+      await ctx.effect('notify', { run: () => 'sent' });
+      ctx.interrupt({ question: 'publish this?', text });
+      return { notes: [text] };
+    })
+    .subgraph('research', research, { input: (s) => ({ q: s.topic }), output: (r) => ({ notes: [r.a] }) })
+    .edge(START, 'draft')
+    .edge('draft', 'research')
+    .edge('research', END)
+    .compile({ engine });
+}
+
+let dir: string;
+let db: string;
+let engine: Engine;
+let worked: ReturnType<typeof workedExample>;
+let post: ReturnType<typeof postApp>;
+/** The child run's namespace of thread `post`. */
+let childNs: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'cairn-cli-history-'));
+  db = join(dir, 'cairn.db');
+  engine = sqlite(db);
+  worked = workedExample({ engine, artifacts: fsArtifacts(join(dir, 'artifacts')) });
+  await worked.run({ thread: 'cust_42', input: { customerId: 'cust_42' } });
+  post = postApp(engine);
+  await post.run({ thread: 'post', input: { topic: 'cairns' } });
+  await post.resume({ thread: 'post', input: { approved: true }, actor: 'alice' });
+  // A branch from the input position: the log holds both.
+  await post.fork('post', 0, { patch: { topic: 'stones' }, actor: 'bob' });
+  childNs = (await post.history('post')).flatMap((p) => p.children)[0]!;
+});
+
+afterAll(async () => {
+  await engine.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('threadHistory', () => {
+  it('the fixture covers every field of an entry', async () => {
+    const all = await post.history('post');
+    expect(all.some((p) => p.actor === 'alice') && all.some((p) => p.actor === 'bob')).toBe(true);
+    expect(all.some((p) => p.interrupts.length > 0 && p.records.length > 0 && p.effects.length > 0)).toBe(true);
+    expect(childNs).toMatch(/^research:0@/);
+    expect((await worked.history('cust_42')).some((p) => p.artifacts.length > 0)).toBe(true);
+    expect(samePositionInfo && sameOptions).toBe(true);
+  });
+
+  const pages: [string, string, () => HistoryOptions][] = [
+    ['cust_42', 'every position', () => ({})],
+    ['cust_42', 'a first page', () => ({ limit: 2 })],
+    ['cust_42', 'a page before a seq', () => ({ beforeSeq: 3, limit: 2 })],
+    ['post', 'a forked thread', () => ({})],
+    ['post', "a child run's namespace", () => ({ ns: childNs })],
+    ['post', 'a namespace the thread does not have', () => ({ ns: 'nope:0@0' })],
+  ];
+  for (const [thread, what, options] of pages) {
+    it(`returns what app.history returns: ${what}`, async () => {
+      const app: { history: App<StateSchema>['history'] } = thread === 'post' ? post : worked;
+      const expected = await app.history(thread, options());
+      const got = await threadHistory(engine.checkpointer, thread, options());
+      expect(got).toEqual(expected);
+      // The same keys in the same order: JSON output is the same text.
+      expect(JSON.stringify(got)).toBe(JSON.stringify(expected));
+    });
+  }
+
+  it('throws what app.history throws for a missing thread', async () => {
+    const rejection = (read: Promise<unknown>) => read.then(() => null, (e: unknown) => e as Error & { code: string });
+    const expected = await rejection(post.history('nope'));
+    const got = await rejection(threadHistory(engine.checkpointer, 'nope'));
+    expect(got).toBeInstanceOf(Error);
+    expect([got!.code, got!.message]).toEqual([expected!.code, expected!.message]);
+  });
+});
+
+describe('cairn history --json and cairn show --json', () => {
+  /** A value as `--json` prints it: tagged JSON, indented. */
+  const printed = (value: unknown) => JSON.stringify(JSON.parse(encode(value)), null, 2) + '\n';
+
+  it('history prints the entries app.history returns, page by page (--limit, --before-seq) and for a child run (--ns)', async () => {
+    const cases: [string, string[], HistoryOptions][] = [
+      ['cust_42', [], { limit: 50 }],
+      ['cust_42', ['--limit', '2'], { limit: 2 }],
+      ['cust_42', ['--before-seq', '3', '--limit', '2'], { beforeSeq: 3, limit: 2 }],
+      ['post', [], { limit: 50 }],
+      ['post', ['--ns', childNs], { ns: childNs, limit: 50 }],
+    ];
+    for (const [thread, args, options] of cases) {
+      const run = await cairn(['history', thread, ...args, '--db', db, '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      const app: { history: App<StateSchema>['history'] } = thread === 'post' ? post : worked;
+      expect(run.stdout, args.join(' ')).toBe(printed(await app.history(thread, options)));
+    }
+  });
+
+  it('history --before-seq pages the table too', async () => {
+    const run = await cairn(['history', 'cust_42', '--before-seq', '2', '--db', db]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim().split('\n').map((line) => Number(line.trim().split(/\s+/)[0]))).toEqual([1, 0]);
+  });
+
+  it('show prints what storedState returns, at the head, at a seq, in a child run', async () => {
+    for (const [thread, args, options] of [
+      ['cust_42', [], {}],
+      ['cust_42', ['--seq', '1'], { seq: 1 }],
+      ['post', ['--ns', childNs], { ns: childNs }],
+    ] as const) {
+      const run = await cairn(['show', thread, ...args, '--db', db, '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toBe(printed(await storedState(engine.checkpointer, thread, options)));
+    }
+    expect(await storedState(engine.checkpointer, 'cust_42', { seq: 1 })).toMatchObject({ thread: 'cust_42', seq: 1, next: ['generate_summary'] });
+  });
+});
