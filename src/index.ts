@@ -52,8 +52,8 @@ export type {
   ResolveEffectOptions,
   ThreadOption,
   NamespaceOption,
-  PositionInfo,
 } from './runtime/app.js';
+export type { PositionInfo, HistoryPage } from './inspect/history.js';
 export type { PendingInterrupt } from './runtime/position.js';
 export type { ReplayReport, ReplayStep, ReplayDivergenceInfo } from './runtime/replay.js';
 export type { VerifyReport, VerifyProblem, VerifyProblemKind } from './inspect/verify.js';

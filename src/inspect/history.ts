@@ -45,7 +45,7 @@ export interface PositionInfo {
 }
 
 /** Which page of a thread's history {@link threadHistory} reads. */
-export interface HistoryOptions {
+export interface HistoryPage {
   /** The checkpoint namespace: '' (default) for the root graph, a child run's (`research:0@4`) for a subgraph's positions. */
   ns?: string;
   /** Only positions with a lower seq: the last seq of the previous page. */
@@ -65,7 +65,7 @@ export interface HistoryOptions {
  * for (const [field, change] of Object.entries(latest.changes)) console.log(latest.seq, latest.nodes, field, change); // change: 'set', 'append:1'…
  * ```
  */
-export async function threadHistory(cp: Checkpointer, threadId: string, options: HistoryOptions = {}): Promise<PositionInfo[]> {
+export async function threadHistory(cp: Checkpointer, threadId: string, options: HistoryPage = {}): Promise<PositionInfo[]> {
   if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
   const { ns = '', ...range } = options;
   const positions = await cp.listPositions(threadId, ns, range);

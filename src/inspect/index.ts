@@ -15,6 +15,11 @@
  */
 export { verifyThread } from './verify.js';
 export type { VerifyReport, VerifyProblem, VerifyProblemKind } from './verify.js';
+export { threadHistory } from './history.js';
+export type { HistoryPage, PositionInfo } from './history.js';
+export { storedState } from './stored-state.js';
+export type { StoredState, StoredStateOptions } from './stored-state.js';
+export { threadEffects } from './effects.js';
 export { threadAttempts } from './attempts.js';
 export type { ThreadAttempts, AttemptInfo, AttemptOutcome, CommittedPosition } from './attempts.js';
 export { migrateCheck } from './migrate-check.js';

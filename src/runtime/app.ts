@@ -19,6 +19,7 @@ import { decode, encode } from '../codec/tagged-json.js';
 import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
 import { EffectConflictError, EffectNotFoundError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
+import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
@@ -107,32 +108,6 @@ export interface ForkOptions<S extends StateSchema> extends ThreadOption {
   onBusy?: 'throw' | 'wait';
 }
 
-/** One entry of a thread's history. */
-export interface PositionInfo {
-  seq: number;
-  parent: number | null;
-  step: number;
-  kind: string;
-  nodes: string[];
-  next: string[];
-  attempt: number;
-  schemaVersion: number;
-  createdAt: number;
-  /** Field name → `set` | `append:n` | `reset:n`. */
-  changes: Record<string, string>;
-  records: { key: string; name: string }[];
-  effects: { key: string; name: string }[];
-  /** Artifact refs this position wrote (in set values or appended items). */
-  artifacts: ArtifactRef[];
-  /** Interrupts pending once this position is the head. */
-  interrupts: PendingInterrupt[];
-  /** Who wrote a resume or fork position. */
-  actor?: string;
-  /** Namespaces of the child runs (subgraph nodes) of this step: pass one as `ns` to history or stateAt. */
-  children: string[];
-  hash: string;
-}
-
 /** Which thread a call is about: every method of an {@link App} names it the same way. */
 export interface ThreadOption {
   thread: string;
@@ -149,13 +124,8 @@ export interface StateAtOptions extends ThreadOption, NamespaceOption {
   seq: number;
 }
 
-/** Options of {@link App.history}. */
-export interface HistoryOptions extends ThreadOption, NamespaceOption {
-  /** Only positions before this seq (paging backwards). */
-  beforeSeq?: number;
-  /** At most this many positions. */
-  limit?: number;
-}
+/** Options of {@link App.history}: the thread, and which page of its history (namespace, `beforeSeq`, `limit`). */
+export interface HistoryOptions extends ThreadOption, HistoryPage {}
 
 /** Options of {@link App.replay}. */
 export interface ReplayOptions extends ThreadOption {
@@ -401,37 +371,9 @@ export class App<S extends StateSchema> {
     return found.schema;
   }
   /** Positions of the thread (of child run `ns`, if given), newest first; `beforeSeq` and `limit` page backwards. */
-  async history(options: HistoryOptions): Promise<PositionInfo[]> {
-    const cp = this.options.engine.checkpointer;
-    const { thread, ns = '', ...page } = options;
-    if (!(await cp.getThread(thread))) throw new ThreadNotFoundError(thread, { engine: this.options.engine.name });
-    const positions = await cp.listPositions(thread, ns, page);
-    return positions.map((p) => {
-      const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${thread}`);
-      const changes: Record<string, string> = {};
-      for (const [name, change] of Object.entries(body.changes)) {
-        changes[name] = 'set' in change ? 'set' : 'append' in change ? `append:${change.append}` : `reset:${change.reset}`;
-      }
-      return {
-        seq: p.seq,
-        parent: p.parent,
-        step: p.step,
-        kind: body.kind,
-        nodes: body.nodes,
-        next: body.next,
-        attempt: body.attempt,
-        schemaVersion: p.schemaVersion,
-        createdAt: p.createdAt,
-        changes,
-        records: (body.records ?? []).map(({ key, name }) => ({ key, name })),
-        effects: (body.effects ?? []).map(({ key, name }) => ({ key, name })),
-        artifacts: body.artifacts ?? [],
-        interrupts: body.interrupts ?? [],
-        ...(body.actor !== undefined ? { actor: body.actor } : {}),
-        children: body.children ?? [],
-        hash: p.hash,
-      };
-    });
+  history(options: HistoryOptions): Promise<PositionInfo[]> {
+    const { thread, ...page } = options;
+    return threadHistory(this.options.engine.checkpointer, thread, page);
   }
 
   /**

@@ -14,20 +14,14 @@ import { fsArtifacts } from '../../src/artifacts/fs/index.js';
 import { encode } from '../../src/codec/tagged-json.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
-import { threadHistory, type HistoryOptions, type PositionInfo } from '../../src/inspect/history.js';
+import { threadHistory, type HistoryPage } from '../../src/inspect/history.js';
 import { storedState } from '../../src/inspect/stored-state.js';
-import type { App, PositionInfo as AppPositionInfo } from '../../src/runtime/app.js';
-import { END, START, graph } from '../../src/runtime/graph.js';
+import type { App } from '../../src/runtime/app.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
 import { field } from '../../src/state/fields.js';
 import { defineState, type StateSchema } from '../../src/state/schema.js';
 import { workedExample } from '../../src/testing/worked-example.js';
 import { cairn } from './run-cli.js';
-
-// App.history switches to threadHistory at the runtime's merge: the types must already agree.
-type Identical<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
-type Assignable<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const samePositionInfo: Identical<PositionInfo, AppPositionInfo> = true;
-const sameOptions: Assignable<HistoryOptions, NonNullable<Parameters<App<StateSchema>['history']>[1]>> = true;
 
 const Child = defineState({ fields: { q: field.model(z.string(), { default: '' }), a: field.model(z.string(), { default: '' }) } });
 const Post = defineState({
@@ -76,8 +70,8 @@ beforeAll(async () => {
   await post.run({ thread: 'post', input: { topic: 'cairns' } });
   await post.resume({ thread: 'post', input: { approved: true }, actor: 'alice' });
   // A branch from the input position: the log holds both.
-  await post.fork('post', 0, { patch: { topic: 'stones' }, actor: 'bob' });
-  childNs = (await post.history('post')).flatMap((p) => p.children)[0]!;
+  await post.fork({ thread: 'post', seq: 0, patch: { topic: 'stones' }, actor: 'bob' });
+  childNs = (await post.history({ thread: 'post' })).flatMap((p) => p.children)[0]!;
 });
 
 afterAll(async () => {
@@ -87,15 +81,14 @@ afterAll(async () => {
 
 describe('threadHistory', () => {
   it('the fixture covers every field of an entry', async () => {
-    const all = await post.history('post');
+    const all = await post.history({ thread: 'post' });
     expect(all.some((p) => p.actor === 'alice') && all.some((p) => p.actor === 'bob')).toBe(true);
     expect(all.some((p) => p.interrupts.length > 0 && p.records.length > 0 && p.effects.length > 0)).toBe(true);
     expect(childNs).toMatch(/^research:0@/);
-    expect((await worked.history('cust_42')).some((p) => p.artifacts.length > 0)).toBe(true);
-    expect(samePositionInfo && sameOptions).toBe(true);
+    expect((await worked.history({ thread: 'cust_42' })).some((p) => p.artifacts.length > 0)).toBe(true);
   });
 
-  const pages: [string, string, () => HistoryOptions][] = [
+  const pages: [string, string, () => HistoryPage][] = [
     ['cust_42', 'every position', () => ({})],
     ['cust_42', 'a first page', () => ({ limit: 2 })],
     ['cust_42', 'a page before a seq', () => ({ beforeSeq: 3, limit: 2 })],
@@ -106,7 +99,7 @@ describe('threadHistory', () => {
   for (const [thread, what, options] of pages) {
     it(`returns what app.history returns: ${what}`, async () => {
       const app: { history: App<StateSchema>['history'] } = thread === 'post' ? post : worked;
-      const expected = await app.history(thread, options());
+      const expected = await app.history({ thread, ...options() });
       const got = await threadHistory(engine.checkpointer, thread, options());
       expect(got).toEqual(expected);
       // The same keys in the same order: JSON output is the same text.
@@ -116,7 +109,7 @@ describe('threadHistory', () => {
 
   it('throws what app.history throws for a missing thread', async () => {
     const rejection = (read: Promise<unknown>) => read.then(() => null, (e: unknown) => e as Error & { code: string });
-    const expected = await rejection(post.history('nope'));
+    const expected = await rejection(post.history({ thread: 'nope' }));
     const got = await rejection(threadHistory(engine.checkpointer, 'nope'));
     expect(got).toBeInstanceOf(Error);
     expect([got!.code, got!.message]).toEqual([expected!.code, expected!.message]);
@@ -128,7 +121,7 @@ describe('cairn history --json and cairn show --json', () => {
   const printed = (value: unknown) => JSON.stringify(JSON.parse(encode(value)), null, 2) + '\n';
 
   it('history prints the entries app.history returns, page by page (--limit, --before-seq) and for a child run (--ns)', async () => {
-    const cases: [string, string[], HistoryOptions][] = [
+    const cases: [string, string[], HistoryPage][] = [
       ['cust_42', [], { limit: 50 }],
       ['cust_42', ['--limit', '2'], { limit: 2 }],
       ['cust_42', ['--before-seq', '3', '--limit', '2'], { beforeSeq: 3, limit: 2 }],
@@ -139,7 +132,7 @@ describe('cairn history --json and cairn show --json', () => {
       const run = await cairn(['history', thread, ...args, '--db', db, '--json']);
       expect(run.code, run.stderr).toBe(0);
       const app: { history: App<StateSchema>['history'] } = thread === 'post' ? post : worked;
-      expect(run.stdout, args.join(' ')).toBe(printed(await app.history(thread, options)));
+      expect(run.stdout, args.join(' ')).toBe(printed(await app.history({ thread, ...options })));
     }
   });
 
