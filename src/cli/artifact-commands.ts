@@ -14,6 +14,7 @@ import { CairnError } from '../errors.js';
 import { FsArtifactStore } from '../artifacts/fs/index.js';
 import { parseRefId } from '../artifacts/refs.js';
 import { collectArtifacts, parseRetentionRule, type GcReport, type RetentionPolicy } from '../inspect/gc.js';
+import { parseDuration } from '../artifacts/helpers.js';
 import { verifyArtifacts, type ArtifactVerifyReport } from '../inspect/artifact-verify.js';
 import { seqLabel } from '../inspect/walk.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
@@ -178,7 +179,7 @@ export function registerArtifactCommands(program: Command): void {
           ledger: engine.ledger,
           artifacts,
           retention,
-          grace: options.grace,
+          graceMs: parseDuration(options.grace),
           pins: options.pin,
           dryRun: options.dryRun === true,
           onProgress: (p) => (p.phase === 'mark' ? bar.update(`marking: ${p.threads} threads, ${p.refs} refs`, p.positions) : bar.update(options.dryRun ? 'checking' : 'collecting', p.scanned, p.total)),

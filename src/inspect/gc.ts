@@ -13,25 +13,25 @@
  * ({@link pinArtifact}) and pins passed in.
  *
  * **Grace**: an artifact written or handed out again (put of known bytes,
- * putNamed of an existing key, head) less than `grace` ago is never collected,
+ * putNamed of an existing key, head) less than `graceMs` ago is never collected,
  * whatever the roots say: that covers a step that wrote an artifact and has not
  * committed the position referencing it yet. `freshAt` is measured with the
  * artifact store's own clock (`artifacts.now()`), so the writer's and the
  * collector's clocks need not agree. The delete itself is conditional
  * (`staleBefore`), so an artifact refreshed between the listing and the delete is
- * kept. The rule a runtime must keep: a step commits within `grace` of obtaining
+ * kept. The rule a runtime must keep: a step commits within `graceMs` of obtaining
  * an artifact ref (default 24 h).
  *
  * **Retention rules** retire threads or expire artifacts:
- * - a thread rule (`{ status, tenant, olderThan }`) is thread retention: matching
- *   threads not updated for `olderThan` are deleted (`Checkpointer.deleteThread`: the
+ * - a thread rule (`{ status, tenant, olderThanMs }`) is thread retention: matching
+ *   threads not updated for `olderThanMs` are deleted (`Checkpointer.deleteThread`: the
  *   thread with its positions, ledger and pins), and then nothing they referred to is
  *   a root. Artifact retention follows thread retention: a thread that stays (it does
  *   not match, or a run holds it, or it changed since it was listed) keeps every
  *   artifact it refers to, so GC never leaves a kept thread with a dangling ref. A dry
  *   run deletes nothing and reports the threads it would delete;
- * - an artifact rule (`{ mediaType, tenant, olderThan }`) expires matching artifacts
- *   not refreshed for `olderThan` even while referenced (their refs then dangle, and
+ * - an artifact rule (`{ mediaType, tenant, olderThanMs }`) expires matching artifacts
+ *   not refreshed for `olderThanMs` even while referenced (their refs then dangle, and
  *   `cairn verify --artifacts` says so). Pins still win.
  */
 import type { ArtifactInfo, ArtifactRef, ArtifactStore, ArtifactSweepReport } from '../contracts/artifact-store.js';
@@ -42,27 +42,34 @@ import type { ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { decode } from '../codec/tagged-json.js';
 import { InvalidOptionError, ThreadBusyError } from '../errors.js';
 import { listArtifacts, parseDuration } from '../artifacts/helpers.js';
+import { GC_GRACE_MS } from '../defaults.js';
 import { findArtifactRefs, isArtifactRef } from '../artifacts/refs.js';
 import { appendedFields, openSnapshot, type PositionBody } from '../runtime/position.js';
 import { PIN_NAMESPACE as PIN_NAMESPACE_INTERNAL, threadPinKey } from '../internal/pins.js';
 import { describePosition, namespacePositions } from './walk.js';
 
-/** Releases threads: matching threads not updated for `olderThan` keep no artifact alive. */
-export interface ThreadRetentionRule {
-  status?: ThreadStatus | ThreadStatus[];
-  tenant?: string | string[];
-  /** A number of ms or a duration: `30d`, `12h`. */
-  olderThan: number | string;
+/** How old a rule's subjects must be: `olderThanMs` (or, deprecated, `olderThan`). */
+export interface RuleAge {
+  /** Not updated (threads) or refreshed (artifacts) for this many ms. */
+  olderThanMs?: number;
+  /** @deprecated Since 0.2.0: use `olderThanMs`. A number of ms or a duration (`30d`, `12h`). */
+  olderThan?: number | string;
 }
 
-/** Expires artifacts: matching artifacts not refreshed for `olderThan` are collected even if referenced. */
-export interface ArtifactRetentionRule {
+/** Releases threads: matching threads not updated for `olderThanMs` keep no artifact alive. */
+export interface ThreadRetentionRule extends RuleAge {
+  status?: ThreadStatus | ThreadStatus[];
+  tenant?: string | string[];
+}
+
+/** Expires artifacts: matching artifacts not refreshed for `olderThanMs` are collected even if referenced. */
+export interface ArtifactRetentionRule extends RuleAge {
   /** Exact (`image/png`) or a type wildcard (`image/*`); parameters (`; charset=…`) are ignored. */
   mediaType?: string | string[];
   tenant?: string | string[];
-  olderThan: number | string;
 }
 
+/** Which threads {@link collectArtifacts} deletes and which artifacts it expires even while referenced. */
 export interface RetentionPolicy {
   threads?: ThreadRetentionRule[];
   artifacts?: ArtifactRetentionRule[];
@@ -82,7 +89,9 @@ export interface GcOptions {
   /** Recorded outputs and effect outcomes are roots: pass the engine's ledger. */
   ledger?: Ledger;
   retention?: RetentionPolicy;
-  /** Nothing written or refreshed more recently is collected (default `24h`). */
+  /** Nothing written or refreshed less than this many ms ago is collected (default 24 h). */
+  graceMs?: number;
+  /** @deprecated Since 0.2.0: use `graceMs`. A number of ms or a duration (`24h`). */
   grace?: number | string;
   /** More roots for this run: refs or ref ids. */
   pins?: (ArtifactRef | string)[];
@@ -173,9 +182,10 @@ export function unpinArtifact(store: Store, ref: ArtifactRef | string, options: 
  *
  * @example
  * ```ts
+ * const DAY = 86_400_000;
  * const report = await collectArtifacts({
  *   checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts,
- *   retention: { threads: [{ status: 'completed', olderThan: '30d' }], artifacts: [{ mediaType: 'image/*', olderThan: '7d' }] },
+ *   retention: { threads: [{ status: 'completed', olderThanMs: 30 * DAY }], artifacts: [{ mediaType: 'image/*', olderThanMs: 7 * DAY }] },
  *   dryRun: true,
  * });
  * for (const v of report.victims) console.log(v.ref.id, v.reason);
@@ -184,9 +194,9 @@ export function unpinArtifact(store: Store, ref: ArtifactRef | string, options: 
 export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
   const { checkpointer, artifacts, store, ledger } = options;
   if (artifacts.tenant !== null) throw new InvalidOptionError('collectArtifacts needs the unscoped artifact store (it sees every tenant), not a tenant view.');
-  const grace = parseDuration(options.grace ?? '24h');
-  const threadRules = (options.retention?.threads ?? []).map((r) => ({ ...r, ms: parseDuration(r.olderThan) }));
-  const artifactRules = (options.retention?.artifacts ?? []).map((r) => ({ ...r, ms: parseDuration(r.olderThan) }));
+  const grace = durationOption('graceMs', options.graceMs, options.grace) ?? GC_GRACE_MS;
+  const threadRules = (options.retention?.threads ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
+  const artifactRules = (options.retention?.artifacts ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
   const dryRun = options.dryRun === true;
   const threadNow = options.now ?? Date.now();
 
@@ -286,7 +296,7 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
       victim = { ref: info.ref, tenant: info.tenant, freshAt: info.freshAt, reason: 'unreferenced' };
     }
     if (!victim) continue;
-    const staleBefore = victim.reason === 'expired' ? startedAt - parseDuration(expiredBy!.olderThan) : cutoff;
+    const staleBefore = victim.reason === 'expired' ? startedAt - expiredBy!.ms : cutoff;
     if (dryRun || (await artifacts.delete(info.ref, { staleBefore }))) {
       report.victims.push(victim);
       report.bytes += info.ref.size_bytes;
@@ -403,11 +413,12 @@ function artifactRuleMatches(rule: ArtifactRetentionRule & { ms: number }, info:
   return info.freshAt < now - rule.ms;
 }
 
-function describeRule(rule: ArtifactRetentionRule): string {
+/** A rule as `parseRetentionRule` reads it back: `mediaType=image/* olderThan=7d`. */
+function describeRule(rule: ArtifactRetentionRule & { ms: number }): string {
   const parts = [];
   if (rule.mediaType !== undefined) parts.push(`mediaType=${[rule.mediaType].flat().join('|')}`);
   if (rule.tenant !== undefined) parts.push(`tenant=${[rule.tenant].flat().join('|')}`);
-  parts.push(`olderThan=${rule.olderThan}`);
+  parts.push(`olderThan=${formatDuration(rule.ms)}`);
   return parts.join(' ');
 }
 
@@ -431,14 +442,38 @@ export function parseRetentionRule(text: string): { threads: ThreadRetentionRule
   }
   const one = (values: string[] | undefined) => (values === undefined ? undefined : values.length === 1 ? values[0]! : values);
   if (!fields.olderThan) throw new InvalidOptionError(`retention rule ${JSON.stringify(text)} needs olderThan=<duration>.`);
-  const olderThan = fields.olderThan[0]!;
-  parseDuration(olderThan);
+  const olderThanMs = parseDuration(fields.olderThan[0]!);
   const allowed = match[1] === 'threads' ? ['status', 'tenant', 'olderThan'] : ['mediaType', 'tenant', 'olderThan'];
   for (const name of Object.keys(fields)) if (!allowed.includes(name)) throw new InvalidOptionError(`retention rule ${JSON.stringify(text)}: unknown field "${name}" (allowed: ${allowed.join(', ')}).`);
   const statuses = ['running', 'interrupted', 'completed', 'failed', 'needs_attention'];
   for (const status of fields.status ?? []) if (!statuses.includes(status)) throw new InvalidOptionError(`retention rule ${JSON.stringify(text)}: unknown status "${status}" (one of ${statuses.join(', ')}).`);
   if (match[1] === 'threads') {
-    return { threads: { olderThan, ...(fields.status ? { status: one(fields.status) as ThreadStatus } : {}), ...(fields.tenant ? { tenant: one(fields.tenant)! } : {}) } };
+    return { threads: { olderThanMs, ...(fields.status ? { status: one(fields.status) as ThreadStatus } : {}), ...(fields.tenant ? { tenant: one(fields.tenant)! } : {}) } };
   }
-  return { artifacts: { olderThan, ...(fields.mediaType ? { mediaType: one(fields.mediaType)! } : {}), ...(fields.tenant ? { tenant: one(fields.tenant)! } : {}) } };
+  return { artifacts: { olderThanMs, ...(fields.mediaType ? { mediaType: one(fields.mediaType)! } : {}), ...(fields.tenant ? { tenant: one(fields.tenant)! } : {}) } };
+}
+
+/** A duration option given in ms (`name`) or, deprecated, under its old name as ms or a duration text. */
+function durationOption(name: string, ms: number | undefined, deprecated: number | string | undefined): number | undefined {
+  if (ms !== undefined) {
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) throw new InvalidOptionError(`${name} must be a number of milliseconds (0 or more), got ${JSON.stringify(ms)}.`);
+    return ms;
+  }
+  return deprecated === undefined ? undefined : parseDuration(deprecated);
+}
+
+/** The age in ms a retention rule asks for; a rule without one is an error, not "every age". */
+function ruleAge(rule: RuleAge): number {
+  const ms = durationOption('olderThanMs', rule.olderThanMs, rule.olderThan);
+  if (ms === undefined) throw new InvalidOptionError(`retention rule ${JSON.stringify(rule)} needs olderThanMs.`);
+  return ms;
+}
+
+/** Milliseconds in the largest unit that divides them (`7d`, `90m`, `1500ms`), as durations are written on a command line. */
+function formatDuration(ms: number): string {
+  if (ms === 0) return '0';
+  for (const [unit, size] of [['w', 604_800_000], ['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) {
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
 }

@@ -53,7 +53,7 @@ describe('GC under concurrent runs', () => {
       let refreshed = 0;
       const collector = (async () => {
         while (running > 0) {
-          const report = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, grace: GRACE_MS });
+          const report = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, graceMs: GRACE_MS });
           passes++;
           collected += report.victims.length;
           refreshed += report.refreshed;
@@ -68,7 +68,7 @@ describe('GC under concurrent runs', () => {
 
       // Once the grace has passed, a last pass takes every thrown-away artifact, and still nothing referenced.
       await new Promise((resolve) => setTimeout(resolve, GRACE_MS + 50));
-      const last = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, grace: GRACE_MS });
+      const last = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, graceMs: GRACE_MS });
       collected += last.victims.length;
       const final = await verifyArtifacts({ artifacts, checkpointer: engine.checkpointer, store: engine.store });
       expect(final.corrupt).toEqual([]);

@@ -75,7 +75,7 @@ describe('collectArtifacts', () => {
 
     await tick();
 
-    const report = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, grace: 0 });
+    const report = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, graceMs: 0 });
     expect(report.victims.map((v) => [v.ref.id, v.reason])).toEqual([[garbage.id, 'unreferenced']]);
     expect(report.kept.referenced).toBe(4);
     expect(report.roots).toMatchObject({ threads: 1, releasedThreads: 0, storeItems: 1 });
@@ -90,7 +90,7 @@ describe('collectArtifacts', () => {
     const artifacts = memoryArtifacts();
     await app(engine, artifacts).run({ thread: 't1' });
     await tick();
-    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, grace: 0, dryRun: true });
+    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, graceMs: 0, dryRun: true });
     // The effect's ref is also in state (note holds only its id): the ledger and the store keep two.
     expect(report.victims.map((v) => v.ref.id).sort()).toEqual(['key:upload-t1', text('store value of t1')].sort());
     await engine.close();
@@ -102,7 +102,7 @@ describe('collectArtifacts', () => {
     const a = await artifacts.put('a', { mediaType: 'text/plain' });
     const b = await artifacts.forTenant('acme').putNamed('b', 'b', { mediaType: 'text/plain' });
     await tick();
-    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, grace: 0, dryRun: true });
+    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, graceMs: 0, dryRun: true });
     expect(report.dryRun).toBe(true);
     expect(report.victims.map((v) => v.ref.id).sort()).toEqual([a.id, b.id].sort());
     expect(report.victims.find((v) => v.ref.id === b.id)?.tenant).toBe('acme');
@@ -116,7 +116,7 @@ describe('collectArtifacts', () => {
     const young = await artifacts.put('young', { mediaType: 'text/plain' });
     const old = await artifacts.put('old', { mediaType: 'text/plain' });
     artifacts.ageForTesting(old, Date.now() - 2 * 3_600_000);
-    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, grace: '1h' });
+    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, graceMs: 3_600_000 });
     expect(report.victims.map((v) => v.ref.id)).toEqual([old.id]);
     expect(report.kept.inGrace).toBe(1);
     expect(await ids(artifacts)).toEqual([young.id]);
@@ -132,7 +132,7 @@ describe('collectArtifacts', () => {
     artifacts.ageForTesting(probed, Date.now() - 7_200_000);
     await artifacts.put('reused', { mediaType: 'text/plain' });
     await artifacts.head('probed');
-    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, grace: '1h' });
+    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, graceMs: 3_600_000 });
     expect(report.victims).toEqual([]);
     await engine.close();
   });
@@ -145,7 +145,7 @@ describe('collectArtifacts', () => {
     const other = await artifacts.put('only on the fork', { mediaType: 'text/plain' });
     await compiled.fork({ thread: 'forked', seq: 1, patch: { doc: other } });
     await tick();
-    const report = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, grace: 0 });
+    const report = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, graceMs: 0 });
     expect(report.victims).toEqual([]);
     expect(report.roots.snapshots).toBeGreaterThan(0);
     await engine.close();
@@ -157,14 +157,14 @@ describe('collectArtifacts', () => {
     const held = await artifacts.put('legal hold', { mediaType: 'image/png' });
     const adHoc = await artifacts.put('ad hoc', { mediaType: 'text/plain' });
     await pinArtifact(engine.store, held, 'case 17');
-    const rules = { artifacts: [{ mediaType: 'image/*', olderThan: 0 }] };
+    const rules = { artifacts: [{ mediaType: 'image/*', olderThanMs: 0 }] };
     await tick();
-    const kept = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, artifacts, grace: 0, pins: [adHoc.id], retention: rules });
+    const kept = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, artifacts, graceMs: 0, pins: [adHoc.id], retention: rules });
     expect(kept.victims).toEqual([]);
     expect(kept.kept.pinned).toBe(2);
     await unpinArtifact(engine.store, held);
     await tick();
-    const gone = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, artifacts, grace: 0, retention: rules });
+    const gone = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, artifacts, graceMs: 0, retention: rules });
     expect(gone.victims.map((v) => v.ref.id).sort()).toEqual([held.id, adHoc.id].sort());
     await engine.close();
   });
@@ -180,21 +180,21 @@ describe('collectArtifacts', () => {
     const released = await collectArtifacts({
       checkpointer: engine.checkpointer,
       artifacts,
-      grace: 0,
+      graceMs: 0,
       now: later,
       dryRun: true,
-      retention: { threads: [{ status: 'completed', tenant: 'nobody', olderThan: '30d' }] },
+      retention: { threads: [{ status: 'completed', tenant: 'nobody', olderThanMs: 30 * 86_400_000 }] },
     });
     expect(released.roots.releasedThreads).toBe(0);
     await tick();
-    const releasedAll = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, grace: 0, now: later, dryRun: true, retention: { threads: [{ status: 'completed', olderThan: '30d' }] } });
+    const releasedAll = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, graceMs: 0, now: later, dryRun: true, retention: { threads: [{ status: 'completed', olderThanMs: 30 * 86_400_000 }] } });
     expect(releasedAll.roots.releasedThreads).toBe(2);
     expect(releasedAll.victims).toHaveLength(await ids(artifacts).then((l) => l.length));
 
     // Images expire after a day even though a position refers to them: the report says which position.
     for await (const info of listArtifacts(artifacts, { allTenants: true })) artifacts.ageForTesting(info.ref, Date.now() - 2 * 86_400_000);
     await tick();
-    const expired = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, grace: 0, retention: { artifacts: [(parseRetentionRule('artifacts:mediaType=image/*,olderThan=1d') as { artifacts: ArtifactRetentionRule }).artifacts] } });
+    const expired = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, graceMs: 0, retention: { artifacts: [(parseRetentionRule('artifacts:mediaType=image/*,olderThan=1d') as { artifacts: ArtifactRetentionRule }).artifacts] } });
     expect(expired.victims.map((v) => [v.reason, v.ref.media_type, v.referencedBy?.thread]).sort()).toEqual([
       ['expired', 'image/png', 'acme-thread'],
       ['expired', 'image/png', 'done-long-ago'],
@@ -224,7 +224,7 @@ describe('collectArtifacts', () => {
     ]);
     await tick();
 
-    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, grace: 0 });
+    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, graceMs: 0 });
     expect(report.victims.map((v) => [v.ref.id, v.reason])).toEqual([[garbage.id, 'unreferenced']]);
     expect(report.kept.referenced).toBe(3);
     expect(report.roots).toMatchObject({ threads: 1, positions: 7, snapshots: 1, refs: 3 });
@@ -238,7 +238,7 @@ describe('collectArtifacts', () => {
     const image = await artifacts.put('a child run\'s image', { mediaType: 'image/png' });
     await storeThread(engine.checkpointer, 't', [chain('', [{}]), chain('sub:0@1', [{}, { body: { changes: { doc: { set: image } } } }])]);
     await tick();
-    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, grace: 0, retention: { artifacts: [{ mediaType: 'image/*', olderThan: 0 }] } });
+    const report = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, graceMs: 0, retention: { artifacts: [{ mediaType: 'image/*', olderThanMs: 0 }] } });
     expect(report.victims).toMatchObject([{ ref: { id: image.id }, reason: 'expired', referencedBy: { thread: 't', ns: 'sub:0@1', seq: 1 } }]);
     const verify = await verifyArtifacts({ artifacts, checkpointer: engine.checkpointer });
     expect(verify.dangling).toEqual([{ ref: image, thread: 't', ns: 'sub:0@1', seq: 1, why: 'missing' }]);
@@ -253,7 +253,22 @@ describe('collectArtifacts', () => {
     expect(() => parseRetentionRule('threads:status=done,olderThan=1d')).toThrow(/unknown status/);
     expect(() => parseRetentionRule('threads:status=completed')).toThrow(/olderThan/);
     expect(() => parseRetentionRule('blobs:olderThan=1d')).toThrow(/threads:/);
-    expect(parseRetentionRule('threads:status=completed|failed,tenant=acme,olderThan=30d')).toEqual({ threads: { status: ['completed', 'failed'], tenant: 'acme', olderThan: '30d' } });
+    expect(parseRetentionRule('threads:status=completed|failed,tenant=acme,olderThan=30d')).toEqual({ threads: { status: ['completed', 'failed'], tenant: 'acme', olderThanMs: 30 * 86_400_000 } });
+    await expect(collectArtifacts({ checkpointer: engine.checkpointer, artifacts, graceMs: -1 })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+    await expect(collectArtifacts({ checkpointer: engine.checkpointer, artifacts, graceMs: '1h' as unknown as number })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+    await expect(collectArtifacts({ checkpointer: engine.checkpointer, artifacts, retention: { threads: [{ status: 'completed' }] } })).rejects.toThrow(/needs olderThanMs/);
+    await engine.close();
+  });
+
+  it('still takes the deprecated grace and olderThan (ms or duration text)', async () => {
+    const engine = memory();
+    const artifacts = memoryArtifacts();
+    const young = await artifacts.put('young', { mediaType: 'text/plain' });
+    const kept = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, grace: '1h', dryRun: true });
+    expect(kept.kept.inGrace).toBe(1);
+    await tick();
+    const expired = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts, grace: 0, pins: [], retention: { artifacts: [{ olderThan: '0ms' }] }, dryRun: true });
+    expect(expired.victims.map((v) => v.ref.id)).toEqual([young.id]);
     await engine.close();
   });
 });

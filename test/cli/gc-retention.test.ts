@@ -71,17 +71,17 @@ describe('gc thread rules', () => {
     try {
       // A live run holds 'held' (completed, so the rule matches it): it must stay whole.
       await engine.checkpointer.acquireThread('held', { owner: { runId: 'live', pid: process.pid, host: hostname() }, leaseMs: 60_000 });
-      const retention = { threads: [{ status: 'completed' as const, olderThan: 0 }] };
+      const retention = { threads: [{ status: 'completed' as const, olderThanMs: 0 }] };
       const before = await storedIds(artifacts);
       expect(before).toHaveLength(3);
 
-      const dry = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, grace: 0, retention, dryRun: true });
+      const dry = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, graceMs: 0, retention, dryRun: true });
       expect(dry.deletedThreads).toEqual(['done', 'held']);
       expect(dry.victims).toHaveLength(2);
       expect((await engine.checkpointer.listThreads()).map((t) => t.id)).toEqual(['done', 'held', 'paused']);
       expect(await storedIds(artifacts)).toEqual(before);
 
-      const report = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, grace: 0, retention });
+      const report = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, ledger: engine.ledger, artifacts, graceMs: 0, retention });
       expect(report.deletedThreads).toEqual(['done']);
       expect(report.roots).toMatchObject({ threads: 2, releasedThreads: 1 });
       expect(report.victims).toHaveLength(1);
