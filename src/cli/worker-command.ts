@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Engine } from '../contracts/engine.js';
+import { LEASE_MS, WORKER_CONCURRENCY, WORKER_POLL_MS } from '../defaults.js';
 import { InvalidOptionError } from '../errors.js';
 import type { App } from '../runtime/app.js';
 import { Worker } from '../runtime/worker.js';
@@ -28,10 +29,10 @@ export function registerWorkerCommand(program: Command): void {
     .addOption(deprecatedFlag('--postgres <url>', '--db', { use: '--db <url>#<schema>' }))
     .addOption(deprecatedFlag('--schema <name>', '--db', { use: '--db <url>#<schema>', apply: withSchema }))
     .requiredOption('--module <file>', 'a JS module exporting createApp(engine) (or a default export) that returns the compiled graph')
-    .option('--concurrency <n>', 'threads run at once', positiveInteger, 4)
+    .option('--concurrency <n>', 'threads run at once', positiveInteger, WORKER_CONCURRENCY)
     .option('--max-connections <n>', 'PostgreSQL pool size (default: concurrency + 2)', positiveInteger)
-    .option('--lease-ms <ms>', 'lease length: a duration (30s, 2m) or a whole number of ms', durationMs, 30_000)
-    .option('--poll-ms <ms>', 'longest sleep without a wake-up: a duration (5s) or a whole number of ms', durationMs, 5_000)
+    .option('--lease-ms <ms>', 'lease length: a duration (30s, 2m) or a whole number of ms', durationMs, LEASE_MS)
+    .option('--poll-ms <ms>', 'longest sleep without a wake-up: a duration (5s) or a whole number of ms', durationMs, WORKER_POLL_MS)
     .option('--json', 'print one JSON line per finished thread')
     .action(async (options: { db: string; module: string; concurrency: number; maxConnections?: number; leaseMs: number; pollMs: number; json?: boolean }) => {
       // Each running thread uses one connection at a time; the wake-up listener holds one more.

@@ -3,7 +3,10 @@
  * Retry policy of a node. A retry is a new attempt in the same thread (the
  * thread's attempt counter grows and the error is kept), never a new thread.
  */
+import { RETRY } from '../defaults.js';
 import { CairnError } from '../errors.js';
+
+/** How a node retries: how often, how long between attempts, and which errors are worth another attempt. */
 
 export interface RetryPolicy {
   /** Total attempts of a node before the run fails (1 = no retry). Default 3. */
@@ -18,14 +21,13 @@ export interface RetryPolicy {
   retryOn: (error: unknown) => boolean;
 }
 
+/** The policy a node runs under when neither it nor its graph sets one. */
 export const DEFAULT_RETRY: RetryPolicy = {
-  maxAttempts: 3,
-  initialDelayMs: 200,
-  backoff: 2,
-  maxDelayMs: 10_000,
+  ...RETRY,
   retryOn: (error) => !CairnError.is(error),
 };
 
+/** The policy in force: the default, then each layer given (graph, then node) over it. */
 export function resolveRetry(...layers: (Partial<RetryPolicy> | undefined)[]): RetryPolicy {
   return Object.assign({}, DEFAULT_RETRY, ...layers.filter(Boolean));
 }

@@ -30,10 +30,11 @@ import {
   StateValidationError,
   type ErrorPlace,
 } from '../errors.js';
+import { MAX_FIELD_BYTES } from '../defaults.js';
 import { defaultOf, type AnyField, type ConflictPolicy, type ModelField, type RuntimeField, type RuntimeInfo, type ValueOf, type WriteOf } from './fields.js';
 
-/** Default limit on one field's encoded size: big payloads belong in artifacts. */
-export const DEFAULT_MAX_FIELD_BYTES = 256 * 1024;
+/** Default limit on one field's encoded size, bytes: big payloads belong in artifacts. */
+export const DEFAULT_MAX_FIELD_BYTES = MAX_FIELD_BYTES;
 
 type Fields = Record<string, AnyField>;
 type PlainState = Record<string, unknown>;
