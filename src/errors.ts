@@ -295,12 +295,14 @@ export class HeadMovedError extends coded('ERR_HEAD_MOVED') {
   }
 }
 
+/** No thread with this id: it was never started, or it was deleted. */
 export class ThreadNotFoundError extends coded('ERR_THREAD_NOT_FOUND') {
   constructor(readonly threadId: string, place?: ErrorPlace) {
     super(`no such thread.`, { place: { ...place, thread: threadId } });
   }
 }
 
+/** The thread has no position `seq` (in that namespace). */
 export class PositionNotFoundError extends coded('ERR_POSITION_NOT_FOUND') {
   constructor(readonly threadId: string, readonly seq: number, place?: ErrorPlace) {
     super(`no position ${seq} in this thread.`, { place: { ...place, thread: threadId, seq } });
@@ -533,6 +535,7 @@ export class InvalidOptionError extends coded('ERR_INVALID_OPTION') {}
 /** Artifact bytes do not match their reference's sha256 or size. The bytes are not returned. */
 export class ArtifactIntegrityError extends coded('ERR_ARTIFACT_INTEGRITY') {}
 
+/** No artifact with this ref or key in the store (or it was collected). */
 export class ArtifactNotFoundError extends coded('ERR_ARTIFACT_NOT_FOUND') {}
 
 /** A key, id, namespace label or path component was rejected before touching storage. */

@@ -14,6 +14,7 @@ import { listArtifacts } from '../artifacts/helpers.js';
 import { findArtifactRefs } from '../artifacts/refs.js';
 import { walkThreadRefs } from './gc.js';
 
+/** An artifact whose bytes no longer match its ref (digest or size), with the error a read would raise. */
 export interface CorruptArtifact {
   ref: ArtifactRef;
   tenant: string | null;
@@ -21,6 +22,7 @@ export interface CorruptArtifact {
   message: string;
 }
 
+/** A ref in a position or store value whose artifact is missing or corrupt. */
 export interface DanglingRef {
   ref: ArtifactRef;
   /** Where the ref was found: a position of a thread (in namespace `ns`, '' for the root graph), or a store item. */
@@ -32,6 +34,7 @@ export interface DanglingRef {
   why: 'missing' | 'mismatch' | 'corrupt';
 }
 
+/** What {@link verifyArtifacts} found: artifacts whose bytes no longer match, and refs that do not resolve. */
 export interface ArtifactVerifyReport {
   ok: boolean;
   /** Artifacts re-hashed, and their bytes. */
@@ -44,6 +47,7 @@ export interface ArtifactVerifyReport {
   dangling: DanglingRef[];
 }
 
+/** What {@link verifyArtifacts} re-hashes, and where it looks for the refs that must resolve. */
 export interface ArtifactVerifyOptions {
   /** The unscoped artifact store. */
   artifacts: ArtifactStore;

@@ -72,6 +72,7 @@ export interface AttemptInfo {
   failures: AttemptFailure[];
 }
 
+/** A thread's story as attempts: every run start and node retry, with how each ended. */
 export interface ThreadAttempts {
   thread: ThreadRecord;
   attempts: AttemptInfo[];

@@ -80,6 +80,7 @@ export type GcProgress =
   | { phase: 'mark'; threads: number; positions: number; refs: number }
   | { phase: 'sweep'; scanned: number; deleted: number; total?: number };
 
+/** What {@link collectArtifacts} sweeps, what it treats as roots, and the retention rules it applies. */
 export interface GcOptions {
   checkpointer: Checkpointer;
   /** The unscoped artifact store (it sees every tenant). */
@@ -122,6 +123,7 @@ export interface GcVictim {
   referencedBy?: RefPlace;
 }
 
+/** What {@link collectArtifacts} deleted (or would, on a dry run), what it kept and why. */
 export interface GcReport {
   dryRun: boolean;
   /** Threads deleted by thread retention rules (dry run: that would be), in id order. */

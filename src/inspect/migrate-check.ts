@@ -14,11 +14,13 @@ import type { Checkpointer } from '../contracts/checkpointer.js';
 import type { ThreadRecord } from '../contracts/threads.js';
 import { namespacePositions } from './walk.js';
 
+/** The schema versions code can read: its current version down to the oldest an upcaster reaches. */
 export interface SchemaWindow {
   currentVersion: number;
   oldestReadableVersion: number;
 }
 
+/** How many threads have their head, and how many positions are stored, at one schema version. */
 export interface VersionCount {
   version: number;
   /** Threads whose head position is at this version. */
@@ -29,6 +31,7 @@ export interface VersionCount {
   readable: boolean | null;
 }
 
+/** Which schema versions a database's threads are at, and which heads a given window cannot read. */
 export interface MigrateCheckReport {
   window: SchemaWindow | null;
   versions: VersionCount[];

@@ -42,6 +42,7 @@ const READABLE_VERSIONS: readonly number[] = [1, 2, TRANSFER_FORMAT_VERSION];
 /** Bytes of artifact per `artifact-chunk` record (before base64). */
 const CHUNK_BYTES = 192 * 1024;
 
+/** One line of an export (`cairn-threads`): the header, then threads with their positions, pending writes, failures and ledger entries, store items, artifacts in chunks, and the end line. */
 export type TransferRecord =
   | {
       type: 'header';
@@ -184,6 +185,7 @@ async function* positionRecords(cp: Checkpointer, threadId: string, position: St
   for (const write of await cp.getPendingWrites(threadId, ns, seq)) yield { type: 'pending', threadId, write };
 }
 
+/** What {@link importThreads} wrote: the threads, and how many positions, ledger entries, store items and artifacts. */
 export interface ImportReport {
   threads: string[];
   positions: number;

@@ -27,6 +27,7 @@ import { describePosition } from './walk.js';
 /** What a problem was found in. */
 export type VerifyProblemKind = 'position' | 'head' | 'snapshot' | 'ledger';
 
+/** One thing {@link verifyThread} found wrong: which row, where, and what a read of it would raise. */
 export interface VerifyProblem {
   /** Namespace of the damaged row: '' for the root graph, e.g. `research:0@4` for a child run. */
   ns: string;
@@ -37,6 +38,7 @@ export interface VerifyProblem {
   message: string;
 }
 
+/** What {@link verifyThread} checked (positions, heads, snapshots, ledger rows) and every problem found. */
 export interface VerifyReport {
   threadId: string;
   ok: boolean;

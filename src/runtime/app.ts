@@ -30,6 +30,7 @@ import { replayThread, type ReplayReport } from './replay.js';
 import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
 
+/** How a compiled graph stores and runs its threads: `graph(State)...compile(options)`. */
 export interface CompileOptions {
   /**
    * The graph's name, kept on the threads it creates (`metadata.graph`): workers of
@@ -52,6 +53,7 @@ export interface CompileOptions {
   onEvent?: EventSink;
 }
 
+/** Options of {@link App.run} and {@link App.submit}: the thread, its input, and how to wait for it. */
 export interface RunOptions<S extends StateSchema> {
   thread: string;
   /** Writes merged into the state before the first node runs (a new run). Omit to resume. */
@@ -73,6 +75,7 @@ export interface RunOptions<S extends StateSchema> {
   nodeMapping?: Record<string, string>;
 }
 
+/** Where a run stopped: the thread's status, its head position and state, and any interrupts pending. */
 export interface RunResult<S extends StateSchema> {
   threadId: string;
   status: ThreadStatus;
@@ -83,6 +86,7 @@ export interface RunResult<S extends StateSchema> {
   interrupts: PendingInterrupt[];
 }
 
+/** Options of {@link App.resume}: the interrupted thread, the answer, and who gave it. */
 export interface ResumeOptions<S extends StateSchema> extends Omit<RunOptions<S>, 'input' | 'kind' | 'tenant' | 'metadata'> {
   /**
    * The answer: writes to model fields, validated and merged through the reducers. For
@@ -98,6 +102,7 @@ export interface ResumeOptions<S extends StateSchema> extends Omit<RunOptions<S>
   actor?: string;
 }
 
+/** Options of {@link App.fork}: the thread, the position to branch from, and what to change there. */
 export interface ForkOptions<S extends StateSchema> extends ThreadOption {
   /** The position the new branch starts from. */
   seq: number;

@@ -17,6 +17,7 @@ interface Base {
   at: number;
 }
 
+/** One thing a run did (loaded, started a step, recorded an output, committed, paused, failed…), as `compile({ onEvent })` and `run({ onEvent })` receive it. */
 export type RunEvent = Base &
   (
     | { type: 'run.start'; runId: string; attempt: number; head: number | null; resumed: boolean }
@@ -37,4 +38,5 @@ export type RunEvent = Base &
   );
 
 
+/** Receives every {@link RunEvent} of a run, synchronously, in order; what it throws is ignored. */
 export type EventSink = (event: RunEvent) => void;

@@ -61,6 +61,7 @@ export interface SnapshotBody {
   appends: Record<string, SnapshotAppend>;
 }
 
+/** A position read and proven: the stored row, its decoded body and the state it leaves. */
 export interface LoadedPosition {
   position: StoredPosition;
   body: PositionBody;

@@ -82,6 +82,7 @@ export interface ConflictRecord {
   kept: string;
 }
 
+/** What a position stores (encoded as its body): the step's changes, the next nodes, and what the step recorded. */
 export interface PositionBody {
   kind: PositionKind;
   /** Nodes that ran in this step, in graph order. */

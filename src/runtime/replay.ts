@@ -27,6 +27,7 @@ import { childResultWrites, sharedStart } from './subgraph.js';
 import { superstep, type Task, type TaskOutcome, type TaskRunner } from './superstep.js';
 import { ReplayDivergence, TaskScope } from './task-scope.js';
 
+/** Where a replayed node did something its recording does not hold (another call, another argument). */
 export interface ReplayDivergenceInfo {
   node: string;
   call: number;
@@ -34,6 +35,7 @@ export interface ReplayDivergenceInfo {
   reason: string;
 }
 
+/** One replayed step: the position it recomputed, whether it matched, and how it diverged. */
 export interface ReplayStep {
   /** The stored position this step recomputed. */
   seq: number;
@@ -50,6 +52,7 @@ export interface ReplayStep {
   divergences: ReplayDivergenceInfo[];
 }
 
+/** What {@link App.replay} found: step by step, whether re-execution reached the stored states. */
 export interface ReplayReport {
   threadId: string;
   from: number;

@@ -17,6 +17,7 @@ import type { StateSchema } from '../state/schema.js';
 import { materialize, type SnapshotBody } from './materialize.js';
 import { SNAPSHOT_FORMAT, sealSnapshot } from './position.js';
 
+/** What {@link rewriteSnapshots} rewrote and what it left (and why). */
 export interface RewriteReport {
   rewritten: { threadId: string; seq: number; fromVersion: number; toVersion: number }[];
   skipped: { threadId: string; reason: string }[];

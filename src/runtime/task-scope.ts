@@ -37,6 +37,10 @@ import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
 export type { EffectSpec, EffectMode } from './effects.js';
 export type { NodeStore, NodeWriteOptions, ValidatedRead } from './node-store.js';
 
+/**
+ * What a node receives beside the state: `record` for nondeterminism, `effect` for side
+ * effects, `interrupt` to ask a person, `store` and `artifacts` for durable data.
+ */
 export interface NodeContext {
   readonly threadId: string;
   readonly ns: string;

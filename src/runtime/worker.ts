@@ -24,6 +24,7 @@ import type { StateSchema } from '../state/schema.js';
 import type { App } from './app.js';
 import type { EventSink } from './events.js';
 
+/** How many threads a {@link Worker} runs at once, its leases, and where its events and errors go. */
 export interface WorkerOptions {
   /** Threads run at once. Default 4. */
   concurrency?: number;
@@ -38,6 +39,7 @@ export interface WorkerOptions {
   onError?: (error: unknown) => void;
 }
 
+/** One thread a worker ran: how the run ended. */
 export interface WorkerRunReport {
   threadId: string;
   epoch: number;
@@ -56,6 +58,10 @@ class WorkerStopping extends Error {
   }
 }
 
+/**
+ * Runs submitted threads of one app: claims runnable threads as its concurrency allows,
+ * each under a lease it renews while working, and takes over threads whose worker died.
+ */
 export class Worker {
   private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   private stopping = false;

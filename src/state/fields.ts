@@ -35,10 +35,12 @@ export interface RuntimeInfo {
 /** How a write to a model field combines with its current value. */
 export type ReducerFn<T, U> = (current: T, update: U) => T;
 
+/** What two parallel tasks writing one replace field in the same step get: `reject` (StateConflictError) or `lastWins` (the later task in plan order wins). */
 export type ConflictPolicy = 'reject' | 'lastWins';
 
 type Default<T> = T | (() => T);
 
+/** A field nodes may write, merged by its reducer; declared with `field.model(schema, options)`. */
 export interface ModelField<T, W> {
   readonly role: 'model';
   readonly schema: StandardSchemaV1<unknown, T>;
@@ -49,6 +51,7 @@ export interface ModelField<T, W> {
   readonly __types?: () => [T, W];
 }
 
+/** A field only the runtime writes (a node that writes it is rejected); declared with `field.runtime(...)`. */
 export interface RuntimeField<T> {
   readonly role: 'runtime';
   readonly schema: StandardSchemaV1<unknown, T>;

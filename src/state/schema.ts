@@ -47,6 +47,7 @@ type DerivedFns<F extends Fields, D extends Record<string, unknown>> = { [K in k
 
 type ModelKeys<F extends Fields> = { [K in keyof F]: F[K] extends { role: 'model' } ? K : never }[keyof F];
 
+/** What `defineState` takes: the fields, derived values, schema version and upcasters. */
 export interface StateDefinition<F extends Fields, D extends Record<string, unknown>> {
   /** Schema version stored with every checkpoint. Default 1. */
   version?: number;

@@ -14,6 +14,7 @@ import { verifyThread } from '../inspect/verify.js';
 /** The compiled example runner (this package's `dist/testing/example-process.js`). */
 export const EXAMPLE_PROCESS = fileURLToPath(new URL('./example-process.js', import.meta.url));
 
+/** One run of the worked example in a child process: its pid, what it printed, how it exited. */
 export interface ExampleRun {
   pid: number;
   /** Every JSON line the child printed, decoded (run events, then a result or error line). */
@@ -25,6 +26,7 @@ export interface ExampleRun {
   result: { status: string; seq: number; state: Record<string, unknown> } | undefined;
 }
 
+/** Where the child process keeps the worked example's thread, and where it is killed. */
 export interface ExampleRunOptions {
   /** A SQLite file, or a PostgreSQL URL (then `pgSchema` names the schema). */
   db: string;
@@ -91,6 +93,7 @@ export interface RecoveryCheck {
   detail: string;
 }
 
+/** What a recovery check reads back after a crash: the database, the thread and the external system's log. */
 export interface RecoveryInput {
   /** A SQLite file, or a PostgreSQL URL (then `pgSchema` names the schema). */
   db: string;

@@ -14,6 +14,7 @@ import { END, START, graph } from '../runtime/builder.js';
 import { field } from '../state/fields.js';
 import { defineState } from '../state/schema.js';
 
+/** State of the parallel example: a round counter and what each side appended. */
 export const ParallelState = defineState({
   fields: {
     round: field.model(z.number(), { default: 0 }),
@@ -23,8 +24,10 @@ export const ParallelState = defineState({
   },
 });
 
+/** Rounds the parallel example runs: each has two tasks in one superstep. */
 export const PARALLEL_ROUNDS = 7;
 
+/** The engine the parallel example runs on, and the file its effects append to. */
 export interface ParallelExampleOptions {
   engine: Engine;
   /** File the effects append to: the "external system". Each effect key must appear once. */
@@ -37,6 +40,11 @@ function auditHas(file: string, key: string): boolean {
   return existsSync(file) && readFileSync(file, 'utf8').split('\n').includes(key);
 }
 
+/**
+ * A graph whose every superstep runs two tasks in parallel, each recording a value and
+ * appending to a file through an effect: crash tests kill it and check every effect
+ * key appears in the file exactly once.
+ */
 export function parallelExample(options: ParallelExampleOptions): App<typeof ParallelState> {
   const sideEffect = (side: string) => async (s: { round: number }, ctx: import('../runtime/task-scope.js').NodeContext) => {
     const value = await ctx.record(`${side}.compute`, () => `${side}${s.round}`);

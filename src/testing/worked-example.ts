@@ -19,11 +19,14 @@ import { END, START, graph } from '../runtime/builder.js';
 import { field } from '../state/fields.js';
 import { defineState } from '../state/schema.js';
 
+/** A CRM record, as the worked example's lookup returns it. */
 export const Customer = z.object({ id: z.string(), name: z.string(), plan: z.string(), since: z.string(), tickets: z.number() });
 export type Customer = z.infer<typeof Customer>;
 
+/** An artifact reference `{ id, sha256, media_type, size_bytes }` as a zod schema, for a state field. */
 export const ArtifactRefSchema = z.object({ id: z.string(), sha256: z.string(), media_type: z.string(), size_bytes: z.number() });
 
+/** State of the worked example: the customer, its summary, the uploaded artifact and a log. */
 export const WorkedExampleState = defineState({
   version: 1,
   fields: {
@@ -48,6 +51,7 @@ export function summarise(customer: Customer): string {
   return `${customer.name} (${customer.id}) has been on the ${customer.plan} plan since ${customer.since} and opened ${customer.tickets} tickets.\n`;
 }
 
+/** The engine and artifact store of the worked example, and hooks crash tests watch. */
 export interface WorkedExampleOptions {
   engine: Engine;
   artifacts: ArtifactStore;
