@@ -154,7 +154,14 @@ export function checkMetadata(metadata: unknown): asserts metadata is Record<str
   if (entries.length > 64 || size > 8192) throw new InvalidKeyError(`artifact metadata holds ${entries.length} pairs and ${size} bytes; the limits are 64 pairs and 8192 bytes.`);
 }
 
-/** True for a value shaped like an {@link ArtifactRef}. */
+/**
+ * True for a value shaped like an {@link ArtifactRef}.
+ *
+ * @example
+ * ```ts
+ * if (isArtifactRef(state.page)) console.log(state.page.media_type, state.page.size_bytes);
+ * ```
+ */
 export function isArtifactRef(value: unknown): value is ArtifactRef {
   if (typeof value !== 'object' || value === null) return false;
   const ref = value as Record<string, unknown>;
@@ -167,7 +174,14 @@ export function isArtifactRef(value: unknown): value is ArtifactRef {
   );
 }
 
-/** Every artifact ref inside a value (state, a change, a store value), depth first. */
+/**
+ * Every artifact ref inside a value (state, a change, a store value), depth first.
+ *
+ * @example
+ * ```ts
+ * const refs = findArtifactRefs(await app.getState({ thread: 'cust_42' }));
+ * ```
+ */
 export function findArtifactRefs(value: unknown, found: ArtifactRef[] = [], seen = new Set<object>()): ArtifactRef[] {
   if (typeof value !== 'object' || value === null || seen.has(value)) return found;
   seen.add(value);

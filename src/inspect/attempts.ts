@@ -83,6 +83,12 @@ const BATCH = 500;
 /**
  * The story of a thread's attempts, oldest first. Reads every root position's body
  * (in batches of 500) and the thread's failures. Throws ThreadNotFoundError.
+ *
+ * @example
+ * ```ts
+ * const { attempts } = await threadAttempts(engine.checkpointer, 'cust_42');
+ * for (const a of attempts) console.log(a.attempt, a.outcome, a.error?.message);
+ * ```
  */
 export async function threadAttempts(cp: Checkpointer, threadId: string): Promise<ThreadAttempts> {
   const thread = await cp.getThread(threadId);

@@ -171,7 +171,15 @@ export async function pinArtifact(store: Store, ref: ArtifactRef, note = '', opt
   else await store.put(PIN_NAMESPACE, threadPinKey(ref.id, thread), { ref, note, pinnedAt: Date.now(), thread });
 }
 
-/** Removes a pin (a thread's, with `{ thread }`); true if there was one. */
+/**
+ * Removes a pin (a thread's, with `{ thread }`); true if there was one.
+ *
+ * @example
+ * ```ts
+ * await pinArtifact(engine.store, ref);     // kept by every collection
+ * await unpinArtifact(engine.store, ref);   // collectable again once unreferenced
+ * ```
+ */
 export function unpinArtifact(store: Store, ref: ArtifactRef | string, options: PinOptions = {}): Promise<boolean> {
   const id = typeof ref === 'string' ? ref : ref.id;
   return store.delete(PIN_NAMESPACE, options.thread === undefined ? id : threadPinKey(id, options.thread));

@@ -44,7 +44,16 @@ export interface MigrateCheckReport {
   childPositions: number;
 }
 
-/** Counts every thread's positions by schema version. */
+/**
+ * Counts every thread's positions by schema version and, given the window the code
+ * reads, lists the threads whose head it cannot read (before a deploy drops an upcaster).
+ *
+ * @example
+ * ```ts
+ * const report = await migrateCheck(engine.checkpointer, { currentVersion: 3, oldestReadableVersion: 2 });
+ * if (report.outside.length) console.log('unreadable after the deploy:', report.outside.map((t) => t.threadId));
+ * ```
+ */
 export async function migrateCheck(cp: Checkpointer, window: SchemaWindow | null): Promise<MigrateCheckReport> {
   const versions = new Map<number, VersionCount>();
   const count = (version: number) => {

@@ -47,7 +47,23 @@ export interface SubgraphSource<C extends StateSchema> {
   toSubgraph(): { spec: GraphSpec; recursionLimit?: number; retry?: Partial<RetryPolicy>; snapshotEvery?: number };
 }
 
-/** Builds a graph over a state schema. */
+/**
+ * Builds a graph over a state schema: nodes, edges, conditional routes and subgraphs.
+ * Each method returns the builder; `compile` checks the graph and returns an {@link App}.
+ *
+ * @example
+ * ```ts
+ * const app = graph(State)
+ *   .node('classify', classify)
+ *   .node('answer', answer)
+ *   .node('escalate', escalate, { interruptBefore: true })
+ *   .edge(START, 'classify')
+ *   .conditionalEdge('classify', (s) => (s.urgent ? 'escalate' : 'answer'))
+ *   .edge('answer', END)
+ *   .edge('escalate', END)
+ *   .compile({ engine });
+ * ```
+ */
 export class GraphBuilder<S extends StateSchema, N extends string = never> {
   private readonly nodes = new Map<string, NodeSpec>();
   private readonly edges = new Map<string, string[]>();
@@ -167,7 +183,18 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
   }
 }
 
-/** Starts a graph over `schema`. */
+/**
+ * Starts a graph over `schema`: add nodes and edges, then `compile` it onto an engine.
+ *
+ * @example
+ * ```ts
+ * const app = graph(State)
+ *   .node('draft', async (s, ctx) => ({ text: await ctx.record('model', () => callModel(s.topic)) }))
+ *   .edge(START, 'draft')
+ *   .edge('draft', END)
+ *   .compile({ engine: sqlite('./cairn.db') });
+ * ```
+ */
 export function graph<S extends StateSchema>(schema: S): GraphBuilder<S> {
   return new GraphBuilder(schema);
 }

@@ -109,6 +109,12 @@ export async function ancestorRanges(cp: Checkpointer, threadId: string, positio
 /**
  * The anchored head of a namespace, loaded. ThreadNotFoundError for a thread (root
  * namespace) with no position; PositionNotFoundError for a child namespace with none.
+ *
+ * @example
+ * ```ts
+ * const head = await materializeHead(engine.checkpointer, undefined, 'cust_42', '');
+ * console.log(head.position.seq, head.state);
+ * ```
  */
 export async function materializeHead(cp: Checkpointer, schema: StateSchema | undefined, threadId: string, ns: string): Promise<LoadedPosition> {
   const head = await cp.getHead(threadId, ns);
@@ -135,8 +141,14 @@ export async function checkUnanchored(cp: Checkpointer, threadId: string, ns: st
 }
 
 /**
- * Loads position `seq` of a thread namespace. Without a schema (inspection tools that
- * do not know the application's code) the state is returned as stored, not upcast.
+ * Loads position `seq` of a thread namespace, proving it (chain from the nearest
+ * snapshot, item checksums). Without a schema (inspection tools that do not know the
+ * application's code) the state is returned as stored, not upcast.
+ *
+ * @example
+ * ```ts
+ * const { state, body } = await materialize(engine.checkpointer, undefined, 'cust_42', '', 3);
+ * ```
  */
 export async function materialize(
   cp: Checkpointer,

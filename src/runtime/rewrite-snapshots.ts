@@ -25,7 +25,17 @@ export interface RewriteReport {
 
 const ACTIVE: ReadonlySet<ThreadStatus> = new Set(['running', 'interrupted', 'failed', 'needs_attention']);
 
-/** Rewrites the head snapshot of every active thread stored below the schema's version. */
+/**
+ * Rewrites the head snapshot of every active thread stored below the schema's version,
+ * upcast to it, so later loads start from the current version (old positions stay as
+ * they are: the chain is never rewritten).
+ *
+ * @example
+ * ```ts
+ * const report = await rewriteSnapshots(engine, State);
+ * console.log(report.rewritten.length, 'snapshots rewritten;', report.skipped);
+ * ```
+ */
 export async function rewriteSnapshots(engine: Engine, schema: StateSchema, options: { leaseMs?: number } = {}): Promise<RewriteReport> {
   const cp = engine.checkpointer;
   const report: RewriteReport = { rewritten: [], skipped: [] };

@@ -61,6 +61,15 @@ class WorkerStopping extends Error {
 /**
  * Runs submitted threads of one app: claims runnable threads as its concurrency allows,
  * each under a lease it renews while working, and takes over threads whose worker died.
+ *
+ * @example
+ * ```ts
+ * const worker = new Worker(app, { concurrency: 8 });
+ * const running = worker.run();          // until stop()
+ * await app.submit({ thread: 'cust_42', input: { customerId: 'cust_42' } });
+ * process.on('SIGTERM', () => worker.stop());
+ * await running;
+ * ```
  */
 export class Worker {
   private readonly active = new Map<string, { controller: AbortController; done: Promise<void> }>();

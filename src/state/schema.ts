@@ -64,7 +64,17 @@ export interface StateDefinition<F extends Fields, D extends Record<string, unkn
   maxFieldBytes?: number;
 }
 
-/** A declared state schema. Create it with {@link defineState}. */
+/**
+ * A declared state schema: its fields (model-writable, runtime-owned), derived values,
+ * schema version and upcasters. Create it with {@link defineState}; a graph, its
+ * checkpoints and its reads all go through it.
+ *
+ * @example
+ * ```ts
+ * const State = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
+ * State.version; // 1
+ * ```
+ */
 export class StateSchema<F extends Fields = Fields, D extends Record<string, unknown> = Record<string, unknown>> {
   readonly version: number;
   readonly oldestReadableVersion: number;
@@ -271,7 +281,22 @@ function schemaFingerprint(schema: StandardSchemaV1): string {
   }
 }
 
-/** Declares a state schema. See {@link StateSchema}. */
+/**
+ * Declares a state schema. See {@link StateSchema}.
+ *
+ * @example
+ * ```ts
+ * const State = defineState({
+ *   version: 2,
+ *   fields: {
+ *     topic: field.model(z.string(), { default: '' }),
+ *     notes: field.model(z.array(z.string()), { reduce: 'append', default: [] }),
+ *   },
+ *   derived: { noteCount: (s) => s.notes.length },
+ *   upcast: { 1: (old) => ({ ...old, notes: old.notes ?? [] }) },
+ * });
+ * ```
+ */
 export function defineState<F extends Fields, D extends Record<string, unknown> = Record<never, never>>(
   definition: StateDefinition<F, D>,
 ): StateSchema<F, D> {
