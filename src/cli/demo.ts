@@ -1,6 +1,6 @@
 /**
  * @module cli/demo
- * `cairn demo`: the worked example (DESIGN §1) on a SQLite file and a filesystem
+ * `cairn demo`: the worked example on a SQLite file and a filesystem
  * artifact folder, in a real child process killed with SIGKILL at a crash point
  * (by default between step 3's upload and checkpoint C), then resumed by the same
  * command, with every recovery decision printed. Then it checks the result against

@@ -1,7 +1,7 @@
 /**
  * @module inspect/attempts
  * A thread's attempts as a story: every run start and every node retry is one
- * attempt of the same thread (DESIGN §5), numbered 1, 2, 3... by the thread's
+ * attempt of the same thread, numbered 1, 2, 3... by the thread's
  * attempt counter. {@link threadAttempts} tells, for each attempt, how it ended
  * (the error, the node and the seq it failed at, and when), or what it committed
  * and how the thread stood after it. A pure function over the {@link Checkpointer},

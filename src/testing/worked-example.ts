@@ -1,6 +1,6 @@
 /**
  * @module testing/worked-example
- * DESIGN §1, as a fixture every test, the demo and the crash tests share:
+ * The worked example (docs/architecture.md), the fixture every test, the demo and the crash tests share:
  * `load_customer(cust_42)` → `generate_summary(customer)` →
  * `put_object("summary-42.txt", summary)` (an artifact, idempotent by key, with a
  * probe) → `save_prefs` (a store write, idempotent by key). Checkpoints A, B, C, D

@@ -1,5 +1,5 @@
 /**
- * The codec (DESIGN §10): JSON with tagged types round-trips every value cairn
+ * The codec: JSON with tagged types round-trips every value cairn
  * stores; the output is canonical (key order never matters), so the hash chain is
  * stable; decoding malformed text or an unknown tag raises CorruptRecordError and
  * never executes code nor pollutes prototypes; values that cannot be stored are

@@ -1,5 +1,5 @@
 /**
- * Interrupt, kill, resume from another process (issue 6): a process runs a graph on
+ * Interrupt, kill, resume from another process: a process runs a graph on
  * a SQLite file until it pauses for a person and exits; a new process resumes it
  * with the answer. A resuming process killed with SIGKILL (before or after the
  * resume position commits, or inside the resumed step) is followed by a third

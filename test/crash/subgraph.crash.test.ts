@@ -1,5 +1,5 @@
 /**
- * Child runs survive SIGKILL (issue 4, item 7): a process running a graph with an
+ * Child runs survive SIGKILL: a process running a graph with an
  * isolated and a shared child run is killed at crash points inside the children
  * (their records, effects and commits) and at the parent's commits around them; a
  * new process finishes the run. It resumes inside the child, not from the parent's

@@ -1,5 +1,5 @@
 /**
- * Side effects under the invariant (DESIGN §8): deterministic keys; an outcome in
+ * Side effects under the invariant: deterministic keys; an outcome in
  * the ledger is returned without calling `run`; an intent without an outcome is
  * recovered by `probe` (found: no run; absent: run again with the same key), by a
  * re-run with the same key (atLeastOnce, no probe), or by stopping the thread in

@@ -1,5 +1,5 @@
 /**
- * The graph runtime (DESIGN §3, §4): static and conditional edges (single and
+ * The graph runtime: static and conditional edges (single and
  * list answers, END), supersteps that run their nodes concurrently and merge their
  * writes in graph order, definition errors at compile time, unknown nodes answered
  * at run time, the recursion limit (the thread stays resumable) and a stored next

@@ -1,5 +1,5 @@
 /**
- * The integrity chain (DESIGN §4, §10): `verify()` recomputes every position's
+ * The integrity chain: `verify()` recomputes every position's
  * hash. A clean thread verifies on both engines; on SQLite, a thread whose file
  * was changed behind cairn's back (one byte of a position body, of an item, of a
  * hash) is reported at the damaged seq, and loading a position whose body no

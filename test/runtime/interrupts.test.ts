@@ -1,5 +1,5 @@
 /**
- * Interrupts (issue 6, DESIGN §4): `ctx.interrupt(payload)`, `interruptBefore` and
+ * Interrupts: `ctx.interrupt(payload)`, `interruptBefore` and
  * `interruptAfter` end the run at a step boundary with status `interrupted` and the
  * payload stored; `resume({ thread, input, interrupt?, actor? })` validates the
  * answer, merges it through the reducers as a write by `actor` and goes on, from

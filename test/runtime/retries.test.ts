@@ -1,5 +1,5 @@
 /**
- * Retries and failures (DESIGN §5, §8): a retry is a new attempt in the same
+ * Retries and failures: a retry is a new attempt in the same
  * thread, never a new thread; failures are kept with node, seq and attempt;
  * exhausted retries fail the thread with NodeFailedError and a later run resumes
  * it; outputs recorded by a failed attempt are discarded so the retry asks again;

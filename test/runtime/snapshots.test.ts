@@ -1,5 +1,5 @@
 /**
- * Snapshots and append fields (DESIGN §4): snapshots land at the configured
+ * Snapshots and append fields: snapshots land at the configured
  * cadence (also across a resume) and never change what a position loads as;
  * an append field stores each item once, and a snapshot records only a cursor,
  * never the items; a long append thread loads identically from its head and from

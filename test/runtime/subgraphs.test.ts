@@ -1,5 +1,5 @@
 /**
- * Child runs (issue 4, item 7; DESIGN §5): a subgraph node runs a child graph whose
+ * Child runs: a subgraph node runs a child graph whose
  * positions live in a namespace of their own inside the thread. Isolated children
  * are invisible to the parent except for their mapped output (nested-run
  * blindness); shared children write their net change back through the parent's

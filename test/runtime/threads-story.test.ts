@@ -1,5 +1,5 @@
 /**
- * Retries are attempts (issue 4, item 6; DESIGN §5): a node retried under its retry
+ * Retries are attempts: a node retried under its retry
  * policy, or a whole run started again after it failed, is a new attempt of the SAME
  * thread, and `app.attempts()` tells each attempt's story (error, node, seq, time) up
  * to the final success. Also the app's thread listing and deletion. Every test runs on

@@ -1,5 +1,5 @@
 /**
- * Threads and runs (DESIGN §4, §5): one run at a time per thread (ThreadBusyError,
+ * Threads and runs: one run at a time per thread (ThreadBusyError,
  * or `onBusy: 'wait'`); a completed thread re-run without input is returned as is,
  * with input it starts a new run appended to the same log; an unfinished thread
  * resumes with the same input and refuses different input; history is newest

@@ -1,5 +1,5 @@
 /**
- * Time travel (issue 6, DESIGN §4): `history` lists positions newest first and
+ * Time travel: `history` lists positions newest first and
  * pages without gaps or overlaps; `stateAt` gives back every committed state;
  * `replay` re-executes from a position serving every recorded output and effect
  * outcome, calls nothing and writes nothing, and reports where changed code

@@ -1,5 +1,5 @@
 /**
- * Field roles and reducers (DESIGN §3): replace, append and custom reducers; two
+ * Field roles and reducers: replace, append and custom reducers; two
  * replace writes in one superstep are a conflict (rejected, or kept under
  * `lastWins` by graph order and logged); runtime, derived and unknown fields are
  * not writable by nodes and a rejected step commits nothing; derived fields are

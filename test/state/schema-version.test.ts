@@ -1,5 +1,5 @@
 /**
- * Schema versions (DESIGN §3): a thread written under version 1 of a state is read
+ * Schema versions: a thread written under version 1 of a state is read
  * under version 2 through read-time upcasters, its stored rows untouched; the
  * first position a v2 run writes is a `rebase` (every field stored in full) and
  * loading works across it; a field the stored state lacks reads as its default;

@@ -1,6 +1,6 @@
 /**
  * Writes are validated (through zod, a Standard Schema validator) and encoded
- * before anything is persisted (DESIGN §3, §7, §10): an invalid write raises
+ * before anything is persisted: an invalid write raises
  * StateValidationError naming the field; the stored value is the schema's output
  * (transforms and defaults applied); a field over `maxFieldBytes` raises
  * StateTooLargeError pointing to artifacts; a value that cannot be encoded

@@ -1,5 +1,5 @@
 /**
- * The store hazards of DESIGN §6, each a named test, on memory, SQLite and PostgreSQL:
+ * The store hazards, each a named test, on memory, SQLite and PostgreSQL:
  *
  * - **stale read**: a node reads with `validateAtCommit`; another writer changes the item
  *   before the step commits (before the node's own store write, or after it returned):
