@@ -23,6 +23,7 @@ export type { LedgerSuiteOptions } from './ledger.suite.js';
 export { storeSuite } from './store.suite.js';
 export type { StoreSuiteOptions } from './store.suite.js';
 export { runExampleProcess, recoveryChecks, EXAMPLE_PROCESS } from './crash-harness.js';
+export { CRASH_POINTS } from '../internal/crash-points.js';
 export type { ExampleRun, ExampleRunOptions, RecoveryCheck, RecoveryInput } from './crash-harness.js';
 export { workedExample, WorkedExampleState, lookupCustomer, summarise, Customer, ArtifactRefSchema } from './worked-example.js';
 export type { WorkedExampleOptions } from './worked-example.js';
