@@ -3,8 +3,9 @@
  * The conformance suite of the {@link Checkpointer} contract: every rule its JSDoc
  * states (leases and fencing, head checks, atomic commits, pending writes, range
  * reads, namespace listing, thread listing with its filters and paging, deleting a thread with all it
- * owns, id validation, lifecycle), as vitest tests. Every engine
- * runs it; a third-party engine proves itself with the same ten lines.
+ * owns, id validation, lifecycle), as vitest tests, and the optional methods workers
+ * use, each where the engine's `capabilities` declare it (a skipped test says why).
+ * Every engine runs it; a third-party engine proves itself with the same ten lines.
  *
  * Each test gets a fresh engine from `create()` and hands it to `destroy()` (or
  * `close()`) afterwards. Tests that wait for a lease to expire use leases of a
@@ -26,6 +27,7 @@ import { leaseTests } from './checkpointer/leases.js';
 import { lifecycleTests } from './checkpointer/lifecycle.js';
 import { readTests } from './checkpointer/reads.js';
 import { threadTests } from './checkpointer/threads.js';
+import { workerTests } from './checkpointer/workers.js';
 
 export type { CheckpointerSuiteOptions } from './checkpointer/context.js';
 export { linearPosition } from './checkpointer/fixtures.js';
@@ -43,6 +45,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
     readTests(suite);
     threadTests(suite);
     deleteThreadTests(suite);
+    workerTests(suite);
     lifecycleTests(suite);
   });
 }

@@ -8,6 +8,7 @@ import type {
   ClaimRequest,
   AttemptFailure,
   Checkpointer,
+  CheckpointerCapabilities,
   HeadAnchor,
   PendingWrite,
   PositionItem,
@@ -54,6 +55,7 @@ export interface MemoryThreadCascade {
 
 export class MemoryCheckpointer implements Checkpointer {
   readonly engine = 'memory';
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true };
   private readonly threads = new Map<string, ThreadRow>();
   private readonly listeners = new Set<(threadId: string) => void>();
 

@@ -12,6 +12,7 @@ import type {
   ClaimRequest,
   AttemptFailure,
   Checkpointer,
+  CheckpointerCapabilities,
   HeadAnchor,
   PendingWrite,
   PositionItem,
@@ -118,6 +119,7 @@ function crashInsideSnapshotArmed(): boolean {
  */
 export class PostgresCheckpointer implements Checkpointer {
   readonly engine = 'postgres';
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true };
   private readonly sql: ReturnType<typeof statements>;
 
   constructor(private readonly conn: PostgresConnection) {

@@ -9,6 +9,7 @@ import type {
   ClaimRequest,
   AttemptFailure,
   Checkpointer,
+  CheckpointerCapabilities,
   HeadAnchor,
   PendingWrite,
   PositionItem,
@@ -144,6 +145,8 @@ function rangeClause(ranges: SeqRange[], column = 'seq'): { sql: string; params:
 
 export class SqliteCheckpointer implements Checkpointer {
   readonly engine = 'sqlite';
+  /** No wake-ups: SQLite cannot tell another process that a thread became runnable (workers poll). */
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: false, leaseExpiry: true };
 
   constructor(private readonly conn: SqliteConnection) {}
 

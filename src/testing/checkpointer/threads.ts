@@ -395,13 +395,13 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
       expect((await cp.listThreads({ metadata: { queue: 'support' } }))[0]!.metadata).toEqual(odd);
     });
 
-    it('workers claim running threads of a graph beside one whose metadata holds them (claimThreads, nextLeaseExpiry)', async () => {
-      if (!cp.claimThreads || !cp.nextLeaseExpiry) return;
+    it('workers claim running threads of a graph beside one whose metadata holds them (claimThreads, nextLeaseExpiry)', async (t) => {
+      t.skip(!cp.capabilities.claims || !cp.capabilities.leaseExpiry, `the ${suite.options.name} engine declares no claims or no leaseExpiry capability`);
       await cp.releaseThread(await create('odd', { metadata: { ...odd, graph: 'g' } }));
       await cp.releaseThread(await create('plain', { metadata: { graph: 'g' } }));
-      const claimed = await cp.claimThreads({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, graph: 'g' });
+      const claimed = await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, graph: 'g' });
       expect(claimed.map((lease) => lease.threadId).sort()).toEqual(['odd', 'plain']);
-      expect(await cp.nextLeaseExpiry('g')).toBeGreaterThan(Date.now());
+      expect(await cp.nextLeaseExpiry!('g')).toBeGreaterThan(Date.now());
     });
 
     it('a metadata filter naming a lone surrogate or U+0000 is InvalidOptionError, before any query', async () => {
