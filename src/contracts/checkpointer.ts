@@ -25,7 +25,14 @@
  *   crash of the process (and, for durable engines, of the machine).
  * - **Capabilities**: the optional methods (workers' claims, wake-ups and lease
  *   expiry) work where {@link Checkpointer.capabilities} says so; elsewhere they are
- *   absent. Callers read the capabilities, never probe for a method.
+ *   absent or throw {@link NotSupportedError}. Callers read the capabilities, never
+ *   probe for a method.
+ * - **Lifecycle**: the first call opens the engine; after `close()` every call throws
+ *   {@link EngineClosedError}. Driver failures are {@link EngineError}s naming the
+ *   operation, with the driver's error as `cause`.
+ *
+ * {@link BaseCheckpointer} implements the rules that need no storage (validation,
+ * lease decisions, fencing errors, the lifecycle) once; engines extend it.
  *
  * @example A minimal engine test: `checkpointerSuite({ name: 'mine', create: () => myEngine() })` from `cairn/testing`.
  */

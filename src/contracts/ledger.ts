@@ -12,6 +12,11 @@
  *   for a done entry is ignored (the first observation stands).
  * - Effects are never deleted by the runtime; {@link Ledger.discardRecords} deletes
  *   only `record` entries (outputs of an attempt that failed, so a retry calls again).
+ * - Writes name an existing thread: a write for a missing (or deleted) thread is
+ *   {@link ThreadNotFoundError} and stores nothing.
+ * - Lifecycle and driver failures as in the {@link Checkpointer} contract
+ *   (EngineClosedError after close, EngineError with the driver's error as `cause`).
+ *   {@link BaseLedger} implements these rules once; engines extend it.
  */
 
 export type LedgerKind = 'effect' | 'record';

@@ -2,7 +2,8 @@
  * @module testing/ledger.suite
  * The conformance suite of the {@link Ledger} contract: first write wins for
  * intents and records, an outcome lands once, records can be discarded but
- * effects never, entries are per thread. Every engine runs it.
+ * effects never, entries are per thread, writes for a missing thread store nothing.
+ * Every engine runs it.
  *
  * Each test gets a fresh engine from `create()`; the threads it writes under are
  * created through the engine's checkpointer first (a ledger entry belongs to a thread).
@@ -17,7 +18,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../contracts/engine.js';
 import type { Ledger, LedgerEntry, NewLedgerEntry } from '../contracts/ledger.js';
-import { EngineClosedError } from '../errors.js';
+import { EngineClosedError, ThreadNotFoundError } from '../errors.js';
 
 /** Options of {@link ledgerSuite}. */
 export interface LedgerSuiteOptions {
@@ -30,6 +31,18 @@ export interface LedgerSuiteOptions {
 }
 
 const T0 = 1_700_000_000_000;
+
+/** Awaits `run()` and checks it rejects with an error of `type` (matched by its stable code). */
+async function expectError<T>(run: () => Promise<unknown>, type: { readonly code: string; prototype: T }): Promise<T> {
+  let outcome: unknown;
+  try {
+    outcome = await run();
+  } catch (error) {
+    expect((error as { code?: unknown }).code, `expected ${type.code}, got: ${String(error)}`).toBe(type.code);
+    return error as T;
+  }
+  return expect.fail(`expected ${type.code}, but the call resolved with ${JSON.stringify(outcome)}`);
+}
 
 /** A new effect entry; override any field. Defaults: thread t1, root ns, seq 0, task `n:0`, call 0. */
 function effect(key: string, extra: Partial<NewLedgerEntry> = {}): NewLedgerEntry {
@@ -222,6 +235,16 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
         await ledger.writeRecord(record('r1', '1'));
         await ledger.discardRecords('t1', []);
         expect(await ledger.get('t1', 'r1')).not.toBeNull();
+      });
+    });
+
+    describe('a missing thread', () => {
+      it('writeIntent, writeRecord and writeOutcome for a thread that does not exist throw ThreadNotFoundError and store nothing', async () => {
+        await expectError(() => ledger.writeIntent(effect('k', { threadId: 'missing' })), ThreadNotFoundError);
+        await expectError(() => ledger.writeRecord(record('r', '1', { threadId: 'missing' })), ThreadNotFoundError);
+        await expectError(() => ledger.writeOutcome('missing', 'k', '1', T0), ThreadNotFoundError);
+        expect(await ledger.list('missing')).toEqual([]);
+        expect(await ledger.get('missing', 'k')).toBeNull();
       });
     });
 

@@ -15,15 +15,19 @@ import { MemoryStore } from './memory-store.js';
  * @example `const app = graph(State).node(...).compile({ engine: memory() });`
  */
 export function memory(): Engine {
-  const lifecycle = new Lifecycle('memory', () => undefined);
-  const ledger = new MemoryLedger(lifecycle, (threadId) => checkpointer.hasThread(threadId));
+  const lifecycle = new Lifecycle('memory', {
+    close: () => {
+      checkpointer.clear();
+      ledger.clear();
+      store.clear();
+    },
+  });
+  const ledger = new MemoryLedger(lifecycle, { exists: (threadId) => checkpointer.hasThread(threadId) });
   const store = new MemoryStore(lifecycle);
   const checkpointer: MemoryCheckpointer = new MemoryCheckpointer(lifecycle, {
     dropLedger: (threadId) => ledger.dropThread(threadId),
     dropKeys: (ns, suffix) => store.dropKeys(ns, suffix),
   });
-  const close = async () => {
-    if (lifecycle.close()) await checkpointer.close();
-  };
+  const close = () => lifecycle.close();
   return { name: 'memory', checkpointer, ledger, store, close, [Symbol.asyncDispose]: close };
 }

@@ -110,7 +110,7 @@ export class PostgresStore extends BaseStore {
   private readonly sql: ReturnType<typeof statements>;
 
   constructor(private readonly conn: PostgresConnection) {
-    super();
+    super(conn.lifecycle);
     this.sql = statements(conn);
   }
 

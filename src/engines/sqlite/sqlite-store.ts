@@ -13,7 +13,7 @@ import type { StoreCapabilities, StoreOpResult } from '../../contracts/store.js'
 import { BaseStore, type ScanQuery } from '../../store/base-store.js';
 import type { Condition } from '../../store/filter.js';
 import { decide, type OverwriteRow, type PreparedOp, type StoredRow } from '../../store/rows.js';
-import type { SqliteConnection } from './connection.js';
+import type { SqliteConnection, SqliteQueries } from './connection.js';
 
 interface Row {
   ns: string;
@@ -119,25 +119,25 @@ export class SqliteStore extends BaseStore {
   readonly capabilities: StoreCapabilities = { ttl: true, sweep: true, filters: true, crossProcess: true };
 
   constructor(private readonly conn: SqliteConnection) {
-    super();
+    super(conn.lifecycle);
   }
 
-  private row(ns: string, key: string): StoredRow | null {
-    const row = this.conn.stmt('SELECT * FROM cairn_store WHERE ns = ? AND key = ?').get(ns, key) as Row | undefined;
+  private row(q: SqliteQueries, ns: string, key: string): StoredRow | null {
+    const row = q.stmt('SELECT * FROM cairn_store WHERE ns = ? AND key = ?').get(ns, key) as Row | undefined;
     return row ? fromRow(row) : null;
   }
 
   protected async readRow(ns: string, key: string): Promise<StoredRow | null> {
-    return this.conn.run('store.get', () => this.row(ns, key));
+    return this.conn.read('store.get', (q) => this.row(q, ns, key));
   }
 
   protected async applyOps(ops: PreparedOp[], now: number): Promise<StoreOpResult[]> {
-    return this.conn.writeTransaction(ops.length === 1 ? `store.${ops[0]!.kind}` : 'store.batch', () =>
+    return this.conn.write(ops.length === 1 ? `store.${ops[0]!.kind}` : 'store.batch', (q) =>
       ops.map((op, index) => {
-        const step = decide(op, this.row(op.ns, op.key), now, this.engine, index);
+        const step = decide(op, this.row(q, op.ns, op.key), now, this.engine, index);
         if (step.kind === 'write') {
           const r = step.row;
-          this.conn
+          q
             .stmt(
               `INSERT INTO cairn_store (ns, key, value, version, deleted, last_write_key, created_at, updated_at, expires_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -148,7 +148,7 @@ export class SqliteStore extends BaseStore {
             .run(r.ns, r.key, r.value, r.version, r.deleted ? 1 : 0, r.lastWriteKey, r.createdAt, r.updatedAt, r.expiresAt);
           const o = step.overwrite;
           if (o) {
-            this.conn
+            q
               .stmt(
                 `INSERT INTO cairn_store_overwrites (ns, key, operation, expected_version, overwritten_version, overwritten_value, overwritten_updated_at, version, at)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -173,22 +173,20 @@ export class SqliteStore extends BaseStore {
     sql += ' ORDER BY ns, key LIMIT ? OFFSET ?';
     params.push(query.limit ?? -1, query.offset);
     // Filtered texts vary with the filter's shape: prepared per call, not cached.
-    const rows = this.conn.run('store.search', () =>
-      (query.conditions.length ? this.conn.prepare(sql) : this.conn.stmt(sql)).all(...params) as Row[],
-    );
+    const rows = this.conn.read('store.search', (q) => (query.conditions.length ? q.prepare(sql) : q.stmt(sql)).all(...params) as Row[]);
     return rows.map(fromRow);
   }
 
   protected async scanNamespaces(ns: string, now: number): Promise<string[]> {
     const upper = upperBound(ns);
-    return this.conn.run('store.listNamespaces', () =>
-      this.conn.stmt(`SELECT DISTINCT ns FROM cairn_store WHERE ns >= ? AND (? IS NULL OR ns < ?) AND ${LIVE} ORDER BY ns`).pluck().all(ns, upper, upper, now) as string[],
+    return this.conn.read('store.listNamespaces', (q) =>
+      q.stmt(`SELECT DISTINCT ns FROM cairn_store WHERE ns >= ? AND (? IS NULL OR ns < ?) AND ${LIVE} ORDER BY ns`).pluck().all(ns, upper, upper, now) as string[],
     );
   }
 
   protected async sweep(now: number): Promise<number> {
-    return this.conn.writeTransaction('store.sweepExpired', () =>
-      this.conn
+    return this.conn.write('store.sweepExpired', (q) =>
+      q
         .stmt(`UPDATE cairn_store SET deleted = 1, value = 'null', last_write_key = NULL, updated_at = ?, expires_at = NULL WHERE deleted = 0 AND expires_at <= ?`)
         .run(now, now).changes,
     );
@@ -196,8 +194,8 @@ export class SqliteStore extends BaseStore {
 
   protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {
     const upper = upperBound(ns);
-    const rows = this.conn.run('store.listOverwrites', () =>
-      this.conn
+    const rows = this.conn.read('store.listOverwrites', (q) =>
+      q
         .stmt('SELECT * FROM cairn_store_overwrites WHERE ns >= ? AND (? IS NULL OR ns < ?) AND id > ? ORDER BY id LIMIT ?')
         .all(ns, upper, upper, afterId, limit ?? -1) as OverwriteSqlRow[],
     );

@@ -22,9 +22,6 @@ export function lifecycleTests(suite: CheckpointerSuiteContext): void {
       engine = suite.engine;
     });
 
-    // Known failure (sqlite, connection.ts): once SqliteConnection.writeTransaction has built its
-    // cached transaction wrapper, later writes skip the lifecycle check and fail with EngineError
-    // ("The database connection is not open") instead of EngineClosedError.
     it('throws EngineClosedError from every method after engine.close()', async () => {
       const lease = await create('t1');
       await commitLine(lease, 0);
@@ -60,8 +57,6 @@ export function lifecycleTests(suite: CheckpointerSuiteContext): void {
       }
     });
 
-    // Known failures: memory (MemoryCheckpointer.close() only clears its map; reads then return null/[] instead of
-    // throwing) and sqlite (the cached transaction wrapper, as above: commitStep throws EngineError).
     it('throws EngineClosedError after checkpointer.close()', async () => {
       const lease = await create('t1');
       await cp.close();

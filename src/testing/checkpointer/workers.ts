@@ -8,7 +8,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Checkpointer, CheckpointerCapabilities } from '../../contracts/checkpointer.js';
 import type { ThreadLease } from '../../contracts/threads.js';
-import { LeaseLostError } from '../../errors.js';
+import { LeaseLostError, NotSupportedError } from '../../errors.js';
 import { commitOf, expectError, linearPosition, LONG_LEASE, remoteOwner, SHORT_LEASE, sleep } from './fixtures.js';
 import type { CheckpointerSuiteContext } from './context.js';
 
@@ -34,10 +34,11 @@ export function workerTests(suite: CheckpointerSuiteContext): void {
       for (const flag of Object.keys(OPTIONAL) as (keyof CheckpointerCapabilities)[]) expect(typeof cp.capabilities[flag], flag).toBe('boolean');
     });
 
-    it("a declared capability's method exists; an undeclared one's is absent", () => {
-      for (const [flag, { method }] of Object.entries(OPTIONAL) as [keyof CheckpointerCapabilities, (typeof OPTIONAL)[keyof CheckpointerCapabilities]][]) {
+    it("a declared capability's method exists; an undeclared one's is absent or refuses with NotSupportedError", async () => {
+      for (const [flag, { method, call }] of Object.entries(OPTIONAL) as [keyof CheckpointerCapabilities, (typeof OPTIONAL)[keyof CheckpointerCapabilities]][]) {
         const present = typeof (cp as unknown as Record<string, unknown>)[method] === 'function';
-        expect(present, `${method} (capabilities.${flag} is ${cp.capabilities[flag]})`).toBe(cp.capabilities[flag]);
+        if (cp.capabilities[flag]) expect(present, `${method} (capabilities.${flag})`).toBe(true);
+        else if (present) await expectError(() => call(cp), NotSupportedError);
       }
     });
   });

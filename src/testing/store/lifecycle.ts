@@ -22,8 +22,6 @@ export function lifecycleTests(suite: StoreSuiteContext): void {
       engine = suite.engine;
     });
 
-    // Known failure (sqlite, connection.ts): writes after close throw EngineError, not
-    // EngineClosedError, once SqliteConnection.writeTransaction has cached its transaction wrapper.
     it('throws EngineClosedError after engine.close()', async () => {
       await store.put(ns, 'k', 1);
       await engine.close();
