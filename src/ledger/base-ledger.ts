@@ -2,7 +2,8 @@
  * @module ledger/base-ledger
  * What every effect ledger shares, written once above the engines: the lifecycle
  * guard around every storage call, and the errors of what the primitives report
- * (ThreadNotFoundError for a write naming a missing thread). Engines extend
+ * (ThreadNotFoundError for a write naming a missing thread, LeaseLostError for a
+ * fenced discard whose lease no longer holds its thread). Engines extend
  * {@link BaseLedger} and implement storage primitives only.
  *
  * @example
@@ -10,13 +11,14 @@
  * class MyLedger extends BaseLedger {
  *   readonly engine = 'mine';
  *   protected async readEntry(threadId, key) { ... }
- *   protected async insert(entry, status, outcome) { ... } // null when the thread is missing
+ *   protected async dropRecords(lease, keys) { ... } // one transaction: check the fence, then delete
  *   ...
  * }
  * ```
  */
 import type { Ledger, LedgerEntry, NewLedgerEntry } from '../contracts/ledger.js';
-import { ThreadNotFoundError } from '../errors.js';
+import type { ThreadLease } from '../contracts/threads.js';
+import { LeaseLostError, ThreadNotFoundError } from '../errors.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
 
 /** The {@link Ledger} contract over storage primitives. */
@@ -36,8 +38,12 @@ export abstract class BaseLedger implements Ledger {
   protected abstract insert(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): Promise<LedgerEntry | null>;
   /** Turns the intent into `done` unless it is done already; false when the thread does not exist. */
   protected abstract complete(threadId: string, key: string, outcome: string, at: number): Promise<boolean>;
-  /** Deletes the `record` entries of the thread with these keys, in one transaction. */
-  protected abstract dropRecords(threadId: string, keys: string[]): Promise<void>;
+  /**
+   * In one transaction: checks that `lease` holds its thread (`runId` and `epoch`), and
+   * only then deletes the `record` entries with these keys. False, with nothing deleted,
+   * when the lease no longer holds the thread.
+   */
+  protected abstract dropRecords(lease: ThreadLease, keys: string[]): Promise<boolean>;
 
   get(threadId: string, key: string): Promise<LedgerEntry | null> {
     return this.lifecycle.run(() => this.readEntry(threadId, key));
@@ -63,8 +69,8 @@ export abstract class BaseLedger implements Ledger {
     if (!(await this.lifecycle.run(() => this.complete(threadId, key, outcome, at)))) throw new ThreadNotFoundError(threadId, { engine: this.engine });
   }
 
-  discardRecords(threadId: string, keys: string[]): Promise<void> {
-    return this.lifecycle.run(() => this.dropRecords(threadId, keys));
+  async discardRecords(lease: ThreadLease, keys: string[]): Promise<void> {
+    if (!(await this.lifecycle.run(() => this.dropRecords(lease, keys)))) throw new LeaseLostError(lease.threadId, { engine: this.engine });
   }
 
   private async write(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): Promise<LedgerEntry> {

@@ -486,7 +486,7 @@ export class Run {
       if (round >= MAX_STALE_RERUNS) throw new StaleReadLimitError(tasks[first]!.node.name, round, stale[first]!, place);
       for (const [i, s] of stale.entries()) {
         if (!s) continue;
-        await this.settings.engine.ledger.discardRecords(this.lease.threadId, results[i]!.records.map((r) => r.key));
+        await this.settings.engine.ledger.discardRecords(this.lease, results[i]!.records.map((r) => r.key));
         results[i] = await this.runTask(tasks[i]!, origin);
       }
     }
@@ -621,7 +621,7 @@ export class Run {
         if (StaleReadError.is(error)) {
           if (staleReruns < MAX_STALE_RERUNS) {
             staleReruns++;
-            await settings.engine.ledger.discardRecords(this.lease.threadId, scope.recordKeys);
+            await settings.engine.ledger.discardRecords(this.lease, scope.recordKeys);
             attempt--;
             continue;
           }
@@ -629,7 +629,7 @@ export class Run {
         }
         const willRetry = attempt < policy.maxAttempts && policy.retryOn(error) && !settings.signal.aborted;
         // Outputs recorded by a failed attempt led to the failure: the retry asks again.
-        await settings.engine.ledger.discardRecords(this.lease.threadId, scope.recordKeys);
+        await settings.engine.ledger.discardRecords(this.lease, scope.recordKeys);
         this.thread = await this.cp.updateThread(this.lease, {
           attempts: willRetry ? 1 : 0,
           failure: { ns: this.ns, ...describeError(error), node: task.node.name, seq: base.seq, attempt: this.thread.attempts, at: Date.now() },

@@ -86,6 +86,11 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     return this.threads.has(threadId);
   }
 
+  /** True when `lease` holds its thread (the engine's ledger fences its discards with it). */
+  holds(lease: ThreadLease): boolean {
+    return this.held(lease) !== undefined;
+  }
+
   /** Forgets every thread: the engine's close. */
   clear(): void {
     this.threads.clear();

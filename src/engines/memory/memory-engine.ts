@@ -22,7 +22,7 @@ export function memory(): Engine {
       store.clear();
     },
   });
-  const ledger = new MemoryLedger(lifecycle, { exists: (threadId) => checkpointer.hasThread(threadId) });
+  const ledger = new MemoryLedger(lifecycle, { exists: (threadId) => checkpointer.hasThread(threadId), holds: (lease) => checkpointer.holds(lease) });
   const store = new MemoryStore(lifecycle);
   const checkpointer: MemoryCheckpointer = new MemoryCheckpointer(lifecycle, {
     dropLedger: (threadId) => ledger.dropThread(threadId),

@@ -3,6 +3,7 @@
  * The effect ledger in process memory.
  */
 import type { LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
+import type { ThreadLease } from '../../contracts/threads.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
 import { BaseLedger } from '../../ledger/base-ledger.js';
 
@@ -10,6 +11,8 @@ import { BaseLedger } from '../../ledger/base-ledger.js';
 export interface MemoryLedgerThreads {
   /** True when the thread exists: an entry is never written for a missing (or deleted) thread. */
   exists(threadId: string): boolean;
+  /** True when `lease` still holds its thread: discards are fenced by it. */
+  holds(lease: ThreadLease): boolean;
 }
 
 /**
@@ -21,10 +24,10 @@ export class MemoryLedger extends BaseLedger {
   readonly engine = 'memory';
   private readonly entries = new Map<string, LedgerEntry>();
 
-  /** `threads`: the engine's thread table (without one, every thread exists). */
+  /** `threads`: the engine's thread table (without one, every thread exists and every lease holds). */
   constructor(
     lifecycle: Lifecycle,
-    private readonly threads: MemoryLedgerThreads = { exists: () => true },
+    private readonly threads: MemoryLedgerThreads = { exists: () => true, holds: () => true },
   ) {
     super(lifecycle);
   }
@@ -67,11 +70,13 @@ export class MemoryLedger extends BaseLedger {
     return true;
   }
 
-  protected async dropRecords(threadId: string, keys: string[]): Promise<void> {
+  protected async dropRecords(lease: ThreadLease, keys: string[]): Promise<boolean> {
+    if (!this.threads.holds(lease)) return false;
     for (const key of keys) {
-      const id = this.id(threadId, key);
+      const id = this.id(lease.threadId, key);
       if (this.entries.get(id)?.kind === 'record') this.entries.delete(id);
     }
+    return true;
   }
 
   /** Deletes every entry of a thread (the engine's `deleteThread`); returns how many. */

@@ -4,6 +4,7 @@
  * intent is durable before the effect runs and an outcome before the step commits.
  */
 import type { LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
+import type { ThreadLease } from '../../contracts/threads.js';
 import { EngineError } from '../../errors.js';
 import { LEDGER_COLUMNS, ledgerEntryOf, ledgerRowValues, type LedgerRow } from '../../internal/ledger-rows.js';
 import { BaseLedger } from '../../ledger/base-ledger.js';
@@ -55,9 +56,9 @@ export class PostgresLedger extends BaseLedger {
     return row?.thread_exists === true;
   }
 
-  protected async dropRecords(threadId: string, keys: string[]): Promise<void> {
-    if (keys.length === 0) return;
-    await this.conn.query('ledger.discardRecords', this.sql.discard, [threadId, keys]);
+  protected async dropRecords(lease: ThreadLease, keys: string[]): Promise<boolean> {
+    const rows = await this.conn.query('ledger.discardRecords', this.sql.discard, [lease.threadId, lease.runId, lease.epoch, keys]);
+    return rows.length === 1;
   }
 }
 
@@ -99,6 +100,12 @@ function statements(conn: PostgresConnection) {
       )
       SELECT EXISTS (SELECT 1 FROM t) AS thread_exists`,
 
-    discard: `DELETE FROM ${L} WHERE tid = ${tidOf} AND key = ANY($2::text[]) AND kind = 'record'`,
+    // Fenced like a commit: the locking read of the thread row makes the delete wait
+    // for, or see, a takeover (FOR SHARE conflicts with the takeover's UPDATE), so a run
+    // that lost its lease deletes nothing. The row says whether the lease held.
+    discard: `
+      WITH fence AS (SELECT tid FROM ${T} WHERE id = $1::text AND run_id = $2::text AND epoch = $3::bigint FOR SHARE),
+      discarded AS (DELETE FROM ${L} l USING fence WHERE l.tid = fence.tid AND l.key = ANY($4::text[]) AND l.kind = 'record')
+      SELECT 1 FROM fence`,
   };
 }

@@ -4,6 +4,7 @@
  * intent is on disk before the effect runs and an outcome before the step commits.
  */
 import type { LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
+import type { ThreadLease } from '../../contracts/threads.js';
 import { LEDGER_COLUMNS, ledgerEntryOf, ledgerRowValues, type LedgerRow } from '../../internal/ledger-rows.js';
 import { BaseLedger } from '../../ledger/base-ledger.js';
 import type { SqliteConnection } from './connection.js';
@@ -69,13 +70,15 @@ export class SqliteLedger extends BaseLedger {
     });
   }
 
-  protected async dropRecords(threadId: string, keys: string[]): Promise<void> {
-    if (keys.length === 0) return;
-    this.conn.write('ledger.discardRecords', (q) => {
-      const tid = q.tid(threadId);
-      if (tid === undefined) return;
+  protected async dropRecords(lease: ThreadLease, keys: string[]): Promise<boolean> {
+    // The IMMEDIATE transaction holds the write lock from the fence to the last delete:
+    // no takeover can land in between.
+    return this.conn.write('ledger.discardRecords', (q) => {
+      const tid = q.stmt('SELECT tid FROM cairn_threads WHERE id = ? AND run_id = ? AND epoch = ?').pluck().get(lease.threadId, lease.runId, lease.epoch) as number | undefined;
+      if (tid === undefined) return false;
       const statement = q.stmt(`DELETE FROM cairn_ledger WHERE tid = ? AND key = ? AND kind = 'record'`);
       for (const key of keys) statement.run(tid, key);
+      return true;
     });
   }
 }
