@@ -20,6 +20,7 @@ import type { Engine } from '../contracts/engine.js';
 import type { Ledger, LedgerEntry, NewLedgerEntry } from '../contracts/ledger.js';
 import type { ThreadLease } from '../contracts/threads.js';
 import { EngineClosedError, LeaseLostError, ThreadNotFoundError } from '../errors.js';
+import { callFor, LEDGER_CALLS } from './contract-calls.js';
 
 /** Options of {@link ledgerSuite}. */
 export interface LedgerSuiteOptions {
@@ -331,6 +332,19 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
           } catch (error) {
             caught = error;
           }
+          expect((caught as { code?: string } | undefined)?.code, `${method} after close`).toBe(EngineClosedError.code);
+        }
+      });
+
+      it('every method the contract names (the list is derived from it) throws EngineClosedError after close()', async () => {
+        await engine.close();
+        for (const [method, entry] of Object.entries(LEDGER_CALLS)) {
+          const call = callFor(entry, engine);
+          if (typeof call === 'string') continue;
+          const caught = await call({ engine, lease: leases.t1 }).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
           expect((caught as { code?: string } | undefined)?.code, `${method} after close`).toBe(EngineClosedError.code);
         }
       });

@@ -7,6 +7,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { Checkpointer } from '../../contracts/checkpointer.js';
 import type { Engine } from '../../contracts/engine.js';
 import { EngineClosedError } from '../../errors.js';
+import { callFor, CHECKPOINTER_CALLS } from '../contract-calls.js';
 import { commitOf, expectError, linearPosition, LONG_LEASE, remoteOwner } from './fixtures.js';
 import type { CheckpointerSuiteContext } from './context.js';
 
@@ -53,6 +54,20 @@ export function lifecycleTests(suite: CheckpointerSuiteContext): void {
         } catch (error) {
           caught = error;
         }
+        expect((caught as { code?: string } | undefined)?.code, `${method} after close`).toBe(EngineClosedError.code);
+      }
+    });
+
+    it('every method the contract names (the list is derived from it) throws EngineClosedError after close()', async () => {
+      const lease = await create('t1');
+      await engine.close();
+      for (const [method, entry] of Object.entries(CHECKPOINTER_CALLS)) {
+        const call = callFor(entry, engine);
+        if (typeof call === 'string') continue; // close itself; an undeclared optional method
+        const caught = await call({ engine, lease }).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
         expect((caught as { code?: string } | undefined)?.code, `${method} after close`).toBe(EngineClosedError.code);
       }
     });

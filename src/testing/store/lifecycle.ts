@@ -3,10 +3,11 @@
  * Store conformance. Lifecycle: no call succeeds after close.
  * Registered by {@link storeSuite}, inside its describe block.
  */
-import { beforeEach, describe, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../contracts/engine.js';
 import type { Store } from '../../contracts/store.js';
 import { EngineClosedError } from '../../errors.js';
+import { callFor, STORE_CALLS } from '../contract-calls.js';
 import { expectError } from './fixtures.js';
 import type { StoreSuiteContext } from './context.js';
 
@@ -35,6 +36,24 @@ export function lifecycleTests(suite: StoreSuiteContext): void {
       await expectError(() => store.batch([{ op: 'put', namespace: ns, key: 'k', value: 4 }]), EngineClosedError);
       await expectError(() => store.sweepExpired(), EngineClosedError);
       await expectError(() => store.listOverwrites([]), EngineClosedError);
+    });
+
+    it('every storage method the contract names (the list is derived from it) throws EngineClosedError after close()', async () => {
+      const lease = await engine.checkpointer.acquireThread('t1', {
+        owner: { runId: 'store-suite', pid: 4242, host: 'cairn-suite.remote.invalid' },
+        leaseMs: 60_000,
+        create: { kind: 'task', tenant: null, metadata: {} },
+      });
+      await engine.close();
+      for (const [method, entry] of Object.entries(STORE_CALLS)) {
+        const call = callFor(entry, engine);
+        if (typeof call === 'string') continue; // declarations and policies live in the process
+        const caught = await call({ engine, lease }).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        expect((caught as { code?: string } | undefined)?.code, `${method} after close`).toBe(EngineClosedError.code);
+      }
     });
   });
 }
