@@ -159,7 +159,7 @@ export abstract class BaseCheckpointer implements Checkpointer {
     return this.lifecycle.run(() => this.readThread(threadId));
   }
 
-  listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
+  async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
     const q = normalizeThreadQuery(query);
     return this.lifecycle.run(() => this.queryThreads(q));
   }
@@ -168,7 +168,7 @@ export abstract class BaseCheckpointer implements Checkpointer {
     return this.lifecycle.run(() => this.readFailures(threadId));
   }
 
-  acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease> {
+  async acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease> {
     checkThreadId(threadId);
     return this.lifecycle.run(() =>
       this.acquire(threadId, request, (held) => {
@@ -274,7 +274,7 @@ export abstract class BaseCheckpointer implements Checkpointer {
     return this.lifecycle.run(() => this.earliestLeaseExpiry(graph));
   }
 
-  deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
+  async deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
     const ifStatus = normalizeIfStatus(options.ifStatus);
     const { lease } = options;
     return this.lifecycle.run(() =>

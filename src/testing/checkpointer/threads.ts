@@ -359,6 +359,19 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
       });
     }
 
+    it('a malformed id, query or ifStatus is a rejected promise, never a synchronous throw', async () => {
+      const calls: [string, () => Promise<unknown>][] = [
+        ['acquireThread', () => cp.acquireThread('', { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {} } })],
+        ['listThreads', () => cp.listThreads({ status: 'paused' as ThreadStatus })],
+        ['deleteThread', () => cp.deleteThread('t1', { ifStatus: 'done' as ThreadStatus })],
+      ];
+      for (const [method, call] of calls) {
+        let promise: Promise<unknown> | undefined;
+        expect(() => (promise = call()), method).not.toThrow();
+        await expect(promise, method).rejects.toMatchObject({ code: expect.stringMatching(/^ERR_INVALID_(KEY|OPTION)$/) });
+      }
+    });
+
     it('accepts ids up to 512 characters, with spaces, punctuation and any Unicode', async () => {
       for (const id of ['x'.repeat(512), 'cust 42/../%00', 'ünïcödé-🧭', "quote'\"`;--"]) {
         await create(id);
