@@ -20,7 +20,7 @@
  *   readonly capabilities = { claims: false, wakeUps: false, leaseExpiry: false };
  *   protected async readThread(threadId) { ... }
  *   protected async acquire(threadId, request, admit) {
- *     // in one transaction: const verdict = admit(await this.held(threadId)); then create or take
+ *     // In one transaction: read the thread; admit(it or null) throws, or says 'create' or 'take'; do that.
  *   }
  *   ...
  * }
