@@ -1,12 +1,13 @@
 /**
  * @module internal/sql-rows
- * The thread log's rows as both SQL engines read them, and the SQL fragments they
- * share. PostgreSQL returns bigints as strings and hashes as hex text, SQLite numbers
+ * The rows of the thread log and of the store as both SQL engines read them, and the
+ * SQL fragments they share. PostgreSQL returns bigints as strings and hashes as hex text, SQLite numbers
  * and bytes: every conversion goes through `Number` (or hex), so the records they
  * hand out are the same.
  */
 import type { SeqRange, StoredPosition } from '../contracts/checkpointer.js';
 import type { ThreadRecord } from '../contracts/threads.js';
+import type { OverwriteRow, StoredRow } from '../store/rows.js';
 import type { HeldThread } from './lease.js';
 
 type Int = number | string;
@@ -103,4 +104,67 @@ export function rangeClause(ranges: readonly SeqRange[], column: string, placeho
     sql: ranges.map((_, i) => `${column} BETWEEN ${placeholder(2 * i)} AND ${placeholder(2 * i + 1)}`).join(' OR '),
     params: ranges.flatMap((r) => [r.from, r.to]),
   };
+}
+
+/** A store row as both SQL engines select it (`SELECT *` of `cairn_store`); `deleted` is 0/1 in SQLite. */
+export interface StoreSqlRow {
+  ns: string;
+  key: string;
+  value: string;
+  version: Int;
+  deleted: boolean | number;
+  last_write_key: string | null;
+  created_at: Int;
+  updated_at: Int;
+  expires_at: Int | null;
+}
+
+/** An overwrite record as both SQL engines select it (`SELECT *` of `cairn_store_overwrites`). */
+export interface OverwriteSqlRow {
+  id: Int;
+  ns: string;
+  key: string;
+  operation: 'put' | 'delete';
+  expected_version: Int;
+  overwritten_version: Int | null;
+  overwritten_value: string | null;
+  overwritten_updated_at: Int | null;
+  version: Int;
+  at: Int;
+}
+
+export function storedRowOf(row: StoreSqlRow): StoredRow {
+  return {
+    ns: row.ns,
+    key: row.key,
+    value: row.value,
+    version: Number(row.version),
+    deleted: row.deleted === true || row.deleted === 1,
+    lastWriteKey: row.last_write_key,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    expiresAt: int(row.expires_at),
+  };
+}
+
+export function overwriteRowOf(row: OverwriteSqlRow): OverwriteRow {
+  return {
+    id: Number(row.id),
+    ns: row.ns,
+    key: row.key,
+    operation: row.operation,
+    expectedVersion: Number(row.expected_version),
+    overwritten: row.overwritten_version === null ? null : { value: row.overwritten_value!, version: Number(row.overwritten_version), updatedAt: Number(row.overwritten_updated_at) },
+    version: Number(row.version),
+    at: Number(row.at),
+  };
+}
+
+/**
+ * The upper bound of a label-bounded prefix scan of stored namespaces, or null for the
+ * empty prefix. A stored namespace ends with the separator U+001F, so everything under
+ * `ns` sorts in [ns, ns with its last U+001F raised to U+0020): bounded at label boundaries.
+ */
+export function prefixUpperBound(ns: string): string | null {
+  return ns === '' ? null : ns.slice(0, -1) + '\u0020';
 }
