@@ -553,6 +553,12 @@ export class EngineClosedError extends coded('ERR_ENGINE_CLOSED') {}
 export class EngineError extends coded('ERR_ENGINE') {}
 
 /**
+ * An optional method the engine does not support (its capabilities say so), e.g.
+ * `subscribeRunnable` on an engine without wake-ups. Read `capabilities` before calling.
+ */
+export class NotSupportedError extends coded('ERR_NOT_SUPPORTED') {}
+
+/**
  * An engine opened read-only found no cairn database where it looked: a SQLite file
  * that does not exist or holds no cairn tables, a PostgreSQL schema that does not
  * exist or was never migrated. Nothing was created.

@@ -44,7 +44,7 @@ export class BaseArtifactStore implements ArtifactStore {
   protected readonly shared: Shared;
 
   constructor(backend: ArtifactBackend | Shared, tenant: string | null = null) {
-    this.shared = 'lifecycle' in backend ? backend : { backend, lifecycle: new Lifecycle(backend.name, () => undefined), locks: new Map() };
+    this.shared = 'lifecycle' in backend ? backend : { backend, lifecycle: new Lifecycle(backend.name, { close: () => backend.close() }), locks: new Map() };
     this.backend = this.shared.backend.name;
     if (tenant !== null) checkTenant(tenant);
     this.tenant = tenant;
@@ -189,7 +189,7 @@ export class BaseArtifactStore implements ArtifactStore {
   /** Closes the store and every tenant view of it. */
   async close(): Promise<void> {
     if (this.tenant !== null) return;
-    if (this.shared.lifecycle.close()) await this.shared.backend.close();
+    await this.shared.lifecycle.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -23,6 +23,16 @@
  * - **Immutability**: positions, items and snapshots are never updated once written.
  * - **Durability**: when a method's promise resolves, what it wrote survives a
  *   crash of the process (and, for durable engines, of the machine).
+ * - **Capabilities**: the optional methods (workers' claims, wake-ups and lease
+ *   expiry) work where {@link Checkpointer.capabilities} says so; elsewhere they are
+ *   absent or throw {@link NotSupportedError}. Callers read the capabilities, never
+ *   probe for a method.
+ * - **Lifecycle**: the first call opens the engine; after `close()` every call throws
+ *   {@link EngineClosedError}. Driver failures are {@link EngineError}s naming the
+ *   operation, with the driver's error as `cause`.
+ *
+ * {@link BaseCheckpointer} implements the rules that need no storage (validation,
+ * lease decisions, fencing errors, the lifecycle) once; engines extend it.
  *
  * @example A minimal engine test: `checkpointerSuite({ name: 'mine', create: () => myEngine() })` from `cairn/testing`.
  */
@@ -144,10 +154,31 @@ export interface ThreadPatch {
   updatedAt?: number;
 }
 
+/**
+ * What an engine's thread log supports beyond the required methods. Each flag says
+ * whether one optional method works; the conformance suite runs that method's tests
+ * only where the flag is set, and checks that an unset one's method does not work.
+ *
+ * @example
+ * ```ts
+ * if (cp.capabilities.wakeUps) unsubscribe = await cp.subscribeRunnable!(wake);
+ * ```
+ */
+export interface CheckpointerCapabilities {
+  /** {@link Checkpointer.claimThreads}: workers can be handed runnable threads. */
+  claims: boolean;
+  /** {@link Checkpointer.subscribeRunnable}: workers are told when a thread may have become runnable. */
+  wakeUps: boolean;
+  /** {@link Checkpointer.nextLeaseExpiry}: workers can sleep until the earliest lease on a runnable thread expires. */
+  leaseExpiry: boolean;
+}
+
 /** The thread log contract. See the module documentation for the rules every method keeps. */
 export interface Checkpointer {
   /** Engine name used in messages, e.g. `sqlite`. */
   readonly engine: string;
+  /** Which optional methods work (see {@link CheckpointerCapabilities}). */
+  readonly capabilities: CheckpointerCapabilities;
 
   /** The thread record, or null. Never throws for a missing thread. */
   getThread(threadId: string): Promise<ThreadRecord | null>;
@@ -248,18 +279,24 @@ export interface Checkpointer {
   getRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]>;
 
   /**
-   * Optional (workers): claims up to `limit` runnable threads — status `running`, no
-   * lease or an expired one — each under a fresh lease (epoch + 1). Concurrent
-   * claimers never get the same thread (PostgreSQL: `FOR UPDATE SKIP LOCKED`).
+   * Optional, where `capabilities.claims` (workers): claims up to `limit` runnable
+   * threads — status `running`, no lease or an expired one — each under a fresh lease
+   * (epoch + 1), oldest update first. Concurrent claimers never get the same thread
+   * (PostgreSQL: `FOR UPDATE SKIP LOCKED`).
    */
   claimThreads?(request: ClaimRequest): Promise<ThreadLease[]>;
   /**
-   * Optional (workers): calls `listener` with a thread id whenever a thread may have
-   * become runnable (a lease released with work left: a submitted run, an answered
-   * interrupt, a worker shutting down). Resolves to an unsubscribe function.
+   * Optional, where `capabilities.wakeUps` (workers): calls `listener` with a thread id
+   * whenever a thread may have become runnable (a lease released with work left: a
+   * submitted run, an answered interrupt, a worker shutting down). Resolves to an
+   * unsubscribe function. A listening connection the server drops is replaced in the
+   * background; until then wake-ups are late, never wrong.
    */
   subscribeRunnable?(listener: (threadId: string) => void): Promise<() => Promise<void>>;
-  /** Optional (workers): the earliest expiry (ms since epoch) among leases held on runnable threads, or null. */
+  /**
+   * Optional, where `capabilities.leaseExpiry` (workers): the earliest expiry (ms since
+   * the epoch) among leases held on runnable threads (of `graph`, when given), or null.
+   */
   nextLeaseExpiry?(graph?: string): Promise<number | null>;
 
   /**

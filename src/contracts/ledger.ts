@@ -12,7 +12,18 @@
  *   for a done entry is ignored (the first observation stands).
  * - Effects are never deleted by the runtime; {@link Ledger.discardRecords} deletes
  *   only `record` entries (outputs of an attempt that failed, so a retry calls again).
+ * - **Fencing**: {@link Ledger.discardRecords} is fenced like a commit: it takes the
+ *   run's {@link ThreadLease} and checks, in the same transaction as the delete, that
+ *   the lease's `runId` and `epoch` still hold the thread. A run that lost its lease
+ *   gets {@link LeaseLostError} and deletes nothing, so it cannot discard records its
+ *   successor relies on.
+ * - Writes name an existing thread: a write for a missing (or deleted) thread is
+ *   {@link ThreadNotFoundError} and stores nothing.
+ * - Lifecycle and driver failures as in the {@link Checkpointer} contract
+ *   (EngineClosedError after close, EngineError with the driver's error as `cause`).
+ *   {@link BaseLedger} implements these rules once; engines extend it.
  */
+import type { ThreadLease } from './threads.js';
 
 export type LedgerKind = 'effect' | 'record';
 
@@ -54,6 +65,17 @@ export interface Ledger {
   writeOutcome(threadId: string, key: string, outcome: string, at: number): Promise<void>;
   /** Durably records a nondeterministic output (insert if absent) and returns the stored entry. */
   writeRecord(entry: NewLedgerEntry & { outcome: string }): Promise<LedgerEntry>;
-  /** Deletes `record` entries with these keys (effects are kept). */
-  discardRecords(threadId: string, keys: string[]): Promise<void>;
+  /**
+   * Deletes the `record` entries of `lease.threadId` with these keys, in one transaction
+   * (effects are kept; a key with no record is skipped). Fenced: when `lease` no longer
+   * holds the thread (taken over, released, or the thread deleted) it throws
+   * {@link LeaseLostError} and deletes nothing, even for an empty list.
+   *
+   * @example
+   * ```ts
+   * // A failed attempt's recorded outputs, so that its retry calls the model again:
+   * await ledger.discardRecords(lease, ['n:0#0', 'n:0#1']);
+   * ```
+   */
+  discardRecords(lease: ThreadLease, keys: string[]): Promise<void>;
 }

@@ -1,8 +1,10 @@
 /**
  * @module cairn/engine-kit
  * What an engine author builds on: the storage contracts (a checkpointer, a ledger,
- * a store, an artifact store), the shared store logic (`BaseStore` decides every
- * write, so an engine stores rows only), the filter parser and matcher, the codec
+ * a store, an artifact store) and their base classes, which hold every rule of the
+ * contract once (`BaseCheckpointer`, `BaseLedger`, `BaseStore`, `BaseArtifactStore`
+ * over an `ArtifactBackend`), so an engine implements storage primitives only; the
+ * engine's `Lifecycle` (lazy open, closed once); the filter parser and matcher, the codec
  * every stored value goes through, and the stored shapes of the thread log. Prove
  * an engine with the conformance suites in `cairn/testing`.
  *
@@ -19,6 +21,15 @@ export type * from '../contracts/artifact-store.js';
 export type * from '../contracts/engine.js';
 export type * from '../contracts/threads.js';
 export { comparePositionItems } from '../contracts/checkpointer.js';
+export { BaseCheckpointer, extendsHead, noRowsRemoved } from '../checkpointer/base-checkpointer.js';
+export type { CommitRefusal, HeldThread } from '../checkpointer/base-checkpointer.js';
+export type { NormalizedThreadQuery, MetadataValue } from '../internal/thread-query.js';
+export { threadMatches, compareThreads, isAfterCursor } from '../internal/thread-query.js';
+export { BaseLedger } from '../ledger/base-ledger.js';
+export { Lifecycle } from '../internal/lifecycle.js';
+export type { LifecycleHooks } from '../internal/lifecycle.js';
+export { BaseArtifactStore } from '../artifacts/base-artifact-store.js';
+export type { ArtifactBackend, ArtifactRecord, StoredRecord, RecordAddress, Staged, BlobReader } from '../artifacts/backend.js';
 export { BaseStore } from '../store/base-store.js';
 export type { ScanQuery } from '../store/base-store.js';
 export { decide, isLive } from '../store/rows.js';

@@ -5,12 +5,22 @@
  * run must not block its own restart for a whole lease period).
  */
 import { hostname } from 'node:os';
+import type { ThreadStatus } from '../contracts/threads.js';
 
 export interface HolderInfo {
   runId: string | null;
   pid: number | null;
   host: string | null;
   leaseUntil: number | null;
+}
+
+/** A thread as the lease rules judge it: read by an engine inside its transaction, with the engine's clock. */
+export interface HeldThread {
+  status: ThreadStatus;
+  holder: HolderInfo;
+  epoch: number;
+  /** The engine's clock (ms) when the row was read: leases are set and judged by one clock. */
+  now: number;
 }
 
 const thisHost = hostname();

@@ -305,7 +305,7 @@ export class ThreadRun implements ChildRunner {
       principal: this.thread.tenant,
       place: this.place,
       recordFailure: (failure) => this.recordFailure(failure),
-      discardRecords: (keys) => settings.engine.ledger.discardRecords(this.lease.threadId, keys),
+      discardRecords: (keys) => settings.engine.ledger.discardRecords(this.lease, keys),
       runChild: (task, child, origin, state) =>
         runSubgraphTask(task, child, origin, { ns: this.ns, schema: settings.schema, state, place: this.place }, (spec, ns) => this.childRun(spec, ns)),
     });

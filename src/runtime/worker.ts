@@ -98,10 +98,10 @@ export class Worker {
   /** Claims and runs threads until `stop()`. */
   async run(): Promise<void> {
     const cp = this.app.engine.checkpointer;
-    if (!cp.claimThreads) {
+    if (!cp.capabilities.claims) {
       throw new CairnError(`the ${cp.engine} engine cannot hand threads to workers: use postgres(url) (or sqlite(file) on one machine).`);
     }
-    const unsubscribe = cp.subscribeRunnable ? await cp.subscribeRunnable(() => this.wakeUp()) : undefined;
+    const unsubscribe = cp.capabilities.wakeUps ? await cp.subscribeRunnable!(() => this.wakeUp()) : undefined;
     try {
       while (!this.stopping) {
         const free = this.concurrency - this.active.size;
@@ -110,7 +110,7 @@ export class Worker {
           this.pending = false;
           let leases: ThreadLease[];
           try {
-            leases = await cp.claimThreads({ owner: { runId: randomUUID(), pid: process.pid, host: hostname() }, leaseMs: this.leaseMs, limit: free, graph: this.app.name });
+            leases = await cp.claimThreads!({ owner: { runId: randomUUID(), pid: process.pid, host: hostname() }, leaseMs: this.leaseMs, limit: free, graph: this.app.name });
           } catch (error) {
             this.options.onError?.(error);
             await this.idle(Math.min(this.pollMs, CLAIM_RETRY_MS));
@@ -158,7 +158,8 @@ export class Worker {
   private async idle(longest = this.pollMs): Promise<void> {
     let delay = longest;
     if (!this.pending && this.active.size < this.concurrency) {
-      const expiry = await this.app.engine.checkpointer.nextLeaseExpiry?.(this.app.name).catch(() => null);
+      const cp = this.app.engine.checkpointer;
+      const expiry = cp.capabilities.leaseExpiry ? await cp.nextLeaseExpiry!(this.app.name).catch(() => null) : null;
       if (expiry !== null && expiry !== undefined) delay = Math.min(delay, Math.max(5, expiry - Date.now() + 5));
     }
     // A wake-up that arrived while claiming or asking for the expiry is not slept through.

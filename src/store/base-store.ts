@@ -2,9 +2,10 @@
  * @module store/base-store
  * What every store engine shares: validation of everything a call names before
  * storage is touched, declared merge rules, the `update` compare-and-set loop, the
- * merge-function loop, paging, namespace listing and the access-policy views. An
- * engine extends {@link BaseStore} and implements six storage primitives; every
- * write decision inside them is made by `decide` (store/rows).
+ * merge-function loop, paging, namespace listing and the access-policy views, and
+ * (given the engine's lifecycle) the guard around every storage call: lazy open,
+ * EngineClosedError after close. An engine extends {@link BaseStore} and implements
+ * six storage primitives; every write decision inside them is made by `decide` (store/rows).
  *
  * @example
  * ```ts
@@ -39,6 +40,7 @@ import type {
 import { encode } from '../codec/tagged-json.js';
 import { InvalidOptionError, UpdateConflictError, VersionConflictError } from '../errors.js';
 import { checkStoreKey, decodeNamespace, encodeNamespace } from '../internal/keys.js';
+import type { Lifecycle } from '../internal/lifecycle.js';
 import { parseFilter, type Condition } from './filter.js';
 import { MergeRules } from './merge-rules.js';
 import { scopedStore } from './policy.js';
@@ -75,6 +77,12 @@ export abstract class BaseStore implements Store {
   abstract readonly capabilities: StoreCapabilities;
   private readonly rules = new MergeRules();
   private policy: AccessPolicy | null = null;
+
+  /**
+   * `lifecycle`: the engine's, shared with its checkpointer and ledger; every storage
+   * primitive runs through it. A store without one keeps its own lifecycle.
+   */
+  constructor(protected readonly lifecycle?: Lifecycle) {}
 
   /** The item's row, deleted or expired ones included, or null if it never existed. */
   protected abstract readRow(ns: string, key: string): Promise<StoredRow | null>;
@@ -116,7 +124,7 @@ export abstract class BaseStore implements Store {
   async get<T>(namespace: string[], key: string): Promise<StoreItem<T> | null> {
     const ns = encodeNamespace(namespace);
     checkStoreKey(key);
-    const row = await this.readRow(ns, key);
+    const row = await this.io(() => this.readRow(ns, key));
     return isLive(row, Date.now()) ? toItem<T>(row) : null;
   }
 
@@ -127,7 +135,7 @@ export abstract class BaseStore implements Store {
     const offset = options.offset === undefined ? 0 : nonNegativeInteger('offset', options.offset);
     const after = options.cursor === undefined || options.cursor === null ? null : decodeCursor(String(options.cursor));
     // One row more than asked says whether another page exists.
-    const rows = await this.scan({ ns, now: Date.now(), conditions, after, offset, limit: limit === null ? null : limit + 1 });
+    const rows = await this.io(() => this.scan({ ns, now: Date.now(), conditions, after, offset, limit: limit === null ? null : limit + 1 }));
     const page = limit === null ? rows : rows.slice(0, limit);
     const more = limit !== null && rows.length > limit;
     return { items: page.map((row) => toItem<T>(row)), cursor: more ? encodeCursor(page[page.length - 1]!) : null };
@@ -146,7 +154,7 @@ export abstract class BaseStore implements Store {
     let last: string[] | undefined;
     // Engines return encoded namespaces in order; cutting to a depth keeps that order
     // (the separator sorts below every label character), so duplicates are adjacent.
-    for (const encoded of await this.scanNamespaces(ns, Date.now())) {
+    for (const encoded of await this.io(() => this.scanNamespaces(ns, Date.now()))) {
       let labels = decodeNamespace(encoded);
       if (depth !== null && labels.length > depth) labels = labels.slice(0, depth);
       if (last && last.length === labels.length && last.every((l, i) => l === labels[i])) continue;
@@ -160,7 +168,7 @@ export abstract class BaseStore implements Store {
     const ns = encodeNamespace(prefix);
     const limit = options.limit === undefined ? null : nonNegativeInteger('limit', options.limit, { positive: true });
     const afterId = options.afterId === undefined ? 0 : nonNegativeInteger('afterId', options.afterId);
-    return (await this.readOverwrites(ns, afterId, limit)).map(toOverwriteRecord);
+    return (await this.io(() => this.readOverwrites(ns, afterId, limit))).map(toOverwriteRecord);
   }
 
   // ---------------------------------------------------------------- writes
@@ -210,7 +218,7 @@ export abstract class BaseStore implements Store {
   }
 
   async sweepExpired(): Promise<number> {
-    return this.sweep(Date.now());
+    return this.io(() => this.sweep(Date.now()));
   }
 
   /**
@@ -223,7 +231,7 @@ export abstract class BaseStore implements Store {
     const prepared = ops.map((op, i) => this.prepare(op, i, strict));
     for (let round = 1; ; round++) {
       try {
-        return await this.applyOps(prepared, Date.now());
+        return await this.io(() => this.applyOps(prepared, Date.now()));
       } catch (error) {
         if (!VersionConflictError.is(error) || strict) throw error;
         const index = conflictIndex.get(error as VersionConflictError);
@@ -238,6 +246,11 @@ export abstract class BaseStore implements Store {
         prepared[index!] = { ...op, text: encode(merged, `merged store ${op.namespace.join('/')}/${op.key}`), ifVersion: current?.version ?? 0 };
       }
     }
+  }
+
+  /** Runs one storage primitive through the engine's lifecycle, when it has one. */
+  private io<T>(fn: () => Promise<T>): Promise<T> {
+    return this.lifecycle ? this.lifecycle.run(fn) : fn();
   }
 
   private prepare(op: StoreOp, index: number, strict: boolean): PreparedOp {

@@ -2,7 +2,8 @@
  * @module testing/ledger.suite
  * The conformance suite of the {@link Ledger} contract: first write wins for
  * intents and records, an outcome lands once, records can be discarded but
- * effects never, entries are per thread. Every engine runs it.
+ * effects never, discards are fenced by the run's lease, entries are per thread,
+ * writes for a missing thread store nothing. Every engine runs it.
  *
  * Each test gets a fresh engine from `create()`; the threads it writes under are
  * created through the engine's checkpointer first (a ledger entry belongs to a thread).
@@ -17,7 +18,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../contracts/engine.js';
 import type { Ledger, LedgerEntry, NewLedgerEntry } from '../contracts/ledger.js';
-import { EngineClosedError } from '../errors.js';
+import type { ThreadLease } from '../contracts/threads.js';
+import { EngineClosedError, LeaseLostError, ThreadNotFoundError } from '../errors.js';
+import { callFor, LEDGER_CALLS } from './contract-calls.js';
 
 /** Options of {@link ledgerSuite}. */
 export interface LedgerSuiteOptions {
@@ -30,6 +33,23 @@ export interface LedgerSuiteOptions {
 }
 
 const T0 = 1_700_000_000_000;
+const REMOTE_HOST = 'cairn-suite.remote.invalid';
+/** Short enough to wait out in a test, long enough to act within. */
+const SHORT_LEASE = 40;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Awaits `run()` and checks it rejects with an error of `type` (matched by its stable code). */
+async function expectError<T>(run: () => Promise<unknown>, type: { readonly code: string; prototype: T }): Promise<T> {
+  let outcome: unknown;
+  try {
+    outcome = await run();
+  } catch (error) {
+    expect((error as { code?: unknown }).code, `expected ${type.code}, got: ${String(error)}`).toBe(type.code);
+    return error as T;
+  }
+  return expect.fail(`expected ${type.code}, but the call resolved with ${JSON.stringify(outcome)}`);
+}
 
 /** A new effect entry; override any field. Defaults: thread t1, root ns, seq 0, task `n:0`, call 0. */
 function effect(key: string, extra: Partial<NewLedgerEntry> = {}): NewLedgerEntry {
@@ -63,17 +83,21 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
   describe(`Ledger conformance: ${options.name}`, () => {
     let engine: Engine;
     let ledger: Ledger;
+    /** The live lease of each thread the tests write under. */
+    let leases: Record<'t1' | 't2', ThreadLease>;
+
+    /** Creates a thread held by a run on a remote host (its liveness judged by lease expiry alone). */
+    const createThread = (id: string, leaseMs = 60_000) =>
+      engine.checkpointer.acquireThread(id, {
+        owner: { runId: `ledger-suite-${id}-${Math.random().toString(36).slice(2)}`, pid: 4242, host: REMOTE_HOST },
+        leaseMs,
+        create: { kind: 'task', tenant: null, metadata: {} },
+      });
 
     beforeEach(async () => {
       engine = await options.create();
       ledger = engine.ledger;
-      for (const id of ['t1', 't2']) {
-        await engine.checkpointer.acquireThread(id, {
-          owner: { runId: `ledger-suite-${id}`, pid: 4242, host: 'cairn-suite.remote.invalid' },
-          leaseMs: 60_000,
-          create: { kind: 'task', tenant: null, metadata: {} },
-        });
-      }
+      leases = { t1: await createThread('t1'), t2: await createThread('t2') };
     });
 
     afterEach(async () => {
@@ -203,7 +227,7 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
         await ledger.writeIntent(effect('e2', { call: 4 }));
         await ledger.writeOutcome('t1', 'e2', '"done"', T0 + 1);
 
-        await ledger.discardRecords('t1', ['r1', 'r3', 'e1', 'e2', 'no-such-key']);
+        await ledger.discardRecords(leases.t1, ['r1', 'r3', 'e1', 'e2', 'no-such-key']);
         expect(await ledger.get('t1', 'r1')).toBeNull();
         expect(await ledger.get('t1', 'r3')).toBeNull();
         expect(await ledger.get('t1', 'r2')).toMatchObject({ outcome: '2' });
@@ -214,14 +238,58 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
 
       it('lets a discarded record be written again with a new outcome', async () => {
         await ledger.writeRecord(record('r1', '"old"'));
-        await ledger.discardRecords('t1', ['r1']);
+        await ledger.discardRecords(leases.t1, ['r1']);
         expect(await ledger.writeRecord(record('r1', '"new"'))).toMatchObject({ outcome: '"new"' });
       });
 
       it('accepts an empty key list', async () => {
         await ledger.writeRecord(record('r1', '1'));
-        await ledger.discardRecords('t1', []);
+        await ledger.discardRecords(leases.t1, []);
         expect(await ledger.get('t1', 'r1')).not.toBeNull();
+      });
+    });
+
+    describe('discardRecords is fenced by the lease', () => {
+      it('a lease lost to a takeover throws LeaseLostError and deletes nothing; the successor discards', async () => {
+        const stale = await createThread('t3', SHORT_LEASE);
+        await ledger.writeRecord(record('r1', '"kept"', { threadId: 't3' }));
+        await ledger.writeRecord(record('r2', '"kept too"', { threadId: 't3', call: 1 }));
+        await sleep(SHORT_LEASE * 2);
+        const fresh = await engine.checkpointer.acquireThread('t3', { owner: { runId: 'successor', pid: 4242, host: REMOTE_HOST }, leaseMs: 60_000 });
+        const error = await expectError(() => ledger.discardRecords(stale, ['r1', 'r2']), LeaseLostError);
+        expect(error.threadId).toBe('t3');
+        expect((await ledger.list('t3')).map((e) => e.key)).toEqual(['r1', 'r2']);
+        // Even an empty list is checked.
+        await expectError(() => ledger.discardRecords(stale, []), LeaseLostError);
+        await ledger.discardRecords(fresh, ['r1']);
+        expect((await ledger.list('t3')).map((e) => e.key)).toEqual(['r2']);
+      });
+
+      it('a released lease throws LeaseLostError and deletes nothing', async () => {
+        await ledger.writeRecord(record('r1', '"kept"'));
+        await engine.checkpointer.releaseThread(leases.t1);
+        await expectError(() => ledger.discardRecords(leases.t1, ['r1']), LeaseLostError);
+        expect(await ledger.get('t1', 'r1')).toMatchObject({ outcome: '"kept"' });
+      });
+
+      it("the lease of a deleted thread throws LeaseLostError; another thread's lease deletes nothing of this one", async () => {
+        await ledger.writeRecord(record('r', '"t2"', { threadId: 't2' }));
+        // A lease names its thread: t1's lease discards t1's records only.
+        await ledger.discardRecords(leases.t1, ['r']);
+        expect(await ledger.get('t2', 'r')).toMatchObject({ outcome: '"t2"' });
+        await engine.checkpointer.deleteThread('t1', { lease: leases.t1 });
+        await expectError(() => ledger.discardRecords(leases.t1, ['r']), LeaseLostError);
+        expect(await ledger.get('t2', 'r')).toMatchObject({ outcome: '"t2"' });
+      });
+    });
+
+    describe('a missing thread', () => {
+      it('writeIntent, writeRecord and writeOutcome for a thread that does not exist throw ThreadNotFoundError and store nothing', async () => {
+        await expectError(() => ledger.writeIntent(effect('k', { threadId: 'missing' })), ThreadNotFoundError);
+        await expectError(() => ledger.writeRecord(record('r', '1', { threadId: 'missing' })), ThreadNotFoundError);
+        await expectError(() => ledger.writeOutcome('missing', 'k', '1', T0), ThreadNotFoundError);
+        expect(await ledger.list('missing')).toEqual([]);
+        expect(await ledger.get('missing', 'k')).toBeNull();
       });
     });
 
@@ -237,7 +305,7 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
 
         await ledger.writeRecord(record('r', '"t1"', { threadId: 't1' }));
         await ledger.writeRecord(record('r', '"t2"', { threadId: 't2' }));
-        await ledger.discardRecords('t1', ['r']);
+        await ledger.discardRecords(leases.t1, ['r']);
         expect(await ledger.get('t1', 'r')).toBeNull();
         expect(await ledger.get('t2', 'r')).toMatchObject({ outcome: '"t2"' });
         expect((await ledger.list('t2')).map((e) => e.threadId)).toEqual(['t2', 't2']);
@@ -255,7 +323,7 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
           ['writeIntent', () => ledger.writeIntent(effect('k2'))],
           ['writeOutcome', () => ledger.writeOutcome('t1', 'k1', '1', T0)],
           ['writeRecord', () => ledger.writeRecord(record('r', '1'))],
-          ['discardRecords', () => ledger.discardRecords('t1', ['k1'])],
+          ['discardRecords', () => ledger.discardRecords(leases.t1, ['k1'])],
         ];
         for (const [method, call] of calls) {
           let caught: unknown;
@@ -264,6 +332,19 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
           } catch (error) {
             caught = error;
           }
+          expect((caught as { code?: string } | undefined)?.code, `${method} after close`).toBe(EngineClosedError.code);
+        }
+      });
+
+      it('every method the contract names (the list is derived from it) throws EngineClosedError after close()', async () => {
+        await engine.close();
+        for (const [method, entry] of Object.entries(LEDGER_CALLS)) {
+          const call = callFor(entry, engine);
+          if (typeof call === 'string') continue;
+          const caught = await call({ engine, lease: leases.t1 }).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
           expect((caught as { code?: string } | undefined)?.code, `${method} after close`).toBe(EngineClosedError.code);
         }
       });

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineState, field, graph, START, END } from '../../src/index.js';
 import { memory } from '../../src/engines/memory/index.js';
-import { memoryArtifacts, type MemoryArtifactStore } from '../../src/artifacts/memory-artifact-store.js';
+import { memoryArtifacts, type MemoryArtifactStore } from '../../src/artifacts/memory/index.js';
 import { listArtifacts, loadValue, storeValue, VALUE_MEDIA_TYPE } from '../../src/artifacts/helpers.js';
 import { collectArtifacts, parseRetentionRule, pinArtifact, unpinArtifact, type ArtifactRetentionRule } from '../../src/inspect/gc.js';
 import { verifyArtifacts } from '../../src/inspect/artifact-verify.js';

@@ -12,7 +12,7 @@ import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ArtifactRef, ArtifactStore } from '../../src/contracts/artifact-store.js';
 import { FsArtifactStore } from '../../src/artifacts/fs/index.js';
-import { memoryArtifacts } from '../../src/artifacts/memory-artifact-store.js';
+import { memoryArtifacts } from '../../src/artifacts/memory/index.js';
 import { hostileArtifactKeys } from '../../src/testing/artifact-store.suite.js';
 import { BUCKET, freshS3Store, startS3Server, type S3Server } from './s3-server.js';
 

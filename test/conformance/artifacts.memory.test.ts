@@ -1,4 +1,4 @@
-import { memoryArtifacts, type MemoryArtifactStore } from '../../src/artifacts/memory-artifact-store.js';
+import { memoryArtifacts, type MemoryArtifactStore } from '../../src/artifacts/memory/index.js';
 import { artifactStoreSuite } from '../../src/testing/artifact-store.suite.js';
 
 artifactStoreSuite<MemoryArtifactStore>({

@@ -19,7 +19,7 @@ import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import type { Engine } from '../../src/contracts/engine.js';
-import { memoryArtifacts } from '../../src/artifacts/memory-artifact-store.js';
+import { memoryArtifacts } from '../../src/artifacts/memory/index.js';
 import { workedExample } from '../../src/testing/worked-example.js';
 import { caught, ENGINES, openRaw, tidOf, tmpFile, useEngine } from './engines.js';
 import { chain, CHILD_NS, GRANDCHILD_NS, storeThread, threadWithChildren } from '../helpers/positions.js';

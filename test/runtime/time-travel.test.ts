@@ -11,7 +11,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Engine } from '../../src/contracts/engine.js';
-import { memoryArtifacts } from '../../src/artifacts/memory-artifact-store.js';
+import { memoryArtifacts } from '../../src/artifacts/memory/index.js';
 import { PositionNotFoundError, StateValidationError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';

@@ -24,7 +24,11 @@ function appOn(engine: Engine) {
 /** The engine with some checkpointer methods replaced (the rest still the real memory engine). */
 function withCheckpointer(engine: Engine, overrides: Partial<Checkpointer>): Engine {
   const checkpointer = new Proxy(engine.checkpointer, {
-    get: (target, key, receiver) => (key in overrides ? overrides[key as keyof Checkpointer] : Reflect.get(target, key, receiver)?.bind?.(target)),
+    get: (target, key, receiver) => {
+      if (key in overrides) return overrides[key as keyof Checkpointer];
+      const value: unknown = Reflect.get(target, key, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
   });
   return Object.assign(Object.create(Object.getPrototypeOf(engine)), engine, { checkpointer });
 }

@@ -1,34 +1,20 @@
 /**
  * @module cairn/memory
- * The in-memory engine: thread log, ledger and store in process memory. For
- * tests and development; nothing survives the process.
+ * Everything in process memory, for tests and development: the engine (thread
+ * log, ledger and store) and an artifact store. Nothing survives the process.
+ *
+ * This file is the `cairn/memory` entry only: the engine lives in
+ * `memory-engine.ts` and imports no artifact backend; the artifact store lives
+ * beside the other backends (`artifacts/memory/`) and is re-exported here.
  *
  * @example
  * ```ts
- * import { memory } from 'cairn/memory';
- * const app = graph(State).node(...).compile({ engine: memory() });
+ * import { memory, memoryArtifacts } from 'cairn/memory';
+ * const app = graph(State).node(...).compile({ engine: memory(), artifacts: memoryArtifacts() });
  * ```
  */
-import type { Engine } from '../../contracts/engine.js';
-import { Lifecycle } from '../../internal/lifecycle.js';
-import { MemoryCheckpointer } from './memory-checkpointer.js';
-import { MemoryLedger } from './memory-ledger.js';
-import { MemoryStore } from './memory-store.js';
-
-export { MemoryCheckpointer, MemoryLedger, MemoryStore };
-export { MemoryArtifactStore, memoryArtifacts } from '../../artifacts/memory-artifact-store.js';
-
-/** Creates an in-memory engine. */
-export function memory(): Engine {
-  const lifecycle = new Lifecycle('memory', () => undefined);
-  const ledger = new MemoryLedger(lifecycle, (threadId) => checkpointer.hasThread(threadId));
-  const store = new MemoryStore(lifecycle);
-  const checkpointer: MemoryCheckpointer = new MemoryCheckpointer(lifecycle, {
-    dropLedger: (threadId) => ledger.dropThread(threadId),
-    dropKeys: (ns, suffix) => store.dropKeys(ns, suffix),
-  });
-  const close = async () => {
-    if (lifecycle.close()) await checkpointer.close();
-  };
-  return { name: 'memory', checkpointer, ledger, store, close, [Symbol.asyncDispose]: close };
-}
+export { memory } from './memory-engine.js';
+export { MemoryCheckpointer } from './memory-checkpointer.js';
+export { MemoryLedger } from './memory-ledger.js';
+export { MemoryStore } from './memory-store.js';
+export { MemoryArtifactStore, memoryArtifacts } from '../../artifacts/memory/index.js';

@@ -3,11 +3,12 @@
  * The thread log in process memory: for tests and development. Same contract,
  * same behaviour as the durable engines, nothing survives the process.
  */
+import { BaseCheckpointer, extendsHead, type CommitRefusal, type HeldThread } from '../../checkpointer/base-checkpointer.js';
 import type {
   AcquireRequest,
-  ClaimRequest,
   AttemptFailure,
-  Checkpointer,
+  CheckpointerCapabilities,
+  ClaimRequest,
   HeadAnchor,
   PendingWrite,
   PositionItem,
@@ -18,13 +19,12 @@ import type {
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
 import { comparePositionItems } from '../../contracts/checkpointer.js';
-import type { DeleteThreadOptions, DeleteThreadResult, ThreadLease, ThreadQuery, ThreadRecord } from '../../contracts/threads.js';
-import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
-import { checkThreadId, compareCodePoints } from '../../internal/keys.js';
-import { describeHolder, holderIsLive, type HolderInfo } from '../../internal/lease.js';
+import type { DeleteThreadResult, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
+import { compareCodePoints } from '../../internal/keys.js';
+import { holderIsLive, type HolderInfo } from '../../internal/lease.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
-import { compareThreads, isAfterCursor, normalizeIfStatus, normalizeThreadQuery, threadMatches } from '../../internal/thread-query.js';
+import { compareThreads, isAfterCursor, threadMatches, type NormalizedThreadQuery } from '../../internal/thread-query.js';
 
 interface ThreadRow {
   record: ThreadRecord;
@@ -52,25 +52,33 @@ export interface MemoryThreadCascade {
   dropKeys(ns: string, suffix: string): number;
 }
 
-export class MemoryCheckpointer implements Checkpointer {
+/**
+ * The thread log contract in process memory. `memory()` builds one; every call runs
+ * synchronously on the maps below, so each is atomic.
+ *
+ * @example `const cp = memory().checkpointer;`
+ */
+export class MemoryCheckpointer extends BaseCheckpointer {
   readonly engine = 'memory';
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true };
   private readonly threads = new Map<string, ThreadRow>();
   private readonly listeners = new Set<(threadId: string) => void>();
 
   constructor(
-    private readonly lifecycle: Lifecycle,
+    lifecycle: Lifecycle,
     private readonly cascade?: MemoryThreadCascade,
-  ) {}
-
-  private row(threadId: string): ThreadRow | undefined {
-    this.lifecycle.assertOpen();
-    return this.threads.get(threadId);
+  ) {
+    super(lifecycle);
   }
 
-  private held(lease: ThreadLease): ThreadRow {
-    const row = this.row(lease.threadId);
-    if (!row || row.holder.runId !== lease.runId || row.epoch !== lease.epoch) throw new LeaseLostError(lease.threadId, { engine: this.engine });
-    return row;
+  /** The thread's row while `lease` holds it, else undefined. */
+  private held(lease: ThreadLease): ThreadRow | undefined {
+    const row = this.threads.get(lease.threadId);
+    return row && row.holder.runId === lease.runId && row.epoch === lease.epoch ? row : undefined;
+  }
+
+  private judged(row: ThreadRow | undefined): HeldThread | null {
+    return row ? { status: row.record.status, holder: row.holder, epoch: row.epoch, now: Date.now() } : null;
   }
 
   /** True when the thread exists (the engine's ledger asks before writing an entry). */
@@ -78,14 +86,23 @@ export class MemoryCheckpointer implements Checkpointer {
     return this.threads.has(threadId);
   }
 
-  async getThread(threadId: string): Promise<ThreadRecord | null> {
-    const row = this.row(threadId);
+  /** True when `lease` holds its thread (the engine's ledger fences its discards with it). */
+  holds(lease: ThreadLease): boolean {
+    return this.held(lease) !== undefined;
+  }
+
+  /** Forgets every thread: the engine's close. */
+  clear(): void {
+    this.threads.clear();
+    this.listeners.clear();
+  }
+
+  protected async readThread(threadId: string): Promise<ThreadRecord | null> {
+    const row = this.threads.get(threadId);
     return row ? structuredClone(row.record) : null;
   }
 
-  async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
-    const q = normalizeThreadQuery(query);
-    this.lifecycle.assertOpen();
+  protected async queryThreads(q: NormalizedThreadQuery): Promise<ThreadRecord[]> {
     return [...this.threads.values()]
       .map((r) => r.record)
       .filter((t) => threadMatches(t, q) && isAfterCursor(t, q))
@@ -94,14 +111,10 @@ export class MemoryCheckpointer implements Checkpointer {
       .map((t) => structuredClone(t));
   }
 
-  async deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
-    const ifStatus = normalizeIfStatus(options.ifStatus);
-    const row = this.row(threadId);
-    if (!row) return { deleted: false, threadId, reason: 'missing' };
-    if (options.lease) {
-      if (row.holder.runId !== options.lease.runId || row.epoch !== options.lease.epoch) throw new LeaseLostError(threadId, { engine: this.engine });
-    } else if (holderIsLive(row.holder, Date.now())) throw new ThreadBusyError(threadId, describeHolder(row.holder), { engine: this.engine });
-    if (ifStatus && !ifStatus.includes(row.record.status)) return { deleted: false, threadId, reason: 'status', status: row.record.status };
+  protected async removeThread(threadId: string, judge: (held: HeldThread | null) => DeleteThreadResult | null): Promise<DeleteThreadResult> {
+    const row = this.threads.get(threadId);
+    const verdict = judge(this.judged(row));
+    if (verdict || !row) return verdict ?? { deleted: false, threadId, reason: 'missing' };
     const count = <V>(byNs: Map<string, Map<number, V>>, size: (v: V) => number = () => 1) =>
       [...byNs.values()].reduce((n, inner) => n + [...inner.values()].reduce((m, v) => m + size(v), 0), 0);
     const removed = {
@@ -117,28 +130,27 @@ export class MemoryCheckpointer implements Checkpointer {
     return { deleted: true, threadId, removed };
   }
 
-  async listFailures(threadId: string): Promise<AttemptFailure[]> {
-    return structuredClone(this.row(threadId)?.failures ?? []);
+  protected async readFailures(threadId: string): Promise<AttemptFailure[]> {
+    return structuredClone(this.threads.get(threadId)?.failures ?? []);
   }
 
-  async acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease> {
-    checkThreadId(threadId);
+  protected async acquire(threadId: string, request: AcquireRequest, admit: (held: HeldThread | null) => 'create' | 'take'): Promise<ThreadLease> {
     const now = Date.now();
-    let row = this.row(threadId);
-    if (!row) {
-      if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
+    let row = this.threads.get(threadId);
+    if (admit(this.judged(row)) === 'create') {
+      const create = request.create!;
       row = {
         record: {
           id: threadId,
-          kind: request.create.kind,
+          kind: create.kind,
           status: 'running',
           head: null,
           attempts: 0,
-          tenant: request.create.tenant,
-          metadata: structuredClone(request.create.metadata),
+          tenant: create.tenant,
+          metadata: structuredClone(create.metadata),
           lastError: null,
-          createdAt: request.create.createdAt ?? now,
-          updatedAt: request.create.updatedAt ?? request.create.createdAt ?? now,
+          createdAt: create.createdAt ?? now,
+          updatedAt: create.updatedAt ?? create.createdAt ?? now,
         },
         holder: { runId: null, pid: null, host: null, leaseUntil: null },
         epoch: 0,
@@ -150,32 +162,27 @@ export class MemoryCheckpointer implements Checkpointer {
         failures: [],
       };
       this.threads.set(threadId, row);
-    } else if (holderIsLive(row.holder, now)) {
-      throw new ThreadBusyError(threadId, describeHolder(row.holder), { engine: this.engine });
     }
-    row.epoch++;
-    row.holder = { runId: request.owner.runId, pid: request.owner.pid, host: request.owner.host, leaseUntil: now + request.leaseMs };
-    return { threadId, runId: request.owner.runId, epoch: row.epoch, expiresAt: now + request.leaseMs, thread: structuredClone(row.record) };
+    return this.grant(row!, request, now);
   }
 
-  async claimThreads(request: ClaimRequest): Promise<ThreadLease[]> {
-    this.lifecycle.assertOpen();
+  /** Gives `row` a fresh lease (epoch + 1) for `request.owner`. */
+  private grant(row: ThreadRow, request: { owner: AcquireRequest['owner']; leaseMs: number }, now: number): ThreadLease {
+    row.epoch++;
+    row.holder = { runId: request.owner.runId, pid: request.owner.pid, host: request.owner.host, leaseUntil: now + request.leaseMs };
+    return { threadId: row.record.id, runId: request.owner.runId, epoch: row.epoch, expiresAt: now + request.leaseMs, thread: structuredClone(row.record) };
+  }
+
+  protected override async claim(request: ClaimRequest): Promise<ThreadLease[]> {
     const now = Date.now();
-    const leases: ThreadLease[] = [];
     const runnable = [...this.threads.values()]
       .filter((row) => row.record.status === 'running' && (request.graph === undefined || row.record.metadata.graph === request.graph) && !holderIsLive(row.holder, now))
       .sort((a, b) => a.record.updatedAt - b.record.updatedAt);
-    for (const row of runnable.slice(0, request.limit)) {
-      row.epoch++;
-      row.holder = { runId: request.owner.runId, pid: request.owner.pid, host: request.owner.host, leaseUntil: now + request.leaseMs };
-      leases.push({ threadId: row.record.id, runId: request.owner.runId, epoch: row.epoch, expiresAt: now + request.leaseMs, thread: structuredClone(row.record) });
-    }
-    return leases;
+    return runnable.slice(0, request.limit).map((row) => this.grant(row, request, now));
   }
 
-  async nextLeaseExpiry(graph?: string): Promise<number | null> {
+  protected override async earliestLeaseExpiry(graph: string | undefined): Promise<number | null> {
     let earliest: number | null = null;
-    this.lifecycle.assertOpen();
     for (const row of this.threads.values()) {
       const until = row.holder.leaseUntil;
       if (row.record.status !== 'running' || until === null || (graph !== undefined && row.record.metadata.graph !== graph)) continue;
@@ -184,30 +191,31 @@ export class MemoryCheckpointer implements Checkpointer {
     return earliest;
   }
 
-  async subscribeRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {
+  protected override async watchRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {
     this.listeners.add(listener);
     return async () => {
       this.listeners.delete(listener);
     };
   }
 
-  async renewLease(lease: ThreadLease, leaseMs: number): Promise<ThreadLease> {
+  protected async renew(lease: ThreadLease, leaseMs: number): Promise<number | null> {
     const row = this.held(lease);
+    if (!row) return null;
     row.holder.leaseUntil = Date.now() + leaseMs;
-    return { ...lease, expiresAt: row.holder.leaseUntil };
+    return row.holder.leaseUntil;
   }
 
-  async releaseThread(lease: ThreadLease): Promise<void> {
-    const row = this.row(lease.threadId);
-    if (row && row.holder.runId === lease.runId && row.epoch === lease.epoch) {
-      row.holder = { runId: null, pid: null, host: null, leaseUntil: null };
-      // Work left: wake the workers.
-      if (row.record.status === 'running') for (const listener of this.listeners) listener(lease.threadId);
-    }
-  }
-
-  async updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord> {
+  protected async release(lease: ThreadLease): Promise<void> {
     const row = this.held(lease);
+    if (!row) return;
+    row.holder = { runId: null, pid: null, host: null, leaseUntil: null };
+    // Work left: wake the workers.
+    if (row.record.status === 'running') for (const listener of this.listeners) listener(lease.threadId);
+  }
+
+  protected async update(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord | null> {
+    const row = this.held(lease);
+    if (!row) return null;
     const record = row.record;
     if (patch.status !== undefined) record.status = patch.status;
     if (patch.lastError !== undefined) record.lastError = structuredClone(patch.lastError);
@@ -217,16 +225,14 @@ export class MemoryCheckpointer implements Checkpointer {
     return structuredClone(record);
   }
 
-  async commitStep(lease: ThreadLease, commit: StepCommit): Promise<void> {
+  protected async commit(lease: ThreadLease, commit: StepCommit): Promise<CommitRefusal | undefined> {
     const row = this.held(lease);
+    if (!row) return { reason: 'lease' };
     const { position } = commit;
     const ns = position.ns;
-    const positions = mapOf(row.positions, ns);
     const head = row.heads.get(ns)?.seq ?? null;
-    if (head !== commit.expectedHead || position.seq !== (head ?? -1) + 1) {
-      throw new HeadMovedError(lease.threadId, commit.expectedHead, head, { engine: this.engine });
-    }
-    positions.set(position.seq, { ...position });
+    if (!extendsHead(commit, head)) return { reason: 'head', head };
+    mapOf(row.positions, ns).set(position.seq, { ...position });
     row.heads.set(ns, { seq: position.seq, hash: position.hash });
     if (commit.items.length) mapOf(row.items, ns).set(position.seq, commit.items.map((i) => ({ ...i })));
     if (commit.snapshot !== undefined) mapOf(row.snapshots, ns).set(position.seq, commit.snapshot);
@@ -236,49 +242,53 @@ export class MemoryCheckpointer implements Checkpointer {
       row.record.status = commit.status;
     }
     row.record.updatedAt = Date.now();
+    return undefined;
   }
 
-  async putSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<void> {
+  protected async writeSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<'stored' | 'lease' | 'position'> {
     const row = this.held(lease);
-    if (!row.positions.get(snapshot.ns)?.has(snapshot.seq)) throw new PositionNotFoundError(lease.threadId, snapshot.seq, { engine: this.engine });
+    if (!row) return 'lease';
+    if (!row.positions.get(snapshot.ns)?.has(snapshot.seq)) return 'position';
     mapOf(row.snapshots, snapshot.ns).set(snapshot.seq, snapshot.text);
+    return 'stored';
   }
 
-  async putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void> {
+  protected async writePending(lease: ThreadLease, write: PendingWrite): Promise<boolean> {
     const row = this.held(lease);
-    row.pending.set(`${write.ns}\u0000${write.baseSeq}\u0000${write.task}`, { ...write });
+    row?.pending.set(`${write.ns}\u0000${write.baseSeq}\u0000${write.task}`, { ...write });
+    return row !== undefined;
   }
 
-  async getPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]> {
-    const row = this.row(threadId);
+  protected async readPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]> {
+    const row = this.threads.get(threadId);
     if (!row) return [];
     return [...row.pending.values()].filter((w) => w.ns === ns && w.baseSeq === baseSeq).sort((a, b) => (a.task < b.task ? -1 : 1));
   }
 
-  async getPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
-    const p = this.row(threadId)?.positions.get(ns)?.get(seq);
+  protected async readPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
+    const p = this.threads.get(threadId)?.positions.get(ns)?.get(seq);
     return p ? { ...p } : null;
   }
 
-  async getPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]> {
-    const positions = this.row(threadId)?.positions.get(ns);
+  protected async readPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]> {
+    const positions = this.threads.get(threadId)?.positions.get(ns);
     if (!positions) return [];
     return [...positions.values()].filter((p) => p.seq >= range.from && p.seq <= range.to).sort((a, b) => a.seq - b.seq).map((p) => ({ ...p }));
   }
 
-  async getHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
-    const head = this.row(threadId)?.heads.get(ns);
+  protected async readHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
+    const head = this.threads.get(threadId)?.heads.get(ns);
     return head ? { ...head } : null;
   }
 
-  async listNamespaces(threadId: string): Promise<string[]> {
-    const row = this.row(threadId);
+  protected async readNamespaces(threadId: string): Promise<string[]> {
+    const row = this.threads.get(threadId);
     if (!row) return [];
     return [...new Set([...row.positions.keys(), ...row.heads.keys()])].sort(compareCodePoints);
   }
 
-  async listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
-    const positions = this.row(threadId)?.positions.get(ns);
+  protected async readPositionPage(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number }): Promise<StoredPosition[]> {
+    const positions = this.threads.get(threadId)?.positions.get(ns);
     if (!positions) return [];
     return [...positions.values()]
       .filter((p) => page.beforeSeq === undefined || p.seq < page.beforeSeq)
@@ -287,20 +297,20 @@ export class MemoryCheckpointer implements Checkpointer {
       .map((p) => ({ ...p }));
   }
 
-  async getSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null> {
-    const snapshots = this.row(threadId)?.snapshots.get(ns);
+  protected async readSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null> {
+    const snapshots = this.threads.get(threadId)?.snapshots.get(ns);
     let best: { seq: number; text: string } | null = null;
     for (const [seq, text] of snapshots ?? []) if (inRanges(seq, ranges) && (!best || seq > best.seq)) best = { seq, text };
     return best;
   }
 
-  async getSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]> {
-    const snapshots = this.row(threadId)?.snapshots.get(ns);
+  protected async readSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]> {
+    const snapshots = this.threads.get(threadId)?.snapshots.get(ns);
     return [...(snapshots ?? [])].filter(([seq]) => seq >= range.from && seq <= range.to).sort(([a], [b]) => a - b).map(([seq, text]) => ({ seq, text }));
   }
 
-  async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
-    const items = this.row(threadId)?.items.get(ns);
+  protected async readItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
+    const items = this.threads.get(threadId)?.items.get(ns);
     const texts: string[] = [];
     for (const seq of [...(items?.keys() ?? [])].sort((a, b) => a - b)) {
       if (!inRanges(seq, ranges)) continue;
@@ -310,8 +320,8 @@ export class MemoryCheckpointer implements Checkpointer {
     return texts;
   }
 
-  async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
-    const items = this.row(threadId)?.items.get(ns)?.get(seq) ?? [];
+  protected async readPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
+    const items = this.threads.get(threadId)?.items.get(ns)?.get(seq) ?? [];
     return fields.flatMap((field) =>
       items
         .filter((i) => i.field === field)
@@ -320,19 +330,14 @@ export class MemoryCheckpointer implements Checkpointer {
     );
   }
 
-  async getRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]> {
-    const items = this.row(threadId)?.items.get(ns);
+  protected async readRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]> {
+    const items = this.threads.get(threadId)?.items.get(ns);
     const found: RangeItem[] = [];
     for (const seq of [...(items?.keys() ?? [])].sort((a, b) => a - b)) {
       if (seq < range.from || seq > range.to) continue;
       for (const item of [...items!.get(seq)!].sort(comparePositionItems)) found.push({ ...item, seq });
     }
     return found;
-  }
-
-  async close(): Promise<void> {
-    this.lifecycle.close();
-    this.threads.clear();
   }
 }
 

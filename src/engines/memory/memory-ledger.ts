@@ -2,70 +2,81 @@
  * @module engines/memory/memory-ledger
  * The effect ledger in process memory.
  */
-import type { Ledger, LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
-import { ThreadNotFoundError } from '../../errors.js';
+import type { LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
+import type { ThreadLease } from '../../contracts/threads.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
+import { BaseLedger } from '../../ledger/base-ledger.js';
 
-export class MemoryLedger implements Ledger {
+/** What the ledger asks of the engine's thread table. */
+export interface MemoryLedgerThreads {
+  /** True when the thread exists: an entry is never written for a missing (or deleted) thread. */
+  exists(threadId: string): boolean;
+  /** True when `lease` still holds its thread: discards are fenced by it. */
+  holds(lease: ThreadLease): boolean;
+}
+
+/**
+ * The effect ledger contract in memory. `memory()` builds one, on its checkpointer's threads.
+ *
+ * @example `const ledger = memory().ledger;`
+ */
+export class MemoryLedger extends BaseLedger {
   readonly engine = 'memory';
   private readonly entries = new Map<string, LedgerEntry>();
 
-  /** `threadExists`: the engine's thread table, so that an entry is never written for a missing (or deleted) thread. */
+  /** `threads`: the engine's thread table (without one, every thread exists and every lease holds). */
   constructor(
-    private readonly lifecycle: Lifecycle,
-    private readonly threadExists: (threadId: string) => boolean = () => true,
-  ) {}
-
-  /** The entry id, after checking the thread exists (as the durable engines' inserts do). */
-  private writable(threadId: string, key: string): string {
-    const id = this.id(threadId, key);
-    if (!this.threadExists(threadId)) throw new ThreadNotFoundError(threadId, { engine: this.engine });
-    return id;
+    lifecycle: Lifecycle,
+    private readonly threads: MemoryLedgerThreads = { exists: () => true, holds: () => true },
+  ) {
+    super(lifecycle);
   }
 
   private id(threadId: string, key: string): string {
-    this.lifecycle.assertOpen();
     return `${threadId}\u0000${key}`;
   }
 
-  async get(threadId: string, key: string): Promise<LedgerEntry | null> {
+  protected async readEntry(threadId: string, key: string): Promise<LedgerEntry | null> {
     const entry = this.entries.get(this.id(threadId, key));
     return entry ? { ...entry } : null;
   }
 
-  async listForTask(threadId: string, ns: string, seq: number, task: string): Promise<LedgerEntry[]> {
-    return (await this.list(threadId)).filter((e) => e.ns === ns && e.seq === seq && e.task === task).sort((a, b) => a.call - b.call);
+  protected async readTask(threadId: string, ns: string, seq: number, task: string): Promise<LedgerEntry[]> {
+    return (await this.readThreadEntries(threadId)).filter((e) => e.ns === ns && e.seq === seq && e.task === task).sort((a, b) => a.call - b.call);
   }
 
-  async list(threadId: string): Promise<LedgerEntry[]> {
-    this.lifecycle.assertOpen();
+  protected async readThreadEntries(threadId: string): Promise<LedgerEntry[]> {
     return [...this.entries.values()].filter((e) => e.threadId === threadId).map((e) => ({ ...e }));
   }
 
-  async writeIntent(entry: NewLedgerEntry): Promise<LedgerEntry> {
-    const id = this.writable(entry.threadId, entry.key);
+  protected async insert(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): Promise<LedgerEntry | null> {
+    if (!this.threads.exists(entry.threadId)) return null;
+    const id = this.id(entry.threadId, entry.key);
     const existing = this.entries.get(id);
     if (existing) return { ...existing };
-    const stored: LedgerEntry = { ...entry, status: 'intent', outcome: null, completedAt: null };
+    const stored: LedgerEntry = { ...entry, status, outcome, completedAt: status === 'done' ? entry.createdAt : null };
     this.entries.set(id, stored);
     return { ...stored };
   }
 
-  async writeOutcome(threadId: string, key: string, outcome: string, at: number): Promise<void> {
+  protected async complete(threadId: string, key: string, outcome: string, at: number): Promise<boolean> {
+    if (!this.threads.exists(threadId)) return false;
     const entry = this.entries.get(this.id(threadId, key));
-    if (!entry || entry.status === 'done') return;
-    entry.status = 'done';
-    entry.outcome = outcome;
-    entry.completedAt = at;
+    if (entry && entry.status !== 'done') {
+      entry.status = 'done';
+      entry.outcome = outcome;
+      entry.completedAt = at;
+    }
+    return true;
   }
 
-  async writeRecord(entry: NewLedgerEntry & { outcome: string }): Promise<LedgerEntry> {
-    const id = this.writable(entry.threadId, entry.key);
-    const existing = this.entries.get(id);
-    if (existing) return { ...existing };
-    const stored: LedgerEntry = { ...entry, status: 'done', completedAt: entry.createdAt };
-    this.entries.set(id, stored);
-    return { ...stored };
+  protected async dropRecords(lease: ThreadLease, keys: string[]): Promise<boolean> {
+    if (!this.threads.holds(lease)) return false;
+    for (const key of keys) {
+      const id = this.id(lease.threadId, key);
+      if (this.entries.get(id)?.kind === 'record') this.entries.delete(id);
+    }
+    return true;
   }
 
   /** Deletes every entry of a thread (the engine's `deleteThread`); returns how many. */
@@ -80,10 +91,8 @@ export class MemoryLedger implements Ledger {
     return dropped;
   }
 
-  async discardRecords(threadId: string, keys: string[]): Promise<void> {
-    for (const key of keys) {
-      const id = this.id(threadId, key);
-      if (this.entries.get(id)?.kind === 'record') this.entries.delete(id);
-    }
+  /** Forgets every entry: the engine's close. */
+  clear(): void {
+    this.entries.clear();
   }
 }

@@ -25,8 +25,8 @@ export class MemoryStore extends BaseStore {
   private readonly rows = new Map<string, StoredRow>();
   private readonly overwrites: OverwriteRow[] = [];
 
-  constructor(private readonly lifecycle: Lifecycle) {
-    super();
+  constructor(lifecycle: Lifecycle) {
+    super(lifecycle);
   }
 
   private id(ns: string, key: string): string {
@@ -34,12 +34,10 @@ export class MemoryStore extends BaseStore {
   }
 
   protected async readRow(ns: string, key: string): Promise<StoredRow | null> {
-    this.lifecycle.assertOpen();
     return this.rows.get(this.id(ns, key)) ?? null;
   }
 
   protected async applyOps(ops: PreparedOp[], now: number): Promise<StoreOpResult[]> {
-    this.lifecycle.assertOpen();
     const staged = new Map<string, StoredRow>();
     const records: OverwriteRow[] = [];
     const results = ops.map((op, index) => {
@@ -57,7 +55,6 @@ export class MemoryStore extends BaseStore {
   }
 
   protected async scan(query: ScanQuery): Promise<StoredRow[]> {
-    this.lifecycle.assertOpen();
     const { ns, now, after, conditions } = query;
     const found = [...this.rows.values()]
       .filter((r) => r.ns.startsWith(ns) && isLive(r, now) && (!after || order(r, after) > 0))
@@ -67,14 +64,12 @@ export class MemoryStore extends BaseStore {
   }
 
   protected async scanNamespaces(ns: string, now: number): Promise<string[]> {
-    this.lifecycle.assertOpen();
     const found = new Set<string>();
     for (const row of this.rows.values()) if (row.ns.startsWith(ns) && isLive(row, now)) found.add(row.ns);
     return [...found].sort(compareCodePoints);
   }
 
   protected async sweep(now: number): Promise<number> {
-    this.lifecycle.assertOpen();
     let swept = 0;
     for (const [id, row] of this.rows) {
       if (!row.deleted && row.expiresAt !== null && row.expiresAt <= now) {
@@ -86,7 +81,6 @@ export class MemoryStore extends BaseStore {
   }
 
   protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {
-    this.lifecycle.assertOpen();
     const found = this.overwrites.filter((r) => r.id > afterId && r.ns.startsWith(ns));
     return limit === null ? found : found.slice(0, limit);
   }

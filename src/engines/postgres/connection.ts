@@ -4,6 +4,12 @@
  * (driver, pool, migrations), schema-qualified table names, prepared statements,
  * and wrapping of driver errors.
  *
+ * The pool is reached only through three entry points, each named by its operation:
+ * {@link PostgresConnection.query} (one statement), {@link PostgresConnection.transaction}
+ * (several, on one connection) and {@link PostgresConnection.listen} (a dedicated
+ * LISTEN connection). Every driver error leaves them as an {@link EngineError} naming
+ * the operation, its SQLSTATE and a fix, with the driver's error as `cause`.
+ *
  * Every statement names its tables with the schema (`"schema".cairn_threads`)
  * rather than setting `search_path` on each connection: a pool passed in by the
  * user keeps its own `search_path` for the user's own queries, nothing depends on
@@ -95,11 +101,10 @@ function connectHint(error: unknown): string {
  * @example `const conn = new PostgresConnection('postgres://app@db/app', { schema: 'cairn', max: 20 });`
  */
 export class PostgresConnection {
-  readonly lifecycle = new Lifecycle('postgres', () => undefined);
+  readonly lifecycle: Lifecycle;
   readonly schema: string;
   readonly tables: PostgresTables;
   private pool: PoolLike | undefined;
-  private ready: Promise<PoolLike> | undefined;
   private readonly ownsPool: boolean;
   private readonly names = new Map<string, string>();
 
@@ -108,6 +113,7 @@ export class PostgresConnection {
     private readonly options: PostgresOptions = {},
   ) {
     this.ownsPool = typeof source === 'string';
+    this.lifecycle = new Lifecycle('postgres', { open: () => this.open(), close: () => this.end() });
     this.schema = options.schema ?? 'public';
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(this.schema)) {
       throw new InvalidKeyError(`schema name ${JSON.stringify(this.schema)} is not a plain identifier (letters, digits, _; at most 63).`, {
@@ -129,19 +135,16 @@ export class PostgresConnection {
   }
 
   /** The pool, opened (driver loaded, schema migrated) on first use. A failed open is retried by the next call. */
-  use(): Promise<PoolLike> {
-    this.lifecycle.assertOpen();
-    this.ready ??= this.open().catch((error: unknown) => {
-      this.ready = undefined;
-      throw error;
-    });
-    return this.ready;
+  private async use(): Promise<PoolLike> {
+    await this.lifecycle.use();
+    return this.pool!;
   }
 
-  private async open(): Promise<PoolLike> {
-    const pool = typeof this.source === 'string' ? createPool(this.source, this.options.max ?? 10, this.options.applicationName ?? 'cairn') : this.source;
-    this.pool = pool;
+  private async open(): Promise<void> {
+    let pool: PoolLike | undefined;
     try {
+      pool = typeof this.source === 'string' ? createPool(this.source, this.options.max ?? 10, this.options.applicationName ?? 'cairn') : this.source;
+      this.pool = pool;
       // Migrating is idempotent (checked under an advisory lock): a connection lost
       // in the middle is tried again on a fresh one.
       for (let attempt = 0; ; attempt++) {
@@ -154,11 +157,10 @@ export class PostgresConnection {
           await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
         }
       }
-      return pool;
     } catch (error) {
       if (this.ownsPool) {
         this.pool = undefined;
-        await pool.end().catch(() => undefined);
+        await pool?.end().catch(() => undefined);
       }
       if (CairnError.is(error)) throw error;
       throw new EngineError(`opening schema ${this.schema} failed${codeOf(error)}: ${sentence(error)}${connectHint(error)}`, {
@@ -256,11 +258,59 @@ export class PostgresConnection {
     }
   }
 
+  /**
+   * Listens on `channel` on a dedicated connection (closed, never pooled, when dropped)
+   * and calls `listener` with each notification's payload. A connection the server
+   * drops is replaced in the background, as is a first one that cannot be had: until
+   * then notifications are missed, so callers keep a timer of their own. Resolves to
+   * the function that stops listening.
+   */
+  async listen(channel: string, listener: (payload: string) => void): Promise<() => Promise<void>> {
+    const pool = await this.use();
+    let stopped = false;
+    let current: { drop: () => boolean } | undefined;
+    const retry = (ms: number) => {
+      if (!stopped && !this.lifecycle.isClosed) setTimeout(() => void listen(), ms).unref();
+    };
+    // Exactly one listening connection at a time: every way out goes through `drop`, once.
+    const listen = async (): Promise<void> => {
+      if (stopped) return;
+      let client: PoolClientLike;
+      try {
+        client = await pool.connect();
+      } catch {
+        return retry(1000);
+      }
+      let dropped = false;
+      const drop = () => {
+        if (dropped) return false;
+        dropped = true;
+        if (current?.drop === drop) current = undefined;
+        client.release(true);
+        return true;
+      };
+      client.on?.('notification', (message) => message.payload && listener(message.payload));
+      client.on?.('error', () => drop() && retry(200));
+      try {
+        await client.query({ text: `LISTEN ${quoteIdent(channel)}` });
+      } catch {
+        if (drop()) retry(200);
+        return;
+      }
+      if (dropped) return;
+      current = { drop };
+      if (stopped) drop();
+    };
+    await listen();
+    return async () => {
+      stopped = true;
+      current?.drop();
+    };
+  }
+
   /** A driver error as EngineError (purpose and SQLSTATE in the message, original as cause); cairn errors pass through. */
-  wrap(what: string, error: unknown): Error {
+  private wrap(what: string, error: unknown): Error {
     if (CairnError.is(error)) return error;
-    // A call that raced close() reports the close, not the pool's "used after end".
-    this.lifecycle.assertOpen();
     return new EngineError(`${what} failed${codeOf(error)}: ${sentence(error)}${connectHint(error)}`, {
       cause: error,
       place: { engine: 'postgres' },
@@ -276,11 +326,12 @@ export class PostgresConnection {
     return name;
   }
 
-  /** Closes the engine; ends the pool only if the engine created it. */
-  async close(): Promise<void> {
-    if (!this.lifecycle.close()) return;
-    const opening = this.ready;
-    if (opening) await opening.catch(() => undefined);
+  /** Closes the engine (every later call throws EngineClosedError); ends the pool only if the engine created it. */
+  close(): Promise<void> {
+    return this.lifecycle.close();
+  }
+
+  private async end(): Promise<void> {
     const pool = this.pool;
     this.pool = undefined;
     if (pool && this.ownsPool) await pool.end();

@@ -42,7 +42,7 @@ export type { PostgresMigration } from './migrations.js';
  */
 export function postgres(source: string | PoolLike, options: PostgresOptions = {}): Engine {
   const conn = new PostgresConnection(source, options);
-  const close = async () => conn.close();
+  const close = () => conn.close();
   return {
     name: 'postgres',
     checkpointer: new PostgresCheckpointer(conn),

@@ -7,11 +7,12 @@
  * statement: one round trip, one implicit transaction.
  */
 import { createHash } from 'node:crypto';
+import { BaseCheckpointer, noRowsRemoved, type CommitRefusal, type HeldThread } from '../../checkpointer/base-checkpointer.js';
 import type {
   AcquireRequest,
-  ClaimRequest,
   AttemptFailure,
-  Checkpointer,
+  CheckpointerCapabilities,
+  ClaimRequest,
   HeadAnchor,
   PendingWrite,
   PositionItem,
@@ -21,89 +22,28 @@ import type {
   StoredPosition,
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
-import type { DeleteThreadOptions, DeleteThreadResult, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../../contracts/threads.js';
-import { HeadMovedError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../../errors.js';
+import type { DeleteThreadResult, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
+import { ThreadBusyError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
-import { checkThreadId } from '../../internal/keys.js';
-import { describeHolder, holderIsLive } from '../../internal/lease.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
-import { normalizeIfStatus, normalizeThreadQuery } from '../../internal/thread-query.js';
+import { heldOf, positionOf, rangeClause, threadOf, type HolderRow, type PositionRow, type ThreadRow } from '../../internal/sql-rows.js';
+import type { NormalizedThreadQuery } from '../../internal/thread-query.js';
 import { constraintOf, isConnectionLoss, sqlState, type PostgresConnection } from './connection.js';
-import type { PoolClientLike } from './driver.js';
 import { quoteIdent } from './migrations.js';
 
 /** A thread row as read: `bigint` columns arrive as strings. */
-interface ThreadRow {
+interface PgThreadRow extends ThreadRow, HolderRow {
   tid: string;
-  id: string;
-  kind: string;
-  status: string;
-  attempts: number;
-  tenant: string | null;
-  metadata: string;
-  last_error: string | null;
-  run_id: string | null;
-  owner_pid: number | null;
-  owner_host: string | null;
   lease_until: string | null;
+  epoch: string;
   /** The database's clock (ms) when the row was read: leases are judged by one clock, whatever the workers' clocks say. */
   db_now?: string;
-  epoch: string;
-  created_at: string;
-  updated_at: string;
-  head: string | null;
-  head_at: string | null;
-}
-
-interface PositionRow {
-  seq: string;
-  parent: string | null;
-  segment: string;
-  step: string;
-  schema_version: number;
-  created_at: string;
-  body: string;
-  hash: string;
 }
 
 const num = (value: string | number | null): number | null => (value === null ? null : Number(value));
 
-function toThread(row: ThreadRow): ThreadRecord {
-  return {
-    id: row.id,
-    kind: row.kind as ThreadRecord['kind'],
-    status: row.status as ThreadRecord['status'],
-    head: num(row.head),
-    attempts: row.attempts,
-    tenant: row.tenant,
-    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
-    lastError: row.last_error === null ? null : (JSON.parse(row.last_error) as ThreadRecord['lastError']),
-    createdAt: Number(row.created_at),
-    updatedAt: Math.max(Number(row.updated_at), num(row.head_at) ?? 0),
-  };
-}
-
-function toPosition(ns: string, row: PositionRow): StoredPosition {
-  return {
-    ns,
-    seq: Number(row.seq),
-    parent: num(row.parent),
-    segment: Number(row.segment),
-    step: Number(row.step),
-    schemaVersion: row.schema_version,
-    createdAt: Number(row.created_at),
-    body: row.body,
-    hash: row.hash,
-  };
-}
-
-/** `(seq BETWEEN $n AND $n+1) OR ...` for the ranges, numbering parameters from `first`. */
-function rangeClause(ranges: SeqRange[], first: number): { sql: string; params: number[] } {
-  return {
-    sql: ranges.map((_, i) => `seq BETWEEN $${first + 2 * i}::bigint AND $${first + 2 * i + 1}::bigint`).join(' OR '),
-    params: ranges.flatMap((r) => [r.from, r.to]),
-  };
-}
+/** `(seq BETWEEN $n AND $n+1) OR ...` for the ranges (never empty), numbering parameters from `first`. */
+const seqRanges = (ranges: SeqRange[], first: number) => rangeClause(ranges, 'seq', (i) => `$${first + i}::bigint`);
 
 /** True when `CAIRN_CRASH_AT` may stop a commit inside its snapshot write (crash tests only). */
 function crashInsideSnapshotArmed(): boolean {
@@ -116,25 +56,26 @@ function crashInsideSnapshotArmed(): boolean {
  *
  * @example `const cp = new PostgresCheckpointer(new PostgresConnection(pool, { schema: 'cairn' }));`
  */
-export class PostgresCheckpointer implements Checkpointer {
+export class PostgresCheckpointer extends BaseCheckpointer {
   readonly engine = 'postgres';
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true };
   private readonly sql: ReturnType<typeof statements>;
 
   constructor(private readonly conn: PostgresConnection) {
+    super(conn.lifecycle);
     this.sql = statements(conn);
   }
 
-  private async threadRow(threadId: string, what: string): Promise<ThreadRow | undefined> {
-    return (await this.conn.query<ThreadRow>(what, this.sql.threadById, [threadId]))[0];
+  private async threadRow(threadId: string, what: string): Promise<PgThreadRow | undefined> {
+    return (await this.conn.query<PgThreadRow>(what, this.sql.threadById, [threadId]))[0];
   }
 
-  async getThread(threadId: string): Promise<ThreadRecord | null> {
+  protected async readThread(threadId: string): Promise<ThreadRecord | null> {
     const row = await this.threadRow(threadId, 'getThread');
-    return row ? toThread(row) : null;
+    return row ? threadOf(row) : null;
   }
 
-  async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
-    const q = normalizeThreadQuery(query);
+  protected async queryThreads(q: NormalizedThreadQuery): Promise<ThreadRecord[]> {
     const where: string[] = [];
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
@@ -160,39 +101,32 @@ export class PostgresCheckpointer implements Checkpointer {
     const order = q.order === 'updatedAt' ? `${updatedAt} DESC, t.id` : 't.id';
     const text = `${this.sql.threadSelect} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ${param(q.limit)}::bigint`;
     // Not prepared: the filters make many shapes of this text, and each is planned for its values.
-    return (await this.conn.query<ThreadRow>('listThreads', text, params, false)).map(toThread);
+    return (await this.conn.query<PgThreadRow>('listThreads', text, params, false)).map(threadOf);
   }
 
-  async deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
-    const ifStatus = normalizeIfStatus(options.ifStatus);
+  protected async removeThread(threadId: string, judge: (held: HeldThread | null) => DeleteThreadResult | null): Promise<DeleteThreadResult> {
     // The thread row is locked first, in a statement of its own; every write of the
     // thread (commits, pending writes, snapshots, thread updates, ledger inserts) locks
     // that row too, so it waits and then finds no thread. The deletes come in a later
     // statement, whose snapshot (READ COMMITTED) holds every write that came before the lock.
     return this.conn.transaction('deleteThread', async (query) => {
-      const [row] = (await query(this.sql.lockForDelete, [threadId])) as Pick<ThreadRow, 'tid' | 'status' | 'run_id' | 'owner_pid' | 'owner_host' | 'lease_until' | 'epoch' | 'db_now'>[];
-      if (!row) return { deleted: false, threadId, reason: 'missing' } as const;
-      const now = Number(row.db_now);
-      const holder = { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: num(row.lease_until) };
-      if (options.lease) {
-        if (row.run_id !== options.lease.runId || Number(row.epoch) !== options.lease.epoch) throw new LeaseLostError(threadId, { engine: this.engine });
-      } else if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
-      const status = row.status as ThreadStatus;
-      if (ifStatus && !ifStatus.includes(status)) return { deleted: false, threadId, reason: 'status', status } as const;
+      const [row] = (await query(this.sql.lockForDelete, [threadId])) as (HolderRow & { tid: string; db_now: string })[];
+      const now = row ? Number(row.db_now) : Date.now();
+      const verdict = judge(row ? heldOf(row, now) : null);
+      if (verdict || !row) return verdict ?? { deleted: false, threadId, reason: 'missing' };
       const [counts] = (await query(this.sql.deleteThread, [row.tid, PIN_NAMESPACE_STORED, threadPinSuffix(threadId), now])) as Record<string, string>[];
-      const removed = { positions: 0, items: 0, snapshots: 0, pendingWrites: 0, failures: 0, ledgerEntries: 0, pins: 0 };
+      const removed = noRowsRemoved();
       for (const key of Object.keys(removed) as (keyof typeof removed)[]) removed[key] = Number(counts![key.toLowerCase()]);
-      return { deleted: true, threadId, removed } as const;
+      return { deleted: true, threadId, removed };
     });
   }
 
-  async listFailures(threadId: string): Promise<AttemptFailure[]> {
+  protected async readFailures(threadId: string): Promise<AttemptFailure[]> {
     const rows = await this.conn.query<{ body: string }>('listFailures', this.sql.failures, [threadId]);
     return rows.map((row) => JSON.parse(row.body) as AttemptFailure);
   }
 
-  async acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease> {
-    checkThreadId(threadId);
+  protected async acquire(threadId: string, request: AcquireRequest, admit: (held: HeldThread | null) => 'create' | 'take'): Promise<ThreadLease> {
     const { owner, leaseMs } = request;
     // Lock-free: read the holder, decide in JS (a same-host holder's liveness needs a
     // process check the database cannot make), then take the thread with a
@@ -205,10 +139,13 @@ export class PostgresCheckpointer implements Checkpointer {
       const row = await this.threadRow(threadId, 'acquireThread');
       // Leases live on the database's clock: one clock for every machine.
       const now = row ? Number(row.db_now) : Date.now();
-      if (!row) {
-        if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
-        const { kind, tenant, metadata, createdAt = now, updatedAt = createdAt } = request.create;
-        const [created] = await this.conn.query<ThreadRow>('acquireThread (create)', this.sql.createThread, [
+      // Our own take, whose reply a dropped connection swallowed: it is ours.
+      if (row && row.run_id === owner.runId) {
+        return { threadId, runId: owner.runId, epoch: Number(row.epoch), expiresAt: num(row.lease_until) ?? now + leaseMs, thread: threadOf(row) };
+      }
+      if (admit(row ? heldOf(row, now) : null) === 'create') {
+        const { kind, tenant, metadata, createdAt = now, updatedAt = createdAt } = request.create!;
+        const [created] = await this.conn.query<PgThreadRow>('acquireThread (create)', this.sql.createThread, [
           threadId,
           kind,
           tenant,
@@ -220,20 +157,14 @@ export class PostgresCheckpointer implements Checkpointer {
           createdAt,
           updatedAt,
         ]);
-        if (created) return { threadId, runId: owner.runId, epoch: Number(created.epoch), expiresAt: Number(created.lease_until), thread: toThread(created) };
+        if (created) return { threadId, runId: owner.runId, epoch: Number(created.epoch), expiresAt: Number(created.lease_until), thread: threadOf(created) };
         continue; // created by a concurrent acquirer: judge its holder
       }
-      // Our own take, whose reply a dropped connection swallowed: it is ours.
-      if (row.run_id === owner.runId) {
-        return { threadId, runId: owner.runId, epoch: Number(row.epoch), expiresAt: num(row.lease_until) ?? now + leaseMs, thread: toThread(row) };
-      }
-      const holder = { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: num(row.lease_until) };
-      if (holderIsLive(holder, now)) throw new ThreadBusyError(threadId, describeHolder(holder), { engine: this.engine });
       const [taken] = await this.conn.query<{ epoch: string; lease_until: string }>('acquireThread (take)', this.sql.takeThread, [
-        row.tid,
-        row.epoch,
-        row.run_id,
-        row.lease_until,
+        row!.tid,
+        row!.epoch,
+        row!.run_id,
+        row!.lease_until,
         owner.runId,
         owner.pid,
         owner.host,
@@ -243,18 +174,17 @@ export class PostgresCheckpointer implements Checkpointer {
       // Read the record after the take: a commit by the previous holder that finished
       // while the take waited for its lock is visible only to a new statement.
       const granted = (await this.threadRow(threadId, 'acquireThread (read)'))!;
-      return { threadId, runId: owner.runId, epoch: Number(taken.epoch), expiresAt: Number(taken.lease_until), thread: toThread(granted) };
+      return { threadId, runId: owner.runId, epoch: Number(taken.epoch), expiresAt: Number(taken.lease_until), thread: threadOf(granted) };
     }
     throw new ThreadBusyError(threadId, 'other runs keep changing its lease', { engine: this.engine });
   }
 
-  async renewLease(lease: ThreadLease, leaseMs: number): Promise<ThreadLease> {
+  protected async renew(lease: ThreadLease, leaseMs: number): Promise<number | null> {
     const rows = await this.conn.query<{ lease_until: string }>('renewLease', this.sql.renew, [lease.threadId, lease.runId, lease.epoch, leaseMs]);
-    if (rows.length !== 1) throw new LeaseLostError(lease.threadId, { engine: this.engine });
-    return { ...lease, expiresAt: Number(rows[0]!.lease_until) };
+    return rows.length === 1 ? Number(rows[0]!.lease_until) : null;
   }
 
-  async releaseThread(lease: ThreadLease): Promise<void> {
+  protected async release(lease: ThreadLease): Promise<void> {
     // Releasing a thread that still has work wakes the workers (NOTIFY, sent at commit).
     await this.conn.query('releaseThread', this.sql.release, [lease.threadId, lease.runId, lease.epoch, this.channel]);
   }
@@ -264,69 +194,26 @@ export class PostgresCheckpointer implements Checkpointer {
     return `cairn_runnable_${createHash('sha1').update(this.conn.schema).digest('hex').slice(0, 20)}`;
   }
 
-  async claimThreads(request: ClaimRequest): Promise<ThreadLease[]> {
+  protected override async claim(request: ClaimRequest): Promise<ThreadLease[]> {
     const { owner, leaseMs, limit, graph } = request;
-    const claimed = await this.conn.query<ThreadRow>('claimThreads', this.sql.claim, [owner.runId, owner.pid, owner.host, leaseMs, limit, graph ?? null]);
+    const claimed = await this.conn.query<PgThreadRow>('claimThreads', this.sql.claim, [owner.runId, owner.pid, owner.host, leaseMs, limit, graph ?? null]);
     return claimed.map((row) => {
-      const thread = toThread(row);
+      const thread = threadOf(row);
       return { threadId: thread.id, runId: owner.runId, epoch: Number(row.epoch), expiresAt: Number(row.lease_until), thread };
     });
   }
 
-  async nextLeaseExpiry(graph?: string): Promise<number | null> {
+  protected override async earliestLeaseExpiry(graph: string | undefined): Promise<number | null> {
     const [row] = await this.conn.query<{ at: string | null }>('nextLeaseExpiry', this.sql.nextExpiry, [graph ?? null]);
     return row?.at === null || row?.at === undefined ? null : Number(row.at);
   }
 
-  async subscribeRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {
-    const pool = await this.conn.use();
-    let stopped = false;
-    let current: { drop: () => boolean } | undefined;
-    const retry = (ms: number) => {
-      if (!stopped) setTimeout(() => void listen(), ms).unref();
-    };
-    // A dedicated connection holds the LISTEN; it is closed (never returned to the
-    // pool) when dropped. If the server drops it, listen again on a new one: until
-    // then the worker's own timers (lease expiry, slow poll) keep it going. Exactly
-    // one listening connection at a time: every way out goes through `drop`, once.
-    const listen = async (): Promise<void> => {
-      if (stopped) return;
-      let client: PoolClientLike;
-      try {
-        client = await pool.connect();
-      } catch {
-        return retry(1000);
-      }
-      let dropped = false;
-      const drop = () => {
-        if (dropped) return false;
-        dropped = true;
-        if (current?.drop === drop) current = undefined;
-        client.release(true);
-        return true;
-      };
-      client.on?.('notification', (message) => message.payload && listener(message.payload));
-      client.on?.('error', () => drop() && retry(200));
-      try {
-        await client.query({ text: `LISTEN ${quoteIdent(this.channel)}` });
-      } catch {
-        if (drop()) retry(200);
-        return;
-      }
-      if (dropped) return;
-      current = { drop };
-      if (stopped) drop();
-    };
-    await listen();
-    return async () => {
-      stopped = true;
-      current?.drop();
-    };
+  protected override async watchRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {
+    return this.conn.listen(this.channel, listener);
   }
 
-
-  async updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord> {
-    const [row] = await this.conn.query<ThreadRow>('updateThread', this.sql.update, [
+  protected async update(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord | null> {
+    const [row] = await this.conn.query<PgThreadRow>('updateThread', this.sql.update, [
       lease.threadId,
       lease.runId,
       lease.epoch,
@@ -337,11 +224,10 @@ export class PostgresCheckpointer implements Checkpointer {
       patch.updatedAt ?? Date.now(),
       patch.failure ? JSON.stringify(patch.failure) : null,
     ]);
-    if (!row) throw new LeaseLostError(lease.threadId, { engine: this.engine });
-    return toThread(row);
+    return row ? threadOf(row) : null;
   }
 
-  async commitStep(lease: ThreadLease, commit: StepCommit): Promise<void> {
+  protected async commit(lease: ThreadLease, commit: StepCommit): Promise<CommitRefusal | undefined> {
     const { position, items } = commit;
     const values = [
       lease.threadId,
@@ -384,11 +270,11 @@ export class PostgresCheckpointer implements Checkpointer {
         // The connection died with the commit in flight: it landed or it did not. Our
         // position at that seq, with our hash, means it did; otherwise sending it again
         // is safe (it is fenced and head-checked like the first).
-        if ((await this.getPosition(lease.threadId, position.ns, position.seq))?.hash === position.hash) return;
+        if ((await this.readPosition(lease.threadId, position.ns, position.seq))?.hash === position.hash) return undefined;
         rows = await this.conn.query('commitStep', this.sql.commit, values);
       } else throw error;
     }
-    if (rows.length === 1) return;
+    if (rows.length === 1) return undefined;
     // Nothing was written. Only now, a second cheap query says why.
     const [state] = await this.conn.query<{ held: boolean | null; head: string | null }>('commitStep (diagnose)', this.sql.diagnose, [
       lease.threadId,
@@ -396,65 +282,52 @@ export class PostgresCheckpointer implements Checkpointer {
       lease.epoch,
       position.ns,
     ]);
-    if (!state?.held) throw new LeaseLostError(lease.threadId, { engine: this.engine });
-    throw new HeadMovedError(lease.threadId, commit.expectedHead, num(state.head), { engine: this.engine });
+    return state?.held ? { reason: 'head', head: num(state.head) } : { reason: 'lease' };
   }
 
-  async putSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<void> {
+  protected async writeSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<'stored' | 'lease' | 'position'> {
     const rows = await this.conn.query<{ position: boolean }>('putSnapshot', this.sql.putSnapshot, [lease.threadId, lease.runId, lease.epoch, snapshot.ns, snapshot.seq, snapshot.text]);
-    if (rows.length !== 1) throw new LeaseLostError(lease.threadId, { engine: this.engine });
-    if (!rows[0]!.position) throw new PositionNotFoundError(lease.threadId, snapshot.seq, { engine: this.engine });
+    if (rows.length !== 1) return 'lease';
+    return rows[0]!.position ? 'stored' : 'position';
   }
 
-  async putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void> {
-    const rows = await this.conn.query('putPendingWrite', this.sql.putPending, [
-      lease.threadId,
-      lease.runId,
-      lease.epoch,
-      write.ns,
-      write.baseSeq,
-      write.task,
-      write.body,
-    ]);
-    if (rows.length !== 1) throw new LeaseLostError(lease.threadId, { engine: this.engine });
+  protected async writePending(lease: ThreadLease, write: PendingWrite): Promise<boolean> {
+    const rows = await this.conn.query('putPendingWrite', this.sql.putPending, [lease.threadId, lease.runId, lease.epoch, write.ns, write.baseSeq, write.task, write.body]);
+    return rows.length === 1;
   }
 
-  async getPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]> {
+  protected async readPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]> {
     const rows = await this.conn.query<{ task: string; body: string }>('getPendingWrites', this.sql.pending, [threadId, ns, baseSeq]);
     return rows.map((r) => ({ ns, baseSeq, task: r.task, body: r.body }));
   }
 
-  async getPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
+  protected async readPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
     const [row] = await this.conn.query<PositionRow>('getPosition', this.sql.position, [threadId, ns, seq]);
-    return row ? toPosition(ns, row) : null;
+    return row ? positionOf(ns, row) : null;
   }
 
-  async getPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]> {
+  protected async readPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]> {
     const rows = await this.conn.query<PositionRow>('getPositions', this.sql.positions, [threadId, ns, range.from, range.to]);
-    return rows.map((row) => toPosition(ns, row));
+    return rows.map((row) => positionOf(ns, row));
   }
 
-  async getHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
+  protected async readHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
     const [row] = await this.conn.query<{ seq: string; hash: string }>('getHead', this.sql.head, [threadId, ns]);
     return row ? { seq: Number(row.seq), hash: row.hash } : null;
   }
 
-  async listNamespaces(threadId: string): Promise<string[]> {
+  protected async readNamespaces(threadId: string): Promise<string[]> {
     const rows = await this.conn.query<{ ns: string }>('listNamespaces', this.sql.namespaces, [threadId]);
     return rows.map((row) => row.ns);
   }
 
-  async listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
+  protected async readPositionPage(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number }): Promise<StoredPosition[]> {
     const rows = await this.conn.query<PositionRow>('listPositions', this.sql.listPositions, [threadId, ns, page.beforeSeq ?? null, page.limit ?? null]);
-    return rows.map((row) => toPosition(ns, row));
+    return rows.map((row) => positionOf(ns, row));
   }
 
-  async getSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null> {
-    if (ranges.length === 0) {
-      this.conn.lifecycle.assertOpen();
-      return null;
-    }
-    const where = rangeClause(ranges, 3);
+  protected async readSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null> {
+    const where = seqRanges(ranges, 3);
     const text = `SELECT seq, body FROM ${this.conn.tables.snapshots}
       WHERE tid = (SELECT tid FROM ${this.conn.tables.threads} WHERE id = $1::text) AND ns = $2::text AND (${where.sql})
       ORDER BY seq DESC LIMIT 1`;
@@ -462,17 +335,13 @@ export class PostgresCheckpointer implements Checkpointer {
     return row ? { seq: Number(row.seq), text: row.body } : null;
   }
 
-  async getSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]> {
+  protected async readSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]> {
     const rows = await this.conn.query<{ seq: string; body: string }>('getSnapshots', this.sql.snapshots, [threadId, ns, range.from, range.to]);
     return rows.map((row) => ({ seq: Number(row.seq), text: row.body }));
   }
 
-  async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
-    if (ranges.length === 0) {
-      this.conn.lifecycle.assertOpen();
-      return [];
-    }
-    const where = rangeClause(ranges, 4);
+  protected async readItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
+    const where = seqRanges(ranges, 4);
     // Walks the (tid, ns, field, seq, idx) key in order: no sort, texts only.
     const text = `SELECT body FROM ${this.conn.tables.items}
       WHERE tid = (SELECT tid FROM ${this.conn.tables.threads} WHERE id = $1::text) AND ns = $2::text AND field = $3::text AND (${where.sql})
@@ -481,11 +350,7 @@ export class PostgresCheckpointer implements Checkpointer {
     return rows.map((row) => row.body);
   }
 
-  async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
-    if (fields.length === 0) {
-      this.conn.lifecycle.assertOpen();
-      return [];
-    }
+  protected async readPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
     const rows = await this.conn.query<{ field: string; idx: number; body: string }>('getPositionItems', this.sql.positionItems, [threadId, ns, seq, [...fields]]);
     const byField = new Map<string, PositionItem[]>();
     for (const row of rows) {
@@ -496,13 +361,9 @@ export class PostgresCheckpointer implements Checkpointer {
     return [...new Set(fields)].flatMap((field) => byField.get(field) ?? []);
   }
 
-  async getRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]> {
+  protected async readRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]> {
     const rows = await this.conn.query<{ seq: string; field: string; idx: number; body: string }>('getRangeItems', this.sql.rangeItems, [threadId, ns, range.from, range.to]);
     return rows.map((row) => ({ seq: Number(row.seq), field: row.field, index: row.idx, text: row.body }));
-  }
-
-  async close(): Promise<void> {
-    await this.conn.close();
   }
 }
 

@@ -3,71 +3,62 @@
  * The effect ledger on PostgreSQL: each write is one autocommitted statement, so an
  * intent is durable before the effect runs and an outcome before the step commits.
  */
-import type { Ledger, LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
+import type { LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
+import type { ThreadLease } from '../../contracts/threads.js';
+import { EngineError } from '../../errors.js';
 import { LEDGER_COLUMNS, ledgerEntryOf, ledgerRowValues, type LedgerRow } from '../../internal/ledger-rows.js';
-import { EngineError, ThreadNotFoundError } from '../../errors.js';
+import { BaseLedger } from '../../ledger/base-ledger.js';
 import type { PostgresConnection } from './connection.js';
-
 
 /**
  * The effect ledger contract on PostgreSQL. `postgres(...)` builds one.
  *
  * @example `const ledger = new PostgresLedger(new PostgresConnection(pool, { schema: 'cairn' }));`
  */
-export class PostgresLedger implements Ledger {
+export class PostgresLedger extends BaseLedger {
   readonly engine = 'postgres';
   private readonly sql: ReturnType<typeof statements>;
 
   constructor(private readonly conn: PostgresConnection) {
+    super(conn.lifecycle);
     this.sql = statements(conn);
   }
 
-  async get(threadId: string, key: string): Promise<LedgerEntry | null> {
+  protected async readEntry(threadId: string, key: string): Promise<LedgerEntry | null> {
     const [row] = await this.conn.query<LedgerRow>('ledger.get', this.sql.get, [threadId, key]);
     return row ? ledgerEntryOf(threadId, row) : null;
   }
 
-  async listForTask(threadId: string, ns: string, seq: number, task: string): Promise<LedgerEntry[]> {
+  protected async readTask(threadId: string, ns: string, seq: number, task: string): Promise<LedgerEntry[]> {
     const rows = await this.conn.query<LedgerRow>('ledger.listForTask', this.sql.listForTask, [threadId, ns, seq, task]);
     return rows.map((row) => ledgerEntryOf(threadId, row));
   }
 
-  async list(threadId: string): Promise<LedgerEntry[]> {
+  protected async readThreadEntries(threadId: string): Promise<LedgerEntry[]> {
     const rows = await this.conn.query<LedgerRow>('ledger.list', this.sql.list, [threadId]);
     return rows.map((row) => ledgerEntryOf(threadId, row));
   }
 
-  private async insert(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): Promise<LedgerEntry> {
+  protected async insert(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): Promise<LedgerEntry | null> {
     const values = [entry.threadId, ...ledgerRowValues(entry, status, outcome)];
     for (let round = 0; round < 10; round++) {
       const [row] = await this.conn.query<LedgerRow & { thread_exists: boolean }>('ledger.write', this.sql.insert, values);
       if (row?.key !== undefined && row.key !== null) return ledgerEntryOf(entry.threadId, row);
-      if (!row?.thread_exists) throw new ThreadNotFoundError(entry.threadId, { engine: this.engine });
+      if (!row?.thread_exists) return null;
       // The key was inserted by a transaction that committed after this statement's
       // snapshot: the insert did nothing and the read could not see it. Read again.
     }
     throw new EngineError(`ledger.write of key ${entry.key}: the key kept conflicting without becoming visible.`, { place: { engine: this.engine } });
   }
 
-  async writeIntent(entry: NewLedgerEntry): Promise<LedgerEntry> {
-    return this.insert(entry, 'intent', null);
-  }
-
-  async writeRecord(entry: NewLedgerEntry & { outcome: string }): Promise<LedgerEntry> {
-    return this.insert(entry, 'done', entry.outcome);
-  }
-
-  async writeOutcome(threadId: string, key: string, outcome: string, at: number): Promise<void> {
+  protected async complete(threadId: string, key: string, outcome: string, at: number): Promise<boolean> {
     const [row] = await this.conn.query<{ thread_exists: boolean }>('ledger.writeOutcome', this.sql.outcome, [threadId, key, outcome, at]);
-    if (!row?.thread_exists) throw new ThreadNotFoundError(threadId, { engine: this.engine });
+    return row?.thread_exists === true;
   }
 
-  async discardRecords(threadId: string, keys: string[]): Promise<void> {
-    if (keys.length === 0) {
-      this.conn.lifecycle.assertOpen();
-      return;
-    }
-    await this.conn.query('ledger.discardRecords', this.sql.discard, [threadId, keys]);
+  protected async dropRecords(lease: ThreadLease, keys: string[]): Promise<boolean> {
+    const rows = await this.conn.query('ledger.discardRecords', this.sql.discard, [lease.threadId, lease.runId, lease.epoch, keys]);
+    return rows.length === 1;
   }
 }
 
@@ -109,6 +100,12 @@ function statements(conn: PostgresConnection) {
       )
       SELECT EXISTS (SELECT 1 FROM t) AS thread_exists`,
 
-    discard: `DELETE FROM ${L} WHERE tid = ${tidOf} AND key = ANY($2::text[]) AND kind = 'record'`,
+    // Fenced like a commit: the locking read of the thread row makes the delete wait
+    // for, or see, a takeover (FOR SHARE conflicts with the takeover's UPDATE), so a run
+    // that lost its lease deletes nothing. The row says whether the lease held.
+    discard: `
+      WITH fence AS (SELECT tid FROM ${T} WHERE id = $1::text AND run_id = $2::text AND epoch = $3::bigint FOR SHARE),
+      discarded AS (DELETE FROM ${L} l USING fence WHERE l.tid = fence.tid AND l.key = ANY($4::text[]) AND l.kind = 'record')
+      SELECT 1 FROM fence`,
   };
 }

@@ -15,55 +15,12 @@
  */
 import type { StoreCapabilities, StoreOpResult } from '../../contracts/store.js';
 import { InvalidKeyError } from '../../errors.js';
+import { overwriteRowOf, prefixUpperBound, storedRowOf, type OverwriteSqlRow, type StoreSqlRow } from '../../internal/sql-rows.js';
 import { BaseStore, type ScanQuery } from '../../store/base-store.js';
 import type { Condition } from '../../store/filter.js';
 import { decide, type OverwriteRow, type PreparedOp, type StoredRow } from '../../store/rows.js';
 import { sqlState, type PostgresConnection, type TransactionQuery } from './connection.js';
 import { quoteIdent } from './migrations.js';
-
-interface Row {
-  ns: string;
-  key: string;
-  value: string;
-  version: string;
-  deleted: boolean;
-  last_write_key: string | null;
-  created_at: string;
-  updated_at: string;
-  expires_at: string | null;
-}
-
-interface OverwriteSqlRow {
-  id: string;
-  ns: string;
-  key: string;
-  operation: 'put' | 'delete';
-  expected_version: string;
-  overwritten_version: string | null;
-  overwritten_value: string | null;
-  overwritten_updated_at: string | null;
-  version: string;
-  at: string;
-}
-
-function fromRow(row: Row): StoredRow {
-  return {
-    ns: row.ns,
-    key: row.key,
-    value: row.value,
-    version: Number(row.version),
-    deleted: row.deleted,
-    lastWriteKey: row.last_write_key,
-    createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at),
-    expiresAt: row.expires_at === null ? null : Number(row.expires_at),
-  };
-}
-
-/** The upper bound of a label-bounded prefix scan (see the SQLite store), or null for the empty prefix. */
-function upperBound(ns: string): string | null {
-  return ns === '' ? null : ns.slice(0, -1) + '\u0020';
-}
 
 /**
  * One condition as SQL over `d.doc` (the value as jsonb). `$n` placeholders number
@@ -110,13 +67,13 @@ export class PostgresStore extends BaseStore {
   private readonly sql: ReturnType<typeof statements>;
 
   constructor(private readonly conn: PostgresConnection) {
-    super();
+    super(conn.lifecycle);
     this.sql = statements(conn);
   }
 
   protected async readRow(ns: string, key: string): Promise<StoredRow | null> {
-    const [row] = await this.conn.query<Row>('store.get', this.sql.get, [ns, key]);
-    return row ? fromRow(row) : null;
+    const [row] = await this.conn.query<StoreSqlRow>('store.get', this.sql.get, [ns, key]);
+    return row ? storedRowOf(row) : null;
   }
 
   protected async applyOps(ops: PreparedOp[], now: number): Promise<StoreOpResult[]> {
@@ -162,12 +119,12 @@ export class PostgresStore extends BaseStore {
     const ordered = [...items.entries()].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     const rows = new Map<string, StoredRow>();
     for (const [id, { ns, key }] of ordered) {
-      let [row] = (await query(this.sql.lock, [ns, key])) as Row[];
+      let [row] = (await query(this.sql.lock, [ns, key])) as StoreSqlRow[];
       if (!row) {
         await query(this.sql.placeholder, [ns, key]);
-        [row] = (await query(this.sql.lock, [ns, key])) as Row[];
+        [row] = (await query(this.sql.lock, [ns, key])) as StoreSqlRow[];
       }
-      rows.set(id, fromRow(row!));
+      rows.set(id, storedRowOf(row!));
     }
     return rows;
   }
@@ -176,7 +133,7 @@ export class PostgresStore extends BaseStore {
     const params: unknown[] = [query.now];
     let where = `NOT t.deleted AND (t.expires_at IS NULL OR t.expires_at > $1::bigint)`;
     if (query.ns !== '') {
-      params.push(query.ns, upperBound(query.ns));
+      params.push(query.ns, prefixUpperBound(query.ns));
       where += ` AND t.ns >= $2::text AND t.ns < $3::text`;
     }
     if (query.after) {
@@ -192,15 +149,15 @@ export class PostgresStore extends BaseStore {
     params.push(query.limit, query.offset);
     const text = `SELECT t.* FROM ${from} WHERE ${where} ORDER BY t.ns, t.key LIMIT $${params.length - 1}::bigint OFFSET $${params.length}::bigint`;
     // Prepared only when the text is one of the few filter-free shapes.
-    const rows = await this.conn.query<Row>('store.search', text, params, query.conditions.length === 0);
-    return rows.map(fromRow);
+    const rows = await this.conn.query<StoreSqlRow>('store.search', text, params, query.conditions.length === 0);
+    return rows.map(storedRowOf);
   }
 
   protected async scanNamespaces(ns: string, now: number): Promise<string[]> {
     const rows =
       ns === ''
         ? await this.conn.query<{ ns: string }>('store.listNamespaces', this.sql.namespacesAll, [now])
-        : await this.conn.query<{ ns: string }>('store.listNamespaces', this.sql.namespaces, [now, ns, upperBound(ns)]);
+        : await this.conn.query<{ ns: string }>('store.listNamespaces', this.sql.namespaces, [now, ns, prefixUpperBound(ns)]);
     return rows.map((r) => r.ns);
   }
 
@@ -212,18 +169,8 @@ export class PostgresStore extends BaseStore {
     const rows =
       ns === ''
         ? await this.conn.query<OverwriteSqlRow>('store.listOverwrites', this.sql.overwritesAll, [afterId, limit])
-        : await this.conn.query<OverwriteSqlRow>('store.listOverwrites', this.sql.overwrites, [afterId, limit, ns, upperBound(ns)]);
-    return rows.map((r) => ({
-      id: Number(r.id),
-      ns: r.ns,
-      key: r.key,
-      operation: r.operation,
-      expectedVersion: Number(r.expected_version),
-      overwritten:
-        r.overwritten_version === null ? null : { value: r.overwritten_value!, version: Number(r.overwritten_version), updatedAt: Number(r.overwritten_updated_at) },
-      version: Number(r.version),
-      at: Number(r.at),
-    }));
+        : await this.conn.query<OverwriteSqlRow>('store.listOverwrites', this.sql.overwrites, [afterId, limit, ns, prefixUpperBound(ns)]);
+    return rows.map(overwriteRowOf);
   }
 }
 

@@ -4,10 +4,12 @@
  * lazy open (pragmas, migrations), a prepared-statement cache, the thread id →
  * internal key map, and wrapping of driver errors.
  *
- * Every driver error leaves as an {@link EngineError} naming the operation, with the
- * driver's error as `cause`: the statements {@link SqliteConnection.stmt} and
- * {@link SqliteConnection.prepare} hand out wrap their own calls, transactions and
- * {@link SqliteConnection.run} wrap what runs inside them, and the lazy open wraps its own.
+ * Statements run only inside the connection's two entry points, {@link SqliteConnection.read}
+ * and {@link SqliteConnection.write} (an IMMEDIATE transaction), each named by its
+ * operation. Every driver error leaves as an {@link EngineError} naming that operation
+ * and the statement, with the driver's error as `cause`: the statements the
+ * {@link SqliteQueries} hand out wrap their own calls, the entry points wrap what runs
+ * inside them (BEGIN and COMMIT included), and the lazy open wraps its own.
  */
 import { existsSync } from 'node:fs';
 import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError } from '../../errors.js';
@@ -83,10 +85,10 @@ function describeSql(sql: string): string {
   return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }
 
-/** A prepared statement whose calls turn driver errors into EngineError (see {@link SqliteConnection.fail}). */
+/** A prepared statement whose calls turn driver errors into EngineError (`fail`: the connection's). */
 class GuardedStatement implements SqliteStatement {
   constructor(
-    private readonly conn: SqliteConnection,
+    private readonly fail: (error: unknown, sql: string) => Error,
     private readonly inner: SqliteStatement,
     private readonly sql: string,
   ) {}
@@ -95,7 +97,7 @@ class GuardedStatement implements SqliteStatement {
     try {
       return this.inner.run(...params);
     } catch (error) {
-      throw this.conn.fail(error, this.sql);
+      throw this.fail(error, this.sql);
     }
   }
 
@@ -103,7 +105,7 @@ class GuardedStatement implements SqliteStatement {
     try {
       return this.inner.get(...params);
     } catch (error) {
-      throw this.conn.fail(error, this.sql);
+      throw this.fail(error, this.sql);
     }
   }
 
@@ -111,7 +113,7 @@ class GuardedStatement implements SqliteStatement {
     try {
       return this.inner.all(...params);
     } catch (error) {
-      throw this.conn.fail(error, this.sql);
+      throw this.fail(error, this.sql);
     }
   }
 
@@ -120,14 +122,14 @@ class GuardedStatement implements SqliteStatement {
     try {
       rows = this.inner.iterate(...params);
     } catch (error) {
-      throw this.conn.fail(error, this.sql);
+      throw this.fail(error, this.sql);
     }
     for (;;) {
       let next: IteratorResult<unknown>;
       try {
         next = rows.next();
       } catch (error) {
-        throw this.conn.fail(error, this.sql);
+        throw this.fail(error, this.sql);
       }
       if (next.done) return;
       yield next.value;
@@ -148,6 +150,33 @@ class GuardedStatement implements SqliteStatement {
   }
 }
 
+/**
+ * What a read or a write runs its statements with: handed to the function given to
+ * {@link SqliteConnection.read} or {@link SqliteConnection.write}, and valid only while it runs.
+ */
+export interface SqliteQueries {
+  /** A cached prepared statement whose calls wrap driver errors. */
+  stmt(sql: string): SqliteStatement;
+  /** A statement prepared for this call only (for SQL text built per call), whose calls wrap driver errors. */
+  prepare(sql: string): SqliteStatement;
+  /**
+   * Internal key of a thread, or undefined if it does not exist. Looked up every time
+   * (one primary-key probe): a thread deleted and created again, by this process or
+   * another, gets a new tid, and tids are never reused.
+   */
+  tid(threadId: string): number | undefined;
+}
+
+/**
+ * The file (or handle), its statements and its lifecycle, shared by one engine's
+ * checkpointer, ledger and store.
+ *
+ * @example
+ * ```ts
+ * const conn = new SqliteConnection('./cairn.db');
+ * const n = conn.read('countThreads', (q) => q.stmt('SELECT count(*) FROM cairn_threads').pluck().get());
+ * ```
+ */
 export class SqliteConnection {
   readonly lifecycle: Lifecycle;
   private handle: SqliteDatabase | undefined;
@@ -155,8 +184,13 @@ export class SqliteConnection {
   private readonly ownsHandle: boolean;
   /** One transaction wrapper, created once: better-sqlite3 builds its BEGIN/COMMIT machinery per wrapper. */
   private transactor: ((fn: () => unknown) => unknown) & { immediate: (fn: () => unknown) => unknown } | undefined;
-  /** The operation {@link run} or {@link writeTransaction} is inside, named in the errors of its statements. */
+  /** The operation {@link read} or {@link write} is inside, named in the errors of its statements. */
   private operation: string | undefined;
+  private readonly queries: SqliteQueries = {
+    stmt: (sql) => this.stmt(sql),
+    prepare: (sql) => this.prepare(sql),
+    tid: (threadId) => this.stmt('SELECT tid FROM cairn_threads WHERE id = ?').pluck().get(threadId) as number | undefined,
+  };
   /** The file, as messages name it. */
   readonly location: string;
 
@@ -166,7 +200,7 @@ export class SqliteConnection {
   ) {
     this.ownsHandle = typeof source === 'string';
     this.location = typeof source === 'string' ? source : source.name;
-    this.lifecycle = new Lifecycle('sqlite', () => this.open(source));
+    this.lifecycle = new Lifecycle('sqlite', { open: () => this.open(source), close: () => this.shut() });
   }
 
   private open(source: string | SqliteDatabase): void {
@@ -221,14 +255,13 @@ export class SqliteConnection {
   }
 
   /** The open database (opening it on first use). */
-  get db(): SqliteDatabase {
+  private get db(): SqliteDatabase {
     this.lifecycle.useSync();
     return this.handle!;
   }
 
-  /** A cached prepared statement whose calls wrap driver errors. */
-  stmt(sql: string): SqliteStatement {
-    this.lifecycle.useSync();
+  private stmt(sql: string): SqliteStatement {
+    this.inOperation(sql);
     let statement = this.statements.get(sql);
     if (!statement) {
       statement = this.prepare(sql);
@@ -237,36 +270,47 @@ export class SqliteConnection {
     return statement;
   }
 
-  /** A statement prepared for this call only (for SQL text built per call), whose calls wrap driver errors. */
-  prepare(sql: string): SqliteStatement {
+  private prepare(sql: string): SqliteStatement {
+    this.inOperation(sql);
     const db = this.db;
     try {
-      return new GuardedStatement(this, db.prepare(sql), sql);
+      return new GuardedStatement(this.failure, db.prepare(sql), sql);
     } catch (error) {
       throw this.fail(error, sql);
     }
   }
 
-  /**
-   * Internal key of a thread, or undefined if it does not exist. Looked up every time
-   * (one primary-key probe): a thread deleted and created again, by this process or
-   * another, gets a new tid, and tids are never reused.
-   */
-  tid(threadId: string): number | undefined {
-    return this.stmt('SELECT tid FROM cairn_threads WHERE id = ?').pluck().get(threadId) as number | undefined;
+  /** Statements belong to a read or a write: one used after its function returned has no operation to be named by. */
+  private inOperation(sql: string): void {
+    if (this.operation === undefined) {
+      throw new EngineError(`statement "${describeSql(sql)}" was run outside a read or a write of the connection.`, { place: { engine: 'sqlite' } });
+    }
   }
 
-  /** Runs `fn` in an IMMEDIATE transaction (the write lock is taken at BEGIN, so reads inside see the latest commit). */
-  writeTransaction<T>(what: string, fn: () => T): T {
+  /**
+   * Runs `fn` as the read `what` (opening the database on first use): driver errors of
+   * its statements become EngineError naming `what` and the statement, with the driver's
+   * error as `cause`; cairn errors pass through.
+   */
+  read<T>(what: string, fn: (q: SqliteQueries) => T): T {
+    return this.run(what, () => fn(this.queries));
+  }
+
+  /**
+   * Runs `fn` as the write `what` in an IMMEDIATE transaction (the write lock is taken
+   * at BEGIN, so reads inside see the latest commit, and nothing else writes until
+   * COMMIT); a throw rolls it back. Errors as in {@link read}.
+   */
+  write<T>(what: string, fn: (q: SqliteQueries) => T): T {
     return this.run(what, () => {
       const db = this.db;
       this.transactor ??= db.transaction((inner: () => unknown) => inner()) as never;
-      return this.transactor!.immediate(fn) as T;
+      return this.transactor!.immediate(() => fn(this.queries)) as T;
     });
   }
 
-  /** Runs `fn` as operation `what`: driver errors inside it become EngineError naming `what` (cause kept); cairn errors pass through. */
-  run<T>(what: string, fn: () => T): T {
+  private run<T>(what: string, fn: () => T): T {
+    this.lifecycle.useSync();
     const outer = this.operation;
     this.operation = what;
     try {
@@ -278,16 +322,12 @@ export class SqliteConnection {
     }
   }
 
-  /**
-   * A driver error as EngineError, naming the operation under way (or, outside
-   * {@link run}, the statement); a cairn error is returned as it is. After close(),
-   * EngineClosedError instead: the call raced the close.
-   */
-  fail(error: unknown, sql?: string): Error {
+  private readonly failure = (error: unknown, sql: string): Error => this.fail(error, sql);
+
+  /** A driver error as EngineError naming the operation under way (and the statement); a cairn error is returned as it is. */
+  private fail(error: unknown, sql?: string): Error {
     if (CairnError.is(error)) return error;
-    this.lifecycle.assertOpen();
-    const what = this.operation ?? (sql !== undefined ? `statement "${describeSql(sql)}"` : 'a statement');
-    return this.driverError(what, error, this.operation !== undefined && sql !== undefined ? sql : undefined);
+    return this.driverError(this.operation ?? 'a statement', error, sql);
   }
 
   private driverError(what: string, error: unknown, sql?: string): EngineError {
@@ -299,15 +339,20 @@ export class SqliteConnection {
       : code === 'SQLITE_READONLY' && this.options.readOnly
         ? ' This engine was opened with readOnly: open it without readOnly to write.'
         : '';
-    return new EngineError(`${what} failed${typeof code === 'string' ? ` (${code})` : ''}: ${message}${sql ? ` Statement: ${describeSql(sql)}` : ''}${hint}`, {
+    return new EngineError(`${what} failed${typeof code === 'string' ? ` (${code})` : ''}: ${message}${sql ? ` In statement "${describeSql(sql)}".` : ''}${hint}`, {
       cause: error,
       place: { engine: 'sqlite' },
     });
   }
 
-  close(): void {
-    if (!this.lifecycle.close()) return;
+  /** Closes the engine: every later call throws EngineClosedError. A handle passed in is left open. */
+  close(): Promise<void> {
+    return this.lifecycle.close();
+  }
+
+  private shut(): void {
     this.statements.clear();
+    this.transactor = undefined;
     if (this.handle && this.ownsHandle && this.handle.open) this.handle.close();
   }
 }

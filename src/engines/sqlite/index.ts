@@ -15,20 +15,20 @@
  * ```
  */
 import type { Engine } from '../../contracts/engine.js';
-import { SqliteConnection, type SqliteOptions } from './connection.js';
+import { SqliteConnection, type SqliteOptions, type SqliteQueries } from './connection.js';
 import type { SqliteDatabase } from './driver.js';
 import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteLedger } from './sqlite-ledger.js';
 import { SqliteStore } from './sqlite-store.js';
 
 export { SqliteCheckpointer, SqliteLedger, SqliteStore, SqliteConnection };
-export type { SqliteOptions, SqliteDatabase };
+export type { SqliteOptions, SqliteDatabase, SqliteQueries };
 export { SQLITE_MIGRATIONS, migrate } from './migrations.js';
 
 /** The SQLite engine on a file path (or an open better-sqlite3 handle, which the engine will not close). */
 export function sqlite(source: string | SqliteDatabase, options: SqliteOptions = {}): Engine {
   const conn = new SqliteConnection(source, options);
-  const close = async () => conn.close();
+  const close = () => conn.close();
   return {
     name: 'sqlite',
     checkpointer: new SqliteCheckpointer(conn),

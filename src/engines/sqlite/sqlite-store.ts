@@ -10,58 +10,13 @@
  * operands are bound parameters; the SQL text only ever holds fixed fragments.
  */
 import type { StoreCapabilities, StoreOpResult } from '../../contracts/store.js';
+import { overwriteRowOf, prefixUpperBound, storedRowOf, type OverwriteSqlRow, type StoreSqlRow } from '../../internal/sql-rows.js';
 import { BaseStore, type ScanQuery } from '../../store/base-store.js';
 import type { Condition } from '../../store/filter.js';
 import { decide, type OverwriteRow, type PreparedOp, type StoredRow } from '../../store/rows.js';
-import type { SqliteConnection } from './connection.js';
-
-interface Row {
-  ns: string;
-  key: string;
-  value: string;
-  version: number;
-  deleted: number;
-  last_write_key: string | null;
-  created_at: number;
-  updated_at: number;
-  expires_at: number | null;
-}
-
-interface OverwriteSqlRow {
-  id: number;
-  ns: string;
-  key: string;
-  operation: 'put' | 'delete';
-  expected_version: number;
-  overwritten_version: number | null;
-  overwritten_value: string | null;
-  overwritten_updated_at: number | null;
-  version: number;
-  at: number;
-}
-
-function fromRow(row: Row): StoredRow {
-  return {
-    ns: row.ns,
-    key: row.key,
-    value: row.value,
-    version: row.version,
-    deleted: row.deleted !== 0,
-    lastWriteKey: row.last_write_key,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    expiresAt: row.expires_at,
-  };
-}
+import type { SqliteConnection, SqliteQueries } from './connection.js';
 
 const LIVE = 'deleted = 0 AND (expires_at IS NULL OR expires_at > ?)';
-
-/** The upper bound of a label-bounded prefix scan, or null for the empty prefix. */
-function upperBound(ns: string): string | null {
-  // A stored namespace ends with the separator U+001F, so everything under `ns` sorts in
-  // [ns, ns with its last U+001F raised to U+0020): bounded at label boundaries.
-  return ns === '' ? null : ns.slice(0, -1) + '\u0020';
-}
 
 /** SQLite's JSON path for a validated label list: `$.a.b` (labels are plain identifiers). */
 function jsonPath(path: string[]): string {
@@ -119,25 +74,25 @@ export class SqliteStore extends BaseStore {
   readonly capabilities: StoreCapabilities = { ttl: true, sweep: true, filters: true, crossProcess: true };
 
   constructor(private readonly conn: SqliteConnection) {
-    super();
+    super(conn.lifecycle);
   }
 
-  private row(ns: string, key: string): StoredRow | null {
-    const row = this.conn.stmt('SELECT * FROM cairn_store WHERE ns = ? AND key = ?').get(ns, key) as Row | undefined;
-    return row ? fromRow(row) : null;
+  private row(q: SqliteQueries, ns: string, key: string): StoredRow | null {
+    const row = q.stmt('SELECT * FROM cairn_store WHERE ns = ? AND key = ?').get(ns, key) as StoreSqlRow | undefined;
+    return row ? storedRowOf(row) : null;
   }
 
   protected async readRow(ns: string, key: string): Promise<StoredRow | null> {
-    return this.conn.run('store.get', () => this.row(ns, key));
+    return this.conn.read('store.get', (q) => this.row(q, ns, key));
   }
 
   protected async applyOps(ops: PreparedOp[], now: number): Promise<StoreOpResult[]> {
-    return this.conn.writeTransaction(ops.length === 1 ? `store.${ops[0]!.kind}` : 'store.batch', () =>
+    return this.conn.write(ops.length === 1 ? `store.${ops[0]!.kind}` : 'store.batch', (q) =>
       ops.map((op, index) => {
-        const step = decide(op, this.row(op.ns, op.key), now, this.engine, index);
+        const step = decide(op, this.row(q, op.ns, op.key), now, this.engine, index);
         if (step.kind === 'write') {
           const r = step.row;
-          this.conn
+          q
             .stmt(
               `INSERT INTO cairn_store (ns, key, value, version, deleted, last_write_key, created_at, updated_at, expires_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -148,7 +103,7 @@ export class SqliteStore extends BaseStore {
             .run(r.ns, r.key, r.value, r.version, r.deleted ? 1 : 0, r.lastWriteKey, r.createdAt, r.updatedAt, r.expiresAt);
           const o = step.overwrite;
           if (o) {
-            this.conn
+            q
               .stmt(
                 `INSERT INTO cairn_store_overwrites (ns, key, operation, expected_version, overwritten_version, overwritten_value, overwritten_updated_at, version, at)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -162,7 +117,7 @@ export class SqliteStore extends BaseStore {
   }
 
   protected async scan(query: ScanQuery): Promise<StoredRow[]> {
-    const upper = upperBound(query.ns);
+    const upper = prefixUpperBound(query.ns);
     const params: unknown[] = [query.ns, upper, upper, query.now];
     let sql = `SELECT * FROM cairn_store WHERE ns >= ? AND (? IS NULL OR ns < ?) AND ${LIVE}`;
     if (query.after) {
@@ -173,43 +128,32 @@ export class SqliteStore extends BaseStore {
     sql += ' ORDER BY ns, key LIMIT ? OFFSET ?';
     params.push(query.limit ?? -1, query.offset);
     // Filtered texts vary with the filter's shape: prepared per call, not cached.
-    const rows = this.conn.run('store.search', () =>
-      (query.conditions.length ? this.conn.prepare(sql) : this.conn.stmt(sql)).all(...params) as Row[],
-    );
-    return rows.map(fromRow);
+    const rows = this.conn.read('store.search', (q) => (query.conditions.length ? q.prepare(sql) : q.stmt(sql)).all(...params) as StoreSqlRow[]);
+    return rows.map(storedRowOf);
   }
 
   protected async scanNamespaces(ns: string, now: number): Promise<string[]> {
-    const upper = upperBound(ns);
-    return this.conn.run('store.listNamespaces', () =>
-      this.conn.stmt(`SELECT DISTINCT ns FROM cairn_store WHERE ns >= ? AND (? IS NULL OR ns < ?) AND ${LIVE} ORDER BY ns`).pluck().all(ns, upper, upper, now) as string[],
+    const upper = prefixUpperBound(ns);
+    return this.conn.read('store.listNamespaces', (q) =>
+      q.stmt(`SELECT DISTINCT ns FROM cairn_store WHERE ns >= ? AND (? IS NULL OR ns < ?) AND ${LIVE} ORDER BY ns`).pluck().all(ns, upper, upper, now) as string[],
     );
   }
 
   protected async sweep(now: number): Promise<number> {
-    return this.conn.writeTransaction('store.sweepExpired', () =>
-      this.conn
+    return this.conn.write('store.sweepExpired', (q) =>
+      q
         .stmt(`UPDATE cairn_store SET deleted = 1, value = 'null', last_write_key = NULL, updated_at = ?, expires_at = NULL WHERE deleted = 0 AND expires_at <= ?`)
         .run(now, now).changes,
     );
   }
 
   protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {
-    const upper = upperBound(ns);
-    const rows = this.conn.run('store.listOverwrites', () =>
-      this.conn
+    const upper = prefixUpperBound(ns);
+    const rows = this.conn.read('store.listOverwrites', (q) =>
+      q
         .stmt('SELECT * FROM cairn_store_overwrites WHERE ns >= ? AND (? IS NULL OR ns < ?) AND id > ? ORDER BY id LIMIT ?')
         .all(ns, upper, upper, afterId, limit ?? -1) as OverwriteSqlRow[],
     );
-    return rows.map((r) => ({
-      id: r.id,
-      ns: r.ns,
-      key: r.key,
-      operation: r.operation,
-      expectedVersion: r.expected_version,
-      overwritten: r.overwritten_version === null ? null : { value: r.overwritten_value!, version: r.overwritten_version, updatedAt: r.overwritten_updated_at! },
-      version: r.version,
-      at: r.at,
-    }));
+    return rows.map(overwriteRowOf);
   }
 }

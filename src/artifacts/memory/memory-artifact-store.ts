@@ -1,13 +1,13 @@
 /**
- * @module artifacts/memory-artifact-store
+ * @module artifacts/memory/memory-artifact-store
  * Artifacts in process memory, for tests and development. Same contract as the
  * durable backends (verification, tenancy, freshness), without durability: a
  * stream put here is held in memory, since memory is where it is stored.
  */
-import type { ArtifactRef, ArtifactSweepReport } from '../contracts/artifact-store.js';
-import type { ArtifactBackend, ArtifactRecord, BlobReader, RecordAddress, RecordPage, Staged, StoredRecord } from './backend.js';
-import { BaseArtifactStore } from './base-artifact-store.js';
-import { READ_CHUNK } from './streams.js';
+import type { ArtifactRef, ArtifactSweepReport } from '../../contracts/artifact-store.js';
+import type { ArtifactBackend, ArtifactRecord, BlobReader, RecordAddress, RecordPage, Staged, StoredRecord } from '../backend.js';
+import { BaseArtifactStore } from '../base-artifact-store.js';
+import { READ_CHUNK } from '../streams.js';
 
 interface MemoryStaged extends Staged {
   bytes: Uint8Array;

@@ -1,0 +1,313 @@
+/**
+ * @module checkpointer/base-checkpointer
+ * What every thread log shares, written once above the engines: the lifecycle
+ * guard (lazy open, EngineClosedError after close) around every storage call,
+ * thread-id checks, thread-query and `deleteThread` option validation, the lease
+ * rules (a live holder refuses an acquire or a delete with ThreadBusyError, a
+ * caller's own lease lets it delete), the errors of fenced writes (LeaseLostError,
+ * HeadMovedError, PositionNotFoundError), the shortcuts of empty reads, and the
+ * optional methods' capabilities (NotSupportedError where one is not declared).
+ *
+ * An engine extends {@link BaseCheckpointer} and implements storage primitives
+ * only. The primitives that must decide inside their transaction are handed the
+ * decision: `acquire` and `removeThread` read the thread as it is locked and call
+ * the judge they are given, which throws, or says what to do.
+ *
+ * @example
+ * ```ts
+ * class MyCheckpointer extends BaseCheckpointer {
+ *   readonly engine = 'mine';
+ *   readonly capabilities = { claims: false, wakeUps: false, leaseExpiry: false };
+ *   protected async readThread(threadId) { ... }
+ *   protected async acquire(threadId, request, admit) {
+ *     // In one transaction: read the thread; admit(it or null) throws, or says 'create' or 'take'; do that.
+ *   }
+ *   ...
+ * }
+ * ```
+ */
+import type {
+  AcquireRequest,
+  AttemptFailure,
+  Checkpointer,
+  CheckpointerCapabilities,
+  ClaimRequest,
+  HeadAnchor,
+  PendingWrite,
+  PositionItem,
+  RangeItem,
+  SeqRange,
+  StepCommit,
+  StoredPosition,
+  ThreadPatch,
+} from '../contracts/checkpointer.js';
+import type { DeleteThreadOptions, DeleteThreadResult, DeletedThreadRows, ThreadLease, ThreadQuery, ThreadRecord } from '../contracts/threads.js';
+import { EngineError, HeadMovedError, LeaseLostError, NotSupportedError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import { checkThreadId } from '../internal/keys.js';
+import { describeHolder, holderIsLive, type HeldThread } from '../internal/lease.js';
+import type { Lifecycle } from '../internal/lifecycle.js';
+import { normalizeIfStatus, normalizeThreadQuery, type NormalizedThreadQuery } from '../internal/thread-query.js';
+
+export type { HeldThread };
+
+/** Why a fenced, head-checked commit wrote nothing. */
+export type CommitRefusal =
+  /** The lease no longer holds the thread. */
+  | { reason: 'lease' }
+  /** The namespace's head is `head`, not the commit's `expectedHead` (or the position does not take head + 1). */
+  | { reason: 'head'; head: number | null };
+
+/** True when `commit` extends the namespace whose head is `head`: the head it expects, and seq head + 1. */
+export function extendsHead(commit: StepCommit, head: number | null): boolean {
+  return head === commit.expectedHead && commit.position.seq === (head ?? -1) + 1;
+}
+
+/** Counts for a deletion that has not removed anything yet. */
+export function noRowsRemoved(): DeletedThreadRows {
+  return { positions: 0, items: 0, snapshots: 0, pendingWrites: 0, failures: 0, ledgerEntries: 0, pins: 0 };
+}
+
+/**
+ * The {@link Checkpointer} contract over storage primitives. Every public method
+ * validates what it is given, then runs its primitive through the engine's
+ * {@link Lifecycle}, then turns what the primitive reports into the contract's result
+ * or error.
+ */
+export abstract class BaseCheckpointer implements Checkpointer {
+  abstract readonly engine: string;
+  abstract readonly capabilities: CheckpointerCapabilities;
+
+  /** `lifecycle`: the engine's, shared with its ledger and store (closing one closes the engine). */
+  constructor(protected readonly lifecycle: Lifecycle) {}
+
+  // ---------------------------------------------------------------- primitives: threads and leases
+
+  /** The thread's record, or null. */
+  protected abstract readThread(threadId: string): Promise<ThreadRecord | null>;
+  /** Threads matching `query` (validated), in its order, after its cursor, at most its limit. */
+  protected abstract queryThreads(query: NormalizedThreadQuery): Promise<ThreadRecord[]>;
+  /** The thread's failures, oldest first ([] for a missing thread). */
+  protected abstract readFailures(threadId: string): Promise<AttemptFailure[]>;
+  /**
+   * Grants `request.owner` the lease, in one transaction (or a compare-and-set on what
+   * was read): reads the thread as it is, calls `admit` with it (null when missing),
+   * which throws ThreadNotFoundError or ThreadBusyError, or says to `create` the thread
+   * (`request.create` is then set) or `take` its lease (epoch + 1).
+   */
+  protected abstract acquire(threadId: string, request: AcquireRequest, admit: (held: HeldThread | null) => 'create' | 'take'): Promise<ThreadLease>;
+  /** Extends the lease (fenced); the new expiry, or null when the lease no longer holds the thread. */
+  protected abstract renew(lease: ThreadLease, leaseMs: number): Promise<number | null>;
+  /** Clears the holder if `lease` still holds the thread; otherwise does nothing. */
+  protected abstract release(lease: ThreadLease): Promise<void>;
+  /** Applies `patch` (fenced); the new record, or null when the lease no longer holds the thread. */
+  protected abstract update(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord | null>;
+  /**
+   * Deletes the thread and all it owns, in one transaction: reads the thread as it is
+   * (locked against every write of it), calls `judge` with it (null when missing),
+   * which throws (ThreadBusyError, LeaseLostError) or returns the result to report
+   * without deleting anything; when it returns null, deletes and reports the rows removed.
+   */
+  protected abstract removeThread(threadId: string, judge: (held: HeldThread | null) => DeleteThreadResult | null): Promise<DeleteThreadResult>;
+
+  // ---------------------------------------------------------------- primitives: the log
+
+  /**
+   * Commits one step boundary in one transaction (see {@link Checkpointer.commitStep}):
+   * nothing is written, and the refusal returned, when the lease no longer holds the
+   * thread or the commit does not {@link extendsHead extend} the namespace's head.
+   */
+  protected abstract commit(lease: ThreadLease, commit: StepCommit): Promise<CommitRefusal | undefined>;
+  protected abstract readHead(threadId: string, ns: string): Promise<HeadAnchor | null>;
+  /** Stores or replaces the snapshot (fenced): `lease` when the lease no longer holds the thread, `position` when there is no such position. */
+  protected abstract writeSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<'stored' | 'lease' | 'position'>;
+  /** Stores or replaces the task's pending write (fenced); false when the lease no longer holds the thread. */
+  protected abstract writePending(lease: ThreadLease, write: PendingWrite): Promise<boolean>;
+  protected abstract readPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]>;
+  protected abstract readPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null>;
+  protected abstract readPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]>;
+  protected abstract readNamespaces(threadId: string): Promise<string[]>;
+  protected abstract readPositionPage(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number }): Promise<StoredPosition[]>;
+  /** The newest snapshot inside `ranges` (never empty). */
+  protected abstract readSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null>;
+  protected abstract readSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]>;
+  /** The texts of `field`'s items inside `ranges` (never empty), by (seq, index). */
+  protected abstract readItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]>;
+  /** One position's items of `fields` (never empty), in field order given, then index. */
+  protected abstract readPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]>;
+  protected abstract readRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]>;
+
+  // ---------------------------------------------------------------- primitives: workers (by capability)
+
+  /** Claims runnable threads (`capabilities.claims`). */
+  protected claim(request: ClaimRequest): Promise<ThreadLease[]> {
+    return Promise.reject(this.undeclared('claimThreads'));
+  }
+
+  /** Listens for threads that may have become runnable (`capabilities.wakeUps`). */
+  protected watchRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {
+    return Promise.reject(this.undeclared('subscribeRunnable'));
+  }
+
+  /** The earliest lease expiry on a runnable thread (`capabilities.leaseExpiry`). */
+  protected earliestLeaseExpiry(graph: string | undefined): Promise<number | null> {
+    return Promise.reject(this.undeclared('nextLeaseExpiry'));
+  }
+
+  // ---------------------------------------------------------------- the contract
+
+  getThread(threadId: string): Promise<ThreadRecord | null> {
+    return this.lifecycle.run(() => this.readThread(threadId));
+  }
+
+  async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
+    const q = normalizeThreadQuery(query);
+    return this.lifecycle.run(() => this.queryThreads(q));
+  }
+
+  listFailures(threadId: string): Promise<AttemptFailure[]> {
+    return this.lifecycle.run(() => this.readFailures(threadId));
+  }
+
+  async acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease> {
+    checkThreadId(threadId);
+    return this.lifecycle.run(() =>
+      this.acquire(threadId, request, (held) => {
+        if (!held) {
+          if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
+          return 'create';
+        }
+        if (holderIsLive(held.holder, held.now)) throw new ThreadBusyError(threadId, describeHolder(held.holder), { engine: this.engine });
+        return 'take';
+      }),
+    );
+  }
+
+  async renewLease(lease: ThreadLease, leaseMs: number): Promise<ThreadLease> {
+    const expiresAt = await this.lifecycle.run(() => this.renew(lease, leaseMs));
+    if (expiresAt === null) throw this.lost(lease);
+    return { ...lease, expiresAt };
+  }
+
+  releaseThread(lease: ThreadLease): Promise<void> {
+    return this.lifecycle.run(() => this.release(lease));
+  }
+
+  async updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord> {
+    const record = await this.lifecycle.run(() => this.update(lease, patch));
+    if (!record) throw this.lost(lease);
+    return record;
+  }
+
+  async commitStep(lease: ThreadLease, commit: StepCommit): Promise<void> {
+    const refusal = await this.lifecycle.run(() => this.commit(lease, commit));
+    if (!refusal) return;
+    if (refusal.reason === 'lease') throw this.lost(lease);
+    throw new HeadMovedError(lease.threadId, commit.expectedHead, refusal.head, { engine: this.engine });
+  }
+
+  getHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
+    return this.lifecycle.run(() => this.readHead(threadId, ns));
+  }
+
+  async putSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<void> {
+    const outcome = await this.lifecycle.run(() => this.writeSnapshot(lease, snapshot));
+    if (outcome === 'lease') throw this.lost(lease);
+    if (outcome === 'position') throw new PositionNotFoundError(lease.threadId, snapshot.seq, { engine: this.engine });
+  }
+
+  async putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void> {
+    if (!(await this.lifecycle.run(() => this.writePending(lease, write)))) throw this.lost(lease);
+  }
+
+  getPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]> {
+    return this.lifecycle.run(() => this.readPendingWrites(threadId, ns, baseSeq));
+  }
+
+  getPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
+    return this.lifecycle.run(() => this.readPosition(threadId, ns, seq));
+  }
+
+  getPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]> {
+    return this.lifecycle.run(() => this.readPositions(threadId, ns, range));
+  }
+
+  listNamespaces(threadId: string): Promise<string[]> {
+    return this.lifecycle.run(() => this.readNamespaces(threadId));
+  }
+
+  listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
+    return this.lifecycle.run(() => this.readPositionPage(threadId, ns, page));
+  }
+
+  getSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null> {
+    return this.lifecycle.run(() => (ranges.length === 0 ? null : this.readSnapshot(threadId, ns, ranges)));
+  }
+
+  getSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]> {
+    return this.lifecycle.run(() => this.readSnapshots(threadId, ns, range));
+  }
+
+  getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
+    return this.lifecycle.run(() => (ranges.length === 0 ? [] : this.readItems(threadId, ns, field, ranges)));
+  }
+
+  getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
+    return this.lifecycle.run(() => (fields.length === 0 ? [] : this.readPositionItems(threadId, ns, seq, fields)));
+  }
+
+  getRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]> {
+    return this.lifecycle.run(() => this.readRangeItems(threadId, ns, range));
+  }
+
+  claimThreads(request: ClaimRequest): Promise<ThreadLease[]> {
+    if (!this.capabilities.claims) return Promise.reject(this.unsupported('claimThreads', 'claims'));
+    return this.lifecycle.run(() => this.claim(request));
+  }
+
+  subscribeRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {
+    if (!this.capabilities.wakeUps) return Promise.reject(this.unsupported('subscribeRunnable', 'wakeUps'));
+    return this.lifecycle.run(() => this.watchRunnable(listener));
+  }
+
+  nextLeaseExpiry(graph?: string): Promise<number | null> {
+    if (!this.capabilities.leaseExpiry) return Promise.reject(this.unsupported('nextLeaseExpiry', 'leaseExpiry'));
+    return this.lifecycle.run(() => this.earliestLeaseExpiry(graph));
+  }
+
+  async deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
+    const ifStatus = normalizeIfStatus(options.ifStatus);
+    const { lease } = options;
+    return this.lifecycle.run(() =>
+      this.removeThread(threadId, (held) => {
+        if (!held) return { deleted: false, threadId, reason: 'missing' };
+        if (lease) {
+          if (held.holder.runId !== lease.runId || held.epoch !== lease.epoch) throw new LeaseLostError(threadId, { engine: this.engine });
+        } else if (holderIsLive(held.holder, held.now)) throw new ThreadBusyError(threadId, describeHolder(held.holder), { engine: this.engine });
+        if (ifStatus && !ifStatus.includes(held.status)) return { deleted: false, threadId, reason: 'status', status: held.status };
+        return null;
+      }),
+    );
+  }
+
+  /** Closes the engine (its ledger and store too). */
+  close(): Promise<void> {
+    return this.lifecycle.close();
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private lost(lease: ThreadLease): LeaseLostError {
+    return new LeaseLostError(lease.threadId, { engine: this.engine });
+  }
+
+  private unsupported(method: string, capability: keyof CheckpointerCapabilities): NotSupportedError {
+    return new NotSupportedError(`${method} is not supported by this engine (capabilities.${capability} is false). Check checkpointer.capabilities before calling it.`, {
+      place: { engine: this.engine },
+    });
+  }
+
+  /** A capability declared without its primitive: a bug of the engine, not of the caller. */
+  private undeclared(method: string): EngineError {
+    return new EngineError(`the engine declares the capability of ${method} but does not implement it.`, { place: { engine: this.engine } });
+  }
+}

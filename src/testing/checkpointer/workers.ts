@@ -1,0 +1,158 @@
+/**
+ * @module testing/checkpointer/workers
+ * Checkpointer conformance. Capabilities and what workers use: the declared flags,
+ * refusal of an undeclared optional method, and the tests of each optional method,
+ * run only where its capability is declared (a skipped test says why).
+ * Registered by {@link checkpointerSuite}, inside its describe block.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { Checkpointer, CheckpointerCapabilities } from '../../contracts/checkpointer.js';
+import type { ThreadLease } from '../../contracts/threads.js';
+import { LeaseLostError, NotSupportedError } from '../../errors.js';
+import { commitOf, expectError, linearPosition, LONG_LEASE, remoteOwner, SHORT_LEASE, sleep } from './fixtures.js';
+import type { CheckpointerSuiteContext } from './context.js';
+
+/** Each capability and a call of the optional method it declares. */
+const OPTIONAL: Record<keyof CheckpointerCapabilities, { method: string; call: (cp: Checkpointer) => Promise<unknown> }> = {
+  claims: { method: 'claimThreads', call: (cp) => cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 1 }) },
+  wakeUps: { method: 'subscribeRunnable', call: (cp) => cp.subscribeRunnable!(() => undefined) },
+  leaseExpiry: { method: 'nextLeaseExpiry', call: (cp) => cp.nextLeaseExpiry!() },
+};
+
+/** Registers the tests of this feature. */
+export function workerTests(suite: CheckpointerSuiteContext): void {
+  const { create } = suite;
+  let cp: Checkpointer;
+  const lacks = (capability: keyof CheckpointerCapabilities) => `the ${suite.options.name} engine declares no ${capability} capability`;
+
+  describe('capabilities', () => {
+    beforeEach(() => {
+      cp = suite.cp;
+    });
+
+    it('declares its capabilities as booleans (they decide which worker tests apply)', () => {
+      for (const flag of Object.keys(OPTIONAL) as (keyof CheckpointerCapabilities)[]) expect(typeof cp.capabilities[flag], flag).toBe('boolean');
+    });
+
+    it("a declared capability's method exists; an undeclared one's is absent or refuses with NotSupportedError", async () => {
+      for (const [flag, { method, call }] of Object.entries(OPTIONAL) as [keyof CheckpointerCapabilities, (typeof OPTIONAL)[keyof CheckpointerCapabilities]][]) {
+        const present = typeof (cp as unknown as Record<string, unknown>)[method] === 'function';
+        if (cp.capabilities[flag]) expect(present, `${method} (capabilities.${flag})`).toBe(true);
+        else if (present) await expectError(() => call(cp), NotSupportedError);
+      }
+    });
+  });
+
+  describe('workers: claimThreads (capabilities.claims)', () => {
+    beforeEach(() => {
+      cp = suite.cp;
+    });
+
+    /** Threads created and released in this order (a few ms apart), so their update times differ. */
+    async function released(...ids: string[]): Promise<void> {
+      for (const id of ids) {
+        await cp.releaseThread(await create(id));
+        await sleep(3);
+      }
+    }
+
+    it('claims runnable threads only (running, no live holder), oldest update first, at most limit', async (t) => {
+      t.skip(!cp.capabilities.claims, lacks('claims'));
+      await released('a', 'b', 'c');
+      const done = await create('done');
+      await cp.updateThread(done, { status: 'completed' });
+      await cp.releaseThread(done);
+      await create('held');
+      const owner = remoteOwner('worker');
+      const first = await cp.claimThreads!({ owner, leaseMs: LONG_LEASE, limit: 2 });
+      expect(first.map((lease) => lease.threadId)).toEqual(['a', 'b']);
+      for (const lease of first) expect(lease).toMatchObject({ runId: owner.runId, thread: { id: lease.threadId, status: 'running' } });
+      expect((await cp.claimThreads!({ owner, leaseMs: LONG_LEASE, limit: 10 })).map((lease) => lease.threadId)).toEqual(['c']);
+      expect(await cp.claimThreads!({ owner, leaseMs: LONG_LEASE, limit: 10 })).toEqual([]);
+    });
+
+    it('a claim is a fresh lease (epoch + 1) that fences the expired holder out', async (t) => {
+      t.skip(!cp.capabilities.claims, lacks('claims'));
+      const stale = await create('t1', { leaseMs: SHORT_LEASE });
+      await cp.commitStep(stale, commitOf(linearPosition(0), null));
+      await sleep(SHORT_LEASE * 2);
+      const [claimed] = await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 1 });
+      expect(claimed!.epoch).toBeGreaterThan(stale.epoch);
+      expect(claimed!.thread.head).toBe(0);
+      await expectError(() => cp.commitStep(stale, commitOf(linearPosition(1), 0)), LeaseLostError);
+      await cp.commitStep(claimed!, commitOf(linearPosition(1), 0));
+      expect((await cp.getThread('t1'))!.head).toBe(1);
+    });
+
+    it('concurrent claimers never get the same thread', async (t) => {
+      t.skip(!cp.capabilities.claims, lacks('claims'));
+      const ids = ['t0', 't1', 't2', 't3', 't4', 't5'];
+      await released(...ids);
+      const batches = await Promise.all([0, 1, 2].map(() => cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: ids.length })));
+      const claimed = batches.flat().map((lease: ThreadLease) => lease.threadId);
+      expect([...claimed].sort()).toEqual(ids);
+    });
+
+    it('claims only the threads of the graph asked for', async (t) => {
+      t.skip(!cp.capabilities.claims, lacks('claims'));
+      for (const [id, graph] of [['a', 'g1'], ['b', 'g2'], ['c', undefined], ['d', 'g1']] as const) {
+        await cp.releaseThread(await create(id, { metadata: graph ? { graph } : {} }));
+      }
+      const claimed = await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, graph: 'g1' });
+      expect(claimed.map((lease) => lease.threadId).sort()).toEqual(['a', 'd']);
+    });
+  });
+
+  describe('workers: nextLeaseExpiry (capabilities.leaseExpiry)', () => {
+    beforeEach(() => {
+      cp = suite.cp;
+    });
+
+    it('is the earliest expiry of a lease held on a running thread (of the graph, when given), or null', async (t) => {
+      t.skip(!cp.capabilities.leaseExpiry, lacks('leaseExpiry'));
+      expect(await cp.nextLeaseExpiry!()).toBeNull();
+      const long = await create('long', { leaseMs: LONG_LEASE * 2, metadata: { graph: 'g' } });
+      const short = await create('short', { leaseMs: LONG_LEASE });
+      const done = await create('done', { leaseMs: 1_000 });
+      await cp.updateThread(done, { status: 'completed' });
+      await cp.releaseThread(await create('free', { leaseMs: 1_000 }));
+      expect(await cp.nextLeaseExpiry!()).toBe(short.expiresAt);
+      expect(await cp.nextLeaseExpiry!('g')).toBe(long.expiresAt);
+      expect(await cp.nextLeaseExpiry!('other')).toBeNull();
+    });
+  });
+
+  describe('workers: subscribeRunnable (capabilities.wakeUps)', () => {
+    beforeEach(() => {
+      cp = suite.cp;
+    });
+
+    /** Waits until `heard` holds `id` (wake-ups may arrive a moment after the release). */
+    async function until(heard: string[], id: string): Promise<void> {
+      for (let i = 0; i < 200 && !heard.includes(id); i++) await sleep(10);
+      expect(heard, `a wake-up for ${id}`).toContain(id);
+    }
+
+    it('tells a listener of a running thread whose lease is released, not of a finished one; unsubscribing stops it', async (t) => {
+      t.skip(!cp.capabilities.wakeUps, lacks('wakeUps'));
+      const heard: string[] = [];
+      const unsubscribe = await cp.subscribeRunnable!((threadId) => heard.push(threadId));
+      try {
+        await cp.releaseThread(await create('runnable'));
+        await until(heard, 'runnable');
+        const done = await create('done');
+        await cp.updateThread(done, { status: 'completed' });
+        await cp.releaseThread(done);
+        // Wake-ups come in the order of the releases: once the next one is heard, the finished one was not.
+        await cp.releaseThread(await create('marker'));
+        await until(heard, 'marker');
+        expect(heard).not.toContain('done');
+      } finally {
+        await unsubscribe();
+      }
+      await cp.releaseThread(await create('after'));
+      await sleep(100);
+      expect(heard).not.toContain('after');
+    });
+  });
+}
