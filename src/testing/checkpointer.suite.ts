@@ -4,7 +4,7 @@
  * states (leases and fencing, head checks, atomic commits, pending writes, range
  * reads, namespace listing, thread listing with its filters and paging, deleting a thread with all it
  * owns, id validation, lifecycle), as vitest tests, and the optional methods workers
- * use, each where the engine's `capabilities` declare it (a skipped test says why).
+ * use, each where the engine's `capabilities` declare it (elsewhere, their refusal).
  * Every engine runs it; a third-party engine proves itself with the same ten lines.
  *
  * Each test gets a fresh engine from `create()` and hands it to `destroy()` (or

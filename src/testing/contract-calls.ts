@@ -4,8 +4,8 @@
  * each with arguments that reach storage, for tests that must cover them all: a
  * closed engine refuses each one, a failing driver is reported by each one. The
  * tables are typed by the contracts: a method added to a contract and missing here
- * (or named here and not in the contract) does not compile. A method that cannot
- * reach storage is listed with the reason it is left out.
+ * (or named here and not in the contract) does not compile. A method that reaches
+ * no storage is marked `local`, with the reason: it must work whatever the driver does.
  *
  * @example
  * ```ts
@@ -30,8 +30,8 @@ export interface CallFixture {
 
 export type ContractCall = (fixture: CallFixture) => Promise<unknown>;
 
-/** One method's entry: a call, a call that works only where a capability is declared, or the reason it is left out. */
-export type CallEntry = ContractCall | { capability: keyof CheckpointerCapabilities; call: ContractCall } | { skip: string };
+/** One method's entry: a call, a call that works only where a capability is declared, or a call that reaches no storage (and why). */
+export type CallEntry = ContractCall | { capability: keyof CheckpointerCapabilities; call: ContractCall } | { local: string; call: ContractCall };
 
 const owner = { runId: 'contract-calls-2', pid: 4242, host: 'cairn-suite.remote.invalid' };
 const position = (seq: number) => ({
@@ -49,6 +49,7 @@ const entry = (key: string): NewLedgerEntry => ({ threadId: 't1', key, kind: 'ef
 const range = { from: 0, to: 1 };
 /** A call of an optional method: it works only where `capability` is declared. */
 const where = (capability: keyof CheckpointerCapabilities, call: ContractCall) => ({ capability, call });
+const local = (reason: string, call: ContractCall) => ({ local: reason, call });
 
 export const CHECKPOINTER_CALLS = {
   getThread: ({ engine }) => engine.checkpointer.getThread('t1'),
@@ -76,7 +77,7 @@ export const CHECKPOINTER_CALLS = {
   subscribeRunnable: where('wakeUps', ({ engine }) => engine.checkpointer.subscribeRunnable!(() => undefined)),
   nextLeaseExpiry: where('leaseExpiry', ({ engine }) => engine.checkpointer.nextLeaseExpiry!()),
   deleteThread: ({ engine }) => engine.checkpointer.deleteThread('t1'),
-  close: { skip: 'closes the engine; it reaches no table' },
+  close: local('closes the engine; it reaches no table', ({ engine }) => engine.checkpointer.close()),
 } satisfies Record<MethodsOf<Checkpointer>, CallEntry>;
 
 export const LEDGER_CALLS = {
@@ -101,9 +102,9 @@ export const STORE_CALLS = {
   sweepExpired: ({ engine }) => engine.store.sweepExpired(),
   listOverwrites: ({ engine }) => engine.store.listOverwrites(['ns']),
   as: ({ engine }) => engine.store.as('someone').get(['ns'], 'k'),
-  declare: { skip: 'declarations live in the process; it reaches no table' },
-  mergeRuleOf: { skip: 'reads the declarations in the process; it reaches no table' },
-  setPolicy: { skip: 'the policy lives in the process; it reaches no table' },
+  declare: local('declarations live in the process; it reaches no table', async ({ engine }) => engine.store.declare(['declared'], { merge: 'lastWins' })),
+  mergeRuleOf: local('reads the declarations in the process; it reaches no table', async ({ engine }) => engine.store.mergeRuleOf(['declared'])),
+  setPolicy: local('the policy lives in the process; it reaches no table', async ({ engine }) => engine.store.setPolicy(null)),
 } satisfies Record<MethodsOf<Store>, CallEntry>;
 
 /** Every entry of the three tables, named `method`, `ledger.method` and `store.method`. */
@@ -118,7 +119,7 @@ export function contractCalls(): [string, CallEntry][] {
 /** The call an entry makes on `engine`, or why it makes none there (left out, or an optional method whose capability is not declared). */
 export function callFor(entry: CallEntry, engine: Engine): ContractCall | string {
   if (typeof entry === 'function') return entry;
-  if ('skip' in entry) return entry.skip;
+  if ('local' in entry) return entry.local;
   return engine.checkpointer.capabilities[entry.capability] ? entry.call : `capabilities.${entry.capability} is not declared`;
 }
 
