@@ -49,5 +49,29 @@ export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 /** How much of a SQLite file is read through a memory map, bytes. */
 export const SQLITE_MMAP_BYTES = 256 * 1024 * 1024;
 
+/** Connections of a PostgreSQL pool the engine creates from a URL (`postgres(url, { max })`). */
+export const POSTGRES_POOL_MAX = 10;
+
+/** Pool size of a PostgreSQL database a CLI command opens (`--max-connections`); `cairn worker` uses its concurrency + 2. */
+export const CLI_POSTGRES_POOL_MAX = 4;
+
+/** Wait before a PostgreSQL LISTEN connection is tried again: after a failed connect, and after a lost or failed LISTEN, ms. */
+export const POSTGRES_LISTEN_RETRY_MS = { connect: 1_000, listen: 200 } as const;
+
+/** Part size of an S3 multipart upload, bytes (`s3Artifacts({ partSize })`). */
+export const S3_PART_BYTES = 8 * 1024 * 1024;
+
+/** How long a presigned S3 URL works (`presignGet(ref, { expiresInMs })`), ms. */
+export const S3_PRESIGN_EXPIRES_MS = 15 * 60 * 1000;
+
+/** Attempts of a `store.update()` whose compare-and-set keeps losing, before UpdateConflictError (`{ maxRetries }`). */
+export const STORE_UPDATE_RETRIES = 64;
+
+/** Temporary files of unfinished fs artifact writes older than this are swept (`sweepTempFiles({ olderThanMs })`), ms. */
+export const FS_TEMP_FILE_AGE_MS = 60 * 60 * 1000;
+
+/** Artifacts a page of `artifacts.list()` holds when no limit is given. */
+export const ARTIFACT_PAGE_LIMIT = 1000;
+
 /** Artifacts written or reused this recently are never collected, ms (24 hours). */
 export const GC_GRACE_MS = 24 * 60 * 60 * 1000;

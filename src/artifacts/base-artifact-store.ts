@@ -17,6 +17,7 @@ import type {
   ArtifactStreamOptions,
   ArtifactSweepReport,
 } from '../contracts/artifact-store.js';
+import { ARTIFACT_PAGE_LIMIT } from '../defaults.js';
 import { AccessDeniedError, ArtifactIntegrityError, ArtifactNotFoundError, CairnError, InvalidOptionError } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
 import { Lifecycle } from '../internal/lifecycle.js';
@@ -166,7 +167,7 @@ export class BaseArtifactStore implements ArtifactStore {
 
   async list(options: ArtifactListOptions = {}): Promise<ArtifactPage> {
     const store = this.store;
-    const limit = options.limit ?? 1000;
+    const limit = options.limit ?? ARTIFACT_PAGE_LIMIT;
     if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidOptionError(`list limit must be a positive integer, got ${String(limit)}.`);
     if (options.cursor !== undefined && typeof options.cursor !== 'string') throw new InvalidOptionError('list cursor must be the string a previous page returned.');
     if (options.allTenants && this.tenant !== null) {

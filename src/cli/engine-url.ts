@@ -14,6 +14,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { Engine } from '../contracts/engine.js';
+import { CLI_POSTGRES_POOL_MAX } from '../defaults.js';
 import { DatabaseNotFoundError, DatabaseOutdatedError, InvalidOptionError } from '../errors.js';
 import { sqlite } from '../engines/sqlite/index.js';
 // Loads no driver: the engine loads pg on its first query.
@@ -78,7 +79,7 @@ export async function openEngine(target: string, access: EngineAccess, options: 
         await probe.close();
       }
     }
-    return postgres(url, { schema, max: options.maxConnections ?? 4, readOnly, ...(options.applicationName ? { applicationName: options.applicationName } : {}) });
+    return postgres(url, { schema, max: options.maxConnections ?? CLI_POSTGRES_POOL_MAX, readOnly, ...(options.applicationName ? { applicationName: options.applicationName } : {}) });
   }
   const path = sqlitePath(target);
   if (access === 'write' && !existsSync(path)) throw new DatabaseNotFoundError(path, 'there is no such file.', { engine: 'sqlite' });

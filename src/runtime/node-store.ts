@@ -6,6 +6,7 @@
  * that every validated read is still current, so nothing lands on a stale read.
  */
 import type { ListNamespacesOptions, ScopedStore, SearchOptions, Store, StoreApi, StoreItem, StoreOp, StorePage } from '../contracts/store.js';
+import { STORE_UPDATE_RETRIES } from '../defaults.js';
 import { StaleReadError, UpdateConflictError, VersionConflictError, type ErrorPlace } from '../errors.js';
 import { backoff } from '../store/base-store.js';
 import type { EffectSpec } from './effects.js';
@@ -168,7 +169,7 @@ export class TaskStore implements NodeStore {
       key,
       options,
       async (idempotencyKey) => {
-        const maxRetries = options.maxRetries ?? 64;
+        const maxRetries = options.maxRetries ?? STORE_UPDATE_RETRIES;
         for (let attempt = 0; ; attempt++) {
           const current = await this.view.get<T>(namespace, key);
           const next = await fn(current ? current.value : undefined, current);

@@ -13,6 +13,7 @@ import type { Engine } from '../contracts/engine.js';
 import type { ThreadStatus } from '../contracts/threads.js';
 import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { encode } from '../codec/tagged-json.js';
+import { LEASE_MS } from '../defaults.js';
 import type { StateSchema } from '../state/schema.js';
 import { materialize, type SnapshotBody } from './materialize.js';
 import { SNAPSHOT_FORMAT, sealSnapshot } from './position.js';
@@ -48,7 +49,7 @@ export async function rewriteSnapshots(engine: Engine, schema: StateSchema, opti
         continue;
       }
       const lease = await cp
-        .acquireThread(thread.id, { owner: { runId: randomUUID(), pid: process.pid, host: hostname() }, leaseMs: options.leaseMs ?? 30_000 })
+        .acquireThread(thread.id, { owner: { runId: randomUUID(), pid: process.pid, host: hostname() }, leaseMs: options.leaseMs ?? LEASE_MS })
         .catch((error: unknown) => error as Error);
       if (lease instanceof Error) {
         report.skipped.push({ threadId: thread.id, reason: `busy: ${lease.message}` });

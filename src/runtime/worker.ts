@@ -19,6 +19,7 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { ThreadLease } from '../contracts/threads.js';
+import { WORKER_CLAIM_RETRY_MS, WORKER_CONCURRENCY, WORKER_POLL_MS } from '../defaults.js';
 import { CairnError } from '../errors.js';
 import type { StateSchema } from '../state/schema.js';
 import type { App } from './app.js';
@@ -49,8 +50,6 @@ export interface WorkerRunReport {
   message?: string;
 }
 
-/** Pause before claiming again after a failed claim. */
-const CLAIM_RETRY_MS = 1_000;
 
 class WorkerStopping extends Error {
   constructor() {
@@ -85,9 +84,9 @@ export class Worker {
     readonly app: App<StateSchema>,
     private readonly options: WorkerOptions = {},
   ) {
-    this.concurrency = options.concurrency ?? 4;
+    this.concurrency = options.concurrency ?? WORKER_CONCURRENCY;
     this.leaseMs = options.leaseMs ?? app.leaseMs;
-    this.pollMs = options.pollMs ?? 5_000;
+    this.pollMs = options.pollMs ?? WORKER_POLL_MS;
   }
 
   /** Threads being run now. */
@@ -113,7 +112,7 @@ export class Worker {
             leases = await cp.claimThreads!({ owner: { runId: randomUUID(), pid: process.pid, host: hostname() }, leaseMs: this.leaseMs, limit: free, graph: this.app.name });
           } catch (error) {
             this.options.onError?.(error);
-            await this.idle(Math.min(this.pollMs, CLAIM_RETRY_MS));
+            await this.idle(Math.min(this.pollMs, WORKER_CLAIM_RETRY_MS));
             continue;
           }
           for (const lease of leases) this.start(lease);

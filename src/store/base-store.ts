@@ -38,6 +38,7 @@ import type {
   UpdateOptions,
 } from '../contracts/store.js';
 import { encode } from '../codec/tagged-json.js';
+import { STORE_UPDATE_RETRIES } from '../defaults.js';
 import { InvalidOptionError, UpdateConflictError, VersionConflictError } from '../errors.js';
 import { checkStoreKey, decodeNamespace, encodeNamespace } from '../internal/keys.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
@@ -58,7 +59,6 @@ export interface ScanQuery {
   limit: number | null;
 }
 
-const DEFAULT_MAX_RETRIES = 64;
 /** Rounds of a merge function against other writers before giving up. */
 const MERGE_ROUNDS = 64;
 /** About a century: a longer ttl is a mistake (or a unit error). */
@@ -198,7 +198,7 @@ export abstract class BaseStore implements Store {
     encodeNamespace(namespace);
     checkStoreKey(key);
     if (typeof fn !== 'function') throw new InvalidOptionError('update() takes a function (current) => next.');
-    const maxRetries = options.maxRetries === undefined ? DEFAULT_MAX_RETRIES : nonNegativeInteger('maxRetries', options.maxRetries);
+    const maxRetries = options.maxRetries === undefined ? STORE_UPDATE_RETRIES : nonNegativeInteger('maxRetries', options.maxRetries);
     for (let attempt = 0; ; attempt++) {
       const current = await this.get<T>(namespace, key);
       const next = await fn(current ? current.value : undefined, current);

@@ -28,17 +28,22 @@ describe('S3ArtifactStore', () => {
   it('presignGet hands out a URL that serves the bytes with the media type, and stops working when it expires', async () => {
     const store = freshS3Store(server);
     const ref = await store.put('{"hello":"world"}', { mediaType: 'application/json' });
-    const url = await store.presignGet(ref, { expiresIn: 60 });
+    const url = await store.presignGet(ref, { expiresInMs: 60_000 });
     expect(url).toContain('X-Amz-Expires=60');
     const response = await fetch(url);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/json');
     expect(await response.text()).toBe('{"hello":"world"}');
 
-    const short = await store.presignGet(ref, { expiresIn: 1 });
+    const short = await store.presignGet(ref, { expiresInMs: 1000 });
     await new Promise((resolve) => setTimeout(resolve, 2100));
     expect((await fetch(short)).status).toBe(403);
-    await expect(store.presignGet(ref, { expiresIn: 0 })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+    await expect(store.presignGet(ref, { expiresInMs: 0 })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+    await expect(store.presignGet(ref, { expiresInMs: 8 * 24 * 3600 * 1000 })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+    // The deprecated seconds still work; S3 counts whole seconds, so ms round up.
+    expect(await store.presignGet(ref, { expiresIn: 60 })).toContain('X-Amz-Expires=60');
+    expect(await store.presignGet(ref, { expiresInMs: 1500 })).toContain('X-Amz-Expires=2');
+    expect(await store.presignGet(ref)).toContain('X-Amz-Expires=900');
     await store.close();
   });
 

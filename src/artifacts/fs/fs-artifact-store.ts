@@ -28,6 +28,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { link, mkdir, open, readdir, readFile, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import type { ArtifactRef, ArtifactSweepReport } from '../../contracts/artifact-store.js';
+import { FS_TEMP_FILE_AGE_MS } from '../../defaults.js';
 import { ArtifactIntegrityError, CairnError, EngineError, InvalidKeyError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { referencedDigests, type ArtifactBackend, type ArtifactRecord, type BlobReader, type RecordAddress, type RecordPage, type Staged, type StoredRecord } from '../backend.js';
@@ -576,7 +577,7 @@ export class FsArtifactStore extends BaseArtifactStore {
    */
   async sweepTemp(options: SweepTempOptions = {}): Promise<number> {
     await this.now();
-    return this.fs.sweepTempFiles(Date.now() - (options.olderThanMs ?? 60 * 60 * 1000), false);
+    return this.fs.sweepTempFiles(Date.now() - (options.olderThanMs ?? FS_TEMP_FILE_AGE_MS), false);
   }
 }
 

@@ -17,4 +17,4 @@
  * ```
  */
 export { S3ArtifactStore, s3Artifacts } from './s3-artifact-store.js';
-export type { S3ArtifactStoreOptions, S3ClientLike } from './s3-artifact-store.js';
+export type { S3ArtifactStoreOptions, S3ClientLike, PresignOptions } from './s3-artifact-store.js';

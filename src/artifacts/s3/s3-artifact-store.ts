@@ -23,6 +23,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { ArtifactRef, ArtifactSweepReport } from '../../contracts/artifact-store.js';
+import { S3_PART_BYTES, S3_PRESIGN_EXPIRES_MS } from '../../defaults.js';
 import { ArtifactIntegrityError, ArtifactNotFoundError, CairnError, DriverMissingError, EngineError, InvalidOptionError } from '../../errors.js';
 import { referencedDigests, type ArtifactBackend, type ArtifactRecord, type BlobReader, type RecordAddress, type RecordPage, type Staged, type StoredRecord } from '../backend.js';
 import { BaseArtifactStore } from '../base-artifact-store.js';
@@ -81,7 +82,7 @@ class S3Backend implements ArtifactBackend {
     }
     this.bucket = options.bucket;
     this.prefix = prefix;
-    this.partSize = options.partSize ?? 8 * 1024 * 1024;
+    this.partSize = options.partSize ?? S3_PART_BYTES;
     if (!Number.isSafeInteger(this.partSize) || this.partSize < MIN_PART) throw new InvalidOptionError(`partSize must be at least ${MIN_PART} bytes (an S3 limit).`, { place: { engine: BACKEND } });
     const given = options.client;
     this.ownsClient = !(given && typeof (given as S3ClientLike).send === 'function');
@@ -494,17 +495,18 @@ export class S3ArtifactStore extends BaseArtifactStore {
 
   /**
    * A URL that reads the artifact's bytes without credentials until it expires
-   * (`expiresIn` seconds, default 900, at most 7 days). The URL serves the stored
+   * (`expiresInMs`, default 15 minutes, at most 7 days; S3 counts whole seconds, so it
+   * is rounded up to one). The URL serves the stored
    * blob directly, unverified: the ref's `sha256` lets the receiver check it.
    * Tenant rules apply: a tenant view presigns only its own refs. Needs
    * `@aws-sdk/s3-request-presigner`.
    *
    * @example
    * ```ts
-   * const url = await artifacts.forTenant('acme').presignGet(ref, { expiresIn: 60 });
+   * const url = await artifacts.forTenant('acme').presignGet(ref, { expiresInMs: 60_000 });
    * ```
    */
-  async presignGet(ref: ArtifactRef, options: { expiresIn?: number } = {}): Promise<string> {
+  async presignGet(ref: ArtifactRef, options: PresignOptions = {}): Promise<string> {
     return presign(this, this.s3, ref, options);
   }
 
@@ -515,9 +517,24 @@ export class S3ArtifactStore extends BaseArtifactStore {
   }
 }
 
-async function presign(view: BaseArtifactStore, s3: S3Backend, ref: ArtifactRef, options: { expiresIn?: number }): Promise<string> {
-  const expiresIn = options.expiresIn ?? 900;
-  if (!Number.isSafeInteger(expiresIn) || expiresIn < 1 || expiresIn > 604_800) throw new InvalidOptionError(`expiresIn must be 1 to 604800 seconds, got ${String(expiresIn)}.`, { place: { engine: BACKEND } });
+/** How long a presigned URL works. */
+export interface PresignOptions {
+  /** Milliseconds, 1 ms to 7 days (rounded up to whole seconds). Default 15 minutes. */
+  expiresInMs?: number;
+  /** @deprecated Since 0.2.0: use `expiresInMs`. Seconds. */
+  expiresIn?: number;
+}
+
+/** Longest a presigned URL may work: S3's limit, 7 days. */
+const MAX_PRESIGN_MS = 7 * 24 * 3600 * 1000;
+
+async function presign(view: BaseArtifactStore, s3: S3Backend, ref: ArtifactRef, options: PresignOptions): Promise<string> {
+  const ms = options.expiresInMs ?? (options.expiresIn !== undefined ? options.expiresIn * 1000 : S3_PRESIGN_EXPIRES_MS);
+  const name = options.expiresInMs === undefined && options.expiresIn !== undefined ? 'expiresIn (seconds)' : 'expiresInMs';
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 1 || ms > MAX_PRESIGN_MS) {
+    throw new InvalidOptionError(`${name} must be 1 ms to 7 days, got ${String(options.expiresInMs ?? options.expiresIn)}.`, { place: { engine: BACKEND } });
+  }
+  const expiresIn = Math.ceil(ms / 1000);
   // stat checks the tenant and that the ref is stored as the caller says.
   const info = await view.stat(ref);
   if (!info) throw new ArtifactNotFoundError(`artifact ${ref.id} is not stored.`, { place: { engine: BACKEND } });

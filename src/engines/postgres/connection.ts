@@ -18,6 +18,7 @@
  * engines on two schemas can share one pool.
  */
 import { createHash } from 'node:crypto';
+import { POSTGRES_LISTEN_RETRY_MS, POSTGRES_POOL_MAX } from '../../defaults.js';
 import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidKeyError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
 import { createPool, type PoolClientLike, type PoolLike } from './driver.js';
@@ -143,7 +144,7 @@ export class PostgresConnection {
   private async open(): Promise<void> {
     let pool: PoolLike | undefined;
     try {
-      pool = typeof this.source === 'string' ? createPool(this.source, this.options.max ?? 10, this.options.applicationName ?? 'cairn') : this.source;
+      pool = typeof this.source === 'string' ? createPool(this.source, this.options.max ?? POSTGRES_POOL_MAX, this.options.applicationName ?? 'cairn') : this.source;
       this.pool = pool;
       // Migrating is idempotent (checked under an advisory lock): a connection lost
       // in the middle is tried again on a fresh one.
@@ -279,7 +280,7 @@ export class PostgresConnection {
       try {
         client = await pool.connect();
       } catch {
-        return retry(1000);
+        return retry(POSTGRES_LISTEN_RETRY_MS.connect);
       }
       let dropped = false;
       const drop = () => {
@@ -290,11 +291,11 @@ export class PostgresConnection {
         return true;
       };
       client.on?.('notification', (message) => message.payload && listener(message.payload));
-      client.on?.('error', () => drop() && retry(200));
+      client.on?.('error', () => drop() && retry(POSTGRES_LISTEN_RETRY_MS.listen));
       try {
         await client.query({ text: `LISTEN ${quoteIdent(channel)}` });
       } catch {
-        if (drop()) retry(200);
+        if (drop()) retry(POSTGRES_LISTEN_RETRY_MS.listen);
         return;
       }
       if (dropped) return;

@@ -12,6 +12,7 @@
  * inside them (BEGIN and COMMIT included), and the lazy open wraps its own.
  */
 import { existsSync } from 'node:fs';
+import { SQLITE_BUSY_TIMEOUT_MS, SQLITE_MMAP_BYTES } from '../../defaults.js';
 import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
 import { openDatabase, type SqliteDatabase, type SqliteStatement } from './driver.js';
@@ -46,7 +47,6 @@ export interface SqliteOptions {
 }
 
 /** See {@link SqliteOptions.mmapBytes}. */
-const DEFAULT_MMAP_BYTES = 256 * 1024 * 1024;
 
 /** True for SQLite's "another connection holds the lock" codes (SQLITE_BUSY and its extended codes). */
 function isBusy(error: unknown): boolean {
@@ -204,7 +204,7 @@ export class SqliteConnection {
   }
 
   private open(source: string | SqliteDatabase): void {
-    const timeout = this.options.busyTimeoutMs ?? 5000;
+    const timeout = this.options.busyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS;
     const readOnly = this.options.readOnly === true;
     let db: SqliteDatabase | undefined;
     try {
@@ -220,7 +220,7 @@ export class SqliteConnection {
       }
       // First: everything below may wait for another process opening the same file.
       db.pragma(`busy_timeout = ${timeout}`);
-      db.pragma(`mmap_size = ${Math.max(0, Math.floor(this.options.mmapBytes ?? DEFAULT_MMAP_BYTES))}`);
+      db.pragma(`mmap_size = ${Math.max(0, Math.floor(this.options.mmapBytes ?? SQLITE_MMAP_BYTES))}`);
       if (readOnly) this.checkSchema(db);
       else {
         enableWal(db, timeout);
@@ -335,7 +335,7 @@ export class SqliteConnection {
     const text = error instanceof Error ? error.message : String(error);
     const message = /[.!?]$/.test(text) ? text : `${text}.`;
     const hint = isBusy(error)
-      ? ` Another process held the database's lock for longer than the busy timeout (${this.options.busyTimeoutMs ?? 5000} ms): raise busyTimeoutMs, or keep transactions short.`
+      ? ` Another process held the database's lock for longer than the busy timeout (${this.options.busyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS} ms): raise busyTimeoutMs, or keep transactions short.`
       : code === 'SQLITE_READONLY' && this.options.readOnly
         ? ' This engine was opened with readOnly: open it without readOnly to write.'
         : '';
