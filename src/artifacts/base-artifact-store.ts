@@ -15,6 +15,7 @@ import type {
   ArtifactRef,
   ArtifactStore,
   ArtifactStreamOptions,
+  ArtifactSweepOptions,
   ArtifactSweepReport,
 } from '../contracts/artifact-store.js';
 import { ARTIFACT_PAGE_LIMIT } from '../defaults.js';
@@ -39,14 +40,14 @@ interface Shared {
  * path, presigned URLs, test hooks).
  */
 export class BaseArtifactStore implements ArtifactStore {
-  readonly backend: string;
+  readonly engine: string;
   readonly tenant: string | null;
   /** @internal */
   protected readonly shared: Shared;
 
   constructor(backend: ArtifactBackend | Shared, tenant: string | null = null) {
     this.shared = 'lifecycle' in backend ? backend : { backend, lifecycle: new Lifecycle(backend.name, { close: () => backend.close() }), locks: new Map() };
-    this.backend = this.shared.backend.name;
+    this.engine = this.shared.backend.name;
     if (tenant !== null) checkTenant(tenant);
     this.tenant = tenant;
   }
@@ -59,7 +60,7 @@ export class BaseArtifactStore implements ArtifactStore {
   forTenant(tenant: string): ArtifactStore {
     checkTenant(tenant);
     if (this.tenant !== null && this.tenant !== tenant) {
-      throw new AccessDeniedError(this.tenant, ['artifacts', tenant], 'open a view of another tenant', { engine: this.backend });
+      throw new AccessDeniedError(this.tenant, ['artifacts', tenant], 'open a view of another tenant', { engine: this.engine });
     }
     return new BaseArtifactStore(this.shared, tenant);
   }
@@ -171,7 +172,7 @@ export class BaseArtifactStore implements ArtifactStore {
     if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidOptionError(`list limit must be a positive integer, got ${String(limit)}.`);
     if (options.cursor !== undefined && typeof options.cursor !== 'string') throw new InvalidOptionError('list cursor must be the string a previous page returned.');
     if (options.allTenants && this.tenant !== null) {
-      throw new AccessDeniedError(this.tenant, ['artifacts'], 'list every tenant', { engine: this.backend });
+      throw new AccessDeniedError(this.tenant, ['artifacts'], 'list every tenant', { engine: this.engine });
     }
     const page = await store.listRecords({ tenant: options.allTenants ? undefined : this.tenant, cursor: options.cursor, limit });
     return { items: page.items.map(info), cursor: page.cursor };
@@ -181,10 +182,16 @@ export class BaseArtifactStore implements ArtifactStore {
     return this.store.now();
   }
 
-  sweep(options: { olderThan: number; dryRun?: boolean }): Promise<ArtifactSweepReport> {
-    if (this.tenant !== null) throw new AccessDeniedError(this.tenant, ['artifacts'], 'sweep the store', { engine: this.backend });
-    if (!Number.isFinite(options?.olderThan)) throw new InvalidOptionError(`sweep needs olderThan, a time in ms by the store's clock (see now()).`);
-    return this.store.sweep(options.olderThan, options.dryRun === true);
+  /** @deprecated Since 0.2.0: use {@link engine}. */
+  get backend(): string {
+    return this.engine;
+  }
+
+  async sweep(options: ArtifactSweepOptions): Promise<ArtifactSweepReport> {
+    if (this.tenant !== null) throw new AccessDeniedError(this.tenant, ['artifacts'], 'sweep the store', { engine: this.engine });
+    const staleBefore = options?.staleBefore ?? options?.olderThan;
+    if (typeof staleBefore !== 'number' || !Number.isFinite(staleBefore)) throw new InvalidOptionError(`sweep needs staleBefore, a time in ms by the store's clock (see now()).`);
+    return this.store.sweep(staleBefore, options.dryRun === true);
   }
 
   /** Closes the store and every tenant view of it. */
@@ -204,14 +211,14 @@ export class BaseArtifactStore implements ArtifactStore {
     const parsed: ParsedRefId = parseRefId((ref as ArtifactRef | null)?.id);
     // The unscoped store is the operator's view (collector, verifier): it sees every tenant.
     if (this.tenant !== null && parsed.tenant !== this.tenant) {
-      throw new AccessDeniedError(this.tenant, ['artifacts', parsed.tenant ?? '(unscoped)'], `read artifact ${ref.id}`, { engine: this.backend });
+      throw new AccessDeniedError(this.tenant, ['artifacts', parsed.tenant ?? '(unscoped)'], `read artifact ${ref.id}`, { engine: this.engine });
     }
     return { tenant: parsed.tenant, kind: parsed.kind, name: parsed.kind === 'content' ? parsed.digest : parsed.key };
   }
 
   private integrity(ref: ArtifactRef, why: string, cause?: unknown): ArtifactIntegrityError {
     return new ArtifactIntegrityError(`artifact ${ref.id} ${why}. Run \`cairn verify --artifacts\` to find every damaged artifact.`, {
-      place: { engine: this.backend },
+      place: { engine: this.engine },
       ...(cause !== undefined ? { cause } : {}),
     });
   }
@@ -226,7 +233,7 @@ export class BaseArtifactStore implements ArtifactStore {
     const store = this.store;
     const address = this.address(ref);
     const record = await store.readRecord(address);
-    if (!record) throw new ArtifactNotFoundError(`artifact ${ref.id} is not stored.`, { place: { engine: this.backend } });
+    if (!record) throw new ArtifactNotFoundError(`artifact ${ref.id} is not stored.`, { place: { engine: this.engine } });
     if (record.ref.sha256 !== ref.sha256 || record.ref.size_bytes !== ref.size_bytes) {
       throw this.integrity(ref, `is stored as ${record.ref.size_bytes} bytes with sha256 ${record.ref.sha256}, but the ref says ${ref.size_bytes} bytes with ${ref.sha256}`);
     }
@@ -287,7 +294,7 @@ export class BaseArtifactStore implements ArtifactStore {
       }
       if (await store.freshen(address, existing)) return { ...existing.ref };
     }
-    throw new CairnError(`the record of ${ref.id} keeps being created and deleted by other writers; could not store it.`, { place: { engine: this.backend } });
+    throw new CairnError(`the record of ${ref.id} keeps being created and deleted by other writers; could not store it.`, { place: { engine: this.engine } });
   }
 
   /** Runs `fn` after every earlier call on the same address in this process has settled. */

@@ -116,9 +116,22 @@ export interface ArtifactSweepReport {
   temps: number;
 }
 
+/** Which artifacts {@link ArtifactStore.sweep} removes. */
+export interface ArtifactSweepOptions {
+  /** A time by the store's clock ({@link ArtifactStore.now}), ms: what was last written or used before it goes. */
+  staleBefore?: number;
+  /** @deprecated Since 0.2.0: use `staleBefore` (the same time; it was never a duration). */
+  olderThan?: number;
+  /** Count, remove nothing. */
+  dryRun?: boolean;
+}
+
+/** Big payloads kept out of state: stored by content or key, verified on every read, swept when nothing refers to them. */
 export interface ArtifactStore {
-  /** Backend name used in messages, e.g. `fs`. */
-  readonly backend: string;
+  /** The store's name in messages and error places, as checkpointers and stores name theirs: `fs`, `s3`, `memory`. */
+  readonly engine: string;
+  /** @deprecated Since 0.2.0: use `engine`. */
+  readonly backend?: string;
   /** The tenant of this view, or null for the unscoped store. */
   readonly tenant: string | null;
 
@@ -143,9 +156,10 @@ export interface ArtifactStore {
   /** The backend's clock (ms): `freshAt` values compare with this, not with the caller's clock. */
   now(): Promise<number>;
   /**
-   * Removes what no ref points at and is older than `olderThan` (backend clock):
-   * unreferenced blobs, temp files, incomplete uploads. `dryRun` only counts.
+   * Removes what no ref points at and was last written or used before `staleBefore`
+   * (the store's clock): unreferenced blobs, temp files, incomplete uploads. `dryRun`
+   * only counts.
    */
-  sweep(options: { olderThan: number; dryRun?: boolean }): Promise<ArtifactSweepReport>;
+  sweep(options: ArtifactSweepOptions): Promise<ArtifactSweepReport>;
   close(): Promise<void>;
 }

@@ -315,7 +315,7 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
   }
   report.kept.retained = report.scanned - report.victims.length - report.refreshed;
   // Blobs whose last ref just went (and crash leftovers) go too, under the same cutoff.
-  report.sweep = await artifacts.sweep({ olderThan: cutoff, dryRun });
+  report.sweep = await artifacts.sweep({ staleBefore: cutoff, dryRun });
   return report;
 }
 

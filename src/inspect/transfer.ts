@@ -153,9 +153,9 @@ async function* artifactRecords(store: ArtifactStore, ref: ArtifactRef, where: s
   const info = await store.stat(ref);
   if (!info || info.ref.sha256 !== ref.sha256 || info.ref.size_bytes !== ref.size_bytes) {
     throw new ArtifactNotFoundError(
-      `${where} refers to artifact ${ref.id}, which the ${store.backend} artifact store ${info ? 'holds with other bytes' : 'does not hold'}. ` +
+      `${where} refers to artifact ${ref.id}, which the ${store.engine} artifact store ${info ? 'holds with other bytes' : 'does not hold'}. ` +
         'Export without artifacts, or from the artifact store the threads wrote to.',
-      { place: { engine: store.backend } },
+      { place: { engine: store.engine } },
     );
   }
   yield { type: 'artifact', ref, metadata: info.metadata, chunks: Math.ceil(ref.size_bytes / CHUNK_BYTES) };
@@ -362,7 +362,7 @@ async function importArtifact(store: ArtifactStore, record: Extract<TransferReco
   await chunks.drain();
   if (stored.id !== ref.id || stored.sha256 !== ref.sha256 || stored.size_bytes !== ref.size_bytes) {
     throw new CairnError(
-      `artifact ${ref.id} already exists in the ${store.backend} artifact store with other bytes (sha256 ${stored.sha256}, ${stored.size_bytes} bytes; the export has ${ref.sha256}, ${ref.size_bytes}): import refuses to replace it.`,
+      `artifact ${ref.id} already exists in the ${store.engine} artifact store with other bytes (sha256 ${stored.sha256}, ${stored.size_bytes} bytes; the export has ${ref.sha256}, ${ref.size_bytes}): import refuses to replace it.`,
     );
   }
 }

@@ -196,9 +196,9 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
       await destroy?.(store);
     });
 
-    it('names its backend', () => {
-      expect(typeof store.backend).toBe('string');
-      expect(store.backend.length).toBeGreaterThan(0);
+    it('names itself in `engine`, as checkpointers and stores do', () => {
+      expect(typeof store.engine).toBe('string');
+      expect(store.engine.length).toBeGreaterThan(0);
     });
 
     describe('put (content-addressed)', () => {
@@ -630,10 +630,10 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         await store.put(pattern(6000, 18), { mediaType: 'application/octet-stream' }).then((r) => store.delete(r));
         await store.delete(gone);
         const future = (await store.now()) + 60_000;
-        expect(await store.sweep({ olderThan: (await store.now()) - 60_000 })).toMatchObject({ blobs: 0 });
-        expect(await store.sweep({ olderThan: future, dryRun: true })).toMatchObject({ blobs: 1, bytes: 5000 });
-        expect(await store.sweep({ olderThan: future })).toMatchObject({ blobs: 1, bytes: 5000 });
-        expect(await store.sweep({ olderThan: future })).toMatchObject({ blobs: 0 });
+        expect(await store.sweep({ staleBefore: (await store.now()) - 60_000 })).toMatchObject({ blobs: 0 });
+        expect(await store.sweep({ staleBefore: future, dryRun: true })).toMatchObject({ blobs: 1, bytes: 5000 });
+        expect(await store.sweep({ staleBefore: future })).toMatchObject({ blobs: 1, bytes: 5000 });
+        expect(await store.sweep({ staleBefore: future })).toMatchObject({ blobs: 0 });
         expectSameBytes(await store.get(kept), pattern(6000, 18));
         // The swept bytes can be stored again.
         expectSameBytes(await store.get(await store.put(pattern(5000, 17), { mediaType: 'application/octet-stream' })), pattern(5000, 17));

@@ -286,3 +286,23 @@ describe('FsArtifactStore shared by two processes', () => {
     expect((await files(store)).some((f) => f.includes('.tmp-'))).toBe(false);
   });
 });
+
+describe('deprecated spellings of 0.1', () => {
+  it('backend reads as engine, and sweep still takes olderThan (the same time as staleBefore)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cairn-fs-deprecated-'));
+    const store = fsArtifacts(dir);
+    try {
+      expect(store.engine).toBe('fs');
+      expect(store.backend).toBe('fs');
+      const ref = await store.put('orphan', { mediaType: 'text/plain' });
+      await store.delete(ref);
+      const future = (await store.now()) + 60_000;
+      expect(await store.sweep({ olderThan: future, dryRun: true })).toMatchObject({ blobs: 1 });
+      expect(await store.sweep({ staleBefore: future })).toMatchObject({ blobs: 1 });
+      await expect(store.sweep({} as never)).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -92,8 +92,8 @@ describe('S3ArtifactStore', () => {
     const client = new S3Client(server.clientConfig);
     await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${store.prefix}tmp/left-by-a-crash`, Body: 'partial' }));
     client.destroy();
-    expect(await store.sweep({ olderThan: (await store.now()) - 60_000 })).toMatchObject({ temps: 0 });
-    expect(await store.sweep({ olderThan: (await store.now()) + 60_000 })).toMatchObject({ temps: 1 });
+    expect(await store.sweep({ staleBefore: (await store.now()) - 60_000 })).toMatchObject({ temps: 0 });
+    expect(await store.sweep({ staleBefore: (await store.now()) + 60_000 })).toMatchObject({ temps: 1 });
     expect((await keysUnder(store.prefix)).filter((k) => k.startsWith('tmp/'))).toEqual([]);
     await store.close();
   });

@@ -126,7 +126,7 @@ describe.each(backends)('artifact writes killed with SIGKILL ($name)', (backend)
         expect(Buffer.compare(Buffer.from(await store.get(refs[0]!)), Buffer.from(PAYLOAD))).toBe(0);
 
         // A sweep past the grace removes temp files and unreferenced blobs, and nothing referenced.
-        await store.sweep({ olderThan: (await store.now()) + 60_000 });
+        await store.sweep({ staleBefore: (await store.now()) + 60_000 });
         expect(await leftovers()).toBe(0);
         expect((await store.get(refs[0]!)).byteLength).toBe(PAYLOAD.byteLength);
       } finally {
@@ -148,7 +148,7 @@ describe('a collector killed while it set an artifact aside (fs)', () => {
       const crashed = await run([...args, 'delete'], 'artifact-gc-tomb');
       expect(crashed.signal, crashed.stderr).toBe('SIGKILL');
       expect(await store.head('crash/victim')).toBeNull();
-      await store.sweep({ olderThan: (await store.now()) + offset });
+      await store.sweep({ staleBefore: (await store.now()) + offset });
       if (restored) expect(await store.get(ref)).toHaveLength(PAYLOAD.byteLength);
       else expect(await store.head('crash/victim')).toBeNull();
     } finally {
