@@ -178,7 +178,7 @@ export class BaseArtifactStore implements ArtifactStore {
     return { items: page.items.map(info), cursor: page.cursor };
   }
 
-  now(): Promise<number> {
+  async now(): Promise<number> {
     return this.store.now();
   }
 

@@ -291,7 +291,8 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       let itemsFrom: number | bigint | null = null;
       if (items.length) {
         const insert = q.stmt('INSERT INTO cairn_items (tid, ns, field, seq, idx, body) VALUES (?, ?, ?, ?, ?, ?)');
-        const ordered = items.length > 1 ? [...items].sort(comparePositionItems) : items;
+        // The runtime hands them over sorted (it hashed them in that order); other callers may not.
+        const ordered = inOrder(items) ? items : [...items].sort(comparePositionItems);
         for (const item of ordered) {
           const { lastInsertRowid } = insert.run(tid, position.ns, item.field, position.seq, item.index, item.text);
           itemsFrom ??= lastInsertRowid;
@@ -462,4 +463,10 @@ export class SqliteCheckpointer extends BaseCheckpointer {
     });
     return rows.map(([seq, field, index, text]) => ({ seq, field, index, text }));
   }
+}
+
+/** True when `items` are already in (field, index) order: one pass, no copy. */
+function inOrder(items: readonly PositionItem[]): boolean {
+  for (let i = 1; i < items.length; i++) if (comparePositionItems(items[i - 1]!, items[i]!) > 0) return false;
+  return true;
 }
