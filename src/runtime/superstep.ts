@@ -156,6 +156,8 @@ async function runTasks(env: StepEnv, tasks: Task[], head: Head, origin: number,
   const reused = new Map<string, StoredTaskResult>(Object.entries(head.body.suspended?.tasks ?? {}));
   if (env.pending && tasks.length > 1) for (const [task, result] of await env.pending.load(base)) reused.set(task, result);
   let unfinished = tasks.filter((t) => !reused.has(t.id)).length;
+  // The common superstep has one task: no siblings to wait for, nothing to keep.
+  if (tasks.length === 1 && !reused.has(tasks[0]!.id)) return [await env.runner.run(tasks[0]!, origin, state)];
   const settled = await Promise.allSettled(
     tasks.map(async (task): Promise<TaskOutcome> => {
       const kept = reused.get(task.id);
