@@ -27,12 +27,14 @@ export interface RecordAddress {
   name: string;
 }
 
+/** What a backend keeps for one artifact: its ref, its tenant and its metadata. */
 export interface ArtifactRecord {
   ref: ArtifactRef;
   tenant: string | null;
   metadata: Record<string, string>;
 }
 
+/** A record as read back, with when it was last written or refreshed. */
 export interface StoredRecord extends ArtifactRecord {
   /** Last write or refresh, by the backend's clock (ms). */
   freshAt: number;
@@ -55,6 +57,7 @@ export interface RecordPage {
   cursor: string | null;
 }
 
+/** The storage primitives of an artifact store (memory, fs, s3): {@link BaseArtifactStore} builds the contract on them. */
 export interface ArtifactBackend {
   readonly name: string;
   /** Writes `chunks` to a temporary place (durably, where the backend is durable). Nothing is visible yet. */

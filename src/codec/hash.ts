@@ -10,7 +10,11 @@ import zlib from 'node:zlib';
 /** Hash of the (virtual) parent of a thread's first position. */
 export const GENESIS_HASH = '0'.repeat(64);
 
-/** Lowercase hex SHA-256 of a string (UTF-8) or bytes. */
+/**
+ * Lowercase hex SHA-256 of a string (UTF-8) or bytes.
+ *
+ * @example `sha256Hex('abc') // 'ba7816bf…'`
+ */
 export function sha256Hex(data: string | Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }

@@ -73,6 +73,11 @@ export class RawJson {
  * Encodes `value` as canonical tagged JSON. Throws {@link UnencodableValueError} naming
  * the path, or {@link ValueTooDeepError} when the value nests deeper than {@link MAX_VALUE_DEPTH}
  * (or the call stack runs out first).
+ *
+ * @example
+ * ```ts
+ * encode({ b: 1n, a: new Date(0) }); // '{"a":{"$t":"Date","v":"1970-01-01T00:00:00.000Z"},"b":{"$t":"BigInt","v":"1"}}'
+ * ```
  */
 export function encode(value: unknown, path = '$'): string {
   const cursor: Cursor = { root: path, parts: [] };
@@ -232,6 +237,11 @@ function write(value: unknown, cursor: Cursor, stack: Set<object>, depth: number
  * message (a function is called only then: loads decode thousands of items). Nothing
  * here recurses per level (V8's JSON.parse does not either), so no depth of text can
  * overflow the stack: untagged text is returned as parsed, however deep.
+ *
+ * @example
+ * ```ts
+ * const value = decode<{ at: Date }>(position.body, () => `position ${position.seq}`);
+ * ```
  */
 export function decode<T = unknown>(text: string, where?: string | (() => string)): T {
   let parsed: unknown;

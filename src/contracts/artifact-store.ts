@@ -44,10 +44,11 @@ export type ArtifactData = Uint8Array | string;
 /** What `put` accepts: bytes in memory, or a stream of byte chunks read once, front to back. */
 export type ArtifactBody = ArtifactData | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array | string>;
 
+/** Options of {@link ArtifactStore.put}: the media type, an optional key to store under, metadata. */
 export interface ArtifactPutOptions {
   /** `type/subtype`, e.g. `application/pdf`. */
   mediaType: string;
-  /** Store under this idempotency key instead of by content (as `putNamed`). */
+  /** Store under this key (the artifact's name: its id is `key:<key>`) instead of by content, as `putNamed` does. */
   key?: string;
   /**
    * Small string pairs kept with the ref (not part of it): lowercase names of
@@ -58,6 +59,7 @@ export interface ArtifactPutOptions {
   signal?: AbortSignal;
 }
 
+/** Options of {@link ArtifactStore.stream}: when the bytes are verified against the ref. */
 export interface ArtifactStreamOptions {
   /**
    * - `before` (default): the bytes are hashed once before the first chunk is
@@ -83,6 +85,7 @@ export interface ArtifactInfo {
   freshAt: number;
 }
 
+/** Options of {@link ArtifactStore.list}: a page size, the previous page's cursor, every tenant or one. */
 export interface ArtifactListOptions {
   /** At most this many (default 1000). */
   limit?: number;
@@ -98,6 +101,7 @@ export interface ArtifactPage {
   cursor: string | null;
 }
 
+/** Options of {@link ArtifactStore.delete}. */
 export interface ArtifactDeleteOptions {
   /**
    * Delete only if the artifact's `freshAt` is still before this time (backend

@@ -116,6 +116,7 @@ export interface AttemptFailure extends ThreadError {
   ns: string;
 }
 
+/** What {@link Checkpointer.acquireThread} is asked: who takes the lease, for how long, and the thread to create when missing. */
 export interface AcquireRequest {
   owner: LeaseOwner;
   leaseMs: number;

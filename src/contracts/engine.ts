@@ -8,6 +8,12 @@ import type { Checkpointer } from './checkpointer.js';
 import type { Ledger } from './ledger.js';
 import type { Store } from './store.js';
 
+/**
+ * One database's storage, as a run uses it: the checkpointer (threads and their
+ * positions), the ledger (recorded outputs and effects) and the store, opened lazily
+ * and closed together. `name` is the engine's (`sqlite`, `postgres`, `memory`); each
+ * part names it in its `engine`.
+ */
 export interface Engine extends AsyncDisposable {
   readonly name: string;
   readonly checkpointer: Checkpointer;

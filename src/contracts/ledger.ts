@@ -25,8 +25,10 @@
  */
 import type { ThreadLease } from './threads.js';
 
+/** A recorded output (`record`: served on re-execution) or a side effect (`effect`: intent, then outcome). */
 export type LedgerKind = 'effect' | 'record';
 
+/** One recorded output, or one effect's intent and (once observed) outcome. */
 export interface LedgerEntry {
   threadId: string;
   key: string;
@@ -49,8 +51,14 @@ export interface LedgerEntry {
   completedAt: number | null;
 }
 
+/** An entry as written first: before its outcome is known. */
 export type NewLedgerEntry = Omit<LedgerEntry, 'status' | 'outcome' | 'completedAt'>;
 
+/**
+ * The record of a thread's nondeterminism: each recorded output (`ctx.record`) and each
+ * effect's intent and outcome (`ctx.effect`), keyed per thread, written before the
+ * step that used them commits, and served when the step runs again.
+ */
 export interface Ledger {
   readonly engine: string;
   /** The entry for (thread, key), or null. */

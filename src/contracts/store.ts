@@ -250,6 +250,10 @@ export interface ScopedStore extends StoreApi {
   readonly principal: string | null;
 }
 
+/**
+ * Cross-thread durable key-value data in namespaces: versioned items, compare-and-set,
+ * declared merge rules, expiry, search. The same contract on every engine.
+ */
 export interface Store extends StoreApi {
   readonly engine: string;
   readonly capabilities: StoreCapabilities;

@@ -16,6 +16,7 @@ export type ThreadKind = 'conversation' | 'task' | 'session' | 'workflow';
  */
 export type ThreadStatus = 'running' | 'interrupted' | 'completed' | 'failed' | 'needs_attention';
 
+/** A thread as stored: identity, status, head, attempts, the holder of its lease, metadata and times. */
 export interface ThreadRecord {
   id: string;
   kind: ThreadKind;

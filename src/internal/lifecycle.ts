@@ -27,6 +27,11 @@ export interface LifecycleHooks {
 
 const DONE = Promise.resolve();
 
+/**
+ * An engine's open and close: opened lazily by the first call (a failed open is tried
+ * again by the next), `EngineClosedError` for every call after close, closed once.
+ * Shared by an engine's parts, so closing one closes them all.
+ */
 export class Lifecycle {
   private opened = false;
   private closed = false;

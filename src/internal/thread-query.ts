@@ -11,6 +11,7 @@ import { compareCodePoints } from './keys.js';
 export const THREAD_STATUSES: readonly ThreadStatus[] = ['running', 'interrupted', 'completed', 'failed', 'needs_attention'];
 export const THREAD_KINDS: readonly ThreadKind[] = ['conversation', 'task', 'session', 'workflow'];
 
+/** A value a thread-metadata filter may compare with (equality on top-level keys). */
 export type MetadataValue = string | number | boolean | null;
 
 /** A query as engines run it: every optional part either present and valid, or null. */

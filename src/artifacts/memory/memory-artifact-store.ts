@@ -162,7 +162,15 @@ export class MemoryArtifactStore extends BaseArtifactStore {
   }
 }
 
-/** Creates an in-memory artifact store. */
+/**
+ * Creates an in-memory artifact store (tests, development): the same contract as
+ * `fsArtifacts` and `s3Artifacts`, gone with the process.
+ *
+ * @example
+ * ```ts
+ * const app = graph(State).node(...).compile({ engine: memory(), artifacts: memoryArtifacts() });
+ * ```
+ */
 export function memoryArtifacts(): MemoryArtifactStore {
   return new MemoryArtifactStore();
 }

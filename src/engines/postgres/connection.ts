@@ -24,6 +24,7 @@ import { Lifecycle } from '../../internal/lifecycle.js';
 import { createPool, type PoolClientLike, type PoolLike } from './driver.js';
 import { migrate, POSTGRES_MIGRATIONS, quoteIdent } from './migrations.js';
 
+/** Options of `postgres(url, options)`: the schema, the pool, read-only opening. */
 export interface PostgresOptions {
   /**
    * Schema holding cairn's tables; created (with the tables) on first use if missing (never with `readOnly`).

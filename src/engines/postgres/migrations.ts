@@ -16,6 +16,7 @@
 import { EngineError } from '../../errors.js';
 import type { PoolLike } from './driver.js';
 
+/** One step of the PostgreSQL schema: its id, its name and its statements. */
 export interface PostgresMigration {
   id: number;
   name: string;
@@ -23,6 +24,7 @@ export interface PostgresMigration {
   sql: (schema: string) => string;
 }
 
+/** Every migration of the PostgreSQL schema, in order; each runs once, in a transaction, under an advisory lock. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   {
     id: 1,

@@ -18,6 +18,7 @@ import { Lifecycle } from '../../internal/lifecycle.js';
 import { openDatabase, type SqliteDatabase, type SqliteStatement } from './driver.js';
 import { migrate, SQLITE_MIGRATIONS } from './migrations.js';
 
+/** Options of `sqlite(path, options)`: durability, read-only opening, timeouts and the memory map. */
 export interface SqliteOptions {
   /**
    * `full` (default): WAL with `synchronous=FULL`: a committed step survives power loss.

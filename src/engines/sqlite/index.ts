@@ -25,7 +25,17 @@ export { SqliteCheckpointer, SqliteLedger, SqliteStore, SqliteConnection };
 export type { SqliteOptions, SqliteDatabase, SqliteQueries };
 export { SQLITE_MIGRATIONS, migrate } from './migrations.js';
 
-/** The SQLite engine on a file path (or an open better-sqlite3 handle, which the engine will not close). */
+/**
+ * The SQLite engine on a file path (or an open better-sqlite3 handle, which the engine
+ * will not close). The file, its tables and migrations are created on first use.
+ *
+ * @example
+ * ```ts
+ * const engine = sqlite('./cairn.db');                             // WAL, synchronous=FULL
+ * const fast = sqlite('./dev.db', { durability: 'normal' });        // survives a crash, not power loss
+ * const inspect = sqlite('./cairn.db', { readOnly: true });         // creates and migrates nothing
+ * ```
+ */
 export function sqlite(source: string | SqliteDatabase, options: SqliteOptions = {}): Engine {
   const conn = new SqliteConnection(source, options);
   const close = () => conn.close();

@@ -12,6 +12,7 @@ export interface Migration {
   sql: string;
 }
 
+/** Every migration of the SQLite file, in order; each runs once, in a transaction. */
 export const SQLITE_MIGRATIONS: readonly Migration[] = [
   {
     id: 1,
