@@ -9,7 +9,7 @@ export type ThreadKind = 'conversation' | 'task' | 'session' | 'workflow';
 
 /**
  * - `running`: a run is under way, or one stopped mid-way (crash) and will resume on the next `run()`.
- * - `interrupted`: paused at a step boundary waiting for `resume(thread, input)`.
+ * - `interrupted`: paused at a step boundary waiting for `app.resume({ thread, input })`.
  * - `completed`: the last run reached END.
  * - `failed`: a node exhausted its retries; `run()` again starts a new attempt.
  * - `needs_attention`: an at-most-once effect's outcome is unknown; a person must decide.

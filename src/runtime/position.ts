@@ -22,7 +22,7 @@ export type FieldChange = { set: unknown } | { append: number } | { reset: numbe
  */
 export type PositionKind = 'input' | 'step' | 'interrupt' | 'resume' | 'fork';
 
-/** A pause waiting for `resume(thread, input)`. */
+/** A pause waiting for `app.resume({ thread, input })`. */
 export interface PendingInterrupt {
   /** Unique in the thread: `<seq the step started from>:<task>:<n>`, or `<seq>:before:<node>`. */
   id: string;

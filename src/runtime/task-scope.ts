@@ -77,7 +77,7 @@ export interface NodeContext {
   effect<T>(name: string, spec: EffectSpec<T>): Promise<T>;
   /**
    * Asks for a person: once this step commits (with this node's writes) the run stops
-   * with status `interrupted` and `payload` stored, until `app.resume(thread, input)`
+   * with status `interrupted` and `payload` stored, until `app.resume({ thread, input })`
    * merges the answer into the state and the run goes on, in any process, any day.
    */
   interrupt(payload?: unknown): void;
