@@ -9,12 +9,13 @@ export type ThreadKind = 'conversation' | 'task' | 'session' | 'workflow';
 
 /**
  * - `running`: a run is under way, or one stopped mid-way (crash) and will resume on the next `run()`.
- * - `interrupted`: paused at a step boundary waiting for `app.resume({ thread, input })`.
+ * - `interrupted`: paused waiting for a person: `app.resume({ thread, answer | input })`.
+ * - `waiting`: a node waits for a time (`ctx.sleep`) or a signal (`ctx.waitFor`); `wakeAt` says when it is due.
  * - `completed`: the last run reached END.
  * - `failed`: a node exhausted its retries; `run()` again starts a new attempt.
  * - `needs_attention`: an at-most-once effect's outcome is unknown; a person must decide.
  */
-export type ThreadStatus = 'running' | 'interrupted' | 'completed' | 'failed' | 'needs_attention';
+export type ThreadStatus = 'running' | 'interrupted' | 'waiting' | 'completed' | 'failed' | 'needs_attention';
 
 /** A thread as stored: identity, status, head, attempts, the holder of its lease, metadata and times. */
 export interface ThreadRecord {

@@ -25,7 +25,7 @@ import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import { namespaceGraph, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
-import type { PendingInterrupt, PositionBody } from './position.js';
+import type { PendingInterrupt, PendingWait, PositionBody } from './position.js';
 import { replayThread, type ReplayReport } from './replay.js';
 import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
@@ -82,18 +82,30 @@ export interface RunResult<S extends StateSchema> {
   /** Seq of the head position. */
   seq: number;
   state: StateOf<S>;
-  /** What the thread waits for when `status` is `interrupted`. */
+  /** What the thread waits for when `status` is `interrupted`: a person's answer. */
   interrupts: PendingInterrupt[];
+  /** What the thread waits for when `status` is `waiting`: a time, or a signal. */
+  waits: PendingWait[];
 }
 
 /** Options of {@link App.resume}: the interrupted thread, the answer, and who gave it. */
 export interface ResumeOptions<S extends StateSchema> extends Omit<RunOptions<S>, 'input' | 'kind' | 'tenant' | 'metadata'> {
   /**
-   * The answer: writes to model fields, validated and merged through the reducers. For
-   * an interrupt raised inside a child run (its `ns` is set), writes to the child's
-   * fields, merged through the child's reducers.
+   * What `await ctx.interrupt(...)` resolves to when the node re-executes: checked by
+   * the call's `answer` schema before anything is committed (StateValidationError:
+   * nothing changed). Only for interrupts raised by that call (theirs have a `key`).
    */
-  input?: UpdateOf<S> | Record<string, unknown>;
+  answer?: unknown;
+  /**
+   * Writes to model fields, validated and merged through the reducers, as a write by
+   * `actor`: how a declared pause (`interruptBefore` / `interruptAfter`) or
+   * `ctx.interruptAfter` is answered; may go with an `answer`. For an interrupt raised
+   * inside a child run (its `ns` is set), writes to the child's fields, merged through
+   * the child's reducers: pass them with `childInput`.
+   */
+  input?: UpdateOf<S>;
+  /** For an interrupt raised inside a child run: writes to the child graph's fields. */
+  childInput?: Record<string, unknown>;
   /** Which interrupt this answers; needed when several are pending. */
   interrupt?: string;
   /** Commit the answer and return without running on: a worker continues the thread. */
@@ -202,17 +214,27 @@ export class App<S extends StateSchema> {
   }
 
   /**
-   * Answers an interrupt: `input` is validated and merged into the state through the
-   * reducers (as a write by `actor`), then the run goes on, in this process or any
-   * other, however long after the interrupt. With several pending interrupts (parallel
-   * nodes), name the one answered with `interrupt`; the thread stays interrupted until
-   * the last is answered. Throws ThreadNotInterruptedError, InterruptNotFoundError,
-   * StateValidationError or GraphMismatchError without changing anything.
+   * Answers an interrupt, in this process or any other, however long after it, then
+   * the run goes on. For `await ctx.interrupt(payload, { answer: schema })`, give
+   * `answer`: the node re-executes, served what it recorded, and the call resolves to
+   * it. For a declared pause or `ctx.interruptAfter`, give `input`: writes validated
+   * and merged into the state through the reducers (as a write by `actor`). With
+   * several pending interrupts (parallel nodes, or several calls), name the one
+   * answered with `interrupt`; the thread stays interrupted until the last is answered.
+   * Throws ThreadNotInterruptedError, InterruptNotFoundError, StateValidationError,
+   * InvalidOptionError or GraphMismatchError without changing anything.
+   *
+   * @example
+   * ```ts
+   * const { interrupts } = await app.run({ thread: 't1', input: { amount: 120 } });  // status 'interrupted'
+   * await app.resume({ thread: 't1', answer: true, actor: 'ana@example.com' });
+   * ```
    */
   async resume(options: ResumeOptions<S>): Promise<RunResult<S>> {
     return this.withRun({ ...options, create: false }, { renew: true }, (run) =>
       run.resume({
-        input: options.input as Record<string, unknown> | undefined,
+        input: (options.childInput ?? options.input) as Record<string, unknown> | undefined,
+        ...('answer' in options ? { answer: options.answer, hasAnswer: true } : {}),
         interrupt: options.interrupt,
         actor: options.actor ?? 'resume',
         detach: options.detach === true,
@@ -281,6 +303,7 @@ export class App<S extends StateSchema> {
         seq: result.seq,
         state: this.schema.view(result.state) as StateOf<S>,
         interrupts: result.interrupts,
+        waits: result.waits,
       };
     } finally {
       stopRenewal();

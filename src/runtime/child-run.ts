@@ -15,7 +15,7 @@ import type { ErrorPlace } from '../errors.js';
 import type { StateSchema } from '../state/schema.js';
 import { childNamespace, type ChildSpec } from './graph-spec.js';
 import { mergeWrites } from './merge.js';
-import type { PendingInterrupt } from './position.js';
+import type { PendingInterrupt, PendingWait } from './position.js';
 import { childResultWrites, sharedStart, type ChildStart } from './subgraph.js';
 import type { Task, TaskOutcome } from './superstep.js';
 
@@ -26,6 +26,8 @@ export interface RunOutcome {
   state: Record<string, unknown>;
   /** Interrupts waiting for `resume`, when status is `interrupted`. */
   interrupts: PendingInterrupt[];
+  /** What the thread waits for, when status is `waiting`. */
+  waits: PendingWait[];
 }
 
 /** A child run, as the parent drives it. */
@@ -52,6 +54,15 @@ export async function runSubgraphTask(
     return { state: initial, merged: await mergeWrites(child.schema, initial, input ? [{ name: 'input', writes: input }] : [], place) };
   });
   const result: TaskOutcome = { writes: undefined, records: [], effects: [], interrupts: [], child: ns };
-  if (outcome.status === 'interrupted') return { ...result, suspended: outcome.interrupts };
+  if (outcome.status === 'interrupted' || outcome.status === 'waiting') {
+    // The thread waits on the child's interrupts and waits, addressed `<child ns>#<child id>`.
+    return {
+      ...result,
+      suspended: {
+        interrupts: outcome.interrupts.map((inner) => ({ id: `${ns}#${inner.id}`, node: task.node.name, when: inner.when, payload: inner.payload, ns, child: inner.id })),
+        waits: outcome.waits.map((inner) => ({ ...inner, id: `${ns}#${inner.id}`, node: task.node.name, ns: inner.ns ?? ns })),
+      },
+    };
+  }
   return { ...result, writes: childResultWrites(child, shared, outcome.state, view) };
 }

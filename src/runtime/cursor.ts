@@ -27,6 +27,7 @@ import {
   type CallRef,
   type FieldChange,
   type PendingInterrupt,
+  type PendingWait,
   type PositionBody,
   type PositionKind,
   type SuspendedStep,
@@ -47,6 +48,7 @@ export interface Draft {
   effects?: CallRef[];
   input?: string;
   interrupts?: PendingInterrupt[];
+  waits?: PendingWait[];
   answered?: string;
   cleared?: string[];
   actor?: string;
@@ -258,6 +260,7 @@ export class ThreadCursor {
     if (staged.merged.conflicts.length) body.conflicts = staged.merged.conflicts;
     if (rebase) body.rebase = true;
     if (interrupts.length) body.interrupts = interrupts;
+    if (draft.waits?.length) body.waits = draft.waits;
     if (draft.answered !== undefined) body.answered = draft.answered;
     if (draft.cleared?.length) body.cleared = draft.cleared;
     if (draft.actor !== undefined) body.actor = draft.actor;
@@ -305,7 +308,7 @@ export class ThreadCursor {
       ? snapshotText({ schema, position: position.hash, parent: parent?.hash ?? GENESIS_HASH, texts: this.allTexts(state, texts), appends, checksums: settled })
       : undefined;
 
-    const status: ThreadStatus = interrupts.length ? 'interrupted' : next.length ? 'running' : 'completed';
+    const status = positionStatus(body);
     crashPoint('before-commit', nodes);
     await this.cp.commitStep(this.scope.lease, { position, items, ...(snapshot ? { snapshot } : {}), status, expectedHead: this.lastSeq });
     crashPoint('after-commit', nodes);
@@ -453,4 +456,19 @@ function snapshotText(at: {
     appends,
   };
   return sealSnapshot(encode(body, 'snapshot'));
+}
+
+/**
+ * The thread's status once `body` is its head: a person is asked (`interrupted`)
+ * before a node waits (`waiting`), which is before work left (`running`).
+ */
+export function positionStatus(body: Pick<PositionBody, 'interrupts' | 'waits' | 'next'>): ThreadStatus {
+  return body.interrupts?.length ? 'interrupted' : body.waits?.length ? 'waiting' : body.next.length ? 'running' : 'completed';
+}
+
+/** When a `waiting` thread is due: its earliest wake time or timeout (null: only a signal wakes it). */
+export function wakeTime(waits: readonly PendingWait[] | undefined): number | null {
+  let earliest: number | null = null;
+  for (const w of waits ?? []) if (w.until !== null && (earliest === null || w.until < earliest)) earliest = w.until;
+  return earliest;
 }

@@ -33,6 +33,16 @@ export type RunEvent = Base &
     | { type: 'effect.probe'; node: string; key: string; name: string; found: boolean }
     | { type: 'effect.run'; node: string; key: string; name: string; rerun: boolean }
     | { type: 'effect.outcome'; node: string; key: string; name: string; source: 'run' | 'probe' }
+    /** A node stopped at `await ctx.interrupt(payload)`: the thread will be interrupted once the superstep stops. */
+    | { type: 'interrupt'; node: string; task: string; key: string; payload: unknown }
+    /** A node stopped at `ctx.sleep` / `ctx.waitFor`: the thread will be waiting (until `until`, or a signal `name`). */
+    | { type: 'wait'; node: string; task: string; key: string; kind: 'sleep' | 'signal'; until: number | null; name?: string }
+    /** A sleep woke, a wait received its signal or timed out. */
+    | { type: 'wait.resolved'; node: string; task: string; key: string; kind: 'sleep' | 'signal'; result: 'woke' | 'received' | 'timedOut' }
+    /** A queued signal a wait passed over: its payload failed the wait's schema. It stays queued. */
+    | { type: 'signal.skipped'; node: string; name: string; id: number; reason: string }
+    /** What a node emitted with `ctx.emit(data)` (model tokens, progress): not persisted. */
+    | { type: 'custom'; node: string; task: string; seq: number; data: unknown }
     | { type: 'step.commit'; seq: number; step: number; nodes: string[]; next: string[]; hash: string; snapshot: boolean; status: string }
     | { type: 'run.end'; status: string; seq: number | null; error?: string }
   );

@@ -22,14 +22,26 @@ export type FieldChange = { set: unknown } | { append: number } | { reset: numbe
  */
 export type PositionKind = 'input' | 'step' | 'interrupt' | 'resume' | 'fork';
 
-/** A pause waiting for `app.resume({ thread, input })`. */
+/** A pause waiting for `app.resume({ thread, answer | input })`. */
 export interface PendingInterrupt {
-  /** Unique in the thread: `<seq the step started from>:<task>:<n>`, or `<seq>:before:<node>`. */
+  /**
+   * Unique in the thread: `<seq the step started from>:<task>:call:<n>` for an
+   * `await ctx.interrupt(...)` call, `<seq>:<task>:<n>` for `ctx.interruptAfter(...)`,
+   * `<seq>:before:<node>` / `<seq>:after:<task>` for declared pauses.
+   */
   id: string;
   node: string;
-  /** Raised by `ctx.interrupt` inside the node, or declared before / after it. */
+  /** Raised inside the node (`ctx.interrupt`, `ctx.interruptAfter`), or declared before / after it. */
   when: 'inside' | 'before' | 'after';
   payload: unknown;
+  /**
+   * Set for an `await ctx.interrupt(...)` call, which stopped its node: the task, the
+   * call's index in it and the key its answer is recorded under. `resume({ answer })`
+   * re-executes the node and the same call resolves to the answer.
+   */
+  task?: string;
+  call?: number;
+  key?: string;
   /**
    * Set when the interrupt was raised inside a child run (`node` is then the subgraph
    * node): the child's namespace, and the interrupt's id there. The id here is
@@ -37,6 +49,28 @@ export interface PendingInterrupt {
    */
   ns?: string;
   child?: string;
+}
+
+/**
+ * A node stopped at `ctx.sleep` / `ctx.sleepUntil` (`sleep`) or `ctx.waitFor` (`signal`):
+ * the thread is `waiting` until `until` (a sleep's wake time, a wait's timeout; null
+ * for a wait without one) or, for a signal wait, until a signal named `name` arrives.
+ */
+export interface PendingWait {
+  /** Unique in the thread: `<seq the step started from>:<task>:call:<n>` (with a child run's `<ns>#` before it). */
+  id: string;
+  node: string;
+  task: string;
+  kind: 'sleep' | 'signal';
+  /** Key the wait's result is recorded under once it resolves. */
+  key: string;
+  call: number;
+  /** ms since the epoch. */
+  until: number | null;
+  /** The signal a `signal` wait takes. */
+  name?: string;
+  /** Set when the wait is inside a child run (`node` is then the subgraph node). */
+  ns?: string;
 }
 
 /**
@@ -49,7 +83,7 @@ export interface StoredTaskResult {
   writes: Record<string, unknown> | undefined;
   records: CallRef[];
   effects: CallRef[];
-  /** Payloads the node passed to `ctx.interrupt`, in call order. */
+  /** Payloads the node passed to `ctx.interruptAfter`, in call order. */
   interrupts: unknown[];
   /** Store reads it made with validateAtCommit: checked again before the step commits. */
   reads?: { namespace: string[]; key: string; version: number }[];
@@ -65,6 +99,11 @@ export interface StoredTaskResult {
 export interface SuspendedStep {
   origin: number;
   tasks: Record<string, StoredTaskResult>;
+  /**
+   * Answers given to the `await ctx.interrupt(...)` calls of this superstep, by the
+   * call's key (codec text): the re-executed call resolves to its answer.
+   */
+  answers?: Record<string, string>;
 }
 
 /** A record or effect a step used, as referenced from its position (the values live in the ledger). */
@@ -112,8 +151,10 @@ export interface PositionBody {
   artifacts?: ArtifactRef[];
   /** Namespaces of the child runs this step's subgraph nodes ran (or are running, while suspended). */
   children?: string[];
-  /** Interrupt and resume positions of a superstep waiting for a child run's answer. */
+  /** Interrupt and resume positions of a superstep that stopped part-way (an interrupt call, a wait, a child run's pause). */
   suspended?: SuspendedStep;
+  /** Waits pending once this position is the head: the thread is `waiting` until one resolves. */
+  waits?: PendingWait[];
   /**
    * What each field is at this schema version (role, reducer, schema fingerprint), on
    * the positions that start a version on a branch: a namespace's first position and

@@ -150,7 +150,7 @@ async function reexecute(
   }
   if (divergences.length) return undefined;
   if (outcome.kind !== 'step') {
-    const reason = outcome.kind === 'pause' ? `the graph now pauses before ${outcome.draft.interrupts!.map((i) => i.node).join(', ')}` : 'a child run would stop at an interrupt';
+    const reason = outcome.kind === 'pause' ? `the graph now pauses before ${outcome.draft.interrupts!.map((i) => i.node).join(', ')}` : 'a node or a child run would stop at an interrupt or a wait';
     divergences.push({ node: parent.body.next.join(','), call: -1, name: 'interrupt', reason });
     return undefined;
   }
@@ -183,6 +183,7 @@ class ReplayTaskRunner implements TaskRunner {
   ) {}
 
   async run(task: Task, origin: number, state: Readonly<State>): Promise<TaskOutcome> {
+    // Everything a replayed task needs is in the ledger: answers and wait results included.
     const empty: TaskOutcome = { writes: undefined, records: [], effects: [], interrupts: [] };
     try {
       if (task.node.child) {

@@ -28,6 +28,7 @@ import {
   GraphMismatchError,
   HeadMovedError,
   InterruptNotFoundError,
+  InvalidOptionError,
   LeaseLostError,
   NeedsAttentionError,
   RecursionLimitError,
@@ -41,16 +42,23 @@ import { crashPoint } from '../internal/crash-points.js';
 import { own } from '../internal/own.js';
 import type { StateSchema } from '../state/schema.js';
 import { runSubgraphTask, type ChildRunner, type RunOutcome } from './child-run.js';
-import { ThreadCursor, type Head } from './cursor.js';
+import { ThreadCursor, positionStatus, type Head } from './cursor.js';
 import type { EventSink } from './events.js';
 import { START, nextNodes, type ChildSpec, type GraphSpec } from './graph-spec.js';
 import { checkUnanchored } from './materialize.js';
 import { mergeWrites, noChanges, type MergeResult } from './merge.js';
-import { openSnapshot, sealSnapshot, type PendingInterrupt, type PositionBody, type StoredTaskResult } from './position.js';
+import { openSnapshot, sealSnapshot, type PendingInterrupt, type PendingWait, type PositionBody, type StoredTaskResult } from './position.js';
 import type { RetryPolicy } from './retry.js';
 import type { ChildStart } from './subgraph.js';
 import { scheduledNodes, superstep, type PendingWrites, type StepEnv } from './superstep.js';
 import { LiveTaskRunner, describeError, stoppedBy, type TaskFailure } from './task-runner.js';
+import { TaskScope, probeOutcome } from './task-scope.js';
+
+/** What answers an interrupt: writes to merge, and for an interrupt call the answer it resolves to (by its key, codec text). */
+interface Answer {
+  merged: MergeResult;
+  answer?: { key: string; text: string };
+}
 
 export type { RunOutcome } from './child-run.js';
 
@@ -80,6 +88,9 @@ export interface ChildScope {
 export interface AnswerOptions {
   /** Writes that answer the interrupt (validated, merged through the reducers). */
   input?: Record<string, unknown> | undefined;
+  /** What the interrupt call resolves to (`await ctx.interrupt(...)`); `hasAnswer` says whether one was given. */
+  answer?: unknown;
+  hasAnswer?: boolean;
   /** Which interrupt this answers; needed when several are pending. */
   interrupt?: string | undefined;
   /** Who answered (kept in the position). */
@@ -129,8 +140,9 @@ export class ThreadRun implements ChildRunner {
   async execute(input: State | undefined): Promise<RunOutcome> {
     const start = await this.prepare(input);
     if (start === 'nothing') return this.outcome(this.thread.status);
-    if (start === 'resume') await this.beginAttempt({ resumed: true });
-    return this.loop();
+    if (start === 'waiting') return this.stillWaiting();
+    if (start === 'resume' || start === 'wake') await this.beginAttempt({ resumed: true });
+    return this.loop({ wake: start === 'wake' });
   }
 
   /**
@@ -140,7 +152,7 @@ export class ThreadRun implements ChildRunner {
    */
   async submit(input: State | undefined): Promise<RunOutcome> {
     const start = await this.prepare(input);
-    return this.outcome(start === 'nothing' ? this.thread.status : 'running');
+    return this.outcome(start === 'nothing' || start === 'waiting' || start === 'wake' ? positionStatus(this.cursor.head!.body) : 'running');
   }
 
   /**
@@ -156,16 +168,20 @@ export class ThreadRun implements ChildRunner {
     const pending = head.body.interrupts ?? [];
     if (pending.length === 0) throw new ThreadNotInterruptedError(threadId, this.thread.status, this.place);
     const target = this.interruptOf(head, options.interrupt);
+    if (options.hasAnswer && target.ns === undefined && target.key === undefined) {
+      const raised = target.when === 'inside' ? 'was raised by ctx.interruptAfter' : `was declared (interrupt${target.when === 'before' ? 'Before' : 'After'})`;
+      throw new InvalidOptionError(`interrupt ${target.id} ${raised}: answer it with input (merged into the state), not with an answer.`, { place: this.place });
+    }
     // The answer commits only if the run can go on from it: a renamed next node is
     // GraphMismatchError with nothing changed, and the same call with nodeMapping works.
     scheduledNodes(this.settings.spec, this.settings.nodeMapping, head, this.place, 'resume');
     // Validated (and, for a child's interrupt, committed in the child) before anything here changes.
-    const merged = await this.answerWrites(target, options);
+    const answer = await this.answerWrites(head, target, options);
     // The status stays `interrupted` until the answer commits: a crash before that
     // must leave the thread listed as waiting for a person.
     await this.beginAttempt({ resumed: true, markRunning: false });
-    await this.commitAnswer(head, target, merged, options.actor);
-    if (options.detach) return this.outcome(this.statusOf(this.cursor.head!));
+    await this.commitAnswer(head, target, answer, options.actor);
+    if (options.detach) return this.outcome(positionStatus(this.cursor.head!.body));
     return this.loop();
   }
 
@@ -182,18 +198,20 @@ export class ThreadRun implements ChildRunner {
     });
     this.cursor.stage(merged);
     // The fork continues as its origin would: same next nodes, same pending interrupts,
-    // same before-interrupts already answered. A superstep waiting for a child run is
-    // the exception: the child's namespace belongs to the old branch, so the fork runs
-    // that superstep afresh (its child runs start again in namespaces of their own).
+    // same before-interrupts already answered. A superstep that stopped part-way (an
+    // interrupt call, a wait, a child run's pause) is the exception: what it stopped at
+    // belongs to the old branch, so the fork runs that superstep afresh (its child runs
+    // start again in namespaces of their own, its nodes ask and wait again).
     await this.cursor.commit({
       kind: 'fork',
       nodes: [],
       next: loaded.body.next,
-      interrupts: (loaded.body.interrupts ?? []).filter((i) => i.ns === undefined),
+      // An interrupt call or a wait belongs to the superstep it stopped, which the fork runs afresh.
+      interrupts: (loaded.body.interrupts ?? []).filter((i) => i.ns === undefined && i.key === undefined),
       ...(loaded.body.cleared ? { cleared: loaded.body.cleared } : {}),
       actor: options.actor,
     });
-    return this.outcome(this.statusOf(this.cursor.head!));
+    return this.outcome(positionStatus(this.cursor.head!.body));
   }
 
   /**
@@ -210,7 +228,8 @@ export class ThreadRun implements ChildRunner {
       await this.cursor.commit({ kind: 'input', nodes: [], next });
     }
     if (this.cursor.head!.body.interrupts?.length) return this.outcome('interrupted');
-    return this.loop();
+    // The parent re-runs its superstep when a wait may resolve: the child tries its own.
+    return this.loop({ wake: true });
   }
 
   // ------------------------------------------------------------ the run's steps
@@ -221,7 +240,7 @@ export class ThreadRun implements ChildRunner {
    * (`resume`), or a completed thread given no input (`nothing`). Nothing changes
    * before every check passed.
    */
-  private async prepare(input: State | undefined): Promise<'started' | 'resume' | 'nothing'> {
+  private async prepare(input: State | undefined): Promise<'started' | 'resume' | 'wake' | 'waiting' | 'nothing'> {
     const threadId = this.lease.threadId;
     if (this.thread.head === null) {
       // A thread that never committed, unless its anchor is what was lost.
@@ -241,6 +260,7 @@ export class ThreadRun implements ChildRunner {
     if (input !== undefined && sha256Hex(encode(input, 'run input')) !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
     // Before anything changes: a graph that lost the next nodes fails the call, not the thread.
     scheduledNodes(this.settings.spec, this.settings.nodeMapping, head, this.place, 'run');
+    if (head.body.waits?.length) return (await this.wakeable(head.body.waits)) ? 'wake' : 'waiting';
     return 'resume';
   }
 
@@ -268,11 +288,17 @@ export class ThreadRun implements ChildRunner {
     await this.cursor.commit({ kind: 'input', nodes: [], next, ...(digest !== undefined ? { input: digest } : {}) });
   }
 
-  /** Supersteps until END, an interrupt or an error (which marks the thread failed). */
-  private async loop(): Promise<RunOutcome> {
+  /**
+   * Supersteps until END, an interrupt, a wait or an error (which marks the thread
+   * failed). With `wake`, a head waiting on a sleep or a signal that may have resolved
+   * runs its superstep again first.
+   */
+  private async loop(options: { wake?: boolean } = {}): Promise<RunOutcome> {
+    let wake = options.wake === true;
     try {
       let steps = 0;
-      while (this.cursor.head!.body.next.length > 0 && !this.cursor.head!.body.interrupts?.length) {
+      while (this.cursor.head!.body.next.length > 0 && !this.cursor.head!.body.interrupts?.length && (wake || !this.cursor.head!.body.waits?.length)) {
+        wake = false;
         if (this.settings.signal.aborted) throw stoppedBy(this.settings.signal, this.lease.threadId, this.place);
         if (steps >= this.settings.recursionLimit) throw new RecursionLimitError(this.settings.recursionLimit, this.place);
         const outcome = await superstep(this.stepEnv(), this.cursor.head!, this.cursor.state);
@@ -284,7 +310,7 @@ export class ThreadRun implements ChildRunner {
       if (!this.isChild) await this.fail(error);
       throw error;
     }
-    const status: ThreadStatus = this.cursor.head!.body.interrupts?.length ? 'interrupted' : 'completed';
+    const status = positionStatus(this.cursor.head!.body);
     this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.cursor.head!.position.seq });
     return this.outcome(status);
   }
@@ -318,7 +344,7 @@ export class ThreadRun implements ChildRunner {
       runner,
       ...(settings.emit ? { emit: settings.emit } : {}),
       pending: this.pendingWrites(),
-      revalidate: (tasks, results, origin) => runner.revalidate(tasks, results, origin, cursor.state),
+      revalidate: (tasks, results, origin, carried) => runner.revalidate(tasks, results, origin, cursor.state, carried),
       stage: (merged) => cursor.stage(merged),
       unstage: () => cursor.unstage(),
     };
@@ -378,36 +404,85 @@ export class ThreadRun implements ChildRunner {
   }
 
   /**
-   * The answer to `target` as writes to this run's state. An interrupt raised inside a
-   * child run is answered in the child (validated through the child's reducers and
-   * committed there as its resume position): here nothing changes.
+   * The answer to `target`: `input` as writes to this run's state, and for an interrupt
+   * call the answer it resolves to (checked against the call's schema first). An
+   * interrupt raised inside a child run is answered in the child (validated through
+   * the child's reducers and committed there as its resume position): here nothing changes.
    */
-  private async answerWrites(target: PendingInterrupt, options: AnswerOptions): Promise<MergeResult> {
-    const seq = this.cursor.head!.position.seq;
+  private async answerWrites(head: Head, target: PendingInterrupt, options: AnswerOptions): Promise<Answer> {
+    const seq = head.position.seq;
     if (target.ns === undefined) {
-      return mergeWrites(this.settings.schema, this.cursor.state, options.input ? [{ name: options.actor, writes: options.input }] : [], { ...this.place, seq });
+      const merged = await mergeWrites(this.settings.schema, this.cursor.state, options.input ? [{ name: options.actor, writes: options.input }] : [], { ...this.place, seq });
+      if (target.key === undefined) return { merged };
+      const text = encode(options.answer, `answer to interrupt ${target.id}`);
+      await this.checkAnswer(head, target, options.answer);
+      return { merged, answer: { key: target.key, text } };
     }
     const name = own(this.settings.nodeMapping, target.node) ?? target.node;
     const child = this.settings.spec.nodes.get(name)?.child;
     if (!child) throw new GraphMismatchError([target.node], { ...this.place, seq }, 'resume');
     await this.childRun(child, target.ns).answerChild({ ...options, interrupt: target.child! });
-    return noChanges();
+    return { merged: noChanges() };
+  }
+
+  /**
+   * Checks an interrupt call's answer before it is committed: the node runs again with
+   * every recorded value served and nothing called or written, up to the call, where
+   * the answer goes through the call's schema (StateValidationError: nothing changed).
+   * A node that cannot be brought back there without calling something checks the
+   * answer when it re-executes instead.
+   */
+  private async checkAnswer(head: Head, target: PendingInterrupt, answer: unknown): Promise<void> {
+    const name = own(this.settings.nodeMapping, target.node) ?? target.node;
+    const node = this.settings.spec.nodes.get(name);
+    if (!node || node.child) throw new GraphMismatchError([target.node], { ...this.place, seq: head.position.seq }, 'resume');
+    const { settings } = this;
+    const scope = new TaskScope({
+      threadId: this.lease.threadId,
+      ns: this.ns,
+      seq: head.body.suspended?.origin ?? head.position.seq,
+      step: head.position.step + 1,
+      node: name,
+      task: target.task!,
+      attempt: 1,
+      signal: settings.signal,
+      ledger: settings.engine.ledger,
+      store: settings.engine.store,
+      principal: this.thread.tenant,
+      artifacts: settings.artifacts,
+      emit: undefined,
+      place: { ...this.place, seq: head.position.seq },
+      carried: { answers: head.body.suspended?.answers ?? {}, waits: head.body.waits ?? [] },
+      probe: { key: target.key!, answer },
+    });
+    let thrown: unknown;
+    try {
+      await node.fn(settings.schema.view(this.cursor.state as State) as never, scope as never);
+    } catch (error) {
+      thrown = error;
+    }
+    await scope.settle();
+    probeOutcome(thrown);
   }
 
   /** Commits the resume position that answers `target`, carrying what the superstep keeps until it runs. */
-  private async commitAnswer(head: Head, target: PendingInterrupt, merged: MergeResult, actor: string): Promise<void> {
+  private async commitAnswer(head: Head, target: PendingInterrupt, answer: Answer, actor: string): Promise<void> {
     const carried = head.body.cleared ?? [];
-    this.cursor.stage(merged);
+    const suspended = head.body.suspended;
+    this.cursor.stage(answer.merged);
     await this.cursor.commit({
       kind: 'resume',
       nodes: [],
       next: head.body.next,
       interrupts: (head.body.interrupts ?? []).filter((i) => i !== target),
+      ...(head.body.waits?.length ? { waits: head.body.waits } : {}),
       answered: target.id,
       // The node's name in this graph: an answer given with nodeMapping clears the renamed node's pause.
       cleared: target.when === 'before' && target.ns === undefined ? [...carried, own(this.settings.nodeMapping, target.node) ?? target.node] : carried,
       actor,
-      ...(head.body.suspended ? { suspended: head.body.suspended } : {}),
+      ...(suspended
+        ? { suspended: answer.answer ? { ...suspended, answers: { ...suspended.answers, [answer.answer.key]: answer.answer.text } } : suspended }
+        : {}),
     });
   }
 
@@ -420,8 +495,8 @@ export class ThreadRun implements ChildRunner {
     if (!head) throw new CairnError(`child run ${this.ns} has no positions: its interrupt ${options.interrupt} cannot be answered.`, { place: this.place });
     const target = (head.body.interrupts ?? []).find((i) => i.id === options.interrupt);
     if (!target) return;
-    const merged = await this.answerWrites(target, options);
-    await this.commitAnswer(head, target, merged, options.actor);
+    const answer = await this.answerWrites(head, target, options);
+    await this.commitAnswer(head, target, answer, options.actor);
   }
 
   // ------------------------------------------------------------ the thread record
@@ -466,11 +541,22 @@ export class ThreadRun implements ChildRunner {
   // ------------------------------------------------------------ reading
 
   private outcome(status: ThreadStatus): RunOutcome {
-    return { status, seq: this.cursor.head!.position.seq, state: this.cursor.state as State, interrupts: this.cursor.head!.body.interrupts ?? [] };
+    const body = this.cursor.head!.body;
+    return { status, seq: this.cursor.head!.position.seq, state: this.cursor.state as State, interrupts: body.interrupts ?? [], waits: body.waits ?? [] };
   }
 
-  private statusOf(head: Head): ThreadStatus {
-    return head.body.interrupts?.length ? 'interrupted' : head.body.next.length ? 'running' : 'completed';
+  // ------------------------------------------------------------ waits
+
+  /** Whether one of the head's waits may resolve now: a wake time or timeout passed, or a signal it waits for is queued. */
+  private async wakeable(waits: readonly PendingWait[]): Promise<boolean> {
+    const now = Date.now();
+    if (waits.some((w) => w.until !== null && w.until <= now)) return true;
+    return false;
+  }
+
+  /** A waiting thread run before it is due: nothing changes, and the run says what it waits for. */
+  private async stillWaiting(): Promise<RunOutcome> {
+    return this.outcome('waiting');
   }
 
   /** The root namespace's head, as the thread record anchors it. */

@@ -16,7 +16,7 @@ import type { Draft, Head } from './cursor.js';
 import type { EventSink } from './events.js';
 import { nextNodes, type GraphSpec, type NodeSpec } from './graph-spec.js';
 import { mergeWrites, type MergeResult, type Writer } from './merge.js';
-import type { PendingInterrupt, StoredTaskResult } from './position.js';
+import type { PendingInterrupt, PendingWait, StoredTaskResult } from './position.js';
 
 type State = Record<string, unknown>;
 
@@ -26,14 +26,34 @@ export interface Task {
   id: string;
 }
 
-/** What a task's execution gives back: its result as stored, and, for a subgraph node whose child stopped, the interrupts it waits on. */
+/**
+ * Why a task stopped before it finished: the interrupts it waits on (its own
+ * `await ctx.interrupt(...)` call, or a child run's) and the waits (its own
+ * `ctx.sleep` / `ctx.waitFor`, or a child run's), each with its thread-wide id.
+ */
+export interface Suspension {
+  interrupts: PendingInterrupt[];
+  waits: PendingWait[];
+}
+
+/** What a task's execution gives back: its result as stored, or, when it stopped part-way, why. */
 export interface TaskOutcome extends StoredTaskResult {
-  suspended?: PendingInterrupt[];
+  suspended?: Suspension;
+}
+
+/**
+ * What a superstep that stopped part-way carries to its re-execution: the answers
+ * given to its interrupt calls (by call key, codec text) and the waits it stopped at
+ * (a wait keeps its wake time across re-executions).
+ */
+export interface Carried {
+  answers: Readonly<Record<string, string>>;
+  waits: readonly PendingWait[];
 }
 
 /** Runs one task of a superstep: live (called, retried, failures kept, child runs run) or replayed (every call served). */
 export interface TaskRunner {
-  run(task: Task, origin: number, state: Readonly<State>): Promise<TaskOutcome>;
+  run(task: Task, origin: number, state: Readonly<State>, carried: Carried): Promise<TaskOutcome>;
 }
 
 /** Finished tasks kept while their siblings run, so that a crash or a failure of one does not run the others again. */
@@ -58,7 +78,7 @@ export interface StepEnv {
    * A live run checks every validateAtCommit store read just before the commit and runs
    * the tasks whose reads went stale again on fresh data (bounded); a replay does not.
    */
-  revalidate?: (tasks: Task[], results: TaskOutcome[], origin: number) => Promise<void>;
+  revalidate?: (tasks: Task[], results: TaskOutcome[], origin: number, carried: Carried) => Promise<void>;
   /** Applies a merge to the state the step started from: what routing and interrupts see. */
   stage(merged: MergeResult): Readonly<State>;
   /** Undoes `stage` when the step stops before its commit. */
@@ -69,7 +89,7 @@ export interface StepEnv {
 export type StepOutcome =
   /** Declared `interruptBefore` pauses: nothing ran. */
   | { kind: 'pause'; draft: Draft }
-  /** A child run stopped at an interrupt: the superstep waits for its answer, keeping its finished tasks. */
+  /** A task stopped part-way (an interrupt call, a wait, a child run's pause): the superstep waits, keeping its finished tasks. */
   | { kind: 'suspend'; draft: Draft }
   /** The tasks ran and their writes are merged and staged. */
   | { kind: 'step'; draft: Draft; state: Readonly<State> };
@@ -107,12 +127,13 @@ export async function superstep(env: StepEnv, head: Head, state: Readonly<State>
     return { kind: 'pause', draft: { kind: 'interrupt', nodes: [], next: head.body.next, interrupts } };
   }
 
-  // A superstep that waited for a child run's answer goes on as the one that started at
-  // `origin`: same record and effect keys, same child namespaces, finished tasks kept.
+  // A superstep that stopped part-way goes on as the one that started at `origin`:
+  // same record and effect keys, same child namespaces, finished tasks kept.
   const origin = head.body.suspended?.origin ?? head.position.seq;
-  const results = await runTasks(env, tasks, head, origin, state);
+  const carried: Carried = { answers: head.body.suspended?.answers ?? {}, waits: head.body.waits ?? [] };
+  const results = await runTasks(env, tasks, head, origin, state, carried);
   if (results.some((r) => r.suspended)) return { kind: 'suspend', draft: suspendedDraft(head, tasks, results, origin) };
-  await env.revalidate?.(tasks, results, origin);
+  await env.revalidate?.(tasks, results, origin, carried);
 
   const writers: Writer[] = tasks.map((task, i) => ({ name: task.node.name, writes: results[i]!.writes }));
   const merged = await mergeWrites(schema, state, writers, place);
@@ -151,13 +172,13 @@ export async function superstep(env: StepEnv, head: Head, state: Readonly<State>
  * Runs a superstep's tasks concurrently. Tasks a suspension or a pending write kept
  * are reused; a live run keeps each finished task while a sibling still runs.
  */
-async function runTasks(env: StepEnv, tasks: Task[], head: Head, origin: number, state: Readonly<State>): Promise<TaskOutcome[]> {
+async function runTasks(env: StepEnv, tasks: Task[], head: Head, origin: number, state: Readonly<State>, carried: Carried): Promise<TaskOutcome[]> {
   const base = head.position.seq;
   const reused = new Map<string, StoredTaskResult>(Object.entries(head.body.suspended?.tasks ?? {}));
   if (env.pending && tasks.length > 1) for (const [task, result] of await env.pending.load(base)) reused.set(task, result);
   let unfinished = tasks.filter((t) => !reused.has(t.id)).length;
   // The common superstep has one task: no siblings to wait for, nothing to keep.
-  if (tasks.length === 1 && !reused.has(tasks[0]!.id)) return [await env.runner.run(tasks[0]!, origin, state)];
+  if (tasks.length === 1 && !reused.has(tasks[0]!.id)) return [await env.runner.run(tasks[0]!, origin, state, carried)];
   const settled = await Promise.allSettled(
     tasks.map(async (task): Promise<TaskOutcome> => {
       const kept = reused.get(task.id);
@@ -165,10 +186,10 @@ async function runTasks(env: StepEnv, tasks: Task[], head: Head, origin: number,
         env.emit?.({ type: 'task.reused', threadId: env.threadId, at: Date.now(), node: task.node.name, task: task.id, seq: base });
         return kept;
       }
-      const result = await env.runner.run(task, origin, state);
+      const result = await env.runner.run(task, origin, state, carried);
       unfinished--;
       // Only worth a write when a sibling is still running: otherwise the step commits next.
-      // A suspended subgraph task has not finished: it goes on when its child is answered.
+      // A suspended task has not finished: it goes on when it is answered or woken.
       if (env.pending && tasks.length > 1 && unfinished > 0 && !result.suspended) await env.pending.save(base, task.id, stored(result));
       return result;
     }),
@@ -185,32 +206,34 @@ function stored(result: TaskOutcome): StoredTaskResult {
 }
 
 /**
- * A child run stopped at an interrupt: the thread is interrupted with the child's
- * interrupts (addressed `<child ns>#<child id>`), and the superstep waits, keeping
- * the results of the tasks that finished so that they do not run again.
+ * A task stopped part-way (its own interrupt call or wait, or a child run's): the
+ * thread is interrupted or waiting with what the stopped tasks wait on, and the
+ * superstep waits, keeping the results of the tasks that finished so that they do
+ * not run again, and the answers given so far.
  */
 function suspendedDraft(head: Head, tasks: Task[], results: TaskOutcome[], origin: number): Draft {
   const interrupts: PendingInterrupt[] = [];
+  const waits: PendingWait[] = [];
   const finished: Record<string, StoredTaskResult> = {};
   tasks.forEach((task, i) => {
     const result = results[i]!;
-    if (!result.suspended) {
-      finished[task.id] = stored(result);
-      return;
-    }
-    for (const inner of result.suspended) {
-      interrupts.push({ id: `${result.child}#${inner.id}`, node: task.node.name, when: inner.when, payload: inner.payload, ns: result.child!, child: inner.id });
+    if (!result.suspended) finished[task.id] = stored(result);
+    else {
+      interrupts.push(...result.suspended.interrupts);
+      waits.push(...result.suspended.waits);
     }
   });
   const children = results.flatMap((r) => (r.child ? [r.child] : []));
+  const answers = head.body.suspended?.answers;
   return {
     kind: 'interrupt',
     nodes: [],
     next: head.body.next,
     interrupts,
+    waits,
     ...(head.body.cleared ? { cleared: head.body.cleared } : {}),
     children,
-    suspended: { origin, tasks: finished },
+    suspended: { origin, tasks: finished, ...(answers && Object.keys(answers).length ? { answers } : {}) },
   };
 }
 

@@ -17,8 +17,8 @@ import type { EventSink } from './events.js';
 import type { ChildSpec } from './graph-spec.js';
 import { findStaleRead } from './node-store.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
-import type { Task, TaskOutcome, TaskRunner } from './superstep.js';
-import { TaskScope } from './task-scope.js';
+import type { Carried, Task, TaskOutcome, TaskRunner } from './superstep.js';
+import { TaskScope, type SignalQueue } from './task-scope.js';
 
 type State = Record<string, unknown>;
 
@@ -48,6 +48,8 @@ export interface LiveTaskRunnerOptions {
   recordFailure(failure: TaskFailure): Promise<void>;
   /** Deletes recorded outputs an execution made that led nowhere (fenced by the run's lease). */
   discardRecords(keys: string[]): Promise<void>;
+  /** The thread's signal queue, for `ctx.waitFor`. */
+  signals?: SignalQueue;
   /** Runs a subgraph node's child run (see runtime/child-run). */
   runChild(task: Task, child: ChildSpec, origin: number, state: Readonly<State>): Promise<TaskOutcome>;
 }
@@ -55,7 +57,7 @@ export interface LiveTaskRunnerOptions {
 export class LiveTaskRunner implements TaskRunner {
   constructor(private readonly options: LiveTaskRunnerOptions) {}
 
-  async run(task: Task, origin: number, state: Readonly<State>): Promise<TaskOutcome> {
+  async run(task: Task, origin: number, state: Readonly<State>, carried: Carried): Promise<TaskOutcome> {
     const o = this.options;
     const { seq, step } = o.base();
     const policy = resolveRetry(o.retry, task.node.options.retry);
@@ -76,16 +78,21 @@ export class LiveTaskRunner implements TaskRunner {
         artifacts: o.artifacts,
         emit: o.emit,
         place,
+        carried,
+        ...(o.signals ? { signals: o.signals } : {}),
       });
       o.emit?.({ type: 'task.start', threadId: o.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq, attempt });
       try {
         if (task.node.child) return await o.runChild(task, task.node.child, origin, state);
         const writes = await task.node.fn(o.schema.view(state as State) as never, scope as never);
         await scope.settle();
+        if (scope.pause) return pausedOutcome(scope, task, origin);
         return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts, reads: scope.validatedReads };
       } catch (caught) {
         let error = caught;
         await scope.settle();
+        // Stopped at an interrupt call or a wait (whatever the node did with the stop): not a failure.
+        if (scope.pause) return pausedOutcome(scope, task, origin);
         if (NeedsAttentionError.is(error)) throw error;
         // A node stopped by the run's signal did not fail: the step is redone on resume.
         if (o.signal.aborted) throw stoppedBy(o.signal, o.lease.threadId, place);
@@ -125,7 +132,7 @@ export class LiveTaskRunner implements TaskRunner {
    * still running. Checks them all just before the commit and runs the tasks whose reads
    * changed again, on fresh data (bounded). Only the commit's own round trip is left uncovered.
    */
-  async revalidate(tasks: Task[], results: TaskOutcome[], origin: number, state: Readonly<State>): Promise<void> {
+  async revalidate(tasks: Task[], results: TaskOutcome[], origin: number, state: Readonly<State>, carried: Carried): Promise<void> {
     const o = this.options;
     const place = { ...o.place, seq: o.base().seq };
     for (let round = 0; results.some((r) => r.reads?.length); round++) {
@@ -136,10 +143,26 @@ export class LiveTaskRunner implements TaskRunner {
       for (const [i, s] of stale.entries()) {
         if (!s) continue;
         await o.discardRecords(results[i]!.records.map((r) => r.key));
-        results[i] = await this.run(tasks[i]!, origin, state);
+        results[i] = await this.run(tasks[i]!, origin, state, carried);
       }
     }
   }
+}
+
+/**
+ * A task whose node stopped at an interrupt call or a wait: nothing of it is kept
+ * but what its calls recorded in the ledger; the superstep waits on it, addressed
+ * `<seq the superstep started from>:<task>:call:<n>`.
+ */
+function pausedOutcome(scope: TaskScope, task: Task, origin: number): TaskOutcome {
+  const pause = scope.pause!;
+  const id = `${origin}:${task.id}:call:${pause.call}`;
+  const base = { writes: undefined, records: [], effects: [], interrupts: [] };
+  if (pause.kind === 'interrupt') {
+    return { ...base, suspended: { interrupts: [{ id, node: task.node.name, when: 'inside', payload: pause.payload, task: task.id, call: pause.call, key: pause.key }], waits: [] } };
+  }
+  const wait = { id, node: task.node.name, task: task.id, kind: pause.kind, key: pause.key, call: pause.call, until: pause.until };
+  return { ...base, suspended: { interrupts: [], waits: [pause.kind === 'signal' ? { ...wait, name: pause.name } : wait] } };
 }
 
 /** Between steps, or when a node is stopped: a lost lease stops the run as LeaseLostError, any other abort as a cancellation. */

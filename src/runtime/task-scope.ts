@@ -15,6 +15,7 @@
  *    re-run with the same key. No probe: re-run with the same key, unless
  *    `mode: 'atMostOnce'`, which puts the thread in `needs_attention`.
  */
+import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import { storeValue, type StoreValueOptions } from '../artifacts/helpers.js';
 import type { Ledger, LedgerEntry } from '../contracts/ledger.js';
@@ -24,14 +25,16 @@ import { decode, encode } from '../codec/tagged-json.js';
 import {
   CairnError,
   EffectConflictError,
+  InvalidOptionError,
   NeedsAttentionError,
   RecordMismatchError,
+  StateValidationError,
   type ErrorPlace,
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
 import type { EffectSpec } from './effects.js';
 import type { EventSink } from './events.js';
-import type { CallRef } from './position.js';
+import type { CallRef, PendingWait } from './position.js';
 import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
 
 export type { EffectSpec, EffectMode } from './effects.js';
@@ -76,12 +79,75 @@ export interface NodeContext {
   /** Runs a side effect under the side-effect invariant (see the module documentation). */
   effect<T>(name: string, spec: EffectSpec<T>): Promise<T>;
   /**
-   * Asks for a person: once this step commits (with this node's writes) the run stops
-   * with status `interrupted` and `payload` stored, until `app.resume({ thread, input })`
-   * merges the answer into the state and the run goes on, in any process, any day.
+   * Asks a person and waits for the answer. The first time, the node stops here:
+   * nothing after the call runs and the node's writes are not committed, while what it
+   * recorded before the call (`ctx.record`, effects) stays recorded. The thread is
+   * `interrupted` with `payload` until `app.resume({ thread, answer })` (any process,
+   * any day) re-executes the node, serving the recorded values, and this same call
+   * resolves to the answer, validated by `options.answer` when given (an invalid answer
+   * is a StateValidationError from `resume`, and nothing changes). Several calls in one
+   * node are answered in call order, one `resume` each.
+   *
+   * @example
+   * ```ts
+   * .node('approve', async (s, ctx) => {
+   *   const ok = await ctx.interrupt({ question: `refund ${s.amount}?` }, { answer: z.boolean() });
+   *   return { decision: ok ? 'refund' : 'deny' };
+   * })
+   * ```
    */
-  interrupt(payload?: unknown): void;
+  interrupt<T = unknown>(payload?: unknown, options?: InterruptOptions<T>): Promise<T>;
+  /**
+   * Asks for a person without stopping the node: once this step commits (with this
+   * node's writes) the run stops with status `interrupted` and `payload` stored, until
+   * `app.resume({ thread, input })` merges the answer into the state and the run goes on.
+   */
+  interruptAfter(payload?: unknown): void;
+  /**
+   * Waits `ms` milliseconds, durably: the node stops here and the thread is `waiting`
+   * with its wake time; no process, memory or connection is held. A run of the thread
+   * (`app.run({ thread })`, a worker) after that time re-executes the node, serving what
+   * it recorded, and the call returns.
+   */
+  sleep(ms: number): Promise<void>;
+  /** {@link NodeContext.sleep} until a time (a Date or ms since the epoch). */
+  sleepUntil(time: Date | number): Promise<void>;
+  /**
+   * Waits for a signal named `name`, sent with `app.signal({ thread, name, payload })`
+   * from any process. Signals are queued durably, so one sent before the wait starts,
+   * or while every process is down, is taken when the wait is reached; each signal is
+   * taken by one wait. Resolves to `{ status: 'received', payload }`, or to
+   * `{ status: 'timedOut' }` once `timeoutMs` has passed without one. Signals that fail
+   * `schema` or `filter` are left in the queue for other waits.
+   */
+  waitFor<T = unknown>(name: string, options?: WaitForOptions<T>): Promise<WaitResult<T>>;
+  /**
+   * Emits a custom event to the run's event sinks and streams (`app.stream`): model
+   * tokens, progress. Not persisted; a re-executed node emits again.
+   */
+  emit(data: unknown): void;
 }
+
+/** Options of {@link NodeContext.interrupt}. */
+export interface InterruptOptions<T> {
+  /** Validates the answer (a Standard Schema, e.g. a zod schema); the call resolves to its output. */
+  answer?: StandardSchemaV1<unknown, T>;
+}
+
+/** Options of {@link NodeContext.waitFor}. */
+export interface WaitForOptions<T> {
+  /** Give up after this long (ms from when the wait started): the call resolves to `{ status: 'timedOut' }`. */
+  timeoutMs?: number;
+  /** Validates the payload; a signal that fails it stays queued. */
+  schema?: StandardSchemaV1<unknown, T>;
+  /** Takes only a signal whose (validated) payload passes; others stay queued. */
+  filter?: (payload: T) => boolean;
+}
+
+/** What {@link NodeContext.waitFor} resolves to. */
+export type WaitResult<T> =
+  | { status: 'received'; payload: T; signal: { id: number; sentAt: number } }
+  | { status: 'timedOut' };
 
 export interface TaskScopeOptions {
   threadId: string;
@@ -108,6 +174,19 @@ export interface TaskScopeOptions {
    */
   replay?: boolean;
   /**
+   * What the superstep carries from where it stopped: the answers given to interrupt
+   * calls and the waits' wake times.
+   */
+  carried?: { answers: Readonly<Record<string, string>>; waits: readonly PendingWait[] };
+  /**
+   * Answer check (`resume` before it commits an answer): the node runs with every call
+   * served and nothing called or written, until the interrupt call whose key is `key`,
+   * where `answer` is validated by the call's schema ({@link AnswerProbe}).
+   */
+  probe?: { key: string; answer: unknown };
+  /** A live run's signal queue (for `ctx.waitFor`): the checkpointer and the run's lease. */
+  signals?: SignalQueue;
+  /**
    * Replay mode: the records and effects the stored position says its step used, by
    * key. A served value must be one of them, with the digest the position holds: a
    * ledger row changed since is a divergence, never a value handed to the node.
@@ -121,7 +200,7 @@ export interface TaskScopeOptions {
  * call index), so every re-execution finds the same entry, and `verify` can tell that
  * a ledger row still names the call it was made by.
  */
-export function derivedCallKey(kind: 'rec' | 'eff', threadId: string, ns: string, seq: number, task: string, call: number): string {
+export function derivedCallKey(kind: 'rec' | 'eff' | 'int' | 'wait', threadId: string, ns: string, seq: number, task: string, call: number): string {
   return `${kind}_${sha256Hex(JSON.stringify([threadId, ns, seq, task, call])).slice(0, 40)}`;
 }
 
@@ -135,6 +214,88 @@ export class ReplayDivergence extends Error {
   ) {
     super(`node "${node}" call ${call} (${callName}): ${reason}`);
   }
+}
+
+/** Where a live run's `ctx.waitFor` finds and takes signals. */
+export interface SignalQueue {
+  /** Signals of the thread not yet taken, named `name`, oldest first; and the one `key` took, if any. */
+  pending(name: string): Promise<QueuedSignal[]>;
+  takenBy(key: string): Promise<QueuedSignal | null>;
+  /** Takes signal `id` for the wait `key` (fenced by the run's lease); false when another wait took it first. */
+  take(id: number, key: string): Promise<boolean>;
+}
+
+/** A signal as a wait sees it. */
+export interface QueuedSignal {
+  id: number;
+  name: string;
+  /** Codec text. */
+  payload: string;
+  sentAt: number;
+}
+
+/** Why a node stopped at one of its calls: an interrupt call or a wait, not yet answered or due. */
+export type TaskPause =
+  | { kind: 'interrupt'; call: number; key: string; payload: unknown }
+  | { kind: 'sleep'; call: number; key: string; until: number }
+  | { kind: 'signal'; call: number; key: string; until: number | null; name: string };
+
+/**
+ * Thrown from the call a node stopped at (and from every call after it): the node's
+ * function is not meant to go on. A node that catches it still stops: its writes
+ * are not committed.
+ */
+export class NodeSuspended extends Error {
+  constructor(readonly node: string) {
+    super(`node "${node}" stopped at an interrupt or a wait; it goes on when it is answered or due.`);
+  }
+}
+
+/** An answer check's result: the interrupt call was reached and its schema's output is `value`. */
+class AnswerChecked extends Error {
+  constructor(readonly value: unknown) {
+    super('answer checked');
+  }
+}
+
+/** An answer check that could not reach its interrupt call without calling something. */
+class AnswerUnchecked extends Error {
+  constructor() {
+    super('answer not checked');
+  }
+}
+
+/**
+ * The outcome of an answer check: `checked` with the schema's output, or `unchecked`
+ * when the node could not be brought back to the call with everything served (it then
+ * validates the answer when it re-executes).
+ */
+export type AnswerProbe = { checked: true; value: unknown } | { checked: false };
+
+/** Reads an answer check's outcome from what the probed node's execution threw or returned. */
+export function probeOutcome(thrown: unknown): AnswerProbe {
+  if (thrown instanceof AnswerChecked) return { checked: true, value: thrown.value };
+  if (StateValidationError.is(thrown)) throw thrown;
+  return { checked: false };
+}
+
+/** Validates an interrupt's answer with the call's schema; returns the schema's output. */
+async function validateAnswer<T>(schema: StandardSchemaV1<unknown, T> | undefined, value: unknown, place: ErrorPlace): Promise<T> {
+  return validateWith(schema, value, 'answer', place);
+}
+
+async function validateWith<T>(schema: StandardSchemaV1<unknown, T> | undefined, value: unknown, what: string, place: ErrorPlace): Promise<T> {
+  if (!schema) return value as T;
+  let result = schema['~standard'].validate(value);
+  if (result instanceof Promise) result = await result;
+  if (result.issues) {
+    throw new StateValidationError(
+      what,
+      result.issues.map((issue) => ({ message: issue.message, path: (issue.path ?? []).map((p) => (typeof p === 'object' ? (p.key as string | number) : (p as string | number))) })),
+      place,
+    );
+  }
+  return result.value;
 }
 
 /** One execution of one node: its calls, their ledger entries, and the refs its position will keep. */
@@ -152,8 +313,10 @@ export class TaskScope implements NodeContext {
   readonly effects: CallRef[] = [];
   /** Keys of the records this execution read or wrote (discarded if it fails). */
   readonly recordKeys: string[] = [];
-  /** Payloads passed to `ctx.interrupt`, in call order. */
+  /** Payloads passed to `ctx.interruptAfter`, in call order. */
   readonly interrupts: unknown[] = [];
+  /** The call the node stopped at, if it did. */
+  pause: TaskPause | undefined;
 
   private call = 0;
   private entries: Promise<Map<string, LedgerEntry>> | undefined;
@@ -198,15 +361,187 @@ export class TaskScope implements NodeContext {
   }
 
   record<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
-    return this.track(this.doRecord(this.call++, name, fn));
+    return this.track(this.calling((call) => this.doRecord(call, name, fn)));
   }
 
   effect<T>(name: string, spec: EffectSpec<T>): Promise<T> {
-    return this.track(this.doEffect(this.call++, name, spec));
+    return this.track(this.calling((call) => this.doEffect(call, name, spec)));
   }
 
-  interrupt(payload: unknown = null): void {
+  interrupt<T = unknown>(payload: unknown = null, options: InterruptOptions<T> = {}): Promise<T> {
+    return this.track(this.calling((call) => this.doInterrupt(call, payload, options)));
+  }
+
+  interruptAfter(payload: unknown = null): void {
     this.interrupts.push(payload);
+  }
+
+  sleep(ms: number): Promise<void> {
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+      return Promise.reject(new InvalidOptionError(`ctx.sleep takes a finite number of ms >= 0, not ${String(ms)}.`, { place: this.options.place }));
+    }
+    const from = Date.now();
+    return this.track(this.calling((call) => this.doSleep(call, from + ms)));
+  }
+
+  sleepUntil(time: Date | number): Promise<void> {
+    const until = time instanceof Date ? time.getTime() : time;
+    if (typeof until !== 'number' || !Number.isFinite(until)) {
+      return Promise.reject(new InvalidOptionError(`ctx.sleepUntil takes a Date or ms since the epoch, not ${String(time)}.`, { place: this.options.place }));
+    }
+    return this.track(this.calling((call) => this.doSleep(call, until)));
+  }
+
+  waitFor<T = unknown>(name: string, options: WaitForOptions<T> = {}): Promise<WaitResult<T>> {
+    if (typeof name !== 'string' || name.length === 0) {
+      return Promise.reject(new InvalidOptionError(`ctx.waitFor takes a signal name (a non-empty string), not ${String(name)}.`, { place: this.options.place }));
+    }
+    const { timeoutMs } = options;
+    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
+      return Promise.reject(new InvalidOptionError(`ctx.waitFor's timeoutMs is a finite number of ms >= 0, not ${String(timeoutMs)}.`, { place: this.options.place }));
+    }
+    const from = Date.now();
+    return this.track(this.calling((call) => this.doWaitFor(call, name, options, timeoutMs === undefined ? null : from + timeoutMs)));
+  }
+
+  emit(data: unknown): void {
+    this.options.emit?.({ type: 'custom', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, seq: this.seq, data });
+  }
+
+  /**
+   * Numbers a call (its index keys its ledger entry) and runs it, unless the node
+   * already stopped at an earlier call: then this one stops too. The promise of a call
+   * that stops is marked handled, so a node that does not await it (or catches the
+   * stop) raises no unhandled rejection; it stops all the same.
+   */
+  private calling<T>(body: (call: number) => Promise<T>): Promise<T> {
+    const promise = this.pause ? Promise.reject(new NodeSuspended(this.node)) : body(this.call++);
+    promise.catch(() => undefined);
+    return promise;
+  }
+
+  /** Stops the node at `pause`: the call (and every later one) rejects with NodeSuspended. */
+  private stop(pause: TaskPause): never {
+    this.pause ??= pause;
+    throw new NodeSuspended(this.node);
+  }
+
+  /** In replay or an answer check, a call that cannot be served stops the execution. */
+  private unservable(call: number, name: string, reason: string): never {
+    if (this.options.probe) throw new AnswerUnchecked();
+    throw new ReplayDivergence(this.node, call, name, reason);
+  }
+
+  /** The recorded result of an interrupt or wait call, if it has one. */
+  private async recorded<T>(call: number, key: string, name: string): Promise<{ value: T } | undefined> {
+    const hit = (await this.ledgerEntries()).get(key);
+    if (!hit || hit.outcome === null) return undefined;
+    if (hit.name !== name) throw new RecordMismatchError(key, name, hit.name, this.options.place);
+    const digest = sha256Hex(hit.outcome);
+    this.checkServed(call, name, key, digest);
+    this.records.push({ key, name, digest });
+    this.options.emit?.({ type: 'record.served', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
+    return { value: decode<T>(hit.outcome, `recorded result ${key}`) };
+  }
+
+  /**
+   * Records the result an interrupt or wait call resolved to. Not among `recordKeys`:
+   * a failed attempt discards its recorded outputs, never a person's answer or a
+   * signal taken from the queue.
+   */
+  private async recordResult<T>(call: number, key: string, name: string, value: T): Promise<T> {
+    const text = encode(value, `result of ${name}`);
+    const stored = await this.options.ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, null), outcome: text });
+    this.records.push({ key, name, digest: sha256Hex(stored.outcome ?? text) });
+    this.options.emit?.({ type: 'record.stored', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
+    return stored.outcome === text ? value : decode<T>(stored.outcome!, `recorded result ${key}`);
+  }
+
+  private async doInterrupt<T>(call: number, payload: unknown, options: InterruptOptions<T>): Promise<T> {
+    const key = this.derivedKey('int', call);
+    const hit = await this.recorded<T>(call, key, 'interrupt');
+    if (hit) return hit.value;
+    const { probe, place } = this.options;
+    if (probe?.key === key) throw new AnswerChecked(await validateAnswer(options.answer, probe.answer, place));
+    if (this.options.replay) this.unservable(call, 'interrupt', 'the recorded run has no answer for this interrupt');
+    const answer = this.options.carried?.answers[key];
+    if (answer !== undefined) {
+      const value = await validateAnswer(options.answer, decode(answer, `answer to ${key}`), place);
+      return probe ? value : this.recordResult(call, key, 'interrupt', value);
+    }
+    if (probe) throw new AnswerUnchecked();
+    this.options.emit?.({ type: 'interrupt', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, payload });
+    return this.stop({ kind: 'interrupt', call, key, payload });
+  }
+
+  private async doSleep(call: number, requested: number): Promise<void> {
+    const key = this.derivedKey('wait', call);
+    if (await this.recorded(call, key, 'sleep')) return;
+    if (this.options.replay || this.options.probe) this.unservable(call, 'sleep', 'the recorded run has no wake-up for this sleep');
+    // The wake time is the one set when the node first stopped here, not a new one per re-execution.
+    const until = this.carriedWait(key)?.until ?? requested;
+    if (Date.now() >= until) {
+      await this.recordResult(call, key, 'sleep', { wokeAt: Date.now() });
+      this.options.emit?.({ type: 'wait.resolved', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'sleep', result: 'woke' });
+      return;
+    }
+    this.options.emit?.({ type: 'wait', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'sleep', until });
+    this.stop({ kind: 'sleep', call, key, until });
+  }
+
+  private async doWaitFor<T>(call: number, name: string, options: WaitForOptions<T>, requested: number | null): Promise<WaitResult<T>> {
+    const key = this.derivedKey('wait', call);
+    const recordName = `waitFor:${name}`;
+    const hit = await this.recorded<WaitResult<T>>(call, key, recordName);
+    if (hit) return hit.value;
+    if (this.options.replay || this.options.probe) this.unservable(call, recordName, 'the recorded run has no result for this wait');
+    const queue = this.options.signals;
+    if (!queue) throw new CairnError(`ctx.waitFor needs a live run of the thread (node "${this.node}").`, { place: this.options.place });
+    const received = await this.takeSignal(queue, key, name, options);
+    if (received) {
+      const result = await this.recordResult<WaitResult<T>>(call, key, recordName, received);
+      this.options.emit?.({ type: 'wait.resolved', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'signal', result: 'received' });
+      return result;
+    }
+    const carried = this.carriedWait(key);
+    const until = carried ? carried.until : requested;
+    if (until !== null && Date.now() >= until) {
+      const result = await this.recordResult<WaitResult<T>>(call, key, recordName, { status: 'timedOut' });
+      this.options.emit?.({ type: 'wait.resolved', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'signal', result: 'timedOut' });
+      return result;
+    }
+    this.options.emit?.({ type: 'wait', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'signal', until, name });
+    return this.stop({ kind: 'signal', call, key, until, name });
+  }
+
+  /**
+   * The signal this wait takes: the one it took before (a crash came before its result
+   * was recorded), else the oldest queued one named `name` whose payload passes the
+   * schema and the filter. Taking is fenced and once only: a signal another wait took
+   * first is passed over.
+   */
+  private async takeSignal<T>(queue: SignalQueue, key: string, name: string, options: WaitForOptions<T>): Promise<WaitResult<T> | null> {
+    const place = this.options.place;
+    const earlier = await queue.takenBy(key);
+    const candidates = earlier ? [earlier] : await queue.pending(name);
+    for (const signal of candidates) {
+      let payload: T;
+      try {
+        payload = await validateWith(options.schema, decode(signal.payload, `signal ${signal.id}`), `signal "${name}"`, place);
+      } catch (error) {
+        if (earlier) throw error;
+        this.options.emit?.({ type: 'signal.skipped', threadId: this.threadId, at: Date.now(), node: this.node, name, id: signal.id, reason: (error as Error).message });
+        continue;
+      }
+      if (!earlier && options.filter && !options.filter(payload)) continue;
+      if (!earlier && !(await queue.take(signal.id, key))) continue;
+      return { status: 'received', payload, signal: { id: signal.id, sentAt: signal.sentAt } };
+    }
+    return null;
+  }
+
+  private carriedWait(key: string): PendingWait | undefined {
+    return this.options.carried?.waits.find((w) => w.key === key && w.ns === undefined);
   }
 
   /** Reads this execution made with validateAtCommit, at the versions it saw (or last wrote itself). */
@@ -234,7 +569,7 @@ export class TaskScope implements NodeContext {
     return this.entries;
   }
 
-  private derivedKey(kind: 'rec' | 'eff', call: number): string {
+  private derivedKey(kind: 'rec' | 'eff' | 'int' | 'wait', call: number): string {
     return derivedCallKey(kind, this.threadId, this.ns, this.seq, this.task, call);
   }
 
@@ -243,8 +578,8 @@ export class TaskScope implements NodeContext {
     const key = this.derivedKey('rec', call);
     this.recordKeys.push(key);
     const hit = (await this.ledgerEntries()).get(key);
-    if (this.options.replay && (!hit || hit.outcome === null || hit.name !== name)) {
-      throw new ReplayDivergence(this.node, call, name, hit ? `recorded as "${hit.name}"` : 'nothing was recorded for this call');
+    if ((this.options.replay || this.options.probe) && (!hit || hit.outcome === null || hit.name !== name)) {
+      this.unservable(call, name, hit ? `recorded as "${hit.name}"` : 'nothing was recorded for this call');
     }
     if (hit && hit.outcome !== null) {
       if (hit.name !== name) throw new RecordMismatchError(key, name, hit.name, this.options.place);
@@ -275,8 +610,8 @@ export class TaskScope implements NodeContext {
     if (entry && argsDigest !== null && entry.argsDigest !== null && entry.argsDigest !== argsDigest) {
       throw new EffectConflictError(key, `re-executed with different arguments than its recorded intent (effect "${name}").`, place);
     }
-    if (this.options.replay && (entry?.status !== 'done' || entry.name !== name)) {
-      throw new ReplayDivergence(this.node, call, name, entry ? (entry.status === 'done' ? `recorded as "${entry.name}"` : 'the effect has no recorded outcome') : 'no such effect was recorded');
+    if ((this.options.replay || this.options.probe) && (entry?.status !== 'done' || entry.name !== name)) {
+      this.unservable(call, name, entry ? (entry.status === 'done' ? `recorded as "${entry.name}"` : 'the effect has no recorded outcome') : 'no such effect was recorded');
     }
     if (entry?.status === 'done') {
       const digest = sha256Hex(entry.outcome ?? '');

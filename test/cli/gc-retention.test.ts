@@ -29,7 +29,7 @@ function app(engine: Engine, artifacts: ArtifactStore) {
   return graph(State)
     .node('write', async (s, ctx) => {
       const doc = await ctx.artifacts.put(`the document of ${ctx.threadId}`, { mediaType: 'text/plain' });
-      if (s.pause) ctx.interrupt({ question: 'publish?' });
+      if (s.pause) ctx.interruptAfter({ question: 'publish?' });
       return { doc };
     })
     .edge(START, 'write')

@@ -42,7 +42,7 @@ function postApp(engine: Engine) {
     .node('draft', async (s, ctx) => {
       const text = await ctx.record('model', () => `a post about ${s.topic}`);
       await ctx.effect('notify', { run: () => 'sent' });
-      ctx.interrupt({ question: 'publish this?', text });
+      ctx.interruptAfter({ question: 'publish this?', text });
       return { notes: [text] };
     })
     .subgraph('research', research, { input: (s) => ({ q: s.topic }), output: (r) => ({ notes: [r.a] }) })

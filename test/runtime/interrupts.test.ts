@@ -50,7 +50,7 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
     const app = graph(State)
       .node('ask', (s, c) => {
         calls.ask++;
-        c.interrupt({ question: 'ship it?', n: s.n });
+        c.interruptAfter({ question: 'ship it?', n: s.n });
         return { log: ['asked'], n: s.n + 1 };
       })
       .node('finish', (s) => {
@@ -98,12 +98,12 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
     const app = graph(State)
       .node('left', (_s, c) => {
         calls.left++;
-        c.interrupt({ side: 'left' });
+        c.interruptAfter({ side: 'left' });
         return { log: ['left'] };
       })
       .node('right', (_s, c) => {
         calls.right++;
-        c.interrupt({ side: 'right' });
+        c.interruptAfter({ side: 'right' });
         return { log: ['right'] };
       })
       .node('join', (s) => {
@@ -212,8 +212,8 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       let finished = 0;
       const app = graph(State)
         .node('twice', (_s, c) => {
-          c.interrupt('first question');
-          c.interrupt('second question');
+          c.interruptAfter('first question');
+          c.interruptAfter('second question');
           return { log: ['asked twice'] };
         })
         .node('finish', () => (finished++, { log: ['finished'] }))
@@ -237,7 +237,7 @@ describe.each(ENGINES)('interrupts on %s', (name) => {
       const seenIds: string[] = [];
       const app = graph(State)
         .node('round', (s, c) => {
-          c.interrupt({ round: s.n });
+          c.interruptAfter({ round: s.n });
           return { n: s.n + 1 };
         })
         .edge(START, 'round')

@@ -62,7 +62,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
       .node('search', async (s, c) => {
         calls.search++;
         const hits = await c.record('search', () => `hits for ${s.question}`);
-        if (options.ask) c.interrupt({ approve: hits });
+        if (options.ask) c.interruptAfter({ approve: hits });
         return { log: [`searched:${hits}`] };
       })
       .node('summarise', (s) => {
@@ -167,7 +167,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
   it('replay serves a child run from its namespace instead of running it again, across an interrupt', async () => {
     const { app, calls } = isolatedApp(ctx.engine, { ask: true });
     await app.run({ thread: 'r1' });
-    await app.resume({ thread: 'r1', input: { approved: true } });
+    await app.resume({ thread: 'r1', childInput: { approved: true } });
     const before = { ...calls };
     const report = await app.replay({ thread: 'r1', from: 0 });
     expect(report.sameStates).toBe(true);
@@ -276,13 +276,13 @@ describe.each(ENGINES)('child runs on %s', (name) => {
 
       // The answer is validated through the child's schema: a bad one changes nothing.
       const before = await childBodies(ctx.engine, 'i1', pending!.ns!);
-      expect(await caught(() => app.resume({ thread: 'i1', input: { approved: 'yes' } }))).toBeInstanceOf(StateValidationError);
+      expect(await caught(() => app.resume({ thread: 'i1', childInput: { approved: 'yes' } }))).toBeInstanceOf(StateValidationError);
       expect(await childBodies(ctx.engine, 'i1', pending!.ns!)).toEqual(before);
       expect((await app.getThread({ thread: 'i1' }))!.status).toBe('interrupted');
 
       // A fresh engine on the same storage, as another process would.
       const again = isolatedApp(ctx.reopen(), { ask: true });
-      const done = await again.app.resume({ thread: 'i1', input: { approved: true }, actor: 'reviewer' });
+      const done = await again.app.resume({ thread: 'i1', childInput: { approved: true }, actor: 'reviewer' });
       expect(done.status).toBe('completed');
       expect(done.state.notes).toEqual(['tides: 1 steps, approved']);
       // Nothing before the interrupt ran again: the child's search stays done, the parent's plan too.
@@ -298,7 +298,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
       let siblingRuns = 0;
       const research = graph(Research)
         .node('ask', (_s, c) => {
-          c.interrupt('go on?');
+          c.interruptAfter('go on?');
           return { log: ['asked'] };
         })
         .node('finish', (s) => ({ answer: `done:${s.approved}` }))
@@ -319,7 +319,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
         .compile({ engine: ctx.engine });
       const paused = await app.run({ thread: 'i2' });
       expect(paused.status).toBe('interrupted');
-      const done = await app.resume({ thread: 'i2', input: { approved: true } });
+      const done = await app.resume({ thread: 'i2', childInput: { approved: true } });
       expect(done.status).toBe('completed');
       expect(done.state).toMatchObject({ verdict: 'done:true', log: ['sibling'] });
       expect({ siblingRuns, effects }).toEqual({ siblingRuns: 1, effects: 1 });
@@ -332,7 +332,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
     it('an interrupt two levels down is addressed through both namespaces and answered into the grandchild', async () => {
       const Leaf = defineState({ fields: { ok: field.model(z.boolean(), { default: false }) } });
       const leaf = graph(Leaf)
-        .node('confirm', (_s, c) => c.interrupt('confirm?'))
+        .node('confirm', (_s, c) => c.interruptAfter('confirm?'))
         .node('after', () => undefined)
         .edge(START, 'confirm')
         .edge('confirm', 'after')
@@ -353,7 +353,7 @@ describe.each(ENGINES)('child runs on %s', (name) => {
       const [pending] = paused.interrupts;
       expect(pending!.ns).toBe('middle:0@0');
       expect(pending!.child).toMatch(/^middle:0@0\|leaf:0@0#/);
-      const done = await app.resume({ thread: 'i3', input: { ok: true } });
+      const done = await app.resume({ thread: 'i3', childInput: { ok: true } });
       expect(done.state.verdict).toBe('yes');
       expect(await app.getState({ thread: 'i3', ns: 'middle:0@0|leaf:0@0' })).toMatchObject({ ok: true });
     });

@@ -76,7 +76,7 @@ describe.each(ENGINES)('time travel on %s', (name) => {
             return { key, n: s.n };
           },
         });
-        if (s.n === options.interruptAt) c.interrupt({ atN: s.n });
+        if (s.n === options.interruptAt) c.interruptAfter({ atN: s.n });
         const doc = s.n === options.artifactAt ? { doc: await c.artifacts.put(`document ${s.n}`, { mediaType: 'text/plain' }) } : {};
         return { n: s.n + 1, trail: [(options.item ?? ITEM)(s as S, word)], ...doc };
       })

@@ -1,0 +1,267 @@
+/**
+ * `const answer = await ctx.interrupt(payload, { answer: schema })`: the node stops at
+ * the call (nothing after it runs, its writes are not committed, what it recorded
+ * before stays recorded), the thread is `interrupted`, and `resume({ thread, answer })`
+ * re-executes the node, serving the recorded values, with the same call resolving to
+ * the answer. Invalid answers change nothing; several calls resolve in order; parallel
+ * nodes keep theirs; child runs and forks work; the answer is what replay serves.
+ * Every test runs on memory, SQLite and PostgreSQL.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Engine } from '../../src/contracts/engine.js';
+import { InvalidOptionError, StateValidationError, ThreadInterruptedError } from '../../src/errors.js';
+import { defineState } from '../../src/state/schema.js';
+import { field } from '../../src/state/fields.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
+import { bodies, caught, ENGINES, rawPositions, useEngine } from './engines.js';
+
+const State = defineState({
+  fields: {
+    amount: field.model(z.number(), { default: 0 }),
+    decision: field.model(z.string(), { default: '' }),
+    log: field.model(z.array(z.string()), { reduce: 'append', default: [] }),
+  },
+});
+
+async function footprint(engine: Engine, thread: string) {
+  const record = await engine.checkpointer.getThread(thread);
+  return { positions: await rawPositions(engine, thread), status: record?.status, head: record?.head, ledger: await engine.ledger.list(thread) };
+}
+
+describe.each(ENGINES)('interrupts that return answers on %s', (name) => {
+  const ctx = useEngine(name);
+
+  /** START -> approve (records a quote, asks, then writes) -> END; counting what ran. */
+  function approvalGraph(engine: Engine = ctx.engine) {
+    const calls = { quote: 0, afterAsk: 0, effect: 0 };
+    const app = graph(State)
+      .node('approve', async (s, c) => {
+        const quote = await c.record('quote', () => {
+          calls.quote++;
+          return s.amount * 2;
+        });
+        await c.effect('notify', { idempotencyKey: `notify-${s.amount}`, run: () => (calls.effect++, 'sent') });
+        const ok = await c.interrupt({ question: `refund ${quote}?` }, { answer: z.boolean() });
+        calls.afterAsk++;
+        return { decision: ok ? 'refund' : 'deny', log: [`decided:${ok}`] };
+      })
+      .edge(START, 'approve')
+      .edge('approve', END)
+      .compile({ engine });
+    return { app, calls };
+  }
+
+  it('stops the node at the call: nothing after it runs, its writes are not committed, the thread is interrupted with the payload', async () => {
+    const { app, calls } = approvalGraph();
+    const result = await app.run({ thread: 't', input: { amount: 21 } });
+    expect(result.status).toBe('interrupted');
+    expect(result.interrupts).toHaveLength(1);
+    expect(result.interrupts[0]).toMatchObject({ node: 'approve', when: 'inside', payload: { question: 'refund 42?' } });
+    expect(calls).toEqual({ quote: 1, afterAsk: 0, effect: 1 });
+    expect(result.state.decision).toBe('');
+    expect(result.state.log).toEqual([]);
+    expect((await ctx.engine.checkpointer.getThread('t'))!.status).toBe('interrupted');
+    // What it recorded before the call stays recorded: the quote and the effect's outcome.
+    const ledger = await ctx.engine.ledger.list('t');
+    expect(ledger.map((e) => e.name).sort()).toEqual(['notify', 'quote']);
+  });
+
+  it('resume({ answer }) re-executes the node serving what it recorded, and the call resolves to the answer: no empty step, no leftover flag', async () => {
+    const { app, calls } = approvalGraph();
+    await app.run({ thread: 't', input: { amount: 21 } });
+    const done = await app.resume({ thread: 't', answer: true, actor: 'ana' });
+    expect(done.status).toBe('completed');
+    expect(done.state.decision).toBe('refund');
+    expect(done.state.log).toEqual(['decided:true']);
+    // The recorded quote and the landed effect were served, not called again.
+    expect(calls).toEqual({ quote: 1, afterAsk: 1, effect: 1 });
+    const kinds = (await bodies(ctx.engine, 't')).map((b) => b.kind);
+    expect(kinds).toEqual(['input', 'interrupt', 'resume', 'step']);
+    const resume = (await bodies(ctx.engine, 't'))[2]!;
+    expect(resume.actor).toBe('ana');
+    expect(resume.answered).toBe((await bodies(ctx.engine, "t"))[1]!.interrupts![0]!.id);
+  });
+
+  it('works from a fresh engine on the same storage, any day later', async () => {
+    const { app } = approvalGraph();
+    await app.run({ thread: 't', input: { amount: 5 } });
+    const again = approvalGraph(ctx.reopen());
+    const done = await again.app.resume({ thread: 't', answer: false });
+    expect(done.state.decision).toBe('deny');
+    expect(again.calls.quote).toBe(0);
+    expect(again.calls.effect).toBe(0);
+  });
+
+  it('an answer the schema refuses is StateValidationError and changes nothing; a good one then works', async () => {
+    const { app } = approvalGraph();
+    await app.run({ thread: 't', input: { amount: 1 } });
+    const before = await footprint(ctx.engine, 't');
+    const error = await caught(() => app.resume({ thread: 't', answer: 'yes please' }));
+    expect(error).toBeInstanceOf(StateValidationError);
+    expect((error as StateValidationError).code).toBe('ERR_STATE_VALIDATION');
+    expect(await footprint(ctx.engine, 't')).toEqual(before);
+    expect((await app.resume({ thread: 't', answer: true })).state.decision).toBe('refund');
+  });
+
+  it('several calls in one node resolve in call order, one resume each', async () => {
+    let runs = 0;
+    const app = graph(State)
+      .node('ask', async (_s, c) => {
+        runs++;
+        const first = await c.interrupt('first?', { answer: z.string() });
+        const second = await c.interrupt('second?', { answer: z.string() });
+        return { log: [first, second] };
+      })
+      .edge(START, 'ask')
+      .edge('ask', END)
+      .compile({ engine: ctx.engine });
+    const one = await app.run({ thread: 't', input: {} });
+    expect(one.interrupts.map((i) => i.payload)).toEqual(['first?']);
+    const two = await app.resume({ thread: 't', answer: 'a' });
+    expect(two.status).toBe('interrupted');
+    expect(two.interrupts.map((i) => i.payload)).toEqual(['second?']);
+    expect(two.interrupts[0]!.id).not.toBe(one.interrupts[0]!.id);
+    const done = await app.resume({ thread: 't', answer: 'b' });
+    expect(done.status).toBe('completed');
+    expect(done.state.log).toEqual(['a', 'b']);
+    expect(runs).toBe(3 + 2); // three executions, plus the answer check before each commit
+  });
+
+  it('parallel nodes each keep theirs: resume({ interrupt: id, answer }) answers one, the thread stays interrupted until both are', async () => {
+    const ran: string[] = [];
+    const app = graph(State)
+      .node('left', async (_s, c) => {
+        ran.push('left');
+        return { log: [`left:${await c.interrupt('left?')}`] };
+      })
+      .node('right', async (_s, c) => {
+        ran.push('right');
+        return { log: [`right:${await c.interrupt('right?')}`] };
+      })
+      .node('quick', () => (ran.push('quick'), { log: ['quick'] }))
+      .edge(START, 'left')
+      .edge(START, 'right')
+      .edge(START, 'quick')
+      .edge('left', END)
+      .edge('right', END)
+      .edge('quick', END)
+      .compile({ engine: ctx.engine });
+    const first = await app.run({ thread: 't', input: {} });
+    expect(first.status).toBe('interrupted');
+    const [left, right] = ['left', 'right'].map((n) => first.interrupts.find((i) => i.node === n)!);
+    const half = await app.resume({ thread: 't', interrupt: right!.id, answer: 'R' });
+    expect(half.status).toBe('interrupted');
+    expect(half.interrupts.map((i) => i.id)).toEqual([left!.id]);
+    const done = await app.resume({ thread: 't', interrupt: left!.id, answer: 'L' });
+    expect(done.status).toBe('completed');
+    expect([...done.state.log].sort()).toEqual(['left:L', 'quick', 'right:R']);
+    // The node that finished in the stopped superstep did not run again.
+    expect(ran.filter((n) => n === 'quick')).toHaveLength(1);
+  });
+
+  it('a run() of the interrupted thread is ThreadInterruptedError; input alongside an answer is merged', async () => {
+    const { app } = approvalGraph();
+    await app.run({ thread: 't', input: { amount: 3 } });
+    expect(await caught(() => app.run({ thread: 't' }))).toBeInstanceOf(ThreadInterruptedError);
+    const done = await app.resume({ thread: 't', answer: true, input: { log: ['note from ana'] } });
+    expect(done.state.log).toEqual(['note from ana', 'decided:true']);
+  });
+
+  it('an answer to a declared pause is InvalidOptionError (those take input), and changes nothing', async () => {
+    const app = graph(State)
+      .node('work', () => ({ log: ['work'] }), { interruptBefore: true })
+      .edge(START, 'work')
+      .edge('work', END)
+      .compile({ engine: ctx.engine });
+    await app.run({ thread: 't', input: {} });
+    const before = await footprint(ctx.engine, 't');
+    expect(await caught(() => app.resume({ thread: 't', answer: true }))).toBeInstanceOf(InvalidOptionError);
+    expect(await footprint(ctx.engine, 't')).toEqual(before);
+    expect((await app.resume({ thread: 't' })).status).toBe('completed');
+  });
+
+  it('an approval loop asks again each round, with no flag left in state', async () => {
+    const app = graph(State)
+      .node('draft', (s) => ({ amount: s.amount + 1, log: [`draft ${s.amount + 1}`] }))
+      .node('review', async (s, c) => {
+        const ok = await c.interrupt({ draft: s.amount }, { answer: z.boolean() });
+        return { decision: ok ? 'approved' : 'rejected', log: [`review ${s.amount}: ${ok}`] };
+      })
+      .edge(START, 'draft')
+      .edge('draft', 'review')
+      .conditionalEdge('review', (s) => (s.decision === 'approved' ? END : 'draft'))
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 't', input: {} })).interrupts[0]!.payload).toEqual({ draft: 1 });
+    expect((await app.resume({ thread: 't', answer: false })).interrupts[0]!.payload).toEqual({ draft: 2 });
+    const done = await app.resume({ thread: 't', answer: true });
+    expect(done.status).toBe('completed');
+    expect(done.state.log).toEqual(['draft 1', 'review 1: false', 'draft 2', 'review 2: true']);
+  });
+
+  it('inside a child run: the child node stops, the thread is interrupted, resume answers the child and it goes on', async () => {
+    const Child = defineState({ fields: { verdict: field.model(z.string(), { default: '' }) } });
+    const child = graph(Child)
+      .node('ask', async (_s, c) => ({ verdict: (await c.interrupt('child asks', { answer: z.enum(['yes', 'no']) })) as string }))
+      .edge(START, 'ask')
+      .edge('ask', END);
+    const app = graph(State)
+      .subgraph('review', child, { input: () => ({}), output: (r) => ({ decision: r.verdict }) })
+      .edge(START, 'review')
+      .edge('review', END)
+      .compile({ engine: ctx.engine });
+    const first = await app.run({ thread: 't', input: {} });
+    expect(first.status).toBe('interrupted');
+    expect(first.interrupts[0]).toMatchObject({ node: 'review', payload: 'child asks' });
+    expect(first.interrupts[0]!.ns).toBeDefined();
+    const before = await footprint(ctx.engine, 't');
+    expect(await caught(() => app.resume({ thread: 't', answer: 'maybe' }))).toBeInstanceOf(StateValidationError);
+    expect(await footprint(ctx.engine, 't')).toEqual(before);
+    const done = await app.resume({ thread: 't', answer: 'yes' });
+    expect(done.status).toBe('completed');
+    expect(done.state.decision).toBe('yes');
+    expect((await app.verify({ thread: 't' })).ok).toBe(true);
+  });
+
+  it('replay serves the recorded answer and reaches the stored states; verify passes', async () => {
+    const { app } = approvalGraph();
+    await app.run({ thread: 't', input: { amount: 4 } });
+    await app.resume({ thread: 't', answer: true });
+    const report = await app.replay({ thread: 't', from: 0 });
+    expect(report.sameStates).toBe(true);
+    expect((await app.verify({ thread: 't' })).ok).toBe(true);
+  });
+
+  it('a fork from the interrupted position asks again: the new branch has its own interrupt', async () => {
+    const { app, calls } = approvalGraph();
+    const first = await app.run({ thread: 't', input: { amount: 7 } });
+    const forked = await app.fork({ thread: 't', seq: 0, patch: { amount: 8 } });
+    expect(forked.status).toBe('running');
+    const again = await app.run({ thread: 't' });
+    expect(again.status).toBe('interrupted');
+    expect(again.interrupts[0]!.id).not.toBe(first.interrupts[0]!.id);
+    expect(again.interrupts[0]!.payload).toEqual({ question: 'refund 16?' });
+    expect((await app.resume({ thread: 't', answer: false })).state.decision).toBe('deny');
+    expect(calls.quote).toBe(2);
+  });
+
+  it('a node that swallows the stop still stops, and a node that never awaits the call stops too', async () => {
+    const app = graph(State)
+      .node('sneaky', async (_s, c) => {
+        try {
+          await c.interrupt('caught?');
+        } catch {
+          // the stop is not the node's to handle
+        }
+        return { log: ['should not commit'] };
+      })
+      .edge(START, 'sneaky')
+      .edge('sneaky', END)
+      .compile({ engine: ctx.engine });
+    const result = await app.run({ thread: 't', input: {} });
+    expect(result.status).toBe('interrupted');
+    expect(result.state.log).toEqual([]);
+    const done = await app.resume({ thread: 't', answer: 1 });
+    expect(done.state.log).toEqual(['should not commit']);
+  });
+});
