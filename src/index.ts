@@ -54,7 +54,7 @@ export type {
   NamespaceOption,
 } from './runtime/app.js';
 export type { PositionInfo, HistoryPage } from './inspect/history.js';
-export type { PendingInterrupt } from './runtime/position.js';
+export type { PendingInterrupt, PendingWait } from './runtime/position.js';
 export type { ReplayReport, ReplayStep, ReplayDivergenceInfo } from './runtime/replay.js';
 export type { VerifyReport, VerifyProblem, VerifyProblemKind } from './inspect/verify.js';
 export type { ThreadAttempts, AttemptInfo, AttemptOutcome, CommittedPosition } from './inspect/attempts.js';
@@ -65,7 +65,8 @@ export type { RetryPolicy } from './runtime/retry.js';
 export { DEFAULT_RETRY } from './runtime/retry.js';
 
 // Inside a node
-export type { NodeContext, EffectSpec, EffectMode, NodeStore, NodeWriteOptions } from './runtime/task-scope.js';
+export type { NodeContext, EffectSpec, EffectMode, NodeStore, NodeWriteOptions, InterruptOptions, WaitForOptions, WaitResult } from './runtime/task-scope.js';
+export type { RunStream, StreamEvent } from './runtime/stream.js';
 
 // Stores and artifacts
 export { tenantPrefixPolicy } from './store/policy.js';

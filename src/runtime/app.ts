@@ -27,6 +27,7 @@ import { namespaceGraph, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PendingWait, PositionBody } from './position.js';
 import { replayThread, type ReplayReport } from './replay.js';
+import { streamRun, type RunStream } from './stream.js';
 import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
 
@@ -211,6 +212,32 @@ export class App<S extends StateSchema> {
    */
   async run(options: RunOptions<S>): Promise<RunResult<S>> {
     return this.withRun(options, { renew: true }, (run) => run.execute(options.input as Record<string, unknown> | undefined));
+  }
+
+  /**
+   * Runs the thread as {@link App.run} does, as an async iterable of its events: what
+   * `onEvent` receives plus what nodes emit with `ctx.emit(data)`, each with its
+   * thread, namespace and seq. Breaking out of the loop cancels the run between steps
+   * and releases the thread (it stays resumable); `result` is how the run ended.
+   *
+   * @example
+   * ```ts
+   * const stream = app.stream({ thread: 't1', input: { question: 'why?' } });
+   * for await (const event of stream) {
+   *   if (event.type === 'custom') process.stdout.write(String(event.data));   // tokens a node emitted
+   *   if (event.type === 'step.commit') console.log(`\ncommitted seq ${event.seq}`);
+   * }
+   * const { status, state } = await stream.result;
+   * ```
+   */
+  stream(options: RunOptions<S>): RunStream<RunResult<S>> {
+    return streamRun((sink, signal) =>
+      this.run({
+        ...options,
+        onEvent: options.onEvent ? (event) => (options.onEvent!(event), sink(event)) : sink,
+        signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal,
+      }),
+    );
   }
 
   /**
