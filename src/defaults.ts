@@ -26,6 +26,12 @@ export const MAX_STALE_RERUNS = 8;
 /** Default limit on one field's encoded size, bytes: big payloads belong in artifacts. */
 export const MAX_FIELD_BYTES = 256 * 1024;
 
+/** Limit on a signal's encoded payload, bytes (UTF-8): the same as a state field's, since a wait hands it to state. */
+export const MAX_SIGNAL_PAYLOAD_BYTES = MAX_FIELD_BYTES;
+
+/** Longest signal name, characters. */
+export const MAX_SIGNAL_NAME_LENGTH = 256;
+
 /** A node's retry policy when neither the node nor the graph sets one (cairn's own errors are not retried). */
 export const RETRY = {
   maxAttempts: 3,

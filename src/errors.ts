@@ -320,6 +320,27 @@ export class NamespaceNotFoundError extends coded('ERR_NAMESPACE_NOT_FOUND') {
   }
 }
 
+/** The signal was consumed by another wait: a signal is taken at most once. Nothing was changed. */
+export class SignalConsumedError extends coded('ERR_SIGNAL_CONSUMED') {
+  constructor(
+    readonly threadId: string,
+    readonly signalId: number,
+    readonly consumedBy: string,
+    place?: ErrorPlace,
+  ) {
+    super(`signal ${signalId} was already consumed by wait ${JSON.stringify(consumedBy)}; a signal is taken once. Send another signal for another wait.`, {
+      place: { ...place, thread: threadId },
+    });
+  }
+}
+
+/** The thread has no signal with this id. */
+export class SignalNotFoundError extends coded('ERR_SIGNAL_NOT_FOUND') {
+  constructor(readonly threadId: string, readonly signalId: number, place?: ErrorPlace) {
+    super(`no signal ${signalId} in this thread. listSignals names the ids it has.`, { place: { ...place, thread: threadId } });
+  }
+}
+
 /** `run()` on a thread waiting for `resume()`. */
 export class ThreadInterruptedError extends coded('ERR_THREAD_INTERRUPTED') {
   constructor(readonly threadId: string, readonly interruptIds: string[], place?: ErrorPlace) {

@@ -5,8 +5,9 @@
  * thread-id checks, thread-query and `deleteThread` option validation, the lease
  * rules (a live holder refuses an acquire or a delete with ThreadBusyError, a
  * caller's own lease lets it delete), the errors of fenced writes (LeaseLostError,
- * HeadMovedError, PositionNotFoundError), the shortcuts of empty reads, and the
- * optional methods' capabilities (NotSupportedError where one is not declared).
+ * HeadMovedError, PositionNotFoundError), the shortcuts of empty reads, signal
+ * validation and the rules of consuming one (SignalConsumedError, SignalNotFoundError),
+ * and the optional methods' capabilities (NotSupportedError where one is not declared).
  *
  * An engine extends {@link BaseCheckpointer} and implements storage primitives
  * only. The primitives that must decide inside their transaction are handed the
@@ -41,9 +42,33 @@ import type {
   StoredPosition,
   ThreadPatch,
 } from '../contracts/checkpointer.js';
-import type { DeleteThreadOptions, DeleteThreadResult, DeletedThreadRows, ThreadLease, ThreadQuery, ThreadRecord } from '../contracts/threads.js';
-import { EngineError, HeadMovedError, LeaseLostError, NotSupportedError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
-import { checkThreadId } from '../internal/keys.js';
+import type {
+  DeleteThreadOptions,
+  DeleteThreadResult,
+  DeletedThreadRows,
+  SignalConsume,
+  SignalQuery,
+  SignalSend,
+  StoredSignal,
+  ThreadLease,
+  ThreadQuery,
+  ThreadRecord,
+  ThreadStatus,
+} from '../contracts/threads.js';
+import { MAX_SIGNAL_NAME_LENGTH, MAX_SIGNAL_PAYLOAD_BYTES } from '../defaults.js';
+import {
+  EngineError,
+  HeadMovedError,
+  InvalidOptionError,
+  LeaseLostError,
+  NotSupportedError,
+  PositionNotFoundError,
+  SignalConsumedError,
+  SignalNotFoundError,
+  ThreadBusyError,
+  ThreadNotFoundError,
+} from '../errors.js';
+import { checkSignalName, checkThreadId } from '../internal/keys.js';
 import { describeHolder, holderIsLive, type HeldThread } from '../internal/lease.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
 import { normalizeIfStatus, normalizeThreadQuery, type NormalizedThreadQuery } from '../internal/thread-query.js';
@@ -64,8 +89,48 @@ export function extendsHead(commit: StepCommit, head: number | null): boolean {
 
 /** Counts for a deletion that has not removed anything yet. */
 export function noRowsRemoved(): DeletedThreadRows {
-  return { positions: 0, items: 0, snapshots: 0, pendingWrites: 0, failures: 0, ledgerEntries: 0, pins: 0 };
+  return { positions: 0, items: 0, snapshots: 0, pendingWrites: 0, failures: 0, ledgerEntries: 0, pins: 0, signals: 0 };
 }
+
+/**
+ * The wake time a thread keeps once a commit or an update gives it `status`: none for
+ * any status but `waiting`; else `wakeAt` (when not given, the `current` one), made
+ * due at `now` when the thread holds a signal newer than the `signalsSeen` the writer
+ * looked at (sent in between, it did not wake the thread).
+ */
+export function wakeAtFor(
+  status: ThreadStatus,
+  wakeAt: number | null | undefined,
+  current: number | null,
+  signals: { seen: number | undefined; newest: number; now: number },
+): number | null {
+  if (status !== 'waiting') return null;
+  const at = wakeAt === undefined ? current : wakeAt;
+  if (signals.seen !== undefined && signals.newest > signals.seen) return at === null ? signals.now : Math.min(at, signals.now);
+  return at;
+}
+
+/** A signal as a primitive stores it: validated, with its send time decided. */
+export interface SignalToStore {
+  name: string;
+  payload: string;
+  sentAt: number;
+}
+
+/** A consumption as a primitive makes it: validated, with its time decided. */
+export interface ConsumptionToStore {
+  id: number;
+  by: string;
+  consumedAt: number;
+}
+
+/** U+0000 (no place in PostgreSQL text) or a lone surrogate (no UTF-8 form): codec text holds neither. */
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+const finiteTime = (what: string, value: unknown): number => {
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new InvalidOptionError(`${what} must be a finite number of ms since the epoch, got ${String(value)}.`);
+  return value;
+};
 
 /**
  * The {@link Checkpointer} contract over storage primitives. Every public method
@@ -135,6 +200,23 @@ export abstract class BaseCheckpointer implements Checkpointer {
   /** One position's items of `fields` (never empty), in field order given, then index. */
   protected abstract readPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]>;
   protected abstract readRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]>;
+
+  // ---------------------------------------------------------------- primitives: signals
+
+  /**
+   * Queues the signal (id: the thread's highest + 1) and, in the same transaction, makes
+   * a `waiting` thread due (`wake_at = min(wake_at, now)` on the engine's clock), telling
+   * wake-up listeners where the engine has them. Null when the thread does not exist.
+   */
+  protected abstract insertSignal(threadId: string, signal: SignalToStore): Promise<StoredSignal | null>;
+  /** The thread's signals matching `query` (validated), by ascending id; [] for a missing thread. */
+  protected abstract readSignals(threadId: string, query: SignalQuery): Promise<StoredSignal[]>;
+  /**
+   * Fenced: marks the signal consumed by `consumption.by` if it is pending, and returns
+   * it as it is afterwards (consumed by whoever consumed it); `lease` when the lease no
+   * longer holds the thread, `missing` when the thread has no such signal.
+   */
+  protected abstract markConsumed(lease: ThreadLease, consumption: ConsumptionToStore): Promise<StoredSignal | 'lease' | 'missing'>;
 
   // ---------------------------------------------------------------- primitives: workers (by capability)
 
@@ -272,6 +354,51 @@ export abstract class BaseCheckpointer implements Checkpointer {
   nextLeaseExpiry(graph?: string): Promise<number | null> {
     if (!this.capabilities.leaseExpiry) return Promise.reject(this.unsupported('nextLeaseExpiry', 'leaseExpiry'));
     return this.lifecycle.run(() => this.earliestLeaseExpiry(graph));
+  }
+
+  async sendSignal(threadId: string, signal: SignalSend): Promise<StoredSignal> {
+    checkThreadId(threadId);
+    if (signal === null || typeof signal !== 'object') throw new InvalidOptionError('sendSignal: the signal must be { name, payload, sentAt? }.');
+    checkSignalName(signal.name, MAX_SIGNAL_NAME_LENGTH);
+    const { payload } = signal;
+    if (typeof payload !== 'string') throw new InvalidOptionError(`sendSignal: payload must be codec text (a string: encode(value)), got ${typeof payload}.`);
+    if (UNSTORABLE.test(payload)) throw new InvalidOptionError('sendSignal: payload holds U+0000 or a lone surrogate, which codec text never does: encode the value with encode(value).');
+    const bytes = Buffer.byteLength(payload, 'utf8');
+    if (bytes > MAX_SIGNAL_PAYLOAD_BYTES) {
+      throw new InvalidOptionError(`sendSignal: the payload is ${bytes} bytes, over the ${MAX_SIGNAL_PAYLOAD_BYTES}-byte limit. Store big payloads as artifacts and send the ref.`);
+    }
+    const sentAt = signal.sentAt === undefined ? Date.now() : finiteTime('sendSignal: sentAt', signal.sentAt);
+    const stored = await this.lifecycle.run(() => this.insertSignal(threadId, { name: signal.name, payload, sentAt }));
+    if (!stored) throw new ThreadNotFoundError(threadId, { engine: this.engine });
+    return stored;
+  }
+
+  async listSignals(threadId: string, query: SignalQuery = {}): Promise<StoredSignal[]> {
+    if (query === null || typeof query !== 'object') throw new InvalidOptionError('listSignals: the query must be { name?, pending?, consumedBy? }.');
+    if (query.name !== undefined && typeof query.name !== 'string') throw new InvalidOptionError(`listSignals: name must be a string, got ${typeof query.name}.`);
+    if (query.pending !== undefined && typeof query.pending !== 'boolean') throw new InvalidOptionError(`listSignals: pending must be a boolean, got ${typeof query.pending}.`);
+    if (query.consumedBy !== undefined && typeof query.consumedBy !== 'string') throw new InvalidOptionError(`listSignals: consumedBy must be a string, got ${typeof query.consumedBy}.`);
+    const q: SignalQuery = {
+      ...(query.name !== undefined ? { name: query.name } : {}),
+      ...(query.pending !== undefined ? { pending: query.pending } : {}),
+      ...(query.consumedBy !== undefined ? { consumedBy: query.consumedBy } : {}),
+    };
+    return this.lifecycle.run(() => this.readSignals(threadId, q));
+  }
+
+  async consumeSignal(lease: ThreadLease, request: SignalConsume): Promise<StoredSignal> {
+    if (request === null || typeof request !== 'object') throw new InvalidOptionError('consumeSignal: the request must be { id, by }.');
+    const { id, by } = request;
+    if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) throw new InvalidOptionError(`consumeSignal: id must be a signal's id (a positive integer), got ${String(id)}.`);
+    if (typeof by !== 'string' || by.length === 0 || UNSTORABLE.test(by)) {
+      throw new InvalidOptionError(`consumeSignal: by must be the consuming wait's key (a non-empty string without U+0000 or lone surrogates), got ${JSON.stringify(by)}.`);
+    }
+    const consumedAt = request.consumedAt === undefined ? Date.now() : finiteTime('consumeSignal: consumedAt', request.consumedAt);
+    const outcome = await this.lifecycle.run(() => this.markConsumed(lease, { id, by, consumedAt }));
+    if (outcome === 'lease') throw this.lost(lease);
+    if (outcome === 'missing') throw new SignalNotFoundError(lease.threadId, id, { engine: this.engine });
+    if (outcome.consumedBy !== by) throw new SignalConsumedError(lease.threadId, id, outcome.consumedBy!, { engine: this.engine });
+    return outcome;
   }
 
   async deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {

@@ -36,7 +36,21 @@
  *
  * @example A minimal engine test: `checkpointerSuite({ name: 'mine', create: () => myEngine() })` from `cairn/testing`.
  */
-import type { DeleteThreadOptions, DeleteThreadResult, LeaseOwner, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus, ThreadError } from './threads.js';
+import type {
+  DeleteThreadOptions,
+  DeleteThreadResult,
+  LeaseOwner,
+  SignalConsume,
+  SignalQuery,
+  SignalSend,
+  StoredSignal,
+  ThreadKind,
+  ThreadLease,
+  ThreadQuery,
+  ThreadRecord,
+  ThreadStatus,
+  ThreadError,
+} from './threads.js';
 
 /** A position as stored: fixed columns the engine indexes, plus an opaque canonical body. */
 export interface StoredPosition {
@@ -96,6 +110,20 @@ export interface StepCommit {
   snapshot?: string;
   /** The thread's status once this commit lands. */
   status: ThreadStatus;
+  /**
+   * With status `waiting`: when the thread becomes due (ms since the epoch; null or
+   * absent: only a signal wakes it), written in the commit's transaction. A commit of
+   * any other status clears it. Only a root-namespace commit sets the thread's status
+   * and wake time.
+   */
+  wakeAt?: number | null;
+  /**
+   * With status `waiting`: the highest signal id the wait looked at (0: none). When the
+   * thread holds a newer signal at commit time, the commit makes it due at once
+   * (`wakeAt = now`): a signal sent between the wait's look and this commit (while the
+   * thread was still `running`, so sending did not wake it) is not missed.
+   */
+  signalsSeen?: number;
   /** The namespace's head when the step started (null before its first position); `position.seq` is that + 1. */
   expectedHead: number | null;
 }
@@ -141,7 +169,16 @@ export interface ClaimRequest {
 
 /** Changes to a held thread's record. */
 export interface ThreadPatch {
+  /** The new status; any status but `waiting` also clears {@link ThreadRecord.wakeAt}. */
   status?: ThreadStatus;
+  /**
+   * When the `waiting` thread becomes due, ms since the epoch; null: only a signal
+   * wakes it. Absent: kept as it is. Whatever the patch says, a thread whose status
+   * after the patch is not `waiting` has no wake time.
+   */
+  wakeAt?: number | null;
+  /** As {@link StepCommit.signalsSeen}: with a `waiting` status, a signal newer than this id makes the thread due at once. */
+  signalsSeen?: number;
   lastError?: ThreadError | null;
   /** Count this many more attempts. */
   attempts?: number;
@@ -170,7 +207,7 @@ export interface CheckpointerCapabilities {
   claims: boolean;
   /** {@link Checkpointer.subscribeRunnable}: workers are told when a thread may have become runnable. */
   wakeUps: boolean;
-  /** {@link Checkpointer.nextLeaseExpiry}: workers can sleep until the earliest lease on a runnable thread expires. */
+  /** {@link Checkpointer.nextLeaseExpiry}: workers can sleep until the earliest time a thread may become claimable (a lease expiry, a wake time). */
   leaseExpiry: boolean;
 }
 
@@ -281,29 +318,68 @@ export interface Checkpointer {
 
   /**
    * Optional, where `capabilities.claims` (workers): claims up to `limit` runnable
-   * threads — status `running`, no lease or an expired one — each under a fresh lease
-   * (epoch + 1), oldest update first. Concurrent claimers never get the same thread
-   * (PostgreSQL: `FOR UPDATE SKIP LOCKED`).
+   * threads, each under a fresh lease (epoch + 1), oldest update first. Runnable: no
+   * live lease (none, or an expired one), and status `running`, or status `waiting`
+   * with a {@link ThreadRecord.wakeAt} that is due (`wakeAt <= now`). A waiting thread
+   * not yet due, or waiting for a signal only (`wakeAt` null), is never claimed. The
+   * lease's `thread` shows the status as it was (`waiting`: the runtime decides what
+   * the wait does). Concurrent claimers never get the same thread (PostgreSQL:
+   * `FOR UPDATE SKIP LOCKED`).
    */
   claimThreads?(request: ClaimRequest): Promise<ThreadLease[]>;
   /**
    * Optional, where `capabilities.wakeUps` (workers): calls `listener` with a thread id
    * whenever a thread may have become runnable (a lease released with work left: a
-   * submitted run, an answered interrupt, a worker shutting down). Resolves to an
+   * submitted run, an answered interrupt, a worker shutting down; a signal sent to it). Resolves to an
    * unsubscribe function. A listening connection the server drops is replaced in the
    * background; until then wake-ups are late, never wrong.
    */
   subscribeRunnable?(listener: (threadId: string) => void): Promise<() => Promise<void>>;
   /**
-   * Optional, where `capabilities.leaseExpiry` (workers): the earliest expiry (ms since
-   * the epoch) among leases held on runnable threads (of `graph`, when given), or null.
+   * Optional, where `capabilities.leaseExpiry` (workers): the earliest time (ms since
+   * the epoch) a thread may become claimable (of `graph`, when given), or null when
+   * none will without being told: the earlier of the earliest expiry of a lease held on
+   * a `running` thread and the earliest {@link ThreadRecord.wakeAt} of a `waiting`
+   * thread (already past when one is due). A worker sleeps until then.
    */
   nextLeaseExpiry?(graph?: string): Promise<number | null>;
 
   /**
+   * Queues a signal for the thread: durable when the promise resolves (sent before the
+   * wait that takes it, or while no process runs, it is not lost). Not fenced: any
+   * process may send, holding no lease. Ids count 1, 2, 3… per thread in send order.
+   * In the same transaction, a `waiting` thread is made due
+   * (`wakeAt = min(wakeAt ?? +inf, now)`) so that a worker claims it; whether the signal
+   * is the one its wait takes is the runtime's to decide (it writes a later `wakeAt`
+   * back when not). Engines with `capabilities.wakeUps` tell their listeners too.
+   * ThreadNotFoundError for a missing thread; InvalidOptionError for an empty name,
+   * one over 256 characters or with control characters, a payload that is not a string
+   * or is over `MAX_SIGNAL_PAYLOAD_BYTES`, or a `sentAt` that is not a finite number.
+   *
+   * @example
+   * ```ts
+   * const { id } = await cp.sendSignal('order_7', { name: 'approved', payload: encode({ by: 'ana' }) });
+   * ```
+   */
+  sendSignal(threadId: string, signal: SignalSend): Promise<StoredSignal>;
+  /**
+   * The thread's signals matching every filter of `query`, oldest (lowest id) first;
+   * `[]` for a missing thread. Never another thread's: ids are matched exactly.
+   */
+  listSignals(threadId: string, query?: SignalQuery): Promise<StoredSignal[]>;
+  /**
+   * Marks signal `request.id` of the held thread consumed by `request.by` (fenced:
+   * LeaseLostError, and nothing changed, when the lease no longer holds the thread) and
+   * returns it. Idempotent: one already consumed by the same `by` is returned as it is.
+   * SignalConsumedError (nothing changed) when another key consumed it;
+   * SignalNotFoundError when the thread has no such signal.
+   */
+  consumeSignal(lease: ThreadLease, request: SignalConsume): Promise<StoredSignal>;
+
+  /**
    * Deletes a thread and everything it owns, in one transaction: its record, every
    * position, item and snapshot of every namespace (child runs included), its pending
-   * writes, its failures, its ledger entries (effects and recorded outputs) and its
+   * writes, its failures, its signals, its ledger entries (effects and recorded outputs) and its
    * artifact pins (store items under `['cairn', 'artifact-pins']` that name the thread:
    * see `pinArtifact(..., { thread })`). The artifacts themselves are left to GC. Other
    * threads' rows are never touched.

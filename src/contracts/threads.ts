@@ -10,12 +10,14 @@ export type ThreadKind = 'conversation' | 'task' | 'session' | 'workflow';
 /**
  * - `running`: a run is under way, or one stopped mid-way (crash) and will resume on the next `run()`.
  * - `interrupted`: paused waiting for a person: `app.resume({ thread, answer | input })`.
- * - `waiting`: a node waits for a time (`ctx.sleep`) or a signal (`ctx.waitFor`); `wakeAt` says when it is due.
  * - `completed`: the last run reached END.
  * - `failed`: a node exhausted its retries; `run()` again starts a new attempt.
  * - `needs_attention`: an at-most-once effect's outcome is unknown; a person must decide.
+ * - `waiting`: a node waits for a time (`ctx.sleep`) or a signal (`ctx.waitFor`);
+ *   {@link ThreadRecord.wakeAt} says when it is due (null: only a signal wakes it).
+ *   Workers claim it once due; a signal sent to it makes it due at once.
  */
-export type ThreadStatus = 'running' | 'interrupted' | 'waiting' | 'completed' | 'failed' | 'needs_attention';
+export type ThreadStatus = 'running' | 'interrupted' | 'completed' | 'failed' | 'needs_attention' | 'waiting';
 
 /** A thread as stored: identity, status, head, attempts, the holder of its lease, metadata and times. */
 export interface ThreadRecord {
@@ -34,6 +36,12 @@ export interface ThreadRecord {
   metadata: Record<string, unknown>;
   /** The last failure, when status is `failed` or `needs_attention`. */
   lastError: ThreadError | null;
+  /**
+   * When a `waiting` thread becomes due (ms since the epoch): workers claim it from
+   * then on. Null when the thread is not waiting, or waits for a signal only. Written
+   * by the commit or thread update that sets the status; any other status clears it.
+   */
+  wakeAt: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -139,6 +147,64 @@ export interface DeletedThreadRows {
   ledgerEntries: number;
   /** Artifact pins the thread held (the artifacts themselves are left to GC). */
   pins: number;
+  /** Signals queued for the thread, pending and consumed. */
+  signals: number;
+}
+
+/**
+ * A signal as stored: a named payload queued for a thread, consumed at most once.
+ * Signals are kept after they are consumed (who took it, and when), until the thread
+ * is deleted.
+ *
+ * @example
+ * ```ts
+ * const signal = await cp.sendSignal('order_7', { name: 'approved', payload: encode({ by: 'ana' }) });
+ * // { threadId: 'order_7', id: 1, name: 'approved', payload: '{"by":"ana"}', sentAt: 1700000000000, consumedBy: null, consumedAt: null }
+ * ```
+ */
+export interface StoredSignal {
+  threadId: string;
+  /** Per thread: 1, 2, 3… in send order. Never reused while the thread exists. */
+  id: number;
+  /** What the signal is called; a wait names the signals it takes. */
+  name: string;
+  /** Codec text of the payload (the caller encodes it; engines never interpret it). */
+  payload: string;
+  /** When it was sent (ms since the epoch). */
+  sentAt: number;
+  /** The key of the wait that consumed it, or null while it is pending. */
+  consumedBy: string | null;
+  /** When it was consumed (ms since the epoch), or null while it is pending. */
+  consumedAt: number | null;
+}
+
+/** What {@link Checkpointer.sendSignal} is given. */
+export interface SignalSend {
+  /** Non-empty, at most 256 characters (`MAX_SIGNAL_NAME_LENGTH`), no control characters. */
+  name: string;
+  /** Codec text of the payload: at most 256 KiB of UTF-8 (`MAX_SIGNAL_PAYLOAD_BYTES`, the size limit of a state field). */
+  payload: string;
+  /** The time to record as sent, instead of now: an import keeps the exported one. */
+  sentAt?: number;
+}
+
+/** Filters of {@link Checkpointer.listSignals}; every filter given must hold. */
+export interface SignalQuery {
+  /** Only signals of this name. */
+  name?: string;
+  /** true: only unconsumed signals; false: only consumed ones. Default: both. */
+  pending?: boolean;
+  /** Only signals consumed by this wait's key. */
+  consumedBy?: string;
+}
+
+/** What {@link Checkpointer.consumeSignal} is asked: which signal, and the key of the wait that takes it. */
+export interface SignalConsume {
+  id: number;
+  /** The consuming wait's key: consuming again with the same key is a no-op. */
+  by: string;
+  /** The time to record as consumed, instead of now: an import keeps the exported one. */
+  consumedAt?: number;
 }
 
 /** What {@link Checkpointer.deleteThread} did. */

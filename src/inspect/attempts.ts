@@ -30,13 +30,14 @@ import type { PositionBody, PositionKind } from '../runtime/position.js';
 /**
  * How an attempt ended:
  * - `failed`: it raised an error (a node failure, retried or not, or a run's failure);
- * - `completed` / `interrupted` / `waiting`: its run reached END / paused for a person / stopped at a sleep or a wait;
+ * - `completed` / `interrupted`: its run reached END / paused for a person;
  * - `running`: the newest attempt of a thread that is running (or stopped by a crash and waiting for `run()`);
  * - `needs_attention`: it left an at-most-once effect in doubt;
+ * - `waiting`: the newest attempt of a thread whose node waits for a time or a signal;
  * - `continued`: it stopped part-way without an error (a crash, a cancellation, a lost
  *   lease, or `submit()` handing the thread to a worker) and a later attempt went on.
  */
-export type AttemptOutcome = 'failed' | 'completed' | 'interrupted' | 'waiting' | 'running' | 'needs_attention' | 'continued';
+export type AttemptOutcome = 'failed' | 'completed' | 'interrupted' | 'running' | 'needs_attention' | 'waiting' | 'continued';
 
 /** A position an attempt committed. */
 export interface CommittedPosition {

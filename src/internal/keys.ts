@@ -44,6 +44,11 @@ export function checkThreadId(id: unknown): asserts id is string {
   checkText('thread id', id, 512);
 }
 
+/** A signal's name: what a wait matches signals by. */
+export function checkSignalName(name: unknown, max: number): asserts name is string {
+  checkText('signal name', name, max);
+}
+
 /**
  * Compares two strings in Unicode code point order, which is the byte order of their
  * UTF-8 and so the order SQLite and PostgreSQL (`COLLATE "C"`) sort them in. JavaScript's

@@ -6,7 +6,7 @@
  * hand out are the same.
  */
 import type { SeqRange, StoredPosition } from '../contracts/checkpointer.js';
-import type { ThreadRecord } from '../contracts/threads.js';
+import type { StoredSignal, ThreadRecord } from '../contracts/threads.js';
 import type { OverwriteRow, StoredRow } from '../store/rows.js';
 import type { HeldThread } from './lease.js';
 
@@ -21,6 +21,8 @@ export interface ThreadRow {
   tenant: string | null;
   metadata: string;
   last_error: string | null;
+  /** Null in rows written before migration 6. */
+  wake_at: Int | null;
   created_at: Int;
   updated_at: Int;
   head: Int | null;
@@ -66,6 +68,7 @@ export function threadOf(row: ThreadRow): ThreadRecord {
     tenant: row.tenant,
     metadata: JSON.parse(row.metadata) as Record<string, unknown>,
     lastError: row.last_error === null ? null : (JSON.parse(row.last_error) as ThreadRecord['lastError']),
+    wakeAt: int(row.wake_at ?? null),
     createdAt: Number(row.created_at),
     updatedAt: Math.max(Number(row.updated_at), int(row.head_at) ?? 0),
   };
@@ -78,6 +81,31 @@ export function heldOf(row: HolderRow, now: number): HeldThread {
     holder: { runId: row.run_id, pid: row.owner_pid, host: row.owner_host, leaseUntil: int(row.lease_until) },
     epoch: Number(row.epoch),
     now,
+  };
+}
+
+/** A signal row as both SQL engines select it ({@link SIGNAL_COLUMNS}). */
+export interface SignalRow {
+  id: Int;
+  name: string;
+  payload: string;
+  sent_at: Int;
+  consumed_by: string | null;
+  consumed_at: Int | null;
+}
+
+/** The columns of {@link SignalRow}, for a SELECT. */
+export const SIGNAL_COLUMNS = 'id, name, payload, sent_at, consumed_by, consumed_at';
+
+export function signalOf(threadId: string, row: SignalRow): StoredSignal {
+  return {
+    threadId,
+    id: Number(row.id),
+    name: row.name,
+    payload: row.payload,
+    sentAt: Number(row.sent_at),
+    consumedBy: row.consumed_by,
+    consumedAt: int(row.consumed_at),
   };
 }
 

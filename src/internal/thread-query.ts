@@ -8,7 +8,7 @@ import type { ThreadKind, ThreadQuery, ThreadRecord, ThreadStatus } from '../con
 import { InvalidOptionError } from '../errors.js';
 import { compareCodePoints } from './keys.js';
 
-export const THREAD_STATUSES: readonly ThreadStatus[] = ['running', 'interrupted', 'completed', 'failed', 'needs_attention'];
+export const THREAD_STATUSES: readonly ThreadStatus[] = ['running', 'interrupted', 'completed', 'failed', 'needs_attention', 'waiting'];
 export const THREAD_KINDS: readonly ThreadKind[] = ['conversation', 'task', 'session', 'workflow'];
 
 /** A value a thread-metadata filter may compare with (equality on top-level keys). */

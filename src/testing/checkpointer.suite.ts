@@ -3,7 +3,7 @@
  * The conformance suite of the {@link Checkpointer} contract: every rule its JSDoc
  * states (leases and fencing, head checks, atomic commits, pending writes, range
  * reads, namespace listing, thread listing with its filters and paging, deleting a thread with all it
- * owns, id validation, lifecycle), as vitest tests, and the optional methods workers
+ * owns, durable waits and signals, id validation, lifecycle), as vitest tests, and the optional methods workers
  * use, each where the engine's `capabilities` declare it (elsewhere, their refusal).
  * Every engine runs it; a third-party engine proves itself with the same ten lines.
  *
@@ -26,7 +26,9 @@ import { deleteThreadTests } from './checkpointer/delete-thread.js';
 import { leaseTests } from './checkpointer/leases.js';
 import { lifecycleTests } from './checkpointer/lifecycle.js';
 import { readTests } from './checkpointer/reads.js';
+import { signalTests } from './checkpointer/signals.js';
 import { threadTests } from './checkpointer/threads.js';
+import { waitTests } from './checkpointer/waits.js';
 import { workerTests } from './checkpointer/workers.js';
 
 export type { CheckpointerSuiteOptions } from './checkpointer/context.js';
@@ -46,6 +48,8 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
     threadTests(suite);
     deleteThreadTests(suite);
     workerTests(suite);
+    waitTests(suite);
+    signalTests(suite);
     lifecycleTests(suite);
   });
 }

@@ -22,7 +22,7 @@ import type { ThreadLease } from '../contracts/threads.js';
 /** The names of an interface's methods, optional ones included. */
 type MethodsOf<T> = { [K in keyof T]-?: NonNullable<T[K]> extends (...args: never[]) => unknown ? K : never }[keyof T];
 
-/** What the calls run on: an engine whose thread `t1` is held by `lease`, with position 0, ledger entry `k1` and store item `ns/k`. */
+/** What the calls run on: an engine whose thread `t1` is held by `lease`, with position 0, signal 1, ledger entry `k1` and store item `ns/k`. */
 export interface CallFixture {
   engine: Engine;
   lease: ThreadLease;
@@ -76,6 +76,9 @@ export const CHECKPOINTER_CALLS = {
   claimThreads: where('claims', ({ engine }) => engine.checkpointer.claimThreads!({ owner, leaseMs: 1000, limit: 1 })),
   subscribeRunnable: where('wakeUps', ({ engine }) => engine.checkpointer.subscribeRunnable!(() => undefined)),
   nextLeaseExpiry: where('leaseExpiry', ({ engine }) => engine.checkpointer.nextLeaseExpiry!()),
+  sendSignal: ({ engine }) => engine.checkpointer.sendSignal('t1', { name: 'go', payload: '2' }),
+  listSignals: ({ engine }) => engine.checkpointer.listSignals('t1', { pending: true }),
+  consumeSignal: ({ engine, lease }) => engine.checkpointer.consumeSignal(lease, { id: 1, by: 'wait-1' }),
   deleteThread: ({ engine }) => engine.checkpointer.deleteThread('t1'),
   close: local('closes the engine; it reaches no table', ({ engine }) => engine.checkpointer.close()),
 } satisfies Record<MethodsOf<Checkpointer>, CallEntry>;
@@ -124,12 +127,13 @@ export function callFor(entry: CallEntry, engine: Engine): ContractCall | string
 }
 
 /**
- * Gives `engine` what the calls expect: thread `t1` held (with position 0 and an item),
- * ledger entry `k1`, store item `ns/k`. Returns the fixture.
+ * Gives `engine` what the calls expect: thread `t1` held (with position 0 and an item,
+ * and a pending signal 1), ledger entry `k1`, store item `ns/k`. Returns the fixture.
  */
 export async function callFixture(engine: Engine): Promise<CallFixture> {
   const lease = await engine.checkpointer.acquireThread('t1', { owner: { ...owner, runId: 'contract-calls-1' }, leaseMs: 60_000, create: { kind: 'task', tenant: null, metadata: {} } });
   await engine.checkpointer.commitStep(lease, { position: position(0), items: [{ field: 'm', index: 0, text: '"a"' }], status: 'running', expectedHead: null });
+  await engine.checkpointer.sendSignal('t1', { name: 'go', payload: '1' });
   await engine.ledger.writeIntent(entry('k1'));
   await engine.store.put(['ns'], 'k', { a: 1 });
   return { engine, lease };

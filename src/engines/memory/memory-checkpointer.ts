@@ -3,7 +3,7 @@
  * The thread log in process memory: for tests and development. Same contract,
  * same behaviour as the durable engines, nothing survives the process.
  */
-import { BaseCheckpointer, extendsHead, type CommitRefusal, type HeldThread } from '../../checkpointer/base-checkpointer.js';
+import { BaseCheckpointer, extendsHead, wakeAtFor, type CommitRefusal, type ConsumptionToStore, type HeldThread, type SignalToStore } from '../../checkpointer/base-checkpointer.js';
 import type {
   AcquireRequest,
   AttemptFailure,
@@ -19,7 +19,7 @@ import type {
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
 import { comparePositionItems } from '../../contracts/checkpointer.js';
-import type { DeleteThreadResult, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
+import type { DeleteThreadResult, SignalQuery, StoredSignal, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
 import { compareCodePoints } from '../../internal/keys.js';
 import { holderIsLive, type HolderInfo } from '../../internal/lease.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
@@ -37,6 +37,13 @@ interface ThreadRow {
   snapshots: Map<string, Map<number, string>>;
   pending: Map<string, PendingWrite>;
   failures: AttemptFailure[];
+  /** Signals by ascending id (1, 2, 3…: the id is the index + 1). */
+  signals: StoredSignal[];
+}
+
+/** True when a worker may claim the thread at `now` (its holder aside): running, or waiting and due. */
+function claimable(record: ThreadRecord, now: number): boolean {
+  return record.status === 'running' || (record.status === 'waiting' && record.wakeAt !== null && record.wakeAt <= now);
 }
 
 const inRanges = (seq: number, ranges: SeqRange[]) => ranges.some((r) => seq >= r.from && seq <= r.to);
@@ -118,6 +125,7 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     const count = <V>(byNs: Map<string, Map<number, V>>, size: (v: V) => number = () => 1) =>
       [...byNs.values()].reduce((n, inner) => n + [...inner.values()].reduce((m, v) => m + size(v), 0), 0);
     const removed = {
+      signals: row.signals.length,
       positions: count(row.positions),
       items: count(row.items, (items) => items.length),
       snapshots: count(row.snapshots),
@@ -149,6 +157,7 @@ export class MemoryCheckpointer extends BaseCheckpointer {
           tenant: create.tenant,
           metadata: structuredClone(create.metadata),
           lastError: null,
+          wakeAt: null,
           createdAt: create.createdAt ?? now,
           updatedAt: create.updatedAt ?? create.createdAt ?? now,
         },
@@ -160,6 +169,7 @@ export class MemoryCheckpointer extends BaseCheckpointer {
         snapshots: new Map(),
         pending: new Map(),
         failures: [],
+        signals: [],
       };
       this.threads.set(threadId, row);
     }
@@ -176,7 +186,7 @@ export class MemoryCheckpointer extends BaseCheckpointer {
   protected override async claim(request: ClaimRequest): Promise<ThreadLease[]> {
     const now = Date.now();
     const runnable = [...this.threads.values()]
-      .filter((row) => row.record.status === 'running' && (request.graph === undefined || row.record.metadata.graph === request.graph) && !holderIsLive(row.holder, now))
+      .filter((row) => claimable(row.record, now) && (request.graph === undefined || row.record.metadata.graph === request.graph) && !holderIsLive(row.holder, now))
       .sort((a, b) => a.record.updatedAt - b.record.updatedAt);
     return runnable.slice(0, request.limit).map((row) => this.grant(row, request, now));
   }
@@ -184,9 +194,12 @@ export class MemoryCheckpointer extends BaseCheckpointer {
   protected override async earliestLeaseExpiry(graph: string | undefined): Promise<number | null> {
     let earliest: number | null = null;
     for (const row of this.threads.values()) {
-      const until = row.holder.leaseUntil;
-      if (row.record.status !== 'running' || until === null || (graph !== undefined && row.record.metadata.graph !== graph)) continue;
-      earliest = earliest === null ? until : Math.min(earliest, until);
+      if (graph !== undefined && row.record.metadata.graph !== graph) continue;
+      const until = row.holder.runId === null ? null : row.holder.leaseUntil;
+      const { status, wakeAt } = row.record;
+      // A waiting thread held by a lease is claimable once both its time and the lease are up.
+      const at = status === 'running' ? until : status === 'waiting' && wakeAt !== null ? Math.max(wakeAt, until ?? -Infinity) : null;
+      if (at !== null) earliest = earliest === null ? at : Math.min(earliest, at);
     }
     return earliest;
   }
@@ -210,7 +223,7 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     if (!row) return;
     row.holder = { runId: null, pid: null, host: null, leaseUntil: null };
     // Work left: wake the workers.
-    if (row.record.status === 'running') for (const listener of this.listeners) listener(lease.threadId);
+    if (claimable(row.record, Date.now())) this.wake(lease.threadId);
   }
 
   protected async update(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord | null> {
@@ -218,6 +231,7 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     if (!row) return null;
     const record = row.record;
     if (patch.status !== undefined) record.status = patch.status;
+    record.wakeAt = wakeAtFor(record.status, patch.wakeAt, record.wakeAt, { seen: patch.signalsSeen, newest: row.signals.length, now: Date.now() });
     if (patch.lastError !== undefined) record.lastError = structuredClone(patch.lastError);
     if (patch.attempts) record.attempts += patch.attempts;
     if (patch.failure) row.failures.push(structuredClone(patch.failure));
@@ -240,9 +254,52 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     if (ns === '') {
       row.record.head = position.seq;
       row.record.status = commit.status;
+      row.record.wakeAt = wakeAtFor(commit.status, commit.wakeAt ?? null, null, { seen: commit.signalsSeen, newest: row.signals.length, now: Date.now() });
     }
     row.record.updatedAt = Date.now();
     return undefined;
+  }
+
+  protected async insertSignal(threadId: string, signal: SignalToStore): Promise<StoredSignal | null> {
+    const row = this.threads.get(threadId);
+    if (!row) return null;
+    const stored: StoredSignal = { threadId, id: row.signals.length + 1, ...signal, consumedBy: null, consumedAt: null };
+    row.signals.push(stored);
+    if (row.record.status === 'waiting') {
+      const now = Date.now();
+      row.record.wakeAt = row.record.wakeAt === null ? now : Math.min(row.record.wakeAt, now);
+      this.wake(threadId);
+    }
+    return { ...stored };
+  }
+
+  protected async readSignals(threadId: string, query: SignalQuery): Promise<StoredSignal[]> {
+    const signals = this.threads.get(threadId)?.signals ?? [];
+    return signals
+      .filter(
+        (s) =>
+          (query.name === undefined || s.name === query.name) &&
+          (query.pending === undefined || (s.consumedBy === null) === query.pending) &&
+          (query.consumedBy === undefined || s.consumedBy === query.consumedBy),
+      )
+      .map((s) => ({ ...s }));
+  }
+
+  protected async markConsumed(lease: ThreadLease, consumption: ConsumptionToStore): Promise<StoredSignal | 'lease' | 'missing'> {
+    const row = this.held(lease);
+    if (!row) return 'lease';
+    const signal = row.signals[consumption.id - 1];
+    if (!signal) return 'missing';
+    if (signal.consumedBy === null) {
+      signal.consumedBy = consumption.by;
+      signal.consumedAt = consumption.consumedAt;
+    }
+    return { ...signal };
+  }
+
+  /** Tells the wake-up listeners that the thread may be claimable. */
+  private wake(threadId: string): void {
+    for (const listener of this.listeners) listener(threadId);
   }
 
   protected async writeSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<'stored' | 'lease' | 'position'> {

@@ -58,7 +58,7 @@ export function maskUrl(url: string): string {
  * insert-if-absent or set-to-a-value, so a second delivery changes nothing. A step
  * commit has its own recovery (it checks whether it landed).
  */
-const RESENDABLE = new Set(['ledger.write', 'ledger.writeOutcome', 'ledger.discardRecords', 'renewLease', 'releaseThread', 'putPendingWrite', 'putSnapshot']);
+const RESENDABLE = new Set(['ledger.write', 'ledger.writeOutcome', 'ledger.discardRecords', 'renewLease', 'releaseThread', 'putPendingWrite', 'putSnapshot', 'consumeSignal']);
 
 /** True when a driver error means the connection was lost, not that the statement was refused. */
 export function isConnectionLoss(error: unknown): boolean {
@@ -80,6 +80,7 @@ export interface PostgresTables {
   failures: string;
   ledger: string;
   store: string;
+  signals: string;
 }
 
 /** A query runner bound to one connection, inside a transaction. */
@@ -133,6 +134,7 @@ export class PostgresConnection {
       failures: `${s}.cairn_failures`,
       ledger: `${s}.cairn_ledger`,
       store: `${s}.cairn_store`,
+      signals: `${s}.cairn_signals`,
     };
   }
 

@@ -222,6 +222,35 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         SELECT DISTINCT ON (tid, ns) tid, ns, seq, hash, created_at FROM ${s}.cairn_positions ORDER BY tid, ns, seq DESC;
     `,
   },
+  {
+    id: 6,
+    name: 'durable waits: wake times and signals',
+    sql: (s) => `
+      -- When a waiting thread becomes due (ms since the epoch); NULL: not waiting, or
+      -- waiting for a signal only. Claims find due waiting threads through the partial
+      -- index, which holds waiting threads only.
+      ALTER TABLE ${s}.cairn_threads ADD COLUMN wake_at bigint;
+      CREATE INDEX cairn_threads_due ON ${s}.cairn_threads (wake_at) WHERE status = 'waiting';
+
+      -- The id of the thread's newest signal. A send counts it up in an UPDATE of the
+      -- thread row, so ids are handed out under the row lock, and a commit that starts a
+      -- wait reads it in its locking fence: at READ COMMITTED the fence sees the newest
+      -- row version, where a count of the signals table would read the statement's older snapshot.
+      ALTER TABLE ${s}.cairn_threads ADD COLUMN last_signal bigint NOT NULL DEFAULT 0;
+
+      -- Signals queued for a thread, 1, 2, 3... per thread, kept once consumed (by which wait, when).
+      CREATE TABLE ${s}.cairn_signals (
+        tid         bigint NOT NULL,
+        id          bigint NOT NULL,
+        name        text COLLATE "C" NOT NULL,
+        payload     text NOT NULL,
+        sent_at     bigint NOT NULL,
+        consumed_by text COLLATE "C",
+        consumed_at bigint,
+        PRIMARY KEY (tid, id)
+      );
+    `,
+  },
 ];
 
 /** First key of cairn's advisory locks (the second is the schema name's hash): "cairn" in ASCII. */

@@ -7,7 +7,7 @@
  * statement: one round trip, one implicit transaction.
  */
 import { createHash } from 'node:crypto';
-import { BaseCheckpointer, noRowsRemoved, type CommitRefusal, type HeldThread } from '../../checkpointer/base-checkpointer.js';
+import { BaseCheckpointer, noRowsRemoved, type CommitRefusal, type ConsumptionToStore, type HeldThread, type SignalToStore } from '../../checkpointer/base-checkpointer.js';
 import type {
   AcquireRequest,
   AttemptFailure,
@@ -22,11 +22,11 @@ import type {
   StoredPosition,
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
-import type { DeleteThreadResult, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
+import type { DeleteThreadResult, SignalQuery, StoredSignal, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
 import { ThreadBusyError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
-import { heldOf, positionOf, rangeClause, threadOf, type HolderRow, type PositionRow, type ThreadRow } from '../../internal/sql-rows.js';
+import { heldOf, positionOf, rangeClause, signalOf, threadOf, type HolderRow, type PositionRow, type SignalRow, type ThreadRow } from '../../internal/sql-rows.js';
 import type { NormalizedThreadQuery } from '../../internal/thread-query.js';
 import { constraintOf, isConnectionLoss, sqlState, type PostgresConnection } from './connection.js';
 import { quoteIdent } from './migrations.js';
@@ -223,6 +223,9 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       patch.lastError ? JSON.stringify(patch.lastError) : null,
       patch.updatedAt ?? Date.now(),
       patch.failure ? JSON.stringify(patch.failure) : null,
+      patch.wakeAt !== undefined,
+      patch.wakeAt ?? null,
+      patch.signalsSeen ?? null,
     ]);
     return row ? threadOf(row) : null;
   }
@@ -249,6 +252,8 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       commit.snapshot ?? null,
       commit.status,
       Date.now(),
+      commit.wakeAt ?? null,
+      commit.signalsSeen ?? null,
     ];
     let rows: unknown[];
     try {
@@ -283,6 +288,28 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       position.ns,
     ]);
     return state?.held ? { reason: 'head', head: num(state.head) } : { reason: 'lease' };
+  }
+
+  protected async insertSignal(threadId: string, signal: SignalToStore): Promise<StoredSignal | null> {
+    const [row] = await this.conn.query<{ id: string }>('sendSignal', this.sql.sendSignal, [threadId, signal.name, signal.payload, signal.sentAt, this.channel]);
+    return row ? { threadId, id: Number(row.id), name: signal.name, payload: signal.payload, sentAt: signal.sentAt, consumedBy: null, consumedAt: null } : null;
+  }
+
+  protected async readSignals(threadId: string, query: SignalQuery): Promise<StoredSignal[]> {
+    const rows = await this.conn.query<SignalRow>('listSignals', this.sql.signals, [threadId, query.name ?? null, query.pending ?? null, query.consumedBy ?? null]);
+    return rows.map((row) => signalOf(threadId, row));
+  }
+
+  protected async markConsumed(lease: ThreadLease, consumption: ConsumptionToStore): Promise<StoredSignal | 'lease' | 'missing'> {
+    const values = [lease.threadId, lease.runId, lease.epoch, consumption.id, consumption.by, consumption.consumedAt];
+    const [row] = await this.conn.query<{ found: boolean; marked: boolean } & SignalRow>('consumeSignal', this.sql.consumeSignal, values);
+    if (!row) return 'lease';
+    if (!row.found) return 'missing';
+    if (row.marked || row.consumed_by !== null) return signalOf(lease.threadId, row);
+    // Another call of this lease consumed it while this one waited for the row: its
+    // snapshot shows the signal pending, so read what it is now.
+    const [now] = await this.conn.query<SignalRow>('consumeSignal (read)', this.sql.signal, [lease.threadId, consumption.id]);
+    return now ? signalOf(lease.threadId, now) : 'missing';
   }
 
   protected async writeSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<'stored' | 'lease' | 'position'> {
@@ -369,11 +396,12 @@ export class PostgresCheckpointer extends BaseCheckpointer {
 
 /** Every fixed statement of the checkpointer, qualified with the connection's schema. */
 function statements(conn: PostgresConnection) {
-  const { threads: T, heads: H, positions: P, items: I, snapshots: S, pending: W, failures: F, ledger: L, store: ST } = conn.tables;
+  const { threads: T, heads: H, positions: P, items: I, snapshots: S, pending: W, failures: F, ledger: L, store: ST, signals: SG } = conn.tables;
   const schema = quoteIdent(conn.schema);
   const tidOf = `(SELECT tid FROM ${T} WHERE id = $1::text)`;
-  const threadColumns = `t.tid, t.id, t.kind, t.status, t.attempts, t.tenant, t.metadata, t.last_error, t.run_id, t.owner_pid,
+  const threadColumns = `t.tid, t.id, t.kind, t.status, t.attempts, t.tenant, t.metadata, t.last_error, t.wake_at, t.run_id, t.owner_pid,
     t.owner_host, t.lease_until, t.epoch, t.created_at, t.updated_at`;
+  const signalColumns = 'id, name, payload, sent_at, consumed_by, consumed_at';
   /** The root namespace's anchored head and its time. */
   const headJoin = `LEFT JOIN ${H} h ON h.tid = t.tid AND h.ns = ''`;
   const threadSelect = `SELECT ${threadColumns}, h.seq AS head, h.created_at AS head_at FROM ${T} t ${headJoin}`;
@@ -400,13 +428,14 @@ function statements(conn: PostgresConnection) {
       w AS (DELETE FROM ${W} WHERE tid = $1::bigint RETURNING 1),
       f AS (DELETE FROM ${F} WHERE tid = $1::bigint RETURNING 1),
       l AS (DELETE FROM ${L} WHERE tid = $1::bigint RETURNING 1),
+      sg AS (DELETE FROM ${SG} WHERE tid = $1::bigint RETURNING 1),
       pins AS (
         DELETE FROM ${ST} WHERE ns = $2::text AND right(key, length($3::text)) = $3::text
         RETURNING deleted, expires_at),
       overwrites AS (DELETE FROM ${schema}.cairn_store_overwrites WHERE ns = $2::text AND right(key, length($3::text)) = $3::text),
       thread AS (DELETE FROM ${T} WHERE tid = $1::bigint)
       SELECT (SELECT count(*) FROM p) AS positions, (SELECT count(*) FROM i) AS items, (SELECT count(*) FROM s) AS snapshots,
-        (SELECT count(*) FROM w) AS pendingwrites, (SELECT count(*) FROM f) AS failures, (SELECT count(*) FROM l) AS ledgerentries,
+        (SELECT count(*) FROM w) AS pendingwrites, (SELECT count(*) FROM f) AS failures, (SELECT count(*) FROM l) AS ledgerentries, (SELECT count(*) FROM sg) AS signals,
         (SELECT count(*) FROM pins WHERE NOT deleted AND (expires_at IS NULL OR expires_at > $4::bigint)) AS pins`,
 
     createThread: `
@@ -425,8 +454,8 @@ function statements(conn: PostgresConnection) {
 
     release: `
       WITH released AS (
-        UPDATE ${T} SET run_id = NULL, owner_pid = NULL, owner_host = NULL, lease_until = NULL WHERE ${fenced} RETURNING id, status)
-      SELECT pg_notify($4::text, id) FROM released WHERE status = 'running'`,
+        UPDATE ${T} SET run_id = NULL, owner_pid = NULL, owner_host = NULL, lease_until = NULL WHERE ${fenced} RETURNING id, status, wake_at)
+      SELECT pg_notify($4::text, id) FROM released WHERE status = 'running' OR (status = 'waiting' AND wake_at <= ${dbNow})`,
 
     // A worker's claim: SKIP LOCKED makes concurrent claimers pass over each other's
     // candidates instead of queueing on them, and the fresh epoch fences the previous
@@ -434,7 +463,7 @@ function statements(conn: PostgresConnection) {
     claim: `
       WITH candidate AS (
         SELECT tid FROM ${T}
-        WHERE status = 'running' AND (run_id IS NULL OR lease_until < ${dbNow})
+        WHERE (status = 'running' OR (status = 'waiting' AND wake_at <= ${dbNow})) AND (run_id IS NULL OR lease_until < ${dbNow})
           AND ($6::text IS NULL OR (${schema}.cairn_json(metadata) ->> 'graph') = $6::text)
         ORDER BY updated_at, tid
         LIMIT $5::integer
@@ -445,14 +474,21 @@ function statements(conn: PostgresConnection) {
         RETURNING ${threadColumns})
       SELECT t.*, h.seq AS head, h.created_at AS head_at FROM claimed t ${headJoin}`,
 
+    // A waiting thread held by a lease is claimable once both its time and the lease are up (greatest skips NULL).
     nextExpiry: `
-      SELECT min(lease_until)::text AS at FROM ${T}
-      WHERE status = 'running' AND run_id IS NOT NULL AND ($1::text IS NULL OR (${schema}.cairn_json(metadata) ->> 'graph') = $1::text)`,
+      SELECT min(CASE WHEN status = 'running' THEN lease_until WHEN run_id IS NULL THEN wake_at ELSE greatest(wake_at, lease_until) END)::text AS at FROM ${T}
+      WHERE ((status = 'running' AND run_id IS NOT NULL) OR (status = 'waiting' AND wake_at IS NOT NULL))
+        AND ($1::text IS NULL OR (${schema}.cairn_json(metadata) ->> 'graph') = $1::text)`,
 
     update: `
       WITH t AS (
         UPDATE ${T} SET status = coalesce($4::text, status), attempts = attempts + $5::integer,
-          last_error = CASE WHEN $6::boolean THEN $7::text ELSE last_error END, updated_at = $8::bigint
+          last_error = CASE WHEN $6::boolean THEN $7::text ELSE last_error END, updated_at = $8::bigint,
+          -- Only a waiting thread keeps a wake time; one made due at once when it holds a signal newer than the patch saw.
+          wake_at = CASE
+            WHEN coalesce($4::text, status) <> 'waiting' THEN NULL
+            WHEN $12::bigint IS NOT NULL AND last_signal > $12::bigint THEN least(CASE WHEN $10::boolean THEN $11::bigint ELSE wake_at END, ${dbNow})
+            ELSE CASE WHEN $10::boolean THEN $11::bigint ELSE wake_at END END
         WHERE ${fenced}
         RETURNING *
       ), failure AS (
@@ -477,7 +513,14 @@ function statements(conn: PostgresConnection) {
     // The thread row is written only when the root status changes (start and end of a run).
     commit: `
       WITH fence AS (
-        SELECT tid, status FROM ${T} WHERE ${fenced} FOR SHARE
+        SELECT tid, status, wake_at, last_signal FROM ${T} WHERE ${fenced} FOR SHARE
+      ), wake AS (
+        -- The thread's wake time once this commit lands (see ThreadPatch in update).
+        SELECT CASE
+          WHEN $18::text <> 'waiting' THEN NULL
+          WHEN $21::bigint IS NOT NULL AND fence.last_signal > $21::bigint THEN least($20::bigint, ${dbNow})
+          ELSE $20::bigint END AS at
+        FROM fence
       ), head AS (
         SELECT (SELECT h.seq FROM ${H} h WHERE h.tid = fence.tid AND h.ns = $4::text) AS seq FROM fence
       ), pos AS (
@@ -498,8 +541,8 @@ function statements(conn: PostgresConnection) {
       ), folded AS (
         DELETE FROM ${W} w USING pos WHERE w.tid = pos.tid AND w.ns = $4::text AND w.base_seq = $6::bigint
       ), status AS (
-        UPDATE ${T} t SET status = $18::text, updated_at = $19::bigint
-        FROM pos, fence WHERE t.tid = pos.tid AND $4::text = '' AND fence.status <> $18::text
+        UPDATE ${T} t SET status = $18::text, wake_at = wake.at, updated_at = $19::bigint
+        FROM pos, fence, wake WHERE t.tid = pos.tid AND $4::text = '' AND (fence.status <> $18::text OR fence.wake_at IS DISTINCT FROM wake.at)
       )
       SELECT tid FROM pos`,
 
@@ -529,6 +572,40 @@ function statements(conn: PostgresConnection) {
     pending: `SELECT task, body FROM ${W} WHERE tid = ${tidOf} AND ns = $2::text AND base_seq = $3::bigint ORDER BY task`,
 
     failures: `SELECT body FROM ${F} WHERE tid = ${tidOf} ORDER BY id`,
+
+    // Not fenced: any process may send. The UPDATE locks the thread row, counts the id
+    // up and makes a waiting thread due; the NOTIFY (sent at commit) wakes idle workers.
+    sendSignal: `
+      WITH t AS (
+        UPDATE ${T} SET last_signal = last_signal + 1,
+          wake_at = CASE WHEN status = 'waiting' THEN least(coalesce(wake_at, ${dbNow}), ${dbNow}) ELSE wake_at END
+        WHERE id = $1::text
+        RETURNING tid, last_signal, status
+      ), stored AS (
+        INSERT INTO ${SG} (tid, id, name, payload, sent_at) SELECT tid, last_signal, $2::text, $3::text, $4::bigint FROM t RETURNING id
+      )
+      SELECT stored.id, (SELECT count(*) FROM (SELECT pg_notify($5::text, $1::text) FROM t WHERE t.status = 'waiting') n) AS notified FROM stored`,
+
+    // One text for every filter: an absent one is NULL and matches everything.
+    signals: `
+      SELECT ${signalColumns} FROM ${SG}
+      WHERE tid = ${tidOf} AND ($2::text IS NULL OR name = $2::text) AND ($3::boolean IS NULL OR (consumed_by IS NULL) = $3::boolean)
+        AND ($4::text IS NULL OR consumed_by = $4::text)
+      ORDER BY id`,
+
+    signal: `SELECT ${signalColumns} FROM ${SG} WHERE tid = ${tidOf} AND id = $2::bigint`,
+
+    // Fenced like a pending write. The outer SELECT reads the statement's snapshot (the
+    // signal as it was); `marked` says the UPDATE consumed it, with the row it wrote.
+    consumeSignal: `
+      WITH fence AS (SELECT tid FROM ${T} WHERE ${fenced} FOR SHARE),
+      marked AS (
+        UPDATE ${SG} s SET consumed_by = $5::text, consumed_at = $6::bigint FROM fence
+        WHERE s.tid = fence.tid AND s.id = $4::bigint AND s.consumed_by IS NULL
+        RETURNING s.consumed_by, s.consumed_at)
+      SELECT s.id IS NOT NULL AS found, EXISTS (SELECT 1 FROM marked) AS marked, s.id, s.name, s.payload, s.sent_at,
+        coalesce((SELECT consumed_by FROM marked), s.consumed_by) AS consumed_by, coalesce((SELECT consumed_at FROM marked), s.consumed_at) AS consumed_at
+      FROM fence LEFT JOIN ${SG} s ON s.tid = fence.tid AND s.id = $4::bigint`,
 
     position: `SELECT ${positionColumns} FROM ${P} WHERE tid = ${tidOf} AND ns = $2::text AND seq = $3::bigint`,
 

@@ -205,6 +205,34 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
         WHERE p.seq = (SELECT max(q.seq) FROM cairn_positions q WHERE q.tid = p.tid AND q.ns = p.ns);
     `,
   },
+  {
+    id: 6,
+    name: 'durable waits: wake times and signals',
+    sql: `
+      -- When a waiting thread becomes due (ms since the epoch); NULL: not waiting, or
+      -- waiting for a signal only. Claims look for due waiting threads through the
+      -- partial index, which holds waiting threads only (few, beside every finished one).
+      ALTER TABLE cairn_threads ADD COLUMN wake_at INTEGER;
+      CREATE INDEX cairn_threads_due ON cairn_threads (wake_at) WHERE status = 'waiting';
+
+      -- The id of the thread's newest signal: a send counts it up, and a commit that
+      -- starts a wait compares it with the newest the wait saw, in the row it reads anyway.
+      ALTER TABLE cairn_threads ADD COLUMN last_signal INTEGER NOT NULL DEFAULT 0;
+
+      -- Signals queued for a thread, 1, 2, 3... per thread, kept once consumed (by which
+      -- wait, when). A rowid table: a payload may be far bigger than a b-tree cell.
+      CREATE TABLE cairn_signals (
+        tid         INTEGER NOT NULL,
+        id          INTEGER NOT NULL,
+        name        TEXT NOT NULL,
+        payload     TEXT NOT NULL,
+        sent_at     INTEGER NOT NULL,
+        consumed_by TEXT,
+        consumed_at INTEGER,
+        PRIMARY KEY (tid, id)
+      );
+    `,
+  },
 ];
 
 /**

@@ -4,7 +4,16 @@
  * transaction fenced by the lease (`run_id` + `epoch` in the WHERE clause), so
  * two processes on one file can never both advance a thread.
  */
-import { BaseCheckpointer, extendsHead, noRowsRemoved, type CommitRefusal, type HeldThread } from '../../checkpointer/base-checkpointer.js';
+import {
+  BaseCheckpointer,
+  extendsHead,
+  noRowsRemoved,
+  wakeAtFor,
+  type CommitRefusal,
+  type ConsumptionToStore,
+  type HeldThread,
+  type SignalToStore,
+} from '../../checkpointer/base-checkpointer.js';
 import type {
   AcquireRequest,
   AttemptFailure,
@@ -20,11 +29,23 @@ import type {
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
 import { comparePositionItems } from '../../contracts/checkpointer.js';
-import type { DeleteThreadResult, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
+import type { DeleteThreadResult, SignalQuery, StoredSignal, ThreadLease, ThreadRecord, ThreadStatus } from '../../contracts/threads.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { holderIsLive } from '../../internal/lease.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
-import { heldOf, POSITION_COLUMNS, positionOf, rangeClause, threadOf, type HolderRow, type PositionRow, type ThreadRow } from '../../internal/sql-rows.js';
+import {
+  heldOf,
+  POSITION_COLUMNS,
+  positionOf,
+  rangeClause,
+  SIGNAL_COLUMNS,
+  signalOf,
+  threadOf,
+  type HolderRow,
+  type PositionRow,
+  type SignalRow,
+  type ThreadRow,
+} from '../../internal/sql-rows.js';
 import type { NormalizedThreadQuery } from '../../internal/thread-query.js';
 import type { SqliteConnection, SqliteQueries } from './connection.js';
 
@@ -48,7 +69,7 @@ const THREAD_SELECT = `
 const SQL = {
   threadById: `${THREAD_SELECT} WHERE t.id = ?`,
   fence: 'SELECT tid FROM cairn_threads WHERE id = ? AND run_id = ? AND epoch = ?',
-  fenceAndHead: `SELECT t.tid, t.status, (SELECT seq FROM cairn_heads WHERE tid = t.tid AND ns = ?) AS head
+  fenceAndHead: `SELECT t.tid, t.status, t.wake_at, t.last_signal, (SELECT seq FROM cairn_heads WHERE tid = t.tid AND ns = ?) AS head
     FROM cairn_threads t WHERE t.id = ? AND t.run_id = ? AND t.epoch = ?`,
   insertPosition: `INSERT INTO cairn_positions (tid, ns, ${POSITION_COLUMNS}, items_from, items_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   insertAnchor: 'INSERT INTO cairn_heads (tid, ns, seq, hash, created_at) VALUES (?, ?, ?, ?, ?)',
@@ -57,6 +78,10 @@ const SQL = {
   position: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?`,
   positions: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq BETWEEN ? AND ? ORDER BY seq`,
   take: 'UPDATE cairn_threads SET run_id = ?, owner_pid = ?, owner_host = ?, lease_until = ?, epoch = epoch + 1 WHERE tid = ?',
+  signal: `SELECT ${SIGNAL_COLUMNS} FROM cairn_signals WHERE tid = ? AND id = ?`,
+  // One text for every filter: an absent one is NULL and matches everything.
+  signals: `SELECT ${SIGNAL_COLUMNS} FROM cairn_signals
+    WHERE tid = ? AND (? IS NULL OR name = ?) AND (? IS NULL OR (consumed_by IS NULL) = ?) AND (? IS NULL OR consumed_by = ?) ORDER BY id`,
 } as const;
 
 /** A thread's `updatedAt` in SQL, as {@link threadOf} computes it (the row is not rewritten per step). */
@@ -78,6 +103,7 @@ const THREAD_TABLES = {
   pendingWrites: 'cairn_pending',
   failures: 'cairn_failures',
   ledgerEntries: 'cairn_ledger',
+  signals: 'cairn_signals',
 } as const;
 
 /** One metadata equality as a json_each test: the key and the value are parameters. */
@@ -217,12 +243,17 @@ export class SqliteCheckpointer extends BaseCheckpointer {
     return this.conn.write('claimThreads', (q) => {
       const now = Date.now();
       // The IMMEDIATE transaction makes claims from several processes take turns.
+      // Running threads, and waiting ones that are due (through the partial index of waiting threads).
+      const columns = 'tid, id, run_id, owner_pid, owner_host, lease_until, updated_at';
+      const ofGraph = `(? IS NULL OR json_extract(metadata, '$.graph') = ?)`;
       const candidates = q
         .stmt(
-          `SELECT tid, id, run_id, owner_pid, owner_host, lease_until FROM cairn_threads
-           WHERE status = 'running' AND (? IS NULL OR json_extract(metadata, '$.graph') = ?) ORDER BY updated_at, tid`,
+          `SELECT ${columns} FROM cairn_threads WHERE status = 'running' AND ${ofGraph}
+           UNION ALL
+           SELECT ${columns} FROM cairn_threads WHERE status = 'waiting' AND wake_at <= ? AND ${ofGraph}
+           ORDER BY updated_at, tid`,
         )
-        .all(graph ?? null, graph ?? null) as { tid: number; id: string; run_id: string | null; owner_pid: number | null; owner_host: string | null; lease_until: number | null }[];
+        .all(graph ?? null, graph ?? null, now, graph ?? null, graph ?? null) as { tid: number; id: string; run_id: string | null; owner_pid: number | null; owner_host: string | null; lease_until: number | null }[];
       const leases: ThreadLease[] = [];
       for (const row of candidates) {
         if (leases.length >= limit) break;
@@ -236,11 +267,19 @@ export class SqliteCheckpointer extends BaseCheckpointer {
   }
 
   protected override async earliestLeaseExpiry(graph: string | undefined): Promise<number | null> {
+    // A waiting thread held by a lease is claimable once both its time and the lease are up.
+    const ofGraph = `(? IS NULL OR json_extract(metadata, '$.graph') = ?)`;
     const at = this.conn.read('nextLeaseExpiry', (q) =>
       q
-        .stmt(`SELECT min(lease_until) FROM cairn_threads WHERE status = 'running' AND run_id IS NOT NULL AND (? IS NULL OR json_extract(metadata, '$.graph') = ?)`)
+        .stmt(
+          `SELECT min(at) FROM (
+             SELECT lease_until AS at FROM cairn_threads WHERE status = 'running' AND run_id IS NOT NULL AND ${ofGraph}
+             UNION ALL
+             SELECT CASE WHEN run_id IS NULL THEN wake_at ELSE max(wake_at, coalesce(lease_until, wake_at)) END
+             FROM cairn_threads WHERE status = 'waiting' AND wake_at IS NOT NULL AND ${ofGraph})`,
+        )
         .pluck()
-        .get(graph ?? null, graph ?? null),
+        .get(graph ?? null, graph ?? null, graph ?? null, graph ?? null),
     ) as number | null;
     return at ?? null;
   }
@@ -263,12 +302,17 @@ export class SqliteCheckpointer extends BaseCheckpointer {
 
   protected async update(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord | null> {
     return this.conn.write('updateThread', (q) => {
-      const tid = this.fence(q, lease);
-      if (tid === undefined) return null;
+      const held = q.stmt('SELECT tid, status, wake_at, last_signal FROM cairn_threads WHERE id = ? AND run_id = ? AND epoch = ?').get(lease.threadId, lease.runId, lease.epoch) as
+        | { tid: number; status: ThreadStatus; wake_at: number | null; last_signal: number }
+        | undefined;
+      if (!held) return null;
+      const { tid } = held;
+      const status = patch.status ?? held.status;
+      const wakeAt = wakeAtFor(status, patch.wakeAt, held.wake_at, { seen: patch.signalsSeen, newest: held.last_signal, now: Date.now() });
       q.stmt(
-        `UPDATE cairn_threads SET status = coalesce(?, status), attempts = attempts + ?,
+        `UPDATE cairn_threads SET status = ?, wake_at = ?, attempts = attempts + ?,
            last_error = CASE WHEN ? THEN ? ELSE last_error END, updated_at = ? WHERE tid = ?`,
-      ).run(patch.status ?? null, patch.attempts ?? 0, patch.lastError !== undefined ? 1 : 0, patch.lastError ? JSON.stringify(patch.lastError) : null, patch.updatedAt ?? Date.now(), tid);
+      ).run(status, wakeAt, patch.attempts ?? 0, patch.lastError !== undefined ? 1 : 0, patch.lastError ? JSON.stringify(patch.lastError) : null, patch.updatedAt ?? Date.now(), tid);
       if (patch.failure) q.stmt('INSERT INTO cairn_failures (tid, body) VALUES (?, ?)').run(tid, JSON.stringify(patch.failure));
       return threadOf(this.threadRow(q, lease.threadId)!);
     });
@@ -280,7 +324,9 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       // The IMMEDIATE transaction holds SQLite's write lock, so nothing can take the
       // lease or add a position between these reads and the inserts below.
       // The fence and the namespace's head in one statement.
-      const held = q.stmt(SQL.fenceAndHead).get(position.ns, lease.threadId, lease.runId, lease.epoch) as { tid: number; status: string; head: number | null } | undefined;
+      const held = q.stmt(SQL.fenceAndHead).get(position.ns, lease.threadId, lease.runId, lease.epoch) as
+        | { tid: number; status: string; wake_at: number | null; last_signal: number; head: number | null }
+        | undefined;
       if (!held) return { reason: 'lease' } as const;
       const { tid, head } = held;
       if (!extendsHead(commit, head)) return { reason: 'head', head } as const;
@@ -323,11 +369,55 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       if (position.parent !== null) {
         q.stmt('DELETE FROM cairn_pending WHERE tid = ? AND ns = ? AND base_seq = ?').run(tid, position.ns, position.parent);
       }
-      // The thread row changes only when the status does (start and end of a run).
-      if (position.ns === '' && held.status !== commit.status) {
-        q.stmt('UPDATE cairn_threads SET status = ?, updated_at = ? WHERE tid = ?').run(commit.status, Date.now(), tid);
+      // The thread row changes only when the status or the wake time does (start and end of a run, a wait).
+      if (position.ns === '') {
+        const wakeAt = wakeAtFor(commit.status, commit.wakeAt ?? null, null, { seen: commit.signalsSeen, newest: held.last_signal, now: Date.now() });
+        if (held.status !== commit.status || held.wake_at !== wakeAt) {
+          q.stmt('UPDATE cairn_threads SET status = ?, wake_at = ?, updated_at = ? WHERE tid = ?').run(commit.status, wakeAt, Date.now(), tid);
+        }
       }
       return undefined;
+    });
+  }
+
+  protected async insertSignal(threadId: string, signal: SignalToStore): Promise<StoredSignal | null> {
+    return this.conn.write('sendSignal', (q) => {
+      // One update counts the id up and makes a waiting thread due (the IMMEDIATE transaction keeps other senders out).
+      const now = Date.now();
+      const thread = q
+        .stmt(
+          `UPDATE cairn_threads SET last_signal = last_signal + 1,
+             wake_at = CASE WHEN status = 'waiting' THEN min(coalesce(wake_at, ?), ?) ELSE wake_at END
+           WHERE id = ? RETURNING tid, last_signal`,
+        )
+        .get(now, now, threadId) as { tid: number; last_signal: number } | undefined;
+      if (!thread) return null;
+      const id = thread.last_signal;
+      q.stmt('INSERT INTO cairn_signals (tid, id, name, payload, sent_at) VALUES (?, ?, ?, ?, ?)').run(thread.tid, id, signal.name, signal.payload, signal.sentAt);
+      return { threadId, id, name: signal.name, payload: signal.payload, sentAt: signal.sentAt, consumedBy: null, consumedAt: null };
+    });
+  }
+
+  protected async readSignals(threadId: string, query: SignalQuery): Promise<StoredSignal[]> {
+    const { name = null, consumedBy = null } = query;
+    const pending = query.pending === undefined ? null : query.pending ? 1 : 0;
+    const rows = this.conn.read('listSignals', (q) => {
+      const tid = q.tid(threadId);
+      if (tid === undefined) return [];
+      return q.stmt(SQL.signals).all(tid, name, name, pending, pending, consumedBy, consumedBy) as SignalRow[];
+    });
+    return rows.map((row) => signalOf(threadId, row));
+  }
+
+  protected async markConsumed(lease: ThreadLease, consumption: ConsumptionToStore): Promise<StoredSignal | 'lease' | 'missing'> {
+    return this.conn.write('consumeSignal', (q) => {
+      const tid = this.fence(q, lease);
+      if (tid === undefined) return 'lease';
+      const row = q.stmt(SQL.signal).get(tid, consumption.id) as SignalRow | undefined;
+      if (!row) return 'missing';
+      if (row.consumed_by !== null) return signalOf(lease.threadId, row);
+      q.stmt('UPDATE cairn_signals SET consumed_by = ?, consumed_at = ? WHERE tid = ? AND id = ?').run(consumption.by, consumption.consumedAt, tid, consumption.id);
+      return signalOf(lease.threadId, { ...row, consumed_by: consumption.by, consumed_at: consumption.consumedAt });
     });
   }
 

@@ -69,6 +69,9 @@ export function deleteThreadTests(suite: CheckpointerSuiteContext): void {
       await engine.store.put([...PIN_NAMESPACE], threadPinKey(ref(1).id, threadId), { ref: ref(1), note: 'thread pin', thread: threadId });
       await engine.store.put([...PIN_NAMESPACE], threadPinKey(ref(2).id, threadId), { ref: ref(2), note: 'unpinned later', thread: threadId });
       await engine.store.delete([...PIN_NAMESPACE], threadPinKey(ref(2).id, threadId));
+      await cp.sendSignal(threadId, { name: 'approved', payload: '1' });
+      await cp.sendSignal(threadId, { name: 'approved', payload: '2' });
+      await cp.consumeSignal(lease, { id: 1, by: 'wait-1' });
       if (!options.keep) await cp.releaseThread(lease);
       return lease;
     }
@@ -88,10 +91,11 @@ export function deleteThreadTests(suite: CheckpointerSuiteContext): void {
         failures: await cp.listFailures(threadId),
         ledger: await engine.ledger.list(threadId),
         pin: await engine.store.get([...PIN_NAMESPACE], threadPinKey(ref(1).id, threadId)),
+        signals: await cp.listSignals(threadId),
       };
     }
 
-    it('removes the thread and every position, item, snapshot, pending write, failure, ledger entry and pin it owns', async () => {
+    it('removes the thread and every position, item, snapshot, pending write, failure, signal, ledger entry and pin it owns', async () => {
       await populated('doomed');
       await populated('other');
       await engine.store.put([...PIN_NAMESPACE], ref(1).id, { ref: ref(1), note: 'global pin' });
@@ -103,10 +107,11 @@ export function deleteThreadTests(suite: CheckpointerSuiteContext): void {
       expect(result).toEqual({
         deleted: true,
         threadId: 'doomed',
-        removed: { positions: 3, items: 4, snapshots: 2, pendingWrites: 1, failures: 2, ledgerEntries: 2, pins: 1 },
+        removed: { positions: 3, items: 4, snapshots: 2, pendingWrites: 1, failures: 2, ledgerEntries: 2, pins: 1, signals: 2 },
       });
 
       expect(await everything('doomed')).toEqual({
+        signals: [],
         thread: null,
         positions: [],
         child: [],
