@@ -50,6 +50,7 @@ export type {
   HistoryOptions,
   ReplayOptions,
   ResolveEffectOptions,
+  SignalOptions,
   ThreadOption,
   NamespaceOption,
 } from './runtime/app.js';

@@ -14,7 +14,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
-import type { DeleteThreadOptions, DeleteThreadResult, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
+import type { DeleteThreadOptions, DeleteThreadResult, StoredSignal, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { decode, encode } from '../codec/tagged-json.js';
 import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
 import { EffectConflictError, EffectNotFoundError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
@@ -151,6 +151,14 @@ export interface ReplayOptions extends ThreadOption {
   from: number;
   /** The position to replay to, on its branch. Default: the head. */
   to?: number;
+}
+
+/** Options of {@link App.signal}: the thread, the signal's name, and its payload. */
+export interface SignalOptions extends ThreadOption {
+  /** The name a `ctx.waitFor(name)` takes. */
+  name: string;
+  /** Any value the codec stores (default null). */
+  payload?: unknown;
 }
 
 /** Options of {@link App.resolveEffect}. */
@@ -450,6 +458,26 @@ export class App<S extends StateSchema> {
    */
   verify(options: ThreadOption): Promise<VerifyReport> {
     return verifyThread(this.options.engine, options.thread);
+  }
+
+  /**
+   * Sends a signal to a thread, from any process (no lease, no graph code runs here):
+   * queued durably, so a `ctx.waitFor(name)` takes it whether it is waiting now, starts
+   * waiting later, or every process is down until then. A waiting thread is made due,
+   * so a worker (or the next `run()`) goes on. ThreadNotFoundError for a missing thread.
+   *
+   * @example
+   * ```ts
+   * await app.signal({ thread: 'order_7', name: 'payment', payload: { ok: true } });
+   * await app.signal('order_7', 'payment', { ok: true });   // the same
+   * await app.run({ thread: 'order_7' });                    // or let a worker take it
+   * ```
+   */
+  signal(options: SignalOptions): Promise<StoredSignal>;
+  signal(thread: string, name: string, payload?: unknown): Promise<StoredSignal>;
+  async signal(options: SignalOptions | string, name?: string, payload?: unknown): Promise<StoredSignal> {
+    const signal = typeof options === 'string' ? { thread: options, name: name!, payload } : options;
+    return this.options.engine.checkpointer.sendSignal(signal.thread, { name: signal.name, payload: encode(signal.payload ?? null, `payload of signal "${signal.name}"`) });
   }
 
   /**

@@ -69,6 +69,8 @@ export interface CursorScope {
   ns: string;
   tenant: string | null;
   attempt: number;
+  /** The newest signal id the run's waits looked at: a waiting commit hands it to the engine. */
+  signalsSeen?: () => number;
 }
 
 /** A merge applied to the cursor's state, not yet committed: what to undo if the commit fails. */
@@ -310,7 +312,8 @@ export class ThreadCursor {
 
     const status = positionStatus(body);
     crashPoint('before-commit', nodes);
-    await this.cp.commitStep(this.scope.lease, { position, items, ...(snapshot ? { snapshot } : {}), status, expectedHead: this.lastSeq });
+    const waiting = status === 'waiting' ? { wakeAt: wakeTime(body.waits), ...(this.scope.signalsSeen && body.waits!.some((w) => w.kind === 'signal') ? { signalsSeen: this.scope.signalsSeen() } : {}) } : {};
+    await this.cp.commitStep(this.scope.lease, { position, items, ...(snapshot ? { snapshot } : {}), status, ...waiting, expectedHead: this.lastSeq });
     crashPoint('after-commit', nodes);
 
     this.current = { position, body };

@@ -42,7 +42,8 @@ import { crashPoint } from '../internal/crash-points.js';
 import { own } from '../internal/own.js';
 import type { StateSchema } from '../state/schema.js';
 import { runSubgraphTask, type ChildRunner, type RunOutcome } from './child-run.js';
-import { ThreadCursor, positionStatus, type Head } from './cursor.js';
+import { ThreadCursor, positionStatus, wakeTime, type Head } from './cursor.js';
+import { ThreadSignals } from './signal-queue.js';
 import type { EventSink } from './events.js';
 import { START, nextNodes, type ChildSpec, type GraphSpec } from './graph-spec.js';
 import { checkUnanchored } from './materialize.js';
@@ -82,6 +83,8 @@ export interface ChildScope {
   ns: string;
   thread: ThreadRecord;
   attempt: number;
+  /** The thread's signal queue, shared with the parent run (its commit reports what the child's waits saw). */
+  signals: ThreadSignals;
 }
 
 /** Options of {@link ThreadRun.resume}. */
@@ -117,6 +120,7 @@ export class ThreadRun implements ChildRunner {
   private readonly ns: string;
   /** A child run changes no thread status: its parent's run owns the thread record. */
   private readonly isChild: boolean;
+  private readonly signals: ThreadSignals;
 
   constructor(
     private readonly settings: RunSettings,
@@ -128,7 +132,15 @@ export class ThreadRun implements ChildRunner {
     this.isChild = child !== undefined;
     this.thread = child?.thread ?? lease.thread;
     this.place = { engine: this.cp.engine, thread: lease.threadId, ns: this.ns };
-    this.cursor = new ThreadCursor(this.cp, settings, { lease, ns: this.ns, tenant: this.thread.tenant, attempt: child?.attempt ?? lease.thread.attempts });
+    this.signals = child?.signals ?? new ThreadSignals(this.cp, lease);
+    const signals = this.signals;
+    this.cursor = new ThreadCursor(this.cp, settings, {
+      lease,
+      ns: this.ns,
+      tenant: this.thread.tenant,
+      attempt: child?.attempt ?? lease.thread.attempts,
+      signalsSeen: () => signals.seen,
+    });
   }
 
   // ------------------------------------------------------------ what a call asks
@@ -331,6 +343,7 @@ export class ThreadRun implements ChildRunner {
       principal: this.thread.tenant,
       place: this.place,
       recordFailure: (failure) => this.recordFailure(failure),
+      signals: this.signals,
       discardRecords: (keys) => settings.engine.ledger.discardRecords(this.lease, keys),
       runChild: (task, child, origin, state) =>
         runSubgraphTask(task, child, origin, { ns: this.ns, schema: settings.schema, state, place: this.place }, (spec, ns) => this.childRun(spec, ns)),
@@ -390,7 +403,7 @@ export class ThreadRun implements ChildRunner {
         nodeMapping: {},
       },
       this.lease,
-      { ns, thread: this.thread, attempt: this.cursor.attempt },
+      { ns, thread: this.thread, attempt: this.cursor.attempt, signals: this.signals },
     );
   }
 
@@ -547,15 +560,31 @@ export class ThreadRun implements ChildRunner {
 
   // ------------------------------------------------------------ waits
 
-  /** Whether one of the head's waits may resolve now: a wake time or timeout passed, or a signal it waits for is queued. */
+  /**
+   * Whether one of the head's waits may resolve now: a wake time or timeout passed, or
+   * a signal of a name a wait takes is queued (its schema or filter may still pass it over).
+   */
   private async wakeable(waits: readonly PendingWait[]): Promise<boolean> {
     const now = Date.now();
     if (waits.some((w) => w.until !== null && w.until <= now)) return true;
-    return false;
+    const names = new Set(waits.flatMap((w) => (w.kind === 'signal' ? [w.name!] : [])));
+    if (names.size === 0) return false;
+    return (await this.signals.all()).some((s) => names.has(s.name));
   }
 
-  /** A waiting thread run before it is due: nothing changes, and the run says what it waits for. */
+  /**
+   * A waiting thread run before it is due: nothing of the run changes, and the call
+   * says what the thread waits for. The thread record is set back to `waiting` at its
+   * wake time when something else moved it: a signal no wait takes (which made it
+   * due), or a run that stopped between taking the thread and re-running its waits.
+   */
   private async stillWaiting(): Promise<RunOutcome> {
+    const waits = this.cursor.head!.body.waits ?? [];
+    const wakeAt = wakeTime(waits);
+    if (this.thread.status !== 'waiting' || this.thread.wakeAt !== wakeAt) {
+      const seen = waits.some((w) => w.kind === 'signal') ? { signalsSeen: this.signals.seen } : {};
+      this.thread = await this.cp.updateThread(this.lease, { status: 'waiting', wakeAt, ...seen });
+    }
     return this.outcome('waiting');
   }
 

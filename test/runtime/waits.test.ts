@@ -1,0 +1,263 @@
+/**
+ * Durable waits: `ctx.sleep(ms)` / `ctx.sleepUntil(date)` and `ctx.waitFor(name)` with
+ * `app.signal(...)`. A waiting node stops; the thread is `waiting` with its wake time,
+ * holding nothing; a run before it is due changes nothing; after it (or once a
+ * signal arrives) the node re-executes, served what it recorded, and the call
+ * returns. Signals queue durably and are taken once each. Workers wake due threads.
+ * Every test runs on memory, SQLite and PostgreSQL.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { InvalidOptionError, ThreadNotFoundError } from '../../src/errors.js';
+import { defineState } from '../../src/state/schema.js';
+import { field } from '../../src/state/fields.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
+import { Worker } from '../../src/runtime/worker.js';
+import type { Engine } from '../../src/contracts/engine.js';
+import { caught, ENGINES, rawPositions, useEngine } from './engines.js';
+
+const State = defineState({
+  fields: {
+    log: field.model(z.array(z.string()), { reduce: 'append', default: [] }),
+    got: field.model(z.unknown(), { default: null }),
+  },
+});
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.each(ENGINES)('durable waits on %s', (name) => {
+  const ctx = useEngine(name);
+
+  function sleeper(ms: number, engine: Engine = ctx.engine) {
+    const calls = { before: 0, after: 0 };
+    const app = graph(State)
+      .node('nap', async (_s, c) => {
+        await c.record('before', () => calls.before++);
+        await c.sleep(ms);
+        calls.after++;
+        return { log: ['woke'] };
+      })
+      .edge(START, 'nap')
+      .edge('nap', END)
+      .compile({ engine });
+    return { app, calls };
+  }
+
+  function waiter(options: { timeoutMs?: number; schema?: z.ZodType; filter?: (p: never) => boolean } = {}, engine: Engine = ctx.engine) {
+    const calls = { after: 0 };
+    const app = graph(State)
+      .node('wait', async (_s, c) => {
+        const result = await c.waitFor('approval', options as never);
+        calls.after++;
+        return { got: result, log: [result.status] };
+      })
+      .edge(START, 'wait')
+      .edge('wait', END)
+      .compile({ engine });
+    return { app, calls };
+  }
+
+  it('ctx.sleep stops the node: the thread is waiting with its wake time, a run before then returns at once and changes nothing', async () => {
+    const { app, calls } = sleeper(60_000);
+    const started = Date.now();
+    const result = await app.run({ thread: 't', input: {} });
+    expect(result.status).toBe('waiting');
+    expect(result.waits).toHaveLength(1);
+    expect(result.waits[0]).toMatchObject({ node: 'nap', kind: 'sleep' });
+    expect(result.waits[0]!.until).toBeGreaterThanOrEqual(started + 60_000);
+    const record = (await ctx.engine.checkpointer.getThread('t'))!;
+    expect(record.status).toBe('waiting');
+    expect(record.wakeAt).toBe(result.waits[0]!.until);
+    const before = await rawPositions(ctx.engine, 't');
+    const again = await app.run({ thread: 't' });
+    expect(again.status).toBe('waiting');
+    expect(await rawPositions(ctx.engine, 't')).toEqual(before);
+    expect(calls).toEqual({ before: 1, after: 0 });
+  });
+
+  it('after the wake time the run goes on: the node re-executes served what it recorded, and keeps the wake time it set first', async () => {
+    const { app, calls } = sleeper(150);
+    const first = await app.run({ thread: 't', input: {} });
+    expect(first.status).toBe('waiting');
+    await pause(200);
+    const done = await app.run({ thread: 't' });
+    expect(done.status).toBe('completed');
+    expect(done.state.log).toEqual(['woke']);
+    expect(calls).toEqual({ before: 1, after: 1 });
+    expect((await ctx.engine.checkpointer.getThread('t'))!.wakeAt).toBeNull();
+    expect((await app.verify({ thread: 't' })).ok).toBe(true);
+    expect((await app.replay({ thread: 't', from: 0 })).sameStates).toBe(true);
+  });
+
+  it('sleepUntil a time already past does not stop; a bad duration is InvalidOptionError', async () => {
+    const app = graph(State)
+      .node('n', async (_s, c) => {
+        await c.sleepUntil(new Date(Date.now() - 1000));
+        return { log: ['passed'] };
+      })
+      .edge(START, 'n')
+      .edge('n', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 't', input: {} })).state.log).toEqual(['passed']);
+    const bad = graph(State)
+      .node('n', async (_s, c) => (await c.sleep(-1), {}))
+      .edge(START, 'n')
+      .edge('n', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+    const error = await caught(() => bad.run({ thread: 'b', input: {} }));
+    expect(error).toBeInstanceOf(InvalidOptionError);
+  });
+
+  it('a signal sent before the wait starts is not lost: the wait takes it without stopping', async () => {
+    const { app } = waiter();
+    // The thread exists (a first run waited for something else) before the signal is sent.
+    const gate = graph(State)
+      .node('gate', async (_s, c) => (await c.sleep(0), {}))
+      .node('wait', async (_s, c) => {
+        const result = await c.waitFor<{ by: string }>('approval');
+        return { got: result, log: [result.status] };
+      })
+      .edge(START, 'gate')
+      .edge('gate', 'wait')
+      .edge('wait', END)
+      .compile({ engine: ctx.engine });
+    await ctx.engine.checkpointer.acquireThread('early', { owner: { runId: 'x', pid: 1, host: 'elsewhere' }, leaseMs: 1, create: { kind: 'task', tenant: null, metadata: { graph: 'default' } } });
+    await app.signal({ thread: 'early', name: 'approval', payload: { by: 'ana' } });
+    await pause(5);
+    const done = await gate.run({ thread: 'early', input: {} });
+    expect(done.status).toBe('completed');
+    expect(done.state.got).toMatchObject({ status: 'received', payload: { by: 'ana' } });
+    const signals = await ctx.engine.checkpointer.listSignals('early');
+    expect(signals).toHaveLength(1);
+    expect(signals[0]!.consumedBy).not.toBeNull();
+  });
+
+  it('a wait stops until a signal arrives from another process; the signal makes the thread due and the run takes it once', async () => {
+    const { app, calls } = waiter();
+    const first = await app.run({ thread: 't', input: {} });
+    expect(first.status).toBe('waiting');
+    expect(first.waits[0]).toMatchObject({ kind: 'signal', name: 'approval', until: null });
+    expect((await ctx.engine.checkpointer.getThread('t'))!.wakeAt).toBeNull();
+    // Another process: a fresh engine on the same storage, no graph code.
+    const sender = waiter({}, ctx.reopen()).app;
+    const sent = await sender.signal('t', 'approval', { ok: true });
+    expect(sent.id).toBe(1);
+    const due = (await ctx.engine.checkpointer.getThread('t'))!;
+    expect(due.wakeAt).not.toBeNull();
+    expect(due.wakeAt!).toBeLessThanOrEqual(Date.now());
+    const done = await app.run({ thread: 't' });
+    expect(done.status).toBe('completed');
+    expect(done.state.got).toMatchObject({ status: 'received', payload: { ok: true }, signal: { id: 1 } });
+    expect(calls.after).toBe(1);
+    // Taken once: a second signal stays queued for another wait.
+    await app.signal({ thread: 't', name: 'approval', payload: { ok: false } });
+    expect((await ctx.engine.checkpointer.listSignals('t', { pending: true })).map((s) => s.id)).toEqual([2]);
+  });
+
+  it('a timeout resolves as a typed result once it has passed', async () => {
+    const { app } = waiter({ timeoutMs: 120 });
+    const first = await app.run({ thread: 't', input: {} });
+    expect(first.status).toBe('waiting');
+    expect((await ctx.engine.checkpointer.getThread('t'))!.wakeAt).toBe(first.waits[0]!.until);
+    await pause(170);
+    const done = await app.run({ thread: 't' });
+    expect(done.state.got).toEqual({ status: 'timedOut' });
+  });
+
+  it('signals that fail the schema or the filter stay queued; the first that passes is taken', async () => {
+    const { app } = waiter({ schema: z.object({ amount: z.number() }), filter: ((p: { amount: number }) => p.amount > 10) as never });
+    await app.run({ thread: 't', input: {} });
+    await app.signal({ thread: 't', name: 'approval', payload: 'not an object' });
+    await app.signal({ thread: 't', name: 'approval', payload: { amount: 5 } });
+    await app.signal({ thread: 't', name: 'other', payload: { amount: 50 } });
+    const still = await app.run({ thread: 't' });
+    expect(still.status).toBe('waiting');
+    await app.signal({ thread: 't', name: 'approval', payload: { amount: 20 } });
+    const done = await app.run({ thread: 't' });
+    expect(done.status).toBe('completed');
+    expect(done.state.got).toMatchObject({ status: 'received', payload: { amount: 20 }, signal: { id: 4 } });
+    expect((await ctx.engine.checkpointer.listSignals('t', { pending: true })).map((s) => s.id)).toEqual([1, 2, 3]);
+  });
+
+  it('two waits in turn take two signals in send order', async () => {
+    const app = graph(State)
+      .node('two', async (_s, c) => {
+        const a = await c.waitFor<string>('step');
+        const b = await c.waitFor<string>('step');
+        return { log: [a.status === 'received' ? a.payload : '-', b.status === 'received' ? b.payload : '-'] };
+      })
+      .edge(START, 'two')
+      .edge('two', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 't', input: {} })).status).toBe('waiting');
+    await app.signal({ thread: 't', name: 'step', payload: 'first' });
+    expect((await app.run({ thread: 't' })).status).toBe('waiting');
+    await app.signal({ thread: 't', name: 'step', payload: 'second' });
+    expect((await app.run({ thread: 't' })).state.log).toEqual(['first', 'second']);
+  });
+
+  it('signal to a missing thread is ThreadNotFoundError', async () => {
+    const { app } = waiter();
+    expect(await caught(() => app.signal({ thread: 'nobody', name: 'approval' }))).toBeInstanceOf(ThreadNotFoundError);
+  });
+
+  it('a wait inside a child run makes the thread wait; it goes on when due', async () => {
+    const Child = defineState({ fields: { x: field.model(z.number(), { default: 0 }) } });
+    const child = graph(Child)
+      .node('inner', async (s, c) => {
+        await c.sleep(100);
+        return { x: s.x + 1 };
+      })
+      .edge(START, 'inner')
+      .edge('inner', END);
+    const app = graph(State)
+      .subgraph('sub', child, { input: () => ({}), output: (r) => ({ log: [`child ${r.x}`] }) })
+      .edge(START, 'sub')
+      .edge('sub', END)
+      .compile({ engine: ctx.engine });
+    const first = await app.run({ thread: 't', input: {} });
+    expect(first.status).toBe('waiting');
+    expect(first.waits[0]!.ns).toMatch(/^sub:0@/);
+    expect((await ctx.engine.checkpointer.getThread('t'))!.wakeAt).toBe(first.waits[0]!.until);
+    await pause(150);
+    const done = await app.run({ thread: 't' });
+    expect(done.status).toBe('completed');
+    expect(done.state.log).toEqual(['child 1']);
+    expect((await app.verify({ thread: 't' })).ok).toBe(true);
+  });
+
+  it('a Worker wakes a sleeping thread when it is due, and a waiting one when a signal arrives', async () => {
+    if (!ctx.engine.checkpointer.capabilities.claims) throw new Error(`${name} should hand threads to workers`);
+    const app = graph(State)
+      .node('nap', async (_s, c) => {
+        await c.sleep(150);
+        const r = await c.waitFor<string>('go');
+        return { log: [r.status === 'received' ? r.payload : 'none'] };
+      })
+      .edge(START, 'nap')
+      .edge('nap', END)
+      .compile({ engine: ctx.engine });
+    const reports: { threadId: string; status?: string }[] = [];
+    const worker = new Worker(app, { pollMs: 50, onRun: (r) => reports.push(r) });
+    const running = worker.run();
+    try {
+      await app.submit({ thread: 'w', input: {} });
+      const until = Date.now() + 5000;
+      while (!reports.some((r) => r.status === 'waiting' && r.threadId === 'w') && Date.now() < until) await pause(20);
+      // First stop: the sleep. The worker comes back for it at its wake time, and stops again at the wait.
+      const atSignalWait = async () => {
+        const t = (await ctx.engine.checkpointer.getThread('w'))!;
+        return t.status === 'waiting' && t.wakeAt === null;
+      };
+      while (!(await atSignalWait()) && Date.now() < until) await pause(20);
+      const waiting = (await ctx.engine.checkpointer.getThread('w'))!;
+      expect(waiting.status).toBe('waiting');
+      await app.signal({ thread: 'w', name: 'go', payload: 'now' });
+      while ((await ctx.engine.checkpointer.getThread('w'))!.status !== 'completed' && Date.now() < until) await pause(20);
+    } finally {
+      await worker.stop();
+      await running;
+    }
+    expect((await app.getState({ thread: 'w' })).log).toEqual(['now']);
+  });
+});
