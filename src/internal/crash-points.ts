@@ -30,6 +30,10 @@ export const CRASH_POINTS = [
   'before-outcome',
   'after-outcome',
   'after-pending-write',
+  // A wait took its signal from the queue but has not recorded it; an interrupt's
+  // answer, a wake-up or a received signal is recorded but the step not committed.
+  'after-signal-taken',
+  'after-wait-result',
   'before-commit',
   'inside-snapshot',
   'after-commit',

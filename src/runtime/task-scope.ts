@@ -452,6 +452,7 @@ export class TaskScope implements NodeContext {
   private async recordResult<T>(call: number, key: string, name: string, value: T): Promise<T> {
     const text = encode(value, `result of ${name}`);
     const stored = await this.options.ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, null), outcome: text });
+    crashPoint('after-wait-result', this.node);
     this.records.push({ key, name, digest: sha256Hex(stored.outcome ?? text) });
     this.options.emit?.({ type: 'record.stored', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
     return stored.outcome === text ? value : decode<T>(stored.outcome!, `recorded result ${key}`);
@@ -535,6 +536,7 @@ export class TaskScope implements NodeContext {
       }
       if (!earlier && options.filter && !options.filter(payload)) continue;
       if (!earlier && !(await queue.take(signal.id, key))) continue;
+      crashPoint('after-signal-taken', this.node);
       return { status: 'received', payload, signal: { id: signal.id, sentAt: signal.sentAt } };
     }
     return null;
