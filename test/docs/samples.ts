@@ -114,9 +114,10 @@ function markerBefore(lines: string[], fence: number, file: string, contexts: Re
   if (!match) throw new Error(`${file}:${start + 1}: a sample marker reads "<!-- sample: run | typecheck-only [, context: name] [context lines] -->", found: ${comment}`);
   const own = (match[3] ?? '').replace(/\n$/, '');
   if (!match[2]) return { mode: match[1] as SampleMode, context: own };
+  const inner = !own ? '{{sample}}' : own.split('\n').some((l) => l.trim() === '{{sample}}') ? own : `${own}\n{{sample}}`;
   const named = contexts.get(match[2]);
   if (named === undefined) throw new Error(`${file}:${start + 1}: no <!-- sample-context: ${match[2]} --> in the file`);
-  return { mode: match[1] as SampleMode, context: fill(named, own || '{{sample}}') };
+  return { mode: match[1] as SampleMode, context: fill(named, inner) };
 }
 
 /** The `<!-- sample-context: name … -->` comments of a file. */
@@ -165,11 +166,18 @@ export interface SampleDiagnostic {
 }
 
 /**
- * Type-checks every program (`files`: sample name → path in `dir`) in ONE program
- * under the project's tsconfig, and hands back each sample's diagnostics.
+ * Type-checks every written sample in ONE TypeScript program under the project's
+ * tsconfig, and hands back each sample's diagnostics (by sample name), placed at
+ * the Markdown line they are on. A diagnostic outside the samples throws.
  */
 export function typecheck(dir: string, samples: ReadonlyArray<{ sample: Sample; path: string }>): Map<string, SampleDiagnostic[]> {
-  const config = ts.getParsedCommandLineOfConfigFile(join(dir, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => { throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n')); } });
+  const host: ts.ParseConfigFileHost = {
+    ...ts.sys,
+    onUnRecoverableConfigFileDiagnostic: (d) => {
+      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    },
+  };
+  const config = ts.getParsedCommandLineOfConfigFile(join(dir, 'tsconfig.json'), {}, host);
   if (!config) throw new Error('the sample project has no tsconfig');
   const program = ts.createProgram({ rootNames: samples.map((s) => s.path), options: config.options });
   const byPath = new Map(samples.map((s) => [s.path, s.sample]));
