@@ -79,4 +79,26 @@ describe.concurrent('examples', () => {
       'verify order-7: ok',
     ]);
   });
+
+  it('human-approval.ts asks, stops, and is answered from a second process: a refused answer changes nothing, the model is not asked again', async () => {
+    const run = await runTs(example('human-approval'), { cwd: REPO });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout.split('\n')).toEqual([
+      'agent:    interrupted, asks "refund 129 EUR for order-77?" (model calls: 1)',
+      'reviewer: "sure" refused (ERR_STATE_VALIDATION); nothing changed',
+      'reviewer: completed, refunded (R-refund-order-77) (model calls in this process: 0)',
+      'history:  input → interrupt → resume → step → step',
+      '',
+    ]);
+  });
+
+  it('durable-wait.ts sleeps, waits for a payment signal from another process, and completes under a worker', async () => {
+    const run = await runTs(example('durable-wait'), { cwd: REPO });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const lines = run.stdout.split('\n');
+    expect(lines[0]).toMatch(/^shop: {5}waiting \(a sleep until .+\); this process holds nothing$/);
+    expect(lines.slice(1)).toEqual(['shop:     the sleep is over; waiting for a payment', 'webhook:  payment queued as signal 1', 'shop:     completed: reminder sent, paid 42 EUR', '']);
+  });
 });
