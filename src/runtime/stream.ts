@@ -21,9 +21,10 @@ import type { EventSink, RunEvent } from './events.js';
  * root graph) and the seq of the position it belongs to: the position a step's
  * tasks started from, or the one a commit wrote; null before the thread's first.
  */
-export type StreamEvent = {
-  [T in RunEvent['type']]: Omit<Extract<RunEvent, { type: T }>, 'ns' | 'seq'> & { ns: string; seq: number | null };
-}[RunEvent['type']];
+export type StreamEvent = Placed<RunEvent>;
+
+/** Each event kind of the union, with its namespace and seq always present. */
+type Placed<E> = E extends RunEvent ? Omit<E, 'ns' | 'seq'> & { ns: string; seq: number | null } : never;
 
 /** A streamed run: iterate it for the events; `result` is how the run ended. */
 export interface RunStream<R> extends AsyncIterable<StreamEvent> {

@@ -154,7 +154,7 @@ describe.each([
   beforeAll(async () => {
     const c = newCase(backend);
     await life(c);
-    const result = c.lines.filter((l) => l.type === 'result').at(-1) as { status: string; state: { log: unknown } };
+    const result = c.lines.filter((l) => l.type === 'result').at(-1) as unknown as { status: string; state: { log: unknown } };
     expect(result.status).toBe('completed');
     reference = { log: result.state.log };
     expect(reference.log).toEqual(['asked:true', 'napped:plan-v1', 'paid:7', 'wrapped:3']);
@@ -163,7 +163,7 @@ describe.each([
   it.each(crashes)('killed in phase %s at %s', async (at, crashAt) => {
     const c = newCase(backend);
     await life(c, at, crashAt);
-    const result = c.lines.filter((l) => l.type === 'result').at(-1) as { status: string; state: { log: unknown } };
+    const result = c.lines.filter((l) => l.type === 'result').at(-1) as unknown as { status: string; state: { log: unknown } };
     expect(result.status).toBe('completed');
     expect(result.state.log).toEqual(reference.log);
     // Every effect landed once; no recorded output was computed twice.
@@ -199,7 +199,7 @@ describe.each([
     await step(c, 'signal', { amount: 9 });
     const successor = await runFixture(FIXTURE, args);
     c.lines.push(...successor.lines);
-    const result = successor.lines.find((l) => l.type === 'result') as { status: string; state: { log: unknown } };
+    const result = successor.lines.find((l) => l.type === 'result') as unknown as { status: string; state: { log: unknown } };
     expect(result.status).toBe('completed');
     expect(result.state.log).toEqual(reference.log);
     expect(effects(c).sort()).toEqual(['charge', 'notify', 'remind']);
