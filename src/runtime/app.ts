@@ -12,10 +12,10 @@
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
+import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { DeleteThreadOptions, DeleteThreadResult, StoredSignal, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
-import { decode, encode } from '../codec/tagged-json.js';
+import { encode } from '../codec/tagged-json.js';
 import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
 import { EffectConflictError, EffectNotFoundError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
@@ -25,7 +25,7 @@ import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import { namespaceGraph, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
-import type { PendingInterrupt, PendingWait, PositionBody } from './position.js';
+import type { PendingInterrupt, PendingWait } from './position.js';
 import { replayThread, type ReplayReport } from './replay.js';
 import { streamRun, type RunStream } from './stream.js';
 import type { RetryPolicy } from './retry.js';

@@ -10,7 +10,7 @@
 import type { Checkpointer } from '../contracts/checkpointer.js';
 import type { ThreadLease } from '../contracts/threads.js';
 import { SignalConsumedError } from '../errors.js';
-import type { QueuedSignal, SignalQueue } from './task-scope.js';
+import type { QueuedSignal, SignalQueue } from './pauses.js';
 
 export class ThreadSignals implements SignalQueue {
   /** The newest signal id a wait of this run looked at (0: none). */

@@ -15,7 +15,6 @@
  *    re-run with the same key. No probe: re-run with the same key, unless
  *    `mode: 'atMostOnce'`, which puts the thread in `needs_attention`.
  */
-import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import { storeValue, type StoreValueOptions } from '../artifacts/helpers.js';
 import type { Ledger, LedgerEntry } from '../contracts/ledger.js';
@@ -28,7 +27,6 @@ import {
   InvalidOptionError,
   NeedsAttentionError,
   RecordMismatchError,
-  StateValidationError,
   type ErrorPlace,
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
@@ -36,118 +34,13 @@ import type { EffectSpec } from './effects.js';
 import type { EventSink } from './events.js';
 import type { CallRef, PendingWait } from './position.js';
 import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
+import type { InterruptOptions, NodeContext, WaitForOptions, WaitResult } from './node-context.js';
+import { AnswerChecked, AnswerUnchecked, NodeSuspended, validateAnswer, validateWith, type SignalQueue, type TaskPause } from './pauses.js';
 
 export type { EffectSpec, EffectMode } from './effects.js';
 export type { NodeStore, NodeWriteOptions, ValidatedRead } from './node-store.js';
-
-/**
- * What a node receives beside the state: `record` for nondeterminism, `effect` for side
- * effects, `interrupt` to ask a person, `store` and `artifacts` for durable data.
- */
-export interface NodeContext {
-  readonly threadId: string;
-  readonly ns: string;
-  /** Seq of the position this step started from. */
-  readonly seq: number;
-  /** Superstep number of the step being computed. */
-  readonly step: number;
-  readonly node: string;
-  /** Task id, `node:index`. */
-  readonly task: string;
-  /** Attempt of this node in this step, from 1. */
-  readonly attempt: number;
-  /** Aborted when the run loses its lease or is cancelled. */
-  readonly signal: AbortSignal;
-  /** The artifact store given to compile(), as the thread's tenant when it has one. Throws if none was given. */
-  readonly artifacts: ArtifactStore;
-  /**
-   * Keeps a large output out of state in one call: runs `fn` (a tool, a download, a
-   * model call), stores what it returns as an artifact (strings as text, bytes as
-   * they are, anything else as tagged JSON) and returns the ref to put in state. The
-   * ref is recorded, so a re-executed step is served it without calling `fn` again.
-   * Read the value back with `loadValue(ctx.artifacts, ref)`.
-   *
-   * @example
-   * ```ts
-   * .node('crawl', async (s, ctx) => ({ page: await ctx.recordArtifact('fetch', () => fetchPage(s.url), { mediaType: 'text/html' }) }))
-   * ```
-   */
-  recordArtifact(name: string, fn: () => unknown, options?: StoreValueOptions): Promise<ArtifactRef>;
-  readonly store: NodeStore;
-  /** Records a nondeterministic output; a re-execution of this step is served the recorded value. */
-  record<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
-  /** Runs a side effect under the side-effect invariant (see the module documentation). */
-  effect<T>(name: string, spec: EffectSpec<T>): Promise<T>;
-  /**
-   * Asks a person and waits for the answer. The first time, the node stops here:
-   * nothing after the call runs and the node's writes are not committed, while what it
-   * recorded before the call (`ctx.record`, effects) stays recorded. The thread is
-   * `interrupted` with `payload` until `app.resume({ thread, answer })` (any process,
-   * any day) re-executes the node, serving the recorded values, and this same call
-   * resolves to the answer, validated by `options.answer` when given (an invalid answer
-   * is a StateValidationError from `resume`, and nothing changes). Several calls in one
-   * node are answered in call order, one `resume` each.
-   *
-   * @example
-   * ```ts
-   * .node('approve', async (s, ctx) => {
-   *   const ok = await ctx.interrupt({ question: `refund ${s.amount}?` }, { answer: z.boolean() });
-   *   return { decision: ok ? 'refund' : 'deny' };
-   * })
-   * ```
-   */
-  interrupt<T = unknown>(payload?: unknown, options?: InterruptOptions<T>): Promise<T>;
-  /**
-   * Asks for a person without stopping the node: once this step commits (with this
-   * node's writes) the run stops with status `interrupted` and `payload` stored, until
-   * `app.resume({ thread, input })` merges the answer into the state and the run goes on.
-   */
-  interruptAfter(payload?: unknown): void;
-  /**
-   * Waits `ms` milliseconds, durably: the node stops here and the thread is `waiting`
-   * with its wake time; no process, memory or connection is held. A run of the thread
-   * (`app.run({ thread })`, a worker) after that time re-executes the node, serving what
-   * it recorded, and the call returns.
-   */
-  sleep(ms: number): Promise<void>;
-  /** {@link NodeContext.sleep} until a time (a Date or ms since the epoch). */
-  sleepUntil(time: Date | number): Promise<void>;
-  /**
-   * Waits for a signal named `name`, sent with `app.signal({ thread, name, payload })`
-   * from any process. Signals are queued durably, so one sent before the wait starts,
-   * or while every process is down, is taken when the wait is reached; each signal is
-   * taken by one wait. Resolves to `{ status: 'received', payload }`, or to
-   * `{ status: 'timedOut' }` once `timeoutMs` has passed without one. Signals that fail
-   * `schema` or `filter` are left in the queue for other waits.
-   */
-  waitFor<T = unknown>(name: string, options?: WaitForOptions<T>): Promise<WaitResult<T>>;
-  /**
-   * Emits a custom event to the run's event sinks and streams (`app.stream`): model
-   * tokens, progress. Not persisted; a re-executed node emits again.
-   */
-  emit(data: unknown): void;
-}
-
-/** Options of {@link NodeContext.interrupt}. */
-export interface InterruptOptions<T> {
-  /** Validates the answer (a Standard Schema, e.g. a zod schema); the call resolves to its output. */
-  answer?: StandardSchemaV1<unknown, T>;
-}
-
-/** Options of {@link NodeContext.waitFor}. */
-export interface WaitForOptions<T> {
-  /** Give up after this long (ms from when the wait started): the call resolves to `{ status: 'timedOut' }`. */
-  timeoutMs?: number;
-  /** Validates the payload; a signal that fails it stays queued. */
-  schema?: StandardSchemaV1<unknown, T>;
-  /** Takes only a signal whose (validated) payload passes; others stay queued. */
-  filter?: (payload: T) => boolean;
-}
-
-/** What {@link NodeContext.waitFor} resolves to. */
-export type WaitResult<T> =
-  | { status: 'received'; payload: T; signal: { id: number; sentAt: number } }
-  | { status: 'timedOut' };
+export type { NodeContext, InterruptOptions, WaitForOptions, WaitResult } from './node-context.js';
+export { NodeSuspended, probeOutcome, type AnswerProbe, type QueuedSignal, type SignalQueue, type TaskPause } from './pauses.js';
 
 export interface TaskScopeOptions {
   threadId: string;
@@ -214,88 +107,6 @@ export class ReplayDivergence extends Error {
   ) {
     super(`node "${node}" call ${call} (${callName}): ${reason}`);
   }
-}
-
-/** Where a live run's `ctx.waitFor` finds and takes signals. */
-export interface SignalQueue {
-  /** Signals of the thread not yet taken, named `name`, oldest first; and the one `key` took, if any. */
-  pending(name: string): Promise<QueuedSignal[]>;
-  takenBy(key: string): Promise<QueuedSignal | null>;
-  /** Takes signal `id` for the wait `key` (fenced by the run's lease); false when another wait took it first. */
-  take(id: number, key: string): Promise<boolean>;
-}
-
-/** A signal as a wait sees it. */
-export interface QueuedSignal {
-  id: number;
-  name: string;
-  /** Codec text. */
-  payload: string;
-  sentAt: number;
-}
-
-/** Why a node stopped at one of its calls: an interrupt call or a wait, not yet answered or due. */
-export type TaskPause =
-  | { kind: 'interrupt'; call: number; key: string; payload: unknown }
-  | { kind: 'sleep'; call: number; key: string; until: number }
-  | { kind: 'signal'; call: number; key: string; until: number | null; name: string };
-
-/**
- * Thrown from the call a node stopped at (and from every call after it): the node's
- * function is not meant to go on. A node that catches it still stops: its writes
- * are not committed.
- */
-export class NodeSuspended extends Error {
-  constructor(readonly node: string) {
-    super(`node "${node}" stopped at an interrupt or a wait; it goes on when it is answered or due.`);
-  }
-}
-
-/** An answer check's result: the interrupt call was reached and its schema's output is `value`. */
-class AnswerChecked extends Error {
-  constructor(readonly value: unknown) {
-    super('answer checked');
-  }
-}
-
-/** An answer check that could not reach its interrupt call without calling something. */
-class AnswerUnchecked extends Error {
-  constructor() {
-    super('answer not checked');
-  }
-}
-
-/**
- * The outcome of an answer check: `checked` with the schema's output, or `unchecked`
- * when the node could not be brought back to the call with everything served (it then
- * validates the answer when it re-executes).
- */
-export type AnswerProbe = { checked: true; value: unknown } | { checked: false };
-
-/** Reads an answer check's outcome from what the probed node's execution threw or returned. */
-export function probeOutcome(thrown: unknown): AnswerProbe {
-  if (thrown instanceof AnswerChecked) return { checked: true, value: thrown.value };
-  if (StateValidationError.is(thrown)) throw thrown;
-  return { checked: false };
-}
-
-/** Validates an interrupt's answer with the call's schema; returns the schema's output. */
-async function validateAnswer<T>(schema: StandardSchemaV1<unknown, T> | undefined, value: unknown, place: ErrorPlace): Promise<T> {
-  return validateWith(schema, value, 'answer', place);
-}
-
-async function validateWith<T>(schema: StandardSchemaV1<unknown, T> | undefined, value: unknown, what: string, place: ErrorPlace): Promise<T> {
-  if (!schema) return value as T;
-  let result = schema['~standard'].validate(value);
-  if (result instanceof Promise) result = await result;
-  if (result.issues) {
-    throw new StateValidationError(
-      what,
-      result.issues.map((issue) => ({ message: issue.message, path: (issue.path ?? []).map((p) => (typeof p === 'object' ? (p.key as string | number) : (p as string | number))) })),
-      place,
-    );
-  }
-  return result.value;
 }
 
 /** One execution of one node: its calls, their ledger entries, and the refs its position will keep. */
