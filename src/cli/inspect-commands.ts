@@ -97,7 +97,7 @@ export function registerInspectCommands(program: Command): void {
     .command('threads')
     .description('list threads, filtered and paged')
     .option(...db)
-    .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention', statusList)
+    .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention, waiting', statusList)
     .option('--kind <kind>', 'only these kinds (comma-separated or repeated): conversation, task, session, workflow', kindList)
     .option('--tenant <tenant>', 'only this tenant')
     .option('--metadata <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', (v: string, previous?: MetadataFilter) => validated((text) => metaPair(text, previous))(v))

@@ -35,7 +35,7 @@ describe('bad usage exits 2 with a message naming the flag', () => {
     [['threads', '--limit', '0'], `option '--limit <n>' argument '0' is invalid`],
     [['threads', '--limit', '2.5'], `option '--limit <n>' argument '2.5' is invalid`],
     [['threads', '--order', 'newest'], `option '--order <order>' argument 'newest' is invalid. Allowed choices are id, updatedAt.`],
-    [['threads', '--status', 'done'], `Unknown status "done": use running, interrupted, completed, failed, needs_attention.`],
+    [['threads', '--status', 'done'], `Unknown status "done": use running, interrupted, completed, failed, needs_attention, waiting.`],
     [['threads', '--kind', 'chat'], `Unknown kind "chat"`],
     [['threads', '--metadata', 'queue'], `--metadata "queue": write key=value`],
     [['threads', '--since', 'yesterday'], `option '--since <when>' argument 'yesterday' is invalid`],
