@@ -97,7 +97,7 @@ export function registerInspectCommands(program: Command): void {
     .command('threads')
     .description('list threads, filtered and paged')
     .option(...db)
-    .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention', statusList)
+    .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention, waiting', statusList)
     .option('--kind <kind>', 'only these kinds (comma-separated or repeated): conversation, task, session, workflow', kindList)
     .option('--tenant <tenant>', 'only this tenant')
     .option('--metadata <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', (v: string, previous?: MetadataFilter) => validated((text) => metaPair(text, previous))(v))
@@ -163,7 +163,7 @@ export function registerInspectCommands(program: Command): void {
 
   program
     .command('delete-thread <thread>')
-    .description('delete a thread and everything it owns (positions, items, snapshots, pending writes, failures, ledger, its artifact pins) in one transaction; refused while a run holds it')
+    .description('delete a thread and everything it owns (positions, items, snapshots, pending writes, failures, signals, ledger, its artifact pins) in one transaction; refused while a run holds it')
     .option(...db)
     .option('--if-status <status>', 'only if its status is one of these (comma-separated or repeated)', statusList)
     .option('--json', 'print JSON')
@@ -173,7 +173,7 @@ export function registerInspectCommands(program: Command): void {
         out(options, result, () => {
           if (result.deleted) {
             const r = result.removed;
-            return `deleted thread ${threadId}: ${r.positions} positions, ${r.items} items, ${r.snapshots} snapshots, ${r.pendingWrites} pending writes, ${r.failures} failures, ${r.ledgerEntries} ledger entries, ${r.pins} pins (artifacts are left to cairn gc)`;
+            return `deleted thread ${threadId}: ${r.positions} positions, ${r.items} items, ${r.snapshots} snapshots, ${r.pendingWrites} pending writes, ${r.failures} failures, ${r.ledgerEntries} ledger entries, ${r.signals} signals, ${r.pins} pins (artifacts are left to cairn gc)`;
           }
           return result.reason === 'missing' ? `no thread ${threadId}: nothing deleted` : `thread ${threadId} is ${result.status}, not ${options.ifStatus!.join(' or ')}: nothing deleted`;
         });

@@ -3,7 +3,7 @@
  * @module cli/main
  * The `cairn` command line: `demo`, `threads`, `attempts`, `delete-thread`,
  * `history`, `show`, `effects`, `verify`, `gc`, `migrate`, `worker`, `export`,
- * `import`, `copy`. Every command names its database with `--db <url>` (a SQLite
+ * `import`, `copy`, `signal`. Every command names its database with `--db <url>` (a SQLite
  * file path, a `sqlite:` / `file:` URL, or `postgres://…#schema`; copy's target is
  * `--to`) and takes `--json`. Renamed flags keep their old spelling for a while,
  * hidden, with a deprecation notice (cli/deprecated-flags).
@@ -22,6 +22,7 @@ import { registerMigrateCommand } from './migrate-command.js';
 import { registerWorkerCommand } from './worker-command.js';
 import { registerTransferCommands } from './transfer-commands.js';
 import { registerArtifactCommands } from './artifact-commands.js';
+import { registerSignalCommand } from './signal-command.js';
 import { installDeprecatedFlags } from './deprecated-flags.js';
 import { ENGINE_URL_HELP } from './engine-url.js';
 
@@ -59,6 +60,7 @@ registerMigrateCommand(program);
 registerWorkerCommand(program);
 registerTransferCommands(program);
 registerArtifactCommands(program);
+registerSignalCommand(program);
 installDeprecatedFlags(program);
 
 program.parseAsync().catch((error: unknown) => {

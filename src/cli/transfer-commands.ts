@@ -62,8 +62,12 @@ export function parseStorePrefix(value: string): string[] {
 }
 
 /** What export and copy moved, for a person. */
-function describeMoved(verb: string, report: { threads: number; positions: number; ledgerEntries?: number; storeItems?: number; artifacts?: number; artifactsSkipped?: number }): string {
+function describeMoved(
+  verb: string,
+  report: { threads: number; positions: number; signals?: number; ledgerEntries?: number; storeItems?: number; artifacts?: number; artifactsSkipped?: number },
+): string {
   const parts = [`${report.threads} thread(s)`, `${report.positions} position(s)`];
+  if (report.signals) parts.push(`${report.signals} signal(s)`);
   if (report.ledgerEntries !== undefined) parts.push(`${report.ledgerEntries} ledger entr(ies)`);
   if (report.storeItems !== undefined) parts.push(`${report.storeItems} store item(s)`);
   if (report.artifacts !== undefined) parts.push(`${report.artifacts} artifact(s)`);
@@ -76,6 +80,7 @@ function importSummary(report: ImportReport) {
   return {
     threads: report.threads.length,
     positions: report.positions,
+    signals: report.signals,
     ledgerEntries: report.ledgerEntries,
     ...(report.storeItems ? { storeItems: report.storeItems } : {}),
     ...(report.artifacts ? { artifacts: report.artifacts } : {}),

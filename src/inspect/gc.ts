@@ -46,6 +46,7 @@ import { GC_GRACE_MS } from '../defaults.js';
 import { findArtifactRefs, isArtifactRef } from '../artifacts/refs.js';
 import { appendedFields, openSnapshot, type PositionBody } from '../runtime/position.js';
 import { PIN_NAMESPACE as PIN_NAMESPACE_INTERNAL, threadPinKey } from '../internal/pins.js';
+import { THREAD_STATUSES } from '../internal/thread-query.js';
 import { describePosition, namespacePositions } from './walk.js';
 
 /** How old a rule's subjects must be: `olderThanMs` (or, deprecated, `olderThan`). */
@@ -455,8 +456,7 @@ export function parseRetentionRule(text: string): { threads: ThreadRetentionRule
   const olderThanMs = parseDuration(fields.olderThan[0]!);
   const allowed = match[1] === 'threads' ? ['status', 'tenant', 'olderThan'] : ['mediaType', 'tenant', 'olderThan'];
   for (const name of Object.keys(fields)) if (!allowed.includes(name)) throw new InvalidOptionError(`retention rule ${JSON.stringify(text)}: unknown field "${name}" (allowed: ${allowed.join(', ')}).`);
-  const statuses = ['running', 'interrupted', 'completed', 'failed', 'needs_attention'];
-  for (const status of fields.status ?? []) if (!statuses.includes(status)) throw new InvalidOptionError(`retention rule ${JSON.stringify(text)}: unknown status "${status}" (one of ${statuses.join(', ')}).`);
+  for (const status of fields.status ?? []) if (!(THREAD_STATUSES as readonly string[]).includes(status)) throw new InvalidOptionError(`retention rule ${JSON.stringify(text)}: unknown status "${status}" (one of ${THREAD_STATUSES.join(', ')}).`);
   if (match[1] === 'threads') {
     return { threads: { olderThanMs, ...(fields.status ? { status: one(fields.status) as ThreadStatus } : {}), ...(fields.tenant ? { tenant: one(fields.tenant)! } : {}) } };
   }

@@ -4,7 +4,8 @@
  * history: every position as stored (bodies and hashes byte for byte, so the hash
  * chain verifies on the other side), items, snapshots, pending writes, failures,
  * and the ledger (intents, outcomes, recorded outputs), of every namespace (the
- * root graph's and every child run's), with the thread's own times. The stream is
+ * root graph's and every child run's), with the thread's own times, status and wake
+ * time, and its signals (pending and consumed, with their ids). The stream is
  * JSON lines (`cairn export` writes it, `cairn import` reads it).
  *
  * Optionally it also carries store items (store data is not per-thread: the
@@ -16,15 +17,16 @@
  *
  * Format versions: 1 held the root namespace only; 2 holds every namespace, each in
  * seq order, the root's first; 3 adds `store` and `artifact` records (and the header
- * says which it holds). Import reads all three: a position or pending write without
- * `ns` belongs to the root. An importer that knows an older version refuses a newer
+ * says which it holds); 4 adds `signal` records and the thread's `wakeAt`. Import reads
+ * all four: a position or pending write without `ns` belongs to the root, a thread
+ * without `wakeAt` has none. An importer that knows an older version refuses a newer
  * stream at its header, rather than misreading it and leaving a half-imported thread.
  */
 import type { Checkpointer, PositionItem, StoredPosition, AttemptFailure, PendingWrite } from '../contracts/checkpointer.js';
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { LedgerEntry } from '../contracts/ledger.js';
-import type { ThreadRecord } from '../contracts/threads.js';
+import type { StoredSignal, ThreadRecord } from '../contracts/threads.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { decode } from '../codec/tagged-json.js';
@@ -35,9 +37,9 @@ import { appendedFields, type PositionBody } from '../runtime/position.js';
 import { describePosition, namespacePositions } from './walk.js';
 
 /** The format version `exportThreads` writes. */
-export const TRANSFER_FORMAT_VERSION = 3;
+export const TRANSFER_FORMAT_VERSION = 4;
 /** The format versions `importThreads` reads. */
-const READABLE_VERSIONS: readonly number[] = [1, 2, TRANSFER_FORMAT_VERSION];
+const READABLE_VERSIONS: readonly number[] = [1, 2, 3, TRANSFER_FORMAT_VERSION];
 
 /** Bytes of artifact per `artifact-chunk` record (before base64). */
 const CHUNK_BYTES = 192 * 1024;
@@ -47,7 +49,7 @@ export type TransferRecord =
   | {
       type: 'header';
       format: 'cairn-threads';
-      version: 1 | 2 | 3;
+      version: 1 | 2 | 3 | 4;
       exportedAt: number;
       engine: string;
       /** Version 3: the store namespace prefixes whose items follow the threads. */
@@ -60,11 +62,13 @@ export type TransferRecord =
   | { type: 'pending'; threadId: string; write: PendingWrite }
   | { type: 'failure'; threadId: string; failure: AttemptFailure }
   | { type: 'ledger'; threadId: string; entry: LedgerEntry }
+  /** Version 4: one of the thread's signals, in id order, pending or consumed. */
+  | { type: 'signal'; threadId: string; signal: StoredSignal }
   | { type: 'store'; namespace: string[]; key: string; value: unknown; expiresAt: number | null }
   /** An artifact's ref and metadata; its bytes follow in `chunks` `artifact-chunk` records. */
   | { type: 'artifact'; ref: ArtifactRef; metadata: Record<string, string>; chunks: number }
   | { type: 'artifact-chunk'; id: string; data: string }
-  | { type: 'end'; threads: number; positions: number; storeItems?: number; artifacts?: number };
+  | { type: 'end'; threads: number; positions: number; signals?: number; storeItems?: number; artifacts?: number };
 
 /** Options of {@link exportThreads}. */
 export interface ExportOptions {
@@ -103,6 +107,7 @@ export async function* exportThreads(engine: Engine, threadIds: string[], option
     for (const ref of findArtifactRefs(value)) if (!refs.has(ref.id)) refs.set(ref.id, { ref, where });
   };
   let positions = 0;
+  let signals = 0;
   for (const threadId of threadIds) {
     const thread = await cp.getThread(threadId);
     if (!thread) throw new ThreadNotFoundError(threadId, { engine: engine.name });
@@ -120,6 +125,10 @@ export async function* exportThreads(engine: Engine, threadIds: string[], option
     }
     for (const failure of await cp.listFailures(threadId)) yield { type: 'failure', threadId, failure };
     for (const entry of await engine.ledger.list(threadId)) yield { type: 'ledger', threadId, entry };
+    for (const signal of await cp.listSignals(threadId)) {
+      yield { type: 'signal', threadId, signal };
+      signals++;
+    }
     if (options.artifacts) {
       const thread = (await cp.getThread(threadId))!;
       await walkThreadRefs(cp, engine.ledger, thread, (value, at) => collect(value, `thread ${threadId}${at.ns ? ` ns ${at.ns}` : ''} seq ${at.seq}`));
@@ -145,7 +154,7 @@ export async function* exportThreads(engine: Engine, threadIds: string[], option
       artifacts++;
     }
   }
-  yield { type: 'end', threads: threadIds.length, positions, ...(options.store ? { storeItems } : {}), ...(options.artifacts ? { artifacts } : {}) };
+  yield { type: 'end', threads: threadIds.length, positions, ...(signals ? { signals } : {}), ...(options.store ? { storeItems } : {}), ...(options.artifacts ? { artifacts } : {}) };
 }
 
 /** One artifact as records: its ref and metadata, then its verified bytes in base64 chunks of CHUNK_BYTES. */
@@ -189,6 +198,8 @@ async function* positionRecords(cp: Checkpointer, threadId: string, position: St
 export interface ImportReport {
   threads: string[];
   positions: number;
+  /** Signals queued again, pending and consumed. */
+  signals: number;
   ledgerEntries: number;
   storeItems: number;
   /** Artifacts stored in `options.artifacts` (already there with the same bytes counts too). */
@@ -222,7 +233,7 @@ export async function importThreads(
   options: ImportOptions = {},
 ): Promise<ImportReport> {
   const cp = engine.checkpointer;
-  const report: ImportReport = { threads: [], positions: 0, ledgerEntries: 0, storeItems: 0, artifacts: 0, artifactsSkipped: 0 };
+  const report: ImportReport = { threads: [], positions: 0, signals: 0, ledgerEntries: 0, storeItems: 0, artifacts: 0, artifactsSkipped: 0 };
   /** The thread being imported, and the seq last imported into each of its namespaces (each namespace is a chain with its own head). */
   let current: { thread: ThreadRecord; lease: Awaited<ReturnType<Checkpointer['acquireThread']>>; heads: Map<string, number> } | undefined;
 
@@ -230,7 +241,14 @@ export async function importThreads(
     if (!current) return;
     const { thread, lease } = current;
     // Last: every commit and update before it stamped its own time.
-    await cp.updateThread(lease, { status: thread.status, attempts: thread.attempts - lease.thread.attempts, lastError: thread.lastError, updatedAt: thread.updatedAt });
+    // The wake time too: a signal imported into a waiting thread made it due.
+    await cp.updateThread(lease, {
+      status: thread.status,
+      wakeAt: thread.wakeAt ?? null,
+      attempts: thread.attempts - lease.thread.attempts,
+      lastError: thread.lastError,
+      updatedAt: thread.updatedAt,
+    });
     await cp.releaseThread(lease);
     current = undefined;
   };
@@ -271,6 +289,7 @@ export async function importThreads(
           items: record.items,
           ...(record.snapshot !== null ? { snapshot: record.snapshot } : {}),
           status: isHead ? current.thread.status : 'running',
+          ...(isHead ? { wakeAt: current.thread.wakeAt ?? null } : {}),
           expectedHead: current.heads.get(position.ns) ?? null,
         });
         current.heads.set(position.ns, position.seq);
@@ -292,6 +311,16 @@ export async function importThreads(
           if (entry.status === 'done' && entry.outcome !== null) await engine.ledger.writeOutcome(entry.threadId, entry.key, entry.outcome, entry.completedAt ?? entry.createdAt);
         }
         report.ledgerEntries++;
+        break;
+      }
+      case 'signal': {
+        if (!current || current.thread.id !== record.threadId) throw new CairnError(`signal of thread ${record.threadId} before its thread record.`);
+        const { signal } = record;
+        // Ids are handed out 1, 2, 3… and the export lists them all in order: sent again in that order, each gets its own.
+        const sent = await cp.sendSignal(signal.threadId, { name: signal.name, payload: signal.payload, sentAt: signal.sentAt });
+        if (sent.id !== signal.id) throw new CairnError(`signal ${signal.id} of thread ${signal.threadId} arrived as signal ${sent.id}: the export is damaged or out of order.`);
+        if (signal.consumedBy !== null) await cp.consumeSignal(current.lease, { id: sent.id, by: signal.consumedBy, consumedAt: signal.consumedAt ?? signal.sentAt });
+        report.signals++;
         break;
       }
       case 'store': {

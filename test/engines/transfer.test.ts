@@ -137,7 +137,7 @@ describe('export and import of child namespaces', () => {
       expect(expected.perNs[1]!.snapshots.filter(Boolean)).toHaveLength(1);
 
       const records = await collect(exportThreads(source, ['t']));
-      expect(records[0]).toMatchObject({ type: 'header', version: 3 });
+      expect(records[0]).toMatchObject({ type: 'header', version: 4 });
       expect(records.filter((r) => r.type === 'position').map((r) => r.type === 'position' && [r.position.ns, r.position.seq])).toEqual([
         ['', 0], ['', 1], ['', 2], [CHILD_NS, 0], [CHILD_NS, 1], [CHILD_NS, 2], [GRANDCHILD_NS, 0], [GRANDCHILD_NS, 1],
       ]);
@@ -154,6 +154,69 @@ describe('export and import of child namespaces', () => {
       await source.close();
       await middle.close();
       await back.close();
+    }
+  });
+
+  it('SQLite → PostgreSQL → SQLite: a waiting thread keeps its status and wake time, and its signals travel with their ids, pending and consumed', async () => {
+    const source = sqlite(tmp());
+    const middle = await pg.engine();
+    const back = sqlite(tmp());
+    try {
+      const wakeAt = Date.now() + 3_600_000;
+      await storeThread(source.checkpointer, 'w', [chain('', [{}, {}])]);
+      const cp = source.checkpointer;
+      const lease = await cp.acquireThread('w', { owner: { runId: 'seed', pid: process.pid, host: 'seed.invalid' }, leaseMs: 60_000 });
+      await cp.sendSignal('w', { name: 'approved', payload: '{"by":"ana"}', sentAt: 1_700_000_000_001 });
+      await cp.sendSignal('w', { name: 'note', payload: '"later"', sentAt: 1_700_000_000_002 });
+      await cp.consumeSignal(lease, { id: 1, by: 'wait:approve', consumedAt: 1_700_000_000_003 });
+      await cp.updateThread(lease, { status: 'waiting', wakeAt });
+      await cp.releaseThread(lease);
+      // A thread that waits for a signal only, with none yet.
+      await storeThread(cp, 'idle', [chain('', [{}])], { status: 'waiting' });
+
+      const state = async (engine: Engine, id: string) => {
+        const thread = (await engine.checkpointer.getThread(id))!;
+        return { status: thread.status, wakeAt: thread.wakeAt, signals: await engine.checkpointer.listSignals(id) };
+      };
+      const expected = { w: await state(source, 'w'), idle: await state(source, 'idle') };
+      expect(expected.w).toMatchObject({ status: 'waiting', wakeAt });
+      expect(expected.w.signals.map((s) => [s.id, s.consumedBy])).toEqual([[1, 'wait:approve'], [2, null]]);
+      expect(expected.idle).toEqual({ status: 'waiting', wakeAt: null, signals: [] });
+
+      const records = await collect(exportThreads(source, ['w', 'idle']));
+      expect(records[0]).toMatchObject({ version: 4 });
+      expect(records.filter((r) => r.type === 'signal')).toHaveLength(2);
+      expect(records.at(-1)).toEqual({ type: 'end', threads: 2, positions: 3, signals: 2 });
+      expect(await importThreads(middle, records)).toMatchObject({ threads: ['w', 'idle'], positions: 3, signals: 2 });
+      expect({ w: await state(middle, 'w'), idle: await state(middle, 'idle') }).toEqual(expected);
+      await importThreads(back, await collect(exportThreads(middle, ['w', 'idle'])));
+      expect({ w: await state(back, 'w'), idle: await state(back, 'idle') }).toEqual(expected);
+      expect((await verifyThread(back.checkpointer, 'w')).ok).toBe(true);
+    } finally {
+      await source.close();
+      await middle.close();
+      await back.close();
+    }
+  });
+
+  it('reads a version 3 export (no signals, threads without wakeAt): the threads have no wake time', async () => {
+    const source = sqlite(tmp());
+    const target = sqlite(tmp());
+    try {
+      await storeThread(source.checkpointer, 'v3', [chain('', [{}])], { status: 'completed' });
+      const v3 = (await collect(exportThreads(source, ['v3']))).map((r) => {
+        if (r.type === 'header') return { ...r, version: 3 as const };
+        if (r.type === 'thread') {
+          const { wakeAt: _wakeAt, ...thread } = r.thread;
+          return { ...r, thread: thread as typeof r.thread };
+        }
+        return r;
+      });
+      expect(await importThreads(target, v3)).toMatchObject({ threads: ['v3'], positions: 1, signals: 0 });
+      expect(await target.checkpointer.getThread('v3')).toMatchObject({ status: 'completed', wakeAt: null });
+    } finally {
+      await source.close();
+      await target.close();
     }
   });
 
@@ -186,8 +249,8 @@ describe('export and import of child namespaces', () => {
   it('refuses a stream of a format version it does not read, before writing anything', async () => {
     const target = sqlite(tmp());
     try {
-      const records = [{ type: 'header', format: 'cairn-threads', version: 4, exportedAt: 0, engine: 'x' }] as unknown as TransferRecord[];
-      await expect(importThreads(target, records)).rejects.toThrow(/v4; reads v1, v2, v3/);
+      const records = [{ type: 'header', format: 'cairn-threads', version: 5, exportedAt: 0, engine: 'x' }] as unknown as TransferRecord[];
+      await expect(importThreads(target, records)).rejects.toThrow(/v5; reads v1, v2, v3, v4/);
       expect(await target.checkpointer.listThreads()).toEqual([]);
     } finally {
       await target.close();
