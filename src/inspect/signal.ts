@@ -32,5 +32,5 @@ export interface SignalThreadOptions {
  * ```
  */
 export async function signalThread(engine: Engine, options: SignalThreadOptions): Promise<StoredSignal> {
-  return engine.checkpointer.sendSignal(options.thread, { name: options.name, payload: encode(options.payload ?? null) });
+  return engine.checkpointer.sendSignal(options.thread, { name: options.name, payload: encode(options.payload ?? null, `payload of signal "${options.name}"`) });
 }

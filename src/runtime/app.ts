@@ -20,6 +20,7 @@ import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defa
 import { EffectConflictError, EffectNotFoundError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
+import { signalThread } from '../inspect/signal.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
@@ -477,7 +478,7 @@ export class App<S extends StateSchema> {
   signal(thread: string, name: string, payload?: unknown): Promise<StoredSignal>;
   async signal(options: SignalOptions | string, name?: string, payload?: unknown): Promise<StoredSignal> {
     const signal = typeof options === 'string' ? { thread: options, name: name!, payload } : options;
-    return this.options.engine.checkpointer.sendSignal(signal.thread, { name: signal.name, payload: encode(signal.payload ?? null, `payload of signal "${signal.name}"`) });
+    return signalThread(this.options.engine, signal);
   }
 
   /**

@@ -24,7 +24,7 @@ export interface RewriteReport {
   skipped: { threadId: string; reason: string }[];
 }
 
-const ACTIVE: ReadonlySet<ThreadStatus> = new Set(['running', 'interrupted', 'failed', 'needs_attention']);
+const ACTIVE: ReadonlySet<ThreadStatus> = new Set(['running', 'interrupted', 'waiting', 'failed', 'needs_attention']);
 
 /**
  * Rewrites the head snapshot of every active thread stored below the schema's version,
