@@ -2,7 +2,8 @@
  * @module cairn/inspect
  * Reading and maintaining what engines store, for tools and scripts (the CLI and
  * the web inspector use the same functions): verify a thread's integrity, tell its
- * attempts, load a position's state as stored, check which threads a schema can
+ * attempts, load a position's state as stored, diff two positions' states, settle an
+ * effect in doubt, check which threads a schema can
  * still read, export and import threads, collect and verify artifacts, rewrite
  * snapshots. Every function works on any engine through its contracts.
  *
@@ -19,7 +20,10 @@ export { threadHistory } from './history.js';
 export type { HistoryPage, PositionInfo } from './history.js';
 export { storedState } from './stored-state.js';
 export type { StoredState, StoredStateOptions } from './stored-state.js';
-export { threadEffects } from './effects.js';
+export { threadEffects, resolveEffect, failEffect } from './effects.js';
+export type { ResolveEffectOptions, FailEffectOptions } from './effects.js';
+export { diffStates, threadDiff } from './diff.js';
+export type { FieldDiff, StateDiff, ThreadDiff, ThreadDiffOptions } from './diff.js';
 export { threadAttempts } from './attempts.js';
 export type { ThreadAttempts, AttemptInfo, AttemptOutcome, CommittedPosition } from './attempts.js';
 export { migrateCheck } from './migrate-check.js';
