@@ -129,16 +129,17 @@ export interface Progress {
 /**
  * A one-line progress bar on stderr (cli-progress) when `enabled` (a command passes
  * `stderr is a terminal and not --json`); a bar with a percentage when the total is
- * known, a running count when it is not. Does nothing when disabled.
+ * known, a running count when it is not. Does nothing when disabled (cli-progress
+ * itself also draws only on a terminal).
  */
-export function progress(enabled: boolean): Progress {
+export function progress(enabled: boolean, stream: NodeJS.WritableStream = process.stderr): Progress {
   if (!enabled) return { update: () => undefined, done: () => undefined };
   let bar: cliProgress.SingleBar | undefined;
   return {
     update(label, done, total) {
       if (!bar) {
         bar = new cliProgress.SingleBar({
-          stream: process.stderr,
+          stream,
           clearOnComplete: true,
           hideCursor: true,
           barsize: 30,
@@ -158,4 +159,25 @@ export function progress(enabled: boolean): Progress {
       bar = undefined;
     },
   };
+}
+
+/** An interrupt as the tables show it (a pending one, or one answered, with who answered it). */
+export interface InterruptRow {
+  id: string;
+  node: string;
+  when: string;
+  payload: unknown;
+  ns?: string;
+  /** Who answered it (answered interrupts only). */
+  actor?: string;
+}
+
+/** Interrupts as a table: id, node, when, payload (and who answered, when any has). */
+export function interruptTable(style: Pick<OutputStyle, 'c'>, interrupts: InterruptRow[]): string {
+  const answered = interrupts.some((i) => i.actor !== undefined);
+  return table(
+    style,
+    ['id', 'node', 'when', 'payload', ...(answered ? ['answered by'] : [])],
+    interrupts.map((i) => [i.id, i.node, i.when, showValue(i.payload), ...(answered ? [i.actor] : [])]),
+  );
 }

@@ -19,6 +19,7 @@ import { importModule, parseModuleSpec } from './app-loader.js';
 import { deprecatedFlag } from './deprecated-flags.js';
 import { DB_OPTION, isPostgresUrl, openEngine } from './engine-url.js';
 import { positiveInteger } from './options.js';
+import { plural } from './format.js';
 
 interface MigrateOptions {
   db: string;
@@ -132,9 +133,9 @@ export function registerMigrateCommand(program: Command): void {
           else {
             const lines = [
               window ? `current version ${window.currentVersion}, readable from ${window.oldestReadableVersion}` : 'no window given (--state, or --current-version/--oldest-readable-version): counts only',
-              `${report.threads} threads, ${report.positions} positions${report.childPositions ? ` (${report.childPositions} of them in child runs' namespaces, counted by their own schema versions)` : ''}`,
+              `${plural(report.threads, 'thread')}, ${plural(report.positions, 'position')}${report.childPositions ? ` (${report.childPositions} of them in child runs' namespaces, counted by their own schema versions)` : ''}`,
               ...report.versions.map(
-                (v) => `  v${v.version}: ${v.threads} thread head(s), ${v.positions} position(s)${v.readable === null ? '' : v.readable ? '' : '  OUTSIDE THE WINDOW'}`,
+                (v) => `  v${v.version}: ${plural(v.threads, 'thread head')}, ${plural(v.positions, 'position')}${v.readable === null ? '' : v.readable ? '' : '  OUTSIDE THE WINDOW'}`,
               ),
               ...(report.outside.length ? ['threads that cannot be read:', ...report.outside.map((o) => `  ${o.threadId} (${o.status}) head at v${o.headVersion}: ${o.reason}`)] : []),
             ];
@@ -148,7 +149,7 @@ export function registerMigrateCommand(program: Command): void {
           if (options.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
           else {
             const lines = [
-              `rewrote ${report.rewritten.length} snapshot(s) at version ${schema.version}`,
+              `rewrote ${plural(report.rewritten.length, 'snapshot')} at version ${schema.version}`,
               ...report.rewritten.map((r) => `  ${r.threadId} seq ${r.seq}: v${r.fromVersion} → v${r.toVersion}`),
               ...(report.skipped.length ? [`skipped ${report.skipped.length}:`, ...report.skipped.map((s) => `  ${s.threadId}: ${s.reason}`)] : []),
             ];

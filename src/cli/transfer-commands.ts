@@ -21,6 +21,7 @@ import { deprecatedFlag } from './deprecated-flags.js';
 import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
 import { InvalidOptionError } from '../errors.js';
 import { repeatable } from './options.js';
+import { plural, progress } from './format.js';
 
 /** The threads a command names: `--all`, or the ids given (not both, not neither). */
 function checkSelection(ids: string[], all: boolean | undefined): void {
@@ -63,11 +64,11 @@ export function parseStorePrefix(value: string): string[] {
 
 /** What export and copy moved, for a person. */
 function describeMoved(verb: string, report: { threads: number; positions: number; ledgerEntries?: number; storeItems?: number; artifacts?: number; artifactsSkipped?: number }): string {
-  const parts = [`${report.threads} thread(s)`, `${report.positions} position(s)`];
-  if (report.ledgerEntries !== undefined) parts.push(`${report.ledgerEntries} ledger entr(ies)`);
-  if (report.storeItems !== undefined) parts.push(`${report.storeItems} store item(s)`);
-  if (report.artifacts !== undefined) parts.push(`${report.artifacts} artifact(s)`);
-  const skipped = report.artifactsSkipped ? `; skipped ${report.artifactsSkipped} artifact(s): pass --artifacts ${ARTIFACTS_ARG} to import them` : '';
+  const parts = [plural(report.threads, 'thread'), plural(report.positions, 'position')];
+  if (report.ledgerEntries !== undefined) parts.push(plural(report.ledgerEntries, 'ledger entry', 'ledger entries'));
+  if (report.storeItems !== undefined) parts.push(plural(report.storeItems, 'store item'));
+  if (report.artifacts !== undefined) parts.push(plural(report.artifacts, 'artifact'));
+  const skipped = report.artifactsSkipped ? `; skipped ${plural(report.artifactsSkipped, 'artifact')}: pass --artifacts ${ARTIFACTS_ARG} to import them` : '';
   return `${verb} ${parts.join(', ')}${skipped}`;
 }
 

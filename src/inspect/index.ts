@@ -16,8 +16,8 @@
  */
 export { verifyThread } from './verify.js';
 export type { VerifyReport, VerifyProblem, VerifyProblemKind } from './verify.js';
-export { threadHistory } from './history.js';
-export type { HistoryPage, PositionInfo } from './history.js';
+export { threadHistory, threadInterrupts } from './history.js';
+export type { HistoryPage, PositionInfo, WaitInfo, ThreadInterrupts, AnsweredInterrupt } from './history.js';
 export { storedState } from './stored-state.js';
 export type { StoredState, StoredStateOptions } from './stored-state.js';
 export { threadEffects, resolveEffect, failEffect } from './effects.js';
