@@ -15,10 +15,10 @@
  * try { await app.replay({ thread: 't1', from: 0 }); } finally { await dispose(); }
  * ```
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Engine } from '../contracts/engine.js';
 import { InvalidOptionError } from '../errors.js';
 import type { App } from '../runtime/app.js';
@@ -47,13 +47,18 @@ export function parseModuleSpec(spec: string): { file: string; name: string | un
 }
 
 /**
- * Finds tsx's ESM API: from the module's own folder first (the application's
- * dependencies), then from cairn's. Undefined when neither has it.
+ * Finds tsx's ESM API (`tsx/esm/api`, its `import` entry): from the module's own
+ * folder first (the application's dependencies), then from cairn's. Undefined when
+ * neither has tsx.
  */
 function tsxApi(path: string): string | undefined {
-  for (const from of [path, import.meta.url]) {
+  for (const from of [path, fileURLToPath(import.meta.url)]) {
     try {
-      return createRequire(from).resolve('tsx/esm/api');
+      const manifest = createRequire(from).resolve('tsx/package.json');
+      const { exports } = JSON.parse(readFileSync(manifest, 'utf8')) as { exports?: Record<string, unknown> };
+      const entry = exports?.['./esm/api'] as string | { import?: string | { default?: string } } | undefined;
+      const target = typeof entry === 'string' ? entry : typeof entry?.import === 'string' ? entry.import : entry?.import?.default;
+      if (target) return join(dirname(manifest), target);
     } catch {
       // not installed there
     }
@@ -100,6 +105,11 @@ export async function loadApp(spec: string, engine: Engine): Promise<LoadedApp> 
     );
   }
   let value = module[found];
+  // A TypeScript module tsx loads as CommonJS hands its exports over as `default`.
+  if (typeof value === 'object' && value !== null && !isApp(value) && 'default' in value && (name === undefined || name === 'default')) {
+    const inner = value as Record<string, unknown>;
+    value = inner.default;
+  }
   if (typeof value === 'function') value = (value as (engine: Engine) => unknown)(engine);
   value = await value;
   if (!isApp(value)) throw new InvalidOptionError(`${file}#${found} is not a compiled graph (graph(State)...compile(), or a function of the engine returning one).`);

@@ -46,10 +46,10 @@ function withApp<T>(options: Common & { app: string }, fn: (app: App<StateSchema
 }
 
 /** Where a run stopped, for a person: status, head seq, pending interrupts. */
-function describeResult(style: OutputStyle, verb: string, result: RunResult<StateSchema>): string {
+function describeResult(style: OutputStyle, verb: string, result: RunResult<StateSchema>, from = ''): string {
   const { c } = style;
   const status = result.status === 'completed' ? c.green(result.status) : result.status === 'failed' || result.status === 'needs_attention' ? c.red(result.status) : c.yellow(result.status);
-  const lines = [`${verb} thread ${result.threadId}: ${status} at seq ${result.seq}`];
+  const lines = [`${verb} thread ${result.threadId}${from}: ${status} at seq ${result.seq}`];
   if (result.interrupts.length) lines.push(`${plural(result.interrupts.length, 'pending interrupt')}:`, interruptTable(style, result.interrupts));
   return lines.join('\n');
 }
@@ -117,7 +117,7 @@ export function registerOperateCommands(program: Command): void {
         // The patch is checked by the graph's own schema: it is typed as the graph's writes only there.
         const fork = { thread: threadId, seq, actor: options.actor, ...(options.patch ? { patch: options.patch } : {}) } as Parameters<App<StateSchema>['fork']>[0];
         const result = await app.fork(fork);
-        print(style, { ...resultJson(result), forkedFrom: seq }, () => `${describeResult(style, `forked from seq ${seq},`, result)}\nnew head: seq ${result.seq}`);
+        print(style, { ...resultJson(result), forkedFrom: seq }, () => `${describeResult(style, 'forked', result, ` from seq ${seq}`)}\nnew head: seq ${result.seq}`);
       });
     });
 
