@@ -180,9 +180,15 @@ export function registerTransferCommands(program: Command): void {
         const records = exportThreads(source, threads, { ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) });
         const report = await importThreads(target, records, to ? { artifacts: to } : {});
         const checks = [];
-        for (const id of report.threads) {
-          const [before, after] = await Promise.all([verifyThread(source, id), verifyThread(target, id)]);
-          checks.push({ thread: id, source: before.ok, target: after.ok, positions: after.positions });
+        const bar = progress(process.stderr.isTTY === true && !options.json && report.threads.length > 1);
+        try {
+          for (const id of report.threads) {
+            const [before, after] = await Promise.all([verifyThread(source, id), verifyThread(target, id)]);
+            checks.push({ thread: id, source: before.ok, target: after.ok, positions: after.positions });
+            bar.update('verifying copied threads', checks.length, report.threads.length);
+          }
+        } finally {
+          bar.done();
         }
         if (options.json) process.stdout.write(JSON.stringify({ ...report, verify: checks }, null, 2) + '\n');
         else {
