@@ -456,6 +456,16 @@ export class EffectNotFoundError extends coded('ERR_EFFECT_NOT_FOUND') {
   }
 }
 
+/**
+ * An effect a person recorded as failed (`cairn resolve-effect --failed`, `failEffect`
+ * in cairn/inspect): kept as the thread's last error, with the thread `failed`.
+ */
+export class EffectFailedError extends coded('ERR_EFFECT_FAILED') {
+  constructor(readonly effectKey: string, readonly effectName: string, readonly reason: string, readonly actor: string, place?: ErrorPlace) {
+    super(`effect "${effectName}" (key ${effectKey}) failed, as ${actor} recorded: ${reason}. Fix the cause, then run the thread again or fork it.`, { place });
+  }
+}
+
 /** A recorded output does not match the call asking for it (different name at the same call index). */
 export class RecordMismatchError extends coded('ERR_RECORD_MISMATCH') {
   constructor(readonly key: string, readonly expected: string, readonly found: string, place?: ErrorPlace) {

@@ -19,6 +19,7 @@ import { verifyArtifacts, type ArtifactVerifyReport } from '../inspect/artifact-
 import { seqLabel } from '../inspect/walk.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
 import { duration, repeatable } from './options.js';
+import { isoTime, plural, progress } from './format.js';
 
 /** The argument of every artifact store flag (`--artifacts`, copy's `--to-artifacts`), as the help shows it. */
 export const ARTIFACTS_ARG = '<dir | s3://bucket/prefix>';
@@ -55,59 +56,34 @@ function size(bytes: number): string {
   return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
 }
 
-function time(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
-}
-
-/** A one-line progress bar on stderr, only on a terminal and never with --json. */
-export function progressBar(enabled: boolean): { update(label: string, done: number, total?: number): void; done(): void } {
-  let last = 0;
-  let drawn = false;
-  return {
-    update(label, done, total) {
-      if (!enabled) return;
-      const now = Date.now();
-      if (now - last < 80 && done !== total) return;
-      last = now;
-      drawn = true;
-      const width = 30;
-      const bar = total ? `[${'#'.repeat(Math.round((done / Math.max(total, 1)) * width)).padEnd(width, '.')}] ${String(Math.floor((done / Math.max(total, 1)) * 100)).padStart(3)}% ` : '';
-      process.stderr.write(`\r\u001b[2K${label} ${bar}${done}${total ? `/${total}` : ''}`);
-    },
-    done() {
-      if (drawn) process.stderr.write('\r\u001b[2K');
-    },
-  };
-}
-
 /** The human form of a gc report. */
 export function formatGcReport(report: GcReport, location: string, grace: string): string {
   const verb = report.dryRun ? 'would delete' : 'deleted';
   const r = report.roots;
   const lines = [
-    `cairn gc${report.dryRun ? ' --dry-run' : ''}: ${report.scanned} artifacts in ${location}`,
+    `cairn gc${report.dryRun ? ' --dry-run' : ''}: ${plural(report.scanned, 'artifact')} in ${location}`,
     ...(report.deletedThreads.length
-      ? [`  threads: ${report.dryRun ? 'would delete' : 'deleted'} ${report.deletedThreads.length} by retention rules (with their positions, ledger and pins): ${report.deletedThreads.join(', ')}`]
+      ? [`  threads: ${report.dryRun ? 'would delete' : 'deleted'} ${plural(report.deletedThreads.length, 'thread')} by retention rules (with their positions, ledger and pins): ${report.deletedThreads.join(', ')}`]
       : []),
-    `  roots: ${r.threads} threads (${r.releasedThreads} ${report.dryRun ? 'to be deleted' : 'deleted'} by retention rules), ${r.positions} positions, ${r.snapshots} snapshots, ${r.ledgerEntries} ledger entries, ${r.storeItems} store items, ${r.pins} pins → ${r.refs} distinct refs`,
-    `  kept: ${report.kept.referenced} referenced, ${report.kept.pinned} pinned, ${report.kept.inGrace} in grace (written or used since ${time(report.cutoff)}, grace ${grace})${report.refreshed ? `, ${report.refreshed} refreshed while collecting` : ''}`,
-    `  ${verb} ${report.victims.length} artifacts (${size(report.bytes)})${report.victims.length ? ':' : ''}`,
+    `  roots: ${plural(r.threads, 'thread')} (${r.releasedThreads} ${report.dryRun ? 'to be deleted' : 'deleted'} by retention rules), ${plural(r.positions, 'position')}, ${plural(r.snapshots, 'snapshot')}, ${plural(r.ledgerEntries, 'ledger entry', 'ledger entries')}, ${plural(r.storeItems, 'store item')}, ${plural(r.pins, 'pin')} → ${plural(r.refs, 'distinct ref')}`,
+    `  kept: ${report.kept.referenced} referenced, ${report.kept.pinned} pinned, ${report.kept.inGrace} in grace (written or used since ${isoTime(report.cutoff)}, grace ${grace})${report.refreshed ? `, ${report.refreshed} refreshed while collecting` : ''}`,
+    `  ${verb} ${plural(report.victims.length, 'artifact')} (${size(report.bytes)})${report.victims.length ? ':' : ''}`,
   ];
   for (const v of report.victims) {
     const why =
       v.reason === 'expired'
         ? `expired by rule ${v.rule}${v.referencedBy ? ` (still referenced by thread ${v.referencedBy.thread} ${seqLabel(v.referencedBy.ns, v.referencedBy.seq)}: that ref will dangle)` : ''}`
         : 'no retained position, store value or pin refers to it';
-    lines.push(`    ${v.ref.id}  ${size(v.ref.size_bytes)} ${v.ref.media_type}, last used ${time(v.freshAt)}: ${why}`);
+    lines.push(`    ${v.ref.id}  ${size(v.ref.size_bytes)} ${v.ref.media_type}, last used ${isoTime(v.freshAt)}: ${why}`);
   }
-  lines.push(`  sweep: ${report.dryRun ? 'would remove' : 'removed'} ${report.sweep.blobs} unreferenced blobs (${size(report.sweep.bytes)}) and ${report.sweep.temps} temp files or incomplete uploads`);
+  lines.push(`  sweep: ${report.dryRun ? 'would remove' : 'removed'} ${plural(report.sweep.blobs, 'unreferenced blob')} (${size(report.sweep.bytes)}) and ${report.sweep.temps} ${report.sweep.temps === 1 ? 'temp file or incomplete upload' : 'temp files or incomplete uploads'}`);
   return lines.join('\n');
 }
 
 /** The human form of an artifact verification report. */
 export function formatArtifactVerifyReport(report: ArtifactVerifyReport): string {
   const lines = [
-    `${report.ok ? 'ok  ' : 'FAIL'} artifacts: ${report.checked} re-hashed (${size(report.bytes)}), ${report.corrupt.length} corrupted; ${report.refs} refs in ${report.positions} positions and the store, ${report.dangling.length} dangling`,
+    `${report.ok ? 'ok  ' : 'FAIL'} artifacts: ${report.checked} re-hashed (${size(report.bytes)}), ${report.corrupt.length} corrupted; ${plural(report.refs, 'ref')} in ${plural(report.positions, 'position')} and the store, ${report.dangling.length} dangling`,
   ];
   for (const c of report.corrupt) lines.push(`     corrupted ${c.ref.id}: ${c.message}`);
   for (const d of report.dangling) {
@@ -121,7 +97,7 @@ export function formatArtifactVerifyReport(report: ArtifactVerifyReport): string
 /** `cairn verify --artifacts <location>`: called by the verify command after the chain checks. */
 export async function verifyArtifactsCommand(engine: Engine, location: string, options: { json?: boolean; thread?: string }): Promise<ArtifactVerifyReport> {
   const artifacts = await openArtifactStore(location);
-  const bar = progressBar(process.stderr.isTTY === true && !options.json);
+  const bar = progress(process.stderr.isTTY === true && !options.json);
   try {
     return await verifyArtifacts({
       artifacts,
@@ -171,7 +147,7 @@ export function registerArtifactCommands(program: Command): void {
       }
       const engine = await openEngine(options.db, options.dryRun ? 'read' : 'write');
       const artifacts = await openArtifactStore(options.artifacts);
-      const bar = progressBar(process.stderr.isTTY === true && !options.json);
+      const bar = progress(process.stderr.isTTY === true && !options.json);
       try {
         const report = await collectArtifacts({
           checkpointer: engine.checkpointer,

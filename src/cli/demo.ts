@@ -84,7 +84,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoCheck[]> {
 async function check(db: string, effectLog: string, first: ExampleRun, last: ExampleRun, reference: ExampleRun): Promise<DemoCheck[]> {
   const checks = await recoveryChecks({ db, thread: THREAD, first, last, reference });
   const uploads = existsSync(effectLog) ? readFileSync(effectLog, 'utf8').split('\n').filter((l) => l.startsWith('put_object ')).length : 0;
-  checks.splice(2, 0, { name: 'object written once', ok: uploads === 1, detail: `the upload ran ${uploads} time(s)` });
+  checks.splice(2, 0, { name: 'object written once', ok: uploads === 1, detail: `the upload ran ${uploads === 1 ? 'once' : `${uploads} times`}` });
   const engine = sqlite(db);
   try {
     const prefs = await engine.store.get(['user', '42'], 'prefs');

@@ -5,14 +5,15 @@
  * table or, with `--json`, JSON.
  */
 import type { Command } from 'commander';
-import { encode } from '../codec/tagged-json.js';
+import { decode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
+import type { LedgerEntry } from '../contracts/ledger.js';
 import type { MetadataFilter, ThreadKind, ThreadQuery, ThreadStatus } from '../contracts/threads.js';
 import { InvalidOptionError } from '../errors.js';
 import { parseDuration } from '../artifacts/helpers.js';
 import { threadAttempts } from '../inspect/attempts.js';
 import { threadEffects } from '../inspect/effects.js';
-import { threadHistory, type PositionInfo } from '../inspect/history.js';
+import { threadHistory, threadInterrupts, type PositionInfo } from '../inspect/history.js';
 import { storedState } from '../inspect/stored-state.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { namespaceHead, seqLabel } from '../inspect/walk.js';
@@ -20,6 +21,7 @@ import { DB_OPTION, openEngine, type EngineAccess } from './engine-url.js';
 import { deprecatedFlag } from './deprecated-flags.js';
 import { kindList, nonNegativeInteger, positiveInteger, statusList, threadOrder, validated } from './options.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
+import { interruptTable, isoTime, outputStyle, plural, print, progress, showValue, table, type OutputStyle } from './format.js';
 
 interface Common {
   db: string;
@@ -36,19 +38,28 @@ async function withEngine<T>(options: Common, fn: (engine: Engine) => Promise<T>
   }
 }
 
-function out(options: Common, value: unknown, table: () => string): void {
-  process.stdout.write(options.json ? JSON.stringify(JSON.parse(encode(value)), null, 2) + '\n' : table() + '\n');
+function out(options: Common, value: unknown, human: () => string): void {
+  print(outputStyle(options), value, human);
 }
 
-function time(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
+/** A thread's status for a table: a waiting thread says until when, when it knows. */
+function statusText(style: OutputStyle, t: { status: string; wakeAt?: number | null }): string {
+  const text = t.status === 'waiting' && typeof t.wakeAt === 'number' ? `waiting until ${isoTime(t.wakeAt)}` : t.status;
+  return t.status === 'failed' || t.status === 'needs_attention' ? style.c.red(text) : t.status === 'completed' ? style.c.green(text) : text;
+}
+
+/** A ledger entry for people and for --json: its outcome decoded (a value, not a JSON string). */
+function ledgerView(e: LedgerEntry): Omit<LedgerEntry, 'outcome'> & { outcome?: unknown } {
+  const { outcome, ...rest } = e;
+  return outcome === null ? rest : { ...rest, outcome: decode(outcome, `outcome of ${e.key}`) };
 }
 
 /**
- * Positions as a tree, oldest first: a child that continues its parent's line stays
- * in the same column; a fork (a second child) opens a branch one column in.
+ * Positions in tree order, oldest first, each with its depth: a child that continues
+ * its parent's line stays at its depth; a fork (a second child) opens a branch one
+ * level in.
  */
-function drawTree<R extends { seq: number; parent: number | null }>(rows: R[], line: (row: R) => string): string {
+function treeOrder<R extends { seq: number; parent: number | null }>(rows: R[]): { row: R; depth: number }[] {
   const bySeq = new Map(rows.map((r) => [r.seq, r]));
   const children = new Map<number | null, R[]>();
   for (const row of [...rows].sort((a, b) => a.seq - b.seq)) {
@@ -56,15 +67,15 @@ function drawTree<R extends { seq: number; parent: number | null }>(rows: R[], l
     const parent = row.parent !== null && bySeq.has(row.parent) ? row.parent : null;
     children.set(parent, [...(children.get(parent) ?? []), row]);
   }
-  const out: string[] = [];
+  const out: { row: R; depth: number }[] = [];
   const walk = (row: R, depth: number) => {
-    out.push(`${'  │ '.repeat(depth)}${String(row.seq).padStart(5)}  ${line(row)}`);
+    out.push({ row, depth });
     const kids = children.get(row.seq) ?? [];
     kids.slice(1).forEach((kid) => walk(kid, depth + 1));
     if (kids[0]) walk(kids[0], depth);
   };
   for (const root of children.get(null) ?? []) walk(root, 0);
-  return out.join('\n');
+  return out;
 }
 
 /** `key=value`, repeatable. A value that reads as JSON true/false/null or a number is that; anything else (or "quoted") is a string. */
@@ -88,6 +99,17 @@ export function parseSince(text: string, now = Date.now()): number {
   const at = Date.parse(text);
   if (Number.isNaN(at)) throw new InvalidOptionError(`--since ${JSON.stringify(text)}: use a duration back from now (30m, 2h, 7d) or a date (2024-05-01, 2024-05-01T12:00:00Z).`);
   return at;
+}
+
+/** Every thread id of the engine, a page at a time. */
+async function allThreadIds(engine: Engine): Promise<string[]> {
+  const ids: string[] = [];
+  for (let after: string | undefined; ; ) {
+    const page = await engine.checkpointer.listThreads({ limit: 500, ...(after !== undefined ? { after } : {}) });
+    ids.push(...page.map((t) => t.id));
+    if (page.length < 500) return ids;
+    after = page.at(-1)!.id;
+  }
 }
 
 export function registerInspectCommands(program: Command): void {
@@ -126,15 +148,15 @@ export function registerInspectCommands(program: Command): void {
             limit: options.limit,
           };
           const threads = await engine.checkpointer.listThreads(query);
+          const style = outputStyle(options);
           out(options, threads, () =>
             threads.length === 0
               ? 'no threads'
-              : threads
-                  .map(
-                    (t) =>
-                      `${t.id.padEnd(24)} ${t.status.padEnd(16)} ${t.kind.padEnd(12)} ${(t.tenant ?? '-').padEnd(12)} head ${String(t.head ?? '-').padStart(5)}  attempts ${String(t.attempts).padStart(3)}  ${time(t.updatedAt)}`,
-                  )
-                  .join('\n'),
+              : table(
+                  style,
+                  ['thread', 'status', 'kind', 'tenant', 'head', 'attempts', 'updated'],
+                  threads.map((t) => [t.id, statusText(style, t as typeof t & { wakeAt?: number | null }), t.kind, t.tenant, t.head, t.attempts, isoTime(t.updatedAt)]),
+                ),
           );
         });
       },
@@ -148,15 +170,19 @@ export function registerInspectCommands(program: Command): void {
     .action((threadId: string, options: Common) =>
       withEngine(options, async (engine) => {
         const story = await threadAttempts(engine.checkpointer, threadId);
+        const style = outputStyle(options);
         out(options, story, () => {
           const { thread, attempts } = story;
-          const lines = attempts.map((a) => {
-            const where = a.node !== null ? `${a.node}${a.seq !== null ? ` @ seq ${a.seq}` : ''}` : a.seq !== null ? `seq ${a.seq}` : '-';
-            const committed = a.committed.length ? `  committed ${a.committed.map((p) => p.seq).join(',')}` : '';
-            const error = a.error ? `  ${a.error.code}: ${a.error.message}` : '';
-            return `  #${String(a.attempt).padEnd(4)} ${a.outcome.padEnd(16)} ${where.padEnd(28)} ${a.at !== null ? time(a.at) : '-'.padEnd(19)}${committed}${error}`;
-          });
-          return [`thread ${thread.id}: ${thread.status}, ${thread.attempts} attempt${thread.attempts === 1 ? '' : 's'}`, ...lines].join('\n');
+          const rows = attempts.map((a) => [
+            `#${a.attempt}`,
+            a.outcome,
+            a.node ?? '-',
+            a.seq,
+            isoTime(a.at),
+            a.committed.length ? a.committed.map((p) => p.seq).join(',') : '-',
+            a.error ? `${a.error.code}: ${a.error.message}` : '-',
+          ]);
+          return [`thread ${thread.id}: ${statusText(style, thread)}, ${plural(thread.attempts, 'attempt')}`, table(style, ['attempt', 'outcome', 'node', 'seq', 'at', 'committed', 'error'], rows)].join('\n');
         });
       }),
     );
@@ -173,7 +199,7 @@ export function registerInspectCommands(program: Command): void {
         out(options, result, () => {
           if (result.deleted) {
             const r = result.removed;
-            return `deleted thread ${threadId}: ${r.positions} positions, ${r.items} items, ${r.snapshots} snapshots, ${r.pendingWrites} pending writes, ${r.failures} failures, ${r.ledgerEntries} ledger entries, ${r.signals} signals, ${r.pins} pins (artifacts are left to cairn gc)`;
+            return `deleted thread ${threadId}: ${[plural(r.positions, 'position'), plural(r.items, 'item'), plural(r.snapshots, 'snapshot'), plural(r.pendingWrites, 'pending write'), plural(r.failures, 'failure'), plural(r.ledgerEntries, 'ledger entry', 'ledger entries'), plural(r.signals, 'signal'), plural(r.pins, 'pin')].join(', ')} (artifacts are left to cairn gc)`;
           }
           return result.reason === 'missing' ? `no thread ${threadId}: nothing deleted` : `thread ${threadId} is ${result.status}, not ${options.ifStatus!.join(' or ')}: nothing deleted`;
         });
@@ -195,14 +221,26 @@ export function registerInspectCommands(program: Command): void {
         // A namespace the thread does not have is an error here, not an empty page.
         await namespaceHead(engine.checkpointer, threadId, options.ns);
         const rows = await threadHistory(engine.checkpointer, threadId, { ns: options.ns, limit: options.limit, ...(options.beforeSeq !== undefined ? { beforeSeq: options.beforeSeq } : {}) });
-        const line = (r: PositionInfo) => {
-          const changed = Object.keys(r.changes);
-          const effects = r.effects.map((e) => e.name);
-          return `${r.kind.padEnd(9)} ${(r.nodes.join(',') || '-').padEnd(24)} → ${(r.next.join(',') || 'END').padEnd(20)} changed ${changed.join(',') || '-'}${effects.length ? `  effects ${effects.join(',')}` : ''}${r.children.length ? `  child ${r.children.join(',')}` : ''}  ${r.hash.slice(0, 12)}`;
-        };
-        out(options, rows, () =>
-          rows.length === 0 ? `thread ${threadId} has no positions yet` : options.tree ? drawTree(rows, line) : rows.map((r) => `${String(r.seq).padStart(5)} ← ${String(r.parent ?? '-').padStart(5)}  ${line(r)}`).join('\n'),
-        );
+        const style = outputStyle(options);
+        const cells = (r: PositionInfo) => [
+          r.kind,
+          r.nodes.join(',') || '-',
+          r.next.join(',') || 'END',
+          Object.keys(r.changes).join(',') || '-',
+          r.effects.map((e) => e.name).join(',') || '-',
+          [...r.interrupts.map((i) => `pending ${i.id}`), ...(r.answered !== undefined ? [`answered ${r.answered}`] : []), ...(r.waits ?? []).map((w) => `${w.kind} ${w.key}${w.until !== null ? ` until ${isoTime(w.until)}` : ''}`)].join('; ') || '-',
+          r.actor ?? '-',
+          r.children.join(',') || '-',
+          isoTime(r.createdAt),
+          r.hash.slice(0, 12),
+        ];
+        const headers = ['kind', 'nodes', 'next', 'changed', 'effects', 'interrupts / waits', 'actor', 'child', 'at', 'hash'];
+        out(options, rows, () => {
+          if (rows.length === 0) return `thread ${threadId} has no positions yet`;
+          if (!options.tree) return table(style, ['seq', 'parent', ...headers], rows.map((r) => [r.seq, r.parent, ...cells(r)]));
+          // The seq column draws the branches: '│' marks each level a fork opened.
+          return table(style, ['seq', ...headers], treeOrder(rows).map(({ row, depth }) => [`${'│ '.repeat(depth)}${row.seq}`, ...cells(row)]));
+        });
       }),
     );
 
@@ -216,8 +254,19 @@ export function registerInspectCommands(program: Command): void {
     .action((threadId: string, options: Common & { seq?: number; ns: string }) =>
       withEngine(options, async (engine) => {
         const view = await storedState(engine.checkpointer, threadId, { ns: options.ns, ...(options.seq !== undefined ? { seq: options.seq } : {}) });
+        const interrupts = await threadInterrupts(engine.checkpointer, threadId, { ns: options.ns, seq: view.seq });
+        const style = outputStyle(options);
         const where = options.ns ? ` child ${options.ns}` : '';
-        out(options, view, () => `thread ${threadId}${where} seq ${view.seq} (schema v${view.schemaVersion}), next → ${view.next.join(', ') || 'END'}\n${JSON.stringify(JSON.parse(encode(view.state)), null, 2)}`);
+        out(options, { ...view, interrupts }, () =>
+          [
+            `thread ${threadId}${where} seq ${view.seq} (schema v${view.schemaVersion}), next → ${view.next.join(', ') || 'END'}`,
+            showValue(view.state, 2),
+            ...(interrupts.pending.length ? [`${plural(interrupts.pending.length, 'pending interrupt')}:`, interruptTable(style, interrupts.pending)] : []),
+            ...(interrupts.answered.length
+              ? [`${plural(interrupts.answered.length, 'answered interrupt')}:`, interruptTable(style, interrupts.answered.map((i) => ({ ...i, actor: `${i.actor ?? '-'} (seq ${i.answeredAt})` })))]
+              : []),
+          ].join('\n'),
+        );
       }),
     );
 
@@ -228,11 +277,16 @@ export function registerInspectCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common) =>
       withEngine(options, async (engine) => {
-        const entries = await threadEffects(engine, threadId);
+        const entries = (await threadEffects(engine, threadId)).map(ledgerView);
+        const style = outputStyle(options);
         out(options, entries, () =>
           entries.length === 0
             ? 'no ledger entries'
-            : entries.map((e) => `${e.kind.padEnd(6)} ${e.status.padEnd(6)} seq ${String(e.seq).padStart(4)} ${e.node.padEnd(20)} ${e.name.padEnd(28)} ${e.key}`).join('\n'),
+            : table(
+                style,
+                ['kind', 'status', 'seq', 'node', 'name', 'key', 'outcome', 'at'],
+                entries.map((e) => [e.kind, e.status === 'intent' ? style.c.yellow(e.status) : e.status, e.seq, e.node, e.name, e.key, 'outcome' in e ? showValue(e.outcome) : '-', isoTime(e.completedAt ?? e.createdAt)]),
+              ),
         );
       }),
     );
@@ -246,19 +300,29 @@ export function registerInspectCommands(program: Command): void {
     .action((threadId: string | undefined, options: Common & { artifacts?: string }) =>
       withEngine(options, async (engine) => {
         // verifyThread says when the thread named is not there.
-        const ids = threadId ? [threadId] : (await engine.checkpointer.listThreads()).map((t) => t.id);
+        const ids = threadId ? [threadId] : await allThreadIds(engine);
+        const style = outputStyle(options);
+        const bar = progress(process.stderr.isTTY === true && !style.json && ids.length > 1);
         const reports: VerifyReport[] = [];
-        for (const id of ids) reports.push(await verifyThread(engine, id));
+        try {
+          for (const id of ids) {
+            reports.push(await verifyThread(engine, id));
+            bar.update('verifying threads', reports.length, ids.length);
+          }
+        } finally {
+          bar.done();
+        }
         const artifacts = options.artifacts ? await verifyArtifactsCommand(engine, options.artifacts, { json: options.json === true, ...(threadId ? { thread: threadId } : {}) }) : undefined;
+        const bad = reports.filter((r) => !r.ok).length;
         out(options, artifacts ? { threads: reports, artifacts } : reports, () =>
           [
-            ...(reports.length === 0 ? ['no threads'] : []),
             ...reports.map(
               (r) =>
-                `${r.ok ? 'ok  ' : 'FAIL'} ${r.threadId}: ${r.positions} positions, ${r.snapshots} snapshots, ${r.ledgerEntries} ledger entries` +
+                `${r.ok ? style.c.green('ok  ') : style.c.red('FAIL')} ${r.threadId}: ${plural(r.positions, 'position')}, ${plural(r.snapshots, 'snapshot')}, ${plural(r.ledgerEntries, 'ledger entry', 'ledger entries')}` +
                 r.problems.map((p) => `\n     ${seqLabel(p.ns, p.seq)} (${p.kind}): ${p.message}`).join(''),
             ),
             ...(artifacts ? [formatArtifactVerifyReport(artifacts)] : []),
+            `${plural(reports.length, 'thread')} verified: ${reports.length - bad} ok, ${bad} with problems`,
           ].join('\n'),
         );
         if (reports.some((r) => !r.ok) || (artifacts && !artifacts.ok)) process.exitCode = 1;

@@ -2,8 +2,8 @@
 /**
  * @module cli/main
  * The `cairn` command line: `demo`, `threads`, `attempts`, `delete-thread`,
- * `history`, `show`, `effects`, `verify`, `gc`, `migrate`, `worker`, `export`,
- * `import`, `copy`, `signal`. Every command names its database with `--db <url>` (a SQLite
+ * `history`, `show`, `effects`, `verify`, `diff`, `resume`, `fork`, `replay`,
+ * `resolve-effect`, `signal`, `gc`, `migrate`, `worker`, `export`, `import`, `copy`. Every command names its database with `--db <url>` (a SQLite
  * file path, a `sqlite:` / `file:` URL, or `postgres://…#schema`; copy's target is
  * `--to`) and takes `--json`. Renamed flags keep their old spelling for a while,
  * hidden, with a deprecation notice (cli/deprecated-flags).
@@ -18,6 +18,7 @@ import { createRequire } from 'node:module';
 import { CairnError, InvalidKeyError, InvalidOptionError } from '../errors.js';
 import { runDemo } from './demo.js';
 import { registerInspectCommands } from './inspect-commands.js';
+import { registerOperateCommands } from './operate-commands.js';
 import { registerMigrateCommand } from './migrate-command.js';
 import { registerWorkerCommand } from './worker-command.js';
 import { registerTransferCommands } from './transfer-commands.js';
@@ -56,6 +57,7 @@ program
   });
 
 registerInspectCommands(program);
+registerOperateCommands(program);
 registerMigrateCommand(program);
 registerWorkerCommand(program);
 registerTransferCommands(program);

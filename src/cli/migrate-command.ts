@@ -8,8 +8,6 @@
  * compatibility window.
  */
 import type { Command } from 'commander';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { Engine } from '../contracts/engine.js';
 import { DatabaseNotFoundError, DatabaseOutdatedError, InvalidOptionError } from '../errors.js';
 import { POSTGRES_MIGRATIONS } from '../engines/postgres/migrations.js';
@@ -17,9 +15,11 @@ import { SQLITE_MIGRATIONS } from '../engines/sqlite/migrations.js';
 import { migrateCheck, type SchemaWindow } from '../inspect/migrate-check.js';
 import { rewriteSnapshots } from '../runtime/rewrite-snapshots.js';
 import type { StateSchema } from '../state/schema.js';
+import { importModule, parseModuleSpec } from './app-loader.js';
 import { deprecatedFlag } from './deprecated-flags.js';
 import { DB_OPTION, isPostgresUrl, openEngine } from './engine-url.js';
 import { positiveInteger } from './options.js';
+import { plural } from './format.js';
 
 interface MigrateOptions {
   db: string;
@@ -36,10 +36,10 @@ function isStateSchema(value: unknown): value is StateSchema {
   return typeof value === 'object' && value !== null && 'fieldNames' in value && 'oldestReadableVersion' in value && typeof (value as StateSchema).upcast === 'function';
 }
 
-/** Loads `<file>[#export]`: the named export, or the module's only state schema. */
+/** Loads `<file>[#export]` (a `.js` module, or `.ts` through tsx): the named export, or the module's only state schema. */
 export async function loadStateSchema(spec: string): Promise<StateSchema> {
-  const [file, name] = spec.split('#') as [string, string | undefined];
-  const module = (await import(pathToFileURL(resolve(file)).href)) as Record<string, unknown>;
+  const { file, name } = parseModuleSpec(spec);
+  const module = await importModule(file);
   if (name !== undefined) {
     if (!isStateSchema(module[name])) throw new InvalidOptionError(`${file} has no state schema exported as "${name}".`);
     return module[name];
@@ -95,7 +95,7 @@ export function registerMigrateCommand(program: Command): void {
     .option('--apply', "create the database's tables, or apply the migrations this cairn has and the database lacks")
     .option('--check', 'count threads and positions per schema version and list threads outside the window')
     .option('--rewrite-snapshots', 'store a snapshot at the current version for every active thread whose head is older (needs --state)')
-    .option('--state <module>', "the application's state schema: <file>[#<export>] (a JS module)")
+    .option('--state <module>', "the application's state schema: <file>[#<export>] (an ES module: .js, or .ts through tsx)")
     .option('--oldest-readable-version <n>', "the state schema's oldestReadableVersion (without --state; default: --current-version)", positiveInteger)
     .addOption(deprecatedFlag('--oldest <n>', '--oldest-readable-version'))
     .option('--current-version <n>', "the state schema's current version (without --state)", positiveInteger)
@@ -133,9 +133,9 @@ export function registerMigrateCommand(program: Command): void {
           else {
             const lines = [
               window ? `current version ${window.currentVersion}, readable from ${window.oldestReadableVersion}` : 'no window given (--state, or --current-version/--oldest-readable-version): counts only',
-              `${report.threads} threads, ${report.positions} positions${report.childPositions ? ` (${report.childPositions} of them in child runs' namespaces, counted by their own schema versions)` : ''}`,
+              `${plural(report.threads, 'thread')}, ${plural(report.positions, 'position')}${report.childPositions ? ` (${report.childPositions} of them in child runs' namespaces, counted by their own schema versions)` : ''}`,
               ...report.versions.map(
-                (v) => `  v${v.version}: ${v.threads} thread head(s), ${v.positions} position(s)${v.readable === null ? '' : v.readable ? '' : '  OUTSIDE THE WINDOW'}`,
+                (v) => `  v${v.version}: ${plural(v.threads, 'thread head')}, ${plural(v.positions, 'position')}${v.readable === null ? '' : v.readable ? '' : '  OUTSIDE THE WINDOW'}`,
               ),
               ...(report.outside.length ? ['threads that cannot be read:', ...report.outside.map((o) => `  ${o.threadId} (${o.status}) head at v${o.headVersion}: ${o.reason}`)] : []),
             ];
@@ -149,7 +149,7 @@ export function registerMigrateCommand(program: Command): void {
           if (options.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
           else {
             const lines = [
-              `rewrote ${report.rewritten.length} snapshot(s) at version ${schema.version}`,
+              `rewrote ${plural(report.rewritten.length, 'snapshot')} at version ${schema.version}`,
               ...report.rewritten.map((r) => `  ${r.threadId} seq ${r.seq}: v${r.fromVersion} → v${r.toVersion}`),
               ...(report.skipped.length ? [`skipped ${report.skipped.length}:`, ...report.skipped.map((s) => `  ${s.threadId}: ${s.reason}`)] : []),
             ];

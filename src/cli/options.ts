@@ -85,3 +85,19 @@ export function repeatable<T>(parse: (value: string) => T): (value: string, prev
 export function validated<T>(parse: (value: string) => T): (value: string) => T {
   return (value) => checked(() => parse(value));
 }
+
+/** A JSON value (`--answer '{"approved":true}'`, `--outcome 42`); text that does not parse is bad usage. */
+export function jsonValue(value: string): unknown {
+  try {
+    return JSON.parse(value);
+  } catch (error) {
+    throw new InvalidArgumentError(`Write a JSON value, e.g. '{"approved":true}', '"text"' or 42 (${(error as Error).message}).`);
+  }
+}
+
+/** A JSON object (`--input`, `--patch`: writes to state fields). */
+export function jsonObject(value: string): Record<string, unknown> {
+  const parsed = jsonValue(value);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError(`Write a JSON object of field writes, e.g. '{"approved":true}'.`);
+  return parsed as Record<string, unknown>;
+}

@@ -21,6 +21,7 @@ import { deprecatedFlag } from './deprecated-flags.js';
 import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
 import { InvalidOptionError } from '../errors.js';
 import { repeatable } from './options.js';
+import { plural, progress } from './format.js';
 
 /** The threads a command names: `--all`, or the ids given (not both, not neither). */
 function checkSelection(ids: string[], all: boolean | undefined): void {
@@ -66,12 +67,12 @@ function describeMoved(
   verb: string,
   report: { threads: number; positions: number; signals?: number; ledgerEntries?: number; storeItems?: number; artifacts?: number; artifactsSkipped?: number },
 ): string {
-  const parts = [`${report.threads} thread(s)`, `${report.positions} position(s)`];
-  if (report.signals) parts.push(`${report.signals} signal(s)`);
-  if (report.ledgerEntries !== undefined) parts.push(`${report.ledgerEntries} ledger entr(ies)`);
-  if (report.storeItems !== undefined) parts.push(`${report.storeItems} store item(s)`);
-  if (report.artifacts !== undefined) parts.push(`${report.artifacts} artifact(s)`);
-  const skipped = report.artifactsSkipped ? `; skipped ${report.artifactsSkipped} artifact(s): pass --artifacts ${ARTIFACTS_ARG} to import them` : '';
+  const parts = [plural(report.threads, 'thread'), plural(report.positions, 'position')];
+  if (report.signals) parts.push(plural(report.signals, 'signal'));
+  if (report.ledgerEntries !== undefined) parts.push(plural(report.ledgerEntries, 'ledger entry', 'ledger entries'));
+  if (report.storeItems !== undefined) parts.push(plural(report.storeItems, 'store item'));
+  if (report.artifacts !== undefined) parts.push(plural(report.artifacts, 'artifact'));
+  const skipped = report.artifactsSkipped ? `; skipped ${plural(report.artifactsSkipped, 'artifact')}: pass --artifacts ${ARTIFACTS_ARG} to import them` : '';
   return `${verb} ${parts.join(', ')}${skipped}`;
 }
 
@@ -184,9 +185,15 @@ export function registerTransferCommands(program: Command): void {
         const records = exportThreads(source, threads, { ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) });
         const report = await importThreads(target, records, to ? { artifacts: to } : {});
         const checks = [];
-        for (const id of report.threads) {
-          const [before, after] = await Promise.all([verifyThread(source, id), verifyThread(target, id)]);
-          checks.push({ thread: id, source: before.ok, target: after.ok, positions: after.positions });
+        const bar = progress(process.stderr.isTTY === true && !options.json && report.threads.length > 1);
+        try {
+          for (const id of report.threads) {
+            const [before, after] = await Promise.all([verifyThread(source, id), verifyThread(target, id)]);
+            checks.push({ thread: id, source: before.ok, target: after.ok, positions: after.positions });
+            bar.update('verifying copied threads', checks.length, report.threads.length);
+          }
+        } finally {
+          bar.done();
         }
         if (options.json) process.stdout.write(JSON.stringify({ ...report, verify: checks }, null, 2) + '\n');
         else {

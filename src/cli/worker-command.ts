@@ -1,25 +1,19 @@
 /**
  * @module cli/worker-command
- * `cairn worker --db postgres://…#schema --module <file>`: runs a {@link Worker} for
- * the app the module builds (`--db` a SQLite file: workers on one machine). The
- * module exports `createApp(engine)` (or a default export of that shape) returning
- * a compiled graph. SIGTERM / SIGINT stop it gracefully:
+ * `cairn worker --db postgres://…#schema --app <file>[#export]`: runs a {@link Worker}
+ * for the app the module builds (`--db` a SQLite file: workers on one machine). The
+ * module (loaded by cli/app-loader: `.js`, or `.ts` through tsx) exports a compiled
+ * graph or `createApp(engine)` returning one. SIGTERM / SIGINT stop it gracefully:
  * running threads are released between steps for other workers to take over.
  */
 import type { Command } from 'commander';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import type { Engine } from '../contracts/engine.js';
 import { LEASE_MS, WORKER_CONCURRENCY, WORKER_POLL_MS } from '../defaults.js';
 import { InvalidOptionError } from '../errors.js';
-import type { App } from '../runtime/app.js';
 import { Worker } from '../runtime/worker.js';
-import type { StateSchema } from '../state/schema.js';
+import { APP_ARG, APP_HELP, loadApp } from './app-loader.js';
 import { deprecatedFlag } from './deprecated-flags.js';
 import { isPostgresUrl, openEngine } from './engine-url.js';
 import { durationMs, positiveInteger } from './options.js';
-
-type AppFactory = (engine: Engine) => App<StateSchema> | Promise<App<StateSchema>>;
 
 export function registerWorkerCommand(program: Command): void {
   program
@@ -28,23 +22,28 @@ export function registerWorkerCommand(program: Command): void {
     .option('--db <url>', 'the cairn database: postgres://user@host/db#schema (workers on many machines; created if missing), or a SQLite file path, sqlite: or file: URL (workers on one machine)', './cairn.db')
     .addOption(deprecatedFlag('--postgres <url>', '--db', { use: '--db <url>#<schema>' }))
     .addOption(deprecatedFlag('--schema <name>', '--db', { use: '--db <url>#<schema>', apply: withSchema }))
-    .requiredOption('--module <file>', 'a JS module exporting createApp(engine) (or a default export) that returns the compiled graph')
+    .requiredOption(`--app ${APP_ARG}`, APP_HELP)
+    .addOption(deprecatedFlag('--module <file>', '--app'))
     .option('--concurrency <n>', 'threads run at once', positiveInteger, WORKER_CONCURRENCY)
     .option('--max-connections <n>', 'PostgreSQL pool size (default: concurrency + 2)', positiveInteger)
     .option('--lease-ms <ms>', 'lease length: a duration (30s, 2m) or a whole number of ms', durationMs, LEASE_MS)
     .option('--poll-ms <ms>', 'longest sleep without a wake-up: a duration (5s) or a whole number of ms', durationMs, WORKER_POLL_MS)
     .option('--json', 'print one JSON line per finished thread')
-    .action(async (options: { db: string; module: string; concurrency: number; maxConnections?: number; leaseMs: number; pollMs: number; json?: boolean }) => {
+    .action(async (options: { db: string; app: string; concurrency: number; maxConnections?: number; leaseMs: number; pollMs: number; json?: boolean }) => {
       // Each running thread uses one connection at a time; the wake-up listener holds one more.
       const max = options.maxConnections ?? options.concurrency + 2;
       // A PostgreSQL schema is created if missing, as every process of the app would; a SQLite file must exist.
       const engine = isPostgresUrl(options.db)
         ? await openEngine(options.db, 'create', { maxConnections: max, applicationName: 'cairn-worker' })
         : await openEngine(options.db, 'write');
-      const module = (await import(pathToFileURL(resolve(options.module)).href)) as { createApp?: AppFactory; default?: AppFactory };
-      const factory = module.createApp ?? module.default;
-      if (typeof factory !== 'function') throw new InvalidOptionError(`${options.module} must export createApp(engine) (or a default export) returning a compiled graph.`);
-      const app = await factory(engine);
+      let loaded;
+      try {
+        loaded = await loadApp(options.app, engine);
+      } catch (error) {
+        await engine.close();
+        throw error;
+      }
+      const { app, dispose } = loaded;
       const worker = new Worker(app, {
         concurrency: options.concurrency,
         leaseMs: options.leaseMs,
@@ -59,6 +58,7 @@ export function registerWorkerCommand(program: Command): void {
       try {
         await worker.run();
       } finally {
+        await dispose();
         await engine.close();
       }
     });

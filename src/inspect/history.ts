@@ -37,11 +37,27 @@ export interface PositionInfo {
   artifacts: ArtifactRef[];
   /** Interrupts pending once this position is the head. */
   interrupts: PendingInterrupt[];
+  /** Resume positions: the id of the interrupt this position answered. */
+  answered?: string;
   /** Who wrote a resume or fork position. */
   actor?: string;
+  /** What the thread waits for once this position is the head (a sleep or a signal), when the runtime recorded any. */
+  waits?: WaitInfo[];
   /** Namespaces of the child runs (subgraph nodes) of this step: pass one as `ns` to history or stateAt. */
   children: string[];
   hash: string;
+}
+
+/** A wait a position records: a timer (`sleep`, until a time) or a named signal (`signal`). */
+export interface WaitInfo {
+  id: string;
+  node: string;
+  task: string;
+  kind: 'sleep' | 'signal';
+  key: string;
+  /** When a sleep ends (ms since the epoch); null for a signal without a timeout. */
+  until: number | null;
+  name?: string;
 }
 
 /** Which page of a thread's history {@link threadHistory} reads. */
@@ -90,9 +106,59 @@ export async function threadHistory(cp: Checkpointer, threadId: string, options:
       effects: (body.effects ?? []).map(({ key, name }) => ({ key, name })),
       artifacts: body.artifacts ?? [],
       interrupts: body.interrupts ?? [],
+      ...(body.answered !== undefined ? { answered: body.answered } : {}),
       ...(body.actor !== undefined ? { actor: body.actor } : {}),
+      // Waits are recorded by runtimes that have them; older positions have none.
+      ...((body as { waits?: WaitInfo[] }).waits?.length ? { waits: (body as { waits?: WaitInfo[] }).waits! } : {}),
       children: body.children ?? [],
       hash: p.hash,
     };
   });
+}
+
+/** An interrupt a resume answered: where it was raised, its payload, and who answered it at which position. */
+export interface AnsweredInterrupt extends PendingInterrupt {
+  /** The resume position that answered it. */
+  answeredAt: number;
+  /** Who answered (the resume's actor). */
+  actor: string | null;
+}
+
+/** What {@link threadInterrupts} returns. */
+export interface ThreadInterrupts {
+  /** Interrupts pending at the position (what a resume there would answer). */
+  pending: PendingInterrupt[];
+  /** Interrupts answered at or before the position, oldest first, with who answered them. */
+  answered: AnsweredInterrupt[];
+}
+
+/**
+ * The interrupts of a thread at position `seq` (default the head) of namespace `ns`:
+ * those pending there, and those answered on its branch up to it, with the actor of
+ * each answer.
+ * ThreadNotFoundError for a missing thread.
+ *
+ * @example
+ * ```ts
+ * const { pending, answered } = await threadInterrupts(engine.checkpointer, 'post');
+ * for (const a of answered) console.log(a.id, a.payload, 'answered by', a.actor);
+ * ```
+ */
+export async function threadInterrupts(cp: Checkpointer, threadId: string, options: { ns?: string; seq?: number } = {}): Promise<ThreadInterrupts> {
+  const all = await threadHistory(cp, threadId, { ns: options.ns ?? '' });
+  const bySeq = new Map(all.map((p) => [p.seq, p]));
+  const upTo = options.seq ?? all[0]?.seq ?? -1;
+  // The branch that leads to the position: other branches' answers are not its history.
+  const branch: PositionInfo[] = [];
+  for (let p = bySeq.get(upTo); p; p = p.parent === null ? undefined : bySeq.get(p.parent)) branch.unshift(p);
+  const raised = new Map<string, PendingInterrupt>();
+  const answered: AnsweredInterrupt[] = [];
+  for (const p of branch) {
+    for (const i of p.interrupts) raised.set(i.id, i);
+    if (p.answered !== undefined) {
+      const i = raised.get(p.answered) ?? { id: p.answered, node: '-', when: 'inside' as const, payload: undefined };
+      answered.push({ ...i, answeredAt: p.seq, actor: p.actor ?? null });
+    }
+  }
+  return { pending: bySeq.get(upTo)?.interrupts ?? [], answered };
 }

@@ -2,8 +2,9 @@
  * @module cairn/inspect
  * Reading and maintaining what engines store, for tools and scripts (the CLI and
  * the web inspector use the same functions): verify a thread's integrity, tell its
- * attempts, load a position's state as stored, check which threads a schema can
- * still read, signal a thread, export and import threads, collect and verify artifacts, rewrite
+ * attempts, load a position's state as stored, diff two positions' states, settle an
+ * effect in doubt, signal a thread, check which threads a schema can
+ * still read, export and import threads, collect and verify artifacts, rewrite
  * snapshots. Every function works on any engine through its contracts.
  *
  * @example
@@ -15,11 +16,14 @@
  */
 export { verifyThread } from './verify.js';
 export type { VerifyReport, VerifyProblem, VerifyProblemKind } from './verify.js';
-export { threadHistory } from './history.js';
-export type { HistoryPage, PositionInfo } from './history.js';
+export { threadHistory, threadInterrupts } from './history.js';
+export type { HistoryPage, PositionInfo, WaitInfo, ThreadInterrupts, AnsweredInterrupt } from './history.js';
 export { storedState } from './stored-state.js';
 export type { StoredState, StoredStateOptions } from './stored-state.js';
-export { threadEffects } from './effects.js';
+export { threadEffects, resolveEffect, failEffect } from './effects.js';
+export type { ResolveEffectOptions, FailEffectOptions } from './effects.js';
+export { diffStates, threadDiff } from './diff.js';
+export type { FieldDiff, StateDiff, ThreadDiff, ThreadDiffOptions } from './diff.js';
 export { threadAttempts } from './attempts.js';
 export type { ThreadAttempts, AttemptInfo, AttemptOutcome, CommittedPosition } from './attempts.js';
 export { migrateCheck } from './migrate-check.js';

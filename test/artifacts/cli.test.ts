@@ -7,10 +7,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fsArtifacts } from '../../src/artifacts/fs/index.js';
 import { listArtifacts } from '../../src/artifacts/helpers.js';
-import { progressBar } from '../../src/cli/artifact-commands.js';
+import { progress } from '../../src/cli/format.js';
 import { ensureBuilt } from './build.js';
 import { startS3Server, type S3Server } from './s3-server.js';
 
@@ -50,7 +51,7 @@ describe('cairn gc', () => {
     const dry = await cairn(['gc', '--db', db, '--artifacts', artifacts, '--grace', '10ms', '--dry-run']);
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toContain('cairn gc --dry-run: 2 artifacts');
-    expect(dry.stdout).toContain('would delete 1 artifacts');
+    expect(dry.stdout).toContain('would delete 1 artifact (');
     expect(dry.stdout).toContain(`${garbage.id}  35 B text/plain`);
     expect(dry.stdout).toContain('no retained position, store value or pin refers to it');
     expect(dry.stdout).toMatch(/kept: 1 referenced/);
@@ -127,18 +128,22 @@ describe('an S3 location', () => {
 
 describe('progress bar', () => {
   it('draws on a terminal and stays silent otherwise', () => {
+    const written: string[] = [];
+    // A terminal as cli-progress sees one: isTTY, a width, and writes.
+    const terminal = Object.assign(new PassThrough(), { isTTY: true, columns: 120 });
+    terminal.on('data', (chunk: Buffer) => written.push(chunk.toString()));
     const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     try {
-      const off = progressBar(false);
+      const off = progress(false);
       off.update('collecting', 1, 2);
       off.done();
       expect(write).not.toHaveBeenCalled();
-      const on = progressBar(true);
-      on.update('collecting', 5, 10);
-      on.done();
-      expect(String(write.mock.calls[0]![0])).toContain('collecting [###############...............]  50% 5/10');
     } finally {
       write.mockRestore();
     }
+    const on = progress(true, terminal);
+    on.update('collecting', 5, 10);
+    on.done();
+    expect(written.join('')).toMatch(/collecting \S{15}\S{15}  50% 5\/10/);
   });
 });

@@ -56,6 +56,7 @@ describe('cairn attempts after a run killed inside put_object', () => {
     ]);
 
     const table = await cairn(['attempts', 'cust_42', '--db', db]);
-    expect(table.stdout).toMatch(/#1\s+continued\s+put_object @ seq 2\s/);
+    expect(table.stdout).toMatch(/^attempt\s+outcome\s+node\s+seq\s+at\s+committed\s+error$/m);
+    expect(table.stdout).toMatch(/^#1\s+continued\s+put_object\s+2\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\s+0,1,2\s/m);
   }, 60_000);
 });

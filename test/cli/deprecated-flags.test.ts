@@ -49,7 +49,7 @@ describe('old spellings still work, with a notice', () => {
     const target = join(dir, 'old-import.db');
     const run = await cairn(['import', '--to', target], { input: exported.stdout });
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/^imported 1 thread\(s\)/);
+    expect(run.stdout).toMatch(/^imported 1 thread, /);
     expect(notices(run.stderr)).toEqual(['[cairn] --to is deprecated: use --db <url>.']);
     expect((await cairn(['verify', 'cust_42', '--db', target])).code).toBe(0);
   });

@@ -100,7 +100,7 @@ describe('gc thread rules', () => {
   it('cairn gc --rule threads:status=completed,olderThan=0s leaves verify passing; --dry-run lists the threads it would delete', async () => {
     const dry = await cairn(['gc', '--db', db, '--artifacts', store, '--grace', '0', '--rule', 'threads:status=completed,olderThan=0s', '--dry-run']);
     expect(dry.code, dry.stderr).toBe(0);
-    expect(dry.stdout).toContain('threads: would delete 2 by retention rules (with their positions, ledger and pins): done, held');
+    expect(dry.stdout).toContain('threads: would delete 2 threads by retention rules (with their positions, ledger and pins): done, held');
     expect((await cairn(['threads', '--db', db])).stdout).toContain('done');
 
     const gc = await cairn(['gc', '--db', db, '--artifacts', store, '--grace', '0', '--rule', 'threads:status=completed,olderThan=0s', '--json']);

@@ -14,7 +14,7 @@ import { fsArtifacts } from '../../src/artifacts/fs/index.js';
 import { encode } from '../../src/codec/tagged-json.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
-import { threadHistory, type HistoryPage } from '../../src/inspect/history.js';
+import { threadHistory, threadInterrupts, type HistoryPage } from '../../src/inspect/history.js';
 import { storedState } from '../../src/inspect/stored-state.js';
 import type { App } from '../../src/runtime/app.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -139,7 +139,9 @@ describe('cairn history --json and cairn show --json', () => {
   it('history --before-seq pages the table too', async () => {
     const run = await cairn(['history', 'cust_42', '--before-seq', '2', '--db', db]);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout.trim().split('\n').map((line) => Number(line.trim().split(/\s+/)[0]))).toEqual([1, 0]);
+    const [header, ...lines] = run.stdout.trim().split('\n');
+    expect(header!.split(/\s+/).slice(0, 3)).toEqual(['seq', 'parent', 'kind']);
+    expect(lines.map((line) => Number(line.trim().split(/\s+/)[0]))).toEqual([1, 0]);
   });
 
   it('show prints what storedState returns, at the head, at a seq, in a child run', async () => {
@@ -150,7 +152,9 @@ describe('cairn history --json and cairn show --json', () => {
     ] as const) {
       const run = await cairn(['show', thread, ...args, '--db', db, '--json']);
       expect(run.code, run.stderr).toBe(0);
-      expect(run.stdout).toBe(printed(await storedState(engine.checkpointer, thread, options)));
+      // The stored state, and the interrupts pending there and answered before it.
+      const view = await storedState(engine.checkpointer, thread, options);
+      expect(run.stdout).toBe(printed({ ...view, interrupts: await threadInterrupts(engine.checkpointer, thread, { ...options, seq: view.seq }) }));
     }
     expect(await storedState(engine.checkpointer, 'cust_42', { seq: 1 })).toMatchObject({ thread: 'cust_42', seq: 1, next: ['generate_summary'] });
   });

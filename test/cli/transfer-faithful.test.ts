@@ -130,10 +130,10 @@ describe('cairn export / import', () => {
   it('import without --artifacts says what it skipped; the human summaries name what moved', async () => {
     const exported = await cairn(['export', 'cust_42', '--db', db, '--artifacts', artifacts]);
     expect(exported.code, exported.stderr).toBe(0);
-    expect(exported.stderr.trim()).toBe('exported 1 thread(s), 5 position(s), 1 artifact(s)');
+    expect(exported.stderr.trim()).toBe('exported 1 thread, 5 positions, 1 artifact');
     const imported = await cairn(['import', '--db', join(dir, 'no-artifacts.db')], { input: exported.stdout });
     expect(imported.code, imported.stderr).toBe(0);
-    expect(imported.stdout.trim()).toMatch(/^imported 1 thread\(s\), 5 position\(s\), \d+ ledger entr\(ies\); skipped 1 artifact\(s\): pass --artifacts/);
+    expect(imported.stdout.trim()).toMatch(/^imported 1 thread, 5 positions, \d+ ledger entries; skipped 1 artifact: pass --artifacts/);
   });
 
   it('export --artifacts refuses, exit 1, when a thread refers to an artifact the store does not hold', async () => {

@@ -92,7 +92,7 @@ describe('export and import', () => {
     // And back into a new SQLite file through export | import.
     const exported = cli(['export', 'cust_42', '--db', `${PG_URL}#${pg.schema}`]);
     const back = tmp();
-    expect(cli(['import', '--db', back], exported)).toMatch(/imported 1 thread\(s\), 5 position\(s\), 5 ledger/);
+    expect(cli(['import', '--db', back], exported)).toMatch(/imported 1 thread, 5 positions, 5 ledger entries/);
     expect(cli(['verify', 'cust_42', '--db', back])).toMatch(/^ok {3}cust_42: 5 positions/);
   });
 });

@@ -271,7 +271,7 @@ describe('tampering with child namespaces in a SQLite file', () => {
         failed = error as { status: number; stdout: string };
       }
       expect(failed?.status).toBe(1);
-      expect(failed?.stdout).toMatch(new RegExp(`^FAIL t: 8 positions, 1 snapshots, 0 ledger entries\\n {5}ns ${CHILD_NS.replace(/[|]/g, '\\|')} seq 1 \\(position\\): hash mismatch`));
+      expect(failed?.stdout).toMatch(new RegExp(`^FAIL t: 8 positions, 1 snapshot, 0 ledger entries\\n {5}ns ${CHILD_NS.replace(/[|]/g, '\\|')} seq 1 \\(position\\): hash mismatch`));
     } finally {
       await done();
     }

@@ -35,7 +35,9 @@ describe('cairn CLI on child runs', () => {
     const cli = (args: string[]) => execFileSync(process.execPath, [join(root, 'dist/cli/main.js'), ...args, '--db', path], { encoding: 'utf8' });
     const history = JSON.parse(cli(['history', 't', '--json'])) as { seq: number; nodes: string[]; children: string[] }[];
     expect(history.map((h) => h.children)).toEqual([['ask:0@0'], []]);
-    expect(cli(['history', 't'])).toMatch(/child ask:0@0/);
+    // The child column names the child run's namespace.
+    expect(cli(['history', 't'])).toMatch(/^seq\s+parent\s+.*\schild\s/m);
+    expect(cli(['history', 't'])).toMatch(/\sask:0@0\s/);
 
     const childHistory = JSON.parse(cli(['history', 't', '--ns', 'ask:0@0', '--json'])) as { seq: number; kind: string; nodes: string[] }[];
     expect(childHistory.map((h) => [h.seq, h.kind, h.nodes])).toEqual([

@@ -1,0 +1,183 @@
+/**
+ * @module cli/format
+ * How every command prints, in one place: tables with column headers (cli-table3),
+ * times in ISO 8601 with their zone, counts with the right plural, values as the
+ * user's data (decoded from the tagged codec, `undefined` shown as such, never a
+ * `$t` tag), colours only on a terminal (picocolors; never with `--json` or
+ * `NO_COLOR`), progress bars on stderr only on a terminal (cli-progress), and the
+ * `--json` form (tagged JSON, so nothing the state holds is lost).
+ *
+ * @example
+ * ```ts
+ * const style = outputStyle(options);
+ * print(style, threads, () => table(style, ['thread', 'status'], threads.map((t) => [t.id, t.status])));
+ * ```
+ */
+import Table from 'cli-table3';
+import cliProgress from 'cli-progress';
+import pc from 'picocolors';
+import { encode } from '../codec/tagged-json.js';
+
+/** How a command prints: `--json`, and whether colours are on. */
+export interface OutputStyle {
+  json: boolean;
+  color: boolean;
+  /** picocolors, enabled or not by `color`. */
+  c: ReturnType<typeof pc.createColors>;
+}
+
+/** True when colours may be used on `stream`: a terminal, and `NO_COLOR` not set (https://no-color.org). */
+export function colorsAllowed(stream: NodeJS.WriteStream = process.stdout): boolean {
+  const noColor = process.env.NO_COLOR;
+  return stream.isTTY === true && (noColor === undefined || noColor === '');
+}
+
+/** The output style of a command's options: colours only on a terminal, without `--json` and `NO_COLOR`. */
+export function outputStyle(options: { json?: boolean }): OutputStyle {
+  const json = options.json === true;
+  const color = !json && colorsAllowed();
+  return { json, color, c: pc.createColors(color) };
+}
+
+/** A value as `--json` prints it: tagged JSON (a Date, a BigInt, `undefined` keep their type), indented. */
+export function jsonText(value: unknown): string {
+  return JSON.stringify(JSON.parse(encode(value)), null, 2);
+}
+
+/** Prints `value` as JSON with `--json`, else what `human()` returns; each ends with a newline. */
+export function print(style: Pick<OutputStyle, 'json'>, value: unknown, human: () => string): void {
+  process.stdout.write((style.json ? jsonText(value) : human()) + '\n');
+}
+
+/** A time (ms since the epoch) in ISO 8601 with its zone: `2026-12-01T13:40:39.000Z`; `-` for none. */
+export function isoTime(ms: number | null | undefined): string {
+  return ms === null || ms === undefined ? '-' : new Date(ms).toISOString();
+}
+
+/** `1 thread`, `2 threads`, `1 ledger entry`, `3 ledger entries`. */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+const RAW = '\u0000raw:';
+const RAW_END = '\u0000';
+
+/** A stand-in JSON.stringify keeps as a string; {@link showValue} then unquotes it. */
+function raw(text: string): string {
+  return `${RAW}${text}${RAW_END}`;
+}
+
+/** The decoded value as JSON.stringify can print it, with stand-ins for what JSON has no form for. */
+function printable(value: unknown): unknown {
+  if (value === undefined) return raw('undefined');
+  if (typeof value === 'bigint') return raw(`${value}n`);
+  if (typeof value === 'number') return Number.isFinite(value) && !Object.is(value, -0) ? value : raw(Object.is(value, -0) ? '-0' : String(value));
+  if (value === null || typeof value !== 'object') return value;
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? raw('Invalid Date') : value.toISOString();
+  if (value instanceof Uint8Array) return raw(`<${value.byteLength} bytes>`);
+  if (value instanceof Map) return [...value.entries()].map(([k, v]) => [printable(k), printable(v)]);
+  if (value instanceof Set) return [...value].map(printable);
+  // An array hole shows as undefined, like a missing element.
+  if (Array.isArray(value)) return Array.from(value, printable);
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) out[key] = printable(v);
+  return out;
+}
+
+/**
+ * A decoded value for a person: JSON, with `undefined`, `10n`, `NaN`, `-0` written
+ * as JavaScript writes them, a Date as its ISO string, a Map as its `[key, value]`
+ * pairs, a Set as its elements, bytes as `<n bytes>`. Never a codec tag.
+ *
+ * @example
+ * ```ts
+ * showValue({ a: undefined, n: 10n }); // '{"a":undefined,"n":10n}'
+ * ```
+ */
+export function showValue(value: unknown, indent?: number): string {
+  const text = JSON.stringify(printable(value), null, indent) ?? 'undefined';
+  return text.replace(/"\\u0000raw:([^"]*?)\\u0000"/g, '$1');
+}
+
+/** What a table cell may hold. */
+export type Cell = string | number | null | undefined;
+
+/**
+ * A table with a header row and no borders, columns separated by two spaces, lines
+ * without trailing blanks. Headers are bold and dim when colours are on.
+ */
+export function table(style: Pick<OutputStyle, 'c'>, headers: string[], rows: Cell[][]): string {
+  const t = new Table({
+    head: headers.map((h) => style.c.bold(h)),
+    chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ' },
+    style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0, compact: true },
+  });
+  for (const row of rows) t.push(row.map((cell) => (cell === null || cell === undefined ? '-' : String(cell))));
+  return t
+    .toString()
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .join('\n');
+}
+
+/** A progress display: `update(label, done, total?)` as work goes on, `done()` at the end. */
+export interface Progress {
+  update(label: string, done: number, total?: number): void;
+  done(): void;
+}
+
+/**
+ * A one-line progress bar on stderr (cli-progress) when `enabled` (a command passes
+ * `stderr is a terminal and not --json`); a bar with a percentage when the total is
+ * known, a running count when it is not. Does nothing when disabled (cli-progress
+ * itself also draws only on a terminal).
+ */
+export function progress(enabled: boolean, stream: NodeJS.WritableStream = process.stderr): Progress {
+  if (!enabled) return { update: () => undefined, done: () => undefined };
+  let bar: cliProgress.SingleBar | undefined;
+  return {
+    update(label, done, total) {
+      if (!bar) {
+        bar = new cliProgress.SingleBar({
+          stream,
+          clearOnComplete: true,
+          hideCursor: true,
+          barsize: 30,
+          format: (options, params, payload: { label: string; known: boolean }) =>
+            payload.known
+              ? `${payload.label} ${cliProgress.Format.BarFormat(params.progress, options)} ${String(Math.floor(params.progress * 100)).padStart(3)}% ${params.value}/${params.total}`
+              : `${payload.label} ${params.value}`,
+        });
+        bar.start(total ?? 0, done, { label, known: total !== undefined });
+        return;
+      }
+      if (total !== undefined) bar.setTotal(total);
+      bar.update(done, { label, known: total !== undefined });
+    },
+    done() {
+      bar?.stop();
+      bar = undefined;
+    },
+  };
+}
+
+/** An interrupt as the tables show it (a pending one, or one answered, with who answered it). */
+export interface InterruptRow {
+  id: string;
+  node: string;
+  when: string;
+  payload: unknown;
+  ns?: string;
+  /** Who answered it (answered interrupts only). */
+  actor?: string;
+}
+
+/** Interrupts as a table: id, node, when, payload (and who answered, when any has). */
+export function interruptTable(style: Pick<OutputStyle, 'c'>, interrupts: InterruptRow[]): string {
+  const answered = interrupts.some((i) => i.actor !== undefined);
+  return table(
+    style,
+    ['id', 'node', 'when', 'payload', ...(answered ? ['answered by'] : [])],
+    interrupts.map((i) => [i.id, i.node, i.when, showValue(i.payload), ...(answered ? [i.actor] : [])]),
+  );
+}
