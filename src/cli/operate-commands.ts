@@ -90,7 +90,7 @@ export function registerOperateCommands(program: Command): void {
       if (hasAnswer === (options.input !== undefined)) throw new InvalidOptionError('give the answer: --answer <json> (what ctx.interrupt resolves to) or --input <json> (state writes), one of them.');
       const style = outputStyle(options);
       return withApp(options, async (app) => {
-        // `answer` is the value an interrupt resolves to; typed loosely so the CLI builds against either shape of ResumeOptions.
+        // The input is checked by the graph's own schema: it is typed as the graph's writes only there.
         const resume = {
           thread: threadId,
           ...(hasAnswer ? { answer: options.answer } : { input: options.input }),

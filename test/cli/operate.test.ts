@@ -16,7 +16,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
 import { postgres } from '../../dist/engines/postgres/index.js';
-import { build, payments, setChargeBroken } from '../fixtures/operate-app.mjs';
+import { approval, build, payments, setChargeBroken } from '../fixtures/operate-app.mjs';
 import { PG_URL, usePostgresSchema } from '../helpers/postgres.js';
 import { cairn } from './run-cli.js';
 
@@ -90,13 +90,20 @@ describe('cairn resume', () => {
 
   it('loads a .ts app module through tsx, and --answer resumes with the value the interrupt resolves to', async () => {
     const engine = sqlite(db);
-    await build(engine).run({ thread: 'ts', input: { topic: 'typescript' } });
+    const asked = await approval(engine).run({ thread: 'ship' });
     await engine.close();
+    expect(asked.status).toBe('interrupted');
     const ts = join(dir, 'app.ts');
-    writeFileSync(ts, `import { build } from ${JSON.stringify(pathToFileURL(APP).href)};\nconst app: (engine: unknown) => unknown = (engine) => build(engine);\nexport default app;\n`);
-    const run = await cairn(['resume', 'ts', '--app', ts, '--db', db, '--answer', '"yes"']);
+    writeFileSync(ts, `import { approval } from ${JSON.stringify(pathToFileURL(APP).href)};\nconst app: (engine: unknown) => unknown = (engine) => approval(engine);\nexport default app;\n`);
+    // An answer the interrupt's schema refuses changes nothing (exit 1, the thread still asks).
+    const refused = await cairn(['resume', 'ship', '--app', ts, '--db', db, '--answer', '"maybe"']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('field "answer" failed validation');
+    const run = await cairn(['resume', 'ship', '--app', ts, '--db', db, '--answer', '"yes"', '--json']);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout.trim()).toBe('resumed thread ts: completed at seq 3');
+    const result = JSON.parse(run.stdout) as { status: string; state: { verdict: string } };
+    expect(result.status).toBe('completed');
+    expect(result.state.verdict).toBe('answered yes');
   });
 });
 
@@ -218,7 +225,10 @@ describe('cairn resolve-effect', () => {
 
 describe('human output', () => {
   it('show prints the decoded state (undefined as such, never a codec tag) and the pending interrupts with their payloads', async () => {
-    const run = await cairn(['show', 'ts', '--db', db, '--seq', '1']);
+    const seeded = sqlite(db);
+    await build(seeded).run({ thread: 'shown', input: { topic: 'typescript' } });
+    await seeded.close();
+    const run = await cairn(['show', 'shown', '--db', db, '--seq', '1']);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).not.toContain('$t');
     expect(run.stdout).toContain('1 pending interrupt:');
