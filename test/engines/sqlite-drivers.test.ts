@@ -161,6 +161,13 @@ if (hasNodeSqlite) {
       expect(statement.pluck().all()).toEqual([1]);
       expect(statement.pluck(false).get()).toMatchObject({ id: 1, name: 'x' });
       expect([...db.prepare('SELECT name FROM t').pluck().iterate()]).toEqual(['x']);
+      // Stopping early ends the iteration: the statement runs again at once.
+      const names = db.prepare('SELECT name FROM t UNION ALL SELECT name FROM t').pluck();
+      for (const name of names.iterate()) {
+        expect(name).toBe('x');
+        break;
+      }
+      expect(names.all()).toEqual(['x', 'x']);
       expect(db.pragma('journal_mode = WAL', { simple: true })).toBe('wal');
       expect(db.pragma('journal_mode')).toEqual([{ journal_mode: 'wal' }]);
       db.close();

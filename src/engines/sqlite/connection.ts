@@ -132,15 +132,20 @@ class GuardedStatement implements SqliteStatement {
     } catch (error) {
       throw this.fail(error, this.sql);
     }
-    for (;;) {
-      let next: IteratorResult<unknown>;
-      try {
-        next = rows.next();
-      } catch (error) {
-        throw this.fail(error, this.sql);
+    try {
+      for (;;) {
+        let next: IteratorResult<unknown>;
+        try {
+          next = rows.next();
+        } catch (error) {
+          throw this.fail(error, this.sql);
+        }
+        if (next.done) return;
+        yield next.value;
       }
-      if (next.done) return;
-      yield next.value;
+    } finally {
+      // A consumer that stops early ends the driver's iteration, which otherwise keeps the statement busy.
+      rows.return?.();
     }
   }
 

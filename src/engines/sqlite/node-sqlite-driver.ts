@@ -106,10 +106,15 @@ class NodeSqliteStatement implements SqliteStatement {
 
   *iterate(...params: unknown[]): IterableIterator<unknown> {
     const rows = call(() => this.inner.iterate(...params));
-    for (;;) {
-      const next = call(() => rows.next());
-      if (next.done) return;
-      yield this.row(next.value);
+    try {
+      for (;;) {
+        const next = call(() => rows.next());
+        if (next.done) return;
+        yield this.row(next.value);
+      }
+    } finally {
+      // A consumer that stops early ends the statement: it would hold its read snapshot until reused.
+      rows.return?.();
     }
   }
 
