@@ -31,8 +31,11 @@ TESTS=(
   test/crash/worked-example.crash.test.ts
 )
 
-# The tests and the demo run the built package; build once, with the Node that installed the dependencies.
-npm run build --silent
+# The tests and the demo run the built package: build it (with the Node that installed the
+# dependencies) unless dist/ is newer than every source file, as right after `npm test`.
+if [ ! -f dist/index.js ] || [ ! -x dist/cli/main.js ] || [ -n "$(find src package.json tsconfig.json tsconfig.build.json -newer dist/index.js -print -quit)" ]; then
+  npm run build --silent
+fi
 
 started=$SECONDS
 for major in "${VERSIONS[@]}"; do
