@@ -149,7 +149,7 @@ export async function benchCairn({ n, dir, durability, loads = true }: CairnBenc
 }
 
 /** Run the app once to n messages, returning the wall clock of each append step. */
-async function runTimed(engine: ReturnType<typeof sqlite>, n: number): Promise<number[]> {
+export async function runTimed(engine: ReturnType<typeof sqlite>, n: number): Promise<number[]> {
   const stepMs: number[] = [];
   let last = 0;
   const onEvent = (e: RunEvent) => {

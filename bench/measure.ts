@@ -65,12 +65,18 @@ export interface ChildReport {
  * Run `script` (a path relative to the repository root, TypeScript allowed) in
  * a fresh `node --import tsx` process and parse the JSON of its last stdout
  * line: a {@link ChildReport} unless the caller expects something else.
+ * `node`: another Node binary to run it with; `env`: variables added to this process's.
  */
-export function runChild<T = ChildReport>(script: string, args: readonly string[]): Promise<T> {
+export function runChild<T = ChildReport>(
+  script: string,
+  args: readonly string[],
+  options: { node?: string; env?: Record<string, string> } = {},
+): Promise<T> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    const child = spawn(options.node ?? process.execPath, ['--import', 'tsx', script, ...args], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.env ? { env: { ...process.env, ...options.env } } : {}),
     });
     let out = '';
     let err = '';

@@ -18,10 +18,14 @@
  * targets are about (PASS/MISS at N = 5000, where the targets apply; shown in
  * lower case, for information, at smaller N).
  *
- * Usage: tsx bench/run.ts [--json] [--quick] [--no-postgres] [--n=100,1000] [--only=raw,floor,cairn,langgraph-default,langgraph-delta]
+ * Then cairn's step on its two SQLite drivers, better-sqlite3 against node:sqlite
+ * (bench/drivers.ts; node:sqlite runs on a Node 22 binary when this Node has none).
+ *
+ * Usage: tsx bench/run.ts [--json] [--quick] [--no-postgres] [--no-drivers] [--n=100,1000] [--only=raw,floor,cairn,langgraph-default,langgraph-delta]
  *   --json         the same data as JSON on stdout instead of tables
  *   --quick        N = 100 and 1000 only (a smoke run)
  *   --no-postgres  skip the PostgreSQL step-commit section (bench/postgres.ts)
+ *   --no-drivers   skip the better-sqlite3 / node:sqlite section (bench/drivers.ts)
  * Progress goes to stderr.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -31,6 +35,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { CAIRN_FLOOR_DECODER, CAIRN_LOAD_CHILD, type CairnResult } from './cairn.js';
 import { LANGGRAPH_MAX_N } from './langgraph.js';
+import { benchDrivers, DRIVER_ROUNDS, type DriverBenchResult } from './drivers.js';
 import { median, runChild } from './measure.js';
 import { benchPostgres, type PostgresBenchResult } from './postgres.js';
 import { ONE_ROW_CHILD, RAW_SQLITE_SETTINGS } from './raw-sqlite.js';
@@ -44,7 +49,8 @@ const quick = argv.includes('--quick');
 const nArg = argv.find((a) => a.startsWith('--n='))?.slice(4);
 const onlyArg = argv.find((a) => a.startsWith('--only='))?.slice(7);
 const withPostgres = !argv.includes('--no-postgres');
-const unknown = argv.filter((a) => !['--json', '--quick', '--no-postgres'].includes(a) && !a.startsWith('--n=') && !a.startsWith('--only='));
+const withDrivers = !argv.includes('--no-drivers');
+const unknown = argv.filter((a) => !['--json', '--quick', '--no-postgres', '--no-drivers'].includes(a) && !a.startsWith('--n=') && !a.startsWith('--only='));
 if (unknown.length) throw new Error(`unknown argument(s) ${unknown.join(' ')}; usage: run.ts [--json] [--quick] [--n=...] [--only=...]`);
 
 const SIZES = nArg ? nArg.split(',').map(Number) : quick ? [100, 1000] : [100, 1000, 5000];
@@ -441,15 +447,22 @@ if (withPostgres) {
   progress('[postgres] raw inserts and cairn steps, N=1000, 3 rounds...');
   pgResult = await benchPostgres(1000).catch((error: unknown) => ({ error: (error as Error).message }));
 }
+// The same step on node:sqlite against better-sqlite3.
+let driverResult: DriverBenchResult | { error: string } | undefined;
+if (withDrivers) {
+  progress(`[drivers] cairn steps on better-sqlite3 and node:sqlite, N=500, ${DRIVER_ROUNDS} rounds...`);
+  driverResult = await benchDrivers(500).catch((error: unknown) => ({ error: (error as Error).message }));
+}
 const totalSeconds = (performance.now() - started) / 1000;
 progress(`bench: done in ${totalSeconds.toFixed(0)} s`);
 
 if (asJson) {
-  console.log(JSON.stringify({ settings: env, targetN: TARGET_N, sizes: reports, postgres: pgResult, totalSeconds }, null, 2));
+  console.log(JSON.stringify({ settings: env, targetN: TARGET_N, sizes: reports, postgres: pgResult, drivers: driverResult, totalSeconds }, null, 2));
 } else {
   printSettings(env);
   for (const report of reports) printSize(report);
   if (pgResult) printPostgres(pgResult);
+  if (driverResult) printDrivers(driverResult);
   console.log(`\ntotal ${totalSeconds.toFixed(0)} s`);
 }
 
@@ -462,4 +475,16 @@ function printPostgres(result: PostgresBenchResult | { error: string }): void {
   console.log(result.settings);
   console.log(`raw one-row INSERT (1 KB, autocommit) ${result.rawInsertMs.toFixed(3)} ms`);
   console.log(`cairn step (position + item, fenced)   ${result.cairnStepMs.toFixed(3)} ms   ${times(result.ratio)} the raw insert, ${result.roundTripsPerStep.toFixed(2)} round trip(s) per step`);
+}
+
+function printDrivers(result: DriverBenchResult | { error: string }): void {
+  console.log(`\n=== SQLite drivers: one cairn step on better-sqlite3 and on node:sqlite (N = 500, last 100 steps, median of ${DRIVER_ROUNDS}) ===`);
+  if ('error' in result) {
+    console.log(`not measured: ${result.error}`);
+    return;
+  }
+  const runs = (r: number[]) => r.map((x) => x.toFixed(3)).join(', ');
+  console.log(`better-sqlite3 (Node ${result.betterSqlite3.node})  ${result.betterSqlite3.lastMsPerStep.toFixed(3)} ms/step   runs ${runs(result.betterSqlite3.runs)}`);
+  console.log(`node:sqlite    (Node ${result.nodeSqlite.node})  ${result.nodeSqlite.lastMsPerStep.toFixed(3)} ms/step   runs ${runs(result.nodeSqlite.runs)}`);
+  console.log(`node:sqlite / better-sqlite3: ${times(result.ratio)} (${result.seconds.toFixed(0)} s)`);
 }

@@ -52,6 +52,15 @@ export const WORKER_CLAIM_RETRY_MS = 1_000;
 /** How long a SQLite writer waits for another connection's write lock, ms. */
 export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 
+/**
+ * The SQLite drivers, in the order the default choice tries them: better-sqlite3
+ * (native, fastest, any Node ≥ 20), then Node's built-in node:sqlite (22.13+).
+ */
+export const SQLITE_DRIVERS = ['better-sqlite3', 'node:sqlite'] as const;
+
+/** Environment variable that forces a SQLite driver (`better-sqlite3` or `node:sqlite`) where no `driver` option is given: for tests and CI. */
+export const SQLITE_DRIVER_ENV = 'CAIRN_SQLITE_DRIVER';
+
 /** How much of a SQLite file is read through a memory map, bytes. */
 export const SQLITE_MMAP_BYTES = 256 * 1024 * 1024;
 

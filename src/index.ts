@@ -75,6 +75,7 @@ export type { TenantPrefixPolicyOptions } from './store/policy.js';
 export { storeValue, loadValue, listArtifacts, VALUE_MEDIA_TYPE } from './artifacts/helpers.js';
 export type { StoreValueOptions } from './artifacts/helpers.js';
 export { isArtifactRef } from './artifacts/refs.js';
+export { artifactRefSchema } from './artifacts/artifact-ref-schema.js';
 export { pinArtifact, unpinArtifact } from './inspect/gc.js';
 export type { PinOptions } from './inspect/gc.js';
 

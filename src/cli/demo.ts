@@ -6,8 +6,12 @@
  * command, with every recovery decision printed. Then it checks the result against
  * a crash-free run: same final state, the object written once, the store write
  * applied once, the hash chain intact, `PRAGMA integrity_check` ok.
+ *
+ * With `--dir`, a folder a previous demo used starts clean: the demo marks the
+ * folders it works in, and removes only the files it made there itself; a folder
+ * holding such names without the mark is refused rather than overwritten.
  */
-import { mkdirSync, mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encode } from '../codec/tagged-json.js';
@@ -26,6 +30,26 @@ export interface DemoOptions {
 const CHECKPOINT_NAMES: Record<number, string> = { 1: 'A', 2: 'B', 3: 'C', 4: 'D' };
 const DEFAULT_CRASH = 'after-effect:put_object';
 const THREAD = 'cust_42';
+/** The file that marks a folder as the demo's, so a later run knows what it may remove there. */
+const MARKER = '.cairn-demo';
+/** Everything the demo makes in its folder (the database with its WAL, shared-memory and journal files). */
+const MADE = ['cairn.db', 'cairn.db-wal', 'cairn.db-shm', 'cairn.db-journal', 'artifacts', 'effects.log', 'reference'];
+
+/**
+ * Makes `dir` ready for a run: created if missing; what a previous demo made there
+ * removed (only that); refused when it holds the demo's file names without its mark.
+ * Returns the names removed.
+ */
+function prepareDir(dir: string): string[] {
+  mkdirSync(dir, { recursive: true });
+  const present = MADE.filter((name) => existsSync(join(dir, name)));
+  if (present.length && !existsSync(join(dir, MARKER))) {
+    throw new InvalidOptionError(`${dir} already holds ${present.join(', ')}, which cairn demo did not make: pass --dir a new or empty folder, or omit it.`);
+  }
+  for (const name of present) rmSync(join(dir, name), { recursive: true, force: true });
+  writeFileSync(join(dir, MARKER), 'cairn demo works in this folder; a new run removes what the last one made here.\n');
+  return present;
+}
 
 export type DemoCheck = RecoveryCheck;
 
@@ -36,7 +60,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoCheck[]> {
     throw new InvalidOptionError(`unknown crash point "${crashAt}". Crash points: ${CRASH_POINTS.join(', ')} (optionally :<node> and #<n>).`);
   }
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'cairn-demo-'));
-  mkdirSync(dir, { recursive: true });
+  const removed = prepareDir(dir);
   const db = join(dir, 'cairn.db');
   const artifacts = join(dir, 'artifacts');
   const effectLog = join(dir, 'effects.log');
@@ -50,6 +74,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoCheck[]> {
     }
   };
 
+  if (removed.length) say(`starting clean: removed what the previous demo made in ${dir} (${removed.join(', ')})`);
   say(`cairn demo: the worked example on SQLite (${db}) with filesystem artifacts (${artifacts})`);
   say(`load_customer → generate_summary → put_object("summary-42.txt") → save_prefs (store) ; checkpoints A B C D\n`);
 

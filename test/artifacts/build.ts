@@ -4,7 +4,7 @@
  * test file alone (without `npm test`, which builds) still tests current code.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,4 +29,6 @@ export function ensureBuilt(): void {
   } catch {
     // tsc exits non-zero for type errors elsewhere in src/ but still emits.
   }
+  // As `npm run build` does: the bin stays executable.
+  chmodSync(join(repoRoot, 'dist', 'cli', 'main.js'), 0o755);
 }

@@ -1,14 +1,17 @@
-/** Driver failures on SQLite: the engine runs on a database handle whose statements, transactions and pragmas throw an SQLITE_IOERR once broken. */
-import Database from 'better-sqlite3';
+/**
+ * Driver failures on SQLite: the engine runs on a database handle whose statements,
+ * transactions and pragmas throw an SQLITE_IOERR once broken. The handle comes from
+ * the driver the engine would choose (CAIRN_SQLITE_DRIVER picks node:sqlite).
+ */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sqlite, type SqliteDatabase } from '../../src/engines/sqlite/index.js';
-import type { SqliteStatement } from '../../src/engines/sqlite/driver.js';
+import { openDatabase, type SqliteStatement } from '../../src/engines/sqlite/driver.js';
 import { driverFailureSuite } from './driver-failures.js';
 
 /** `db` as the engine sees it, every call of which throws `error` while `state.broken`. */
-function breakable(db: Database.Database, state: { broken: boolean }, error: Error): SqliteDatabase {
+function breakable(db: SqliteDatabase, state: { broken: boolean }, error: Error): SqliteDatabase {
   const check = () => {
     if (state.broken) throw error;
   };
@@ -24,7 +27,7 @@ function breakable(db: Database.Database, state: { broken: boolean }, error: Err
     return guarded;
   };
   return {
-    prepare: (sql) => (check(), statement(db.prepare(sql) as unknown as SqliteStatement)),
+    prepare: (sql) => (check(), statement(db.prepare(sql))),
     exec: (sql) => (check(), db.exec(sql)),
     pragma: (source, options) => (check(), db.pragma(source, options)),
     transaction: ((fn: (...args: never[]) => unknown) => {
@@ -46,7 +49,7 @@ driverFailureSuite({
   name: 'sqlite',
   create: async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cairn-driver-'));
-    const db = new Database(join(dir, 'cairn.db'));
+    const db = openDatabase(join(dir, 'cairn.db'), 5000);
     const state = { broken: false };
     const error = Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
     const engine = sqlite(breakable(db, state, error));

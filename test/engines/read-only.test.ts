@@ -5,7 +5,6 @@
  * exist) they say so with DatabaseNotFoundError and leave no file or schema behind;
  * a database older than this cairn is DatabaseOutdatedError, left as it was.
  */
-import Database from 'better-sqlite3';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,11 +62,13 @@ describe('SQLite engine with readOnly', () => {
 
   it('refuses a SQLite file without cairn tables, and creates none', async () => {
     const file = join(dir, 'other.db');
-    new Database(file).exec('CREATE TABLE t (x)').close();
+    const made = openDatabase(file, 1000);
+    made.exec('CREATE TABLE t (x)');
+    made.close();
     const error = await failure(sqlite(file, { readOnly: true }));
     expect(DatabaseNotFoundError.is(error), String(error)).toBe(true);
     expect(String(error)).toContain('the file holds no cairn tables');
-    const raw = new Database(file);
+    const raw = openDatabase(file, 1000);
     expect(raw.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all()).toEqual(['t']);
     raw.close();
   });
@@ -82,7 +83,7 @@ describe('SQLite engine with readOnly', () => {
     expect(DatabaseOutdatedError.is(error), String(error)).toBe(true);
     expect(error).toMatchObject({ missing: [latest], latest });
     expect(String(error)).toContain(`cairn migrate --apply --db ${file}`);
-    const check = new Database(file);
+    const check = openDatabase(file, 1000);
     expect(check.prepare('SELECT max(id) FROM cairn_migrations').pluck().get()).toBe(latest - 1);
     check.close();
   });

@@ -5,7 +5,6 @@
  * and the engine's lazy open, fails with EngineError (ERR_ENGINE) that names what
  * failed and keeps the driver's error as `cause`.
  */
-import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/contracts/engine.js';
 import type { ThreadLease } from '../../src/contracts/threads.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
+import { openDatabase, type SqliteDatabase } from '../../src/engines/sqlite/driver.js';
 import { EngineError } from '../../src/errors.js';
 
 const owner = { runId: 'r1', pid: process.pid, host: hostname() };
@@ -93,7 +93,7 @@ describe('SQLite engine: driver errors are EngineError', () => {
   let file: string;
   let engine: Engine;
   let lease: ThreadLease;
-  let other: Database.Database | undefined;
+  let other: SqliteDatabase | undefined;
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'cairn-errors-'));
@@ -122,7 +122,7 @@ describe('SQLite engine: driver errors are EngineError', () => {
   }
 
   it('from every method when the tables are gone under it, naming the operation or its statement, with the driver error as cause', async () => {
-    other = new Database(file);
+    other = openDatabase(file, 5000);
     const tables = other.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'cairn_%'`).pluck().all() as string[];
     for (const table of tables) other.exec(`ALTER TABLE ${table} RENAME TO gone_${table}`);
     await expectWrapped(everyCall(engine, lease), 'SQLITE_ERROR', /^\[cairn\] \[sqlite\] .+ failed \(SQLITE_ERROR\): no such table/);
@@ -132,7 +132,7 @@ describe('SQLite engine: driver errors are EngineError', () => {
   });
 
   it('from every write while another connection holds the write lock past the busy timeout, and works again once it is released', async () => {
-    other = new Database(file);
+    other = openDatabase(file, 5000);
     other.exec('BEGIN IMMEDIATE');
     const writes = everyCall(engine, lease).filter(([method]) => WRITES.has(method));
     expect(writes).toHaveLength(WRITES.size);
@@ -144,7 +144,7 @@ describe('SQLite engine: driver errors are EngineError', () => {
 
   it('from the lazy open, naming the file, and the next call opens again', async () => {
     await engine.close();
-    other = new Database(file);
+    other = openDatabase(file, 5000);
     other.pragma('locking_mode = EXCLUSIVE');
     other.exec('BEGIN EXCLUSIVE; UPDATE cairn_threads SET kind = kind; COMMIT');
     engine = sqlite(file, { busyTimeoutMs: 30 });

@@ -15,7 +15,7 @@ import { existsSync } from 'node:fs';
 import { SQLITE_BUSY_TIMEOUT_MS, SQLITE_MMAP_BYTES } from '../../defaults.js';
 import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
-import { openDatabase, type SqliteDatabase, type SqliteStatement } from './driver.js';
+import { asSqliteDatabase, driverOf, openDatabase, type SqliteDatabase, type SqliteDriverName, type SqliteHandle, type SqliteStatement } from './driver.js';
 import { migrate, SQLITE_MIGRATIONS } from './migrations.js';
 
 /** Options of `sqlite(path, options)`: durability, read-only opening, timeouts and the memory map. */
@@ -45,9 +45,16 @@ export interface SqliteOptions {
    * @example `const engine = sqlite('./cairn.db', { readOnly: true });`
    */
   readOnly?: boolean;
+  /**
+   * The driver a path is opened with: `'better-sqlite3'` (native; install it beside
+   * cairn) or `'node:sqlite'` (built into Node 22.13+). Default: the
+   * `CAIRN_SQLITE_DRIVER` environment variable if set, else better-sqlite3 when it
+   * loads on this Node, else node:sqlite. Ignored for a handle passed in.
+   *
+   * @example `const engine = sqlite('./cairn.db', { driver: 'node:sqlite' });`
+   */
+  driver?: SqliteDriverName;
 }
-
-/** See {@link SqliteOptions.mmapBytes}. */
 
 /** True for SQLite's "another connection holds the lock" codes (SQLITE_BUSY and its extended codes). */
 function isBusy(error: unknown): boolean {
@@ -55,7 +62,7 @@ function isBusy(error: unknown): boolean {
   return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
 }
 
-/** Blocks the thread for `ms` (the open is synchronous, like every better-sqlite3 call). */
+/** Blocks the thread for `ms` (the open is synchronous, like every call of either driver). */
 function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
@@ -125,15 +132,20 @@ class GuardedStatement implements SqliteStatement {
     } catch (error) {
       throw this.fail(error, this.sql);
     }
-    for (;;) {
-      let next: IteratorResult<unknown>;
-      try {
-        next = rows.next();
-      } catch (error) {
-        throw this.fail(error, this.sql);
+    try {
+      for (;;) {
+        let next: IteratorResult<unknown>;
+        try {
+          next = rows.next();
+        } catch (error) {
+          throw this.fail(error, this.sql);
+        }
+        if (next.done) return;
+        yield next.value;
       }
-      if (next.done) return;
-      yield next.value;
+    } finally {
+      // A consumer that stops early ends the driver's iteration, which otherwise keeps the statement busy.
+      rows.return?.();
     }
   }
 
@@ -194,13 +206,17 @@ export class SqliteConnection {
   };
   /** The file, as messages name it. */
   readonly location: string;
+  /** The driver this connection runs on; known once it opened (a handle passed in: at once). */
+  driver: SqliteDriverName | undefined;
 
   constructor(
-    source: string | SqliteDatabase,
+    handle: string | SqliteHandle,
     private readonly options: SqliteOptions = {},
   ) {
+    const source = typeof handle === 'string' ? handle : asSqliteDatabase(handle);
     this.ownsHandle = typeof source === 'string';
     this.location = typeof source === 'string' ? source : source.name;
+    this.driver = typeof source === 'string' ? undefined : driverOf(source);
     this.lifecycle = new Lifecycle('sqlite', { open: () => this.open(source), close: () => this.shut() });
   }
 
@@ -213,7 +229,8 @@ export class SqliteConnection {
       // Checked first: the driver reports a missing folder as a plain TypeError.
       if (readOnly && typeof source === 'string' && !existsSync(source)) throw missing();
       try {
-        db = typeof source === 'string' ? openDatabase(source, timeout, { readOnly }) : source;
+        db = typeof source === 'string' ? openDatabase(source, timeout, { readOnly, ...(this.options.driver ? { driver: this.options.driver } : {}) }) : source;
+        this.driver = driverOf(db);
       } catch (error) {
         // Removed between the check and the open.
         if (readOnly && (error as { code?: unknown }).code === 'SQLITE_CANTOPEN') throw missing();

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `npm run test:node-versions`: the package on Node 22 and 24 without its native
+# driver. For each version, a Node binary from the npm registry's `node` package
+# (npx -p node@<major>) runs `cairn demo` (default driver choice: better-sqlite3,
+# built for the Node that installed it, does not load there, so node:sqlite is
+# taken) and vitest on the conformance, driver and SQLite crash suites with
+# CAIRN_SQLITE_DRIVER=node:sqlite; the crash suites' child processes inherit both
+# the binary (process.execPath) and the variable.
+#
+# A version whose binary cannot be installed FAILS the run: nothing is skipped.
+# Usage: scripts/test-node-versions.sh [major...]   (default: 22 24)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VERSIONS=("$@")
+[ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=(22 24)
+
+TESTS=(
+  test/conformance/checkpointer.memory.test.ts
+  test/conformance/ledger.memory.test.ts
+  test/conformance/store.memory.test.ts
+  test/conformance/checkpointer.sqlite.test.ts
+  test/conformance/ledger.sqlite.test.ts
+  test/conformance/store.sqlite.test.ts
+  test/conformance/driver-failures.sqlite.test.ts
+  test/engines/sqlite-drivers.test.ts
+  test/engines/sqlite-errors.test.ts
+  test/crash/interrupt-resume.test.ts
+  test/crash/parallel.crash.test.ts
+  test/crash/subgraph.crash.test.ts
+  test/crash/worked-example.crash.test.ts
+)
+
+# The tests and the demo run the built package: build it (with the Node that installed the
+# dependencies) unless dist/ is newer than every source file, as right after `npm test`.
+if [ ! -f dist/index.js ] || [ ! -x dist/cli/main.js ] || [ -n "$(find src package.json tsconfig.json tsconfig.build.json -newer dist/index.js -print -quit)" ]; then
+  npm run build --silent
+fi
+
+started=$SECONDS
+for major in "${VERSIONS[@]}"; do
+  t0=$SECONDS
+  echo "=== Node ${major}: installing the binary (npx -p node@${major}) ==="
+  if ! node_bin=$(npx -y -p "node@${major}" -c 'node -p process.execPath'); then
+    echo "FAIL: could not install Node ${major} from the npm registry (npx -p node@${major}); the Node ${major} run is required, not skipped." >&2
+    exit 1
+  fi
+  version=$("$node_bin" --version)
+  if [[ "$version" != "v${major}."* ]]; then
+    echo "FAIL: npx -p node@${major} gave ${node_bin} (${version}), not Node ${major}." >&2
+    exit 1
+  fi
+  echo "=== Node ${version} (${node_bin}): cairn demo, default driver ==="
+  (unset CAIRN_SQLITE_DRIVER; "$node_bin" dist/cli/main.js demo)
+  echo "=== Node ${version}: vitest, CAIRN_SQLITE_DRIVER=node:sqlite ==="
+  CAIRN_SQLITE_DRIVER=node:sqlite "$node_bin" node_modules/vitest/vitest.mjs run "${TESTS[@]}"
+  echo "=== Node ${version}: passed in $((SECONDS - t0)) s ==="
+done
+echo "=== Node ${VERSIONS[*]}: all passed in $((SECONDS - started)) s ==="
