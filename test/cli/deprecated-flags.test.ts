@@ -109,8 +109,8 @@ describe('bad usage, exit 2', () => {
     [['import', '--to', 'a.db', '--db', 'b.db'], '--to is the old spelling of --db: give --db only.'],
     [['threads', '--meta', 'a=1', '--metadata', 'b=2', '--db', 'cairn.db'], '--meta is the old spelling of --metadata: give --metadata only.'],
     [['migrate', '--check', '--current', '2', '--current-version', '2', '--db', 'cairn.db'], '--current is the old spelling of --current-version: give --current-version only.'],
-    [['worker', '--module', 'app.js', '--schema', 'cairn'], '--schema names a PostgreSQL schema: write --db postgres://…#cairn.'],
-    [['worker', '--module', 'app.js', '--db', 'postgres://db/app#a', '--schema', 'b'], '--db postgres://db/app#a already names a schema: drop --schema.'],
+    [['worker', '--app', 'app.js', '--schema', 'cairn'], '--schema names a PostgreSQL schema: write --db postgres://…#cairn.'],
+    [['worker', '--app', 'app.js', '--db', 'postgres://db/app#a', '--schema', 'b'], '--db postgres://db/app#a already names a schema: drop --schema.'],
   ];
   for (const [args, message] of cases) {
     it(`cairn ${args.join(' ')}`, async () => {

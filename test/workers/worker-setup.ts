@@ -42,7 +42,7 @@ export interface WorkerProcess {
 
 /** Starts `cairn worker` on the fixture app, on `schema` (`dbFlags` name the database another way). */
 export function startWorker(schema: string, env: Record<string, string>, args: string[] = [], dbFlags = ['--db', `${PG_URL}#${schema}`]): WorkerProcess {
-  const child = spawn(process.execPath, [CLI, 'worker', ...dbFlags, '--module', FIXTURE, '--json', ...args], {
+  const child = spawn(process.execPath, [CLI, 'worker', ...dbFlags, '--app', FIXTURE, '--json', ...args], {
     env: { ...process.env, WORKER_SCHEMA: schema, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
