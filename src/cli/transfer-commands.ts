@@ -21,7 +21,7 @@ import { deprecatedFlag } from './deprecated-flags.js';
 import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
 import { InvalidOptionError } from '../errors.js';
 import { repeatable } from './options.js';
-import { plural, progress } from './format.js';
+import { plural, progress, type Progress } from './format.js';
 
 /** The threads a command names: `--all`, or the ids given (not both, not neither). */
 function checkSelection(ids: string[], all: boolean | undefined): void {
@@ -99,6 +99,15 @@ async function* readLines(path: string | undefined): AsyncGenerator<TransferReco
   for await (const line of createInterface({ input, crlfDelay: Infinity })) if (line.trim()) yield decode<TransferRecord>(line, 'export line');
 }
 
+/** Passes `records` through, counting their threads on `bar` (of `total`, when known). */
+async function* countingThreads(records: AsyncIterable<TransferRecord>, bar: Progress, label: string, total?: number): AsyncGenerator<TransferRecord> {
+  let threads = 0;
+  for await (const record of records) {
+    if (record.type === 'thread') bar.update(label, ++threads, total);
+    yield record;
+  }
+}
+
 export function registerTransferCommands(program: Command): void {
   const storeOption = ['--store <prefix>', 'also the store items under this namespace prefix (tenant/acme, ["a/b","c"], or / for all; repeatable)', repeatable(parseStorePrefix), [] as string[][]] as const;
 
@@ -120,15 +129,23 @@ export function registerTransferCommands(program: Command): void {
       let end: Extract<TransferRecord, { type: 'end' }> | undefined;
       try {
         if (options.artifacts) artifacts = await openArtifactStore(options.artifacts);
-        const records = exportThreads(engine, await threadIds(engine, ids, options.all), {
+        const selected = await threadIds(engine, ids, options.all);
+        const exported = exportThreads(engine, selected, {
           ...(options.store.length ? { store: options.store } : {}),
           ...(artifacts ? { artifacts } : {}),
         });
+        // A bar only when the records do not go to the terminal the bar is drawn on.
+        const bar = progress(process.stderr.isTTY === true && !options.json && selected.length > 1 && (options.out !== undefined || process.stdout.isTTY !== true));
+        const records = countingThreads(exported, bar, 'exporting threads', selected.length);
         // The file is created with the first record: a thread that is not there leaves none.
-        for await (const record of records) {
-          out ??= options.out ? createWriteStream(options.out) : process.stdout;
-          if (!out.write(encode(record) + '\n')) await new Promise((resolve) => out!.once('drain', resolve));
-          if (record.type === 'end') end = record;
+        try {
+          for await (const record of records) {
+            out ??= options.out ? createWriteStream(options.out) : process.stdout;
+            if (!out.write(encode(record) + '\n')) await new Promise((resolve) => out!.once('drain', resolve));
+            if (record.type === 'end') end = record;
+          }
+        } finally {
+          bar.done();
         }
       } finally {
         if (options.out && out) await new Promise<void>((resolve) => out!.end(() => resolve()));
@@ -152,7 +169,13 @@ export function registerTransferCommands(program: Command): void {
       let artifacts: ArtifactStore | undefined;
       try {
         if (options.artifacts) artifacts = await openArtifactStore(options.artifacts, { create: true });
-        const report = await importThreads(engine, readLines(options.in), artifacts ? { artifacts } : {});
+        const bar = progress(process.stderr.isTTY === true && !options.json);
+        let report: ImportReport;
+        try {
+          report = await importThreads(engine, countingThreads(readLines(options.in), bar, 'importing threads'), artifacts ? { artifacts } : {});
+        } finally {
+          bar.done();
+        }
         process.stdout.write((options.json ? JSON.stringify(report, null, 2) : describeMoved('imported', importSummary(report))) + '\n');
       } finally {
         await closeAll(engine, artifacts);
