@@ -194,7 +194,8 @@ export class ThreadRun implements ChildRunner {
     await this.beginAttempt({ resumed: true, markRunning: false });
     await this.commitAnswer(head, target, answer, options.actor);
     if (options.detach) return this.outcome(positionStatus(this.cursor.head!.body));
-    return this.loop();
+    // The answered node goes on now, even while a sibling's wait is not yet due (that one stops at it again).
+    return this.loop({ wake: true });
   }
 
   /**

@@ -260,4 +260,30 @@ describe.each(ENGINES)('durable waits on %s', (name) => {
     }
     expect((await app.getState({ thread: 'w' })).log).toEqual(['now']);
   });
+
+  it('an interrupt answered while a parallel node still sleeps goes on at once; the sleeper keeps its wake time', async () => {
+    const app = graph(State)
+      .node('ask', async (_s, c) => ({ log: [`ask:${await c.interrupt('ok?')}`] }))
+      .node('nap', async (_s, c) => {
+        await c.sleep(60_000);
+        return { log: ['nap'] };
+      })
+      .edge(START, 'ask')
+      .edge(START, 'nap')
+      .edge('ask', END)
+      .edge('nap', END)
+      .compile({ engine: ctx.engine });
+    const first = await app.run({ thread: 't', input: {} });
+    expect(first.status).toBe('interrupted');
+    expect(first.waits).toHaveLength(1);
+    const until = first.waits[0]!.until;
+    const answered = await app.resume({ thread: 't', answer: 'yes' });
+    expect(answered.status).toBe('waiting');
+    expect(answered.interrupts).toEqual([]);
+    expect(answered.waits.map((w) => w.until)).toEqual([until]);
+    expect((await ctx.engine.checkpointer.getThread('t'))!.wakeAt).toBe(until);
+    // The answered node finished: its result is kept with the superstep, it does not ask again.
+    const head = (await app.history({ thread: 't', limit: 1 }))[0]!;
+    expect(head.interrupts).toEqual([]);
+  });
 });
