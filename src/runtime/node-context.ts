@@ -86,8 +86,8 @@ export interface NodeContext {
    * Waits for a signal named `name`, sent with `app.signal({ thread, name, payload })`
    * from any process. Signals are queued durably, so one sent before the wait starts,
    * or while every process is down, is taken when the wait is reached; each signal is
-   * taken by one wait. Resolves to `{ status: 'received', payload }`, or to
-   * `{ status: 'timedOut' }` once `timeoutMs` has passed without one. Signals that fail
+   * taken by one wait. Resolves to `{ status: 'received', timedOut: false, payload }`, or to
+   * `{ status: 'timedOut', timedOut: true }` once `timeoutMs` has passed without one. Signals that fail
    * `schema` or `filter` are left in the queue for other waits.
    */
   waitFor<T = unknown>(name: string, options?: WaitForOptions<T>): Promise<WaitResult<T>>;
@@ -106,7 +106,7 @@ export interface InterruptOptions<T> {
 
 /** Options of {@link NodeContext.waitFor}. */
 export interface WaitForOptions<T> {
-  /** Give up after this long (ms from when the wait started): the call resolves to `{ status: 'timedOut' }`. */
+  /** Give up after this long (ms from when the wait started): the call resolves to `{ status: 'timedOut', timedOut: true }`. */
   timeoutMs?: number;
   /** Validates the payload; a signal that fails it stays queued. */
   schema?: StandardSchemaV1<unknown, T>;
@@ -116,5 +116,5 @@ export interface WaitForOptions<T> {
 
 /** What {@link NodeContext.waitFor} resolves to. */
 export type WaitResult<T> =
-  | { status: 'received'; payload: T; signal: { id: number; sentAt: number } }
-  | { status: 'timedOut' };
+  | { status: 'received'; timedOut: false; payload: T; signal: { id: number; sentAt: number } }
+  | { status: 'timedOut'; timedOut: true };

@@ -318,7 +318,7 @@ export class TaskScope implements NodeContext {
     const carried = this.carriedWait(key);
     const until = carried ? carried.until : requested;
     if (until !== null && Date.now() >= until) {
-      const result = await this.recordResult<WaitResult<T>>(call, key, recordName, { status: 'timedOut' });
+      const result = await this.recordResult<WaitResult<T>>(call, key, recordName, { status: 'timedOut', timedOut: true });
       this.options.emit?.({ type: 'wait.resolved', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'signal', result: 'timedOut' });
       return result;
     }
@@ -348,7 +348,7 @@ export class TaskScope implements NodeContext {
       if (!earlier && options.filter && !options.filter(payload)) continue;
       if (!earlier && !(await queue.take(signal.id, key))) continue;
       crashPoint('after-signal-taken', this.node);
-      return { status: 'received', payload, signal: { id: signal.id, sentAt: signal.sentAt } };
+      return { status: 'received', timedOut: false, payload, signal: { id: signal.id, sentAt: signal.sentAt } };
     }
     return null;
   }

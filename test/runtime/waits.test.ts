@@ -161,7 +161,7 @@ describe.each(ENGINES)('durable waits on %s', (name) => {
     expect((await ctx.engine.checkpointer.getThread('t'))!.wakeAt).toBe(first.waits[0]!.until);
     await pause(170);
     const done = await app.run({ thread: 't' });
-    expect(done.state.got).toEqual({ status: 'timedOut' });
+    expect(done.state.got).toEqual({ status: 'timedOut', timedOut: true });
   });
 
   it('signals that fail the schema or the filter stay queued; the first that passes is taken', async () => {
