@@ -31,6 +31,7 @@ import { replayThread, type ReplayReport } from './replay.js';
 import { streamRun, type RunStream } from './stream.js';
 import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
+import { TraceSpan } from './tracing.js';
 
 /** How a compiled graph stores and runs its threads: `graph(State)...compile(options)`. */
 export interface CompileOptions {
@@ -53,6 +54,12 @@ export interface CompileOptions {
   leaseMs?: number;
   /** Receives every run event. */
   onEvent?: EventSink;
+  /**
+   * OpenTelemetry spans of every run (`cairn.run`, `cairn.superstep`, `cairn.task`, …)
+   * when `@opentelemetry/api` is installed and a tracer provider is registered. Default
+   * on; `false` turns them off (cairn then never loads the API).
+   */
+  tracing?: boolean;
 }
 
 /** Options of {@link App.run} and {@link App.submit}: the thread, its input, and how to wait for it. */
@@ -303,7 +310,7 @@ export class App<S extends StateSchema> {
     );
   }
 
-  /** Holds the thread's lease around one run: taken (or the worker's), renewed while it works (`renew`), released after. */
+  /** One run, in its `cairn.run` span when tracing records. */
   private async withRun(
     options: Omit<RunOptions<S>, 'input'> & { create?: boolean },
     hold: { renew: boolean; lease?: ThreadLease },
@@ -312,6 +319,29 @@ export class App<S extends StateSchema> {
     const sinks = [this.options.onEvent, options.onEvent].filter((s): s is EventSink => s !== undefined);
     // No sink: no event objects are even built (the runtime calls emit?.(...)).
     const emit: EventSink | undefined = sinks.length === 0 ? undefined : (event: RunEvent) => sinks.forEach((sink) => sink(event));
+    // Asked once per run: with no provider registered (or tracing off) no span exists and nothing below builds one.
+    const trace = this.options.tracing === false ? undefined : await TraceSpan.startRun({ 'cairn.thread.id': options.thread });
+    if (!trace) return this.runHeld(options, hold, body, emit, undefined);
+    try {
+      const result = await this.runHeld(options, hold, body, emit, trace);
+      trace.set({ 'cairn.thread.status': result.status });
+      return result;
+    } catch (error) {
+      trace.fail(error);
+      throw error;
+    } finally {
+      trace.end();
+    }
+  }
+
+  /** Holds the thread's lease around one run: taken (or the worker's), renewed while it works (`renew`), released after. */
+  private async runHeld(
+    options: Omit<RunOptions<S>, 'input'> & { create?: boolean },
+    hold: { renew: boolean; lease?: ThreadLease },
+    body: (run: ThreadRun) => Promise<RunOutcome>,
+    emit: EventSink | undefined,
+    trace: TraceSpan | undefined,
+  ): Promise<RunResult<S>> {
     const lease = hold.lease ?? (await this.acquire(options));
     const controller = new AbortController();
     const stopRenewal = hold.renew ? this.keepLease(lease, controller) : () => undefined;
@@ -327,6 +357,7 @@ export class App<S extends StateSchema> {
           recursionLimit: options.recursionLimit ?? this.options.recursionLimit ?? RECURSION_LIMIT,
           retry: this.options.retry,
           emit,
+          trace,
           signal,
           nodeMapping: options.nodeMapping ?? {},
         },

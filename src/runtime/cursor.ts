@@ -56,6 +56,13 @@ export interface Draft {
   suspended?: SuspendedStep;
 }
 
+/** What a commit wrote: the new position's seq, whether a snapshot went with it, and the thread's status there. */
+export interface Landed {
+  seq: number;
+  snapshot: boolean;
+  status: ThreadStatus;
+}
+
 /** What the cursor needs of the run's settings. */
 export interface CursorSettings {
   schema: StateSchema;
@@ -211,18 +218,20 @@ export class ThreadCursor {
    * Writes the next position of this namespace from `draft` and the staged merge (none:
    * no changes); the cursor moves there once it has landed. A failed commit unstages.
    */
-  async commit(draft: Draft): Promise<void> {
+  async commit(draft: Draft): Promise<Landed> {
     const staged = this.staged ?? { merged: noChanges(), state: { ...this.committed }, extended: [] };
+    let landed: Landed;
     try {
-      await this.write(draft, staged);
+      landed = await this.write(draft, staged);
     } catch (error) {
       this.unstage();
       throw error;
     }
     this.staged = undefined;
+    return landed;
   }
 
-  private async write(draft: Draft, staged: Staged): Promise<void> {
+  private async write(draft: Draft, staged: Staged): Promise<Landed> {
     const { kind, nodes, next, input } = draft;
     const records = draft.records ?? [];
     const effects = draft.effects ?? [];
@@ -337,6 +346,7 @@ export class ThreadCursor {
       status,
       ...(this.scope.ns ? { ns: this.scope.ns } : {}),
     });
+    return { seq, snapshot: takeSnapshot, status };
   }
 
   /** The text of a non-append field of `state`, encoded once and kept. */

@@ -54,6 +54,7 @@ import type { ChildStart } from './subgraph.js';
 import { scheduledNodes, superstep, type PendingWrites, type StepEnv } from './superstep.js';
 import { LiveTaskRunner, describeError, stoppedBy, type TaskFailure } from './task-runner.js';
 import { TaskScope, probeOutcome } from './task-scope.js';
+import type { TraceSpan } from './tracing.js';
 
 /** What answers an interrupt: writes to merge, and for an interrupt call the answer it resolves to (by its key, codec text). */
 interface Answer {
@@ -73,6 +74,8 @@ export interface RunSettings {
   recursionLimit: number;
   retry: Partial<RetryPolicy> | undefined;
   emit: EventSink | undefined;
+  /** The span this run's spans nest under (its `cairn.run`); undefined when tracing is off or nothing records. */
+  trace?: TraceSpan | undefined;
   signal: AbortSignal;
   /** Stored node names → the nodes of this graph that replace them. */
   nodeMapping: Readonly<Record<string, string>>;
@@ -233,6 +236,21 @@ export class ThreadRun implements ChildRunner {
    * until the child's END or an interrupt.
    */
   async runChild(start: (initial: State) => Promise<ChildStart>): Promise<RunOutcome> {
+    const trace = this.settings.trace;
+    if (!trace) return this.continueChild(start);
+    try {
+      const outcome = await this.continueChild(start);
+      trace.set({ 'cairn.thread.status': outcome.status });
+      return outcome;
+    } catch (error) {
+      trace.fail(error);
+      throw error;
+    } finally {
+      trace.end();
+    }
+  }
+
+  private async continueChild(start: (initial: State) => Promise<ChildStart>): Promise<RunOutcome> {
     if (!(await this.cursor.loadHead())) {
       const first = await start(this.settings.schema.initial());
       this.cursor.start(first.state);
@@ -314,8 +332,7 @@ export class ThreadRun implements ChildRunner {
         wake = false;
         if (this.settings.signal.aborted) throw stoppedBy(this.settings.signal, this.lease.threadId, this.place);
         if (steps >= this.settings.recursionLimit) throw new RecursionLimitError(this.settings.recursionLimit, this.place);
-        const outcome = await superstep(this.stepEnv(), this.cursor.head!, this.cursor.state);
-        await this.cursor.commit(outcome.draft);
+        await this.step();
         steps++;
       }
     } catch (error) {
@@ -324,12 +341,31 @@ export class ThreadRun implements ChildRunner {
       throw error;
     }
     const status = positionStatus(this.cursor.head!.body);
+    this.settings.trace?.set({ 'cairn.thread.status': status });
     this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.cursor.head!.position.seq });
     return this.outcome(status);
   }
 
+  /** One superstep from the head, and its commit; in a `cairn.superstep` span when the run is traced. */
+  private async step(): Promise<void> {
+    const head = this.cursor.head!;
+    const trace = this.settings.trace;
+    if (!trace) {
+      const outcome = await superstep(this.stepEnv(undefined), head, this.cursor.state);
+      await this.cursor.commit(outcome.draft);
+      return;
+    }
+    await trace.around('cairn.superstep', { 'cairn.ns': this.ns, 'cairn.seq': head.position.seq, 'cairn.nodes': head.body.next }, async (span) => {
+      const outcome = await superstep(this.stepEnv(span), head, this.cursor.state);
+      await span.around('cairn.commit', { 'cairn.ns': this.ns }, async (commit) => {
+        const landed = await this.cursor.commit(outcome.draft);
+        commit.set({ 'cairn.seq': landed.seq, 'cairn.snapshot': landed.snapshot, 'cairn.thread.status': landed.status });
+      });
+    });
+  }
+
   /** How a superstep of this run runs: live tasks, pending writes, stale-read checks, staged on the cursor. */
-  private stepEnv(): StepEnv {
+  private stepEnv(trace: TraceSpan | undefined): StepEnv {
     const { settings, cursor } = this;
     const runner = new LiveTaskRunner({
       schema: settings.schema,
@@ -337,6 +373,7 @@ export class ThreadRun implements ChildRunner {
       artifacts: settings.artifacts,
       retry: settings.retry,
       emit: settings.emit,
+      ...(trace ? { trace } : {}),
       signal: settings.signal,
       lease: this.lease,
       ns: this.ns,
@@ -346,8 +383,8 @@ export class ThreadRun implements ChildRunner {
       recordFailure: (failure) => this.recordFailure(failure),
       signals: this.signals,
       discardRecords: (keys) => settings.engine.ledger.discardRecords(this.lease, keys),
-      runChild: (task, child, origin, state) =>
-        runSubgraphTask(task, child, origin, { ns: this.ns, schema: settings.schema, state, place: this.place }, (spec, ns) => this.childRun(spec, ns)),
+      runChild: (task, child, origin, state, trace) =>
+        runSubgraphTask(task, child, origin, { ns: this.ns, schema: settings.schema, state, place: this.place }, (spec, ns) => this.childRun(spec, ns, trace)),
     });
     return {
       schema: settings.schema,
@@ -388,8 +425,11 @@ export class ThreadRun implements ChildRunner {
     };
   }
 
-  /** The Run of a child namespace of this run, with the child graph's settings. */
-  private childRun(child: ChildSpec, ns: string): ThreadRun {
+  /**
+   * The Run of a child namespace of this run, with the child graph's settings; traced
+   * in a `cairn.run` span under `trace` (its subgraph task's span) when given.
+   */
+  private childRun(child: ChildSpec, ns: string, trace?: TraceSpan): ThreadRun {
     const { emit } = this.settings;
     return new ThreadRun(
       {
@@ -401,6 +441,7 @@ export class ThreadRun implements ChildRunner {
         retry: child.retry ?? this.settings.retry,
         // A grandchild's events pass through here already named: keep the innermost ns.
         emit: emit ? (event) => emit({ ...event, ns: event.ns ?? ns }) : undefined,
+        trace: trace?.child('cairn.run', { 'cairn.thread.id': this.lease.threadId, 'cairn.ns': ns, 'cairn.run.attempt': this.cursor.attempt }),
         nodeMapping: {},
       },
       this.lease,
@@ -518,6 +559,7 @@ export class ThreadRun implements ChildRunner {
   private async beginAttempt(options: AttemptOptions): Promise<void> {
     this.thread = await this.cp.updateThread(this.lease, { ...(options.markRunning !== false ? { status: 'running' as const } : {}), attempts: 1, lastError: null });
     this.cursor.beginAttempt(this.thread.attempts);
+    this.settings.trace?.set({ 'cairn.run.attempt': this.cursor.attempt });
     this.settings.emit?.({
       type: 'run.start',
       threadId: this.lease.threadId,
@@ -549,6 +591,7 @@ export class ThreadRun implements ChildRunner {
     const resumable = RunCancelledError.is(error) || EngineError.is(error);
     const status: ThreadStatus = resumable ? this.thread.status : NeedsAttentionError.is(error) ? 'needs_attention' : 'failed';
     await this.cp.updateThread(this.lease, resumable ? { lastError } : { status, lastError }).catch(() => undefined);
+    this.settings.trace?.set({ 'cairn.thread.status': status });
     this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.cursor.head?.position.seq ?? null, error: lastError.message });
   }
 

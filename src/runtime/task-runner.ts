@@ -19,6 +19,7 @@ import { findStaleRead } from './node-store.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
 import type { Carried, Task, TaskOutcome, TaskRunner } from './superstep.js';
 import { TaskScope, type SignalQueue } from './task-scope.js';
+import type { TraceSpan } from './tracing.js';
 
 type State = Record<string, unknown>;
 
@@ -36,6 +37,8 @@ export interface LiveTaskRunnerOptions {
   artifacts: ArtifactStore | undefined;
   retry: Partial<RetryPolicy> | undefined;
   emit: EventSink | undefined;
+  /** The superstep's span, when the run is traced: each execution of a task is a `cairn.task` span under it. */
+  trace?: TraceSpan;
   signal: AbortSignal;
   lease: ThreadLease;
   ns: string;
@@ -50,8 +53,8 @@ export interface LiveTaskRunnerOptions {
   discardRecords(keys: string[]): Promise<void>;
   /** The thread's signal queue, for `ctx.waitFor`. */
   signals?: SignalQueue;
-  /** Runs a subgraph node's child run (see runtime/child-run). */
-  runChild(task: Task, child: ChildSpec, origin: number, state: Readonly<State>): Promise<TaskOutcome>;
+  /** Runs a subgraph node's child run (see runtime/child-run), traced under `trace` (the task's span) when given. */
+  runChild(task: Task, child: ChildSpec, origin: number, state: Readonly<State>, trace: TraceSpan | undefined): Promise<TaskOutcome>;
 }
 
 export class LiveTaskRunner implements TaskRunner {
@@ -63,67 +66,78 @@ export class LiveTaskRunner implements TaskRunner {
     const policy = resolveRetry(o.retry, task.node.options.retry);
     const place = { ...o.place, seq };
     for (let attempt = 1, staleReruns = 0; ; attempt++) {
-      const scope = new TaskScope({
-        threadId: o.lease.threadId,
-        ns: o.ns,
-        seq: origin,
-        step: step + 1,
-        node: task.node.name,
-        task: task.id,
-        attempt,
-        signal: o.signal,
-        ledger: o.engine.ledger,
-        store: o.engine.store,
-        principal: o.principal,
-        artifacts: o.artifacts,
-        emit: o.emit,
-        place,
-        carried,
-        ...(o.signals ? { signals: o.signals } : {}),
-      });
-      o.emit?.({ type: 'task.start', threadId: o.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq, attempt });
+      const span = o.trace?.child('cairn.task', { 'cairn.ns': o.ns, 'cairn.node': task.node.name, 'cairn.task': task.id, 'cairn.attempt': attempt });
       try {
-        if (task.node.child) return await o.runChild(task, task.node.child, origin, state);
-        const writes = await task.node.fn(o.schema.view(state as State) as never, scope as never);
-        await scope.settle();
-        if (scope.pause) return pausedOutcome(scope, task, origin);
-        return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts, reads: scope.validatedReads };
-      } catch (caught) {
-        let error = caught;
-        await scope.settle();
-        // Stopped at an interrupt call or a wait (whatever the node did with the stop): not a failure.
-        if (scope.pause) return pausedOutcome(scope, task, origin);
-        if (NeedsAttentionError.is(error)) throw error;
-        // A node stopped by the run's signal did not fail: the step is redone on resume.
-        if (o.signal.aborted) throw stoppedBy(o.signal, o.lease.threadId, place);
-        // A store write found a validateAtCommit read stale (nothing was written): run the
-        // node again on fresh data as the same attempt, with its recorded outputs discarded.
-        if (StaleReadError.is(error)) {
-          if (staleReruns < MAX_STALE_RERUNS) {
-            staleReruns++;
-            await o.discardRecords(scope.recordKeys);
-            attempt--;
-            continue;
-          }
-          error = new StaleReadLimitError(task.node.name, staleReruns, error, place);
-        }
-        const willRetry = attempt < policy.maxAttempts && policy.retryOn(error) && !o.signal.aborted;
-        // Outputs recorded by a failed attempt led to the failure: the retry asks again.
-        await o.discardRecords(scope.recordKeys);
-        await o.recordFailure({ node: task.node.name, error: describeError(error), willRetry });
-        o.emit?.({
-          type: 'task.failed',
+        const scope = new TaskScope({
           threadId: o.lease.threadId,
-          at: Date.now(),
+          ns: o.ns,
+          seq: origin,
+          step: step + 1,
           node: task.node.name,
           task: task.id,
           attempt,
-          error: describeError(error).message,
-          willRetry,
+          signal: o.signal,
+          ledger: o.engine.ledger,
+          store: o.engine.store,
+          principal: o.principal,
+          artifacts: o.artifacts,
+          emit: o.emit,
+          place,
+          carried,
+          ...(o.signals ? { signals: o.signals } : {}),
+          ...(span ? { trace: span } : {}),
         });
-        if (!willRetry) throw CairnError.is(error) ? error : new NodeFailedError(task.node.name, attempt, error, place);
-        await sleep(retryDelay(policy, attempt), o.signal);
+        o.emit?.({ type: 'task.start', threadId: o.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq, attempt });
+        try {
+          if (task.node.child) return await o.runChild(task, task.node.child, origin, state, span);
+          const view = o.schema.view(state as State) as never;
+          const writes = await (span ? span.within(() => task.node.fn(view, scope as never)) : task.node.fn(view, scope as never));
+          await scope.settle();
+          if (scope.pause) return pausedOutcome(scope, task, origin, span);
+          return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts, reads: scope.validatedReads };
+        } catch (caught) {
+          let error = caught;
+          await scope.settle();
+          // Stopped at an interrupt call or a wait (whatever the node did with the stop): not a failure.
+          if (scope.pause) return pausedOutcome(scope, task, origin, span);
+          if (NeedsAttentionError.is(error)) throw failed(span, error);
+          // A node stopped by the run's signal did not fail: the step is redone on resume.
+          if (o.signal.aborted) throw failed(span, stoppedBy(o.signal, o.lease.threadId, place));
+          // A store write found a validateAtCommit read stale (nothing was written): run the
+          // node again on fresh data as the same attempt, with its recorded outputs discarded.
+          if (StaleReadError.is(error)) {
+            if (staleReruns < MAX_STALE_RERUNS) {
+              span?.set({ 'cairn.task.stale_read': true });
+              staleReruns++;
+              await o.discardRecords(scope.recordKeys);
+              attempt--;
+              continue;
+            }
+            error = new StaleReadLimitError(task.node.name, staleReruns, error, place);
+          }
+          const willRetry = attempt < policy.maxAttempts && policy.retryOn(error) && !o.signal.aborted;
+          // Outputs recorded by a failed attempt led to the failure: the retry asks again.
+          await o.discardRecords(scope.recordKeys);
+          await o.recordFailure({ node: task.node.name, error: describeError(error), willRetry });
+          o.emit?.({
+            type: 'task.failed',
+            threadId: o.lease.threadId,
+            at: Date.now(),
+            node: task.node.name,
+            task: task.id,
+            attempt,
+            error: describeError(error).message,
+            willRetry,
+          });
+          span?.set({ 'cairn.task.will_retry': willRetry });
+          if (!willRetry) throw failed(span, CairnError.is(error) ? error : new NodeFailedError(task.node.name, attempt, error, place));
+          span?.fail(error);
+        }
+      } finally {
+        span?.end();
       }
+      // Between attempts, outside the failed attempt's span.
+      await sleep(retryDelay(policy, attempt), o.signal);
     }
   }
 
@@ -154,8 +168,9 @@ export class LiveTaskRunner implements TaskRunner {
  * but what its calls recorded in the ledger; the superstep waits on it, addressed
  * `<seq the superstep started from>:<task>:call:<n>`.
  */
-function pausedOutcome(scope: TaskScope, task: Task, origin: number): TaskOutcome {
+function pausedOutcome(scope: TaskScope, task: Task, origin: number, span: TraceSpan | undefined): TaskOutcome {
   const pause = scope.pause!;
+  span?.set({ 'cairn.task.suspended': pause.kind });
   const id = `${origin}:${task.id}:call:${pause.call}`;
   const base = { writes: undefined, records: [], effects: [], interrupts: [] };
   if (pause.kind === 'interrupt') {
@@ -163,6 +178,12 @@ function pausedOutcome(scope: TaskScope, task: Task, origin: number): TaskOutcom
   }
   const wait = { id, node: task.node.name, task: task.id, kind: pause.kind, key: pause.key, call: pause.call, until: pause.until };
   return { ...base, suspended: { interrupts: [], waits: [pause.kind === 'signal' ? { ...wait, name: pause.name } : wait] } };
+}
+
+/** `error`, marked on the task's span first. */
+function failed(span: TraceSpan | undefined, error: unknown): unknown {
+  span?.fail(error);
+  return error;
 }
 
 /** Between steps, or when a node is stopped: a lost lease stops the run as LeaseLostError, any other abort as a cancellation. */

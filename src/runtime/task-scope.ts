@@ -35,6 +35,7 @@ import type { EventSink } from './events.js';
 import type { CallRef, PendingWait } from './position.js';
 import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
 import type { InterruptOptions, NodeContext, WaitForOptions, WaitResult } from './node-context.js';
+import type { RecordAttributes, TraceSpan } from './tracing.js';
 import { AnswerChecked, AnswerUnchecked, NodeSuspended, validateAnswer, validateWith, type SignalQueue, type TaskPause } from './pauses.js';
 
 export type { EffectSpec, EffectMode } from './effects.js';
@@ -79,6 +80,8 @@ export interface TaskScopeOptions {
   probe?: { key: string; answer: unknown };
   /** A live run's signal queue (for `ctx.waitFor`): the checkpointer and the run's lease. */
   signals?: SignalQueue;
+  /** The task's span when the run is traced: each record and effect is a span under it, interrupts and waits events on it. */
+  trace?: TraceSpan;
   /**
    * Replay mode: the records and effects the stored position says its step used, by
    * key. A served value must be one of them, with the digest the position holds: a
@@ -96,6 +99,9 @@ export interface TaskScopeOptions {
 export function derivedCallKey(kind: 'rec' | 'eff' | 'int' | 'wait', threadId: string, ns: string, seq: number, task: string, call: number): string {
   return `${kind}_${sha256Hex(JSON.stringify([threadId, ns, seq, task, call])).slice(0, 40)}`;
 }
+
+/** The span attribute `ctx.recordArtifact` adds: the stored artifact's id. */
+const artifactAttributes: RecordAttributes<ArtifactRef> = (ref) => ({ 'cairn.artifact.id': ref.id });
 
 /** Thrown inside a replayed node when it asks for something the original run never recorded. */
 export class ReplayDivergence extends Error {
@@ -168,11 +174,16 @@ export class TaskScope implements NodeContext {
 
   recordArtifact(name: string, fn: () => unknown, options: StoreValueOptions = {}): Promise<ArtifactRef> {
     // Recorded: a re-executed step is served the ref and neither calls fn nor stores again.
-    return this.record(name, async () => storeValue(this.artifacts, await fn(), options));
+    return this.recordCall(name, async () => storeValue(this.artifacts, await fn(), options), artifactAttributes);
   }
 
   record<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
-    return this.track(this.calling((call) => this.doRecord(call, name, fn)));
+    return this.recordCall(name, fn, undefined);
+  }
+
+  /** `ctx.record`, with the extra span attributes the kind of call adds (an artifact's id). */
+  private recordCall<T>(name: string, fn: () => T | Promise<T>, attributes: RecordAttributes<T> | undefined): Promise<T> {
+    return this.track(this.calling((call) => this.doRecord(call, name, fn, attributes)));
   }
 
   effect<T>(name: string, spec: EffectSpec<T>): Promise<T> {
@@ -279,10 +290,12 @@ export class TaskScope implements NodeContext {
     const answer = this.options.carried?.answers[key];
     if (answer !== undefined) {
       const value = await validateAnswer(options.answer, decode(answer, `answer to ${key}`), place);
+      this.options.trace?.event('cairn.interrupt.answered', { 'cairn.interrupt.key': key });
       return probe ? value : this.recordResult(call, key, 'interrupt', value);
     }
     if (probe) throw new AnswerUnchecked();
     this.options.emit?.({ type: 'interrupt', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, payload });
+    this.options.trace?.event('cairn.interrupt', { 'cairn.interrupt.key': key });
     return this.stop({ kind: 'interrupt', call, key, payload });
   }
 
@@ -295,9 +308,11 @@ export class TaskScope implements NodeContext {
     if (Date.now() >= until) {
       await this.recordResult(call, key, 'sleep', { wokeAt: Date.now() });
       this.options.emit?.({ type: 'wait.resolved', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'sleep', result: 'woke' });
+      this.options.trace?.event('cairn.wait.resolved', { 'cairn.wait.key': key, 'cairn.wait.kind': 'sleep', 'cairn.wait.result': 'woke' });
       return;
     }
     this.options.emit?.({ type: 'wait', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'sleep', until });
+    this.options.trace?.event('cairn.wait', { 'cairn.wait.key': key, 'cairn.wait.kind': 'sleep', 'cairn.wait.until': until });
     this.stop({ kind: 'sleep', call, key, until });
   }
 
@@ -313,6 +328,7 @@ export class TaskScope implements NodeContext {
     if (received) {
       const result = await this.recordResult<WaitResult<T>>(call, key, recordName, received);
       this.options.emit?.({ type: 'wait.resolved', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'signal', result: 'received' });
+      this.options.trace?.event('cairn.wait.resolved', { 'cairn.wait.key': key, 'cairn.wait.kind': 'signal', 'cairn.wait.name': name, 'cairn.wait.result': 'received' });
       return result;
     }
     const carried = this.carriedWait(key);
@@ -320,9 +336,11 @@ export class TaskScope implements NodeContext {
     if (until !== null && Date.now() >= until) {
       const result = await this.recordResult<WaitResult<T>>(call, key, recordName, { status: 'timedOut', timedOut: true });
       this.options.emit?.({ type: 'wait.resolved', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'signal', result: 'timedOut' });
+      this.options.trace?.event('cairn.wait.resolved', { 'cairn.wait.key': key, 'cairn.wait.kind': 'signal', 'cairn.wait.name': name, 'cairn.wait.result': 'timedOut' });
       return result;
     }
     this.options.emit?.({ type: 'wait', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'signal', until, name });
+    this.options.trace?.event('cairn.wait', { 'cairn.wait.key': key, 'cairn.wait.kind': 'signal', 'cairn.wait.name': name, 'cairn.wait.until': until ?? undefined });
     return this.stop({ kind: 'signal', call, key, until, name });
   }
 
@@ -386,9 +404,15 @@ export class TaskScope implements NodeContext {
     return derivedCallKey(kind, this.threadId, this.ns, this.seq, this.task, call);
   }
 
-  private async doRecord<T>(call: number, name: string, fn: () => T | Promise<T>): Promise<T> {
-    const { ledger, emit } = this.options;
+  private doRecord<T>(call: number, name: string, fn: () => T | Promise<T>, attributes: RecordAttributes<T> | undefined): Promise<T> {
     const key = this.derivedKey('rec', call);
+    const trace = this.options.trace;
+    if (!trace) return this.recordAt(call, key, name, fn, undefined, undefined);
+    return trace.around('cairn.record', { 'cairn.record.name': name, 'cairn.record.key': key }, (span) => this.recordAt(call, key, name, fn, span, attributes));
+  }
+
+  private async recordAt<T>(call: number, key: string, name: string, fn: () => T | Promise<T>, span: TraceSpan | undefined, attributes: RecordAttributes<T> | undefined): Promise<T> {
+    const { ledger, emit } = this.options;
     this.recordKeys.push(key);
     const hit = (await this.ledgerEntries()).get(key);
     if ((this.options.replay || this.options.probe) && (!hit || hit.outcome === null || hit.name !== name)) {
@@ -400,20 +424,30 @@ export class TaskScope implements NodeContext {
       this.checkServed(call, name, key, digest);
       this.records.push({ key, name, digest });
       emit?.({ type: 'record.served', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
-      return decode<T>(hit.outcome, `recorded output ${key}`);
+      const served = decode<T>(hit.outcome, `recorded output ${key}`);
+      span?.set({ 'cairn.record.served': true, ...attributes?.(served) });
+      return served;
     }
-    const value = await fn();
+    const value = await (span ? span.within(fn) : fn());
     const text = encode(value, `record "${name}"`);
     const stored = await ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, null), outcome: text });
     crashPoint('after-record', this.node);
     this.records.push({ key, name, digest: sha256Hex(stored.outcome ?? text) });
     emit?.({ type: 'record.stored', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
-    return stored.outcome === text ? value : decode<T>(stored.outcome!, `recorded output ${key}`);
+    const result = stored.outcome === text ? value : decode<T>(stored.outcome!, `recorded output ${key}`);
+    span?.set({ 'cairn.record.served': false, ...attributes?.(result) });
+    return result;
   }
 
-  private async doEffect<T>(call: number, name: string, spec: EffectSpec<T>): Promise<T> {
-    const { ledger, emit, place } = this.options;
+  private doEffect<T>(call: number, name: string, spec: EffectSpec<T>): Promise<T> {
     const key = spec.idempotencyKey ?? this.derivedKey('eff', call);
+    const trace = this.options.trace;
+    if (!trace) return this.effectAt(call, key, name, spec, undefined);
+    return trace.around('cairn.effect', { 'cairn.effect.name': name, 'cairn.effect.key': key }, (span) => this.effectAt(call, key, name, spec, span));
+  }
+
+  private async effectAt<T>(call: number, key: string, name: string, spec: EffectSpec<T>, span: TraceSpan | undefined): Promise<T> {
+    const { ledger, emit, place } = this.options;
     const argsDigest = spec.args === undefined ? null : sha256Hex(encode(spec.args, `effect "${name}" args`));
     const base = { threadId: this.threadId, at: 0, node: this.node, key, name };
     const now = () => ({ ...base, at: Date.now() });
@@ -431,6 +465,7 @@ export class TaskScope implements NodeContext {
       this.checkServed(call, name, key, digest);
       this.effects.push({ key, name, digest });
       emit?.({ ...now(), type: 'effect.hit' });
+      span?.set({ 'cairn.effect.outcome': 'hit' });
       return decode<T>(entry.outcome!, `outcome of effect ${key}`);
     }
 
@@ -442,7 +477,10 @@ export class TaskScope implements NodeContext {
       if (spec.probe) {
         const found = await spec.probe(key);
         emit?.({ ...now(), type: 'effect.probe', found: found !== null && found !== undefined });
-        if (found !== null && found !== undefined) return this.finishEffect(key, name, found, 'probe');
+        if (found !== null && found !== undefined) {
+          span?.set({ 'cairn.effect.outcome': 'probe_found' });
+          return this.finishEffect(key, name, found, 'probe');
+        }
       } else if (mode === 'atMostOnce') {
         throw new NeedsAttentionError(key, name, place);
       }
@@ -456,7 +494,8 @@ export class TaskScope implements NodeContext {
 
     crashPoint('before-effect', this.node);
     emit?.({ ...now(), type: 'effect.run', rerun });
-    const result = await spec.run(key);
+    span?.set({ 'cairn.effect.outcome': !rerun ? 'ran' : spec.probe ? 'probe_absent_reran' : 'reran' });
+    const result = await (span ? span.within(() => spec.run(key)) : spec.run(key));
     crashPoint('after-effect', this.node);
     return this.finishEffect(key, name, result, 'run');
   }

@@ -1,0 +1,161 @@
+/**
+ * @module runtime/tracing
+ * OpenTelemetry spans of a run, when the application registered a tracer provider:
+ * `cairn.run` › `cairn.superstep` › `cairn.task` › `cairn.record` / `cairn.effect`, and
+ * `cairn.commit` beside the tasks of a superstep (see README, "OpenTelemetry").
+ *
+ * Why it is built this way:
+ * - `@opentelemetry/api` is an optional peer dependency: it is imported lazily, with a
+ *   dynamic `import()` the first time a run starts, and the result (the module, or
+ *   "not installed") is kept for the process. `import 'cairn'` never loads it, and an
+ *   application without it pays one failed import, once.
+ * - Whether anything records is asked once per run, not per step: the run's root span
+ *   is started, and when it does not record (no provider registered, so the API's
+ *   no-op provider made it; or a sampler dropped it) it is ended and the run carries
+ *   no {@link TraceSpan} at all. Every other place reaches tracing as `trace?.…`, so a
+ *   run without one builds no span, no attribute object, no closure.
+ * - Spans are parented explicitly (each span is created from its parent
+ *   {@link TraceSpan}), not through the active context: the tree is right whether or
+ *   not the application registered a context manager, and for the concurrent tasks of
+ *   one superstep. The node's own function, a recorded call's `fn` and an effect's
+ *   `run` execute inside their span's context (`context.with`), so the application's
+ *   own instrumentation (HTTP clients, model SDKs) nests under them when a context
+ *   manager is registered.
+ * - The types here are structural (the few members cairn uses), so cairn's
+ *   declarations never name `@opentelemetry/api`'s types.
+ */
+
+/** Attribute values cairn sets on its spans. */
+export type TraceAttributes = Record<string, string | number | boolean | string[] | undefined>;
+
+/** The members of an OpenTelemetry span cairn uses. */
+interface OtelSpan {
+  setAttributes(attributes: TraceAttributes): unknown;
+  addEvent(name: string, attributes?: TraceAttributes): unknown;
+  setStatus(status: { code: number; message?: string }): unknown;
+  recordException(exception: Error | string): unknown;
+  isRecording(): boolean;
+  end(): void;
+}
+
+/** An OpenTelemetry context, opaque to cairn. */
+type OtelContext = object;
+
+interface OtelTracer {
+  startSpan(name: string, options: { attributes?: TraceAttributes }, context: OtelContext): OtelSpan;
+}
+
+/** The members of `@opentelemetry/api` cairn uses. */
+interface OtelApi {
+  trace: {
+    getTracer(name: string, version?: string): OtelTracer;
+    setSpan(context: OtelContext, span: OtelSpan): OtelContext;
+  };
+  context: {
+    active(): OtelContext;
+    with<R>(context: OtelContext, fn: () => R): R;
+  };
+  SpanStatusCode: { ERROR: number };
+}
+
+/** The tracer's instrumentation scope name. */
+export const TRACER_NAME = 'cairn';
+
+/** undefined: not tried yet; null: not installed (tracing stays off for the process). */
+let loaded: OtelApi | null | undefined;
+let loading: Promise<OtelApi | null> | undefined;
+
+/** `@opentelemetry/api`, imported once; null when it cannot be loaded. */
+async function otelApi(): Promise<OtelApi | null> {
+  if (loaded !== undefined) return loaded;
+  loading ??= import('@opentelemetry/api').then(
+    (api) => (loaded = api as unknown as OtelApi),
+    () => (loaded = null),
+  );
+  return loading;
+}
+
+/**
+ * One span of a run, with what its children need: the API, the tracer and the
+ * context the span is active in. Only ever created for a recording span.
+ */
+export class TraceSpan {
+  private constructor(
+    private readonly api: OtelApi,
+    private readonly tracer: OtelTracer,
+    private readonly span: OtelSpan,
+    private readonly context: OtelContext,
+  ) {}
+
+  /**
+   * The `cairn.run` span of a run, as a child of the caller's active span; undefined
+   * when `@opentelemetry/api` is not installed or the span would not record.
+   */
+  static async startRun(attributes: TraceAttributes): Promise<TraceSpan | undefined> {
+    const api = loaded === undefined ? await otelApi() : loaded;
+    if (!api) return undefined;
+    const tracer = api.trace.getTracer(TRACER_NAME);
+    const parent = api.context.active();
+    const span = tracer.startSpan('cairn.run', { attributes }, parent);
+    if (!span.isRecording()) {
+      span.end();
+      return undefined;
+    }
+    return new TraceSpan(api, tracer, span, api.trace.setSpan(parent, span));
+  }
+
+  /** A span under this one. */
+  child(name: string, attributes: TraceAttributes): TraceSpan {
+    const span = this.tracer.startSpan(name, { attributes }, this.context);
+    return new TraceSpan(this.api, this.tracer, span, this.api.trace.setSpan(this.context, span));
+  }
+
+  /** Runs `fn` with this span active: what the application instruments inside nests under it. */
+  within<R>(fn: () => R): R {
+    return this.api.context.with(this.context, fn);
+  }
+
+  set(attributes: TraceAttributes): void {
+    this.span.setAttributes(attributes);
+  }
+
+  event(name: string, attributes: TraceAttributes): void {
+    this.span.addEvent(name, attributes);
+  }
+
+  /** Marks the span failed: error status with the error's message, its stable `code` as `cairn.error.code`, the exception event. */
+  fail(error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    const code = error instanceof Error ? ((error as { code?: unknown }).code ?? error.name) : 'ERR_THROWN';
+    this.span.setAttributes({ 'cairn.error.code': String(code) });
+    this.span.recordException(error instanceof Error ? error : message);
+    this.span.setStatus({ code: this.api.SpanStatusCode.ERROR, message });
+  }
+
+  end(): void {
+    this.span.end();
+  }
+
+  /**
+   * Runs `body` in a child span named `name`, ended when it settles, failed when it
+   * throws. `body` gets the span, to add what it learns on the way.
+   */
+  async around<R>(name: string, attributes: TraceAttributes, body: (span: TraceSpan) => Promise<R>): Promise<R> {
+    const span = this.child(name, attributes);
+    try {
+      return await body(span);
+    } catch (error) {
+      span.fail(error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+}
+
+/**
+ * Extra attributes of a recorded call's span, computed from the value it returned:
+ * `ctx.recordArtifact` adds `cairn.artifact.id`. The hook where record kinds (a model
+ * call's GenAI attributes, for one) plug in.
+ */
+export type RecordAttributes<T> = (value: T) => TraceAttributes;
