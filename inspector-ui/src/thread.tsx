@@ -125,7 +125,7 @@ function Timeline({ id, ns, version }: { id: string; ns: string; version: string
                         ))
                       : '-'}
                   </td>
-                  <td>{isoTime(p.createdAt)}</td>
+                  <td class="time">{isoTime(p.createdAt)}</td>
                 </tr>
               );
             })}
@@ -168,7 +168,7 @@ function Effects({ id, version }: { id: string; version: string }) {
               <td>{e.node}</td>
               <td>{e.name}</td>
               <td>{'outcome' in e ? <JsonValue value={e.outcome} depth={2} /> : '-'}</td>
-              <td>{isoTime(e.completedAt ?? e.createdAt)}</td>
+              <td class="time">{isoTime(e.completedAt ?? e.createdAt)}</td>
             </tr>
           ))}
         </tbody>
@@ -253,7 +253,7 @@ export function ThreadView({ id, ns }: { id: string; ns: string }) {
         {thread.id} <StatusBadge status={thread.status} /> <IntegrityBadge id={id} version={version} />
       </h1>
       <p class="facts" data-testid="thread-facts">
-        {thread.kind} · tenant {thread.tenant ?? '-'} · head <span data-testid="thread-head">{thread.head ?? '-'}</span> · {thread.attempts} attempts · created {isoTime(thread.createdAt)} · updated{' '}
+        {thread.kind} · tenant {thread.tenant ?? '-'} · head <span data-testid="thread-head">{thread.head ?? '-'}</span> · {thread.attempts} {thread.attempts === 1 ? 'attempt' : 'attempts'} · created {isoTime(thread.createdAt)} · updated{' '}
         {isoTime(thread.updatedAt)}
         {thread.wakeAt !== null && ` · wakes ${isoTime(thread.wakeAt)}`}
       </p>
