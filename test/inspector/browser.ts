@@ -65,13 +65,16 @@ export interface InspectorProcess {
   base: string;
   token: string;
   child: ChildProcess;
-  stop(): Promise<number | null>;
+  /** What it wrote to stderr so far. */
+  stderr(): string;
+  /** Sends `signal` (default SIGTERM) and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `cairn inspect --db <db>` and resolves with the URL it prints. */
-export function startInspectorCli(db: string): Promise<InspectorProcess> {
+/** Starts `cairn inspect --db <db> ...args` and resolves with the URL it prints. */
+export function startInspectorCli(db: string, args: string[] = []): Promise<InspectorProcess> {
   ensureInspectorBuilt();
-  const child = spawn(process.execPath, ['--no-warnings', cli, 'inspect', '--db', db], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--no-warnings', cli, 'inspect', '--db', db, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   return new Promise((resolve, reject) => {
@@ -89,12 +92,13 @@ export function startInspectorCli(db: string): Promise<InspectorProcess> {
         base: url.slice(0, url.indexOf('/?token=')),
         token: match[2]!,
         child,
-        stop: () =>
+        stderr: () => err,
+        stop: (signal = 'SIGTERM') =>
           new Promise((done) => {
             if (child.exitCode !== null) return done(child.exitCode);
             child.removeAllListeners('exit');
             child.once('exit', (code) => done(code));
-            child.kill('SIGTERM');
+            child.kill(signal);
           }),
       });
     });
