@@ -54,6 +54,17 @@ afterAll(async () => {
   if (shots) process.stdout.write(`inspector screenshots: ${shots}\n`);
 });
 
+/** Resolves once `check` holds, polled every 50 ms; throws after `timeoutMs`. */
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const rowCount = () => page.getByTestId('thread-row').count();
+
 const row = (id: string) => page.locator(`[data-testid=thread-row][data-thread="${id}"]`);
 const positionRow = (seq: number) => page.locator(`[data-testid=position-row][data-seq="${seq}"]`);
 
@@ -87,11 +98,11 @@ describe('cairn inspect on SQLite, in Chromium', () => {
     await page.goto(inspector.url);
     await row('cust_42').waitFor();
     await page.getByTestId('status-filter').selectOption('interrupted');
-    await page.waitForFunction(() => document.querySelectorAll('[data-testid=thread-row]').length === 1);
+    await until('one thread is listed', async () => (await rowCount()) === 1);
     expect(await page.getByTestId('thread-row').getAttribute('data-thread')).toBe('refund_7');
     await page.getByTestId('status-filter').selectOption('');
     await page.getByTestId('thread-search').fill('cu');
-    await page.waitForFunction(() => document.querySelectorAll('[data-testid=thread-row]').length === 1);
+    await until('one thread is listed', async () => (await rowCount()) === 1);
     expect(await page.getByTestId('thread-row').getAttribute('data-thread')).toBe('cust_42');
   });
 
@@ -147,7 +158,7 @@ describe('cairn inspect on SQLite, in Chromium', () => {
     expect(await page.getByTestId('timeline').textContent()).toContain('alice');
     const child = page.getByTestId('timeline').locator('a', { hasText: 'research' }).first();
     await child.click();
-    await page.waitForFunction(() => document.querySelector('h2')?.textContent?.includes('child run'));
+    await page.locator('h2', { hasText: 'child run' }).waitFor();
     await positionRow(0).waitFor();
     expect(await page.getByTestId('timeline').textContent()).toContain('answer');
   });
@@ -173,12 +184,14 @@ describe('cairn inspect on SQLite, in Chromium', () => {
     await page.goto(`${inspector.url}#/t/refund_7`);
     await positionRow(head).waitFor();
     const before = await page.getByTestId('position-row').count();
-    await page.evaluate(() => ((window as unknown as { stayed: boolean }).stayed = true));
+    // A mark on the window: a reload would lose it.
+    await page.evaluate('window.stayed = true');
     // One more step, in this process: the page polls the head and shows it.
     await refundApp(engine).resume({ thread: 'refund_7', answer: true, actor: 'ana' });
-    await page.waitForFunction(() => document.querySelector('[data-testid=thread-title] [data-testid=status-badge]')?.textContent === 'completed', undefined, { timeout: 10_000 });
-    await page.waitForFunction((n) => document.querySelectorAll('[data-testid=position-row]').length > n, before, { timeout: 10_000 });
-    expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
+    const badge = page.getByTestId('thread-title').getByTestId('status-badge');
+    await until('the page shows the thread completed', async () => (await badge.textContent()) === 'completed');
+    await until('the page shows the new positions', async () => (await page.getByTestId('position-row').count()) > before);
+    expect(await page.evaluate('window.stayed')).toBe(true);
     expect(await page.getByTestId('pending-interrupt').count()).toBe(0);
     expect(await page.getByTestId('timeline').textContent()).toContain('ana');
     await page.screenshot({ path: join(shots, 'live.png'), fullPage: true });
