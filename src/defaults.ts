@@ -90,3 +90,18 @@ export const ARTIFACT_PAGE_LIMIT = 1000;
 
 /** Artifacts written or reused this recently are never collected, ms (24 hours). */
 export const GC_GRACE_MS = 24 * 60 * 60 * 1000;
+
+/** The address `cairn inspect` binds when no `--host` is given: this machine only. */
+export const INSPECTOR_HOST = '127.0.0.1';
+
+/** The port `cairn inspect` listens on when no `--port` is given: 0, a free one the system picks. */
+export const INSPECTOR_PORT = 0;
+
+/** Threads a page of the web inspector's thread list holds when no limit is given. */
+export const INSPECTOR_THREAD_PAGE = 50;
+
+/** Positions a page of the web inspector's timeline holds when no limit is given. */
+export const INSPECTOR_HISTORY_PAGE = 50;
+
+/** The largest page (threads or positions) the web inspector's API serves. */
+export const INSPECTOR_MAX_PAGE = 500;

@@ -17,6 +17,7 @@ import Table from 'cli-table3';
 import cliProgress from 'cli-progress';
 import pc from 'picocolors';
 import { encode } from '../codec/tagged-json.js';
+import { printable } from '../internal/printable.js';
 
 /** How a command prints: `--json`, and whether colours are on. */
 export interface OutputStyle {
@@ -67,23 +68,6 @@ function raw(text: string): string {
   return `${RAW}${text}${RAW_END}`;
 }
 
-/** The decoded value as JSON.stringify can print it, with stand-ins for what JSON has no form for. */
-function printable(value: unknown): unknown {
-  if (value === undefined) return raw('undefined');
-  if (typeof value === 'bigint') return raw(`${value}n`);
-  if (typeof value === 'number') return Number.isFinite(value) && !Object.is(value, -0) ? value : raw(Object.is(value, -0) ? '-0' : String(value));
-  if (value === null || typeof value !== 'object') return value;
-  if (value instanceof Date) return Number.isNaN(value.getTime()) ? raw('Invalid Date') : value.toISOString();
-  if (value instanceof Uint8Array) return raw(`<${value.byteLength} bytes>`);
-  if (value instanceof Map) return [...value.entries()].map(([k, v]) => [printable(k), printable(v)]);
-  if (value instanceof Set) return [...value].map(printable);
-  // An array hole shows as undefined, like a missing element.
-  if (Array.isArray(value)) return Array.from(value, printable);
-  const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value)) out[key] = printable(v);
-  return out;
-}
-
 /**
  * A decoded value for a person: JSON, with `undefined`, `10n`, `NaN`, `-0` written
  * as JavaScript writes them, a Date as its ISO string, a Map as its `[key, value]`
@@ -95,7 +79,7 @@ function printable(value: unknown): unknown {
  * ```
  */
 export function showValue(value: unknown, indent?: number): string {
-  const text = JSON.stringify(printable(value), null, indent) ?? 'undefined';
+  const text = JSON.stringify(printable(value, raw), null, indent) ?? 'undefined';
   return text.replace(/"\\u0000raw:([^"]*?)\\u0000"/g, '$1');
 }
 

@@ -3,7 +3,8 @@
  * @module cli/main
  * The `cairn` command line: `demo`, `threads`, `attempts`, `delete-thread`,
  * `history`, `show`, `effects`, `verify`, `diff`, `resume`, `fork`, `replay`,
- * `resolve-effect`, `signal`, `gc`, `migrate`, `worker`, `export`, `import`, `copy`. Every command names its database with `--db <url>` (a SQLite
+ * `resolve-effect`, `signal`, `gc`, `migrate`, `worker`, `export`, `import`, `copy`,
+ * `inspect` (the web inspector). Every command names its database with `--db <url>` (a SQLite
  * file path, a `sqlite:` / `file:` URL, or `postgres://…#schema`; copy's target is
  * `--to`) and takes `--json`. Renamed flags keep their old spelling for a while,
  * hidden, with a deprecation notice (cli/deprecated-flags).
@@ -24,6 +25,7 @@ import { registerWorkerCommand } from './worker-command.js';
 import { registerTransferCommands } from './transfer-commands.js';
 import { registerArtifactCommands } from './artifact-commands.js';
 import { registerSignalCommand } from './signal-command.js';
+import { registerInspectorCommand } from './inspector-command.js';
 import { installDeprecatedFlags } from './deprecated-flags.js';
 import { ENGINE_URL_HELP } from './engine-url.js';
 
@@ -63,6 +65,7 @@ registerWorkerCommand(program);
 registerTransferCommands(program);
 registerArtifactCommands(program);
 registerSignalCommand(program);
+registerInspectorCommand(program);
 installDeprecatedFlags(program);
 
 program.parseAsync().catch((error: unknown) => {

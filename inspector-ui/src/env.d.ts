@@ -1,0 +1,2 @@
+/** Styles imported for their effect: Vite bundles them. */
+declare module '*.css';

@@ -1,0 +1,59 @@
+/** One position: the state stored there as a tree, and the interrupts pending and answered there. */
+import { api, type Interrupt } from './api';
+import { JsonTree, JsonValue } from './json-tree';
+import { href } from './route';
+import { useApi } from './use-api';
+
+interface StateAnswer {
+  seq: number;
+  schemaVersion: number;
+  next: string[];
+  state: Record<string, unknown>;
+  interrupts: { pending: Interrupt[]; answered: Interrupt[] };
+}
+
+export function PositionView({ id, ns, seq }: { id: string; ns: string; seq: number }) {
+  const view = useApi(() => api<StateAnswer>(`threads/${encodeURIComponent(id)}/state`, { seq, ns }), [id, ns, seq]);
+  return (
+    <section>
+      <p>
+        <a href={href({ view: 'thread', id, ns })}>← thread {id}</a>
+      </p>
+      <h1>
+        {id}
+        {ns ? ` · child ${ns}` : ''} · seq {seq}
+      </h1>
+      {view.error && <p class="error" data-testid="error">{view.error.message}</p>}
+      {view.data && (
+        <>
+          <p class="facts">
+            schema v{view.data.schemaVersion} · next → {view.data.next.join(', ') || 'END'}
+          </p>
+          <JsonTree value={view.data.state} testid="state-tree" />
+          {view.data.interrupts.pending.length > 0 && (
+            <div class="interrupt-box">
+              <h2>Pending interrupts</h2>
+              {view.data.interrupts.pending.map((i) => (
+                <p key={i.id}>
+                  {i.id} at {i.node}: <JsonValue value={i.payload} />
+                </p>
+              ))}
+            </div>
+          )}
+          {view.data.interrupts.answered.length > 0 && (
+            <>
+              <h2>Answered interrupts</h2>
+              <ul>
+                {view.data.interrupts.answered.map((i) => (
+                  <li key={i.id}>
+                    {i.id} at {i.node}, answered at seq {i.answeredAt} by {i.actor ?? '-'}: <JsonValue value={i.payload} />
+                  </li>
+                ))}
+              </ul>
+            </>
+          )}
+        </>
+      )}
+    </section>
+  );
+}

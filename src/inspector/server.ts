@@ -1,0 +1,154 @@
+/**
+ * @module inspector/server
+ * The web inspector's HTTP server (`node:http`, no framework): the built single-page
+ * app and its JSON API ({@link answer}), behind an access token. Read-only: it
+ * only reads the engine it is given. `cairn inspect` starts it; `cairn/inspector`
+ * exports {@link startInspector} for scripts.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ArtifactStore } from '../contracts/artifact-store.js';
+import type { Engine } from '../contracts/engine.js';
+import { INSPECTOR_HOST, INSPECTOR_PORT } from '../defaults.js';
+import { CairnError, InvalidOptionError, NamespaceNotFoundError, PositionNotFoundError, ThreadNotFoundError } from '../errors.js';
+import { answer, RouteNotFound, viewJson } from './api.js';
+import { access, newToken, tokenCookie } from './auth.js';
+import { DEFAULT_UI_DIR, uiFile } from './static-files.js';
+
+/** What {@link startInspector} serves, and where. */
+export interface InspectorOptions {
+  /** The engine to read (open it read-only: `cairn inspect` does). The inspector does not close it. */
+  engine: Engine;
+  /** An artifact store, for the artifact check of `verify?artifacts=1`. */
+  artifacts?: ArtifactStore;
+  /** The port; default 0, a free one. */
+  port?: number;
+  /** The address to bind; default `127.0.0.1`. */
+  host?: string;
+  /** The built UI's folder; default `dist/inspector-ui/` of this package. */
+  uiDir?: string;
+  /** The access token; default 32 fresh random bytes, hex. */
+  token?: string;
+}
+
+/** A running inspector. */
+export interface Inspector {
+  /** The page's address with its token: `http://127.0.0.1:43117/?token=…`. */
+  url: string;
+  token: string;
+  port: number;
+  /** Stops the server (open connections are closed); the engine stays open. */
+  close(): Promise<void>;
+}
+
+/** The HTTP status and stable code of an error the API met. */
+function errorStatus(error: unknown): { status: number; code: string; message: string } {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof RouteNotFound) return { status: 404, code: 'ERR_NO_ROUTE', message: `no API route ${message}` };
+  const code = CairnError.is(error) ? (error as CairnError & { code: string }).code : 'ERR_INTERNAL';
+  if (ThreadNotFoundError.is(error) || PositionNotFoundError.is(error) || NamespaceNotFoundError.is(error)) return { status: 404, code, message };
+  if (InvalidOptionError.is(error)) return { status: 400, code, message };
+  return { status: 500, code, message };
+}
+
+const SECURITY_HEADERS = {
+  // The token is in the page's URL: never send it on as a Referer.
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+  'cache-control': 'no-store',
+};
+
+function send(response: ServerResponse, status: number, type: string, body: string | Buffer, headers: Record<string, string> = {}): void {
+  response.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type, 'content-length': Buffer.byteLength(body), ...headers });
+  response.end(body);
+}
+
+function sendJson(response: ServerResponse, status: number, value: unknown): void {
+  send(response, status, 'application/json; charset=utf-8', JSON.stringify(viewJson(value)));
+}
+
+/** The URL a person opens: the host as a browser writes it (an IPv6 address in brackets). */
+function pageUrl(host: string, port: number, token: string): string {
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return `http://${shown}:${port}/?token=${token}`;
+}
+
+/**
+ * Starts the web inspector on `host:port` (default 127.0.0.1, a free port) and
+ * resolves once it listens. Every request (page, assets, API) without the token,
+ * in the query or in the cookie the first page load sets, is answered 401.
+ *
+ * @example
+ * ```ts
+ * import { sqlite } from 'cairn/sqlite';
+ * import { startInspector } from 'cairn/inspector';
+ * const engine = sqlite('./cairn.db', { readOnly: true });
+ * const inspector = await startInspector({ engine });
+ * console.log(inspector.url);
+ * // later: await inspector.close(); await engine.close();
+ * ```
+ */
+export async function startInspector(options: InspectorOptions): Promise<Inspector> {
+  const token = options.token ?? newToken();
+  const uiDir = options.uiDir ?? DEFAULT_UI_DIR;
+  const host = options.host ?? INSPECTOR_HOST;
+  let port = options.port ?? INSPECTOR_PORT;
+  const context = { engine: options.engine, ...(options.artifacts ? { artifacts: options.artifacts } : {}) };
+
+  const handle = async (request: IncomingMessage, response: ServerResponse) => {
+    const url = new URL(request.url ?? '/', 'http://inspector');
+    const how = access(request, url, token, port);
+    if (how === 'denied') {
+      sendJson(response, 401, { error: { code: 'ERR_UNAUTHORIZED', message: 'this inspector needs its access token: open the URL cairn inspect printed (it ends with ?token=…).' } });
+      return;
+    }
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      sendJson(response, 405, { error: { code: 'ERR_METHOD', message: 'the inspector is read-only: only GET.' } });
+      return;
+    }
+    if (url.pathname.startsWith('/api/')) {
+      try {
+        sendJson(response, 200, await answer(context, url.pathname, url.searchParams));
+      } catch (error) {
+        const { status, code, message } = errorStatus(error);
+        sendJson(response, status, { error: { code, message } });
+      }
+      return;
+    }
+    const file = await uiFile(uiDir, url.pathname);
+    if (!file) {
+      const missing = url.pathname === '/';
+      send(response, 404, 'text/plain; charset=utf-8', missing ? `the inspector's page is not built: run npm run build (it writes ${uiDir}).` : 'not found');
+      return;
+    }
+    // The first load carries the token in its URL; later requests (assets, API) the cookie.
+    send(response, 200, file.type, file.body, how === 'query' ? { 'set-cookie': tokenCookie(token, port) } : {});
+  };
+
+  const server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      if (!response.headersSent) sendJson(response, 500, { error: { code: 'ERR_INTERNAL', message: (error as Error).message } });
+      else response.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  port = (server.address() as AddressInfo).port;
+  return {
+    url: pageUrl(host, port, token),
+    token,
+    port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
