@@ -102,7 +102,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoCheck[]> {
     if (options.json) process.stdout.write(encode({ type: 'check', ...c }) + '\n');
     else say(`  ${c.ok ? '✓' : '✗'} ${c.name}: ${c.detail}`);
   }
-  say(`\nfiles kept in ${dir} (inspect them: npx cairn history ${THREAD} --db ${db})`);
+  say(`\nfiles kept in ${dir} (inspect them: npx cairn history ${THREAD} --db ${db}, or in a browser: npx cairn inspect --db ${db})`);
   return checks;
 }
 
