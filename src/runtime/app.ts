@@ -322,16 +322,7 @@ export class App<S extends StateSchema> {
     // Asked once per run: with no provider registered (or tracing off) no span exists and nothing below builds one.
     const trace = this.options.tracing === false ? undefined : await TraceSpan.startRun({ 'cairn.thread.id': options.thread });
     if (!trace) return this.runHeld(options, hold, body, emit, undefined);
-    try {
-      const result = await this.runHeld(options, hold, body, emit, trace);
-      trace.set({ 'cairn.thread.status': result.status });
-      return result;
-    } catch (error) {
-      trace.fail(error);
-      throw error;
-    } finally {
-      trace.end();
-    }
+    return trace.run(() => this.runHeld(options, hold, body, emit, trace));
   }
 
   /** Holds the thread's lease around one run: taken (or the worker's), renewed while it works (`renew`), released after. */

@@ -238,16 +238,7 @@ export class ThreadRun implements ChildRunner {
   async runChild(start: (initial: State) => Promise<ChildStart>): Promise<RunOutcome> {
     const trace = this.settings.trace;
     if (!trace) return this.continueChild(start);
-    try {
-      const outcome = await this.continueChild(start);
-      trace.set({ 'cairn.thread.status': outcome.status });
-      return outcome;
-    } catch (error) {
-      trace.fail(error);
-      throw error;
-    } finally {
-      trace.end();
-    }
+    return trace.run(() => this.continueChild(start));
   }
 
   private async continueChild(start: (initial: State) => Promise<ChildStart>): Promise<RunOutcome> {

@@ -141,15 +141,28 @@ export class TraceSpan {
    * throws. `body` gets the span, to add what it learns on the way.
    */
   async around<R>(name: string, attributes: TraceAttributes, body: (span: TraceSpan) => Promise<R>): Promise<R> {
-    const span = this.child(name, attributes);
+    return this.child(name, attributes).closing(body);
+  }
+
+  /** Runs `body` in this span and ends it when `body` settles (failed when it throws). */
+  async closing<R>(body: (span: TraceSpan) => Promise<R>): Promise<R> {
     try {
-      return await body(span);
+      return await body(this);
     } catch (error) {
-      span.fail(error);
+      this.fail(error);
       throw error;
     } finally {
-      span.end();
+      this.end();
     }
+  }
+
+  /** {@link TraceSpan.closing} for a run: the status it ended in is the span's `cairn.thread.status`. */
+  run<R extends { status: string }>(body: () => Promise<R>): Promise<R> {
+    return this.closing(async () => {
+      const result = await body();
+      this.set({ 'cairn.thread.status': result.status });
+      return result;
+    });
   }
 }
 
