@@ -18,6 +18,7 @@ import type { Engine } from '../contracts/engine.js';
 import type { Ledger, NewLedgerEntry } from '../contracts/ledger.js';
 import type { Store } from '../contracts/store.js';
 import type { ThreadLease } from '../contracts/threads.js';
+import { linearPosition } from './checkpointer/fixtures.js';
 
 /** The names of an interface's methods, optional ones included. */
 type MethodsOf<T> = { [K in keyof T]-?: NonNullable<T[K]> extends (...args: never[]) => unknown ? K : never }[keyof T];
@@ -34,17 +35,7 @@ export type ContractCall = (fixture: CallFixture) => Promise<unknown>;
 export type CallEntry = ContractCall | { capability: keyof CheckpointerCapabilities; call: ContractCall } | { local: string; call: ContractCall };
 
 const owner = { runId: 'contract-calls-2', pid: 4242, host: 'cairn-suite.remote.invalid' };
-const position = (seq: number) => ({
-  ns: '',
-  seq,
-  parent: seq === 0 ? null : seq - 1,
-  segment: 0,
-  step: seq,
-  schemaVersion: 1,
-  createdAt: 1_700_000_000_000 + seq,
-  body: `{"kind":"step","seq":${seq}}`,
-  hash: (seq + 1).toString(16).padStart(64, '0'),
-});
+const position = (seq: number) => linearPosition(seq);
 const entry = (key: string): NewLedgerEntry => ({ threadId: 't1', key, kind: 'effect', name: 'e', ns: '', seq: 0, node: 'n', task: 'n:0', call: 0, argsDigest: null, createdAt: 1 });
 const range = { from: 0, to: 1 };
 /** A call of an optional method: it works only where `capability` is declared. */

@@ -15,41 +15,21 @@
  * ledgerSuite({ name: 'memory', create: () => memory() });
  * ```
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../contracts/engine.js';
+import { expectError, freshEnginePerTest, sleep, type EngineSuiteOptions } from './suite-kit.js';
 import type { Ledger, LedgerEntry, NewLedgerEntry } from '../contracts/ledger.js';
 import type { ThreadLease } from '../contracts/threads.js';
 import { EngineClosedError, LeaseLostError, ThreadNotFoundError } from '../errors.js';
 import { callFor, LEDGER_CALLS } from './contract-calls.js';
 
 /** Options of {@link ledgerSuite}. */
-export interface LedgerSuiteOptions {
-  /** Engine name shown in the test titles. */
-  name: string;
-  /** A fresh, empty engine for one test. */
-  create: () => Engine | Promise<Engine>;
-  /** Disposes of an engine after its test (default: `engine.close()`). Called even if the test closed it. */
-  destroy?: (engine: Engine) => void | Promise<void>;
-}
+export type LedgerSuiteOptions = EngineSuiteOptions;
 
 const T0 = 1_700_000_000_000;
 const REMOTE_HOST = 'cairn-suite.remote.invalid';
 /** Short enough to wait out in a test, long enough to act within. */
 const SHORT_LEASE = 40;
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Awaits `run()` and checks it rejects with an error of `type` (matched by its stable code). */
-async function expectError<T>(run: () => Promise<unknown>, type: { readonly code: string; prototype: T }): Promise<T> {
-  let outcome: unknown;
-  try {
-    outcome = await run();
-  } catch (error) {
-    expect((error as { code?: unknown }).code, `expected ${type.code}, got: ${String(error)}`).toBe(type.code);
-    return error as T;
-  }
-  return expect.fail(`expected ${type.code}, but the call resolved with ${JSON.stringify(outcome)}`);
-}
 
 /** A new effect entry; override any field. Defaults: thread t1, root ns, seq 0, task `n:0`, call 0. */
 function effect(key: string, extra: Partial<NewLedgerEntry> = {}): NewLedgerEntry {
@@ -81,6 +61,7 @@ function record(key: string, outcome: string, extra: Partial<NewLedgerEntry> = {
  */
 export function ledgerSuite(options: LedgerSuiteOptions): void {
   describe(`Ledger conformance: ${options.name}`, () => {
+    const testEngine = freshEnginePerTest(options, 'ledgerSuite');
     let engine: Engine;
     let ledger: Ledger;
     /** The live lease of each thread the tests write under. */
@@ -95,14 +76,9 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
       });
 
     beforeEach(async () => {
-      engine = await options.create();
+      engine = testEngine();
       ledger = engine.ledger;
       leases = { t1: await createThread('t1'), t2: await createThread('t2') };
-    });
-
-    afterEach(async () => {
-      if (options.destroy) await options.destroy(engine);
-      else await engine.close();
     });
 
     describe('intents and outcomes', () => {

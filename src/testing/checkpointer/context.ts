@@ -4,21 +4,14 @@
  * engine of the test under way (a fresh one per test) and the helpers that build
  * threads on it.
  */
-import { afterEach, beforeEach } from 'vitest';
 import type { Checkpointer } from '../../contracts/checkpointer.js';
 import type { Engine } from '../../contracts/engine.js';
 import type { LeaseOwner, ThreadKind, ThreadLease } from '../../contracts/threads.js';
+import { freshEnginePerTest, type EngineSuiteOptions } from '../suite-kit.js';
 import { commitOf, linearPosition, LONG_LEASE, remoteOwner, SHORT_LEASE, sleep } from './fixtures.js';
 
 /** Options of `checkpointerSuite`. */
-export interface CheckpointerSuiteOptions {
-  /** Engine name shown in the test titles. */
-  name: string;
-  /** A fresh, empty engine for one test. */
-  create: () => Engine | Promise<Engine>;
-  /** Disposes of an engine after its test (default: `engine.close()`). Called even if the test closed it. */
-  destroy?: (engine: Engine) => void | Promise<void>;
-}
+export type CheckpointerSuiteOptions = EngineSuiteOptions;
 
 /** The test's engine (read it inside a test or a hook, never at registration) and helpers over it. */
 export interface CheckpointerSuiteContext {
@@ -38,22 +31,12 @@ export interface CheckpointerSuiteContext {
 
 /** Registers the hooks that give every test a fresh engine (and dispose of it), and returns the context. */
 export function checkpointerContext(options: CheckpointerSuiteOptions): CheckpointerSuiteContext {
-  let engine: Engine | undefined;
-
-  beforeEach(async () => {
-    engine = await options.create();
-  });
-
-  afterEach(async () => {
-    if (options.destroy) await options.destroy(engine!);
-    else await engine!.close();
-  });
+  const engine = freshEnginePerTest(options, 'checkpointerSuite');
 
   const context: CheckpointerSuiteContext = {
     options,
     get engine() {
-      if (!engine) throw new Error('checkpointerSuite: the engine exists only inside a test');
-      return engine;
+      return engine();
     },
     get cp() {
       return context.engine.checkpointer;

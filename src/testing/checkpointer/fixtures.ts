@@ -4,9 +4,10 @@
  * stand-in positions and commits, lease lengths, and the error check they share.
  */
 import { spawnSync } from 'node:child_process';
-import { expect } from 'vitest';
 import type { PositionItem, StepCommit, StoredPosition } from '../../contracts/checkpointer.js';
 import type { LeaseOwner } from '../../contracts/threads.js';
+
+export { expectError, sleep } from '../suite-kit.js';
 
 /** A host no process of this machine runs on: its holders are judged by lease expiry alone. */
 export const REMOTE_HOST = 'cairn-suite.remote.invalid';
@@ -14,7 +15,6 @@ export const LONG_LEASE = 60_000;
 /** Short enough to wait out in a test, long enough to acquire and act within. */
 export const SHORT_LEASE = 40;
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 let runCounter = 0;
 /** A lease owner on a remote host (liveness by lease expiry only), with a fresh runId. */
@@ -61,17 +61,6 @@ export function commitOf(position: StoredPosition, expectedHead: number | null, 
   return { position, items: [], status: 'running', expectedHead, ...extra };
 }
 
-/** Awaits `run()` and checks it rejects with an error of `type` (matched by its stable code). */
-export async function expectError<T>(run: () => Promise<unknown>, type: { readonly code: string; prototype: T }): Promise<T> {
-  let outcome: unknown;
-  try {
-    outcome = await run();
-  } catch (error) {
-    expect((error as { code?: unknown }).code, `expected ${type.code}, got: ${String(error)}`).toBe(type.code);
-    return error as T;
-  }
-  return expect.fail(`expected ${type.code}, but the call resolved with ${JSON.stringify(outcome)}`);
-}
 
 /** Pid of a process of this host that has exited (and been reaped). */
 export function deadPid(): number {
