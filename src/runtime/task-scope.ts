@@ -254,16 +254,37 @@ export class TaskScope implements NodeContext {
     throw new ReplayDivergence(this.node, call, name, reason);
   }
 
-  /** The recorded result of an interrupt or wait call, if it has one. */
+  /**
+   * The ledger's value for call `call` of this task, served: its ref kept for the
+   * position, checked against the stored step in replay. Undefined when nothing is
+   * recorded yet. A value recorded under another name is RecordMismatchError (a
+   * divergence in replay or an answer check).
+   */
   private async recorded<T>(call: number, key: string, name: string): Promise<{ value: T } | undefined> {
     const hit = (await this.ledgerEntries()).get(key);
     if (!hit || hit.outcome === null) return undefined;
-    if (hit.name !== name) throw new RecordMismatchError(key, name, hit.name, this.options.place);
+    if (hit.name !== name) {
+      if (this.options.replay || this.options.probe) this.unservable(call, name, `recorded as "${hit.name}"`);
+      throw new RecordMismatchError(key, name, hit.name, this.options.place);
+    }
     const digest = sha256Hex(hit.outcome);
     this.checkServed(call, name, key, digest);
     this.records.push({ key, name, digest });
     this.options.emit?.({ type: 'record.served', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
-    return { value: decode<T>(hit.outcome, `recorded result ${key}`) };
+    return { value: decode<T>(hit.outcome, `recorded output ${key}`) };
+  }
+
+  /**
+   * Writes what call `call` produced to the ledger and keeps its ref for the position;
+   * returns the value the ledger holds (the first writer's, should two executions race).
+   */
+  private async storeRecord<T>(call: number, key: string, name: string, value: T, point: 'after-record' | 'after-wait-result'): Promise<T> {
+    const text = encode(value, `record "${name}"`);
+    const stored = await this.options.ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, null), outcome: text });
+    crashPoint(point, this.node);
+    this.records.push({ key, name, digest: sha256Hex(stored.outcome ?? text) });
+    this.options.emit?.({ type: 'record.stored', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
+    return stored.outcome === text ? value : decode<T>(stored.outcome!, `recorded output ${key}`);
   }
 
   /**
@@ -271,13 +292,8 @@ export class TaskScope implements NodeContext {
    * a failed attempt discards its recorded outputs, never a person's answer or a
    * signal taken from the queue.
    */
-  private async recordResult<T>(call: number, key: string, name: string, value: T): Promise<T> {
-    const text = encode(value, `result of ${name}`);
-    const stored = await this.options.ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, null), outcome: text });
-    crashPoint('after-wait-result', this.node);
-    this.records.push({ key, name, digest: sha256Hex(stored.outcome ?? text) });
-    this.options.emit?.({ type: 'record.stored', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
-    return stored.outcome === text ? value : decode<T>(stored.outcome!, `recorded result ${key}`);
+  private recordResult<T>(call: number, key: string, name: string, value: T): Promise<T> {
+    return this.storeRecord(call, key, name, value, 'after-wait-result');
   }
 
   private async doInterrupt<T>(call: number, payload: unknown, options: InterruptOptions<T>): Promise<T> {
@@ -412,29 +428,15 @@ export class TaskScope implements NodeContext {
   }
 
   private async recordAt<T>(call: number, key: string, name: string, fn: () => T | Promise<T>, span: TraceSpan | undefined, attributes: RecordAttributes<T> | undefined): Promise<T> {
-    const { ledger, emit } = this.options;
     this.recordKeys.push(key);
-    const hit = (await this.ledgerEntries()).get(key);
-    if ((this.options.replay || this.options.probe) && (!hit || hit.outcome === null || hit.name !== name)) {
-      this.unservable(call, name, hit ? `recorded as "${hit.name}"` : 'nothing was recorded for this call');
+    const hit = await this.recorded<T>(call, key, name);
+    if (hit) {
+      span?.set({ 'cairn.record.served': true, ...attributes?.(hit.value) });
+      return hit.value;
     }
-    if (hit && hit.outcome !== null) {
-      if (hit.name !== name) throw new RecordMismatchError(key, name, hit.name, this.options.place);
-      const digest = sha256Hex(hit.outcome);
-      this.checkServed(call, name, key, digest);
-      this.records.push({ key, name, digest });
-      emit?.({ type: 'record.served', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
-      const served = decode<T>(hit.outcome, `recorded output ${key}`);
-      span?.set({ 'cairn.record.served': true, ...attributes?.(served) });
-      return served;
-    }
+    if (this.options.replay || this.options.probe) this.unservable(call, name, 'nothing was recorded for this call');
     const value = await (span ? span.within(fn) : fn());
-    const text = encode(value, `record "${name}"`);
-    const stored = await ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, null), outcome: text });
-    crashPoint('after-record', this.node);
-    this.records.push({ key, name, digest: sha256Hex(stored.outcome ?? text) });
-    emit?.({ type: 'record.stored', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
-    const result = stored.outcome === text ? value : decode<T>(stored.outcome!, `recorded output ${key}`);
+    const result = await this.storeRecord(call, key, name, value, 'after-record');
     span?.set({ 'cairn.record.served': false, ...attributes?.(result) });
     return result;
   }
