@@ -50,6 +50,7 @@ export interface PoolLike {
 
 interface OwnedPool extends PoolLike {
   on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'connect', listener: (client: { on(event: 'error', listener: (error: Error) => void): unknown }) => void): unknown;
 }
 
 type PoolConstructor = new (config: { connectionString: string; max: number; application_name: string }) => OwnedPool;
@@ -68,5 +69,9 @@ export function createPool(connectionString: string, max: number, applicationNam
   // here; without a listener Node would crash the process. The pool drops that client and
   // the next query opens a new one, so there is nothing else to do.
   pool.on('error', () => undefined);
+  // A connection the server closes while it is checked out (between the pool's idle
+  // listener going and a caller's own arriving) reports it here too: the query that
+  // runs on it fails and says so, so the event itself needs no handling.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
