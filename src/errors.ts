@@ -466,6 +466,20 @@ export class EffectFailedError extends coded('ERR_EFFECT_FAILED') {
   }
 }
 
+/**
+ * A person cancelled the thread (`cairn cancel`, `app.cancel`, the inspector): kept
+ * as its last error, with status `failed`. The run that held it stopped at its next
+ * step boundary without committing. `run({ thread })` starts a new attempt from the
+ * last position; `fork` starts a branch elsewhere.
+ */
+export class ThreadCancelledError extends coded('ERR_THREAD_CANCELLED') {
+  constructor(readonly threadId: string, readonly actor: string, readonly reason: string | undefined, place?: ErrorPlace) {
+    super(`cancelled by ${actor}${reason ? `: ${reason}` : ''}. run({ thread }) starts a new attempt from its last position, if you want it back.`, {
+      place: { ...place, thread: threadId },
+    });
+  }
+}
+
 /** A recorded output does not match the call asking for it (different name at the same call index). */
 export class RecordMismatchError extends coded('ERR_RECORD_MISMATCH') {
   constructor(readonly key: string, readonly expected: string, readonly found: string, place?: ErrorPlace) {

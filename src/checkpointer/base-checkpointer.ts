@@ -258,7 +258,8 @@ export abstract class BaseCheckpointer implements Checkpointer {
           if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
           return 'create';
         }
-        if (holderIsLive(held.holder, held.now)) throw new ThreadBusyError(threadId, describeHolder(held.holder), { engine: this.engine });
+        // A takeover fences the holder: the grant's new epoch fails its next write.
+        if (!request.takeover && holderIsLive(held.holder, held.now)) throw new ThreadBusyError(threadId, describeHolder(held.holder), { engine: this.engine });
         return 'take';
       }),
     );

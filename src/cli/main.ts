@@ -3,7 +3,7 @@
  * @module cli/main
  * The `cairn` command line: `demo`, `threads`, `attempts`, `delete-thread`,
  * `history`, `show`, `effects`, `verify`, `diff`, `resume`, `fork`, `replay`,
- * `resolve-effect`, `signal`, `gc`, `migrate`, `worker`, `export`, `import`, `copy`,
+ * `resolve-effect`, `signal`, `cancel`, `gc`, `migrate`, `worker`, `export`, `import`, `copy`,
  * `inspect` (the web inspector). Every command names its database with `--db <url>` (a SQLite
  * file path, a `sqlite:` / `file:` URL, or `postgres://…#schema`; copy's target is
  * `--to`) and takes `--json`. Renamed flags keep their old spelling for a while,

@@ -3,13 +3,14 @@
  * The commands that change or re-run a thread, not only read it:
  * `cairn resume | fork | replay` (they run the application's code: `--app
  * <module#export>`, loaded by cli/app-loader), `cairn resolve-effect` (over the
- * engine alone, through inspect/effects) and `cairn diff` (two positions' stored
+ * engine alone, through inspect/effects), `cairn cancel` (inspect/cancel) and `cairn diff` (two positions' stored
  * states, through inspect/diff). Each takes `--db` and `--json`.
  */
 import type { Command } from 'commander';
 import type { Engine } from '../contracts/engine.js';
 import { InvalidOptionError } from '../errors.js';
 import { threadDiff, type FieldDiff } from '../inspect/diff.js';
+import { cancelThread } from '../inspect/cancel.js';
 import { failEffect, resolveEffect } from '../inspect/effects.js';
 import type { App, RunResult } from '../runtime/app.js';
 import type { StateSchema } from '../state/schema.js';
@@ -185,6 +186,25 @@ export function registerOperateCommands(program: Command): void {
         }
         const entry = await resolveEffect(engine, { thread: threadId, idempotencyKey: key, outcome: options.outcome });
         print(style, { thread: threadId, key, resolution: 'outcome', name: entry.name, outcome: options.outcome }, () => `resolved effect ${key} ("${entry.name}") of thread ${threadId} with outcome ${showValue(options.outcome)}; the next run is served it`);
+      });
+    });
+
+  program
+    .command('cancel <thread>')
+    .description('cancel a thread: the run holding it (in any process) stops at its next step boundary without committing, and the thread becomes failed (ERR_THREAD_CANCELLED); no application code needed')
+    .option(...DB_OPTION)
+    .option('--reason <text>', 'why (kept in the thread\'s error)')
+    .option('--actor <name>', 'who cancelled it (kept in the thread\'s error)', 'cli')
+    .option('--json', 'print JSON')
+    .action((threadId: string, options: Common & { reason?: string; actor: string }) => {
+      const style = outputStyle(options);
+      return withEngine(options.db, 'write', async (engine) => {
+        const result = await cancelThread(engine, { thread: threadId, actor: options.actor, ...(options.reason !== undefined ? { reason: options.reason } : {}) });
+        print(style, { thread: threadId, cancelled: result.cancelled, status: result.thread.status, error: result.thread.lastError }, () =>
+          result.cancelled
+            ? `cancelled thread ${threadId}; it is now ${style.c.red(result.thread.status)}: ${result.thread.lastError?.message ?? ''}`
+            : `thread ${threadId} is ${result.status}: nothing to cancel`,
+        );
       });
     });
 

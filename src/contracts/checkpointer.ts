@@ -155,6 +155,13 @@ export interface AcquireRequest {
    * `createdAt`). Both are ignored when the thread exists.
    */
   create?: { kind: ThreadKind; tenant: string | null; metadata: Record<string, unknown>; createdAt?: number; updatedAt?: number };
+  /**
+   * Take the lease even from a live holder, fencing it: the grant increases `epoch`
+   * as every grant does, so the holder's next fenced write (a commit, a renewal, a
+   * thread update) throws LeaseLostError and writes nothing. For a person stopping a
+   * run (`cancelThread`), never for a run's own start.
+   */
+  takeover?: boolean;
 }
 
 /** What a worker asks for when it looks for work. */
@@ -235,6 +242,7 @@ export interface Checkpointer {
    * Exactly one holder at a time: when a live holder's lease has not expired,
    * throws {@link ThreadBusyError}. A holder is dead when its lease expired or,
    * on the same host, its process no longer exists. Each grant increases `epoch`.
+   * With `request.takeover` a live holder is fenced instead of refused.
    */
   acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease>;
   /** Extends the lease. Throws {@link LeaseLostError} if it was taken over. */

@@ -3,7 +3,7 @@
  * Reading and maintaining what engines store, for tools and scripts (the CLI and
  * the web inspector use the same functions): verify a thread's integrity, tell its
  * attempts, load a position's state as stored, diff two positions' states, settle an
- * effect in doubt, signal a thread, check which threads a schema can
+ * effect in doubt, signal or cancel a thread, check which threads a schema can
  * still read, export and import threads, collect and verify artifacts, rewrite
  * snapshots. Every function works on any engine through its contracts.
  *
@@ -28,6 +28,8 @@ export { threadAttempts } from './attempts.js';
 export type { ThreadAttempts, AttemptInfo, AttemptOutcome, CommittedPosition } from './attempts.js';
 export { migrateCheck } from './migrate-check.js';
 export type { MigrateCheckReport, SchemaWindow, VersionCount } from './migrate-check.js';
+export { cancelThread } from './cancel.js';
+export type { CancelThreadOptions, CancelThreadResult } from './cancel.js';
 export { signalThread } from './signal.js';
 export type { SignalThreadOptions } from './signal.js';
 export { exportThreads, importThreads } from './transfer.js';

@@ -20,6 +20,7 @@ import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defa
 import { EffectConflictError, EffectNotFoundError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
+import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
 import { signalThread } from '../inspect/signal.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
@@ -501,6 +502,23 @@ export class App<S extends StateSchema> {
   async signal(options: SignalOptions | string, name?: string, payload?: unknown): Promise<StoredSignal> {
     const signal = typeof options === 'string' ? { thread: options, name: name!, payload } : options;
     return signalThread(this.options.engine, signal);
+  }
+
+  /**
+   * Cancels the thread, from any process: the run holding it (here or in another
+   * process, on any machine) is fenced and stops at its next step boundary without
+   * committing; the thread becomes `failed` with `ERR_THREAD_CANCELLED` naming `actor`
+   * and `reason`, so no worker takes it up again. A thread that already ended is
+   * reported (`cancelled: false`), not changed. ThreadNotFoundError for a missing thread.
+   *
+   * @example
+   * ```ts
+   * const result = await app.cancel({ thread: 'cust_42', actor: 'ana', reason: 'wrong customer' });
+   * // the run holding cust_42 elsewhere rejects with LeaseLostError at its next commit
+   * ```
+   */
+  cancel(options: CancelThreadOptions): Promise<CancelThreadResult> {
+    return cancelThread(this.options.engine, options);
   }
 
   /**

@@ -102,6 +102,18 @@ export function leaseTests(suite: CheckpointerSuiteContext): void {
       expect(fresh.epoch).toBeGreaterThan(stale.epoch);
     });
 
+    it('takes a live lease over with takeover, fencing the holder: its commit, renewal and update throw LeaseLostError and write nothing', async () => {
+      const holder = await create('t1');
+      const taker = await cp.acquireThread('t1', { owner: remoteOwner('canceller'), leaseMs: LONG_LEASE, takeover: true });
+      expect(taker.epoch).toBeGreaterThan(holder.epoch);
+      await expectError(() => cp.commitStep(holder, commitOf(linearPosition(0), null)), LeaseLostError);
+      await expectError(() => cp.renewLease(holder, LONG_LEASE), LeaseLostError);
+      await expectError(() => cp.updateThread(holder, { status: 'completed' }), LeaseLostError);
+      expect(await cp.getThread('t1')).toMatchObject({ head: null, status: 'running' });
+      await cp.updateThread(taker, { status: 'failed' });
+      expect((await cp.getThread('t1'))!.status).toBe('failed');
+    });
+
     it('treats a holder on this host whose process no longer exists as dead, before its lease expires', async () => {
       const dead = { runId: 'dead-run', pid: deadPid(), host: hostname() };
       const first = await create('t1', { owner: dead, leaseMs: LONG_LEASE });

@@ -1,0 +1,157 @@
+/**
+ * Cancelling a thread a run in another process holds (`cairn cancel`, `app.cancel`):
+ * a real child process runs a slow graph on a SQLite file and on PostgreSQL; the
+ * cancel fences its lease, so it stops at its next step boundary with LeaseLostError
+ * and commits nothing more; the thread is `failed` with ERR_THREAD_CANCELLED naming
+ * the actor and the reason, and no later step lands. A thread that already ended is
+ * reported, not changed.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Engine } from '../../src/contracts/engine.js';
+import { sqlite } from '../../src/engines/sqlite/index.js';
+import { ThreadCancelledError, ThreadNotFoundError } from '../../src/errors.js';
+import { cancelThread } from '../../src/inspect/cancel.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
+import { field } from '../../src/state/fields.js';
+import { defineState } from '../../src/state/schema.js';
+import { ensureBuilt } from '../artifacts/build.js';
+import { cairn } from '../cli/run-cli.js';
+import { usePostgresSchema } from '../helpers/postgres.js';
+
+const fixture = new URL('../fixtures/cancel-run.mjs', import.meta.url).pathname;
+const pg = usePostgresSchema();
+
+interface SlowRun {
+  /** Resolves once the child committed a position with seq ≥ `seq`. */
+  committed(seq: number): Promise<void>;
+  /** Every JSON line it printed, once it exited, and its exit code. */
+  exited: Promise<{ code: number | null; lines: Record<string, unknown>[] }>;
+}
+
+function slowRun(args: string[]): SlowRun {
+  const child = spawn(process.execPath, ['--no-warnings', fixture, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: Record<string, unknown>[] = [];
+  const waiters: { seq: number; resolve: () => void }[] = [];
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    let at: number;
+    while ((at = out.indexOf('\n')) >= 0) {
+      const line = JSON.parse(out.slice(0, at)) as Record<string, unknown>;
+      out = out.slice(at + 1);
+      lines.push(line);
+      if (typeof line.commit === 'number') for (const w of waiters.filter((w) => (line.commit as number) >= w.seq)) w.resolve();
+    }
+  });
+  const exited = new Promise<{ code: number | null; lines: Record<string, unknown>[] }>((resolve) => child.once('exit', (code) => resolve({ code, lines })));
+  return {
+    committed: (seq) =>
+      new Promise((resolve, reject) => {
+        waiters.push({ seq, resolve });
+        void exited.then(() => reject(new Error(`the run exited before committing seq ${seq}: ${JSON.stringify(lines)} ${err}`)));
+      }),
+    exited,
+  };
+}
+
+/** Cancels the thread while the child runs, then checks that it stopped and nothing more landed. */
+async function cancelWhileRunning(engine: Engine, run: SlowRun, cancel: () => Promise<unknown>) {
+  await run.committed(2);
+  await cancel();
+  const afterCancel = (await engine.checkpointer.getThread('slow'))!;
+  const { code, lines } = await run.exited;
+  expect(code).toBe(0);
+  expect(lines.at(-1)).toMatchObject({ code: 'ERR_LEASE_LOST' });
+  // Longer than a step: a run that was not stopped would have committed again.
+  await new Promise((r) => setTimeout(r, 600));
+  const thread = (await engine.checkpointer.getThread('slow'))!;
+  expect(thread.status).toBe('failed');
+  expect(thread.head).toBe(afterCancel.head);
+  expect(thread.lastError).toMatchObject({ code: ThreadCancelledError.code });
+  expect(thread.lastError!.message).toContain('cancelled by ops');
+  expect(thread.lastError!.message).toContain('customer withdrew');
+  // The child stopped at a step boundary: its last commit is the head.
+  const commits = lines.filter((l) => typeof l.commit === 'number').map((l) => l.commit as number);
+  expect(commits.at(-1)).toBe(thread.head);
+  const failures = await engine.checkpointer.listFailures('slow');
+  expect(failures.at(-1)).toMatchObject({ code: ThreadCancelledError.code });
+  return thread;
+}
+
+let dir: string;
+beforeAll(() => {
+  ensureBuilt();
+  dir = mkdtempSync(join(tmpdir(), 'cairn-cancel-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('cancelling a thread held by a run in another process', () => {
+  it('on SQLite, with cairn cancel: the run stops at its next step boundary, the thread is failed with ERR_THREAD_CANCELLED', async () => {
+    const db = join(dir, 'cancel.db');
+    const run = slowRun(['sqlite', db, 'slow', '200', '150']);
+    const engine = sqlite(db);
+    try {
+      await cancelWhileRunning(engine, run, async () => {
+        const result = await cairn(['cancel', 'slow', '--db', db, '--actor', 'ops', '--reason', 'customer withdrew', '--json']);
+        expect(result.stderr).toBe('');
+        expect(result.code).toBe(0);
+        expect(JSON.parse(result.stdout)).toMatchObject({ thread: 'slow', cancelled: true, status: 'failed', error: { code: 'ERR_THREAD_CANCELLED' } });
+      });
+      // A second cancel finds the thread ended and changes nothing.
+      const again = await cairn(['cancel', 'slow', '--db', db, '--json']);
+      expect(JSON.parse(again.stdout)).toMatchObject({ cancelled: false, status: 'failed' });
+      const missing = await cairn(['cancel', 'nope', '--db', db]);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain('nope');
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
+  it('on PostgreSQL, with app.cancel: the same', async () => {
+    const engine = await pg.engine();
+    const run = slowRun(['postgres', pg.url, pg.schema, 'slow', '200', '150']);
+    try {
+      const State = defineState({ fields: { ticks: field.model(z.array(z.number()), { reduce: 'append', default: [] }) } });
+      const app = graph(State).node('tick', () => ({})).edge(START, 'tick').edge('tick', END).compile({ engine });
+      await cancelWhileRunning(engine, run, async () => {
+        const result = await app.cancel({ thread: 'slow', actor: 'ops', reason: 'customer withdrew' });
+        expect(result).toMatchObject({ cancelled: true, thread: { status: 'failed' } });
+      });
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+});
+
+describe('cancelThread', () => {
+  it('cancels an interrupted thread, reports a completed one unchanged, and throws ThreadNotFoundError for a missing one', async () => {
+    const engine = sqlite(join(dir, 'states.db'));
+    try {
+      const State = defineState({ fields: { ok: field.model(z.boolean(), { default: false }) } });
+      const app = graph(State)
+        .node('ask', async (_s, ctx) => ({ ok: await ctx.interrupt({ q: 'ok?' }, { answer: z.boolean() }) }))
+        .edge(START, 'ask')
+        .edge('ask', END)
+        .compile({ engine });
+      await app.run({ thread: 'asking', input: {} });
+      const cancelled = await cancelThread(engine, { thread: 'asking', actor: 'ana' });
+      expect(cancelled).toMatchObject({ cancelled: true, thread: { status: 'failed', lastError: { code: 'ERR_THREAD_CANCELLED' } } });
+      const done = graph(State).node('yes', () => ({ ok: true })).edge(START, 'yes').edge('yes', END).compile({ engine });
+      await done.run({ thread: 'done', input: {} });
+      const before = await engine.checkpointer.getThread('done');
+      expect(await cancelThread(engine, { thread: 'done' })).toEqual({ cancelled: false, thread: before, reason: 'status', status: 'completed' });
+      expect(await engine.checkpointer.getThread('done')).toEqual(before);
+      await expect(cancelThread(engine, { thread: 'missing' })).rejects.toSatisfy((e) => ThreadNotFoundError.is(e));
+    } finally {
+      await engine.close();
+    }
+  });
+});
