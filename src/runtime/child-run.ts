@@ -59,7 +59,7 @@ export async function runSubgraphTask(
     return {
       ...result,
       suspended: {
-        interrupts: outcome.interrupts.map((inner) => ({ id: `${ns}#${inner.id}`, node: task.node.name, when: inner.when, payload: inner.payload, ns, child: inner.id })),
+        interrupts: outcome.interrupts.map((inner) => ({ id: `${ns}#${inner.id}`, node: task.node.name, when: inner.when, payload: inner.payload, ns, child: inner.id, ...(inner.answerSchema ? { answerSchema: inner.answerSchema } : {}) })),
         waits: outcome.waits.map((inner) => ({ ...inner, id: `${ns}#${inner.id}`, node: task.node.name, ns: inner.ns ?? ns })),
       },
     };

@@ -29,7 +29,7 @@ export interface QueuedSignal {
 
 /** Why a node stopped at one of its calls: an interrupt call or a wait, not yet answered or due. */
 export type TaskPause =
-  | { kind: 'interrupt'; call: number; key: string; payload: unknown }
+  | { kind: 'interrupt'; call: number; key: string; payload: unknown; answerSchema?: Record<string, unknown> }
   | { kind: 'sleep'; call: number; key: string; until: number }
   | { kind: 'signal'; call: number; key: string; until: number | null; name: string };
 

@@ -49,6 +49,13 @@ export interface PendingInterrupt {
    */
   ns?: string;
   child?: string;
+  /**
+   * For an `await ctx.interrupt(payload, { answer })` call whose schema describes
+   * itself (zod 4 does): a JSON Schema (draft 2020-12) of the answer it accepts, so a
+   * tool without the graph's code (the web inspector) can build a form for it. The
+   * answer is still checked by the schema in code when the thread resumes.
+   */
+  answerSchema?: Record<string, unknown>;
 }
 
 /**

@@ -174,7 +174,8 @@ function pausedOutcome(scope: TaskScope, task: Task, origin: number, span: Trace
   const id = `${origin}:${task.id}:call:${pause.call}`;
   const base = { writes: undefined, records: [], effects: [], interrupts: [] };
   if (pause.kind === 'interrupt') {
-    return { ...base, suspended: { interrupts: [{ id, node: task.node.name, when: 'inside', payload: pause.payload, task: task.id, call: pause.call, key: pause.key }], waits: [] } };
+    const interrupt = { id, node: task.node.name, when: 'inside' as const, payload: pause.payload, task: task.id, call: pause.call, key: pause.key };
+    return { ...base, suspended: { interrupts: [pause.answerSchema ? { ...interrupt, answerSchema: pause.answerSchema } : interrupt], waits: [] } };
   }
   const wait = { id, node: task.node.name, task: task.id, kind: pause.kind, key: pause.key, call: pause.call, until: pause.until };
   return { ...base, suspended: { interrupts: [], waits: [pause.kind === 'signal' ? { ...wait, name: pause.name } : wait] } };

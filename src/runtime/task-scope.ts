@@ -37,6 +37,7 @@ import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
 import type { InterruptOptions, NodeContext, WaitForOptions, WaitResult } from './node-context.js';
 import type { RecordAttributes, TraceSpan } from './tracing.js';
 import { AnswerChecked, AnswerUnchecked, NodeSuspended, validateAnswer, validateWith, type SignalQueue, type TaskPause } from './pauses.js';
+import { describeSchema } from '../state/schema.js';
 
 export type { EffectSpec, EffectMode } from './effects.js';
 export type { NodeStore, NodeWriteOptions, ValidatedRead } from './node-store.js';
@@ -312,7 +313,9 @@ export class TaskScope implements NodeContext {
     if (probe) throw new AnswerUnchecked();
     this.options.emit?.({ type: 'interrupt', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, payload });
     this.options.trace?.event('cairn.interrupt', { 'cairn.interrupt.key': key });
-    return this.stop({ kind: 'interrupt', call, key, payload });
+    // Kept with the interrupt so a page (the inspector) can build the answer's form without the code.
+    const answerSchema = options.answer ? describeSchema(options.answer, 'input') : undefined;
+    return this.stop({ kind: 'interrupt', call, key, payload, ...(answerSchema ? { answerSchema } : {}) });
   }
 
   private async doSleep(call: number, requested: number): Promise<void> {

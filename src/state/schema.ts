@@ -268,17 +268,35 @@ function withoutAnnotations(value: unknown): unknown {
   return out;
 }
 
+/**
+ * A JSON Schema (draft 2020-12) of what a Standard Schema validator accepts (`input`)
+ * or gives (`output`), when the validator can describe itself (the Standard JSON
+ * Schema interface, `~standard.jsonSchema`: zod 4, among others); undefined when it
+ * cannot. Types JSON Schema cannot express (Date, BigInt...) describe as "anything"
+ * rather than failing.
+ *
+ * @example
+ * ```ts
+ * describeSchema(z.object({ ok: z.boolean() }), 'input');
+ * // { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false }
+ * ```
+ */
+export function describeSchema(schema: StandardSchemaV1, side: 'input' | 'output'): Record<string, unknown> | undefined {
+  const jsonSchema = (schema['~standard'] as { jsonSchema?: Partial<Record<'input' | 'output', (options: unknown) => unknown>> }).jsonSchema;
+  const describe = jsonSchema?.[side];
+  if (typeof describe !== 'function') return undefined;
+  try {
+    const described = describe({ target: 'draft-2020-12', libraryOptions: { unrepresentable: 'any' } });
+    return typeof described === 'object' && described !== null && !Array.isArray(described) ? (described as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** 16 hex characters of the sha256 of a validator's JSON Schema (output side), or `?`. */
 function schemaFingerprint(schema: StandardSchemaV1): string {
-  const jsonSchema = (schema['~standard'] as { jsonSchema?: { output?: (options: unknown) => unknown } }).jsonSchema;
-  if (typeof jsonSchema?.output !== 'function') return '?';
-  try {
-    // Types JSON Schema cannot express (Date, BigInt...) describe as "anything" rather than failing.
-    const described = jsonSchema.output({ target: 'draft-2020-12', libraryOptions: { unrepresentable: 'any' } });
-    return sha256Hex(encode(withoutAnnotations(described))).slice(0, 16);
-  } catch {
-    return '?';
-  }
+  const described = describeSchema(schema, 'output');
+  return described === undefined ? '?' : sha256Hex(encode(withoutAnnotations(described))).slice(0, 16);
 }
 
 /**

@@ -67,6 +67,35 @@ describe.each(ENGINES)('interrupts that return answers on %s', (name) => {
     expect(ledger.map((e) => e.name).sort()).toEqual(['notify', 'quote']);
   });
 
+  it("keeps a JSON Schema of the call's answer with the interrupt, read back from storage by a fresh engine; none for a schema that cannot describe itself", async () => {
+    const Answer = z.object({ approve: z.boolean(), amount: z.number().int(), reason: z.enum(['stock', 'price']), note: z.string().optional(), address: z.object({ city: z.string() }) });
+    const app = graph(State)
+      .node('ask', async (_s, c) => ({ decision: JSON.stringify(await c.interrupt({ q: 'ok?' }, { answer: Answer })) }))
+      .node('plain', async (_s, c) => ({ decision: String(await c.interrupt('ok?', { answer: { '~standard': { version: 1, vendor: 'hand', validate: (v: unknown) => ({ value: v }) } } })) }))
+      .edge(START, 'ask')
+      .edge(START, 'plain')
+      .edge('ask', END)
+      .edge('plain', END)
+      .compile({ engine: ctx.engine });
+    const result = await app.run({ thread: 'schema', input: {} });
+    const [ask, plain] = ['ask', 'plain'].map((n) => result.interrupts.find((i) => i.node === n)!);
+    expect(ask!.answerSchema).toMatchObject({
+      type: 'object',
+      properties: {
+        approve: { type: 'boolean' },
+        amount: { type: 'integer' },
+        reason: { enum: ['stock', 'price'] },
+        note: { type: 'string' },
+        address: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
+      required: ['approve', 'amount', 'reason', 'address'],
+    });
+    expect(plain).not.toHaveProperty('answerSchema');
+    const fresh = ctx.reopen();
+    const [head] = await bodies(fresh, 'schema').then((b) => b.slice(-1));
+    expect(head!.interrupts!.find((i) => i.node === 'ask')!.answerSchema).toEqual(ask!.answerSchema);
+  });
+
   it('resume({ answer }) re-executes the node serving what it recorded, and the call resolves to the answer: no empty step, no leftover flag', async () => {
     const { app, calls } = approvalGraph();
     await app.run({ thread: 't', input: { amount: 21 } });
