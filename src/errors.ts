@@ -574,6 +574,27 @@ export class AccessDeniedError extends coded('ERR_ACCESS_DENIED') {
 /** A store search filter was rejected before any query ran (unknown operator, bad path, wrong operand type). */
 export class InvalidFilterError extends coded('ERR_INVALID_FILTER') {}
 
+/** A web inspector action was asked of an inspector started without `--allow-actions` (`allowActions: true`). Nothing changed. */
+export class ActionsDisabledError extends coded('ERR_ACTIONS_DISABLED') {
+  constructor() {
+    super('this inspector is read-only: start it with cairn inspect --allow-actions (startInspector({ allowActions: true })) to answer, signal, fork, cancel or delete threads from the page.');
+  }
+}
+
+/** A web inspector action runs the graph's code (resume, fork, replay) and the inspector has no application. Nothing changed. */
+export class AppRequiredError extends coded('ERR_APP_REQUIRED') {
+  constructor(readonly action: string) {
+    super(`${action} runs the graph's code: start the inspector with --app <module#export> (startInspector({ app })), as cairn resume --app does.`);
+  }
+}
+
+/**
+ * A web inspector action came without the proof that the inspector's own page sent
+ * it (the `x-cairn-token` header, a same-origin `Origin` / `Sec-Fetch-Site`, a JSON
+ * body): refused as a possible cross-site request. Nothing changed.
+ */
+export class CrossSiteRequestError extends coded('ERR_CROSS_SITE') {}
+
 /** An option was out of range or of the wrong type (a limit, a ttl, a cursor...). Nothing was touched. */
 export class InvalidOptionError extends coded('ERR_INVALID_OPTION') {}
 

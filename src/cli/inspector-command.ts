@@ -2,13 +2,19 @@
  * @module cli/inspector-command
  * `cairn inspect`: serves the web inspector (inspector/server) over the database
  * `--db` names, opened read-only, on 127.0.0.1 and a free port unless told
- * otherwise, and prints the page's URL with its access token. Runs until SIGINT or
- * SIGTERM, which close the server and the engine.
+ * otherwise, and prints the page's URL with its access token. `--allow-actions`
+ * opens the database for writing and lets the page act on threads, recorded as
+ * `--actor`; `--app <module#export>` (loaded as `cairn resume --app` loads it) adds
+ * the actions that run the graph's code. Runs until SIGINT or SIGTERM, which close
+ * the server, the application and the engine.
  */
 import type { Command } from 'commander';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import { INSPECTOR_HOST, INSPECTOR_PORT } from '../defaults.js';
+import { userInfo } from 'node:os';
+import { InvalidOptionError } from '../errors.js';
 import { startInspector } from '../inspector/server.js';
+import { APP_ARG, APP_HELP, loadApp, type LoadedApp } from './app-loader.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore } from './artifact-commands.js';
 import { nonNegativeInteger } from './options.js';
@@ -18,32 +24,50 @@ const LOCAL_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
 export function registerInspectorCommand(program: Command): void {
   program
     .command('inspect')
-    .description('serve the web inspector (read-only) over a database and print its URL, with its access token')
+    .description('serve the web inspector over a database and print its URL, with its access token; read-only unless --allow-actions')
     .option(...DB_OPTION)
     .option(`--artifacts ${ARTIFACTS_ARG}`, `an artifact store, for the artifact check of a thread's verification: ${ARTIFACTS_HELP}`)
     .option('--port <n>', 'port to listen on (default: a free one)', nonNegativeInteger, INSPECTOR_PORT)
     .option('--host <host>', 'address to bind (anything but 127.0.0.1, localhost or ::1 opens it to the network, still behind its token)', INSPECTOR_HOST)
-    .action(async (options: { db: string; artifacts?: string; port: number; host: string }) => {
-      const engine = await openEngine(options.db, 'read');
+    .option('--allow-actions', "let the page act on threads: answer interrupts, send signals, settle effects, replay, fork, cancel, delete (opens the database for writing)")
+    .option(`--app ${APP_ARG}`, `the application, for the actions that run its code (answer an interrupt, replay, fork): ${APP_HELP}`)
+    .option('--actor <name>', 'who the actions are recorded as (default: inspector:<os user>)')
+    .action(async (options: { db: string; artifacts?: string; port: number; host: string; allowActions?: boolean; app?: string; actor?: string }) => {
+      const allowActions = options.allowActions === true;
+      if (!allowActions && (options.app !== undefined || options.actor !== undefined)) throw new InvalidOptionError(`${options.app !== undefined ? '--app' : '--actor'} goes with --allow-actions (the inspector is read-only without it).`);
+      const actor = options.actor ?? `inspector:${userInfo().username}`;
+      const engine = await openEngine(options.db, allowActions ? 'write' : 'read');
       let artifacts: ArtifactStore | undefined;
+      let loaded: LoadedApp | undefined;
       try {
         // Fails now, not on the first page load, when there is no cairn database there.
         await engine.checkpointer.listThreads({ limit: 1 });
         if (options.artifacts) artifacts = await openArtifactStore(options.artifacts);
+        if (options.app !== undefined) loaded = await loadApp(options.app, engine);
       } catch (error) {
+        await artifacts?.close();
         await engine.close();
         throw error;
       }
-      const inspector = await startInspector({ engine, port: options.port, host: options.host, ...(artifacts ? { artifacts } : {}) });
+      const inspector = await startInspector({
+        engine,
+        port: options.port,
+        host: options.host,
+        ...(artifacts ? { artifacts } : {}),
+        ...(allowActions ? { allowActions, actor, ...(loaded ? { app: loaded.app } : {}) } : {}),
+      });
       if (!LOCAL_HOSTS.has(options.host)) {
-        process.stderr.write(`warning: cairn inspect listens on ${options.host}, not only on this machine: anyone who can reach it and has the URL's token can read every thread.\n`);
+        const can = allowActions ? 'read and change every thread' : 'read every thread';
+        process.stderr.write(`warning: cairn inspect listens on ${options.host}, not only on this machine: anyone who can reach it and has the URL's token can ${can}.\n`);
       }
-      process.stdout.write(`cairn inspector (read-only) on ${engine.name}: ${inspector.url}\n`);
+      const mode = allowActions ? `actions allowed, as ${actor}${loaded ? '' : '; no --app: answering, replaying and forking are off'}` : 'read-only';
+      process.stdout.write(`cairn inspector (${mode}) on ${engine.name}: ${inspector.url}\n`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);
       });
       await inspector.close();
+      await loaded?.dispose();
       await artifacts?.close();
       await engine.close();
     });

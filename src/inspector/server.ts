@@ -1,16 +1,44 @@
 /**
  * @module inspector/server
  * The web inspector's HTTP server (`node:http`, no framework): the built single-page
- * app and its JSON API ({@link answer}), behind an access token. Read-only: it
- * only reads the engine it is given. `cairn inspect` starts it; `cairn/inspector`
- * exports {@link startInspector} for scripts.
+ * app and its JSON API ({@link answer}), behind an access token. Read-only unless
+ * started with `allowActions`: then the POST routes of inspector/actions answer,
+ * interrupts, signals, effects, forks, replays, cancellations and deletions, each
+ * refused without the page's proof of origin ({@link checkSameSite}); without it every
+ * POST is 403. `cairn inspect` starts it; `cairn/inspector` exports
+ * {@link startInspector} for scripts.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { userInfo } from 'node:os';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import { INSPECTOR_HOST, INSPECTOR_PORT } from '../defaults.js';
-import { CairnError, InvalidOptionError, NamespaceNotFoundError, PositionNotFoundError, ThreadNotFoundError } from '../errors.js';
+import {
+  ActionsDisabledError,
+  AppRequiredError,
+  CairnError,
+  CrossSiteRequestError,
+  EffectConflictError,
+  EffectNotFoundError,
+  HeadMovedError,
+  InterruptNotFoundError,
+  InvalidKeyError,
+  InvalidOptionError,
+  LeaseLostError,
+  NamespaceNotFoundError,
+  PositionNotFoundError,
+  RuntimeFieldWriteError,
+  StateValidationError,
+  ThreadBusyError,
+  ThreadInterruptedError,
+  ThreadNotFoundError,
+  ThreadNotInterruptedError,
+  UnknownFieldError,
+} from '../errors.js';
+import type { App } from '../runtime/app.js';
+import type { StateSchema } from '../state/schema.js';
+import { actionsInfo, checkSameSite, isActionRoute, performAction, readJsonBody, type ActionContext } from './actions.js';
 import { answer, RouteNotFound, viewJson } from './api.js';
 import { access, newToken, tokenCookie } from './auth.js';
 import { DEFAULT_UI_DIR, uiFile } from './static-files.js';
@@ -29,6 +57,16 @@ export interface InspectorOptions {
   uiDir?: string;
   /** The access token; default 32 fresh random bytes, hex. */
   token?: string;
+  /**
+   * Serve the actions (answer an interrupt, signal, resolve an effect, replay, fork,
+   * cancel, delete: see inspector/actions). Default false: read-only, every POST is
+   * 403. The engine must then be open for writing.
+   */
+  allowActions?: boolean;
+  /** The application, for the actions that run its code (resume, fork, replay); needs `allowActions`. */
+  app?: App<StateSchema>;
+  /** Who the actions are recorded as. Default `inspector:<os user>`. */
+  actor?: string;
 }
 
 /** A running inspector. */
@@ -41,13 +79,21 @@ export interface Inspector {
   close(): Promise<void>;
 }
 
+/** Codes of a request that cannot be done as asked: a malformed body, an answer or patch the schema refuses. */
+const BAD_REQUEST = new Set<string>([InvalidOptionError.code, InvalidKeyError.code, StateValidationError.code, UnknownFieldError.code, RuntimeFieldWriteError.code]);
+/** Codes of an action the thread's present state refuses: busy, not interrupted, already settled, no app. */
+const CONFLICT = new Set<string>([AppRequiredError.code, ThreadBusyError.code, EffectConflictError.code, ThreadInterruptedError.code, ThreadNotInterruptedError.code, LeaseLostError.code, HeadMovedError.code]);
+
 /** The HTTP status and stable code of an error the API met. */
 function errorStatus(error: unknown): { status: number; code: string; message: string } {
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof RouteNotFound) return { status: 404, code: 'ERR_NO_ROUTE', message: `no API route ${message}` };
   const code = CairnError.is(error) ? (error as CairnError & { code: string }).code : 'ERR_INTERNAL';
   if (ThreadNotFoundError.is(error) || PositionNotFoundError.is(error) || NamespaceNotFoundError.is(error)) return { status: 404, code, message };
-  if (InvalidOptionError.is(error)) return { status: 400, code, message };
+  if (EffectNotFoundError.is(error) || InterruptNotFoundError.is(error)) return { status: 404, code, message };
+  if (ActionsDisabledError.is(error) || CrossSiteRequestError.is(error)) return { status: 403, code, message };
+  if (BAD_REQUEST.has(code)) return { status: 400, code, message };
+  if (CONFLICT.has(code)) return { status: 409, code, message };
   return { status: 500, code, message };
 }
 
@@ -78,7 +124,9 @@ function pageUrl(host: string, port: number, token: string): string {
 /**
  * Starts the web inspector on `host:port` (default 127.0.0.1, a free port) and
  * resolves once it listens. Every request (page, assets, API) without the token,
- * in the query or in the cookie the first page load sets, is answered 401.
+ * in the query or in the cookie the first page load sets, is answered 401. With
+ * `allowActions` (an engine open for writing, and `app` for the actions that run
+ * code) the page may act on threads, recorded as `actor`.
  *
  * @example
  * ```ts
@@ -96,6 +144,10 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const host = options.host ?? INSPECTOR_HOST;
   let port = options.port ?? INSPECTOR_PORT;
   const context = { engine: options.engine, ...(options.artifacts ? { artifacts: options.artifacts } : {}) };
+  if (options.app && !options.allowActions) throw new InvalidOptionError('startInspector: app serves the actions that run its code; pass allowActions: true with it.');
+  const actions: ActionContext | undefined = options.allowActions
+    ? { engine: options.engine, actor: options.actor ?? `inspector:${userInfo().username}`, ...(options.app ? { app: options.app } : {}) }
+    : undefined;
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const url = new URL(request.url ?? '/', 'http://inspector');
@@ -104,8 +156,23 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       sendJson(response, 401, { error: { code: 'ERR_UNAUTHORIZED', message: 'this inspector needs its access token: open the URL cairn inspect printed (it ends with ?token=…).' } });
       return;
     }
+    if (request.method === 'POST' && isActionRoute(url.pathname)) {
+      try {
+        if (!actions) throw new ActionsDisabledError();
+        checkSameSite(request, token);
+        sendJson(response, 200, await performAction(actions, url.pathname, await readJsonBody(request)));
+      } catch (error) {
+        const { status, code, message } = errorStatus(error);
+        sendJson(response, status, { error: { code, message } });
+      }
+      return;
+    }
     if (request.method !== 'GET' && request.method !== 'HEAD') {
-      sendJson(response, 405, { error: { code: 'ERR_METHOD', message: 'the inspector is read-only: only GET.' } });
+      sendJson(response, 405, { error: { code: 'ERR_METHOD', message: actions ? 'only GET, and POST for actions.' : 'the inspector is read-only: only GET.' } });
+      return;
+    }
+    if (url.pathname === '/api/actions') {
+      sendJson(response, 200, actionsInfo(actions));
       return;
     }
     if (url.pathname.startsWith('/api/')) {
