@@ -1,5 +1,6 @@
-/** The inspector's page: one view per route (threads, a thread, a position, a diff). Read-only. */
+/** The inspector's page: one view per route (threads, a thread, a position, a diff); read-only unless the inspector allows actions. */
 import { render } from 'preact';
+import { useActions } from './actions';
 import { DiffView } from './diff';
 import { PositionView } from './position';
 import { useRoute } from './route';
@@ -9,13 +10,20 @@ import './style.css';
 
 function App() {
   const route = useRoute();
+  const actions = useActions();
   return (
     <>
       <header>
         <a href="#/" class="brand">
           cairn inspector
         </a>{' '}
-        <span class="readonly">read-only</span>
+        {actions?.allowed ? (
+          <span class="actor" data-testid="actions-allowed">
+            actions allowed, as {actions.actor}
+          </span>
+        ) : (
+          <span class="readonly">read-only</span>
+        )}
       </header>
       <main>
         {route.view === 'threads' && <ThreadsView />}

@@ -1,4 +1,5 @@
 /** One position: the state stored there as a tree, and the interrupts pending and answered there. */
+import { PositionActions, useActions } from './actions';
 import { api, type Interrupt } from './api';
 import { JsonTree, JsonValue } from './json-tree';
 import { href } from './route';
@@ -13,6 +14,7 @@ interface StateAnswer {
 }
 
 export function PositionView({ id, ns, seq }: { id: string; ns: string; seq: number }) {
+  const info = useActions();
   const view = useApi(() => api<StateAnswer>(`threads/${encodeURIComponent(id)}/state`, { seq, ns }), [id, ns, seq]);
   return (
     <section>
@@ -30,6 +32,7 @@ export function PositionView({ id, ns, seq }: { id: string; ns: string; seq: num
             schema v{view.data.schemaVersion} · next → {view.data.next.join(', ') || 'END'}
           </p>
           <JsonTree value={view.data.state} testid="state-tree" />
+          {!ns && <PositionActions thread={id} seq={seq} state={view.data.state} info={info} />}
           {view.data.interrupts.pending.length > 0 && (
             <div class="interrupt-box">
               <h2>Pending interrupts</h2>

@@ -4,6 +4,7 @@
  * Polls the head every second and reloads when it moved.
  */
 import { useEffect, useState } from 'preact/hooks';
+import { EffectActions, InterruptAnswer, ThreadActions, useActions, type ActionsInfo } from './actions';
 import { api, isoTime, type AttemptInfo, type Interrupt, type LedgerEntry, type PositionInfo, type ThreadRecord, type VerifyReport } from './api';
 import { JsonValue } from './json-tree';
 import { href } from './route';
@@ -32,7 +33,7 @@ function IntegrityBadge({ id, version }: { id: string; version: string }) {
   );
 }
 
-function PendingInterrupts({ pending }: { pending: Interrupt[] }) {
+function PendingInterrupts({ pending, thread, info, onDone }: { pending: Interrupt[]; thread: string; info: ActionsInfo | null; onDone(): void }) {
   if (pending.length === 0) return null;
   return (
     <div class="interrupt-box" data-testid="pending-interrupt">
@@ -45,6 +46,7 @@ function PendingInterrupts({ pending }: { pending: Interrupt[] }) {
           <div class="payload" data-testid="interrupt-payload">
             <JsonValue value={i.payload} />
           </div>
+          <InterruptAnswer thread={thread} interrupt={i} info={info} onDone={onDone} />
         </div>
       ))}
     </div>
@@ -141,7 +143,7 @@ function Timeline({ id, ns, version }: { id: string; ns: string; version: string
   );
 }
 
-function Effects({ id, version }: { id: string; version: string }) {
+function Effects({ id, version, info, onDone }: { id: string; version: string; info: ActionsInfo | null; onDone(): void }) {
   const list = useApi(() => api<{ effects: LedgerEntry[] }>(`threads/${encodeURIComponent(id)}/effects`), [id, version]);
   if (!list.data || list.data.effects.length === 0) return null;
   return (
@@ -167,7 +169,10 @@ function Effects({ id, version }: { id: string; version: string }) {
               <td>{e.seq}</td>
               <td>{e.node}</td>
               <td>{e.name}</td>
-              <td>{'outcome' in e ? <JsonValue value={e.outcome} depth={2} /> : '-'}</td>
+              <td>
+                {'outcome' in e ? <JsonValue value={e.outcome} depth={2} /> : '-'}
+                <EffectActions thread={id} entry={e} info={info} onDone={onDone} />
+              </td>
               <td class="time">{isoTime(e.completedAt ?? e.createdAt)}</td>
             </tr>
           ))}
@@ -233,7 +238,11 @@ function useHeadVersion(id: string): string {
 }
 
 export function ThreadView({ id, ns }: { id: string; ns: string }) {
-  const version = useHeadVersion(id);
+  // An action done here (an effect settled) may not move the head: it reloads the page's parts itself.
+  const [acted, setActed] = useState(0);
+  const onDone = () => setActed((n) => n + 1);
+  const info = useActions();
+  const version = `${useHeadVersion(id)}#${acted}`;
   const answer = useApi(() => api<ThreadAnswer>(`threads/${encodeURIComponent(id)}`), [id, version]);
   if (answer.error) return <p class="error" data-testid="error">{answer.error.message}</p>;
   if (!answer.data) return <p>loading…</p>;
@@ -262,9 +271,10 @@ export function ThreadView({ id, ns }: { id: string; ns: string }) {
           last error {thread.lastError.code}: {thread.lastError.message}
         </p>
       )}
-      {!ns && <PendingInterrupts pending={interrupts.pending} />}
+      {!ns && <ThreadActions thread={thread} info={info} onDone={onDone} />}
+      {!ns && <PendingInterrupts pending={interrupts.pending} thread={id} info={info} onDone={onDone} />}
       <Timeline id={id} ns={ns} version={version} />
-      {!ns && <Effects id={id} version={version} />}
+      {!ns && <Effects id={id} version={version} info={info} onDone={onDone} />}
       {!ns && <Attempts attempts={attempts} />}
     </section>
   );

@@ -17,7 +17,8 @@
  *
  * `GET /api/actions` tells the page what it may offer: whether actions are allowed,
  * whether an application is loaded (actions that run code need one), the actor, and
- * the application's model fields (what a fork's state editor may write).
+ * the application's model fields (what a fork's state editor may write) and which of
+ * them append.
  *
  * A request is refused before anything changes: {@link ActionsDisabledError} (403)
  * without `--allow-actions`, {@link CrossSiteRequestError} (403) without the proof
@@ -107,17 +108,20 @@ export interface ActionsInfo {
   actor: string | null;
   /** Model fields of the application's root state (what a fork's patch may write), or null without an app. */
   modelFields: string[] | null;
+  /** Those of them whose reducer appends: a fork's patch adds items to them, it does not replace them. */
+  appendFields: string[] | null;
 }
 
 /** The answer of `GET /api/actions`. */
 export function actionsInfo(context: ActionContext | undefined): ActionsInfo {
-  if (!context) return { allowed: false, app: false, actor: null, modelFields: null };
+  if (!context) return { allowed: false, app: false, actor: null, modelFields: null, appendFields: null };
   const schema = context.app?.schema;
   return {
     allowed: true,
     app: context.app !== undefined,
     actor: context.actor,
     modelFields: schema ? schema.fieldNames.filter((name) => schema.field(name)?.role === 'model') : null,
+    appendFields: schema ? schema.fieldNames.filter((name) => schema.appendFields.has(name)) : null,
   };
 }
 

@@ -81,7 +81,7 @@ describe('inspector actions: refused', () => {
       expect(answer.body.error.message).toContain('--allow-actions');
     }
     expect(await footprint('ro')).toEqual(before);
-    expect(await get(readOnly, '/api/actions')).toEqual({ allowed: false, app: false, actor: null, modelFields: null });
+    expect(await get(readOnly, '/api/actions')).toEqual({ allowed: false, app: false, actor: null, modelFields: null, appendFields: null });
     // GET stays read-only everywhere: an action's path answers no GET.
     expect((await fetch(`${base(acting)}/api/threads/ro/cancel?token=${acting.token}`)).status).toBe(404);
   });
@@ -119,7 +119,7 @@ describe('inspector actions: refused', () => {
     }
     expect(await footprint('noapp')).toEqual(before);
     expect(await get(noApp, '/api/actions')).toMatchObject({ allowed: true, app: false, modelFields: null });
-    expect(await get(acting, '/api/actions')).toEqual({ allowed: true, app: true, actor: 'ana', modelFields: ['mode', 'topic', 'decision', 'got', 'charged', 'notes'] });
+    expect(await get(acting, '/api/actions')).toEqual({ allowed: true, app: true, actor: 'ana', modelFields: ['mode', 'topic', 'decision', 'got', 'charged', 'notes'], appendFields: ['notes'] });
   });
 
   it('startInspector refuses an app without allowActions', async () => {
