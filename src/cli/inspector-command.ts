@@ -30,8 +30,28 @@ export function registerInspectorCommand(program: Command): void {
     .option('--port <n>', 'port to listen on (default: a free one)', nonNegativeInteger, INSPECTOR_PORT)
     .option('--host <host>', 'address to bind (anything but 127.0.0.1, localhost or ::1 opens it to the network, still behind its token)', INSPECTOR_HOST)
     .option('--allow-actions', "let the page act on threads: answer interrupts, send signals, settle effects, replay, fork, cancel, delete (opens the database for writing)")
-    .option(`--app ${APP_ARG}`, `the application, for the actions that run its code (answer an interrupt, replay, fork): ${APP_HELP}`)
+    .option(`--app ${APP_ARG}`, `for the actions that run its code (answer an interrupt, replay, fork), ${APP_HELP}`)
     .option('--actor <name>', 'who the actions are recorded as (default: inspector:<os user>)')
+    .addHelpText(
+      'after',
+      `
+Read-only by default: the database is opened read-only and every action answers 403.
+
+With --allow-actions the page can, through the same functions as the CLI, recorded as --actor:
+  answer a pending interrupt (a form built from its answer schema)   as cairn resume --answer   (needs --app)
+  send a signal to a waiting thread                                  as cairn signal
+  settle an effect in doubt: its outcome, or that it failed          as cairn resolve-effect
+  replay from a position (writes nothing)                            as cairn replay            (needs --app)
+  fork from a position with an edited state                          as cairn fork --patch      (needs --app)
+  cancel a thread (its run stops at the next step boundary)          as cairn cancel
+  delete a thread (after typing its id)                              as cairn delete-thread
+Actions are POSTs that must carry the token in the x-cairn-token header (the page sends it);
+cross-site requests are refused.
+
+Examples:
+  cairn inspect --db ./cairn.db
+  cairn inspect --db ./cairn.db --allow-actions --app ./dist/app.js#app --actor ana`,
+    )
     .action(async (options: { db: string; artifacts?: string; port: number; host: string; allowActions?: boolean; app?: string; actor?: string }) => {
       const allowActions = options.allowActions === true;
       if (!allowActions && (options.app !== undefined || options.actor !== undefined)) throw new InvalidOptionError(`${options.app !== undefined ? '--app' : '--actor'} goes with --allow-actions (the inspector is read-only without it).`);

@@ -2,7 +2,9 @@
  * `cairn inspect` as a command: on a mistyped SQLite path it creates nothing, says
  * so and exits 1 before listening; bound to an address other than this machine's it
  * warns that the token is all that guards it; it opens the database read-only (a
- * write through its server is refused); SIGINT closes it with exit code 0.
+ * write through its server is refused); SIGINT closes it with exit code 0. With
+ * --allow-actions it says so and acts (a cancellation lands in the database); --app
+ * and --actor without it are bad usage; and a read-only one refuses every action 403.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -51,6 +53,49 @@ describe('cairn inspect', () => {
       expect(code).toBe(0);
     }
     expect(inspector.stderr()).toMatch(/warning: cairn inspect listens on 0\.0\.0\.0/);
+  });
+
+  it('is read-only by default: an action is 403 and says how to allow it; its line says read-only', async () => {
+    const inspector = await startInspectorCli(db);
+    try {
+      const response = await fetch(`${inspector.base}/api/threads/cust_42/cancel?token=${inspector.token}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-cairn-token': inspector.token },
+        body: '{}',
+      });
+      expect(response.status).toBe(403);
+      expect(((await response.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'ERR_ACTIONS_DISABLED', message: expect.stringContaining('--allow-actions') });
+    } finally {
+      await inspector.stop();
+    }
+  });
+
+  it('with --allow-actions opens the database for writing and acts as --actor; --app or --actor without it is bad usage', async () => {
+    const engine = sqlite(db);
+    await workedExample({ engine, artifacts: fsArtifacts(join(dir, 'artifacts')) }).submit({ thread: 'queued', input: { customerId: 'queued' } });
+    await engine.close();
+    const inspector = await startInspectorCli(db, ['--allow-actions', '--actor', 'ops']);
+    try {
+      const response = await fetch(`${inspector.base}/api/threads/queued/cancel?token=${inspector.token}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-cairn-token': inspector.token },
+        body: JSON.stringify({ reason: 'not needed' }),
+      });
+      expect(response.status).toBe(200);
+    } finally {
+      await inspector.stop();
+    }
+    const check = sqlite(db, { readOnly: true });
+    try {
+      expect((await check.checkpointer.getThread('queued'))!.lastError!.message).toContain('cancelled by ops: not needed');
+    } finally {
+      await check.close();
+    }
+    for (const args of [['--app', './app.js'], ['--actor', 'ops']]) {
+      const result = await cairn(['inspect', '--db', db, ...args]);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr).toContain('--allow-actions');
+    }
   });
 
   it('listens on the port asked for', async () => {
