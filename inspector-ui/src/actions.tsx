@@ -116,8 +116,8 @@ function parseJson(text: string, what: string): unknown {
 /** The answer form of one pending interrupt: built from its answer schema, or a JSON box. */
 export function InterruptAnswer({ thread, interrupt, info, onDone }: { thread: string; interrupt: Interrupt & { answerSchema?: JsonSchema; key?: string }; info: ActionsInfo | null; onDone(): void }) {
   const schema = interrupt.answerSchema;
-  // Declared pauses and ctx.interruptAfter take state input; ctx.interrupt calls (they have a key) an answer.
-  const takesAnswer = interrupt.key !== undefined;
+  // Declared pauses and ctx.interruptAfter take state input; ctx.interrupt calls (they have a key, or an answer schema) an answer.
+  const takesAnswer = interrupt.key !== undefined || schema !== undefined;
   const [value, setValue] = useState<unknown>(() => (takesAnswer && schema ? initialValue(schema) : takesAnswer ? undefined : {}));
   const [asJson, setAsJson] = useState(!describesForm(schema));
   const action = useAction<{ status: string }>();

@@ -45,7 +45,7 @@ import { DEFAULT_UI_DIR, uiFile } from './static-files.js';
 
 /** What {@link startInspector} serves, and where. */
 export interface InspectorOptions {
-  /** The engine to read (open it read-only: `cairn inspect` does). The inspector does not close it. */
+  /** The engine to read (open it read-only, as `cairn inspect` does, unless `allowActions`). The inspector does not close it. */
   engine: Engine;
   /** An artifact store, for the artifact check of `verify?artifacts=1`. */
   artifacts?: ArtifactStore;

@@ -3,8 +3,9 @@
  * a real child process runs a slow graph on a SQLite file and on PostgreSQL; the
  * cancel fences its lease, so it stops at its next step boundary with LeaseLostError
  * and commits nothing more; the thread is `failed` with ERR_THREAD_CANCELLED naming
- * the actor and the reason, and no later step lands. A thread that already ended is
- * reported, not changed.
+ * the actor and the reason, and no later step lands. A worker running the thread
+ * reports the lost lease, never claims it again and goes on with other threads. A
+ * thread that already ended is reported, not changed.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,6 +20,8 @@ import { cancelThread } from '../../src/inspect/cancel.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
 import { field } from '../../src/state/fields.js';
 import { defineState } from '../../src/state/schema.js';
+import { postgres } from '../../src/engines/postgres/index.js';
+import { Worker, type WorkerRunReport } from '../../src/runtime/worker.js';
 import { ensureBuilt } from '../artifacts/build.js';
 import { cairn } from '../cli/run-cli.js';
 import { usePostgresSchema } from '../helpers/postgres.js';
@@ -126,6 +129,51 @@ describe('cancelling a thread held by a run in another process', () => {
         expect(result).toMatchObject({ cancelled: true, thread: { status: 'failed' } });
       });
     } finally {
+      await engine.close();
+    }
+  }, 60_000);
+});
+
+describe('cancelling a thread a worker runs', () => {
+  it('on PostgreSQL: the worker reports ERR_LEASE_LOST for it, never claims it again, and goes on with other threads', async () => {
+    const engine = await pg.engine();
+    // The canceller opens its own engine (its own pool), as another process would.
+    const other = postgres(pg.url, { schema: pg.schema });
+    const Ticks = defineState({ fields: { ticks: field.model(z.array(z.number()), { reduce: 'append', default: [] }) } });
+    const app = graph(Ticks)
+      .node('tick', async (s) => {
+        await new Promise((r) => setTimeout(r, 100));
+        return { ticks: [s.ticks.length] };
+      })
+      .edge(START, 'tick')
+      .conditionalEdge('tick', (s) => (s.ticks.length >= 30 ? END : 'tick'))
+      .compile({ engine, name: 'ticker', recursionLimit: 100 });
+    const reports: WorkerRunReport[] = [];
+    const worker = new Worker(app, { concurrency: 2, pollMs: 50, onRun: (r) => reports.push(r) });
+    const running = worker.run();
+    try {
+      await app.submit({ thread: 'long', input: {} });
+      const until = async (what: string, check: () => Promise<boolean>) => {
+        const end = Date.now() + 20_000;
+        while (!(await check())) {
+          if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+          await new Promise((r) => setTimeout(r, 25));
+        }
+      };
+      await until('the worker committed two steps', async () => ((await engine.checkpointer.getThread('long'))!.head ?? 0) >= 2);
+      expect((await cancelThread(other, { thread: 'long', actor: 'ops', reason: 'stop it' })).cancelled).toBe(true);
+      await until('the worker reported the lost lease', async () => reports.some((r) => r.threadId === 'long'));
+      expect(reports.find((r) => r.threadId === 'long')).toMatchObject({ error: 'ERR_LEASE_LOST' });
+      const head = (await engine.checkpointer.getThread('long'))!.head;
+      // The worker keeps working: another thread runs to its end, and the cancelled one stays as it was.
+      await app.submit({ thread: 'short', input: { ticks: Array.from({ length: 29 }, (_, i) => i) } });
+      await until('the other thread completed', async () => (await engine.checkpointer.getThread('short'))?.status === 'completed');
+      expect(await engine.checkpointer.getThread('long')).toMatchObject({ head, status: 'failed', lastError: { code: 'ERR_THREAD_CANCELLED' } });
+      expect(reports.filter((r) => r.threadId === 'long')).toHaveLength(1);
+    } finally {
+      await worker.stop();
+      await running;
+      await other.close();
       await engine.close();
     }
   }, 60_000);
