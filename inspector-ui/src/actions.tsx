@@ -232,12 +232,15 @@ export function ThreadActions({ thread, info, onDone }: { thread: ThreadRecord; 
   );
 }
 
-/** Settling one effect in doubt (an intent without outcome): its outcome as JSON, or that it failed. */
-export function EffectActions({ thread, entry, info, onDone }: { thread: string; entry: LedgerEntry; info: ActionsInfo | null; onDone(): void }) {
+/** Threads whose effects without outcome are in doubt: no run is under way that may still record them. */
+const SETTLEABLE = ['needs_attention', 'failed'];
+
+/** Settling one effect in doubt (an intent without outcome, of a needs_attention or failed thread): its outcome as JSON, or that it failed. */
+export function EffectActions({ thread, status, entry, info, onDone }: { thread: string; status: string; entry: LedgerEntry; info: ActionsInfo | null; onDone(): void }) {
   const [outcome, setOutcome] = useState('');
   const [message, setMessage] = useState('');
   const action = useAction<{ resolution: string }>();
-  if (!info?.allowed || entry.kind !== 'effect' || entry.status !== 'intent') return null;
+  if (!info?.allowed || entry.kind !== 'effect' || entry.status !== 'intent' || !SETTLEABLE.includes(status)) return null;
   return (
     <div class="effect-actions" data-testid="effect-actions">
       <textarea name="effect-outcome" rows={1} placeholder="outcome (JSON)" value={outcome} onInput={(e) => setOutcome((e.target as HTMLTextAreaElement).value)} />{' '}

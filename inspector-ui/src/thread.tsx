@@ -143,7 +143,7 @@ function Timeline({ id, ns, version }: { id: string; ns: string; version: string
   );
 }
 
-function Effects({ id, version, info, onDone }: { id: string; version: string; info: ActionsInfo | null; onDone(): void }) {
+function Effects({ id, status, version, info, onDone }: { id: string; status: string; version: string; info: ActionsInfo | null; onDone(): void }) {
   const list = useApi(() => api<{ effects: LedgerEntry[] }>(`threads/${encodeURIComponent(id)}/effects`), [id, version]);
   if (!list.data || list.data.effects.length === 0) return null;
   return (
@@ -171,7 +171,7 @@ function Effects({ id, version, info, onDone }: { id: string; version: string; i
               <td>{e.name}</td>
               <td>
                 {'outcome' in e ? <JsonValue value={e.outcome} depth={2} /> : '-'}
-                <EffectActions thread={id} entry={e} info={info} onDone={onDone} />
+                <EffectActions thread={id} status={status} entry={e} info={info} onDone={onDone} />
               </td>
               <td class="time">{isoTime(e.completedAt ?? e.createdAt)}</td>
             </tr>
@@ -274,7 +274,7 @@ export function ThreadView({ id, ns }: { id: string; ns: string }) {
       {!ns && <ThreadActions thread={thread} info={info} onDone={onDone} />}
       {!ns && <PendingInterrupts pending={interrupts.pending} thread={id} info={info} onDone={onDone} />}
       <Timeline id={id} ns={ns} version={version} />
-      {!ns && <Effects id={id} version={version} info={info} onDone={onDone} />}
+      {!ns && <Effects id={id} status={thread.status} version={version} info={info} onDone={onDone} />}
       {!ns && <Attempts attempts={attempts} />}
     </section>
   );
