@@ -79,6 +79,25 @@ describe('cairn inspect --allow-actions on SQLite, in Chromium', () => {
     expect(history.some((p) => p.actor === 'ana')).toBe(true);
   });
 
+  it('answers an interrupt as JSON instead of through the form: the same answer, written whole', async () => {
+    const { createApp } = await actionsFixture();
+    await createApp(engine).run({ thread: 'ask_json', input: { mode: 'ask' } });
+    await page.goto(`${inspector.url}#/t/ask_json`);
+    const form = page.getByTestId('answer-form');
+    await form.locator('[name="amount"]').fill('7');
+    await form.getByTestId('answer-as-json').click();
+    // The JSON box starts from what the form held.
+    const box = form.locator('[name="answer-json"]');
+    expect(JSON.parse(await box.inputValue())).toEqual({ approve: false, amount: 7, shipTo: {} });
+    await box.fill('{ "approve": false, "amount": 7, "reason": "stock", "shipTo": { "city": "Oslo" } ');
+    expect(await form.getByTestId('json-problem').textContent()).toContain('not JSON');
+    await box.fill('{ "approve": false, "amount": 7, "reason": "stock", "shipTo": { "city": "Oslo" } }');
+    expect(await form.getByTestId('json-problem').count()).toBe(0);
+    await form.getByTestId('answer-submit').click();
+    await until('the page shows ask_json completed', async () => (await titleStatus(page)) === 'completed');
+    expect(((await createApp(engine).getState({ thread: 'ask_json' })) as { decision: string }).decision).toBe('deny 7 (stock) to Oslo');
+  });
+
   it('sends a signal to a waiting thread; run on, the page shows what it received', async () => {
     await page.goto(`${inspector.url}#/t/wait_1`);
     const form = page.getByTestId('signal-form');
