@@ -10,7 +10,7 @@
  * hidden, with a deprecation notice (cli/deprecated-flags).
  *
  * Exit codes, for scripts: 0 ok; 1 a negative result or a failure (damage found,
- * nothing deleted, no such thread or database, an engine error); 2 bad usage (an
+ * nothing deleted or cancelled, no such thread or database, an engine error); 2 bad usage (an
  * unknown command or flag, a flag value that does not parse, flags that do not go
  * together), reported before anything is opened.
  */

@@ -191,7 +191,7 @@ export function registerOperateCommands(program: Command): void {
 
   program
     .command('cancel <thread>')
-    .description('cancel a thread: the run holding it (in any process) stops at its next step boundary without committing, and the thread becomes failed (ERR_THREAD_CANCELLED); no application code needed')
+    .description('cancel a thread: the run holding it (in any process) stops at its next step boundary without committing, and the thread becomes failed (ERR_THREAD_CANCELLED); exit 1 when it had already ended; no application code needed')
     .option(...DB_OPTION)
     .option('--reason <text>', 'why (kept in the thread\'s error)')
     .option('--actor <name>', 'who cancelled it (kept in the thread\'s error)', 'cli')
@@ -205,6 +205,8 @@ export function registerOperateCommands(program: Command): void {
             ? `cancelled thread ${threadId}; it is now ${style.c.red(result.thread.status)}: ${result.thread.lastError?.message ?? ''}`
             : `thread ${threadId} is ${result.status}: nothing to cancel`,
         );
+        // As delete-thread: nothing done is a negative result for scripts.
+        if (!result.cancelled) process.exitCode = 1;
       });
     });
 

@@ -110,6 +110,7 @@ describe('cancelling a thread held by a run in another process', () => {
       // A second cancel finds the thread ended and changes nothing.
       const again = await cairn(['cancel', 'slow', '--db', db, '--json']);
       expect(JSON.parse(again.stdout)).toMatchObject({ cancelled: false, status: 'failed' });
+      expect(again.code).toBe(1);
       const missing = await cairn(['cancel', 'nope', '--db', db]);
       expect(missing.code).toBe(1);
       expect(missing.stderr).toContain('nope');
