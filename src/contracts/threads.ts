@@ -106,6 +106,12 @@ export interface ThreadQuery {
   /** The tenant, or null for threads without one. */
   tenant?: string | null;
   metadata?: MetadataFilter;
+  /**
+   * Only threads whose id starts with this text (case-sensitive; `''` matches every
+   * thread). Run as a range of ids (`id >= prefix AND id < the next prefix` in code
+   * point order), so the id index serves it. May not contain U+0000 or a lone surrogate.
+   */
+  idPrefix?: string;
   createdAt?: TimeRange;
   /** On {@link ThreadRecord.updatedAt} (which a step commit advances). */
   updatedAt?: TimeRange;

@@ -21,6 +21,8 @@ export interface NormalizedThreadQuery {
   /** undefined: any tenant; null: threads without a tenant. */
   tenant: string | null | undefined;
   metadata: [key: string, value: MetadataValue][];
+  /** `idPrefix` as a range of ids: `from` inclusive, `to` exclusive (null: no upper bound). */
+  ids: { from: string; to: string | null } | null;
   created: { from: number | null; to: number | null };
   updated: { from: number | null; to: number | null };
   order: 'id' | 'updatedAt';
@@ -58,6 +60,28 @@ function range(name: string, value: ThreadQuery['createdAt']): { from: number | 
     return v;
   };
   return { from: bound('from'), to: bound('to') };
+}
+
+/**
+ * The least string above every string that starts with `prefix`, in code point order
+ * (the byte order of UTF-8), or null when there is none (a prefix of U+10FFFF only):
+ * the last code point below U+10FFFF goes up by one, and the ones after it go.
+ */
+export function prefixEnd(prefix: string): string | null {
+  const points = Array.from(prefix, (c) => c.codePointAt(0)!);
+  while (points.length && points.at(-1) === 0x10ffff) points.pop();
+  if (!points.length) return null;
+  const last = points.pop()! + 1;
+  // The surrogates are no code points of their own: the next one after U+D7FF is U+E000.
+  points.push(last === 0xd800 ? 0xe000 : last);
+  return String.fromCodePoint(...points);
+}
+
+function idRange(prefix: unknown): NormalizedThreadQuery['ids'] {
+  if (prefix === undefined || prefix === '') return null;
+  if (typeof prefix !== 'string') invalid(`idPrefix must be a string, got ${typeof prefix}.`);
+  if (UNMATCHABLE.test(prefix)) invalid('idPrefix may not contain U+0000 or lone surrogates (engines cannot compare them alike).');
+  return { from: prefix, to: prefixEnd(prefix) };
 }
 
 /** Validates `query` and returns it in the form engines run. Throws InvalidOptionError. */
@@ -99,6 +123,7 @@ export function normalizeThreadQuery(query: ThreadQuery = {}): NormalizedThreadQ
     kinds: oneOrMany('kind', query.kind, THREAD_KINDS),
     tenant: query.tenant,
     metadata,
+    ids: idRange(query.idPrefix),
     created: range('createdAt', query.createdAt),
     updated: range('updatedAt', query.updatedAt),
     order,
@@ -124,6 +149,7 @@ export function threadMatches(thread: ThreadRecord, q: NormalizedThreadQuery): b
   if (q.statuses && !q.statuses.includes(thread.status)) return false;
   if (q.kinds && !q.kinds.includes(thread.kind)) return false;
   if (q.tenant !== undefined && thread.tenant !== q.tenant) return false;
+  if (q.ids && !thread.id.startsWith(q.ids.from)) return false;
   for (const [key, value] of q.metadata) {
     if (!Object.prototype.hasOwnProperty.call(thread.metadata, key) || thread.metadata[key] !== value) return false;
   }

@@ -86,6 +86,9 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     else if (q.tenant !== undefined) where.push(`t.tenant = ${param(q.tenant)}::text`);
     // One containment test for every key: with scalar values, containment is equality (and the GIN index serves it).
     if (q.metadata.length) where.push(`${this.sql.json}(t.metadata) @> ${param(JSON.stringify(Object.fromEntries(q.metadata)))}::jsonb`);
+    // A range, not LIKE: the id index (COLLATE "C", code point order) finds the first match and stops past the last.
+    if (q.ids) where.push(`t.id >= ${param(q.ids.from)}::text`);
+    if (q.ids?.to) where.push(`t.id < ${param(q.ids.to)}::text`);
     if (q.created.from !== null) where.push(`t.created_at >= ${param(q.created.from)}::bigint`);
     if (q.created.to !== null) where.push(`t.created_at < ${param(q.created.to)}::bigint`);
     if (q.updated.from !== null) where.push(`${updatedAt} >= ${param(q.updated.from)}::bigint`);

@@ -162,6 +162,9 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       const clause = metadataClause(value);
       add(clause.sql, key, ...clause.params);
     }
+    // A range, not LIKE: the id index finds the first match and stops past the last.
+    if (q.ids) add('t.id >= ?', q.ids.from);
+    if (q.ids?.to) add('t.id < ?', q.ids.to);
     if (q.created.from !== null) add('t.created_at >= ?', q.created.from);
     if (q.created.to !== null) add('t.created_at < ?', q.created.to);
     if (q.updated.from !== null) add(`${UPDATED_AT} >= ?`, q.updated.from);

@@ -309,6 +309,20 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
       expect([...seen].sort()).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
     });
 
+    it('idPrefix keeps the ids that start with it, in code point order, with the other filters and paging', async () => {
+      // Neighbours of every prefix below: an id equal to it, one just before, one past its end.
+      const all = ['a', 'ab', 'ab\u{10FFFF}', 'ab\u{10FFFF}z', 'abc', 'abd', 'ac', 'b', 'z\u{10FFFF}', 'z\u{10FFFF}\u{10FFFF}', '\u{D7FF}x', '\u{E000}', '\u{10FFFF}', '\u{10FFFF}\u{10FFFF}'];
+      await threads(all.map((id, i) => ({ id, status: i % 2 ? 'failed' : 'completed' })));
+      const sorted = [...all].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+      for (const prefix of ['a', 'ab', 'ab\u{10FFFF}', 'abc', 'z\u{10FFFF}', '\u{D7FF}', '\u{10FFFF}', 'q', '']) {
+        expect(await ids({ idPrefix: prefix }), prefix).toEqual(sorted.filter((id) => id.startsWith(prefix)));
+      }
+      expect(await ids({ idPrefix: 'ab', status: 'failed' })).toEqual(sorted.filter((id) => id.startsWith('ab') && all.indexOf(id) % 2 === 1));
+      expect(await ids({ idPrefix: 'AB' })).toEqual([]);
+      const first = await ids({ idPrefix: 'ab', limit: 2 });
+      expect([...first, ...(await ids({ idPrefix: 'ab', after: first.at(-1)! }))]).toEqual(sorted.filter((id) => id.startsWith('ab')));
+    });
+
     it('rejects a malformed query with InvalidOptionError', async () => {
       await create('t1');
       const bad: unknown[] = [
@@ -329,6 +343,9 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
         { after: 42 },
         { createdAt: { from: 'yesterday' } },
         { updatedAt: { to: Number.POSITIVE_INFINITY } },
+        { idPrefix: 42 },
+        { idPrefix: 'a\u0000' },
+        { idPrefix: '\ud800' },
       ];
       for (const query of bad) {
         await expectError(() => cp.listThreads(query as ThreadQuery), InvalidOptionError);
