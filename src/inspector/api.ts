@@ -7,7 +7,7 @@
  *
  * | route | returns |
  * |---|---|
- * | `GET /api/threads?status=&after=&limit=&q=` | `{ threads, next }`: a page in id order; `q` keeps ids that start with it; `next` is the `after` of the next page, or null |
+ * | `GET /api/threads?q=&status=&kind=&tenant=&meta=&updatedSince=&order=&after=&limit=` | `{ threads, next }` ({@link listThreadPage}): a page in id order or most recently updated first; `next` is the opaque `after` of the next page, or null |
  * | `GET /api/threads/:id` | `{ thread, attempts, interrupts }`: the record, its attempts, its interrupts pending and answered at the head |
  * | `GET /api/threads/:id/head` | `{ head, status, updatedAt }`, polled by an open thread page |
  * | `GET /api/threads/:id/history?ns=&beforeSeq=&limit=` | `{ positions, next }`: newest first; `next` is the `beforeSeq` of the next page, or null |
@@ -19,9 +19,8 @@
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { LedgerEntry } from '../contracts/ledger.js';
-import type { ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { decode } from '../codec/tagged-json.js';
-import { INSPECTOR_HISTORY_PAGE, INSPECTOR_MAX_PAGE, INSPECTOR_THREAD_PAGE } from '../defaults.js';
+import { INSPECTOR_HISTORY_PAGE } from '../defaults.js';
 import { InvalidOptionError, ThreadNotFoundError } from '../errors.js';
 import { verifyArtifacts } from '../inspect/artifact-verify.js';
 import { threadAttempts } from '../inspect/attempts.js';
@@ -31,6 +30,8 @@ import { threadHistory, threadInterrupts } from '../inspect/history.js';
 import { storedState } from '../inspect/stored-state.js';
 import { verifyThread } from '../inspect/verify.js';
 import { printable } from '../internal/printable.js';
+import { integer, pageSize } from './params.js';
+import { listThreadPage } from './thread-list.js';
 
 /** What the API reads from. */
 export interface ApiContext {
@@ -49,57 +50,6 @@ export function viewJson(value: unknown): unknown {
 /** No route for this method and path. */
 export class RouteNotFound extends Error {}
 
-const STATUSES: readonly ThreadStatus[] = ['running', 'interrupted', 'completed', 'failed', 'needs_attention', 'waiting'];
-
-function integer(params: URLSearchParams, name: string, min: number): number | undefined {
-  const text = params.get(name);
-  if (text === null || text === '') return undefined;
-  if (!/^\d+$/.test(text) || Number(text) < min || !Number.isSafeInteger(Number(text))) throw new InvalidOptionError(`${name}=${JSON.stringify(text)}: expected an integer of ${min} or more.`);
-  return Number(text);
-}
-
-function pageSize(params: URLSearchParams, fallback: number): number {
-  const limit = integer(params, 'limit', 1) ?? fallback;
-  if (limit > INSPECTOR_MAX_PAGE) throw new InvalidOptionError(`limit=${limit}: at most ${INSPECTOR_MAX_PAGE} per page.`);
-  return limit;
-}
-
-function statuses(params: URLSearchParams): ThreadStatus[] | undefined {
-  const text = params.get('status');
-  if (!text) return undefined;
-  const list = text.split(',').map((s) => s.trim()).filter(Boolean);
-  for (const s of list) if (!STATUSES.includes(s as ThreadStatus)) throw new InvalidOptionError(`status=${JSON.stringify(s)}: expected one of ${STATUSES.join(', ')}.`);
-  return list as ThreadStatus[];
-}
-
-/**
- * A page of threads in id order. With `q`, only ids that start with it: ids are kept
- * in byte order by every engine, so those are the ids from `q` on, up to the first
- * that does not start with it.
- */
-async function listThreads(engine: Engine, params: URLSearchParams): Promise<{ threads: ThreadRecord[]; next: string | null }> {
-  const limit = pageSize(params, INSPECTOR_THREAD_PAGE);
-  const status = statuses(params);
-  const q = params.get('q') ?? '';
-  let after = params.get('after') ?? undefined;
-  const threads: ThreadRecord[] = [];
-  if (q && (after === undefined || after < q)) {
-    // `after` is exclusive: the id equal to q itself is looked up on its own.
-    const exact = await engine.checkpointer.getThread(q);
-    if (exact && (!status || status.includes(exact.status))) threads.push(exact);
-    after = q;
-  }
-  // One more than the page, to tell whether there is a next page.
-  const rows = await engine.checkpointer.listThreads({ ...(status ? { status } : {}), ...(after !== undefined ? { after } : {}), limit: limit + 1 });
-  for (const t of rows) {
-    if (q && !t.id.startsWith(q)) break;
-    threads.push(t);
-  }
-  const more = threads.length > limit;
-  const page = threads.slice(0, limit);
-  return { threads: page, next: more ? page.at(-1)!.id : null };
-}
-
 function ledgerView(e: LedgerEntry): Omit<LedgerEntry, 'outcome'> & { outcome?: unknown } {
   const { outcome, ...rest } = e;
   return outcome === null ? rest : { ...rest, outcome: decode(outcome, `outcome of ${e.key}`) };
@@ -109,7 +59,7 @@ function ledgerView(e: LedgerEntry): Omit<LedgerEntry, 'outcome'> & { outcome?: 
 export async function answer(context: ApiContext, pathname: string, params: URLSearchParams): Promise<unknown> {
   const { engine } = context;
   const cp = engine.checkpointer;
-  if (pathname === '/api/threads') return listThreads(engine, params);
+  if (pathname === '/api/threads') return listThreadPage(cp, params);
   const match = /^\/api\/threads\/([^/]+)(?:\/(head|history|state|diff|verify|effects))?$/.exec(pathname);
   if (!match) throw new RouteNotFound(pathname);
   const id = decodeURIComponent(match[1]!);

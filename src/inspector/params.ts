@@ -1,0 +1,31 @@
+/**
+ * @module inspector/params
+ * Query parameters of the inspector's API, read strictly: what is malformed is an
+ * InvalidOptionError (HTTP 400, `ERR_INVALID_OPTION`) naming the parameter, never a
+ * guess.
+ */
+import { INSPECTOR_MAX_PAGE } from '../defaults.js';
+import { InvalidOptionError } from '../errors.js';
+
+/**
+ * The integer `name` (at least `min`), or undefined when absent or empty.
+ *
+ * @example `integer(new URLSearchParams('seq=4'), 'seq', 0) // 4`
+ */
+export function integer(params: URLSearchParams, name: string, min: number): number | undefined {
+  const text = params.get(name);
+  if (text === null || text === '') return undefined;
+  if (!/^\d+$/.test(text) || Number(text) < min || !Number.isSafeInteger(Number(text))) throw new InvalidOptionError(`${name}=${JSON.stringify(text)}: expected an integer of ${min} or more.`);
+  return Number(text);
+}
+
+/**
+ * `limit`, 1 to {@link INSPECTOR_MAX_PAGE}, or `fallback` when absent.
+ *
+ * @example `pageSize(new URLSearchParams('limit=20'), 50) // 20`
+ */
+export function pageSize(params: URLSearchParams, fallback: number): number {
+  const limit = integer(params, 'limit', 1) ?? fallback;
+  if (limit > INSPECTOR_MAX_PAGE) throw new InvalidOptionError(`limit=${limit}: at most ${INSPECTOR_MAX_PAGE} per page.`);
+  return limit;
+}
