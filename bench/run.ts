@@ -21,11 +21,18 @@
  * Then cairn's step on its two SQLite drivers, better-sqlite3 against node:sqlite
  * (bench/drivers.ts; node:sqlite runs on a Node 22 binary when this Node has none).
  *
- * Usage: tsx bench/run.ts [--json] [--quick] [--no-postgres] [--no-drivers] [--n=100,1000] [--only=raw,floor,cairn,langgraph-default,langgraph-delta]
- *   --json         the same data as JSON on stdout instead of tables
- *   --quick        N = 100 and 1000 only (a smoke run)
- *   --no-postgres  skip the PostgreSQL step-commit section (bench/postgres.ts)
- *   --no-drivers   skip the better-sqlite3 / node:sqlite section (bench/drivers.ts)
+ * Then the web inspector at scale (bench/inspector.ts): its HTTP API paging 100,000
+ * threads and opening a thread of 10,000 positions, on SQLite and PostgreSQL, beside
+ * the raw SELECT of the same rows.
+ *
+ * Usage: tsx bench/run.ts [--json] [--quick] [--no-postgres] [--no-drivers] [--no-inspector] [--inspector-only] [--n=100,1000] [--only=raw,floor,cairn,langgraph-default,langgraph-delta]
+ *   --json            the same data as JSON on stdout instead of tables
+ *   --quick           N = 100 and 1000 only (a smoke run)
+ *   --no-postgres     skip the PostgreSQL sections (step commit; the inspector on PostgreSQL)
+ *   --no-drivers      skip the better-sqlite3 / node:sqlite section (bench/drivers.ts)
+ *   --no-inspector    skip the inspector section
+ *   --inspector-only  only the inspector section (also CAIRN_BENCH_ONLY=inspector); its sizes:
+ *                     CAIRN_BENCH_INSPECTOR_THREADS, CAIRN_BENCH_INSPECTOR_POSITIONS, CAIRN_BENCH_INSPECTOR_ROUNDS
  * Progress goes to stderr.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -37,6 +44,7 @@ import { CAIRN_FLOOR_DECODER, CAIRN_LOAD_CHILD, type CairnResult } from './cairn
 import { LANGGRAPH_MAX_N } from './langgraph.js';
 import { benchDrivers, DRIVER_ROUNDS, type DriverBenchResult } from './drivers.js';
 import { median, runChild } from './measure.js';
+import { benchInspectorPostgres, benchInspectorSqlite, OPEN_GOAL_MS, PAGE_GOAL_MS, type InspectorBenchResult } from './inspector.js';
 import { benchPostgres, type PostgresBenchResult } from './postgres.js';
 import { ONE_ROW_CHILD, RAW_SQLITE_SETTINGS } from './raw-sqlite.js';
 import type { WorkloadResult } from './workload.js';
@@ -49,8 +57,10 @@ const quick = argv.includes('--quick');
 const nArg = argv.find((a) => a.startsWith('--n='))?.slice(4);
 const onlyArg = argv.find((a) => a.startsWith('--only='))?.slice(7);
 const withPostgres = !argv.includes('--no-postgres');
-const withDrivers = !argv.includes('--no-drivers');
-const unknown = argv.filter((a) => !['--json', '--quick', '--no-postgres', '--no-drivers'].includes(a) && !a.startsWith('--n=') && !a.startsWith('--only='));
+const inspectorOnly = argv.includes('--inspector-only') || process.env.CAIRN_BENCH_ONLY === 'inspector';
+const withDrivers = !argv.includes('--no-drivers') && !inspectorOnly;
+const withInspector = !argv.includes('--no-inspector');
+const unknown = argv.filter((a) => !['--json', '--quick', '--no-postgres', '--no-drivers', '--no-inspector', '--inspector-only'].includes(a) && !a.startsWith('--n=') && !a.startsWith('--only='));
 if (unknown.length) throw new Error(`unknown argument(s) ${unknown.join(' ')}; usage: run.ts [--json] [--quick] [--n=...] [--only=...]`);
 
 const SIZES = nArg ? nArg.split(',').map(Number) : quick ? [100, 1000] : [100, 1000, 5000];
@@ -435,7 +445,7 @@ const env = settings();
 const started = performance.now();
 progress(`bench: N = ${SIZES.join(', ')}; contenders ${[...wanted].join(', ')}`);
 const reports: SizeReport[] = [];
-for (const n of SIZES) {
+for (const n of inspectorOnly ? [] : SIZES) {
   const report = await runSize(n);
   reports.push(report);
   const cairn = report.results.find((r) => r.contender === 'cairn') as CairnResult | undefined;
@@ -443,7 +453,7 @@ for (const n of SIZES) {
 }
 // The step commit on PostgreSQL against a raw insert on the same server (one round trip per step).
 let pgResult: PostgresBenchResult | { error: string } | undefined;
-if (withPostgres) {
+if (withPostgres && !inspectorOnly) {
   progress('[postgres] raw inserts and cairn steps, N=1000, 3 rounds...');
   pgResult = await benchPostgres(1000).catch((error: unknown) => ({ error: (error as Error).message }));
 }
@@ -453,16 +463,24 @@ if (withDrivers) {
   progress(`[drivers] cairn steps on better-sqlite3 and node:sqlite, N=500, ${DRIVER_ROUNDS} rounds...`);
   driverResult = await benchDrivers(500).catch((error: unknown) => ({ error: (error as Error).message }));
 }
+// The inspector's API over many threads and one long thread.
+const inspectorResults: (InspectorBenchResult | { engine: string; error: string })[] = [];
+if (withInspector) {
+  const failed = (engine: string) => (error: unknown) => ({ engine, error: (error as Error).stack ?? String(error) });
+  inspectorResults.push(await benchInspectorSqlite(progress).catch(failed('sqlite')));
+  if (withPostgres) inspectorResults.push(await benchInspectorPostgres(progress).catch(failed('postgres')));
+}
 const totalSeconds = (performance.now() - started) / 1000;
 progress(`bench: done in ${totalSeconds.toFixed(0)} s`);
 
 if (asJson) {
-  console.log(JSON.stringify({ settings: env, targetN: TARGET_N, sizes: reports, postgres: pgResult, drivers: driverResult, totalSeconds }, null, 2));
+  console.log(JSON.stringify({ settings: env, targetN: TARGET_N, sizes: reports, postgres: pgResult, drivers: driverResult, inspector: inspectorResults, totalSeconds }, null, 2));
 } else {
   printSettings(env);
   for (const report of reports) printSize(report);
   if (pgResult) printPostgres(pgResult);
   if (driverResult) printDrivers(driverResult);
+  for (const result of inspectorResults) printInspector(result);
   console.log(`\ntotal ${totalSeconds.toFixed(0)} s`);
 }
 
@@ -487,4 +505,34 @@ function printDrivers(result: DriverBenchResult | { error: string }): void {
   console.log(`better-sqlite3 (Node ${result.betterSqlite3.node})  ${result.betterSqlite3.lastMsPerStep.toFixed(3)} ms/step   runs ${runs(result.betterSqlite3.runs)}`);
   console.log(`node:sqlite    (Node ${result.nodeSqlite.node})  ${result.nodeSqlite.lastMsPerStep.toFixed(3)} ms/step   runs ${runs(result.nodeSqlite.runs)}`);
   console.log(`node:sqlite / better-sqlite3: ${times(result.ratio)} (${result.seconds.toFixed(0)} s)`);
+}
+
+function printInspector(result: InspectorBenchResult | { engine: string; error: string }): void {
+  if ('error' in result) {
+    console.log(`\n=== Inspector on ${result.engine} ===\nnot measured: ${result.error}`);
+    return;
+  }
+  const verdict = (value: number, goal: number) => (value <= goal ? 'PASS' : 'MISS');
+  console.log(
+    `\n=== Inspector on ${result.engine}: HTTP API (startInspector + fetch) over ${result.threads} threads; a thread of ${result.positions} positions ===`,
+  );
+  console.log(`seeded in ${result.seedSeconds.threads.toFixed(1)} s (threads, direct INSERT) + ${result.seedSeconds.positions.toFixed(1)} s (positions, real commits)`);
+  const w = result.walk;
+  console.log(
+    `every page of 50, first to last: ${w.pages} pages, ${w.threads} threads in ${(w.totalMs / 1000).toFixed(1)} s; ` +
+      `${ms(w.medianMs)} ms median, ${ms(w.p95Ms)} ms p95 a page   ${verdict(w.p95Ms, PAGE_GOAL_MS)} (p95 ≤ ${PAGE_GOAL_MS} ms)`,
+  );
+  console.log(
+    table(
+      ['page of 50', 'median ms', 'p95 ms', 'rows', 'raw SELECT ms', 'API / raw', `p95 ≤ ${PAGE_GOAL_MS} ms`],
+      result.pages.map((p) => [p.what, ms(p.medianMs), ms(p.p95Ms), String(p.rows), ms(p.rawMs), times(p.medianMs / p.rawMs), verdict(p.p95Ms, PAGE_GOAL_MS)]),
+    ),
+  );
+  console.log('opening the thread (each request alone, median):');
+  console.log(table(['request', 'median ms', 'KB'], result.open.requests.map((r) => [r.path, ms(r.medianMs), (r.bytes / 1024).toFixed(1)])));
+  const o = result.open;
+  console.log(
+    `first requests without verify (the page asks verify on its own, after): ${ms(o.withoutVerifyMs)} ms   ${verdict(o.withoutVerifyMs, OPEN_GOAL_MS)} (≤ ${OPEN_GOAL_MS} ms); ` +
+      `with verify ${ms(o.sumMs)} ms   ${verdict(o.sumMs, OPEN_GOAL_MS)}; raw (thread row + newest 51 positions) ${ms(o.rawMs)} ms, ${times(o.withoutVerifyMs / o.rawMs)}`,
+  );
 }
