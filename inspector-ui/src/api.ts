@@ -11,10 +11,13 @@ export class ApiError extends Error {
   }
 }
 
-/** GET `/api/<path>` with `params` (empty values left out); the parsed JSON. */
-export async function api<T>(path: string, params: Record<string, string | number | undefined | null> = {}): Promise<T> {
+/** GET `/api/<path>` with `params` (empty values left out; a list is the parameter repeated); the parsed JSON. */
+export async function api<T>(path: string, params: Record<string, string | number | readonly string[] | undefined | null> = {}): Promise<T> {
   const query = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') query.set(k, String(v));
+  for (const [k, v] of Object.entries(params)) {
+    if (Array.isArray(v)) for (const item of v) query.append(k, item);
+    else if (v !== undefined && v !== null && v !== '') query.set(k, String(v));
+  }
   const qs = query.toString();
   const response = await fetch(`./api/${path}${qs ? `?${qs}` : ''}`, { credentials: 'same-origin' });
   const body = (await response.json()) as T & { error?: { code: string; message: string } };

@@ -107,6 +107,58 @@ describe('cairn inspect on SQLite, in Chromium', () => {
     expect(await page.getByTestId('thread-row').getAttribute('data-thread')).toBe('cust_42');
   });
 
+  it('filters by kind, tenant, metadata pairs and update time, orders by most recent update, and shows a malformed filter\'s error', async () => {
+    const all = await engine.checkpointer.listThreads();
+    const listed = () => page.getByTestId('thread-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-thread')));
+    const showing = async (what: string, ids: string[]) => {
+      await until(`${what}: ${ids.join(', ') || 'no threads'}`, async () =>
+        ids.length ? JSON.stringify(await listed()) === JSON.stringify(ids) : (await page.getByTestId('no-threads').count()) === 1,
+      );
+    };
+    await page.goto(inspector.url);
+    await row('cust_42').waitFor();
+
+    const refund = all.find((t) => t.id === 'refund_7')!;
+    await page.getByTestId('kind-filter').selectOption(refund.kind);
+    await showing(`kind ${refund.kind}`, all.filter((t) => t.kind === refund.kind).map((t) => t.id));
+    await page.getByTestId('kind-filter').selectOption(refund.kind === 'task' ? 'session' : 'task');
+    await showing('the other kind', all.filter((t) => t.kind === (refund.kind === 'task' ? 'session' : 'task')).map((t) => t.id));
+    await page.getByTestId('kind-filter').selectOption('');
+
+    await page.getByTestId('tenant-filter').fill('nobody');
+    await showing('tenant nobody', []);
+    await page.getByTestId('tenant-filter').fill('');
+
+    // A metadata pair one thread has, and one none has.
+    const [key, value] = Object.entries(refund.metadata).find(([, v]) => typeof v === 'string')!;
+    await page.getByTestId('meta-filter').fill(`${key}=${value as string}`);
+    await showing(`${key}=${value as string}`, all.filter((t) => t.metadata[key] === value).map((t) => t.id));
+    await page.getByTestId('meta-filter').fill(`${key}=${value as string}, missing=1`);
+    await showing('and missing=1', []);
+    await page.getByTestId('meta-filter').fill('');
+
+    await page.getByTestId('order-filter').selectOption('updatedAt');
+    const byUpdate = [...all].sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? -1 : 1)).map((t) => t.id);
+    await showing('most recently updated first', byUpdate);
+    // Written by this run of the suite: every thread was updated within the day.
+    await page.getByTestId('updated-filter').selectOption(String(86_400_000));
+    await showing('updated within a day', byUpdate);
+    await page.getByTestId('thread-search').fill('re');
+    await showing('and id starts with re', ['refund_7']);
+    await page.screenshot({ path: join(shots, 'threads-filtered.png'), fullPage: true });
+
+    await page.getByTestId('clear-filters').click();
+    await showing('no filters', all.map((t) => t.id));
+    expect(await page.getByTestId('thread-search').inputValue()).toBe('');
+
+    // A pair without "=" is refused by the server; the page shows why.
+    await page.getByTestId('meta-filter').fill('queue');
+    await page.getByTestId('threads-error').waitFor();
+    expect(await page.getByTestId('threads-error').textContent()).toContain('key=value');
+    await page.getByTestId('meta-filter').fill('');
+    await showing('no filters again', all.map((t) => t.id));
+  });
+
   it("shows a thread's positions newest first, its effects, and an integrity badge that says ok", async () => {
     await page.goto(inspector.url);
     await row('cust_42').locator('a').click();
