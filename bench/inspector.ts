@@ -99,9 +99,19 @@ function seedSqlite(file: string, n: number): void {
       insert.run(...values);
     }
   })();
+  db.exec(HEADS_SQL);
   db.exec('ANALYZE');
   db.close();
 }
+
+/**
+ * Every seeded thread's root head: a thread that ran has one, and listing joins it (its
+ * time is the thread's updatedAt when newer than the row's). Their positions are not
+ * seeded: listing never reads them. A third of the heads are newer than the row (a step
+ * after the last status change), the others a little older.
+ */
+const HEADS_SQL = `INSERT INTO cairn_heads (tid, ns, seq, hash, created_at)
+  SELECT t.tid, '', 3, randomblob(32), t.updated_at + CASE WHEN t.tid % 3 = 0 THEN 45000 ELSE -5000 END FROM cairn_threads t`;
 
 async function seedPostgres(pool: pg.Pool, schema: string, n: number): Promise<void> {
   // The same rows as threadRow, computed by the server.
@@ -115,7 +125,8 @@ async function seedPostgres(pool: pg.Pool, schema: string, n: number): Promise<v
     FROM (SELECT (i::bigint * 7919) % $1 AS k FROM generate_series(0, $1 - 1) AS i) s`,
     [n, KINDS, STATUS_MIX, T0],
   );
-  await pool.query(`ANALYZE "${schema}".cairn_threads`);
+  await pool.query(`SET search_path TO "${schema}"; ${HEADS_SQL.replace('randomblob(32)', "sha256(t.tid::text::bytea)")}`);
+  await pool.query(`ANALYZE "${schema}".cairn_threads; ANALYZE "${schema}".cairn_heads`);
 }
 
 /** One figure: a request timed `rounds` times, beside its raw baseline. */

@@ -13,7 +13,7 @@
  * ```
  */
 import type { ArtifactRef } from '../contracts/artifact-store.js';
-import type { Checkpointer } from '../contracts/checkpointer.js';
+import type { Checkpointer, StoredPosition } from '../contracts/checkpointer.js';
 import { decode } from '../codec/tagged-json.js';
 import { ThreadNotFoundError } from '../errors.js';
 import type { PendingInterrupt, PositionBody } from '../runtime/position.js';
@@ -145,20 +145,31 @@ export interface ThreadInterrupts {
  * ```
  */
 export async function threadInterrupts(cp: Checkpointer, threadId: string, options: { ns?: string; seq?: number } = {}): Promise<ThreadInterrupts> {
-  const all = await threadHistory(cp, threadId, { ns: options.ns ?? '' });
+  if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
+  const all = await cp.listPositions(threadId, options.ns ?? '');
   const bySeq = new Map(all.map((p) => [p.seq, p]));
   const upTo = options.seq ?? all[0]?.seq ?? -1;
   // The branch that leads to the position: other branches' answers are not its history.
-  const branch: PositionInfo[] = [];
+  const branch: StoredPosition[] = [];
   for (let p = bySeq.get(upTo); p; p = p.parent === null ? undefined : bySeq.get(p.parent)) branch.unshift(p);
+  // Only bodies that can hold an interrupt or an answer are decoded (most steps have
+  // neither, and decoding every body was most of the cost on a long thread): a body
+  // is canonical JSON, where a key is written with its quotes, and a string value
+  // cannot hold an unescaped quote, so a body without either text has neither key.
+  const bodyOf = (p: StoredPosition): PositionBody | null =>
+    p.body.includes('"interrupts"') || p.body.includes('"answered"') ? decode<PositionBody>(p.body, `position ${p.seq} of thread ${threadId}`) : null;
   const raised = new Map<string, PendingInterrupt>();
   const answered: AnsweredInterrupt[] = [];
+  let pending: PendingInterrupt[] = [];
   for (const p of branch) {
-    for (const i of p.interrupts) raised.set(i.id, i);
-    if (p.answered !== undefined) {
-      const i = raised.get(p.answered) ?? { id: p.answered, node: '-', when: 'inside' as const, payload: undefined };
-      answered.push({ ...i, answeredAt: p.seq, actor: p.actor ?? null });
+    const body = bodyOf(p);
+    if (p.seq === upTo) pending = body?.interrupts ?? [];
+    if (!body) continue;
+    for (const i of body.interrupts ?? []) raised.set(i.id, i);
+    if (body.answered !== undefined) {
+      const i = raised.get(body.answered) ?? { id: body.answered, node: '-', when: 'inside' as const, payload: undefined };
+      answered.push({ ...i, answeredAt: p.seq, actor: body.actor ?? null });
     }
   }
-  return { pending: bySeq.get(upTo)?.interrupts ?? [], answered };
+  return { pending, answered };
 }

@@ -251,6 +251,17 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    id: 7,
+    name: 'threads listed by update time',
+    sql: (s) => `
+      -- A thread's updatedAt is the later of its row's updated_at and its root head's
+      -- time. Listing by it walks two indexes, one per side (see queryThreads): the row's
+      -- (cairn_threads_by_updated) and this one. Root heads only, so a child run's commit
+      -- leaves it alone.
+      CREATE INDEX cairn_heads_by_time ON ${s}.cairn_heads (created_at) WHERE ns = '';
+    `,
+  },
 ];
 
 /** First key of cairn's advisory locks (the second is the schema name's hash): "cairn" in ASCII. */

@@ -76,34 +76,53 @@ export class PostgresCheckpointer extends BaseCheckpointer {
   }
 
   protected async queryThreads(q: NormalizedThreadQuery): Promise<ThreadRecord[]> {
-    const where: string[] = [];
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
-    const updatedAt = 'greatest(t.updated_at, h.created_at)';
-    if (q.statuses) where.push(`t.status = ANY(${param(q.statuses)}::text[])`);
-    if (q.kinds) where.push(`t.kind = ANY(${param(q.kinds)}::text[])`);
-    if (q.tenant === null) where.push('t.tenant IS NULL');
-    else if (q.tenant !== undefined) where.push(`t.tenant = ${param(q.tenant)}::text`);
-    // One containment test for every key: with scalar values, containment is equality (and the GIN index serves it).
-    if (q.metadata.length) where.push(`${this.sql.json}(t.metadata) @> ${param(JSON.stringify(Object.fromEntries(q.metadata)))}::jsonb`);
-    // A range, not LIKE: the id index (COLLATE "C", code point order) finds the first match and stops past the last.
-    if (q.ids) where.push(`t.id >= ${param(q.ids.from)}::text`);
-    if (q.ids?.to) where.push(`t.id < ${param(q.ids.to)}::text`);
-    if (q.created.from !== null) where.push(`t.created_at >= ${param(q.created.from)}::bigint`);
-    if (q.created.to !== null) where.push(`t.created_at < ${param(q.created.to)}::bigint`);
-    if (q.updated.from !== null) where.push(`${updatedAt} >= ${param(q.updated.from)}::bigint`);
-    if (q.updated.to !== null) {
-      // updated_at never exceeds updatedAt, so the indexed column bounds it from above too.
-      const to = param(q.updated.to);
-      where.push(`t.updated_at < ${to}::bigint AND ${updatedAt} < ${to}::bigint`);
+    const { threads: T, heads: H } = this.conn.tables;
+    const filters = (updatedAt: string): string[] => {
+      const where: string[] = [];
+      if (q.statuses) where.push(`t.status = ANY(${param(q.statuses)}::text[])`);
+      if (q.kinds) where.push(`t.kind = ANY(${param(q.kinds)}::text[])`);
+      if (q.tenant === null) where.push('t.tenant IS NULL');
+      else if (q.tenant !== undefined) where.push(`t.tenant = ${param(q.tenant)}::text`);
+      // One containment test for every key: with scalar values, containment is equality (and the GIN index serves it).
+      if (q.metadata.length) where.push(`${this.sql.json}(t.metadata) @> ${param(JSON.stringify(Object.fromEntries(q.metadata)))}::jsonb`);
+      // A range, not LIKE: the id index (COLLATE "C", code point order) finds the first match and stops past the last.
+      if (q.ids) where.push(`t.id >= ${param(q.ids.from)}::text`);
+      if (q.ids?.to) where.push(`t.id < ${param(q.ids.to)}::text`);
+      if (q.created.from !== null) where.push(`t.created_at >= ${param(q.created.from)}::bigint`);
+      if (q.created.to !== null) where.push(`t.created_at < ${param(q.created.to)}::bigint`);
+      if (q.updated.from !== null) where.push(`${updatedAt} >= ${param(q.updated.from)}::bigint`);
+      if (q.updated.to !== null) {
+        // updated_at never exceeds updatedAt, so the indexed column bounds it from above too.
+        const to = param(q.updated.to);
+        where.push(`t.updated_at < ${to}::bigint AND ${updatedAt} < ${to}::bigint`);
+      }
+      return where;
+    };
+    if (q.order === 'id') {
+      const where = filters('greatest(t.updated_at, h.created_at)');
+      if (q.after) where.push(`t.id > ${param(q.after.id)}::text`);
+      const text = `${this.sql.threadSelect} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT ${param(q.limit)}::bigint`;
+      // Not prepared: the filters make many shapes of this text, and each is planned for its values.
+      return (await this.conn.query<PgThreadRow>('listThreads', text, params, false)).map(threadOf);
     }
-    if (q.after && q.order === 'updatedAt') {
-      const at = param(q.after.updatedAt);
-      where.push(`(${updatedAt} < ${at}::bigint OR (${updatedAt} = ${at}::bigint AND t.id > ${param(q.after.id)}::text))`);
-    } else if (q.after) where.push(`t.id > ${param(q.after.id)}::text`);
-    const order = q.order === 'updatedAt' ? `${updatedAt} DESC, t.id` : 't.id';
-    const text = `${this.sql.threadSelect} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ${param(q.limit)}::bigint`;
-    // Not prepared: the filters make many shapes of this text, and each is planned for its values.
+    // updatedAt is the later of the row's time and the root head's, which no single
+    // index orders: the threads are taken in two disjoint parts, each walked down the
+    // index of the time it takes its updatedAt from, and merged (the reasoning is the
+    // SQLite engine's, in its queryThreads).
+    const limit = param(q.limit);
+    const part = (time: string, from: string, split: string) => {
+      const where = [...filters(time), split];
+      if (q.after) {
+        const at = param(q.after.updatedAt);
+        where.push(`(${time} < ${at}::bigint OR (${time} = ${at}::bigint AND t.id > ${param(q.after.id)}::text))`);
+      }
+      return `(SELECT ${this.sql.threadColumns}, h.seq AS head, h.created_at AS head_at, ${time} AS u ${from} WHERE ${where.join(' AND ')} ORDER BY ${time} DESC, t.id LIMIT ${limit}::bigint)`;
+    };
+    const byRow = part('t.updated_at', `FROM ${T} t LEFT JOIN ${H} h ON h.tid = t.tid AND h.ns = ''`, '(h.created_at IS NULL OR h.created_at <= t.updated_at)');
+    const byHead = part('h.created_at', `FROM ${H} h JOIN ${T} t ON t.tid = h.tid`, "h.ns = '' AND h.created_at > t.updated_at");
+    const text = `${byRow} UNION ALL ${byHead} ORDER BY u DESC, id LIMIT ${limit}::bigint`;
     return (await this.conn.query<PgThreadRow>('listThreads', text, params, false)).map(threadOf);
   }
 
@@ -415,6 +434,7 @@ function statements(conn: PostgresConnection) {
 
   return {
     threadSelect,
+    threadColumns,
     threadById: `SELECT ${threadColumns}, h.seq AS head, h.created_at AS head_at, ${dbNow} AS db_now FROM ${T} t ${headJoin} WHERE t.id = $1::text`,
     /** The schema's text → jsonb function (see migration 2). */
     json: `${schema}.cairn_json`,

@@ -233,6 +233,17 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 7,
+    name: 'threads listed by update time',
+    sql: `
+      -- A thread's updatedAt is the later of its row's updated_at and its root head's
+      -- time. Listing by it walks two indexes, one per side (see queryThreads): the row's
+      -- (cairn_threads_by_updated) and this one. Root heads only, so a child run's commit
+      -- leaves it alone.
+      CREATE INDEX cairn_heads_by_time ON cairn_heads (created_at) WHERE ns = '';
+    `,
+  },
 ];
 
 /**

@@ -115,6 +115,36 @@ function metadataClause(value: string | number | boolean | null): { sql: string;
   return { sql: `${member} m.type = 'text' AND m.atom = ?)`, params: [value] };
 }
 
+/**
+ * The WHERE clauses of a thread query's filters (paging aside), with their parameters;
+ * `updatedAt` is the SQL of the thread's updatedAt in the query that uses them.
+ */
+function threadFilters(q: NormalizedThreadQuery, updatedAt: string): { where: string[]; params: unknown[] } {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const add = (sql: string, ...values: unknown[]) => {
+    where.push(sql);
+    params.push(...values);
+  };
+  if (q.statuses) add(`t.status IN (${q.statuses.map(() => '?').join(', ')})`, ...q.statuses);
+  if (q.kinds) add(`t.kind IN (${q.kinds.map(() => '?').join(', ')})`, ...q.kinds);
+  if (q.tenant === null) add('t.tenant IS NULL');
+  else if (q.tenant !== undefined) add('t.tenant = ?', q.tenant);
+  for (const [key, value] of q.metadata) {
+    const clause = metadataClause(value);
+    add(clause.sql, key, ...clause.params);
+  }
+  // A range, not LIKE: the id index finds the first match and stops past the last.
+  if (q.ids) add('t.id >= ?', q.ids.from);
+  if (q.ids?.to) add('t.id < ?', q.ids.to);
+  if (q.created.from !== null) add('t.created_at >= ?', q.created.from);
+  if (q.created.to !== null) add('t.created_at < ?', q.created.to);
+  if (q.updated.from !== null) add(`${updatedAt} >= ?`, q.updated.from);
+  // updated_at never exceeds updatedAt, so the indexed column bounds it from above too.
+  if (q.updated.to !== null) add(`t.updated_at < ? AND ${updatedAt} < ?`, q.updated.to, q.updated.to);
+  return { where, params };
+}
+
 /** `(seq BETWEEN ? AND ?) OR ...` for the ranges (never empty), with its parameters. */
 const seqRanges = (ranges: SeqRange[], column = 'seq') => rangeClause(ranges, column, () => '?');
 
@@ -148,34 +178,38 @@ export class SqliteCheckpointer extends BaseCheckpointer {
   }
 
   protected async queryThreads(q: NormalizedThreadQuery): Promise<ThreadRecord[]> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    const add = (sql: string, ...values: unknown[]) => {
-      where.push(sql);
-      params.push(...values);
-    };
-    if (q.statuses) add(`t.status IN (${q.statuses.map(() => '?').join(', ')})`, ...q.statuses);
-    if (q.kinds) add(`t.kind IN (${q.kinds.map(() => '?').join(', ')})`, ...q.kinds);
-    if (q.tenant === null) add('t.tenant IS NULL');
-    else if (q.tenant !== undefined) add('t.tenant = ?', q.tenant);
-    for (const [key, value] of q.metadata) {
-      const clause = metadataClause(value);
-      add(clause.sql, key, ...clause.params);
+    if (q.order === 'id') {
+      const { where, params } = threadFilters(q, UPDATED_AT);
+      if (q.after) {
+        where.push('t.id > ?');
+        params.push(q.after.id);
+      }
+      const sql = `${THREAD_SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT ?`;
+      // Prepared per call, not cached: the filters make many shapes of this text.
+      return this.conn.read('listThreads', (db) => (db.prepare(sql).all(...params, q.limit ?? -1) as SqliteThreadRow[]).map(threadOf));
     }
-    // A range, not LIKE: the id index finds the first match and stops past the last.
-    if (q.ids) add('t.id >= ?', q.ids.from);
-    if (q.ids?.to) add('t.id < ?', q.ids.to);
-    if (q.created.from !== null) add('t.created_at >= ?', q.created.from);
-    if (q.created.to !== null) add('t.created_at < ?', q.created.to);
-    if (q.updated.from !== null) add(`${UPDATED_AT} >= ?`, q.updated.from);
-    // updated_at never exceeds updatedAt, so the indexed column bounds it from above too.
-    if (q.updated.to !== null) add(`t.updated_at < ? AND ${UPDATED_AT} < ?`, q.updated.to, q.updated.to);
-    if (q.after && q.order === 'updatedAt') add(`(${UPDATED_AT} < ? OR (${UPDATED_AT} = ? AND t.id > ?))`, q.after.updatedAt, q.after.updatedAt, q.after.id);
-    else if (q.after) add('t.id > ?', q.after.id);
-    const order = q.order === 'updatedAt' ? `${UPDATED_AT} DESC, t.id` : 't.id';
-    const sql = `${THREAD_SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ?`;
-    params.push(q.limit ?? -1);
-    // Prepared per call, not cached: the filters make many shapes of this text.
+    // updatedAt is the later of the row's time and the root head's, which no single
+    // index orders. So the threads are taken in two disjoint parts, each walked down an
+    // index of the time it takes its updatedAt from: those whose row is the later (or
+    // that have no head) down cairn_threads_by_updated, those whose head is the later
+    // down cairn_heads_by_time. Each part's first `limit` in its own order hold every
+    // one of its threads in the overall first `limit` (a thread further down its part
+    // has `limit` threads before it there, each at least as late overall), so the
+    // merge of the two is the page.
+    const part = (time: string, from: string, split: string) => {
+      const { where, params } = threadFilters(q, time);
+      where.push(split);
+      if (q.after) {
+        where.push(`(${time} < ? OR (${time} = ? AND t.id > ?))`);
+        params.push(q.after.updatedAt, q.after.updatedAt, q.after.id);
+      }
+      params.push(q.limit ?? -1);
+      return { sql: `SELECT * FROM (SELECT t.*, h.seq AS head, h.created_at AS head_at, ${time} AS u ${from} WHERE ${where.join(' AND ')} ORDER BY ${time} DESC, t.id LIMIT ?)`, params };
+    };
+    const byRow = part('t.updated_at', "FROM cairn_threads t LEFT JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ''", '(h.created_at IS NULL OR h.created_at <= t.updated_at)');
+    const byHead = part('h.created_at', "FROM cairn_heads h JOIN cairn_threads t ON t.tid = h.tid", "h.ns = '' AND h.created_at > t.updated_at");
+    const sql = `${byRow.sql} UNION ALL ${byHead.sql} ORDER BY u DESC, id LIMIT ?`;
+    const params = [...byRow.params, ...byHead.params, q.limit ?? -1];
     return this.conn.read('listThreads', (db) => (db.prepare(sql).all(...params) as SqliteThreadRow[]).map(threadOf));
   }
 
