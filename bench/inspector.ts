@@ -83,7 +83,8 @@ async function seedLongThread(engine: Engine, positions: number): Promise<void> 
   await app.run({ thread: LONG_THREAD, input: {} });
 }
 
-function seedSqlite(file: string, n: number): void {
+/** The seeded threads and their heads in the SQLite file (migrated already). */
+export function seedSqlite(file: string, n: number): void {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   const columns = '(id, kind, status, attempts, tenant, metadata, epoch, created_at, updated_at)';
@@ -113,7 +114,8 @@ function seedSqlite(file: string, n: number): void {
 const HEADS_SQL = `INSERT INTO cairn_heads (tid, ns, seq, hash, created_at)
   SELECT t.tid, '', 3, randomblob(32), t.updated_at + CASE WHEN t.tid % 3 = 0 THEN 45000 ELSE -5000 END FROM cairn_threads t`;
 
-async function seedPostgres(pool: pg.Pool, schema: string, n: number): Promise<void> {
+/** The seeded threads and their heads in `schema` (migrated already). */
+export async function seedPostgres(pool: pg.Pool, schema: string, n: number): Promise<void> {
   // The same rows as threadRow, computed by the server.
   await pool.query(`
     INSERT INTO "${schema}".cairn_threads (id, kind, status, attempts, tenant, metadata, epoch, created_at, updated_at)
