@@ -116,7 +116,8 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       const where = [...filters(time), split];
       if (q.after) {
         const at = param(q.after.updatedAt);
-        where.push(`(${time} < ${at}::bigint OR (${time} = ${at}::bigint AND t.id > ${param(q.after.id)}::text))`);
+        // The first term alone bounds the index range; the rest picks within its first time.
+        where.push(`${time} <= ${at}::bigint AND (${time} < ${at}::bigint OR t.id > ${param(q.after.id)}::text)`);
       }
       return `(SELECT ${this.sql.threadColumns}, h.seq AS head, h.created_at AS head_at, ${time} AS u ${from} WHERE ${where.join(' AND ')} ORDER BY ${time} DESC, t.id LIMIT ${limit}::bigint)`;
     };
