@@ -21,7 +21,7 @@
  * for (const a of attempts) console.log(a.attempt, a.outcome, a.node, a.seq, a.error?.message);
  * ```
  */
-import type { AttemptFailure, Checkpointer } from '../contracts/checkpointer.js';
+import type { AttemptFailure, Checkpointer, StoredPosition } from '../contracts/checkpointer.js';
 import type { ThreadRecord } from '../contracts/threads.js';
 import { decode } from '../codec/tagged-json.js';
 import { ThreadNotFoundError } from '../errors.js';
@@ -95,21 +95,37 @@ export async function threadAttempts(cp: Checkpointer, threadId: string): Promis
   const thread = await cp.getThread(threadId);
   if (!thread) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
   const failures = await cp.listFailures(threadId);
-
-  const positions: (CommittedPosition & { runAttempt: number; next: string[]; interrupts: number })[] = [];
+  const stored: StoredPosition[] = [];
   for (let from = 0; thread.head !== null && from <= thread.head; from += BATCH) {
-    for (const p of await cp.getPositions(threadId, '', { from, to: Math.min(thread.head, from + BATCH - 1) })) {
-      const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${threadId}`);
-      positions.push({
-        seq: p.seq,
-        kind: body.kind,
-        nodes: body.nodes,
-        at: p.createdAt,
-        runAttempt: body.attempt,
-        next: body.next,
-        interrupts: body.interrupts?.length ?? 0,
-      });
-    }
+    stored.push(...(await cp.getPositions(threadId, '', { from, to: Math.min(thread.head, from + BATCH - 1) })));
+  }
+  return attemptsOf(thread, failures, stored);
+}
+
+/**
+ * The attempts of `thread` from what {@link threadAttempts} reads: its failures and its
+ * root positions, oldest first. For a caller that has read the positions already.
+ *
+ * @example
+ * ```ts
+ * const positions = (await cp.listPositions('cust_42', '')).reverse();
+ * const { attempts } = attemptsOf(thread, await cp.listFailures('cust_42'), positions);
+ * ```
+ */
+export function attemptsOf(thread: ThreadRecord, failures: AttemptFailure[], stored: readonly StoredPosition[]): ThreadAttempts {
+  const threadId = thread.id;
+  const positions: (CommittedPosition & { runAttempt: number; next: string[]; interrupts: number })[] = [];
+  for (const p of stored) {
+    const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${threadId}`);
+    positions.push({
+      seq: p.seq,
+      kind: body.kind,
+      nodes: body.nodes,
+      at: p.createdAt,
+      runAttempt: body.attempt,
+      next: body.next,
+      interrupts: body.interrupts?.length ?? 0,
+    });
   }
 
   const attemptOf = (p: (typeof positions)[number]): number => {

@@ -146,9 +146,24 @@ export interface ThreadInterrupts {
  */
 export async function threadInterrupts(cp: Checkpointer, threadId: string, options: { ns?: string; seq?: number } = {}): Promise<ThreadInterrupts> {
   if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
-  const all = await cp.listPositions(threadId, options.ns ?? '');
-  const bySeq = new Map(all.map((p) => [p.seq, p]));
-  const upTo = options.seq ?? all[0]?.seq ?? -1;
+  // Positions after `seq` are on no branch that leads to it.
+  const page = options.seq !== undefined ? { beforeSeq: options.seq + 1 } : {};
+  return interruptsOf(threadId, await cp.listPositions(threadId, options.ns ?? '', page), options.seq);
+}
+
+/**
+ * {@link threadInterrupts} from the namespace's positions (newest first, as
+ * `listPositions` gives them), at `seq` (default the newest). For a caller that has
+ * read the positions already.
+ *
+ * @example
+ * ```ts
+ * const { pending } = interruptsOf('post', await cp.listPositions('post', ''));
+ * ```
+ */
+export function interruptsOf(threadId: string, positions: readonly StoredPosition[], seq?: number): ThreadInterrupts {
+  const bySeq = new Map(positions.map((p) => [p.seq, p]));
+  const upTo = seq ?? positions[0]?.seq ?? -1;
   // The branch that leads to the position: other branches' answers are not its history.
   const branch: StoredPosition[] = [];
   for (let p = bySeq.get(upTo); p; p = p.parent === null ? undefined : bySeq.get(p.parent)) branch.unshift(p);

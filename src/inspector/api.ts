@@ -8,7 +8,7 @@
  * | route | returns |
  * |---|---|
  * | `GET /api/threads?q=&status=&kind=&tenant=&meta=&updatedSince=&order=&after=&limit=` | `{ threads, next }` ({@link listThreadPage}): a page in id order or most recently updated first; `next` is the opaque `after` of the next page, or null |
- * | `GET /api/threads/:id` | `{ thread, attempts, interrupts }`: the record, its attempts (each with `positions`, the count it committed, in place of the list), its interrupts pending and answered at the head |
+ * | `GET /api/threads/:id` | `{ thread, attempts, interrupts }`: the record, its attempts (each with `positions`, the count it committed, in place of the list), its interrupts pending and answered at the head ({@link threadOverview}) |
  * | `GET /api/threads/:id/head` | `{ head, status, updatedAt }`, polled by an open thread page |
  * | `GET /api/threads/:id/history?ns=&beforeSeq=&limit=` | `{ positions, next }`: newest first; `next` is the `beforeSeq` of the next page, or null |
  * | `GET /api/threads/:id/state?seq=&ns=` | the stored state ({@link storedState}) and the interrupts at that position |
@@ -23,7 +23,6 @@ import { decode } from '../codec/tagged-json.js';
 import { INSPECTOR_HISTORY_PAGE } from '../defaults.js';
 import { InvalidOptionError, ThreadNotFoundError } from '../errors.js';
 import { verifyArtifacts } from '../inspect/artifact-verify.js';
-import { threadAttempts } from '../inspect/attempts.js';
 import { threadDiff } from '../inspect/diff.js';
 import { threadEffects } from '../inspect/effects.js';
 import { threadHistory, threadInterrupts } from '../inspect/history.js';
@@ -32,6 +31,7 @@ import { verifyThread } from '../inspect/verify.js';
 import { printable } from '../internal/printable.js';
 import { integer, pageSize } from './params.js';
 import { listThreadPage } from './thread-list.js';
+import { threadOverview } from './thread-overview.js';
 
 /** What the API reads from. */
 export interface ApiContext {
@@ -66,11 +66,7 @@ export async function answer(context: ApiContext, pathname: string, params: URLS
   const ns = params.get('ns') ?? '';
   switch (match[2]) {
     case undefined: {
-      const [story, interrupts] = await Promise.all([threadAttempts(cp, id), threadInterrupts(cp, id)]);
-      // Each attempt's positions as a count: the list is the whole history again (10,000
-      // entries on a long thread), which the timeline pages through /history instead.
-      const attempts = story.attempts.map(({ committed, ...a }) => ({ ...a, positions: committed.length }));
-      return { thread: story.thread, attempts, interrupts };
+      return threadOverview(cp, id);
     }
     case 'head': {
       const thread = await cp.getThread(id);

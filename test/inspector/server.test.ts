@@ -110,6 +110,15 @@ describe('startInspector', () => {
     expect(bad.status).toBe(400);
   });
 
+  it('opens a thread: its record, attempts with the count of positions each committed (not the list), and interrupts', async () => {
+    const answer = (await (await withToken('/api/threads/a1')).json()) as { thread: { id: string; head: number }; attempts: Record<string, unknown>[]; interrupts: { pending: unknown[]; answered: unknown[] } };
+    expect(answer.thread).toMatchObject({ id: 'a1', head: 1 });
+    expect(answer.attempts).toEqual([expect.objectContaining({ attempt: 1, outcome: 'completed', node: 'set', seq: 1, positions: 2, failures: [] })]);
+    expect(answer.attempts[0]).not.toHaveProperty('committed');
+    expect(answer.interrupts).toEqual({ pending: [], answered: [] });
+    expect((await withToken('/api/threads/nope')).status).toBe(404);
+  });
+
   it('sends values JSON cannot carry as readable stand-ins: 10n, undefined; a Date as its ISO time', async () => {
     const view = (await (await withToken('/api/threads/odd/state')).json()) as { state: Record<string, unknown> };
     expect(view.state.big).toEqual({ [RAW_KEY]: '10n' });
