@@ -223,7 +223,7 @@ async function verifySnapshots(cp: Checkpointer, threadId: string, ns: string, c
         problem(`the snapshot names another parent hash than position ${snapshot.seq}'s parent has.`);
         continue;
       }
-      const ranges = await ancestorRanges(cp, threadId, position).catch(() => undefined);
+      const ranges = await ancestorRanges(cp, threadId, position, chain.positions).catch(() => undefined);
       if (!ranges) continue; // the chain walk has reported the broken ancestry
       for (const [field, cursor] of Object.entries(body.appends ?? {})) {
         const held = cursor.inline?.length ?? (cursor.base !== undefined ? undefined : 0);

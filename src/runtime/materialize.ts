@@ -87,7 +87,9 @@ export interface LoadOptions {
  * The seq ranges of `position` and all its ancestors, oldest first. A linear
  * history is one range; every fork on the path adds one.
  */
-export async function ancestorRanges(cp: Checkpointer, threadId: string, position: StoredPosition): Promise<SeqRange[]> {
+export async function ancestorRanges(cp: Checkpointer, threadId: string, position: StoredPosition, known?: ReadonlyMap<number, StoredPosition>): Promise<SeqRange[]> {
+  // Positions the caller has read already (verify holds the namespace's): no round trip each.
+  const positionAt = async (ns: string, seq: number) => known?.get(seq) ?? (await cp.getPosition(threadId, ns, seq));
   const ranges: SeqRange[] = [];
   let current: StoredPosition | null = position;
   while (current) {
@@ -96,11 +98,11 @@ export async function ancestorRanges(cp: Checkpointer, threadId: string, positio
     if (current.segment > current.seq) throw new CorruptRecordError(`position ${current.seq} names segment start ${current.segment}, which is not older.`, { place: { thread: threadId, seq: current.seq } });
     ranges.unshift({ from: current.segment, to: current.seq });
     const start: StoredPosition | null =
-      current.segment === current.seq ? current : await cp.getPosition(threadId, current.ns, current.segment);
+      current.segment === current.seq ? current : await positionAt(current.ns, current.segment);
     if (!start) throw new CorruptRecordError(`position ${current.seq} names segment start ${current.segment}, which is missing.`, { place: { thread: threadId, seq: current.seq } });
     if (start.parent === null) break;
     if (start.parent >= start.seq) throw new CorruptRecordError(`position ${start.seq} names parent ${start.parent}, which is not older.`, { place: { thread: threadId, seq: start.seq } });
-    current = await cp.getPosition(threadId, current.ns, start.parent);
+    current = await positionAt(current.ns, start.parent);
     if (!current) throw new CorruptRecordError(`position ${start.seq} names parent ${start.parent}, which is missing.`, { place: { thread: threadId, seq: start.seq } });
   }
   return ranges;
