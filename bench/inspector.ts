@@ -26,7 +26,7 @@
  * (10000), CAIRN_BENCH_INSPECTOR_ROUNDS (30 requests per single-page figure).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -155,6 +155,8 @@ export interface InspectorBenchResult {
   walk: { pages: number; threads: number; totalMs: number; medianMs: number; p95Ms: number };
   pages: PageFigure[];
   open: { requests: OpenFigure[]; sumMs: number; withoutVerifyMs: number; rawMs: number };
+  /** 1-minute load average when the measuring started and ended (a busy machine inflates every figure). */
+  loadAverage: { start: number; end: number; cores: number };
 }
 
 const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(xs.length * 0.95) - 1)]!;
@@ -183,6 +185,7 @@ interface RawDb {
 /** One engine's run: seed, serve, measure. */
 async function measure(kind: 'sqlite' | 'postgres', engine: () => Engine, raw: RawDb, seeded: number, seedPositions: () => Promise<number>): Promise<InspectorBenchResult> {
   const positionsSeconds = await seedPositions();
+  const loadAtStart = loadavg()[0]!;
   const e = engine();
   const inspector = await startInspector({ engine: e });
   const base = inspector.url.slice(0, inspector.url.indexOf('/?token='));
@@ -276,6 +279,7 @@ async function measure(kind: 'sqlite' | 'postgres', engine: () => Engine, raw: R
       walk: { pages: walkTimes.length, threads: count, totalMs: walkTimes.reduce((a, b) => a + b, 0), medianMs: median(walkTimes), p95Ms: p95(walkTimes) },
       pages,
       open: { requests, sumMs, withoutVerifyMs, rawMs: median(rawOpen) },
+      loadAverage: { start: loadAtStart, end: loadavg()[0]!, cores: cpus().length },
     };
   } finally {
     await inspector.close();

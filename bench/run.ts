@@ -516,6 +516,11 @@ function printInspector(result: InspectorBenchResult | { engine: string; error: 
   console.log(
     `\n=== Inspector on ${result.engine}: HTTP API (startInspector + fetch) over ${result.threads} threads; a thread of ${result.positions} positions ===`,
   );
+  const load = result.loadAverage;
+  console.log(`1-min load average ${load.start.toFixed(1)} when measuring started, ${load.end.toFixed(1)} at its end`);
+  if (Math.max(load.start, load.end) > load.cores) {
+    console.log(`WARNING: the load average exceeded the ${load.cores} cores: something else ran meanwhile, and every figure below is inflated by it.`);
+  }
   console.log(`seeded in ${result.seedSeconds.threads.toFixed(1)} s (threads, direct INSERT) + ${result.seedSeconds.positions.toFixed(1)} s (positions, real commits)`);
   const w = result.walk;
   console.log(
