@@ -66,7 +66,8 @@ export type { RetryPolicy } from './runtime/retry.js';
 export { DEFAULT_RETRY } from './runtime/retry.js';
 
 // Inside a node
-export type { NodeContext, EffectSpec, EffectMode, NodeStore, NodeWriteOptions, InterruptOptions, WaitForOptions, WaitResult } from './runtime/task-scope.js';
+export type { NodeContext, EffectSpec, EffectMode, NodeStore, NodeWriteOptions, InterruptOptions, RecordOptions, WaitForOptions, WaitResult } from './runtime/task-scope.js';
+export type { RecordKind, RecordMeta, TokenUsage } from './contracts/ledger.js';
 export type { RunStream, StreamEvent } from './runtime/stream.js';
 
 // Stores and artifacts

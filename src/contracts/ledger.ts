@@ -17,6 +17,8 @@
  *   the lease's `runId` and `epoch` still hold the thread. A run that lost its lease
  *   gets {@link LeaseLostError} and deletes nothing, so it cannot discard records its
  *   successor relies on.
+ * - An entry's `meta` is stored as written with it (first write wins, like the rest
+ *   of the entry) and read back equal; an entry written without one reads without one.
  * - Writes name an existing thread: a write for a missing (or deleted) thread is
  *   {@link ThreadNotFoundError} and stores nothing.
  * - Lifecycle and driver failures as in the {@link Checkpointer} contract
@@ -27,6 +29,35 @@ import type { ThreadLease } from './threads.js';
 
 /** A recorded output (`record`: served on re-execution) or a side effect (`effect`: intent, then outcome). */
 export type LedgerKind = 'effect' | 'record';
+
+/** What a recorded output was: a model call, a tool result, or anything else (a clock, a random draw). */
+export type RecordKind = 'model' | 'tool' | 'other';
+
+/** Token counts of a model call, as its provider reported them. */
+export interface TokenUsage {
+  inputTokens?: number;
+  outputTokens?: number;
+  totalTokens?: number;
+}
+
+/**
+ * What is known about a recorded output besides its value: its kind and, for a model
+ * call, the model, its provider and the tokens it used; how long the call took. Kept
+ * beside the entry for inspection and tracing; never served to a node, and not part
+ * of the output's digest (a position binds the value, not the description).
+ *
+ * @example `{ kind: 'model', model: 'gpt-5-mini', provider: 'openai', usage: { inputTokens: 812, outputTokens: 64 }, latencyMs: 930 }`
+ */
+export interface RecordMeta {
+  kind: RecordKind;
+  /** The model's id (a model call). */
+  model?: string;
+  /** Who serves the model (`openai`, `anthropic`…). */
+  provider?: string;
+  usage?: TokenUsage;
+  /** Wall time of the call that produced the value, in ms (not of serving it again). */
+  latencyMs?: number;
+}
 
 /** One recorded output, or one effect's intent and (once observed) outcome. */
 export interface LedgerEntry {
@@ -49,6 +80,8 @@ export interface LedgerEntry {
   outcome: string | null;
   createdAt: number;
   completedAt: number | null;
+  /** What the recorded output was (`record` entries written by `ctx.record`); absent when nothing was said. */
+  meta?: RecordMeta;
 }
 
 /** An entry as written first: before its outcome is known. */

@@ -17,9 +17,11 @@
  *
  * Format versions: 1 held the root namespace only; 2 holds every namespace, each in
  * seq order, the root's first; 3 adds `store` and `artifact` records (and the header
- * says which it holds); 4 adds `signal` records and the thread's `wakeAt`. Import reads
- * all four: a position or pending write without `ns` belongs to the root, a thread
- * without `wakeAt` has none. An importer that knows an older version refuses a newer
+ * says which it holds); 4 adds `signal` records and the thread's `wakeAt`; 5 adds the
+ * `meta` of ledger entries (what a recorded output was: model call, tool result; its
+ * model, tokens and latency). Import reads all five: a position or pending write
+ * without `ns` belongs to the root, a thread without `wakeAt` has none, a ledger entry
+ * without `meta` has none. An importer that knows an older version refuses a newer
  * stream at its header, rather than misreading it and leaving a half-imported thread.
  */
 import type { Checkpointer, PositionItem, StoredPosition, AttemptFailure, PendingWrite } from '../contracts/checkpointer.js';
@@ -37,9 +39,9 @@ import { appendedFields, type PositionBody } from '../runtime/position.js';
 import { describePosition, namespacePositions } from './walk.js';
 
 /** The format version `exportThreads` writes. */
-export const TRANSFER_FORMAT_VERSION = 4;
+export const TRANSFER_FORMAT_VERSION = 5;
 /** The format versions `importThreads` reads. */
-const READABLE_VERSIONS: readonly number[] = [1, 2, 3, TRANSFER_FORMAT_VERSION];
+const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, TRANSFER_FORMAT_VERSION];
 
 /** Bytes of artifact per `artifact-chunk` record (before base64). */
 const CHUNK_BYTES = 192 * 1024;
@@ -49,7 +51,7 @@ export type TransferRecord =
   | {
       type: 'header';
       format: 'cairn-threads';
-      version: 1 | 2 | 3 | 4;
+      version: 1 | 2 | 3 | 4 | 5;
       exportedAt: number;
       engine: string;
       /** Version 3: the store namespace prefixes whose items follow the threads. */
@@ -61,6 +63,7 @@ export type TransferRecord =
   | { type: 'position'; threadId: string; position: StoredPosition; items: PositionItem[]; snapshot: string | null }
   | { type: 'pending'; threadId: string; write: PendingWrite }
   | { type: 'failure'; threadId: string; failure: AttemptFailure }
+  /** Version 5: the entry's `meta`, when it has one. */
   | { type: 'ledger'; threadId: string; entry: LedgerEntry }
   /** Version 4: one of the thread's signals, in id order, pending or consumed. */
   | { type: 'signal'; threadId: string; signal: StoredSignal }
@@ -304,7 +307,7 @@ export async function importThreads(
         break;
       case 'ledger': {
         const { entry } = record;
-        const base = { threadId: entry.threadId, key: entry.key, kind: entry.kind, name: entry.name, ns: entry.ns, seq: entry.seq, node: entry.node, task: entry.task, call: entry.call, argsDigest: entry.argsDigest, createdAt: entry.createdAt };
+        const base = { threadId: entry.threadId, key: entry.key, kind: entry.kind, name: entry.name, ns: entry.ns, seq: entry.seq, node: entry.node, task: entry.task, call: entry.call, argsDigest: entry.argsDigest, createdAt: entry.createdAt, ...(entry.meta ? { meta: entry.meta } : {}) };
         if (entry.kind === 'record') await engine.ledger.writeRecord({ ...base, outcome: entry.outcome ?? 'null' });
         else {
           await engine.ledger.writeIntent(base);

@@ -4,7 +4,7 @@
  * the conversion to a {@link LedgerEntry} (PostgreSQL returns bigints as strings,
  * SQLite as numbers; both go through `Number`).
  */
-import type { LedgerEntry, NewLedgerEntry } from '../contracts/ledger.js';
+import type { LedgerEntry, NewLedgerEntry, RecordMeta } from '../contracts/ledger.js';
 
 /** A ledger row as the SQL engines select it. */
 export interface LedgerRow {
@@ -21,10 +21,12 @@ export interface LedgerRow {
   outcome: string | null;
   created_at: number | string;
   completed_at: number | string | null;
+  /** JSON of the entry's {@link RecordMeta}, or null (and null on databases from before the column). */
+  meta: string | null;
 }
 
 /** The columns of {@link LedgerRow}, in order. */
-export const LEDGER_COLUMNS = 'key, kind, name, ns, seq, node, task, call, args_digest, status, outcome, created_at, completed_at';
+export const LEDGER_COLUMNS = 'key, kind, name, ns, seq, node, task, call, args_digest, status, outcome, created_at, completed_at, meta';
 
 export function ledgerEntryOf(threadId: string, row: LedgerRow): LedgerEntry {
   return {
@@ -42,7 +44,22 @@ export function ledgerEntryOf(threadId: string, row: LedgerRow): LedgerEntry {
     outcome: row.outcome,
     createdAt: Number(row.created_at),
     completedAt: row.completed_at === null ? null : Number(row.completed_at),
+    ...metaOf(row.meta),
   };
+}
+
+/**
+ * The entry's meta from its column. Meta describes a record and is never served, so a
+ * value that no longer parses (edited by hand) leaves the entry without one rather
+ * than making the thread unreadable; its digest-bound outcome is what runs depend on.
+ */
+function metaOf(text: string | null | undefined): { meta?: RecordMeta } {
+  if (text === null || text === undefined) return {};
+  try {
+    return { meta: JSON.parse(text) as RecordMeta };
+  } catch {
+    return {};
+  }
 }
 
 /** The values of a new entry in {@link LEDGER_COLUMNS} order. */
@@ -61,5 +78,6 @@ export function ledgerRowValues(entry: NewLedgerEntry, status: 'intent' | 'done'
     outcome,
     entry.createdAt,
     status === 'done' ? entry.createdAt : null,
+    entry.meta ? JSON.stringify(entry.meta) : null,
   ];
 }

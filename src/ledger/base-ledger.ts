@@ -16,9 +16,9 @@
  * }
  * ```
  */
-import type { Ledger, LedgerEntry, NewLedgerEntry } from '../contracts/ledger.js';
+import type { Ledger, LedgerEntry, NewLedgerEntry, RecordMeta } from '../contracts/ledger.js';
 import type { ThreadLease } from '../contracts/threads.js';
-import { LeaseLostError, ThreadNotFoundError } from '../errors.js';
+import { InvalidOptionError, LeaseLostError, ThreadNotFoundError } from '../errors.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
 
 /** The {@link Ledger} contract over storage primitives. */
@@ -74,8 +74,26 @@ export abstract class BaseLedger implements Ledger {
   }
 
   private async write(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): Promise<LedgerEntry> {
+    if (entry.meta !== undefined && entry.meta !== null) checkMeta(entry.meta, entry.key, this.engine);
     const stored = await this.lifecycle.run(() => this.insert(entry, status, outcome));
     if (!stored) throw new ThreadNotFoundError(entry.threadId, { engine: this.engine });
     return stored;
+  }
+}
+
+const KINDS = new Set(['model', 'tool', 'other']);
+const COUNTS = ['inputTokens', 'outputTokens', 'totalTokens'] as const;
+
+/** A meta the inspector and an import can read back: a known kind, strings and finite numbers where the contract says. */
+function checkMeta(meta: RecordMeta, key: string, engine: string): void {
+  const bad = (what: string) => {
+    throw new InvalidOptionError(`ledger entry ${key}: meta.${what}. A RecordMeta is { kind: 'model' | 'tool' | 'other', model?, provider?, usage?, latencyMs? }.`, { place: { engine } });
+  };
+  if (typeof meta !== 'object' || !KINDS.has(meta.kind)) bad(`kind is ${JSON.stringify((meta as { kind?: unknown })?.kind)}`);
+  for (const field of ['model', 'provider'] as const) if (meta[field] !== undefined && typeof meta[field] !== 'string') bad(`${field} is not a string`);
+  if (meta.latencyMs !== undefined && !Number.isFinite(meta.latencyMs)) bad('latencyMs is not a finite number');
+  if (meta.usage !== undefined) {
+    if (typeof meta.usage !== 'object' || meta.usage === null) bad('usage is not an object');
+    for (const count of COUNTS) if (meta.usage[count] !== undefined && !Number.isFinite(meta.usage[count])) bad(`usage.${count} is not a finite number`);
   }
 }

@@ -7,6 +7,7 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import type { StoreValueOptions } from '../artifacts/helpers.js';
+import type { RecordKind, RecordMeta } from '../contracts/ledger.js';
 import type { EffectSpec } from './effects.js';
 import type { NodeStore } from './node-store.js';
 
@@ -44,8 +45,22 @@ export interface NodeContext {
    */
   recordArtifact(name: string, fn: () => unknown, options?: StoreValueOptions): Promise<ArtifactRef>;
   readonly store: NodeStore;
-  /** Records a nondeterministic output; a re-execution of this step is served the recorded value. */
-  record<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Records a nondeterministic output; a re-execution of this step is served the
+   * recorded value. `options` says what the call was (a model call, a tool result;
+   * `other` by default) and, for a model call, which model and the tokens it used: kept
+   * beside the entry as its {@link RecordMeta} with the call's latency, shown by the
+   * inspector and set on the record's span as GenAI attributes.
+   *
+   * @example
+   * ```ts
+   * const reply = await ctx.record('summarise', () => llm.complete(prompt), {
+   *   kind: 'model', model: 'gpt-5-mini', provider: 'openai',
+   *   describe: (r) => ({ usage: { inputTokens: r.usage.prompt, outputTokens: r.usage.completion } }),
+   * });
+   * ```
+   */
+  record<T>(name: string, fn: () => T | Promise<T>, options?: RecordOptions<T>): Promise<T>;
   /** Runs a side effect under the side-effect invariant (see the module documentation). */
   effect<T>(name: string, spec: EffectSpec<T>): Promise<T>;
   /**
@@ -96,6 +111,22 @@ export interface NodeContext {
    * tokens, progress. Not persisted; a re-executed node emits again.
    */
   emit(data: unknown): void;
+}
+
+/** Options of {@link NodeContext.record}: what the recorded call was. */
+export interface RecordOptions<T> {
+  /** `model`, `tool` or `other` (the default: a clock, a random draw, a lookup). */
+  kind?: RecordKind;
+  /** The model's id, when the call is a model call. */
+  model?: string;
+  /** Who serves the model (`openai`, `anthropic`…). */
+  provider?: string;
+  /**
+   * Reads what is only known from the value (the tokens used, the model that answered):
+   * its fields win over `kind`, `model` and `provider`. Runs once, when the call is made,
+   * never when the value is served again.
+   */
+  describe?: (value: T) => Partial<RecordMeta> | undefined;
 }
 
 /** Options of {@link NodeContext.interrupt}. */

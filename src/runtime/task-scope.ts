@@ -17,7 +17,7 @@
  */
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import { storeValue, type StoreValueOptions } from '../artifacts/helpers.js';
-import type { Ledger, LedgerEntry } from '../contracts/ledger.js';
+import type { Ledger, LedgerEntry, RecordMeta } from '../contracts/ledger.js';
 import type { Store } from '../contracts/store.js';
 import { sha256Hex } from '../codec/hash.js';
 import { decode, encode } from '../codec/tagged-json.js';
@@ -34,14 +34,14 @@ import type { EffectSpec } from './effects.js';
 import type { EventSink } from './events.js';
 import type { CallRef, PendingWait } from './position.js';
 import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
-import type { InterruptOptions, NodeContext, WaitForOptions, WaitResult } from './node-context.js';
-import type { RecordAttributes, TraceSpan } from './tracing.js';
+import type { InterruptOptions, NodeContext, RecordOptions, WaitForOptions, WaitResult } from './node-context.js';
+import { recordMetaAttributes, type RecordAttributes, type TraceSpan } from './tracing.js';
 import { AnswerChecked, AnswerUnchecked, NodeSuspended, validateAnswer, validateWith, type SignalQueue, type TaskPause } from './pauses.js';
 import { describeSchema } from '../state/schema.js';
 
 export type { EffectSpec, EffectMode } from './effects.js';
 export type { NodeStore, NodeWriteOptions, ValidatedRead } from './node-store.js';
-export type { NodeContext, InterruptOptions, WaitForOptions, WaitResult } from './node-context.js';
+export type { NodeContext, InterruptOptions, RecordOptions, WaitForOptions, WaitResult } from './node-context.js';
 export { NodeSuspended, probeOutcome, type AnswerProbe, type QueuedSignal, type SignalQueue, type TaskPause } from './pauses.js';
 
 export interface TaskScopeOptions {
@@ -99,6 +99,28 @@ export interface TaskScopeOptions {
  */
 export function derivedCallKey(kind: 'rec' | 'eff' | 'int' | 'wait', threadId: string, ns: string, seq: number, task: string, call: number): string {
   return `${kind}_${sha256Hex(JSON.stringify([threadId, ns, seq, task, call])).slice(0, 40)}`;
+}
+
+/**
+ * The {@link RecordMeta} of a call `ctx.record` just made: the kind and model the node
+ * named, what `options.describe` read off the value, and the call's wall time. A
+ * describe that throws is the node's bug, reported as such, not a lost record.
+ */
+function recordMeta<T>(options: RecordOptions<T>, value: T, latencyMs: number, place: ErrorPlace): RecordMeta {
+  let described: Partial<RecordMeta> | undefined;
+  try {
+    described = options.describe?.(value);
+  } catch (error) {
+    throw new InvalidOptionError(`ctx.record's describe threw: ${(error as Error).message ?? String(error)}.`, { place, cause: error });
+  }
+  const meta: RecordMeta = { kind: described?.kind ?? options.kind ?? 'other' };
+  const model = described?.model ?? options.model;
+  const provider = described?.provider ?? options.provider;
+  if (model !== undefined) meta.model = model;
+  if (provider !== undefined) meta.provider = provider;
+  if (described?.usage) meta.usage = described.usage;
+  meta.latencyMs = described?.latencyMs ?? latencyMs;
+  return meta;
 }
 
 /** The span attribute `ctx.recordArtifact` adds: the stored artifact's id. */
@@ -175,16 +197,16 @@ export class TaskScope implements NodeContext {
 
   recordArtifact(name: string, fn: () => unknown, options: StoreValueOptions = {}): Promise<ArtifactRef> {
     // Recorded: a re-executed step is served the ref and neither calls fn nor stores again.
-    return this.recordCall(name, async () => storeValue(this.artifacts, await fn(), options), artifactAttributes);
+    return this.recordCall(name, async () => storeValue(this.artifacts, await fn(), options), {}, artifactAttributes);
   }
 
-  record<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
-    return this.recordCall(name, fn, undefined);
+  record<T>(name: string, fn: () => T | Promise<T>, options: RecordOptions<T> = {}): Promise<T> {
+    return this.recordCall(name, fn, options, undefined);
   }
 
   /** `ctx.record`, with the extra span attributes the kind of call adds (an artifact's id). */
-  private recordCall<T>(name: string, fn: () => T | Promise<T>, attributes: RecordAttributes<T> | undefined): Promise<T> {
-    return this.track(this.calling((call) => this.doRecord(call, name, fn, attributes)));
+  private recordCall<T>(name: string, fn: () => T | Promise<T>, options: RecordOptions<T>, attributes: RecordAttributes<T> | undefined): Promise<T> {
+    return this.track(this.calling((call) => this.doRecord(call, name, fn, options, attributes)));
   }
 
   effect<T>(name: string, spec: EffectSpec<T>): Promise<T> {
@@ -261,7 +283,7 @@ export class TaskScope implements NodeContext {
    * recorded yet. A value recorded under another name is RecordMismatchError (a
    * divergence in replay or an answer check).
    */
-  private async recorded<T>(call: number, key: string, name: string): Promise<{ value: T } | undefined> {
+  private async recorded<T>(call: number, key: string, name: string): Promise<{ value: T; meta: RecordMeta | undefined } | undefined> {
     const hit = (await this.ledgerEntries()).get(key);
     if (!hit || hit.outcome === null) return undefined;
     if (hit.name !== name) {
@@ -272,16 +294,16 @@ export class TaskScope implements NodeContext {
     this.checkServed(call, name, key, digest);
     this.records.push({ key, name, digest });
     this.options.emit?.({ type: 'record.served', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
-    return { value: decode<T>(hit.outcome, `recorded output ${key}`) };
+    return { value: decode<T>(hit.outcome, `recorded output ${key}`), meta: hit.meta };
   }
 
   /**
    * Writes what call `call` produced to the ledger and keeps its ref for the position;
    * returns the value the ledger holds (the first writer's, should two executions race).
    */
-  private async storeRecord<T>(call: number, key: string, name: string, value: T, point: 'after-record' | 'after-wait-result'): Promise<T> {
+  private async storeRecord<T>(call: number, key: string, name: string, value: T, point: 'after-record' | 'after-wait-result', meta?: RecordMeta): Promise<T> {
     const text = encode(value, `record "${name}"`);
-    const stored = await this.options.ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, null), outcome: text });
+    const stored = await this.options.ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, null), outcome: text, ...(meta ? { meta } : {}) });
     crashPoint(point, this.node);
     this.records.push({ key, name, digest: sha256Hex(stored.outcome ?? text) });
     this.options.emit?.({ type: 'record.stored', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
@@ -423,24 +445,34 @@ export class TaskScope implements NodeContext {
     return derivedCallKey(kind, this.threadId, this.ns, this.seq, this.task, call);
   }
 
-  private doRecord<T>(call: number, name: string, fn: () => T | Promise<T>, attributes: RecordAttributes<T> | undefined): Promise<T> {
+  private doRecord<T>(call: number, name: string, fn: () => T | Promise<T>, options: RecordOptions<T>, attributes: RecordAttributes<T> | undefined): Promise<T> {
     const key = this.derivedKey('rec', call);
     const trace = this.options.trace;
-    if (!trace) return this.recordAt(call, key, name, fn, undefined, undefined);
-    return trace.around('cairn.record', { 'cairn.record.name': name, 'cairn.record.key': key }, (span) => this.recordAt(call, key, name, fn, span, attributes));
+    if (!trace) return this.recordAt(call, key, name, fn, options, undefined, undefined);
+    return trace.around('cairn.record', { 'cairn.record.name': name, 'cairn.record.key': key }, (span) => this.recordAt(call, key, name, fn, options, span, attributes));
   }
 
-  private async recordAt<T>(call: number, key: string, name: string, fn: () => T | Promise<T>, span: TraceSpan | undefined, attributes: RecordAttributes<T> | undefined): Promise<T> {
+  private async recordAt<T>(
+    call: number,
+    key: string,
+    name: string,
+    fn: () => T | Promise<T>,
+    options: RecordOptions<T>,
+    span: TraceSpan | undefined,
+    attributes: RecordAttributes<T> | undefined,
+  ): Promise<T> {
     this.recordKeys.push(key);
     const hit = await this.recorded<T>(call, key, name);
     if (hit) {
-      span?.set({ 'cairn.record.served': true, ...attributes?.(hit.value) });
+      span?.set({ 'cairn.record.served': true, ...recordMetaAttributes(hit.meta, name), ...attributes?.(hit.value) });
       return hit.value;
     }
     if (this.options.replay || this.options.probe) this.unservable(call, name, 'nothing was recorded for this call');
+    const started = performance.now();
     const value = await (span ? span.within(fn) : fn());
-    const result = await this.storeRecord(call, key, name, value, 'after-record');
-    span?.set({ 'cairn.record.served': false, ...attributes?.(result) });
+    const meta = recordMeta(options, value, Math.round(performance.now() - started), this.options.place);
+    const result = await this.storeRecord(call, key, name, value, 'after-record', meta);
+    span?.set({ 'cairn.record.served': false, ...recordMetaAttributes(meta, name), ...attributes?.(result) });
     return result;
   }
 

@@ -25,6 +25,8 @@
  *   declarations never name `@opentelemetry/api`'s types.
  */
 
+import type { RecordMeta } from '../contracts/ledger.js';
+
 /** Attribute values cairn sets on its spans. */
 export type TraceAttributes = Record<string, string | number | boolean | string[] | undefined>;
 
@@ -167,8 +169,35 @@ export class TraceSpan {
 }
 
 /**
+ * The attributes a record's {@link RecordMeta} gives its span: `cairn.record.kind`, and
+ * for a model call the OpenTelemetry GenAI semantic conventions (`gen_ai.operation.name`
+ * `chat`, `gen_ai.request.model`, `gen_ai.provider.name` with the older `gen_ai.system`,
+ * `gen_ai.usage.input_tokens` / `output_tokens`); for a tool result `execute_tool` and
+ * `gen_ai.tool.name`. Nothing for a record without meta (written before kinds existed).
+ */
+export function recordMetaAttributes(meta: RecordMeta | undefined, name: string): TraceAttributes {
+  if (!meta) return {};
+  const attributes: TraceAttributes = { 'cairn.record.kind': meta.kind };
+  if (meta.latencyMs !== undefined) attributes['cairn.record.latency_ms'] = meta.latencyMs;
+  if (meta.kind === 'model') {
+    attributes['gen_ai.operation.name'] = 'chat';
+    if (meta.model !== undefined) attributes['gen_ai.request.model'] = meta.model;
+    if (meta.provider !== undefined) {
+      attributes['gen_ai.provider.name'] = meta.provider;
+      attributes['gen_ai.system'] = meta.provider;
+    }
+    if (meta.usage?.inputTokens !== undefined) attributes['gen_ai.usage.input_tokens'] = meta.usage.inputTokens;
+    if (meta.usage?.outputTokens !== undefined) attributes['gen_ai.usage.output_tokens'] = meta.usage.outputTokens;
+  } else if (meta.kind === 'tool') {
+    attributes['gen_ai.operation.name'] = 'execute_tool';
+    attributes['gen_ai.tool.name'] = name;
+  }
+  return attributes;
+}
+
+/**
  * Extra attributes of a recorded call's span, computed from the value it returned:
- * `ctx.recordArtifact` adds `cairn.artifact.id`. The hook where record kinds (a model
- * call's GenAI attributes, for one) plug in.
+ * `ctx.recordArtifact` adds `cairn.artifact.id` (a record's kind and model are
+ * {@link recordMetaAttributes}).
  */
 export type RecordAttributes<T> = (value: T) => TraceAttributes;

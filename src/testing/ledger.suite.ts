@@ -3,7 +3,8 @@
  * The conformance suite of the {@link Ledger} contract: first write wins for
  * intents and records, an outcome lands once, records can be discarded but
  * effects never, discards are fenced by the run's lease, entries are per thread,
- * writes for a missing thread store nothing. Every engine runs it.
+ * writes for a missing thread store nothing, a record's meta (its kind, model, tokens,
+ * latency) reads back as written. Every engine runs it.
  *
  * Each test gets a fresh engine from `create()`; the threads it writes under are
  * created through the engine's checkpointer first (a ledger entry belongs to a thread).
@@ -18,9 +19,9 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../contracts/engine.js';
 import { expectError, freshEnginePerTest, sleep, type EngineSuiteOptions } from './suite-kit.js';
-import type { Ledger, LedgerEntry, NewLedgerEntry } from '../contracts/ledger.js';
+import type { Ledger, LedgerEntry, NewLedgerEntry, RecordMeta } from '../contracts/ledger.js';
 import type { ThreadLease } from '../contracts/threads.js';
-import { EngineClosedError, LeaseLostError, ThreadNotFoundError } from '../errors.js';
+import { EngineClosedError, InvalidOptionError, LeaseLostError, ThreadNotFoundError } from '../errors.js';
 import { callFor, LEDGER_CALLS } from './contract-calls.js';
 
 /** Options of {@link ledgerSuite}. */
@@ -151,6 +152,52 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
         const stored = await ledger.writeRecord(record('r1', '"kept"'));
         await ledger.writeOutcome('t1', 'r1', '"replaced"', T0 + 50);
         expect(await ledger.get('t1', 'r1')).toEqual(stored);
+      });
+    });
+
+    describe('record meta', () => {
+      const modelCall: RecordMeta = { kind: 'model', model: 'gpt-5-mini', provider: 'openai', usage: { inputTokens: 812, outputTokens: 64, totalTokens: 876 }, latencyMs: 930 };
+
+      it('a record written with meta reads back with it, from get, list and listForTask', async () => {
+        const stored = await ledger.writeRecord({ ...record('r1', '{"text":"hi"}'), meta: modelCall });
+        expect(stored.meta).toEqual(modelCall);
+        expect((await ledger.get('t1', 'r1'))?.meta).toEqual(modelCall);
+        expect((await ledger.list('t1'))[0]?.meta).toEqual(modelCall);
+        expect((await ledger.listForTask('t1', '', 0, 'n:0'))[0]?.meta).toEqual(modelCall);
+      });
+
+      it('each kind is kept, with only the fields given; an entry written without meta reads without one', async () => {
+        await ledger.writeRecord({ ...record('tool', '1'), meta: { kind: 'tool', latencyMs: 0 } });
+        await ledger.writeRecord({ ...record('clock', '2', { call: 1 }), meta: { kind: 'other' } });
+        await ledger.writeRecord(record('plain', '3', { call: 2 }));
+        await ledger.writeIntent(effect('eff', { call: 3 }));
+        expect((await ledger.get('t1', 'tool'))?.meta).toEqual({ kind: 'tool', latencyMs: 0 });
+        expect((await ledger.get('t1', 'clock'))?.meta).toEqual({ kind: 'other' });
+        expect(await ledger.get('t1', 'plain')).not.toHaveProperty('meta');
+        expect(await ledger.get('t1', 'eff')).not.toHaveProperty('meta');
+      });
+
+      it('meta is part of the first write: a second write of the key does not change it', async () => {
+        await ledger.writeRecord({ ...record('r1', '"first"'), meta: modelCall });
+        const again = await ledger.writeRecord({ ...record('r1', '"second"'), meta: { kind: 'other', latencyMs: 1 } });
+        expect(again.meta).toEqual(modelCall);
+        await ledger.writeRecord(record('r2', '"bare"', { call: 1 }));
+        expect(await ledger.writeRecord({ ...record('r2', '"again"', { call: 1 }), meta: modelCall })).not.toHaveProperty('meta');
+      });
+
+      it('the stored meta is a copy: changing the object written, or one read, changes nothing stored', async () => {
+        const meta: RecordMeta = { kind: 'model', usage: { inputTokens: 1 } };
+        const stored = await ledger.writeRecord({ ...record('r1', '1'), meta });
+        meta.usage!.inputTokens = 999;
+        stored.meta!.usage!.inputTokens = 998;
+        expect((await ledger.get('t1', 'r1'))?.meta).toEqual({ kind: 'model', usage: { inputTokens: 1 } });
+      });
+
+      it('a meta with an unknown kind or a non-numeric count is InvalidOptionError and stores nothing', async () => {
+        await expectError(() => ledger.writeRecord({ ...record('r1', '1'), meta: { kind: 'llm' } as unknown as RecordMeta }), InvalidOptionError);
+        await expectError(() => ledger.writeRecord({ ...record('r2', '1'), meta: { kind: 'model', usage: { inputTokens: '12' } } as unknown as RecordMeta }), InvalidOptionError);
+        await expectError(() => ledger.writeRecord({ ...record('r3', '1'), meta: { kind: 'model', latencyMs: Number.NaN } }), InvalidOptionError);
+        expect(await ledger.list('t1')).toEqual([]);
       });
     });
 

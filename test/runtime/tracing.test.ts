@@ -304,6 +304,56 @@ describe.each<[EngineName]>([['memory'], ['sqlite']])('tracing on %s', (name) =>
     expect(one('cairn.record').attributes).toMatchObject({ 'cairn.record.name': 'page', 'cairn.artifact.id': state.answer });
   });
 
+  it('a model record carries the GenAI attributes (operation, model, provider, tokens) made and served; a tool record execute_tool; a plain record its kind only', async () => {
+    let fail = true;
+    const app = graph(State)
+      .node('agent', async (_s, c) => {
+        const reply = await c.record('chat', () => ({ text: 'hi', usage: { in: 12, out: 3 } }), {
+          kind: 'model',
+          model: 'mock-model',
+          provider: 'mock-provider',
+          describe: (r) => ({ usage: { inputTokens: r.usage.in, outputTokens: r.usage.out, totalTokens: r.usage.in + r.usage.out } }),
+        });
+        const weather = await c.record('tool:weather', () => 'sunny', { kind: 'tool' });
+        const now = await c.record('clock', () => 7);
+        // Stops once after the records: the resumed step is served them.
+        if (fail) {
+          fail = false;
+          await c.interrupt('go on?');
+        }
+        return { log: [reply.text, weather, String(now)] };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 't1' })).status).toBe('interrupted');
+    const made = one('cairn.record', (s) => s.attributes['cairn.record.name'] === 'chat');
+    expect(made.attributes).toMatchObject({
+      'cairn.record.served': false,
+      'cairn.record.kind': 'model',
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.request.model': 'mock-model',
+      'gen_ai.provider.name': 'mock-provider',
+      'gen_ai.system': 'mock-provider',
+      'gen_ai.usage.input_tokens': 12,
+      'gen_ai.usage.output_tokens': 3,
+    });
+    expect(typeof made.attributes['cairn.record.latency_ms']).toBe('number');
+    expect(one('cairn.record', (s) => s.attributes['cairn.record.name'] === 'tool:weather').attributes).toMatchObject({
+      'cairn.record.kind': 'tool',
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'tool:weather',
+    });
+    const clock = one('cairn.record', (s) => s.attributes['cairn.record.name'] === 'clock');
+    expect(clock.attributes['cairn.record.kind']).toBe('other');
+    expect(clock.attributes['gen_ai.operation.name']).toBeUndefined();
+    exporter.reset();
+
+    expect((await app.resume({ thread: 't1', answer: true })).status).toBe('completed');
+    const served = one('cairn.record', (s) => s.attributes['cairn.record.name'] === 'chat');
+    expect(served.attributes).toMatchObject({ 'cairn.record.served': true, 'gen_ai.request.model': 'mock-model', 'gen_ai.usage.input_tokens': 12, 'gen_ai.usage.output_tokens': 3 });
+  });
+
   it('compile({ tracing: false }) emits no span', async () => {
     const app = graph(State)
       .node('a', async (_s, c) => ({ log: [await c.record('x', () => 'y')] }))

@@ -7,6 +7,11 @@ import type { ThreadLease } from '../../contracts/threads.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
 import { BaseLedger } from '../../ledger/base-ledger.js';
 
+/** A copy the caller cannot change the stored entry through (meta is nested). */
+function copy(entry: LedgerEntry): LedgerEntry {
+  return entry.meta ? { ...entry, meta: structuredClone(entry.meta) } : { ...entry };
+}
+
 /** What the ledger asks of the engine's thread table. */
 export interface MemoryLedgerThreads {
   /** True when the thread exists: an entry is never written for a missing (or deleted) thread. */
@@ -38,7 +43,7 @@ export class MemoryLedger extends BaseLedger {
 
   protected async readEntry(threadId: string, key: string): Promise<LedgerEntry | null> {
     const entry = this.entries.get(this.id(threadId, key));
-    return entry ? { ...entry } : null;
+    return entry ? copy(entry) : null;
   }
 
   protected async readTask(threadId: string, ns: string, seq: number, task: string): Promise<LedgerEntry[]> {
@@ -46,17 +51,18 @@ export class MemoryLedger extends BaseLedger {
   }
 
   protected async readThreadEntries(threadId: string): Promise<LedgerEntry[]> {
-    return [...this.entries.values()].filter((e) => e.threadId === threadId).map((e) => ({ ...e }));
+    return [...this.entries.values()].filter((e) => e.threadId === threadId).map(copy);
   }
 
   protected async insert(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): Promise<LedgerEntry | null> {
     if (!this.threads.exists(entry.threadId)) return null;
     const id = this.id(entry.threadId, entry.key);
     const existing = this.entries.get(id);
-    if (existing) return { ...existing };
-    const stored: LedgerEntry = { ...entry, status, outcome, completedAt: status === 'done' ? entry.createdAt : null };
-    this.entries.set(id, stored);
-    return { ...stored };
+    if (existing) return copy(existing);
+    const { meta, ...fields } = entry;
+    const stored: LedgerEntry = { ...fields, status, outcome, completedAt: status === 'done' ? entry.createdAt : null, ...(meta ? { meta } : {}) };
+    this.entries.set(id, copy(stored));
+    return copy(stored);
   }
 
   protected async complete(threadId: string, key: string, outcome: string, at: number): Promise<boolean> {

@@ -262,6 +262,16 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX cairn_heads_by_time ON ${s}.cairn_heads (created_at) WHERE ns = '';
     `,
   },
+  {
+    id: 8,
+    name: 'what a recorded output was',
+    sql: (s) => `
+      -- JSON of a record's RecordMeta (kind, model, usage, latency); NULL: nothing said,
+      -- as for every entry written before this column. Text, like the bodies: read back
+      -- as written, never queried by its fields.
+      ALTER TABLE ${s}.cairn_ledger ADD COLUMN meta text;
+    `,
+  },
 ];
 
 /** First key of cairn's advisory locks (the second is the schema name's hash): "cairn" in ASCII. */

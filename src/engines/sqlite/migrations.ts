@@ -244,6 +244,15 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX cairn_heads_by_time ON cairn_heads (created_at) WHERE ns = '';
     `,
   },
+  {
+    id: 8,
+    name: 'what a recorded output was',
+    sql: `
+      -- JSON of a record's RecordMeta (kind, model, usage, latency); NULL: nothing said,
+      -- as for every entry written before this column.
+      ALTER TABLE cairn_ledger ADD COLUMN meta TEXT;
+    `,
+  },
 ];
 
 /**

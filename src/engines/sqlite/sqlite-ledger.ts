@@ -51,7 +51,7 @@ export class SqliteLedger extends BaseLedger {
       // The thread is found by id in the inserting statement itself, so a thread deleted
       // meanwhile gets no row (never an orphan under a dead tid).
       q.stmt(
-        `INSERT INTO cairn_ledger (tid, ${LEDGER_COLUMNS}) SELECT tid, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM cairn_threads WHERE id = ?
+        `INSERT INTO cairn_ledger (tid, ${LEDGER_COLUMNS}) SELECT tid, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM cairn_threads WHERE id = ?
          ON CONFLICT (tid, key) DO NOTHING`,
       ).run(...ledgerRowValues(entry, status, outcome), entry.threadId);
       return q.stmt(`SELECT ${LEDGER_COLUMNS} FROM cairn_ledger WHERE tid = (SELECT tid FROM cairn_threads WHERE id = ?) AND key = ?`).get(entry.threadId, entry.key) as
