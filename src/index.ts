@@ -68,6 +68,7 @@ export { DEFAULT_RETRY } from './runtime/retry.js';
 // Inside a node
 export type { NodeContext, EffectSpec, EffectMode, NodeStore, NodeWriteOptions, InterruptOptions, RecordOptions, WaitForOptions, WaitResult } from './runtime/task-scope.js';
 export type { RecordKind, RecordMeta, TokenUsage } from './contracts/ledger.js';
+export { currentNode } from './runtime/current-node.js';
 export type { RunStream, StreamEvent } from './runtime/stream.js';
 
 // Stores and artifacts

@@ -26,6 +26,7 @@ import { appendedFields, type CallRef, type PositionBody, type PositionKind } fr
 import { childResultWrites, sharedStart } from './subgraph.js';
 import { superstep, type Task, type TaskOutcome, type TaskRunner } from './superstep.js';
 import { ReplayDivergence, TaskScope } from './task-scope.js';
+import { withinNode } from './current-node.js';
 
 /** Where a replayed node did something its recording does not hold (another call, another argument). */
 export interface ReplayDivergenceInfo {
@@ -207,7 +208,7 @@ class ReplayTaskRunner implements TaskRunner {
         replay: true,
         served: this.served,
       });
-      const writes = await task.node.fn(this.settings.schema.view(state as State) as never, scope as never);
+      const writes = await withinNode(scope, () => task.node.fn(this.settings.schema.view(state as State) as never, scope as never));
       await scope.settle();
       return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts };
     } catch (error) {

@@ -54,6 +54,7 @@ import type { ChildStart } from './subgraph.js';
 import { scheduledNodes, superstep, type PendingWrites, type StepEnv } from './superstep.js';
 import { LiveTaskRunner, describeError, stoppedBy, type TaskFailure } from './task-runner.js';
 import { TaskScope, probeOutcome } from './task-scope.js';
+import { withinNode } from './current-node.js';
 import type { TraceSpan } from './tracing.js';
 
 /** What answers an interrupt: writes to merge, and for an interrupt call the answer it resolves to (by its key, codec text). */
@@ -503,7 +504,7 @@ export class ThreadRun implements ChildRunner {
     });
     let thrown: unknown;
     try {
-      await node.fn(settings.schema.view(this.cursor.state as State) as never, scope as never);
+      await withinNode(scope, () => node.fn(settings.schema.view(this.cursor.state as State) as never, scope as never));
     } catch (error) {
       thrown = error;
     }

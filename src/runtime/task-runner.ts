@@ -19,6 +19,7 @@ import { findStaleRead } from './node-store.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
 import type { Carried, Task, TaskOutcome, TaskRunner } from './superstep.js';
 import { TaskScope, type SignalQueue } from './task-scope.js';
+import { withinNode } from './current-node.js';
 import type { TraceSpan } from './tracing.js';
 
 type State = Record<string, unknown>;
@@ -91,7 +92,8 @@ export class LiveTaskRunner implements TaskRunner {
         try {
           if (task.node.child) return await o.runChild(task, task.node.child, origin, state, span);
           const view = o.schema.view(state as State) as never;
-          const writes = await (span ? span.within(() => task.node.fn(view, scope as never)) : task.node.fn(view, scope as never));
+          const run = () => withinNode(scope, () => task.node.fn(view, scope as never));
+          const writes = await (span ? span.within(run) : run());
           await scope.settle();
           if (scope.pause) return pausedOutcome(scope, task, origin, span);
           return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts, reads: scope.validatedReads };

@@ -30,6 +30,7 @@ import {
   type ErrorPlace,
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
+import { withinCall } from './current-node.js';
 import type { EffectSpec } from './effects.js';
 import type { EventSink } from './events.js';
 import type { CallRef, PendingWait } from './position.js';
@@ -469,7 +470,7 @@ export class TaskScope implements NodeContext {
     }
     if (this.options.replay || this.options.probe) this.unservable(call, name, 'nothing was recorded for this call');
     const started = performance.now();
-    const value = await (span ? span.within(fn) : fn());
+    const value = await withinCall(() => (span ? span.within(fn) : fn()));
     const meta = recordMeta(options, value, Math.round(performance.now() - started), this.options.place);
     const result = await this.storeRecord(call, key, name, value, 'after-record', meta);
     span?.set({ 'cairn.record.served': false, ...recordMetaAttributes(meta, name), ...attributes?.(result) });
@@ -512,7 +513,7 @@ export class TaskScope implements NodeContext {
       const mode = spec.mode ?? 'atLeastOnce';
       emit?.({ ...now(), type: 'effect.recover', hasProbe: spec.probe !== undefined, mode });
       if (spec.probe) {
-        const found = await spec.probe(key);
+        const found = await withinCall(() => spec.probe!(key));
         emit?.({ ...now(), type: 'effect.probe', found: found !== null && found !== undefined });
         if (found !== null && found !== undefined) {
           span?.set({ 'cairn.effect.outcome': 'probe_found' });
@@ -532,7 +533,7 @@ export class TaskScope implements NodeContext {
     crashPoint('before-effect', this.node);
     emit?.({ ...now(), type: 'effect.run', rerun });
     span?.set({ 'cairn.effect.outcome': !rerun ? 'ran' : spec.probe ? 'probe_absent_reran' : 'reran' });
-    const result = await (span ? span.within(() => spec.run(key)) : spec.run(key));
+    const result = await withinCall(() => (span ? span.within(() => spec.run(key)) : spec.run(key)));
     crashPoint('after-effect', this.node);
     return this.finishEffect(key, name, result, 'run');
   }

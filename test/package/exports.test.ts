@@ -36,6 +36,22 @@ describe('package exports', () => {
     expect(loaded).not.toMatch(/better-sqlite3|\.node"/);
   });
 
+  it("import 'cairn' never resolves the AI SDK (ai, @ai-sdk/*): only cairn/ai-sdk needs it", () => {
+    const hook = `export async function resolve(specifier, context, next) {
+      if (specifier === 'ai' || specifier.startsWith('ai/') || specifier.startsWith('@ai-sdk/')) throw new Error('resolved ' + specifier);
+      return next(specifier, context);
+    }`;
+    const out = node(`
+      import { register } from 'node:module';
+      register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));
+      const main = await import('cairn');
+      let sdk = 'loaded';
+      try { await import('cairn/ai-sdk'); } catch (error) { sdk = error.message; }
+      console.log(JSON.stringify({ main: typeof main.currentNode, sdk }));
+    `);
+    expect(JSON.parse(out)).toEqual({ main: 'function', sdk: expect.stringMatching(/resolved (ai|@ai-sdk\/)/) });
+  });
+
   it('the sqlite engine loads its driver only when first used', () => {
     const out = node(`
       import { createRequire } from 'node:module';

@@ -1,0 +1,174 @@
+/**
+ * @module ai-sdk/middleware
+ * A language-model middleware for the AI SDK (`ai` 7, `LanguageModelV4Middleware`)
+ * that makes every model call inside a cairn node a recorded output: `doGenerate`'s
+ * result, and a stream as the list of its parts. A re-execution of the step (a resume
+ * after a crash, a retry of a sibling's failure, an interrupt answered) is served the
+ * recorded result, and a served stream replays the same parts; nothing calls the
+ * provider. Outside a node (and inside a recorded call or an effect, which record
+ * their result as a whole) the model is called as if unwrapped.
+ *
+ * Why it is built this way:
+ * - The node is found through {@link currentNode}, so the agent library's own loop
+ *   (`generateText` with tools and `stopWhen`, `streamText`, `ToolLoopAgent`) needs no
+ *   cairn argument: each model call it makes takes the next call index of the node,
+ *   which is its key on every execution (the calls come in the same order, because
+ *   the values that decide them are served).
+ * - A stream is recorded once it finished: its parts are handed to the caller as they
+ *   arrive and the record is written after the last one. A process killed mid-stream
+ *   left nothing recorded, so the call is made again; a stream that carried an `error`
+ *   part, or failed, is not recorded either (the next execution asks again).
+ * - What is kept of a result is what a caller reads: content, finish reason, usage,
+ *   provider metadata, warnings, the response's id, time, model and headers. The raw
+ *   request and response bodies are left out (large, and not always plain data).
+ */
+import type {
+  LanguageModelV4,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4Middleware,
+  LanguageModelV4StreamPart,
+  LanguageModelV4StreamResult,
+} from '@ai-sdk/provider';
+import type { RecordOptions } from '../runtime/node-context.js';
+import { currentNode } from '../runtime/current-node.js';
+import { tokenUsage } from './usage.js';
+
+/** Options of {@link cairnMiddleware}. */
+export interface CairnMiddlewareOptions {
+  /**
+   * The record name of a generate call (default `ai.generate`); a stream's is this
+   * name's stream counterpart (default `ai.stream`). A name is checked when a value is
+   * served, so renaming breaks the resume of threads recorded under the old one.
+   */
+  name?: { generate?: string; stream?: string };
+}
+
+/** A stream as recorded: its parts, in order. */
+export interface RecordedStream {
+  parts: LanguageModelV4StreamPart[];
+}
+
+/** Thrown inside the record of a stream that carried an error part: the stream was delivered, nothing is recorded. */
+class StreamNotRecorded extends Error {}
+
+/**
+ * The middleware: records and serves each generate and stream call made inside a
+ * cairn node. Apply it with `wrapLanguageModel` (or use {@link recordedModel}).
+ *
+ * @example
+ * ```ts
+ * import { wrapLanguageModel, generateText } from 'ai';
+ * import { cairnMiddleware } from 'cairn/ai-sdk';
+ * const model = wrapLanguageModel({ model: openai('gpt-5-mini'), middleware: cairnMiddleware() });
+ * graph(State).node('answer', async (s) => ({ reply: (await generateText({ model, prompt: s.question })).text }));
+ * ```
+ */
+export function cairnMiddleware(options: CairnMiddlewareOptions = {}): LanguageModelV4Middleware {
+  const generateName = options.name?.generate ?? 'ai.generate';
+  const streamName = options.name?.stream ?? 'ai.stream';
+  return {
+    specificationVersion: 'v4',
+    wrapGenerate: async ({ doGenerate, model }) => {
+      const ctx = currentNode();
+      if (!ctx) return doGenerate();
+      return ctx.record(generateName, async () => kept(await doGenerate()), {
+        ...modelMeta(model),
+        describe: (result) => described(model, result.response?.modelId, tokenUsage(result.usage)),
+      });
+    },
+    wrapStream: async ({ doStream, model }) => {
+      const ctx = currentNode();
+      if (!ctx) return doStream();
+      return { stream: recordStream(ctx.record.bind(ctx), streamName, doStream, model) };
+    },
+  };
+}
+
+/** The RecordOptions every model call starts from: its kind and the model asked for. */
+function modelMeta(model: LanguageModelV4): RecordOptions<unknown> {
+  return { kind: 'model', model: model.modelId, provider: model.provider };
+}
+
+function described(model: LanguageModelV4, answeredBy: string | undefined, usage: ReturnType<typeof tokenUsage>) {
+  return { model: answeredBy ?? model.modelId, ...(usage ? { usage } : {}) };
+}
+
+/** What a generate result keeps in the record (see the module documentation). */
+function kept(result: LanguageModelV4GenerateResult): LanguageModelV4GenerateResult {
+  const { request: _request, response, ...rest } = result;
+  if (!response) return rest;
+  const { body: _body, ...meta } = response;
+  return { ...rest, response: meta };
+}
+
+type Record = <T>(name: string, fn: () => Promise<T>, options?: RecordOptions<T>) => Promise<T>;
+
+/**
+ * The stream the caller reads: the live parts as they arrive (recorded once the last
+ * one did), or the recorded parts when the record serves them.
+ */
+function recordStream(
+  record: Record,
+  name: string,
+  doStream: () => PromiseLike<LanguageModelV4StreamResult>,
+  model: LanguageModelV4,
+): ReadableStream<LanguageModelV4StreamPart> {
+  let reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart> | undefined;
+  let cancelled = false;
+  return new ReadableStream<LanguageModelV4StreamPart>({
+    // A caller that stops reading stops the provider's stream too; what it left unread is
+    // not a whole answer, so nothing is recorded and a re-execution asks again.
+    cancel(reason) {
+      cancelled = true;
+      return reader?.cancel(reason);
+    },
+    start(out) {
+      let live = false;
+      let usage: ReturnType<typeof tokenUsage>;
+      let answeredBy: string | undefined;
+      const recording = record<RecordedStream>(
+        name,
+        async () => {
+          live = true;
+          const { stream } = await doStream();
+          const parts: LanguageModelV4StreamPart[] = [];
+          let failed = false;
+          reader = stream.getReader();
+          if (cancelled) await reader.cancel();
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            parts.push(value);
+            if (value.type === 'error') failed = true;
+            if (!cancelled) out.enqueue(value);
+          }
+          if (failed || cancelled) throw new StreamNotRecorded();
+          return { parts };
+        },
+        {
+          ...(modelMeta(model) as RecordOptions<RecordedStream>),
+          describe: (recorded) => {
+            for (const part of recorded.parts) {
+              if (part.type === 'finish') usage = tokenUsage(part.usage);
+              if (part.type === 'response-metadata' && part.modelId) answeredBy = part.modelId;
+            }
+            return described(model, answeredBy, usage);
+          },
+        },
+      );
+      // The caller reads the stream: how the record ended reaches it as the stream's end.
+      recording.then(
+        (recorded) => {
+          if (cancelled) return;
+          if (!live) for (const part of recorded.parts) out.enqueue(part);
+          out.close();
+        },
+        (error: unknown) => {
+          if (cancelled) return;
+          if (error instanceof StreamNotRecorded) out.close();
+          else out.error(error);
+        },
+      );
+    },
+  });
+}

@@ -1,0 +1,154 @@
+/**
+ * @module ai-sdk/tools
+ * AI SDK tools whose results are part of the run: {@link recordedTools} makes each
+ * tool's result a recorded output (kind `tool`), served on re-execution instead of
+ * calling the tool again; {@link effectTool} makes a tool with side effects a cairn
+ * effect (an intent before it runs, an outcome after, a key, an optional probe), so a
+ * crash between the two is recovered by the side-effect invariant, never by running
+ * the tool twice blind. Outside a cairn node both call the tool as it is.
+ *
+ * A tool's result is keyed by its call's position among the node's calls, like every
+ * record: the model call that asked for it is served, so it asks for the same tools
+ * with the same input in the same order. Tools the model asks for in one step run
+ * concurrently and take their indices in the order the model listed them.
+ */
+import type { Tool, ToolExecutionOptions, ToolSet } from 'ai';
+import type { EffectMode } from '../runtime/effects.js';
+import { currentNode } from '../runtime/current-node.js';
+
+/** Marks a tool {@link effectTool} already made an effect, so {@link recordedTools} leaves it as it is. */
+const EFFECT = Symbol.for('cairn.ai-sdk.effect-tool');
+
+type Execute = (input: unknown, options: ToolExecutionOptions<unknown>) => unknown;
+
+/** Options of {@link recordedTools}. */
+export interface RecordedToolsOptions {
+  /** The record name of tool `name`'s result (default `tool:<name>`). */
+  name?: (tool: string) => string;
+}
+
+/**
+ * The same tools, each one's `execute` recorded (kind `tool`). A tool without
+ * `execute` (answered by the client, or a provider's own) and one made by
+ * {@link effectTool} are kept as they are.
+ *
+ * @example
+ * ```ts
+ * const tools = recordedTools({ weather: tool({ inputSchema: z.object({ city: z.string() }), execute: ({ city }) => lookUp(city) }) });
+ * await generateText({ model, tools, stopWhen: stepCountIs(5), prompt: 'Weather in Paris?' });
+ * ```
+ */
+export function recordedTools<T extends ToolSet>(tools: T, options: RecordedToolsOptions = {}): T {
+  const out: Record<string, unknown> = {};
+  for (const [toolName, definition] of Object.entries(tools)) {
+    const execute = definition.execute as Execute | undefined;
+    if (!execute || (definition as { [EFFECT]?: true })[EFFECT]) {
+      out[toolName] = definition;
+      continue;
+    }
+    const recordName = options.name?.(toolName) ?? `tool:${toolName}`;
+    const yields = isAsyncGenerator(execute);
+    out[toolName] = {
+      ...definition,
+      execute: (input: unknown, callOptions: ToolExecutionOptions<unknown>) => {
+        const ctx = currentNode();
+        if (!ctx) return execute(input, callOptions);
+        const recorded = ctx.record(recordName, () => settled(execute(input, callOptions)), { kind: 'tool' });
+        return yields ? replayed(recorded) : recorded.then(unsettled);
+      },
+    };
+  }
+  return out as T;
+}
+
+/** Options of {@link effectTool}: how the effect is keyed, named and recovered. */
+export interface EffectToolOptions<INPUT, OUTPUT> {
+  /** The effect's name in the ledger (default `tool:<the tool's title or "effect">`; give the tool's name). */
+  name?: string;
+  /**
+   * The idempotency key from the tool's input (`(i) => \`refund:${i.orderId}\``): the same
+   * on every execution, and what the external system deduplicates by. Default: a key
+   * derived from where the call is made (thread, step, node, call index).
+   */
+  key?: (input: INPUT) => string;
+  /** Asked after a crash between the intent and the outcome: did it land? Its answer (not null) is the outcome. */
+  probe?: (key: string, input: INPUT) => Promise<OUTPUT | null | undefined>;
+  /** `atMostOnce`: with no probe, an intent without an outcome puts the thread in `needs_attention` instead of running again. */
+  mode?: EffectMode;
+}
+
+/**
+ * The tool, its `execute` run as a cairn effect: intent (with a digest of the input),
+ * run with the key, outcome. A re-execution is served the outcome; an intent left
+ * without one by a crash is probed, or run again with the same key (`atLeastOnce`).
+ *
+ * @example
+ * ```ts
+ * const refund = effectTool(tool({ inputSchema: z.object({ order: z.string() }), execute: ({ order }, { toolCallId }) => payments.refund(order) }), {
+ *   name: 'refund', key: ({ order }) => `refund:${order}`, probe: (key) => payments.findByKey(key),
+ * });
+ * ```
+ */
+export function effectTool<INPUT, OUTPUT, T extends Tool<INPUT, OUTPUT>>(definition: T & Tool<INPUT, OUTPUT>, options: EffectToolOptions<INPUT, OUTPUT> = {}): T {
+  const execute = definition.execute as Execute | undefined;
+  if (!execute) throw new TypeError('[cairn] [ai-sdk] effectTool needs a tool with execute: a tool the client answers has no side effect here to record.');
+  const name = options.name ?? `tool:${(definition as { title?: string }).title ?? 'effect'}`;
+  const yields = isAsyncGenerator(execute);
+  return {
+    ...definition,
+    [EFFECT]: true,
+    execute: (input: INPUT, callOptions: ToolExecutionOptions<unknown>) => {
+      const ctx = currentNode();
+      if (!ctx) return execute(input, callOptions);
+      const probe = options.probe;
+      const outcome = ctx.effect(name, {
+          args: input,
+          ...(options.key ? { idempotencyKey: options.key(input) } : {}),
+          ...(options.mode ? { mode: options.mode } : {}),
+          run: async () => settled(execute(input, callOptions)),
+          ...(probe ? { probe: async (key: string) => wrapFound(await probe(key, input)) } : {}),
+        });
+      return yields ? replayed(outcome) : outcome.then(unsettled);
+    },
+  } as T;
+}
+
+/** A tool's result as recorded: its value, or every value of a tool that yields (preliminary results, then the last). */
+type Settled = { value: unknown } | { yielded: unknown[] };
+
+async function settled(result: unknown): Promise<Settled> {
+  if (result !== null && typeof result === 'object' && Symbol.asyncIterator in result) {
+    const yielded: unknown[] = [];
+    for await (const item of result as AsyncIterable<unknown>) yielded.push(item);
+    return { yielded };
+  }
+  return { value: await result };
+}
+
+/** The recorded result as the tool gave it: a value, or an iterable yielding the same values again. */
+function unsettled(recorded: Settled): unknown {
+  if ('value' in recorded) return recorded.value;
+  return (async function* () {
+    yield* recorded.yielded;
+  })();
+}
+
+/**
+ * Whether a tool's execute yields (`async *execute`): the AI SDK takes an iterable from
+ * it synchronously, so the wrapper must return one, not a promise of one.
+ */
+function isAsyncGenerator(fn: Execute): boolean {
+  return Object.prototype.toString.call(fn) === '[object AsyncGeneratorFunction]';
+}
+
+/** The values of a recorded yielding tool, as an iterable returned at once. */
+async function* replayed(recorded: Promise<Settled>): AsyncGenerator<unknown> {
+  const result = await recorded;
+  if ('yielded' in result) yield* result.yielded;
+  else yield result.value;
+}
+
+/** A probe's find as an outcome (null: not found). */
+function wrapFound(found: unknown): Settled | null {
+  return found === null || found === undefined ? null : { value: found };
+}

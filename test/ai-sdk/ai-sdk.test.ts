@@ -1,0 +1,331 @@
+/**
+ * cairn/ai-sdk in process, with the AI SDK's mock models (`MockLanguageModelV4`):
+ * inside a node each generate and stream call is a `model` record (model id, tokens,
+ * latency) and a re-execution of the step is served it (a stream as the same parts);
+ * outside a node the model is called as is; tools become `tool` records and tools
+ * with side effects keyed effects; the AI SDK's own loop (`generateText` and
+ * `streamText` with tools and `stopWhen`, `ToolLoopAgent`) runs inside a node with
+ * every model call and tool call recorded, and a re-executed step repeats none. A
+ * stream that carried an error part is not recorded: the next execution asks again.
+ * Every behavioural test runs on memory, SQLite and PostgreSQL.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { generateText, simulateReadableStream, stepCountIs, streamText, tool, ToolLoopAgent, wrapLanguageModel } from 'ai';
+import { MockLanguageModelV4 } from 'ai/test';
+import type { LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import { cairnMiddleware, effectTool, recordedModel, recordedTools } from '../../src/ai-sdk/index.js';
+import { defineState } from '../../src/state/schema.js';
+import { field } from '../../src/state/fields.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
+import type { LedgerEntry } from '../../src/contracts/ledger.js';
+import { ENGINES, useEngine } from '../runtime/engines.js';
+import { agentModel, textModel, textParts, usage } from './mock-models.js';
+
+const State = defineState({
+  fields: {
+    reply: field.model(z.string().optional()),
+    log: field.model(z.array(z.string()), { reduce: 'append', default: [] }),
+  },
+});
+
+/** The record entries of a thread, in call order. */
+async function records(entries: Promise<LedgerEntry[]>): Promise<LedgerEntry[]> {
+  return (await entries).filter((e) => e.kind === 'record' && e.name !== 'interrupt').sort((a, b) => a.seq - b.seq || a.call - b.call);
+}
+
+describe.each(ENGINES)('cairn/ai-sdk on %s', (name) => {
+  const ctx = useEngine(name);
+
+  it('generateText in a node is a model record with its model, tokens and latency; the resumed step is served it and the provider is not called again', async () => {
+    const mock = textModel('Paris is the capital.');
+    const model = recordedModel(mock);
+    const app = graph(State)
+      .node('ask', async (_s, c) => {
+        const { text, usage: used } = await generateText({ model, prompt: 'Capital of France?' });
+        const ok = await c.interrupt({ check: text });
+        return { reply: `${text} (${used.inputTokens}/${used.outputTokens}) ${String(ok)}` };
+      })
+      .edge(START, 'ask')
+      .edge('ask', END)
+      .compile({ engine: ctx.engine });
+
+    expect((await app.run({ thread: 't' })).status).toBe('interrupted');
+    const done = await app.resume({ thread: 't', answer: true });
+    expect(done.state.reply).toBe('Paris is the capital. (10/5) true');
+    expect(mock.doGenerateCalls).toHaveLength(1);
+    const [entry] = await records(ctx.engine.ledger.list('t'));
+    expect(entry).toMatchObject({ name: 'ai.generate', node: 'ask', call: 0 });
+    expect(entry!.meta).toMatchObject({ kind: 'model', model: 'mock-model-2026-01', provider: 'mock-provider', usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } });
+    expect(typeof entry!.meta!.latencyMs).toBe('number');
+    // What a caller reads is kept; the raw request and response bodies are not.
+    expect(entry!.outcome).not.toMatch(/not kept/);
+  });
+
+  it('streamText in a node is recorded as its parts once the stream ended; the resumed step replays the same parts without calling the provider', async () => {
+    const mock = textModel('One two three four.');
+    const model = wrapLanguageModel({ model: mock, middleware: cairnMiddleware() });
+    const seen: string[][] = [];
+    const app = graph(State)
+      .node('write', async (_s, c) => {
+        const result = streamText({ model, prompt: 'Count.' });
+        const deltas: string[] = [];
+        for await (const delta of result.textStream) deltas.push(delta);
+        seen.push(deltas);
+        const total = await result.totalUsage;
+        await c.interrupt('ok?');
+        return { reply: deltas.join(''), log: [`tokens ${total.inputTokens}+${total.outputTokens}`] };
+      })
+      .edge(START, 'write')
+      .edge('write', END)
+      .compile({ engine: ctx.engine });
+
+    await app.run({ thread: 's' });
+    const done = await app.resume({ thread: 's', answer: true });
+    expect(done.state).toMatchObject({ reply: 'One two three four.', log: ['tokens 10+5'] });
+    expect(mock.doStreamCalls).toHaveLength(1);
+    // Run, resume's answer check, resume: three executions, one stream, the same parts each time.
+    expect(seen).toEqual(Array(3).fill(['One ', 'two ', 'three ', 'four.']));
+    const [entry] = await records(ctx.engine.ledger.list('s'));
+    expect(entry).toMatchObject({ name: 'ai.stream', meta: { kind: 'model', model: 'mock-model-2026-01', usage: { inputTokens: 10, outputTokens: 5 } } });
+  });
+
+  it('a stream that carried an error part reaches the caller but is not recorded: the next execution calls the model again', async () => {
+    let calls = 0;
+    const mock = new MockLanguageModelV4({
+      doStream: async () => {
+        calls++;
+        const parts: LanguageModelV4StreamPart[] =
+          calls === 1 ? [{ type: 'stream-start', warnings: [] }, { type: 'text-start', id: 'a' }, { type: 'text-delta', id: 'a', delta: 'par' }, { type: 'error', error: new Error('overloaded') }] : textParts('whole answer');
+        return { stream: simulateReadableStream({ chunks: parts, chunkDelayInMs: null, initialDelayInMs: null }) };
+      },
+    });
+    const model = recordedModel(mock);
+    const app = graph(State)
+      .node('write', async () => {
+        const errors: unknown[] = [];
+        const result = streamText({ model, prompt: 'x', onError: ({ error }) => void errors.push(error) });
+        const text = await Promise.resolve(result.text).catch(() => '');
+        if (errors.length) throw new Error(`stream failed: ${(errors[0] as Error).message}`);
+        return { reply: text };
+      })
+      .edge(START, 'write')
+      .edge('write', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 2, initialDelayMs: 1 } });
+    const done = await app.run({ thread: 'e' });
+    expect(done.state.reply).toBe('whole answer');
+    expect(calls).toBe(2);
+    expect((await records(ctx.engine.ledger.list('e'))).map((e) => e.name)).toEqual(['ai.stream']);
+  });
+
+  it('a model call inside ctx.record is recorded once, by that record: the middleware steps aside, so call indices stay the same served or not', async () => {
+    const mock = textModel('inner');
+    const model = recordedModel(mock);
+    const app = graph(State)
+      .node('n', async (_s, c) => {
+        const summary = await c.record('summary', async () => (await generateText({ model, prompt: 'x' })).text);
+        const after = await generateText({ model, prompt: 'y' });
+        await c.interrupt('ok?');
+        return { reply: `${summary}/${after.text}` };
+      })
+      .edge(START, 'n')
+      .edge('n', END)
+      .compile({ engine: ctx.engine });
+    await app.run({ thread: 'nest' });
+    expect((await app.resume({ thread: 'nest', answer: true })).state.reply).toBe('inner/inner');
+    expect(mock.doGenerateCalls).toHaveLength(2);
+    expect((await records(ctx.engine.ledger.list('nest'))).map((e) => [e.call, e.name])).toEqual([
+      [0, 'summary'],
+      [1, 'ai.generate'],
+    ]);
+  });
+
+  it('outside a node the wrapped model is the model: every call reaches the provider, nothing is recorded', async () => {
+    const mock = textModel('plain');
+    const model = recordedModel(mock);
+    expect((await generateText({ model, prompt: 'a' })).text).toBe('plain');
+    expect((await generateText({ model, prompt: 'a' })).text).toBe('plain');
+    expect(await streamText({ model, prompt: 'b' }).text).toBe('plain');
+    expect(mock.doGenerateCalls).toHaveLength(2);
+    expect(mock.doStreamCalls).toHaveLength(1);
+    const tools = recordedTools({ echo: tool({ inputSchema: z.object({ v: z.string() }), execute: async ({ v }) => v.toUpperCase() }) });
+    expect(await tools.echo.execute!({ v: 'x' }, { toolCallId: 'c', messages: [], context: {} } as never)).toBe('X');
+  });
+
+  it('generateText with tools and stopWhen: each model call and tool call is recorded in order, and a re-executed step repeats none of them', async () => {
+    const mock = agentModel(['weather', 'notify'], { weather: { city: 'Paris' }, notify: { to: 'ops' } }, 'Sunny in Paris; ops told.');
+    const model = recordedModel(mock);
+    const calls = { weather: 0, notify: 0 };
+    const sent: string[] = [];
+    const tools = recordedTools({
+      weather: tool({
+        inputSchema: z.object({ city: z.string() }),
+        execute: async ({ city }) => {
+          calls.weather++;
+          return { city, sky: 'sunny' };
+        },
+      }),
+      notify: effectTool(
+        tool({
+          inputSchema: z.object({ to: z.string() }),
+          execute: async ({ to }) => {
+            calls.notify++;
+            sent.push(to);
+            return { sent: true };
+          },
+        }),
+        { name: 'notify', key: ({ to }) => `notify:${to}` },
+      ),
+    });
+    const app = graph(State)
+      .node('agent', async (_s, c) => {
+        const result = await generateText({ model, tools, stopWhen: stepCountIs(5), prompt: 'Weather in Paris, then tell ops.' });
+        await c.interrupt({ steps: result.steps.length });
+        return { reply: result.text, log: result.steps.map((s) => s.finishReason) };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+
+    await app.run({ thread: 'a' });
+    const done = await app.resume({ thread: 'a', answer: true });
+    expect(done.state).toMatchObject({ reply: 'Sunny in Paris; ops told.', log: ['tool-calls', 'tool-calls', 'stop'] });
+    expect(mock.doGenerateCalls).toHaveLength(3);
+    expect(calls).toEqual({ weather: 1, notify: 1 });
+    expect(sent).toEqual(['ops']);
+
+    const entries = await ctx.engine.ledger.list('a');
+    const ordered = entries.filter((e) => e.name !== 'interrupt').sort((x, y) => x.call - y.call);
+    expect(ordered.map((e) => [e.call, e.kind, e.name, e.meta?.kind])).toEqual([
+      [0, 'record', 'ai.generate', 'model'],
+      [1, 'record', 'tool:weather', 'tool'],
+      [2, 'record', 'ai.generate', 'model'],
+      [3, 'effect', 'notify', undefined],
+      [4, 'record', 'ai.generate', 'model'],
+    ]);
+    expect(ordered[3]).toMatchObject({ key: 'notify:ops', status: 'done' });
+    expect(ordered[3]!.argsDigest).toMatch(/^[0-9a-f]{64}$/);
+    expect(ordered.at(-1)!.meta!.usage).toEqual({ inputTokens: 30, outputTokens: 8, totalTokens: 38 });
+  });
+
+  it('streamText with tools and stopWhen: the loop streams each step, records each model stream and tool result, and is served them on re-execution', async () => {
+    const mock = agentModel(['lookup'], { lookup: { id: 7 } }, 'Item 7 is a lamp.');
+    const model = recordedModel(mock);
+    let lookups = 0;
+    const tools = recordedTools({ lookup: tool({ inputSchema: z.object({ id: z.number() }), execute: async ({ id }) => (lookups++, { id, name: 'lamp' }) }) });
+    const texts: string[] = [];
+    const app = graph(State)
+      .node('agent', async (_s, c) => {
+        const result = streamText({ model, tools, stopWhen: stepCountIs(4), prompt: 'What is item 7?' });
+        let text = '';
+        for await (const delta of result.textStream) text += delta;
+        texts.push(text);
+        await c.interrupt('ok?');
+        return { reply: text };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    await app.run({ thread: 'st' });
+    const done = await app.resume({ thread: 'st', answer: true });
+    expect(done.state.reply).toBe('Item 7 is a lamp.');
+    expect(texts).toEqual(Array(3).fill('Item 7 is a lamp.'));
+    expect(mock.doStreamCalls).toHaveLength(2);
+    expect(lookups).toBe(1);
+    expect((await records(ctx.engine.ledger.list('st'))).map((e) => [e.name, e.meta?.kind])).toEqual([
+      ['ai.stream', 'model'],
+      ['tool:lookup', 'tool'],
+      ['ai.stream', 'model'],
+    ]);
+  });
+
+  it('ToolLoopAgent runs inside a node: its model and tool calls are recorded and a re-executed step repeats none', async () => {
+    const mock = agentModel(['search'], { search: { q: 'cairn' } }, 'Found it.');
+    let searches = 0;
+    const agent = new ToolLoopAgent({
+      model: recordedModel(mock),
+      tools: recordedTools({ search: tool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }) => (searches++, [`${q}: a pile of stones`]) }) }),
+      stopWhen: stepCountIs(3),
+    });
+    const app = graph(State)
+      .node('agent', async (_s, c) => {
+        const result = await agent.generate({ prompt: 'Search cairn.' });
+        await c.interrupt('ok?');
+        return { reply: result.text };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    await app.run({ thread: 'ag' });
+    expect((await app.resume({ thread: 'ag', answer: true })).state.reply).toBe('Found it.');
+    expect(mock.doGenerateCalls).toHaveLength(2);
+    expect(searches).toBe(1);
+  });
+
+  it('a tool that yields (preliminary results, then the last) is recorded whole and served as the same values', async () => {
+    let runs = 0;
+    const tools = recordedTools({
+      progress: tool({
+        inputSchema: z.object({}),
+        async *execute() {
+          runs++;
+          yield { pct: 50 };
+          yield { pct: 100, done: true };
+        },
+      }),
+    });
+    const app = graph(State)
+      .node('n', async (_s, c) => {
+        const out = tools.progress.execute!({}, { toolCallId: 'c', messages: [], context: {} } as never) as AsyncIterable<unknown>;
+        const got: unknown[] = [];
+        for await (const v of out) got.push(v);
+        await c.interrupt('ok?');
+        return { reply: JSON.stringify(got) };
+      })
+      .edge(START, 'n')
+      .edge('n', END)
+      .compile({ engine: ctx.engine });
+    await app.run({ thread: 'y' });
+    expect(JSON.parse((await app.resume({ thread: 'y', answer: true })).state.reply!)).toEqual([{ pct: 50 }, { pct: 100, done: true }]);
+    expect(runs).toBe(1);
+  });
+
+  it('effectTool recovers an intent left without an outcome through its probe, and never runs the tool again when the probe finds it', async () => {
+    let runs = 0;
+    const landed = new Map<string, { id: string }>();
+    let crash = true;
+    const refund = effectTool(
+      tool({
+        inputSchema: z.object({ order: z.string() }),
+        execute: async ({ order }) => {
+          runs++;
+          landed.set(`refund:${order}`, { id: `rf-${order}` });
+          if (crash) throw new Error('connection reset after the refund landed');
+          return { id: `rf-${order}` };
+        },
+      }),
+      { name: 'refund', key: ({ order }) => `refund:${order}`, probe: async (key) => landed.get(key) ?? null },
+    );
+    const app = graph(State)
+      .node('pay', async () => ({ reply: JSON.stringify(await refund.execute!({ order: 'o-9' }, { toolCallId: 'c', messages: [], context: {} } as never)) }))
+      .edge(START, 'pay')
+      .edge('pay', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+    await expect(app.run({ thread: 'r' })).rejects.toThrow(/connection reset after the refund landed/);
+    crash = false;
+    const done = await app.run({ thread: 'r' });
+    expect(done.state.reply).toBe('{"id":"rf-o-9"}');
+    expect(runs).toBe(1);
+    expect(await ctx.engine.ledger.get('r', 'refund:o-9')).toMatchObject({ kind: 'effect', name: 'refund', status: 'done' });
+  });
+});
+
+describe('cairn/ai-sdk usage', () => {
+  it('tokenUsage sums what the provider reported and leaves out what it did not', async () => {
+    const { tokenUsage } = await import('../../src/ai-sdk/index.js');
+    expect(tokenUsage(usage(3, 4))).toEqual({ inputTokens: 3, outputTokens: 4, totalTokens: 7 });
+    expect(tokenUsage({ inputTokens: { total: 9, noCache: undefined, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: undefined, text: undefined, reasoning: undefined } })).toEqual({ inputTokens: 9, totalTokens: 9 });
+    expect(tokenUsage({ inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: undefined, text: undefined, reasoning: undefined } })).toBeUndefined();
+    expect(tokenUsage(undefined)).toBeUndefined();
+  });
+});
