@@ -25,6 +25,7 @@ TESTS=(
   test/conformance/driver-failures.sqlite.test.ts
   test/engines/sqlite-drivers.test.ts
   test/engines/sqlite-errors.test.ts
+  test/crash/ai-sdk.crash.test.ts
   test/crash/interrupt-resume.test.ts
   test/crash/parallel.crash.test.ts
   test/crash/subgraph.crash.test.ts

@@ -131,7 +131,7 @@ function namedContexts(text: string): Map<string, string> {
 }
 
 /** Packages a sample may import besides cairn, linked from the repository's node_modules. */
-const LINKED = ['zod', 'pg', 'better-sqlite3', 'vitest', '@types/node', '@types/pg', '@types/better-sqlite3', '@opentelemetry/api', '@opentelemetry/sdk-trace-base'];
+const LINKED = ['zod', 'pg', 'better-sqlite3', 'vitest', '@types/node', '@types/pg', '@types/better-sqlite3', '@opentelemetry/api', '@opentelemetry/sdk-trace-base', 'ai'];
 
 /**
  * A fresh ESM project in a temp dir, as `npm init -y && npm pkg set type=module`
