@@ -489,6 +489,15 @@ export class RecordMismatchError extends coded('ERR_RECORD_MISMATCH') {
   }
 }
 
+/** A recorded output was asked for again with other arguments than it was recorded with (`ctx.record(..., { args })`). */
+export class RecordArgsMismatchError extends coded('ERR_RECORD_ARGS_MISMATCH') {
+  constructor(readonly key: string, readonly callName: string, place?: ErrorPlace) {
+    super(`call ${key} ("${callName}") was recorded with other arguments than the code now passes: the node's inputs changed since it was recorded. Fork the thread before the step, or run it as a new thread.`, {
+      place,
+    });
+  }
+}
+
 // ---------------------------------------------------------------- stores & artifacts
 
 /** `put` / `delete` with `ifVersion` found another version. */

@@ -49,6 +49,7 @@ export type {
   StateAtOptions,
   HistoryOptions,
   ReplayOptions,
+  EvaluateOptions,
   ResolveEffectOptions,
   SignalOptions,
   ThreadOption,
@@ -57,6 +58,8 @@ export type {
 export type { PositionInfo, HistoryPage } from './inspect/history.js';
 export type { PendingInterrupt, PendingWait } from './runtime/position.js';
 export type { ReplayReport, ReplayStep, ReplayDivergenceInfo } from './runtime/replay.js';
+export type { EvaluationReport, ThreadEvaluation, EvaluationDivergence, EvaluationCost, EvaluationOutcome, EvaluationSelection } from './runtime/evaluate.js';
+export type { EvaluatedModelCall } from './runtime/task-scope.js';
 export type { VerifyReport, VerifyProblem, VerifyProblemKind } from './inspect/verify.js';
 export type { ThreadAttempts, AttemptInfo, AttemptOutcome, CommittedPosition } from './inspect/attempts.js';
 export { Worker } from './runtime/worker.js';

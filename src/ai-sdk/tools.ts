@@ -53,7 +53,7 @@ export function recordedTools<T extends ToolSet>(tools: T, options: RecordedTool
       execute: (input: unknown, callOptions: ToolExecutionOptions<unknown>) => {
         const ctx = currentNode();
         if (!ctx) return execute(input, callOptions);
-        const recorded = ctx.record(recordName, () => settled(execute(input, callOptions)), { kind: 'tool' });
+        const recorded = ctx.record(recordName, () => settled(execute(input, callOptions)), { kind: 'tool', args: input });
         return yields ? replayed(recorded) : recorded.then(unsettled);
       },
     };

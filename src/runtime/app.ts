@@ -29,6 +29,7 @@ import { namespaceGraph, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PendingWait } from './position.js';
 import { replayThread, type ReplayReport } from './replay.js';
+import { evaluateThreads, type EvaluationReport, type EvaluationSelection } from './evaluate.js';
 import { streamRun, type RunStream } from './stream.js';
 import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
@@ -160,6 +161,15 @@ export interface ReplayOptions extends ThreadOption {
   from: number;
   /** The position to replay to, on its branch. Default: the head. */
   to?: number;
+}
+
+/** Options of {@link App.evaluate}: which stored threads, and the code to evaluate them with. */
+export interface EvaluateOptions extends EvaluationSelection {
+  /**
+   * The application under evaluation (another prompt, model or code, compiled on any
+   * engine: only its graph is used). Default: this app, as when its code changed.
+   */
+  with?: App<StateSchema>;
 }
 
 /** Options of {@link App.signal}: the thread, the signal's name, and its payload. */
@@ -473,6 +483,29 @@ export class App<S extends StateSchema> {
       from: options.from,
       ...(options.to !== undefined ? { to: options.to } : {}),
     });
+  }
+
+  /**
+   * Evaluation replay: re-runs stored threads of this app's engine with the graph of
+   * `options.with` (default: this app's own, changed code). Model calls are made anew;
+   * tool results and effect outcomes are served from the record and nothing external
+   * is called; a tool call or effect the record does not hold stops that thread at that
+   * step as a divergence, never executed. Nothing is written. The report has, per
+   * thread, the first step whose state or calls diverged (with the diff) and the new
+   * model calls' tokens and latency beside the recorded ones, then a summary.
+   *
+   * @example
+   * ```ts
+   * const report = await app.evaluate({ query: { status: 'completed' }, with: appOnNewModel });
+   * console.log(report.summary); // { threads: 20, same: 14, diverged: 6, failed: 0, recorded: {…}, evaluated: {…} }
+   * ```
+   */
+  evaluate(options: EvaluateOptions): Promise<EvaluationReport> {
+    const code = options.with ?? this;
+    return evaluateThreads(
+      { schema: code.schema, spec: code.spec, engine: this.options.engine, artifacts: this.options.artifacts },
+      { ...(options.threads ? { threads: options.threads } : {}), ...(options.query ? { query: options.query } : {}) },
+    );
   }
 
   /**

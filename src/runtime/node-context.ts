@@ -127,6 +127,13 @@ export interface RecordOptions<T> {
    * never when the value is served again.
    */
   describe?: (value: T) => Partial<RecordMeta> | undefined;
+  /**
+   * What the call was asked (a tool's input): its digest is kept with the record, and
+   * a re-execution that asks the same call with other arguments is refused
+   * (RecordArgsMismatchError; in replay and evaluation, a divergence) instead of being
+   * served a value computed for something else.
+   */
+  args?: unknown;
 }
 
 /** Options of {@link NodeContext.interrupt}. */

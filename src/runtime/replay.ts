@@ -3,8 +3,10 @@
  * Re-executes a stored thread from a position, serving every recorded output and
  * effect outcome from the ledger and calling nothing external, and reports step by
  * step whether the re-execution reached the states that were stored. Nothing is
- * written. With changed node code (a new prompt, another model wrapped in
- * `ctx.record`) this is evaluation replay: it shows where the runs diverge.
+ * written. In evaluation mode ({@link ReplayMode}) the model calls (`ctx.record`
+ * with `kind: 'model'`, as cairn/ai-sdk makes them) are made anew with the code under
+ * evaluation, while tool results and effect outcomes are still served: a call the
+ * record does not hold (another tool, other arguments) is a divergence, never run.
  *
  * Each stored superstep is recomputed by the same superstep a run uses
  * (runtime/superstep), given a task runner that serves everything, a child-run
@@ -25,7 +27,7 @@ import { applyMerge } from './merge.js';
 import { appendedFields, type CallRef, type PositionBody, type PositionKind } from './position.js';
 import { childResultWrites, sharedStart } from './subgraph.js';
 import { superstep, type Task, type TaskOutcome, type TaskRunner } from './superstep.js';
-import { ReplayDivergence, TaskScope } from './task-scope.js';
+import { ReplayDivergence, TaskScope, type EvaluatedModelCall } from './task-scope.js';
 import { withinNode } from './current-node.js';
 
 /** Where a replayed node did something its recording does not hold (another call, another argument). */
@@ -51,6 +53,10 @@ export interface ReplayStep {
   differences: string[];
   /** Calls the recorded run cannot answer, and control flow that went elsewhere. */
   divergences: ReplayDivergenceInfo[];
+  /** Evaluation only: the model calls the step made anew, beside what the stored run recorded for each. */
+  models?: EvaluatedModelCall[];
+  /** Evaluation only, when fields differ: the recomputed state against the stored one (`before`: stored). */
+  states?: { stored: Record<string, unknown>; evaluated: Record<string, unknown> };
 }
 
 /** What {@link App.replay} found: step by step, whether re-execution reached the stored states. */
@@ -70,10 +76,18 @@ export interface ReplaySettings {
   artifacts: ArtifactStore | undefined;
 }
 
+/** How {@link replayThread} runs the stored steps. */
+export interface ReplayMode {
+  /** Model calls are made anew (evaluation replay); everything else is served. */
+  evaluate?: boolean;
+  /** Stops after the first step with a call the record cannot answer (evaluation: never run what was not recorded). */
+  stopAtDivergence?: boolean;
+}
+
 type State = Record<string, unknown>;
 
 /** Replays `threadId` from position `from` to `to` (default: the head) along `to`'s branch. */
-export async function replayThread(settings: ReplaySettings, threadId: string, range: { from: number; to?: number }): Promise<ReplayReport> {
+export async function replayThread(settings: ReplaySettings, threadId: string, range: { from: number; to?: number }, mode: ReplayMode = {}): Promise<ReplayReport> {
   const { schema, engine } = settings;
   const cp = engine.checkpointer;
   const thread = await cp.getThread(threadId);
@@ -103,9 +117,10 @@ export async function replayThread(settings: ReplaySettings, threadId: string, r
     const body = decode<PositionBody>(position.body, `position ${position.seq}`);
     const stored = (await materialize(cp, schema, threadId, '', position.seq)).state;
     const divergences: ReplayDivergenceInfo[] = [];
+    const models: EvaluatedModelCall[] | undefined = mode.evaluate ? [] : undefined;
     const replayed =
       body.kind === 'step'
-        ? await reexecute(settings, { threadId, tenant: thread.tenant }, { position: parent, body: parentBody }, { position, body }, state, divergences)
+        ? await reexecute(settings, { threadId, tenant: thread.tenant }, { position: parent, body: parentBody }, { position, body }, state, divergences, models)
         : await applyStoredWrites(settings, threadId, position, body, state);
     const differences = replayed ? schema.fieldNames.filter((name) => encode(replayed[name]) !== encode(stored[name])) : [];
     steps.push({
@@ -117,7 +132,10 @@ export async function replayThread(settings: ReplaySettings, threadId: string, r
       same: divergences.length === 0 && differences.length === 0,
       differences,
       divergences,
+      ...(models ? { models } : {}),
+      ...(mode.evaluate && replayed && differences.length ? { states: { stored, evaluated: replayed } } : {}),
     });
+    if (divergences.length && mode.stopAtDivergence) break;
     // A step that could not be recomputed resynchronises on what was stored.
     state = replayed ?? stored;
   }
@@ -132,11 +150,12 @@ async function reexecute(
   stored: Head,
   state: State,
   divergences: ReplayDivergenceInfo[],
+  models: EvaluatedModelCall[] | undefined,
 ): Promise<State | undefined> {
   const { schema, spec, engine } = settings;
   const place: ErrorPlace = { engine: engine.name, thread: thread.threadId };
   const served = new Map([...(stored.body.records ?? []), ...(stored.body.effects ?? [])].map((ref) => [ref.key, ref]));
-  const runner = new ReplayTaskRunner(settings, thread.threadId, parent, served, divergences, place);
+  const runner = new ReplayTaskRunner(settings, thread.threadId, parent, served, divergences, place, models);
   let outcome;
   try {
     outcome = await superstep(
@@ -181,6 +200,7 @@ class ReplayTaskRunner implements TaskRunner {
     private readonly served: ReadonlyMap<string, CallRef>,
     private readonly divergences: ReplayDivergenceInfo[],
     private readonly place: ErrorPlace,
+    private readonly models: EvaluatedModelCall[] | undefined,
   ) {}
 
   async run(task: Task, origin: number, state: Readonly<State>): Promise<TaskOutcome> {
@@ -207,9 +227,16 @@ class ReplayTaskRunner implements TaskRunner {
         place: { ...this.place, seq: this.parent.position.seq },
         replay: true,
         served: this.served,
+        ...(this.models ? { evaluate: { models: this.models } } : {}),
       });
-      const writes = await withinNode(scope, () => task.node.fn(this.settings.schema.view(state as State) as never, scope as never));
-      await scope.settle();
+      let writes: unknown;
+      try {
+        writes = await withinNode(scope, () => task.node.fn(this.settings.schema.view(state as State) as never, scope as never));
+        await scope.settle();
+      } finally {
+        // A divergence the node caught (an agent library hands a tool's error back to the model) is reported all the same.
+        if (scope.divergence) throw scope.divergence;
+      }
       return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts };
     } catch (error) {
       if (error instanceof ReplayDivergence) this.divergences.push({ node: error.node, call: error.call, name: error.callName, reason: error.reason });

@@ -26,6 +26,7 @@ import {
   EffectConflictError,
   InvalidOptionError,
   NeedsAttentionError,
+  RecordArgsMismatchError,
   RecordMismatchError,
   type ErrorPlace,
 } from '../errors.js';
@@ -90,6 +91,22 @@ export interface TaskScopeOptions {
    * ledger row changed since is a divergence, never a value handed to the node.
    */
   served?: ReadonlyMap<string, CallRef>;
+  /**
+   * Evaluation (with `replay`): model calls (`ctx.record` with `kind: 'model'`) are
+   * made anew, their values written nowhere and described here; everything else is
+   * served as in replay.
+   */
+  evaluate?: { models: EvaluatedModelCall[] };
+}
+
+/** A model call made anew by an evaluation, beside what the stored run recorded at the same call. */
+export interface EvaluatedModelCall {
+  node: string;
+  call: number;
+  name: string;
+  /** What the stored run recorded for this call (null: nothing, or another kind of call). */
+  recorded: RecordMeta | null;
+  evaluated: RecordMeta;
 }
 
 /**
@@ -160,6 +177,13 @@ export class TaskScope implements NodeContext {
   pause: TaskPause | undefined;
 
   private call = 0;
+  /**
+   * The first call replay could not serve. Kept because the node may catch what the
+   * call threw (an agent library turns a tool's error into a message to the model):
+   * the runner still reports it, and every later call fails the same way, so nothing
+   * runs past it.
+   */
+  divergence: ReplayDivergence | undefined;
   private entries: Promise<Map<string, LedgerEntry>> | undefined;
   /** Made on first use of ctx.store: most nodes never touch the store. */
   private storeAccess: TaskStore | undefined;
@@ -261,7 +285,7 @@ export class TaskScope implements NodeContext {
    * stop) raises no unhandled rejection; it stops all the same.
    */
   private calling<T>(body: (call: number) => Promise<T>): Promise<T> {
-    const promise = this.pause ? Promise.reject(new NodeSuspended(this.node)) : body(this.call++);
+    const promise = this.divergence ? Promise.reject(this.divergence) : this.pause ? Promise.reject(new NodeSuspended(this.node)) : body(this.call++);
     promise.catch(() => undefined);
     return promise;
   }
@@ -275,7 +299,7 @@ export class TaskScope implements NodeContext {
   /** In replay or an answer check, a call that cannot be served stops the execution. */
   private unservable(call: number, name: string, reason: string): never {
     if (this.options.probe) throw new AnswerUnchecked();
-    throw new ReplayDivergence(this.node, call, name, reason);
+    throw (this.divergence ??= new ReplayDivergence(this.node, call, name, reason));
   }
 
   /**
@@ -284,12 +308,16 @@ export class TaskScope implements NodeContext {
    * recorded yet. A value recorded under another name is RecordMismatchError (a
    * divergence in replay or an answer check).
    */
-  private async recorded<T>(call: number, key: string, name: string): Promise<{ value: T; meta: RecordMeta | undefined } | undefined> {
+  private async recorded<T>(call: number, key: string, name: string, argsDigest: string | null = null): Promise<{ value: T; meta: RecordMeta | undefined } | undefined> {
     const hit = (await this.ledgerEntries()).get(key);
     if (!hit || hit.outcome === null) return undefined;
     if (hit.name !== name) {
       if (this.options.replay || this.options.probe) this.unservable(call, name, `recorded as "${hit.name}"`);
       throw new RecordMismatchError(key, name, hit.name, this.options.place);
+    }
+    if (argsDigest !== null && hit.argsDigest !== null && hit.argsDigest !== argsDigest) {
+      if (this.options.replay || this.options.probe) this.unservable(call, name, 'recorded with other arguments');
+      throw new RecordArgsMismatchError(key, name, this.options.place);
     }
     const digest = sha256Hex(hit.outcome);
     this.checkServed(call, name, key, digest);
@@ -302,9 +330,9 @@ export class TaskScope implements NodeContext {
    * Writes what call `call` produced to the ledger and keeps its ref for the position;
    * returns the value the ledger holds (the first writer's, should two executions race).
    */
-  private async storeRecord<T>(call: number, key: string, name: string, value: T, point: 'after-record' | 'after-wait-result', meta?: RecordMeta): Promise<T> {
+  private async storeRecord<T>(call: number, key: string, name: string, value: T, point: 'after-record' | 'after-wait-result', meta?: RecordMeta, argsDigest: string | null = null): Promise<T> {
     const text = encode(value, `record "${name}"`);
-    const stored = await this.options.ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, null), outcome: text, ...(meta ? { meta } : {}) });
+    const stored = await this.options.ledger.writeRecord({ ...this.entryBase(key, 'record', name, call, argsDigest), outcome: text, ...(meta ? { meta } : {}) });
     crashPoint(point, this.node);
     this.records.push({ key, name, digest: sha256Hex(stored.outcome ?? text) });
     this.options.emit?.({ type: 'record.stored', threadId: this.threadId, at: Date.now(), node: this.node, key, name });
@@ -463,7 +491,10 @@ export class TaskScope implements NodeContext {
     attributes: RecordAttributes<T> | undefined,
   ): Promise<T> {
     this.recordKeys.push(key);
-    const hit = await this.recorded<T>(call, key, name);
+    const evaluation = this.options.evaluate;
+    if (evaluation && options.kind === 'model') return this.evaluateModel(call, key, name, fn, options, evaluation.models);
+    const argsDigest = options.args === undefined ? null : sha256Hex(encode(options.args, `record "${name}" args`));
+    const hit = await this.recorded<T>(call, key, name, argsDigest);
     if (hit) {
       span?.set({ 'cairn.record.served': true, ...recordMetaAttributes(hit.meta, name), ...attributes?.(hit.value) });
       return hit.value;
@@ -472,9 +503,23 @@ export class TaskScope implements NodeContext {
     const started = performance.now();
     const value = await withinCall(() => (span ? span.within(fn) : fn()));
     const meta = recordMeta(options, value, Math.round(performance.now() - started), this.options.place);
-    const result = await this.storeRecord(call, key, name, value, 'after-record', meta);
+    const result = await this.storeRecord(call, key, name, value, 'after-record', meta, argsDigest);
     span?.set({ 'cairn.record.served': false, ...recordMetaAttributes(meta, name), ...attributes?.(result) });
     return result;
+  }
+
+  /**
+   * Evaluation: the model is called anew (the code under evaluation may use another
+   * model or prompt) and its value is handed to the node and written nowhere; what it
+   * cost is kept beside what the stored run recorded for the same call.
+   */
+  private async evaluateModel<T>(call: number, key: string, name: string, fn: () => T | Promise<T>, options: RecordOptions<T>, models: EvaluatedModelCall[]): Promise<T> {
+    const stored = (await this.ledgerEntries()).get(key);
+    const started = performance.now();
+    const value = await withinCall(fn);
+    const evaluated = recordMeta(options, value, Math.round(performance.now() - started), this.options.place);
+    models.push({ node: this.node, call, name, recorded: stored?.kind === 'record' && stored.meta?.kind === 'model' ? stored.meta : null, evaluated });
+    return value;
   }
 
   private doEffect<T>(call: number, name: string, spec: EffectSpec<T>): Promise<T> {

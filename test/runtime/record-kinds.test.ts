@@ -73,3 +73,44 @@ describe.each(ENGINES)('record kinds on %s', (name) => {
     expect(await ctx.engine.ledger.list('bad')).toEqual([]);
   });
 });
+
+describe.each(ENGINES)('record arguments on %s', (name) => {
+  const ctx = useEngine(name);
+
+  it('a record made with args keeps their digest; a re-execution with other args is RecordArgsMismatchError, and a divergence in replay', async () => {
+    let city = 'Paris';
+    let calls = 0;
+    const app = graph(State)
+      .node('n', async (_s, c) => {
+        const sky = await c.record('tool:weather', () => (calls++, `sunny in ${city}`), { kind: 'tool', args: { city } });
+        const ok = await c.interrupt('ok?');
+        return { log: [sky, String(ok)] };
+      })
+      .edge(START, 'n')
+      .edge('n', END)
+      .compile({ engine: ctx.engine });
+    await app.run({ thread: 'a' });
+    const [entry] = (await ctx.engine.ledger.list('a')).filter((e) => e.name === 'tool:weather');
+    expect(entry!.argsDigest).toMatch(/^[0-9a-f]{64}$/);
+
+    city = 'Lyon';
+    const error = await caught(() => app.resume({ thread: 'a', answer: true }));
+    expect(error.code).toBe('ERR_RECORD_ARGS_MISMATCH');
+    expect(error.message).toMatch(/tool:weather.*other arguments/);
+
+    // Refused before anything ran: the recorded call was not made again.
+    expect(calls).toBe(1);
+
+    const straight = graph(State)
+      .node('n', async (_s, c) => ({ log: [await c.record('tool:weather', () => `sunny in ${city}`, { kind: 'tool', args: { city } })] }))
+      .edge(START, 'n')
+      .edge('n', END)
+      .compile({ engine: ctx.engine });
+    city = 'Paris';
+    await straight.run({ thread: 'b' });
+    expect((await straight.replay({ thread: 'b', from: 0 })).sameStates).toBe(true);
+    city = 'Lyon';
+    const replay = await straight.replay({ thread: 'b', from: 0 });
+    expect(replay.steps.flatMap((s) => s.divergences)).toEqual([expect.objectContaining({ name: 'tool:weather', reason: 'recorded with other arguments' })]);
+  });
+});
