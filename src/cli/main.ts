@@ -20,6 +20,7 @@ import { CairnError, InvalidKeyError, InvalidOptionError } from '../errors.js';
 import { runDemo } from './demo.js';
 import { registerInspectCommands } from './inspect-commands.js';
 import { registerOperateCommands } from './operate-commands.js';
+import { registerEvalCommand } from './eval-command.js';
 import { registerMigrateCommand } from './migrate-command.js';
 import { registerWorkerCommand } from './worker-command.js';
 import { registerTransferCommands } from './transfer-commands.js';
@@ -60,6 +61,7 @@ program
 
 registerInspectCommands(program);
 registerOperateCommands(program);
+registerEvalCommand(program);
 registerMigrateCommand(program);
 registerWorkerCommand(program);
 registerTransferCommands(program);
