@@ -68,6 +68,12 @@ export function cairnMiddleware(options: CairnMiddlewareOptions = {}): LanguageM
   const streamName = options.name?.stream ?? 'ai.stream';
   return {
     specificationVersion: 'v4',
+    // Inside a node the call also stops when the run does (its lease lost, or cancelled).
+    transformParams: async ({ params }) => {
+      const ctx = currentNode();
+      if (!ctx) return params;
+      return { ...params, abortSignal: params.abortSignal ? AbortSignal.any([params.abortSignal, ctx.signal]) : ctx.signal };
+    },
     wrapGenerate: async ({ doGenerate, model }) => {
       const ctx = currentNode();
       if (!ctx) return doGenerate();

@@ -16,8 +16,17 @@ import type { Tool, ToolExecutionOptions, ToolSet } from 'ai';
 import type { EffectMode } from '../runtime/effects.js';
 import { currentNode } from '../runtime/current-node.js';
 
-/** Marks a tool {@link effectTool} already made an effect, so {@link recordedTools} leaves it as it is. */
+/**
+ * Marks a tool {@link effectTool} made an effect: {@link recordedTools} does not record
+ * it again, and names it after its key in the tool set when it was given no name.
+ */
 const EFFECT = Symbol.for('cairn.ai-sdk.effect-tool');
+
+interface EffectMark {
+  named: boolean;
+  /** The same effect tool under another name. */
+  rename(name: string): unknown;
+}
 
 type Execute = (input: unknown, options: ToolExecutionOptions<unknown>) => unknown;
 
@@ -42,7 +51,12 @@ export function recordedTools<T extends ToolSet>(tools: T, options: RecordedTool
   const out: Record<string, unknown> = {};
   for (const [toolName, definition] of Object.entries(tools)) {
     const execute = definition.execute as Execute | undefined;
-    if (!execute || (definition as { [EFFECT]?: true })[EFFECT]) {
+    const mark = (definition as { [EFFECT]?: EffectMark })[EFFECT];
+    if (mark) {
+      out[toolName] = mark.named ? definition : mark.rename(options.name?.(toolName) ?? `tool:${toolName}`);
+      continue;
+    }
+    if (!execute) {
       out[toolName] = definition;
       continue;
     }
@@ -63,7 +77,7 @@ export function recordedTools<T extends ToolSet>(tools: T, options: RecordedTool
 
 /** Options of {@link effectTool}: how the effect is keyed, named and recovered. */
 export interface EffectToolOptions<INPUT, OUTPUT> {
-  /** The effect's name in the ledger (default `tool:<the tool's title or "effect">`; give the tool's name). */
+  /** The effect's name in the ledger. Default: `tool:<its key in the tool set>` when passed through {@link recordedTools}, else `tool:effect`. */
   name?: string;
   /**
    * The idempotency key from the tool's input (`(i) => \`refund:${i.orderId}\``): the same
@@ -92,11 +106,12 @@ export interface EffectToolOptions<INPUT, OUTPUT> {
 export function effectTool<INPUT, OUTPUT, T extends Tool<INPUT, OUTPUT>>(definition: T & Tool<INPUT, OUTPUT>, options: EffectToolOptions<INPUT, OUTPUT> = {}): T {
   const execute = definition.execute as Execute | undefined;
   if (!execute) throw new TypeError('[cairn] [ai-sdk] effectTool needs a tool with execute: a tool the client answers has no side effect here to record.');
-  const name = options.name ?? `tool:${(definition as { title?: string }).title ?? 'effect'}`;
+  const name = options.name ?? 'tool:effect';
   const yields = isAsyncGenerator(execute);
+  const mark: EffectMark = { named: options.name !== undefined, rename: (renamed) => effectTool(definition, { ...options, name: renamed }) };
   return {
     ...definition,
-    [EFFECT]: true,
+    [EFFECT]: mark,
     execute: (input: INPUT, callOptions: ToolExecutionOptions<unknown>) => {
       const ctx = currentNode();
       if (!ctx) return execute(input, callOptions);

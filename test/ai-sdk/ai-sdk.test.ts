@@ -20,7 +20,7 @@ import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
 import type { LedgerEntry } from '../../src/contracts/ledger.js';
 import { ENGINES, useEngine } from '../runtime/engines.js';
-import { agentModel, textModel, textParts, usage } from './mock-models.js';
+import { agentModel, textModel, textParts, textResult as textResultOf, usage } from './mock-models.js';
 
 const State = defineState({
   fields: {
@@ -138,6 +138,46 @@ describe.each(ENGINES)('cairn/ai-sdk on %s', (name) => {
       [0, 'summary'],
       [1, 'ai.generate'],
     ]);
+  });
+
+  it("inside a node the provider gets an abort signal that follows the run's; an effect tool without a name is named after its key in the tool set", async () => {
+    const mock = agentModel(['ping'], { ping: {} }, 'pong');
+    let signal: AbortSignal | undefined;
+    const app = graph(State)
+      .node('n', async (_s, c) => {
+        signal = c.signal;
+        const tools = recordedTools({ ping: effectTool(tool({ inputSchema: z.object({}), execute: async () => 'pong' })) });
+        return { reply: (await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'ping' })).text };
+      })
+      .edge(START, 'n')
+      .edge('n', END)
+      .compile({ engine: ctx.engine });
+    await app.run({ thread: 'sig' });
+    const given = mock.doGenerateCalls[0]!.abortSignal!;
+    expect(given).toBeInstanceOf(AbortSignal);
+    expect(given.aborted).toBe(false);
+    expect(signal!.aborted).toBe(false);
+    expect((await ctx.engine.ledger.list('sig')).filter((e) => e.kind === 'effect').map((e) => e.name)).toEqual(['tool:ping']);
+    await generateText({ model: recordedModel(mock), prompt: 'outside' });
+    expect(mock.doGenerateCalls.at(-1)!.abortSignal).toBeUndefined();
+
+    // The run's signal aborted while the model answers: the provider's signal is aborted too.
+    const cancel = new AbortController();
+    let seen: AbortSignal | undefined;
+    const slow = new MockLanguageModelV4({
+      doGenerate: async ({ abortSignal }) => {
+        seen = abortSignal;
+        cancel.abort(new Error('operator cancelled'));
+        return textResultOf('late');
+      },
+    });
+    const cancellable = graph(State)
+      .node('n', async () => ({ reply: (await generateText({ model: recordedModel(slow), prompt: 'x' })).text }))
+      .edge(START, 'n')
+      .edge('n', END)
+      .compile({ engine: ctx.engine });
+    await cancellable.run({ thread: 'cancel', signal: cancel.signal }).catch(() => undefined);
+    expect(seen?.aborted).toBe(true);
   });
 
   it('outside a node the wrapped model is the model: every call reaches the provider, nothing is recorded', async () => {
