@@ -46,6 +46,36 @@ describe.concurrent('examples', () => {
     expect(JSON.parse(readFileSync(join(dir, 'tickets.json'), 'utf8'))).toHaveLength(1);
   });
 
+  it('ai-sdk-agent.ts: plans with the AI SDK tool loop, is approved, refunds once, replies, and is evaluated against a second model', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-example-ai-sdk-'));
+    const run = await runTs(example('ai-sdk-agent'), { cwd: REPO, env: { AGENT_DIR: dir } });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const lines = run.stdout.split('\n');
+    expect(lines).toContain('asks: {"question":"Approve: Refund 42 EUR: the lamp arrived broken."}');
+    expect(lines).toContain('status: completed; payment pay_1001; reply: Your refund of 42 EUR is on its way.');
+    expect(lines).toContain('payments made: 1');
+    expect(lines).toContain('model calls made by this process: 3');
+    expect(lines.filter((l) => l.startsWith('model call ai.generate: mock-a'))).toHaveLength(3);
+    expect(lines).toContain('evaluated against the second model: diverged at seq 1 (plan): plan');
+  });
+
+  it('ai-sdk-agent.ts SIGKILLed right after the payment landed, run again: probes, finds it, pays once, makes no finished model call again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-example-ai-sdk-crash-'));
+    const crashed = await runTs(example('ai-sdk-agent'), { cwd: REPO, env: { AGENT_DIR: dir, CRASH_AT_REFUND: '1' } });
+    expect({ code: crashed.code, signal: crashed.signal }).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(crashed.stdout).toContain('paid pay_1001; crashing before cairn records it');
+
+    const again = await runTs(example('ai-sdk-agent'), { cwd: REPO, env: { AGENT_DIR: dir } });
+    expect(again.stderr).toBe('');
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('probe refund-A-1001: found pay_1001, not paying again');
+    expect(again.stdout).toContain('payments made: 1');
+    // The plan's two model calls were served; only the reply was asked.
+    expect(again.stdout).toContain('model calls made by this process: 1');
+    expect(readFileSync(join(dir, 'payments.log'), 'utf8').trim().split('\n')).toHaveLength(1);
+  });
+
   it('postgres-workers.ts: eight submitted threads completed by two worker processes, its schema dropped after', async () => {
     const run = await runTs(example('postgres-workers'), { cwd: REPO, env: { DATABASE_URL: PG_URL } });
     expect(run.stderr).toBe('');
