@@ -6,11 +6,12 @@
  * step, the tool never runs), or answering other words (the state differs, with its
  * diff). The report counts same / diverged / failed, gives each thread's first
  * divergence and the new model's tokens beside the recorded ones; nothing is written
- * and no tool or effect runs. On memory, SQLite and PostgreSQL.
+ * and no tool or effect runs. A streamed model call is streamed anew. On memory,
+ * SQLite and PostgreSQL.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { generateText, stepCountIs, tool } from 'ai';
+import { generateText, stepCountIs, streamText, tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import type { LanguageModelV4CallOptions, LanguageModelV4GenerateResult } from '@ai-sdk/provider';
 import { effectTool, recordedModel, recordedTools } from '../../src/ai-sdk/index.js';
@@ -19,7 +20,7 @@ import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { ENGINES, useEngine } from '../runtime/engines.js';
-import { usage } from './mock-models.js';
+import { textModel, usage } from './mock-models.js';
 
 const State = defineState({ fields: { city: field.model(z.string()), reply: field.model(z.string().optional()) } });
 const CITIES = Array.from({ length: 20 }, (_, i) => `city-${i}`);
@@ -157,6 +158,31 @@ describe.each(ENGINES)('app.evaluate on %s', (name) => {
     expect(a.doGenerateCalls).toHaveLength(60);
     expect(b.doGenerateCalls).toHaveLength(12 * 3 + 8);
     expect(await snapshot(ctx.engine)).toEqual(before);
+  });
+
+  it('a streamed model call is streamed anew by the model under evaluation, and its words are what the evaluated state holds', async () => {
+    const streamed = (engine: Engine, text: string) => {
+      const mock = textModel(text);
+      const app = graph(State)
+        .node('agent', async (s) => {
+          let reply = '';
+          for await (const delta of streamText({ model: recordedModel(mock), prompt: s.city }).textStream) reply += delta;
+          return { reply };
+        })
+        .edge(START, 'agent')
+        .edge('agent', END)
+        .compile({ engine });
+      return { app, mock };
+    };
+    const a = streamed(ctx.engine, 'Sunny and warm.');
+    await a.app.run({ thread: 's1', input: { city: 'Paris' } });
+    const b = streamed(ctx.engine, 'Sunny and mild.');
+    const report = await a.app.evaluate({ threads: ['s1'], with: b.app });
+    expect(b.mock.doStreamCalls).toHaveLength(1);
+    expect(a.mock.doStreamCalls).toHaveLength(1);
+    expect(report.threads[0]).toMatchObject({ outcome: 'diverged', firstDivergence: { differences: ['reply'], diff: { fields: [{ field: 'reply', before: 'Sunny and warm.', after: 'Sunny and mild.' }] } } });
+    expect(report.threads[0]!.evaluated).toMatchObject({ calls: 1, usage: { inputTokens: 10, outputTokens: 5 } });
+    expect((await ctx.engine.ledger.list('s1')).map((e) => e.name)).toEqual(['ai.stream']);
   });
 
   it('an app evaluated against itself is the same everywhere; a thread that does not exist is failed, not thrown', async () => {
