@@ -7,7 +7,7 @@
 import type { Command } from 'commander';
 import { decode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
-import type { LedgerEntry } from '../contracts/ledger.js';
+import type { LedgerEntry, RecordMeta } from '../contracts/ledger.js';
 import type { MetadataFilter, ThreadKind, ThreadQuery, ThreadStatus } from '../contracts/threads.js';
 import { InvalidOptionError } from '../errors.js';
 import { parseDuration } from '../artifacts/helpers.js';
@@ -284,8 +284,8 @@ export function registerInspectCommands(program: Command): void {
             ? 'no ledger entries'
             : table(
                 style,
-                ['kind', 'status', 'seq', 'node', 'name', 'key', 'outcome', 'at'],
-                entries.map((e) => [e.kind, e.status === 'intent' ? style.c.yellow(e.status) : e.status, e.seq, e.node, e.name, e.key, 'outcome' in e ? showValue(e.outcome) : '-', isoTime(e.completedAt ?? e.createdAt)]),
+                ['kind', 'status', 'seq', 'node', 'name', 'call', 'key', 'outcome', 'at'],
+                entries.map((e) => [e.kind, e.status === 'intent' ? style.c.yellow(e.status) : e.status, e.seq, e.node, e.name, describeCall(e.meta), e.key, 'outcome' in e ? showValue(e.outcome) : '-', isoTime(e.completedAt ?? e.createdAt)]),
               ),
         );
       }),
@@ -328,4 +328,14 @@ export function registerInspectCommands(program: Command): void {
         if (reports.some((r) => !r.ok) || (artifacts && !artifacts.ok)) process.exitCode = 1;
       }),
     );
+}
+
+/** What a record says it was, in one cell: `model gpt-5-mini 812+64 tokens 930 ms`, `tool 3 ms`; `-` for an effect or a record written before kinds. */
+function describeCall(meta: RecordMeta | undefined): string {
+  if (!meta) return '-';
+  const parts: string[] = [meta.kind];
+  if (meta.model !== undefined) parts.push(meta.model);
+  if (meta.usage && (meta.usage.inputTokens !== undefined || meta.usage.outputTokens !== undefined)) parts.push(`${meta.usage.inputTokens ?? '?'}+${meta.usage.outputTokens ?? '?'} tokens`);
+  if (meta.latencyMs !== undefined) parts.push(`${meta.latencyMs} ms`);
+  return parts.join(' ');
 }

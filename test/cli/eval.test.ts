@@ -54,6 +54,11 @@ describe('cairn eval', () => {
     expect(same.stdout).toContain('evaluated 3 threads: 3 same, 0 diverged, 0 failed');
     expect(readFileSync(db).equals(before)).toBe(true);
 
+    // What each record was, as `cairn effects` shows it.
+    const effects = (await cairn(['effects', 't-city-0', '--db', db])).stdout;
+    expect(effects).toMatch(/record\s+done\s+0\s+agent\s+ai\.generate\s+model model-a 20\+4 tokens \d+ ms\s+rec_/);
+    expect(effects).toMatch(/record\s+done\s+0\s+agent\s+tool:weather\s+tool \d+ ms\s+rec_/);
+
     const none = await cairn(['eval', '--db', db, '--app', `${APP}#candidate`]);
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/say which threads to evaluate/);

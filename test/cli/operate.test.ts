@@ -192,7 +192,7 @@ describe('cairn resolve-effect', () => {
     const effects = JSON.parse((await cairn(['effects', 'pay', '--db', db, '--json'])).stdout) as { outcome: unknown }[];
     expect(effects[0]!.outcome).toEqual({ by: 'hand' });
     const table = (await cairn(['effects', 'pay', '--db', db])).stdout;
-    expect(table).toMatch(/^kind\s+status\s+seq\s+node\s+name\s+key\s+outcome\s+at$/m);
+    expect(table).toMatch(/^kind\s+status\s+seq\s+node\s+name\s+call\s+key\s+outcome\s+at$/m);
     expect(table).toContain('{"by":"hand"}');
     const again = await cairn(['resolve-effect', 'pay', key, '--db', db, '--outcome', '1']);
     expect(again.code).toBe(1);
