@@ -4,7 +4,9 @@
  * process on a SQLite file, then resumed by a new process: the finished model calls,
  * the tool result and the effect are served (none is made again), the call cut
  * mid-stream is made again, the answer is whole and the chain verifies. Calls are
- * counted across the processes in a log file the fixture appends to.
+ * counted across the processes in a log file the fixture appends to. Killed between
+ * the effect tool's run and its outcome (crash point after-effect), the next process
+ * probes, finds the notification, and sends none again.
  * The processes run the BUILT package (dist/): `npm test` builds first.
  */
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -61,6 +63,34 @@ describe('an AI SDK agent killed mid-stream', () => {
       expect(entries.map((e) => e.name)).toEqual(['ai.stream', 'tool:lookup', 'ai.stream', 'notify', 'ai.stream']);
       expect(entries.at(-1)!.meta).toMatchObject({ kind: 'model', model: 'mock-agent', provider: 'mock-provider', usage: { inputTokens: 40, outputTokens: 12 } });
       expect((await verifyThread(after.checkpointer, 'agent_1')).ok).toBe(true);
+    } finally {
+      await after.close();
+    }
+  });
+
+  it('killed after the effect tool ran but before its outcome was recorded: the next process probes, finds it, and notifies once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-crash-ai-sdk-effect-'));
+    const db = join(dir, 'cairn.db');
+    const log = join(dir, 'calls.log');
+
+    const killed = await runFixture(FIXTURE, [db, 'agent_2', log, 'run'], 'after-effect:agent');
+    expect(killed.signal).toBe('SIGKILL');
+    expect(calls(log)).toEqual(['model:lookup', 'tool:lookup', 'model:notify', 'effect:notify notify:ops']);
+    const engine = sqlite(db);
+    try {
+      expect(await engine.ledger.get('agent_2', 'notify:ops')).toMatchObject({ kind: 'effect', status: 'intent' });
+    } finally {
+      await engine.close();
+    }
+
+    const resumed = await runFixture(FIXTURE, [db, 'agent_2', log, 'run']);
+    expect(resumed.stderr).toBe('');
+    expect(resumed.lines.at(-1)).toMatchObject({ type: 'result', status: 'completed', state: { reply: ANSWER, steps: 3 } });
+    expect(calls(log)).toEqual(['model:lookup', 'tool:lookup', 'model:notify', 'effect:notify notify:ops', 'model:answer']);
+    const after = sqlite(db);
+    try {
+      expect(await after.ledger.get('agent_2', 'notify:ops')).toMatchObject({ status: 'done', outcome: expect.stringContaining('ops') });
+      expect((await verifyThread(after.checkpointer, 'agent_2')).ok).toBe(true);
     } finally {
       await after.close();
     }
