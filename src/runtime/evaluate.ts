@@ -16,6 +16,7 @@ import type { TokenUsage } from '../contracts/ledger.js';
 import type { ThreadQuery } from '../contracts/threads.js';
 import { diffStates, type StateDiff } from '../inspect/diff.js';
 import { replayThread, type ReplayDivergenceInfo, type ReplaySettings } from './replay.js';
+import type { EvaluatedModelCall } from './task-scope.js';
 
 /** How one thread fared: `same` (every step reached its stored state), `diverged`, or `failed` (it could not be evaluated). */
 export type EvaluationOutcome = 'same' | 'diverged' | 'failed';
@@ -49,6 +50,8 @@ export interface ThreadEvaluation {
   /** What the stored run's model calls recorded (every namespace), and what the evaluation's cost. */
   recorded: EvaluationCost;
   evaluated: EvaluationCost;
+  /** Each model call the evaluation made, at its step, beside what the stored run recorded at the same call (null: nothing there). */
+  models: (EvaluatedModelCall & { seq: number })[];
   /** Why a `failed` thread could not be evaluated. */
   error?: { code: string; message: string };
 }
@@ -113,7 +116,7 @@ async function evaluateThread(settings: ReplaySettings, threadId: string): Promi
   try {
     const report = await replayThread(settings, threadId, { from: 0 }, { evaluate: true, stopAtDivergence: true });
     const first = report.steps.find((s) => !s.same);
-    const models = report.steps.flatMap((s) => s.models ?? []);
+    const models = report.steps.flatMap((s) => (s.models ?? []).map((m) => ({ seq: s.seq, ...m })));
     return {
       threadId,
       outcome: first ? 'diverged' : 'same',
@@ -123,6 +126,7 @@ async function evaluateThread(settings: ReplaySettings, threadId: string): Promi
         : null,
       recorded,
       evaluated: sumCosts(models.map((m) => ({ calls: 1, usage: m.evaluated.usage ?? {}, latencyMs: m.evaluated.latencyMs ?? 0 }))),
+      models,
     };
   } catch (error) {
     const e = error as { code?: string; message?: string };
@@ -133,6 +137,7 @@ async function evaluateThread(settings: ReplaySettings, threadId: string): Promi
       firstDivergence: null,
       recorded,
       evaluated: { calls: 0, usage: {}, latencyMs: 0 },
+      models: [],
       error: { code: e.code ?? 'ERR_THROWN', message: e.message ?? String(error) },
     };
   }

@@ -151,6 +151,12 @@ describe.each(ENGINES)('app.evaluate on %s', (name) => {
         expect(t.recorded).toMatchObject({ calls: 3, usage: { inputTokens: 70, outputTokens: 16, totalTokens: 86 } });
         expect(t.evaluated).toMatchObject({ calls: 3, usage: { inputTokens: 55, outputTokens: 12, totalTokens: 67 } });
         expect(t.evaluated.latencyMs).toBeGreaterThanOrEqual(0);
+        // Call by call: the new model beside the one that recorded the same call.
+        expect(t.models.map((m) => [m.seq, m.call, m.name, m.recorded?.model, m.recorded?.usage?.inputTokens, m.evaluated.model, m.evaluated.usage?.inputTokens])).toEqual([
+          [1, 0, 'ai.generate', 'model-a', 20, 'model-b', 15],
+          [1, 2, 'ai.generate', 'model-a', 20, 'model-b', 15],
+          [1, 4, 'ai.generate', 'model-a', 30, 'model-b', 25],
+        ]);
       }
     }
     // Nothing external ran, nothing was written; the stored model was not asked again.
