@@ -85,35 +85,45 @@ export async function threadHistory(cp: Checkpointer, threadId: string, options:
   if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
   const { ns = '', ...range } = options;
   const positions = await cp.listPositions(threadId, ns, range);
-  return positions.map((p) => {
-    const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${threadId}`);
-    const changes: Record<string, string> = {};
-    for (const [name, change] of Object.entries(body.changes)) {
-      changes[name] = 'set' in change ? 'set' : 'append' in change ? `append:${change.append}` : `reset:${change.reset}`;
-    }
-    return {
-      seq: p.seq,
-      parent: p.parent,
-      step: p.step,
-      kind: body.kind,
-      nodes: body.nodes,
-      next: body.next,
-      attempt: body.attempt,
-      schemaVersion: p.schemaVersion,
-      createdAt: p.createdAt,
-      changes,
-      records: (body.records ?? []).map(({ key, name }) => ({ key, name })),
-      effects: (body.effects ?? []).map(({ key, name }) => ({ key, name })),
-      artifacts: body.artifacts ?? [],
-      interrupts: body.interrupts ?? [],
-      ...(body.answered !== undefined ? { answered: body.answered } : {}),
-      ...(body.actor !== undefined ? { actor: body.actor } : {}),
-      // Waits are recorded by runtimes that have them; older positions have none.
-      ...((body as { waits?: WaitInfo[] }).waits?.length ? { waits: (body as { waits?: WaitInfo[] }).waits! } : {}),
-      children: body.children ?? [],
-      hash: p.hash,
-    };
-  });
+  return positions.map((p) => positionInfo(p, threadId));
+}
+
+/**
+ * One stored position as a history entry: its body decoded and told as what its step did.
+ *
+ * @example
+ * ```ts
+ * const info = positionInfo((await engine.checkpointer.getPosition('cust_42', '', 3))!, 'cust_42');
+ * ```
+ */
+export function positionInfo(p: StoredPosition, threadId: string): PositionInfo {
+  const body = decode<PositionBody>(p.body, `position ${p.seq} of thread ${threadId}`);
+  const changes: Record<string, string> = {};
+  for (const [name, change] of Object.entries(body.changes)) {
+    changes[name] = 'set' in change ? 'set' : 'append' in change ? `append:${change.append}` : `reset:${change.reset}`;
+  }
+  return {
+    seq: p.seq,
+    parent: p.parent,
+    step: p.step,
+    kind: body.kind,
+    nodes: body.nodes,
+    next: body.next,
+    attempt: body.attempt,
+    schemaVersion: p.schemaVersion,
+    createdAt: p.createdAt,
+    changes,
+    records: (body.records ?? []).map(({ key, name }) => ({ key, name })),
+    effects: (body.effects ?? []).map(({ key, name }) => ({ key, name })),
+    artifacts: body.artifacts ?? [],
+    interrupts: body.interrupts ?? [],
+    ...(body.answered !== undefined ? { answered: body.answered } : {}),
+    ...(body.actor !== undefined ? { actor: body.actor } : {}),
+    // Waits are recorded by runtimes that have them; older positions have none.
+    ...((body as { waits?: WaitInfo[] }).waits?.length ? { waits: (body as { waits?: WaitInfo[] }).waits! } : {}),
+    children: body.children ?? [],
+    hash: p.hash,
+  };
 }
 
 /** An interrupt a resume answered: where it was raised, its payload, and who answered it at which position. */

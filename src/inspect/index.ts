@@ -2,7 +2,9 @@
  * @module cairn/inspect
  * Reading and maintaining what engines store, for tools and scripts (the CLI and
  * the web inspector use the same functions): verify a thread's integrity, tell its
- * attempts, load a position's state as stored, diff two positions' states, settle an
+ * attempts, load a position's state as stored, read a thread's timeline as a tree, its
+ * graph and where the run is in it, a position's recorded outputs and effects, open
+ * an artifact its state refers to, diff two positions' states, settle an
  * effect in doubt, signal or cancel a thread, check which threads a schema can
  * still read, export and import threads, collect and verify artifacts, rewrite
  * snapshots. Every function works on any engine through its contracts.
@@ -16,7 +18,18 @@
  */
 export { verifyThread } from './verify.js';
 export type { VerifyReport, VerifyProblem, VerifyProblemKind } from './verify.js';
-export { threadHistory, threadInterrupts } from './history.js';
+export { threadHistory, threadInterrupts, positionInfo } from './history.js';
+export { threadTimeline } from './timeline.js';
+export type { TimelinePage, TimelineEntry, TimelineBranch, TimelineFailure } from './timeline.js';
+export { threadGraph } from './graph.js';
+export type { ThreadGraph, CurrentNode, NodeActivity } from './graph.js';
+export { describeGraph, graphDigest, publishGraph, graphNamespace } from '../runtime/graph-description.js';
+export type { GraphDescription, DescribedGraph, DescribedNode, DescribedEdge } from '../runtime/graph-description.js';
+export { GRAPH_NAMESPACE } from '../internal/graphs.js';
+export { positionLedger, ledgerEntryView } from './position-ledger.js';
+export type { PositionLedger, LedgerEntryView, EffectView, EffectRecovery } from './position-ledger.js';
+export { openThreadArtifact } from './thread-artifact.js';
+export type { ThreadArtifactOptions, OpenedArtifact } from './thread-artifact.js';
 export type { HistoryPage, PositionInfo, WaitInfo, ThreadInterrupts, AnsweredInterrupt } from './history.js';
 export { storedState } from './stored-state.js';
 export type { StoredState, StoredStateOptions } from './stored-state.js';

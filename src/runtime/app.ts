@@ -25,6 +25,7 @@ import { signalThread } from '../inspect/signal.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
+import { describeGraph, publishGraph } from './graph-description.js';
 import { namespaceGraph, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PendingWait } from './position.js';
@@ -202,6 +203,8 @@ export interface ResolveEffectOptions extends ThreadOption {
 export class App<S extends StateSchema> {
   /** Lease length of this app's runs (`compile({ leaseMs })`); renewed while a run works. */
   readonly leaseMs: number;
+  /** The graph's description kept in the store, once per app instance (see runtime/graph-description). */
+  private published?: Promise<void>;
 
   constructor(
     readonly schema: S,
@@ -344,6 +347,12 @@ export class App<S extends StateSchema> {
     emit: EventSink | undefined,
     trace: TraceSpan | undefined,
   ): Promise<RunResult<S>> {
+    // One put-if-absent per app instance: inspection tools draw the graph from it. It is
+    // an aid, not part of the run: a store that refuses it does not stop the run.
+    await (this.published ??= publishGraph(this.options.engine.store, describeGraph(this.spec, this.name)).then(
+      () => undefined,
+      () => undefined,
+    ));
     const lease = hold.lease ?? (await this.acquire(options));
     const controller = new AbortController();
     const stopRenewal = hold.renew ? this.keepLease(lease, controller) : () => undefined;

@@ -68,6 +68,7 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
   private readonly nodes = new Map<string, NodeSpec>();
   private readonly edges = new Map<string, string[]>();
   private readonly routes = new Map<string, RouteFn<S, string>>();
+  private readonly routeTargets = new Map<string, readonly string[]>();
 
   constructor(readonly schema: S) {}
 
@@ -141,10 +142,20 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
     return this;
   }
 
-  /** After `from` runs, `route(state)` names the next node(s) (or END). */
-  conditionalEdge(from: N | typeof START, route: RouteFn<S, N>): this {
+  /**
+   * After `from` runs, `route(state)` names the next node(s) (or END). `targets`
+   * declares what it may answer, so the graph's stored description (what the web
+   * inspector draws) has those edges; the runtime does not restrict the route to them.
+   *
+   * @example
+   * ```ts
+   * graph(State).conditionalEdge('classify', (s) => (s.urgent ? 'escalate' : 'answer'), { targets: ['escalate', 'answer'] });
+   * ```
+   */
+  conditionalEdge(from: N | typeof START, route: RouteFn<S, N>, options: { targets?: readonly (N | typeof END)[] } = {}): this {
     if (this.routes.has(from)) throw new GraphDefinitionError(`node "${from}" already has a conditional edge.`);
     this.routes.set(from, route as RouteFn<S, string>);
+    if (options.targets) this.routeTargets.set(from, [...options.targets]);
     return this;
   }
 
@@ -166,6 +177,7 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
     }
     for (const from of this.routes.keys()) {
       if (from !== START && !this.nodes.has(from)) throw new UnknownNodeError(from, 'as the source of a conditional edge');
+      for (const to of this.routeTargets.get(from) ?? []) if (to !== END && !this.nodes.has(to)) throw new UnknownNodeError(to, `as a declared target of the conditional edge from "${from}"`);
     }
     if (!this.edges.has(START) && !this.routes.has(START)) {
       throw new GraphDefinitionError('the graph has no entry: add .edge(START, "<first node>").');
@@ -179,6 +191,7 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
       nodes: new Map(this.nodes),
       edges: new Map([...this.edges].map(([k, v]) => [k, [...v]])),
       routes: new Map(this.routes) as unknown as ReadonlyMap<string, RouteSpec>,
+      ...(this.routeTargets.size ? { routeTargets: new Map(this.routeTargets) } : {}),
     };
   }
 }

@@ -65,6 +65,8 @@ export interface GraphSpec {
   /** Static successors of START and of every node. */
   edges: ReadonlyMap<string, readonly string[]>;
   routes: ReadonlyMap<string, RouteSpec>;
+  /** The targets a conditional edge declared it may answer (`conditionalEdge(from, route, { targets })`), for descriptions of the graph. */
+  routeTargets?: ReadonlyMap<string, readonly string[]>;
 }
 
 /**
