@@ -115,7 +115,8 @@ export async function threadTimeline(cp: Checkpointer, threadId: string, options
     const info = positionInfo(p, threadId);
     const failed = (bySeq.get(p.seq) ?? []).map((f) => ({ attempt: f.attempt ?? null, node: f.node ?? null, code: f.code, message: f.message, at: f.at }));
     // The step that committed this position started from its parent: its failures before this commit were retried.
-    const retries = p.parent === null ? 0 : (bySeq.get(p.parent) ?? []).filter((f) => f.at <= p.createdAt).length;
+    // A fork is written by a person, not by a step: the failures before it are another branch's.
+    const retries = p.parent === null || info.kind === 'fork' ? 0 : (bySeq.get(p.parent) ?? []).filter((f) => f.at <= p.createdAt).length;
     const pending = paused && p.seq === head && (info.interrupts.length > 0 || (info.waits?.length ?? 0) > 0);
     return { ...info, branch: p.segment, failed, retries, pending };
   });

@@ -15,6 +15,7 @@
  * | `GET /api/threads/:id/diff?from=&to=&ns=` | {@link threadDiff} |
  * | `GET /api/threads/:id/verify[?artifacts=1]` | {@link verifyThread}'s report (and, with an artifact store and `artifacts=1`, the artifact check of the thread) |
  * | `GET /api/threads/:id/effects` | the ledger, outcomes decoded |
+ * | `GET /api/threads/:id/timeline`, `/graph`, `/ledger` | the richer views' routes: see inspector/views-api |
  */
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
@@ -32,6 +33,7 @@ import { printable } from '../internal/printable.js';
 import { integer, pageSize } from './params.js';
 import { listThreadPage } from './thread-list.js';
 import { threadOverview } from './thread-overview.js';
+import { answerView, VIEW_ROUTES } from './views-api.js';
 
 /** What the API reads from. */
 export interface ApiContext {
@@ -60,6 +62,8 @@ export async function answer(context: ApiContext, pathname: string, params: URLS
   const { engine } = context;
   const cp = engine.checkpointer;
   if (pathname === '/api/threads') return listThreadPage(cp, params);
+  const view = /^\/api\/threads\/([^/]+)\/([a-z]+)$/.exec(pathname);
+  if (view && (VIEW_ROUTES as readonly string[]).includes(view[2]!)) return answerView(context, decodeURIComponent(view[1]!), view[2] as (typeof VIEW_ROUTES)[number], params);
   const match = /^\/api\/threads\/([^/]+)(?:\/(head|history|state|diff|verify|effects))?$/.exec(pathname);
   if (!match) throw new RouteNotFound(pathname);
   const id = decodeURIComponent(match[1]!);

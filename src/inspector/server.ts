@@ -11,12 +11,16 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { userInfo } from 'node:os';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import { INSPECTOR_HOST, INSPECTOR_PORT } from '../defaults.js';
 import {
   ActionsDisabledError,
   AppRequiredError,
+  ArtifactIntegrityError,
+  ArtifactNotFoundError,
   CairnError,
   CrossSiteRequestError,
   EffectConflictError,
@@ -40,6 +44,7 @@ import type { App } from '../runtime/app.js';
 import type { StateSchema } from '../state/schema.js';
 import { actionsInfo, checkSameSite, isActionRoute, performAction, readJsonBody, type ActionContext } from './actions.js';
 import { answer, RouteNotFound, viewJson } from './api.js';
+import { ARTIFACT_ROUTE, artifactResponse, NoArtifactStore } from './artifact-route.js';
 import { access, newToken, tokenCookie } from './auth.js';
 import { DEFAULT_UI_DIR, uiFile } from './static-files.js';
 
@@ -47,7 +52,7 @@ import { DEFAULT_UI_DIR, uiFile } from './static-files.js';
 export interface InspectorOptions {
   /** The engine to read (open it read-only, as `cairn inspect` does, unless `allowActions`). The inspector does not close it. */
   engine: Engine;
-  /** An artifact store, for the artifact check of `verify?artifacts=1`. */
+  /** An artifact store: for the artifact check of `verify?artifacts=1` and to open the artifacts a state refers to. */
   artifacts?: ArtifactStore;
   /** The port; default 0, a free one. */
   port?: number;
@@ -88,6 +93,9 @@ const CONFLICT = new Set<string>([AppRequiredError.code, ThreadBusyError.code, E
 function errorStatus(error: unknown): { status: number; code: string; message: string } {
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof RouteNotFound) return { status: 404, code: 'ERR_NO_ROUTE', message: `no API route ${message}` };
+  if (error instanceof NoArtifactStore) return { status: 404, code: 'ERR_NO_ARTIFACT_STORE', message };
+  if (ArtifactIntegrityError.is(error)) return { status: 409, code: error.code, message };
+  if (ArtifactNotFoundError.is(error)) return { status: 404, code: error.code, message };
   const code = CairnError.is(error) ? (error as CairnError & { code: string }).code : 'ERR_INTERNAL';
   if (ThreadNotFoundError.is(error) || PositionNotFoundError.is(error) || NamespaceNotFoundError.is(error)) return { status: 404, code, message };
   if (EffectNotFoundError.is(error) || InterruptNotFoundError.is(error)) return { status: 404, code, message };
@@ -173,6 +181,24 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     }
     if (url.pathname === '/api/actions') {
       sendJson(response, 200, actionsInfo(actions));
+      return;
+    }
+    const artifact = ARTIFACT_ROUTE.exec(url.pathname);
+    if (artifact) {
+      try {
+        const served = await artifactResponse(context, decodeURIComponent(artifact[1]!), url.searchParams);
+        response.writeHead(served.status, { ...SECURITY_HEADERS, ...served.headers });
+        if (request.method === 'HEAD') {
+          response.end();
+          await served.cancel();
+          return;
+        }
+        await pipeline(Readable.from(served.body), response);
+      } catch (error) {
+        if (response.headersSent) return void response.destroy();
+        const { status, code, message } = errorStatus(error);
+        sendJson(response, status, { error: { code, message } });
+      }
       return;
     }
     if (url.pathname.startsWith('/api/')) {
