@@ -2,9 +2,12 @@
  * A value as a collapsible tree: objects and lists fold (the first two levels start
  * open), long strings are cut with a control that shows them whole, and the
  * server's stand-ins (`undefined`, `10n`…) are written as JavaScript writes them.
+ * Inside an ArtifactScope, artifact refs are links with a preview.
  */
 import { useState } from 'preact/hooks';
 import { rawText } from './api';
+import { ArtifactLink, useArtifactPlace } from './artifact-link';
+import { isArtifactRef } from './views-api';
 
 /** Strings longer than this are cut until expanded. */
 const LONG_STRING = 160;
@@ -24,6 +27,8 @@ function LongString({ text }: { text: string }) {
 
 /** One value of the tree, at `depth`. */
 export function JsonValue({ value, depth = 0 }: { value: unknown; depth?: number }) {
+  const place = useArtifactPlace();
+  if (place && isArtifactRef(value)) return <ArtifactLink value={value} place={place} />;
   const raw = rawText(value);
   if (raw !== null) return <span class="raw">{raw}</span>;
   if (value === null) return <span class="null">null</span>;

@@ -1,7 +1,9 @@
-/** One position: the state stored there as a tree, and the interrupts pending and answered there. */
+/** One position: the state stored there as a tree (artifact refs as links), the interrupts pending and answered there, and its step's recorded outputs and effects. */
 import { PositionActions, useActions } from './actions';
 import { api, type Interrupt } from './api';
+import { ArtifactScope } from './artifact-link';
 import { JsonTree, JsonValue } from './json-tree';
+import { PositionLedgerView } from './position-ledger';
 import { href } from './route';
 import { useApi } from './use-api';
 
@@ -31,7 +33,9 @@ export function PositionView({ id, ns, seq }: { id: string; ns: string; seq: num
           <p class="facts">
             schema v{view.data.schemaVersion} · next → {view.data.next.join(', ') || 'END'}
           </p>
-          <JsonTree value={view.data.state} testid="state-tree" />
+          <ArtifactScope.Provider value={{ id, ns, seq }}>
+            <JsonTree value={view.data.state} testid="state-tree" />
+          </ArtifactScope.Provider>
           {!ns && <PositionActions thread={id} seq={seq} state={view.data.state} info={info} />}
           {view.data.interrupts.pending.length > 0 && (
             <div class="interrupt-box">
@@ -55,6 +59,9 @@ export function PositionView({ id, ns, seq }: { id: string; ns: string; seq: num
               </ul>
             </>
           )}
+          <ArtifactScope.Provider value={{ id, ns, seq }}>
+            <PositionLedgerView id={id} ns={ns} seq={seq} />
+          </ArtifactScope.Provider>
         </>
       )}
     </section>

@@ -8,7 +8,9 @@ import { EffectActions, InterruptAnswer, ThreadActions, useActions, type Actions
 import { api, isoTime, type AttemptInfo, type Interrupt, type LedgerEntry, type PositionInfo, type ThreadRecord, type VerifyReport } from './api';
 import { JsonValue } from './json-tree';
 import { href } from './route';
+import { GraphView } from './graph-view';
 import { StatusBadge } from './threads';
+import { TimelineTree } from './timeline-tree';
 import { useApi } from './use-api';
 
 /** How often an open thread asks for its head, ms. */
@@ -273,6 +275,8 @@ export function ThreadView({ id, ns }: { id: string; ns: string }) {
       )}
       {!ns && <ThreadActions thread={thread} info={info} onDone={onDone} />}
       {!ns && <PendingInterrupts pending={interrupts.pending} thread={id} info={info} onDone={onDone} />}
+      {!ns && <GraphView id={id} version={version} />}
+      <TimelineTree id={id} ns={ns} version={version} />
       <Timeline id={id} ns={ns} version={version} />
       {!ns && <Effects id={id} status={thread.status} version={version} info={info} onDone={onDone} />}
       {!ns && <Attempts attempts={attempts} />}
