@@ -156,7 +156,8 @@ export function TimelineTree({ id, ns, version, nested = false }: { id: string; 
   if (nested) return body;
   return (
     <section>
-      <h2>Timeline tree{ns ? ` of child run ${ns}` : ''}</h2>
+      {/* "Timeline tree of <ns>": the table below names the child run in its own heading. */}
+      <h2>Timeline tree{ns ? ` of ${ns}` : ''}</h2>
       <p class="hint">Branches newest first; a fork hangs under the position it forks from. ◆ a fork, ‖ a pause, ✗ a failed attempt, ↻ a retried step.</p>
       {body}
     </section>
