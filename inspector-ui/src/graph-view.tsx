@@ -173,6 +173,7 @@ export function GraphView({ id, version }: { id: string; version: string }) {
   const { description, current, name, versions, digest } = answer.data;
   // The root graph shows the subgraph node around a child run's current node, too.
   const root = current.filter((c) => c.path.length === 0);
+  if (answer.data.status === 'completed') root.push({ ns: '', path: [], node: END, state: 'completed' });
   for (const c of current) if (c.path.length > 0 && !root.some((r) => r.node === c.path[0])) root.push({ ns: '', path: [], node: c.path[0]!, state: c.state });
   return (
     <section class="graph-view">
@@ -190,11 +191,13 @@ export function GraphView({ id, version }: { id: string; version: string }) {
               <span data-testid="graph-current">
                 now: {current.map((c) => `${[...c.path, c.node].join(' › ')} (${c.state.replace('_', ' ')})`).join(', ')}
               </span>
+            ) : answer.data.status === 'completed' ? (
+              'completed: the run reached END'
             ) : (
               'not at a node'
             )}
             {' · '}version {digest?.slice(0, 8)}
-            {versions > 1 ? ` of ${versions} stored` : ''} · dashed: a conditional edge
+            {versions > 1 ? ` (one of ${versions} stored under this name)` : ''} · dashed: a conditional edge
           </p>
           <div class="graph-scroll">
             <GraphSvg graph={description} current={root} title={`graph ${name}`} testid="graph-svg" />

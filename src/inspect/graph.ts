@@ -60,8 +60,10 @@ function nodeNames(graph: DescribedGraph, into = new Set<string>()): Set<string>
 
 /**
  * The graph of thread `threadId` and where its run is. Among several stored versions
- * of the graph it picks the newest that has every node the run is at, else the
- * newest. ThreadNotFoundError for a missing thread.
+ * of the graph's name it picks the one that has the most of the nodes the thread is
+ * known to use (where the run is, the head's step and next nodes), the newest among
+ * equals: give distinct graphs distinct names (`compile({ name })`) to leave no doubt.
+ * ThreadNotFoundError for a missing thread.
  *
  * @example
  * ```ts
@@ -116,14 +118,20 @@ export async function threadGraph(engine: Pick<Engine, 'checkpointer' | 'store'>
     await pausesAt('', thread.head, 0);
   }
 
+  // Names the thread is known to use: where the run is, and the head's step and next nodes.
+  const known = new Set(current.map((c) => c.node));
+  const headRow = thread.head === null ? null : await cp.getPosition(threadId, '', thread.head);
+  if (headRow) for (const n of [...positionInfo(headRow, threadId).nodes, ...positionInfo(headRow, threadId).next]) known.add(n);
   const versions = await engine.store.list<GraphDescription>(graphNamespace(name), { limit: 1000 });
   const own = versions.filter((v) => v.namespace.length === graphNamespace(name).length && v.value && Array.isArray(v.value.nodes));
-  own.sort((a, b) => b.createdAt - a.createdAt);
-  const fits = own.find((v) => {
-    const names = nodeNames(v.value);
-    return current.every((c) => names.has(c.node));
-  });
-  const chosen = fits ?? own[0];
+  // Several graphs may share a name (every graph compiled without one is `default`): the
+  // version that has the most of the thread's nodes wins, the newest among equals.
+  const score = (g: DescribedGraph) => {
+    const names = nodeNames(g);
+    return [...known].filter((n) => names.has(n)).length;
+  };
+  own.sort((a, b) => score(b.value) - score(a.value) || b.createdAt - a.createdAt);
+  const chosen = own[0];
   return {
     thread: threadId,
     status: thread.status,

@@ -176,6 +176,19 @@ describe('the graph description the runtime stores', () => {
     await engine.close();
   });
 
+  it('tells graphs that share a name apart by the nodes each thread used', async () => {
+    const engine = memory();
+    const S = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
+    const one = graph(S).node('plan', () => undefined).edge(START, 'plan').edge('plan', END).compile({ engine });
+    const two = graph(S).node('approve', () => undefined).edge(START, 'approve').edge('approve', END).compile({ engine });
+    await one.run({ thread: 'p', input: {} });
+    await two.run({ thread: 'a', input: {} });
+    expect((await engine.store.list(graphNamespace('default'))).length).toBe(2);
+    expect((await threadGraph(engine, 'p')).description!.nodes.map((n) => n.name)).toEqual(['plan']);
+    expect((await threadGraph(engine, 'a')).description!.nodes.map((n) => n.name)).toEqual(['approve']);
+    await engine.close();
+  });
+
   it("describes a conditional edge by its declared targets, or as an unknown target; rejects a declared target that is not a node", () => {
     const S = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
     const spec = graph(S)

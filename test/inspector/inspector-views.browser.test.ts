@@ -12,7 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fsArtifacts } from '../../src/artifacts/fs/index.js';
 import { decode } from '../../src/codec/tagged-json.js';
@@ -38,6 +38,9 @@ afterAll(async () => {
 beforeEach(() => {
   if (missing) throw missing;
 });
+
+/** The computed stroke colour of an SVG shape (the test's tsconfig has no DOM types). */
+const stroke = (shape: Locator) => shape.evaluate((el) => (globalThis as unknown as { getComputedStyle(e: unknown): { stroke: string } }).getComputedStyle(el).stroke);
 
 const engines = [
   { name: 'SQLite', open: async (dir: string) => ({ engine: sqlite(join(dir, 'cairn.db')) as Engine, db: join(dir, 'cairn.db') }) },
@@ -122,7 +125,7 @@ describe.each(engines)('the richer views on $name, in Chromium', ({ name, open }
     );
     const review = svg.locator('[data-testid=graph-node][data-node=review]');
     expect(await review.textContent()).toContain('interrupted');
-    expect(await review.locator('rect').evaluate((r) => getComputedStyle(r).stroke)).toBe('rgb(224, 168, 0)');
+    expect(await stroke(review.locator('rect'))).toBe('rgb(224, 168, 0)');
     expect(await svg.locator('[data-testid=graph-edge][data-from=review][data-to=draft]').getAttribute('class')).toContain('conditional');
     expect(await page.locator('[data-testid=child-graph][data-node=research] [data-testid=graph-node][data-node=answer]').count()).toBe(1);
     expect(await page.getByTestId('graph-current').textContent()).toContain('review (interrupted)');
@@ -132,7 +135,7 @@ describe.each(engines)('the richer views on $name, in Chromium', ({ name, open }
     const charge = page.locator('[data-testid=graph-svg] [data-testid=graph-node][data-node=charge]');
     await charge.waitFor();
     expect(await charge.getAttribute('data-state')).toBe('needs_attention');
-    expect(await charge.locator('rect').evaluate((r) => getComputedStyle(r).stroke)).toBe('rgb(155, 28, 28)');
+    expect(await stroke(charge.locator('rect'))).toBe('rgb(155, 28, 28)');
   });
 
   it("shows a state's artifact refs as links whose preview shows the text and the image, verified", async () => {
@@ -150,7 +153,12 @@ describe.each(engines)('the richer views on $name, in Chromium', ({ name, open }
     await chart.locator('[data-testid=artifact-status][data-status=ok]').waitFor();
     const image = chart.getByTestId('artifact-image');
     await image.waitFor();
-    expect(await image.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(2);
+    expect(
+      await image.evaluate((img) => {
+        const loaded = img as unknown as { complete: boolean; naturalWidth: number };
+        return loaded.complete ? loaded.naturalWidth : 0;
+      }),
+    ).toBe(2);
     await page.screenshot({ path: join(shots, 'artifacts.png'), fullPage: true });
 
     // The route serves the text inline with its safe type, and a download as an attachment.
