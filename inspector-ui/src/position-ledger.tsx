@@ -13,6 +13,9 @@ import './views.css';
 
 const RECOVERY: Record<string, string> = {
   done: 'outcome recorded',
+  probe_found: 'recovered: in doubt after a crash or failed try, its probe found it (not run again)',
+  probe_absent_reran: 'recovered: in doubt, its probe did not find it, so it ran again with the same key',
+  reran: 'recovered: in doubt, no probe, so it ran again with the same key',
   open: 'intent without outcome: the next run probes it, or runs it again with the same key',
   in_doubt: 'in doubt: at-most-once, a person settles it (cairn resolve-effect)',
 };

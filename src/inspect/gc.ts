@@ -45,6 +45,7 @@ import { listArtifacts, parseDuration } from '../artifacts/helpers.js';
 import { GC_GRACE_MS } from '../defaults.js';
 import { findArtifactRefs, isArtifactRef } from '../artifacts/refs.js';
 import { appendedFields, openSnapshot, type PositionBody } from '../runtime/position.js';
+import { isGraphNamespace } from '../internal/graphs.js';
 import { PIN_NAMESPACE as PIN_NAMESPACE_INTERNAL, threadPinKey } from '../internal/pins.js';
 import { THREAD_STATUSES } from '../internal/thread-query.js';
 import { describePosition, namespacePositions } from './walk.js';
@@ -256,6 +257,8 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
     for (let cursor: string | null | undefined; ; ) {
       const page = await store.search([], { limit: 500, ...(cursor ? { cursor } : {}) });
       for (const item of page.items) {
+        // The graph descriptions the runtime keeps are cairn's own bookkeeping: they hold no refs.
+        if (isGraphNamespace(item.namespace)) continue;
         roots.storeItems++;
         mark(item.value, null);
         if (item.namespace.join('\u0000') === PIN_NAMESPACE.join('\u0000')) {

@@ -16,7 +16,7 @@ import type { ArtifactRef } from '../contracts/artifact-store.js';
 import type { Checkpointer, StoredPosition } from '../contracts/checkpointer.js';
 import { decode } from '../codec/tagged-json.js';
 import { ThreadNotFoundError } from '../errors.js';
-import type { PendingInterrupt, PositionBody } from '../runtime/position.js';
+import type { EffectRecoveryDecision, PendingInterrupt, PositionBody } from '../runtime/position.js';
 
 /** One entry of a thread's history. */
 export interface PositionInfo {
@@ -32,7 +32,8 @@ export interface PositionInfo {
   /** Field name → `set` | `append:n` | `reset:n`. */
   changes: Record<string, string>;
   records: { key: string; name: string }[];
-  effects: { key: string; name: string }[];
+  /** The effects the step used; `recovery` says how an effect found in doubt was settled (probe found it, or it ran again). */
+  effects: { key: string; name: string; recovery?: EffectRecoveryDecision }[];
   /** Artifact refs this position wrote (in set values or appended items). */
   artifacts: ArtifactRef[];
   /** Interrupts pending once this position is the head. */
@@ -114,7 +115,7 @@ export function positionInfo(p: StoredPosition, threadId: string): PositionInfo 
     createdAt: p.createdAt,
     changes,
     records: (body.records ?? []).map(({ key, name }) => ({ key, name })),
-    effects: (body.effects ?? []).map(({ key, name }) => ({ key, name })),
+    effects: (body.effects ?? []).map(({ key, name, recovery }) => ({ key, name, ...(recovery ? { recovery } : {}) })),
     artifacts: body.artifacts ?? [],
     interrupts: body.interrupts ?? [],
     ...(body.answered !== undefined ? { answered: body.answered } : {}),

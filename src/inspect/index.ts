@@ -30,6 +30,7 @@ export { positionLedger, ledgerEntryView } from './position-ledger.js';
 export type { PositionLedger, LedgerEntryView, EffectView, EffectRecovery } from './position-ledger.js';
 export { openThreadArtifact } from './thread-artifact.js';
 export type { ThreadArtifactOptions, OpenedArtifact } from './thread-artifact.js';
+export type { EffectRecoveryDecision } from '../runtime/position.js';
 export type { HistoryPage, PositionInfo, WaitInfo, ThreadInterrupts, AnsweredInterrupt } from './history.js';
 export { storedState } from './stored-state.js';
 export type { StoredState, StoredStateOptions } from './stored-state.js';

@@ -7,9 +7,10 @@
  * head, not committed yet): where an effect in doubt sits while the thread needs
  * attention.
  *
- * The ledger keeps an effect's intent and outcome, not how recovery reached the
- * outcome (a probe that found it, or a run again with the same key), so
- * {@link EffectView.recovery} says what the rows tell: done, open, or in doubt.
+ * The ledger keeps an effect's intent and outcome; the position that committed an
+ * effect recovered after a crash or a failed try also says how recovery settled it
+ * (its probe found it, or it ran again with the same key): {@link EffectView.recovery}
+ * tells both.
  *
  * @example
  * ```ts
@@ -21,18 +22,22 @@ import type { Engine } from '../contracts/engine.js';
 import type { LedgerEntry } from '../contracts/ledger.js';
 import { decode } from '../codec/tagged-json.js';
 import { PositionNotFoundError, ThreadNotFoundError } from '../errors.js';
+import type { EffectRecoveryDecision } from '../runtime/position.js';
 import { positionInfo } from './history.js';
 
 /** A ledger entry with its outcome decoded (absent while it has none). Fields a runtime adds to entries (`meta`…) are kept as they are. */
 export type LedgerEntryView = Omit<LedgerEntry, 'outcome'> & { outcome?: unknown };
 
 /**
- * What the ledger tells of an effect:
- * - `done`: its outcome is recorded (it ran, recovery found it, or a person resolved it);
+ * What is known of an effect's recovery:
+ * - `done`: its outcome is recorded (it ran once, or a person resolved it);
+ * - `probe_found`: it was found in doubt and its probe found it: it did not run again;
+ * - `probe_absent_reran`: found in doubt, its probe did not find it: it ran again with the same key;
+ * - `reran`: found in doubt, with no probe: it ran again with the same key;
  * - `open`: an intent without an outcome; the next run recovers it (its probe, or a run again with the same key);
  * - `in_doubt`: an intent without an outcome on a thread that needs attention: an at-most-once effect a person settles (`cairn resolve-effect`).
  */
-export type EffectRecovery = 'done' | 'open' | 'in_doubt';
+export type EffectRecovery = 'done' | EffectRecoveryDecision | 'open' | 'in_doubt';
 
 /** An effect entry with what the ledger tells of its recovery. */
 export type EffectView = LedgerEntryView & { recovery: EffectRecovery; needsAttention: boolean };
@@ -78,8 +83,9 @@ export async function positionLedger(engine: Pick<Engine, 'checkpointer' | 'ledg
   if (!stored) throw new PositionNotFoundError(threadId, options.seq, { engine: cp.engine });
   const info = positionInfo(stored, threadId);
   const inDoubt = thread.status === 'needs_attention';
+  const decided = new Map(info.effects.map((e) => [e.key, e.recovery]));
   const effect = (e: LedgerEntry): EffectView => {
-    const recovery: EffectRecovery = e.status === 'done' ? 'done' : inDoubt ? 'in_doubt' : 'open';
+    const recovery: EffectRecovery = e.status === 'done' ? (decided.get(e.key) ?? 'done') : inDoubt ? 'in_doubt' : 'open';
     return { ...ledgerEntryView(e), recovery, needsAttention: recovery === 'in_doubt' };
   };
   const read = async (keys: string[]) => (await Promise.all(keys.map((k) => engine.ledger.get(threadId, k)))).filter((e): e is LedgerEntry => e !== null);

@@ -8,3 +8,8 @@
 
 /** Namespace prefix of the graph descriptions kept in the store; the graph's name is the next label. */
 export const GRAPH_NAMESPACE: readonly string[] = ['cairn', 'graphs'];
+
+/** True for a namespace under {@link GRAPH_NAMESPACE}. */
+export function isGraphNamespace(namespace: readonly string[]): boolean {
+  return namespace.length > GRAPH_NAMESPACE.length && GRAPH_NAMESPACE.every((label, i) => namespace[i] === label);
+}

@@ -119,7 +119,20 @@ export interface CallRef {
   name: string;
   /** sha256 of the encoded outcome. */
   digest: string;
+  /**
+   * Set for an effect whose intent had no outcome when this step ran it (an earlier
+   * try stopped between the two): how recovery settled it. `probe_found`: the probe
+   * found it, it did not run again; `probe_absent_reran`: the probe did not find it,
+   * it ran again with the same key; `reran`: it had no probe and ran again. Told by
+   * the try that committed the step: when an earlier try of the same step recovered
+   * the effect and then failed elsewhere, the committing try was served its outcome
+   * and records none.
+   */
+  recovery?: EffectRecoveryDecision;
 }
+
+/** How the recovery of an effect in doubt went (see {@link CallRef.recovery}). */
+export type EffectRecoveryDecision = 'probe_found' | 'probe_absent_reran' | 'reran';
 
 /** A conflict kept under `onConflict: 'lastWins'`. */
 export interface ConflictRecord {

@@ -169,6 +169,8 @@ export class TaskScope implements NodeContext {
   /** Records and effects this execution used, in call order. */
   readonly records: CallRef[] = [];
   readonly effects: CallRef[] = [];
+  /** Effects found in doubt that this task ran again, by key, and whether a probe was asked first. */
+  private readonly reran = new Map<string, 'probe_absent_reran' | 'reran'>();
   /** Keys of the records this execution read or wrote (discarded if it fails). */
   readonly recordKeys: string[] = [];
   /** Payloads passed to `ctx.interruptAfter`, in call order. */
@@ -568,6 +570,7 @@ export class TaskScope implements NodeContext {
         throw new NeedsAttentionError(key, name, place);
       }
       rerun = true;
+      this.reran.set(key, spec.probe ? 'probe_absent_reran' : 'reran');
     } else {
       crashPoint('before-intent', this.node);
       entry = await ledger.writeIntent(this.entryBase(key, 'effect', name, call, argsDigest));
@@ -597,7 +600,9 @@ export class TaskScope implements NodeContext {
     crashPoint('before-outcome', this.node);
     await this.options.ledger.writeOutcome(this.threadId, key, text, Date.now());
     crashPoint('after-outcome', this.node);
-    this.effects.push({ key, name, digest: sha256Hex(text) });
+    // The position keeps how recovery settled an effect in doubt: the ledger keeps only intent and outcome.
+    const recovery = source === 'probe' ? 'probe_found' : this.reran.get(key);
+    this.effects.push({ key, name, digest: sha256Hex(text), ...(recovery ? { recovery } : {}) });
     this.options.emit?.({ type: 'effect.outcome', threadId: this.threadId, at: Date.now(), node: this.node, key, name, source });
     return result;
   }

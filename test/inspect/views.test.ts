@@ -176,6 +176,74 @@ describe('the graph description the runtime stores', () => {
     await engine.close();
   });
 
+  it('tells where the run is: a node waiting, and an interrupt inside a child run at both levels', async () => {
+    const engine = memory();
+    const S = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
+    await graph(S)
+      .node('nap', async (_s, ctx) => {
+        await ctx.sleep(60_000);
+      })
+      .edge(START, 'nap')
+      .edge('nap', END)
+      .compile({ engine, name: 'napper' })
+      .run({ thread: 'w', input: {} });
+    expect((await threadGraph(engine, 'w')).current).toEqual([{ ns: '', path: [], node: 'nap', state: 'waiting' }]);
+
+    const inner = graph(S)
+      .node('ask', async (_s, ctx) => {
+        await ctx.interrupt({ q: 'ok?' });
+      })
+      .edge(START, 'ask')
+      .edge('ask', END);
+    await graph(S).subgraph('research', inner).edge(START, 'research').edge('research', END).compile({ engine, name: 'outer' }).run({ thread: 'c', input: {} });
+    const { current } = await threadGraph(engine, 'c');
+    expect(current).toEqual([
+      { ns: '', path: [], node: 'research', state: 'interrupted' },
+      { ns: expect.stringMatching(/^research:0@\d+$/), path: ['research'], node: 'ask', state: 'interrupted' },
+    ]);
+    await engine.close();
+  });
+
+  it('tells how recovery settled effects found in doubt: probe found, probe absent and ran again, no probe and ran again', async () => {
+    const engine = memory();
+    const S = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
+    const landed = new Map<string, string>();
+    const failOnce = new Set(['found', 'again', 'blind']);
+    const effect = (name: string, withProbe: boolean, landsBeforeFailing: boolean) => ({
+      run: (key: string) => {
+        if (failOnce.delete(name)) {
+          if (landsBeforeFailing) landed.set(key, `${name} done`);
+          throw new Error(`${name}: connection reset`);
+        }
+        landed.set(key, `${name} done`);
+        return `${name} done`;
+      },
+      ...(withProbe ? { probe: (key: string) => landed.get(key) ?? null } : {}),
+    });
+    const retry = { retry: { maxAttempts: 2, initialDelayMs: 1 } };
+    await graph(S)
+      .node('a', async (_s, ctx) => void (await ctx.effect('found', effect('found', true, true))), retry)
+      .node('b', async (_s, ctx) => void (await ctx.effect('again', effect('again', true, false))), retry)
+      .node('c', async (_s, ctx) => void (await ctx.effect('blind', effect('blind', false, false))), retry)
+      .node('d', async (_s, ctx) => void (await ctx.effect('plain', effect('plain', false, false))), retry)
+      .edge(START, 'a')
+      .edge('a', 'b')
+      .edge('b', 'c')
+      .edge('c', 'd')
+      .edge('d', END)
+      .compile({ engine })
+      .run({ thread: 'pay', input: {} });
+    const decided = [];
+    for (const seq of [1, 2, 3, 4]) for (const e of (await positionLedger(engine, 'pay', { seq })).effects) decided.push([e.name, e.recovery]);
+    expect(decided).toEqual([
+      ['found', 'probe_found'],
+      ['again', 'probe_absent_reran'],
+      ['blind', 'reran'],
+      ['plain', 'done'],
+    ]);
+    await engine.close();
+  });
+
   it('tells graphs that share a name apart by the nodes each thread used', async () => {
     const engine = memory();
     const S = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
