@@ -348,8 +348,9 @@ export class App<S extends StateSchema> {
     trace: TraceSpan | undefined,
   ): Promise<RunResult<S>> {
     // One put-if-absent per app instance: inspection tools draw the graph from it. It is
-    // an aid, not part of the run: a store that refuses it does not stop the run.
-    await (this.published ??= publishGraph(this.options.engine.store, describeGraph(this.spec, this.name)).then(
+    // an aid, not part of the run: a store that refuses it does not stop the run, and
+    // the run does not wait for it before taking its thread (it is awaited at the end).
+    const published = (this.published ??= publishGraph(this.options.engine.store, describeGraph(this.spec, this.name)).then(
       () => undefined,
       () => undefined,
     ));
@@ -386,6 +387,7 @@ export class App<S extends StateSchema> {
     } finally {
       stopRenewal();
       await this.options.engine.checkpointer.releaseThread(lease).catch(() => undefined);
+      await published;
     }
   }
 
