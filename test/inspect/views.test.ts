@@ -244,6 +244,25 @@ describe('the graph description the runtime stores', () => {
     await engine.close();
   });
 
+  it('marks the node that failed a failed thread', async () => {
+    const engine = memory();
+    const S = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
+    const app = graph(S)
+      .node('ok', () => undefined)
+      .node('boom', () => {
+        throw new Error('disk full');
+      }, { retry: { maxAttempts: 1 } })
+      .edge(START, 'ok')
+      .edge('ok', 'boom')
+      .edge('boom', END)
+      .compile({ engine, name: 'fails' });
+    await expect(app.run({ thread: 'f', input: {} })).rejects.toThrow('disk full');
+    expect((await threadGraph(engine, 'f')).current).toEqual([{ ns: '', path: [], node: 'boom', state: 'failed' }]);
+    const page = await threadTimeline(engine.checkpointer, 'f');
+    expect(page.positions[0]!.failed).toEqual([expect.objectContaining({ node: 'boom', message: expect.stringContaining('disk full') })]);
+    await engine.close();
+  });
+
   it('tells graphs that share a name apart by the nodes each thread used', async () => {
     const engine = memory();
     const S = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
