@@ -33,6 +33,7 @@ const FILES: [string, string, string][] = [
   ['pic.svg', 'image/svg+xml', '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'],
   ['blob.bin', 'application/x-evil', 'MZ'],
   ['broken.txt', 'text/plain', 'will be damaged'],
+  ['gone.txt', 'text/plain', 'will be deleted'],
 ];
 
 let dir: string;
@@ -53,6 +54,7 @@ beforeAll(async () => {
     .run({ thread: 't', input: {} });
   const broken = (await artifacts.head('broken.txt'))!;
   corruptFsBlob(join(dir, 'artifacts'), broken.sha256);
+  await artifacts.delete((await artifacts.head('gone.txt'))!);
   inspector = await startInspector({ engine, artifacts, uiDir: join(dir, 'no-ui') });
   bare = await startInspector({ engine, uiDir: join(dir, 'no-ui') });
 });
@@ -94,7 +96,7 @@ describe('the artifact route', () => {
     expect(downloadName({ id: 'key:a/b/"evil"\r\n.txt', sha256: '0'.repeat(64), media_type: 'text/plain', size_bytes: 1 })).toBe('_evil___.txt');
   });
 
-  it('answers 404 for an id the state does not hold, 409 with no bytes for damaged ones, and asks for --artifacts without a store', async () => {
+  it('answers 404 for an id the state does not hold or bytes the store lost, 409 with no bytes for damaged ones, and asks for --artifacts without a store', async () => {
     const unknown = await get(inspector, 'key:elsewhere.txt');
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('ERR_ARTIFACT_NOT_FOUND');
@@ -102,6 +104,10 @@ describe('the artifact route', () => {
     expect(broken.status).toBe(409);
     expect(broken.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(((await broken.json()) as { error: { code: string } }).error.code).toBe('ERR_ARTIFACT_INTEGRITY');
+    // The state refers to it, the store no longer has it: missing.
+    const gone = await get(inspector, 'key:gone.txt');
+    expect(gone.status).toBe(404);
+    expect(((await gone.json()) as { error: { code: string } }).error.code).toBe('ERR_ARTIFACT_NOT_FOUND');
     const none = await get(bare, 'key:note.txt');
     expect(none.status).toBe(404);
     const body = (await none.json()) as { error: { code: string; message: string } };
