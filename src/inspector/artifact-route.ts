@@ -15,7 +15,7 @@
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import { openThreadArtifact } from '../inspect/thread-artifact.js';
-import { queryInteger } from './views-api.js';
+import { integer } from './params.js';
 
 /** What serving an artifact needs: the engine, and the artifact store `cairn inspect --artifacts` opened (or none). */
 export interface ArtifactRouteContext {
@@ -60,7 +60,7 @@ export function downloadName(ref: ArtifactRef): string {
 export async function artifactResponse(context: ArtifactRouteContext, threadId: string, params: URLSearchParams): Promise<ArtifactResponse> {
   if (!context.artifacts) throw new NoArtifactStore('this inspector has no artifact store: start it with cairn inspect --db <url> --artifacts <dir|s3 url>.');
   const id = params.get('id') ?? '';
-  const seq = queryInteger(params, 'seq');
+  const seq = integer(params, 'seq', 0);
   const ns = params.get('ns') ?? '';
   const { ref, stream } = await openThreadArtifact({ checkpointer: context.engine.checkpointer, artifacts: context.artifacts }, threadId, { id, ns, ...(seq !== undefined ? { seq } : {}) });
   const reader = stream.getReader();

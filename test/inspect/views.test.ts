@@ -118,6 +118,8 @@ describe.each(engines)('inspector views on $name', ({ open }) => {
   it("reads a position's recorded outputs and effects, and the head's effect in doubt", async () => {
     const gather = await positionLedger(engine, 'story', { seq: 1 });
     expect(gather.records.map((r) => [r.name, r.outcome])).toEqual([['model', 'notes on cairns: cairns mark trails']]);
+    // What the record was, as the runtime kept it: shown by the page, passed through as is.
+    expect(gather.records[0]!.meta).toMatchObject({ kind: 'model', model: 'mock-writer', usage: { inputTokens: 12, outputTokens: 7 } });
     expect(gather.effects.map((e) => [e.name, e.status, e.recovery])).toEqual([
       ['put_notes', 'done', 'done'],
       ['put_chart', 'done', 'done'],

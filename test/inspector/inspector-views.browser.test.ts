@@ -175,6 +175,10 @@ describe.each(engines)('the richer views on $name, in Chromium', ({ name, open }
     const records = page.getByTestId('position-records');
     await records.waitFor();
     expect(await records.locator('[data-testid=record-row][data-name=model] [data-testid=record-output]').textContent()).toContain('"notes on cairns: cairns mark trails"');
+    const meta = await records.locator('[data-testid=record-row][data-name=model] [data-testid=record-meta]').textContent();
+    expect(meta).toContain('model');
+    expect(meta).toContain('mock-writer');
+    expect(meta).toContain('inputTokens 12');
     const effects = page.getByTestId('position-effects');
     expect(await effects.locator('[data-testid=effect-entry]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-name')))).toEqual(['put_notes', 'put_chart']);
     expect(await effects.locator('[data-testid=effect-entry][data-name=put_notes]').textContent()).toContain('outcome recorded');

@@ -44,7 +44,7 @@ export function storyApp(engine: Engine, artifacts: ArtifactStore, failures = { 
     .edge('answer', END);
   return graph(Story)
     .node('gather', async (s, ctx) => {
-      const text = await ctx.record('model', () => `notes on ${s.topic}: cairns mark trails`);
+      const text = await ctx.record('model', () => `notes on ${s.topic}: cairns mark trails`, { kind: 'model', model: 'mock-writer', describe: () => ({ usage: { inputTokens: 12, outputTokens: 7 } }) });
       const docName = `notes-${s.topic}.txt`;
       const chartName = `chart-${s.topic}.png`;
       const doc = await ctx.effect('put_notes', { args: { name: docName }, run: () => ctx.artifacts.putNamed(docName, text, { mediaType: 'text/plain' }), probe: () => ctx.artifacts.head(docName) });
