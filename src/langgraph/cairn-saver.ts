@@ -1,0 +1,571 @@
+/**
+ * @module langgraph/cairn-saver
+ * `CairnSaver`: a LangGraph.js `BaseCheckpointSaver` over a cairn engine (memory,
+ * SQLite, PostgreSQL). Threads it writes are cairn threads: `verifyThread`,
+ * `threadHistory`, `exportThreads` and the inspector read them.
+ *
+ * How a checkpoint maps onto the thread log:
+ * - `thread_id` is the cairn thread, `checkpoint_ns` the namespace (a subgraph's
+ *   checkpoints are a chain of their own, as a child run's are);
+ * - each checkpoint is one position; its parent is the position of the checkpoint it
+ *   was put after, so a fork (`updateState` on an old checkpoint, a run from one) is
+ *   a branch of the position tree and the old branch stays readable;
+ * - a position's changes are the channels in `newVersions` only, so each version of a
+ *   channel's value is stored once; a list channel whose new value extends the stored
+ *   one (LangGraph's `messages` reducer hands over the whole list every step) stores
+ *   only the new items, so storage grows with the payload, not with steps × state;
+ * - pending writes are cairn pending writes of the checkpoint's position; when a child
+ *   checkpoint lands, cairn folds its parent's writes into it (they are kept in the
+ *   child's body, under the chain hash), and reads of the parent still return them.
+ *
+ * One run per thread: a run's checkpoint must extend the namespace's head. A run that
+ * loaded the latest checkpoint and finds, when it puts, that another run moved the head,
+ * gets {@link ThreadBusyError} and writes nothing, instead of forking the chain
+ * silently. A run started from a checkpoint named by id (time travel) may branch.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import {
+  BaseCheckpointSaver,
+  TASKS,
+  WRITES_IDX_MAP,
+  compareWritesSortKeys,
+  maxChannelVersion,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  type PendingWrite as LangGraphWrite,
+  type SerializerProtocol,
+} from '@langchain/langgraph-checkpoint';
+import type { Checkpointer, PendingWrite, PositionItem, StoredPosition } from '../contracts/checkpointer.js';
+import { comparePositionItems } from '../contracts/checkpointer.js';
+import type { Engine } from '../contracts/engine.js';
+import type { ThreadKind, ThreadLease } from '../contracts/threads.js';
+import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
+import { RawJson, decode, encode } from '../codec/tagged-json.js';
+import { LEASE_MS, SNAPSHOT_EVERY } from '../defaults.js';
+import { InvalidOptionError, PositionNotFoundError, ThreadBusyError } from '../errors.js';
+import { materialize, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
+import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionKind } from '../runtime/position.js';
+import { CheckpointIndex } from './checkpoint-index.js';
+import { ChannelValues, EMPTY_TEXT, SCALAR, WRAP_KEY } from './channel-values.js';
+import { langGraphRecord, type LangGraphRecord, type SaverBody, type StoredWrite } from './saver-body.js';
+
+/** Options of {@link CairnSaver}. */
+export interface CairnSaverOptions {
+  /** The engine whose thread log holds the checkpoints: `memory()`, `sqlite(path)`, `postgres(url)`. */
+  engine: Engine;
+  /** LangGraph's serializer for values cairn's codec cannot store as plain data. Default: LangGraph's `JsonPlusSerializer`. */
+  serde?: SerializerProtocol;
+  /** Kind of the threads the saver creates. Default `conversation`. */
+  kind?: ThreadKind;
+  /** Positions between snapshots along a branch. Default: cairn's `SNAPSHOT_EVERY` (50). */
+  snapshotEvery?: number;
+  /** How long one write holds the thread's lease at most. Default: cairn's `LEASE_MS`. */
+  leaseMs?: number;
+  /** How long a write waits for another process's write on the same thread to finish before ThreadBusyError. Default 5,000 ms. */
+  busyWaitMs?: number;
+}
+
+/** A channel's value at a position, as the next put compares with it. */
+type FieldState = { kind: 'set'; text: string } | { kind: 'list'; texts: string[]; since: number | null; checksum: ItemChecksum };
+
+/** What the saver keeps of the last position it wrote or read in a namespace: what the next put needs of its parent. */
+interface Tip {
+  position: StoredPosition;
+  id: string;
+  fields: Map<string, FieldState>;
+  sinceSnapshot: number;
+}
+
+/** What a LangGraph run (known by the `signal` of its config, one per run) did so far. */
+interface RunState {
+  /** How the run started: it loaded the latest checkpoint, or one named by id. */
+  loaded: 'latest' | 'addressed';
+  puts: number;
+}
+
+const SCHEMA_VERSION = 1;
+const SOURCE_KINDS: Record<string, PositionKind> = { input: 'input', loop: 'step', update: 'fork', fork: 'fork' };
+
+/**
+ * A LangGraph.js checkpointer over a cairn engine. Pass it where LangGraph takes a
+ * checkpointer; the threads it writes are cairn threads.
+ *
+ * @example
+ * ```ts
+ * import { StateGraph, MessagesAnnotation } from '@langchain/langgraph';
+ * import { sqlite } from 'cairn/sqlite';
+ * import { CairnSaver } from 'cairn/langgraph';
+ *
+ * const checkpointer = new CairnSaver({ engine: sqlite('./cairn.db') });
+ * const app = new StateGraph(MessagesAnnotation).addNode('chat', chat).addEdge('__start__', 'chat').compile({ checkpointer });
+ * await app.invoke({ messages: [{ role: 'user', content: 'hi' }] }, { configurable: { thread_id: 'cust_42' } });
+ * ```
+ */
+export class CairnSaver extends BaseCheckpointSaver {
+  /** The engine the checkpoints live in. */
+  readonly engine: Engine;
+  private readonly cp: Checkpointer;
+  private readonly values: ChannelValues;
+  private readonly index: CheckpointIndex;
+  private readonly tips = new Map<string, Tip>();
+  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly runs = new WeakMap<object, RunState>();
+  private readonly kind: ThreadKind;
+  private readonly snapshotEvery: number;
+  private readonly leaseMs: number;
+  private readonly busyWaitMs: number;
+
+  constructor(options: CairnSaverOptions) {
+    super(options.serde);
+    this.engine = options.engine;
+    this.cp = options.engine.checkpointer;
+    this.values = new ChannelValues(this.serde);
+    this.index = new CheckpointIndex(this.cp);
+    this.kind = options.kind ?? 'conversation';
+    this.snapshotEvery = options.snapshotEvery ?? SNAPSHOT_EVERY;
+    this.leaseMs = options.leaseMs ?? LEASE_MS;
+    this.busyWaitMs = options.busyWaitMs ?? 5_000;
+  }
+
+  /** The checkpoint named by `config` (its `checkpoint_id`, or the namespace's latest), or undefined. */
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const threadId = config.configurable?.thread_id as string | undefined;
+    if (threadId === undefined || threadId === null) return undefined;
+    const thread = String(threadId);
+    const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
+    const id = config.configurable?.checkpoint_id as string | undefined;
+    this.noteLoad(config, id);
+    let seq: number | null;
+    let head: { seq: number; hash: string } | null = null;
+    if (id) seq = await this.index.seqOf(thread, ns, id);
+    else {
+      head = await this.cp.getHead(thread, ns);
+      seq = head?.seq ?? null;
+    }
+    if (seq === null) return undefined;
+    const loaded = await materialize(this.cp, undefined, thread, ns, seq, head ? { head } : {});
+    const record = langGraphRecord(loaded.body);
+    if (!record) return undefined;
+    if (id && record.id !== id) {
+      // Another process deleted and rewrote the thread under this index: read it afresh.
+      this.index.forget(thread);
+      return this.getTuple(config);
+    }
+    if (head) this.tips.set(tipKey(thread, ns), await this.tipOf(loaded, record));
+    return this.tuple(thread, ns, loaded, record);
+  }
+
+  /**
+   * Checkpoints newest first: of one thread (or every thread), of one namespace (or
+   * every namespace), whose metadata has every key of `filter` with an equal value,
+   * with an id below `before`'s, at most `limit`.
+   */
+  async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
+    const { filter, before, limit } = options;
+    const beforeId = before?.configurable?.checkpoint_id as string | undefined;
+    const threadId = config.configurable?.thread_id as string | undefined;
+    const nsWanted = config.configurable?.checkpoint_ns as string | undefined;
+    let left = limit ?? Infinity;
+    if (left <= 0) return;
+    const threads = threadId !== undefined && threadId !== null ? [String(threadId)] : (await this.cp.listThreads()).map((t) => t.id);
+    for (const thread of threads) {
+      const namespaces = nsWanted !== undefined ? [nsWanted] : await this.cp.listNamespaces(thread);
+      for (const ns of namespaces) {
+        let beforeSeq: number | undefined;
+        for (;;) {
+          const page = await this.cp.listPositions(thread, ns, { limit: 100, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
+          for (const position of page) {
+            const record = langGraphRecord(decode(position.body));
+            if (!record) continue;
+            if (beforeId !== undefined && !(record.id < beforeId)) continue;
+            if (filter && !(await this.metadataMatches(record, filter))) continue;
+            const loaded = await materialize(this.cp, undefined, thread, ns, position.seq);
+            yield await this.tuple(thread, ns, loaded, record);
+            if (--left <= 0) return;
+          }
+          if (page.length < 100) break;
+          beforeSeq = page[page.length - 1]!.seq;
+        }
+      }
+    }
+  }
+
+  /**
+   * Stores a checkpoint as a position of its thread namespace, after the checkpoint
+   * `config` names (none: a new root). Only the channels in `newVersions` are written.
+   * ThreadBusyError, and nothing written, when another run moved the head under this one.
+   */
+  async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    const thread = requireThread(config, 'put');
+    const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
+    const parentId = config.configurable?.checkpoint_id as string | undefined;
+    const run = runKey(config);
+    return this.locked(thread, async () => {
+      await this.withLease(thread, async (lease) => {
+        const head = await this.cp.getHead(thread, ns);
+        const parentSeq = parentId ? await this.index.seqOf(thread, ns, parentId) : null;
+        this.checkRun(thread, ns, run, parentSeq, head?.seq ?? null, metadata);
+        const parent = parentSeq === null ? null : await this.parentTip(thread, ns, parentSeq, head);
+        await this.commit(lease, { thread, ns, checkpoint, metadata, newVersions, parentId, parent, expectedHead: head?.seq ?? null });
+      });
+      if (run) {
+        const state = this.runs.get(run);
+        if (state) state.puts++;
+        else this.runs.set(run, { loaded: 'latest', puts: 1 });
+      }
+      return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+    });
+  }
+
+  /** Stores writes of task `taskId` against the checkpoint `config` names, kept until (and after) its child checkpoint lands. */
+  async putWrites(config: RunnableConfig, writes: LangGraphWrite[], taskId: string, taskPath = ''): Promise<void> {
+    const thread = requireThread(config, 'putWrites');
+    const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
+    const id = config.configurable?.checkpoint_id as string | undefined;
+    if (!id) throw new InvalidOptionError('[cairn] [langgraph] putWrites needs config.configurable.checkpoint_id: writes belong to a checkpoint.');
+    await this.locked(thread, async () => {
+      const seq = await this.index.seqOf(thread, ns, id);
+      if (seq === null) throw new PositionNotFoundError(thread, -1, { engine: this.cp.engine, ns });
+      const stored: PendingWrite[] = [];
+      for (let i = 0; i < writes.length; i++) {
+        const [channel, value] = writes[i]!;
+        const idx = WRITES_IDX_MAP[channel] ?? i;
+        const write: StoredWrite = { task: taskId, path: taskPath, idx, channel, value: await this.values.encode(value) };
+        stored.push({ ns, baseSeq: seq, task: `${taskId}#${idx}`, body: encodeWrite(write) });
+      }
+      await this.withLease(thread, async (lease) => {
+        for (const write of stored) await this.cp.putPendingWrite(lease, write);
+        // A pending interrupt at the root head is the thread's status, as a cairn run's is.
+        if (ns === '' && writes.some(([channel]) => channel === '__interrupt__')) {
+          const head = await this.cp.getHead(thread, ns);
+          if (head?.seq === seq) await this.cp.updateThread(lease, { status: 'interrupted' });
+        }
+      });
+    });
+  }
+
+  /** Deletes the thread: every namespace's checkpoints and writes (cairn's `deleteThread`). */
+  async deleteThread(threadId: string): Promise<void> {
+    const thread = String(threadId);
+    await this.locked(thread, async () => {
+      await this.cp.deleteThread(thread);
+      this.index.forget(thread);
+      for (const key of [...this.tips.keys()]) if (key.startsWith(`${thread}\u0000`)) this.tips.delete(key);
+    });
+  }
+
+  // ------------------------------------------------------------------ reading
+
+  private async tuple(thread: string, ns: string, loaded: LoadedPosition, record: LangGraphRecord): Promise<CheckpointTuple> {
+    const channelValues: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(loaded.state)) {
+      if (!Object.hasOwn(record.versions, name)) continue;
+      const decoded = await this.fieldValue(value, Object.hasOwn(loaded.appends, name));
+      if (decoded !== ABSENT) channelValues[name] = decoded;
+    }
+    const checkpoint: Checkpoint = {
+      ...(record.extra ?? {}),
+      v: record.v,
+      id: record.id,
+      ts: record.ts,
+      channel_values: channelValues,
+      channel_versions: { ...record.versions },
+      versions_seen: structuredClone(record.seen),
+    } as Checkpoint;
+    const writes = await this.writesOf(thread, ns, loaded.position.seq);
+    const tuple: CheckpointTuple = {
+      config: { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.id } },
+      checkpoint,
+      metadata: (await this.values.decodeText(record.metadata)) as CheckpointMetadata,
+      pendingWrites: await Promise.all(writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await this.values.decodeText(w.value)])),
+    };
+    if (record.parentId !== undefined) {
+      tuple.parentConfig = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.parentId } };
+      // Checkpoints before format 4 kept pending sends as the parent's writes.
+      if (record.v < 4 && loaded.position.parent !== null) {
+        const sends = (await this.writesOf(thread, ns, loaded.position.parent)).filter((w) => w.channel === TASKS);
+        checkpoint.channel_values[TASKS] = await Promise.all(sends.map((w) => this.values.decodeText(w.value)));
+        const versions = Object.values(checkpoint.channel_versions);
+        checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
+      }
+    }
+    return tuple;
+  }
+
+  /** A channel's value from its stored field (a list field's items, or a set value), or ABSENT for an emptied channel. */
+  private async fieldValue(value: unknown, isList: boolean): Promise<unknown> {
+    if (isList) {
+      const items = value as unknown[];
+      if (items.length === 1 && isWrapper(items[0], SCALAR)) return this.values.decode(items[0]);
+      if (items.length === 1 && isWrapper(items[0], 'empty')) return ABSENT;
+      return Promise.all(items.map((item) => this.values.decode(item)));
+    }
+    if (isWrapper(value, 'empty')) return ABSENT;
+    return this.values.decode(value);
+  }
+
+  /** A checkpoint's writes: those still pending at it, and those its children folded in; in LangGraph's order. */
+  private async writesOf(thread: string, ns: string, seq: number): Promise<StoredWrite[]> {
+    const byKey = new Map<string, StoredWrite>();
+    for (const child of await this.index.childrenOf(thread, ns, seq)) {
+      const position = await this.cp.getPosition(thread, ns, child);
+      const folded = position ? langGraphRecord(decode(position.body))?.parentWrites : undefined;
+      for (const write of folded ?? []) byKey.set(`${write.task}#${write.idx}`, write);
+    }
+    for (const pending of await this.cp.getPendingWrites(thread, ns, seq)) {
+      const write = decode<StoredWrite>(pending.body);
+      byKey.set(`${write.task}#${write.idx}`, write);
+    }
+    return [...byKey.values()].sort((a, b) => compareWritesSortKeys([a.path, a.task, a.idx], [b.path, b.task, b.idx]));
+  }
+
+  private async metadataMatches(record: LangGraphRecord, filter: Record<string, unknown>): Promise<boolean> {
+    const keys = Object.keys(filter);
+    if (keys.length === 0) return true;
+    const metadata = (await this.values.decodeText(record.metadata)) as Record<string, unknown>;
+    for (const key of keys) {
+      if (filter[key] === undefined) continue;
+      if (!Object.hasOwn(metadata, key) || encode(metadata[key]) !== safeEncode(filter[key])) return false;
+    }
+    return true;
+  }
+
+  // ------------------------------------------------------------------ writing
+
+  /** The parent's state as the put compares with it: the tip this saver keeps, or the position loaded. */
+  private async parentTip(thread: string, ns: string, seq: number, head: { seq: number; hash: string } | null): Promise<Tip> {
+    const cached = this.tips.get(tipKey(thread, ns));
+    if (cached && cached.position.seq === seq && (head?.seq !== seq || cached.position.hash === head.hash)) return cached;
+    const loaded = await materialize(this.cp, undefined, thread, ns, seq, head?.seq === seq ? { head } : {});
+    const record = langGraphRecord(loaded.body);
+    return this.tipOf(loaded, record);
+  }
+
+  private async tipOf(loaded: LoadedPosition, record: LangGraphRecord | null): Promise<Tip> {
+    const fields = new Map<string, FieldState>();
+    for (const [name, value] of Object.entries(loaded.state)) {
+      const cursor = loaded.appends[name];
+      if (cursor) {
+        const texts = (value as unknown[]).map((item) => encode(item));
+        fields.set(name, { kind: 'list', texts, since: cursor.since, checksum: loaded.checksums.get(name) ?? ItemChecksum.of(texts) });
+      } else fields.set(name, { kind: 'set', text: encode(value) });
+    }
+    return { position: loaded.position, id: record?.id ?? '', fields, sinceSnapshot: loaded.sinceSnapshot.positions };
+  }
+
+  private async commit(
+    lease: ThreadLease,
+    put: {
+      thread: string;
+      ns: string;
+      checkpoint: Checkpoint;
+      metadata: CheckpointMetadata;
+      newVersions: ChannelVersions;
+      parentId: string | undefined;
+      parent: Tip | null;
+      expectedHead: number | null;
+    },
+  ): Promise<void> {
+    const { thread, ns, checkpoint, metadata, parent } = put;
+    const seq = put.expectedHead === null ? 0 : put.expectedHead + 1;
+    const fields = new Map(parent?.fields ?? []);
+    const changes: Record<string, FieldChange> = {};
+    const items: PositionItem[] = [];
+    let setBytes = 0;
+    const values = checkpoint.channel_values as Record<string, unknown>;
+    for (const name of Object.keys(put.newVersions).sort()) {
+      const previous = fields.get(name);
+      const present = Object.hasOwn(values, name) && values[name] !== undefined;
+      const value = present ? values[name] : undefined;
+      if (Array.isArray(value)) {
+        const texts = await this.values.encodeItems(value);
+        if (previous?.kind === 'list' && extendsList(previous.texts, texts)) {
+          const added = texts.slice(previous.texts.length);
+          changes[name] = { append: added.length };
+          added.forEach((text, i) => items.push({ field: name, index: i, text }));
+          fields.set(name, { kind: 'list', texts, since: previous.since, checksum: previous.checksum.extend(added) });
+        } else {
+          changes[name] = { reset: texts.length };
+          texts.forEach((text, i) => items.push({ field: name, index: i, text }));
+          fields.set(name, { kind: 'list', texts, since: seq, checksum: ItemChecksum.of(texts) });
+        }
+        continue;
+      }
+      const text = present ? await this.values.encode(value) : EMPTY_TEXT;
+      if (previous?.kind === 'list') {
+        // A field with items reads as its items: a value that is not a list replaces them with one wrapped item.
+        const item = present ? await this.values.encodeScalarItem(value) : EMPTY_TEXT;
+        changes[name] = { reset: 1 };
+        items.push({ field: name, index: 0, text: item });
+        fields.set(name, { kind: 'list', texts: [item], since: seq, checksum: ItemChecksum.of([item]) });
+        continue;
+      }
+      changes[name] = { set: new RawJson(text) };
+      setBytes += text.length;
+      fields.set(name, { kind: 'set', text });
+    }
+
+    const { v, id, ts, channel_values: _values, channel_versions, versions_seen, ...extra } = checkpoint;
+    const record: LangGraphRecord = {
+      id,
+      ts,
+      v,
+      versions: { ...channel_versions },
+      seen: structuredClone(versions_seen) as LangGraphRecord['seen'],
+      metadata: await this.values.encode(metadata),
+    };
+    if (put.parentId !== undefined) record.parentId = put.parentId;
+    if (Object.keys(extra).length) record.extra = extra;
+    if (parent) {
+      const pending = await this.cp.getPendingWrites(thread, ns, parent.position.seq);
+      if (pending.length) record.parentWrites = pending.map((w) => decode<StoredWrite>(w.body));
+    }
+    const body: SaverBody = {
+      kind: SOURCE_KINDS[metadata.source] ?? 'step',
+      nodes: [],
+      attempt: 1,
+      lease: lease.epoch,
+      changes,
+      next: [],
+      langgraph: record,
+    };
+    if (setBytes > 0) body.setBytes = setBytes;
+    items.sort(comparePositionItems);
+    const created = Date.parse(ts);
+    const unsigned = {
+      ns,
+      seq,
+      parent: parent?.position.seq ?? null,
+      segment: parent && parent.position.seq === seq - 1 ? parent.position.segment : seq,
+      step: Math.max(0, (typeof metadata.step === 'number' ? metadata.step : 0) + 1),
+      schemaVersion: SCHEMA_VERSION,
+      createdAt: Number.isFinite(created) ? created : Date.now(),
+      body: encode(body, 'position body'),
+    };
+    const position: StoredPosition = { ...unsigned, hash: hashPosition(unsigned, items, parent?.position.hash ?? GENESIS_HASH) };
+    const sinceSnapshot = (parent?.sinceSnapshot ?? 0) + 1;
+    const snapshot = sinceSnapshot >= this.snapshotEvery ? snapshotText(position, parent?.position.hash ?? GENESIS_HASH, fields) : undefined;
+    await this.cp.commitStep(lease, { position, items, ...(snapshot ? { snapshot } : {}), status: 'completed', expectedHead: put.expectedHead });
+    this.index.add(thread, ns, id, seq, unsigned.parent);
+    this.tips.set(tipKey(thread, ns), { position, id, fields, sinceSnapshot: snapshot ? 0 : sinceSnapshot });
+  }
+
+  // ------------------------------------------------------------------ runs, leases
+
+  /** Remembers how a run started (LangGraph reads the checkpoint it starts from with the run's config). */
+  private noteLoad(config: RunnableConfig, id: string | undefined): void {
+    const run = runKey(config);
+    if (run && !this.runs.has(run)) this.runs.set(run, { loaded: id ? 'addressed' : 'latest', puts: 0 });
+  }
+
+  /**
+   * One run per thread. A run's checkpoint extends the head it read: when the head is
+   * elsewhere, another run committed in between, and putting this one would fork the
+   * chain silently. Exceptions: the first checkpoint of a run started from a named
+   * checkpoint (time travel branches on purpose), a manual update (`updateState`), and
+   * calls made outside a run (no `signal` in the config: the caller addresses positions itself).
+   */
+  private checkRun(thread: string, ns: string, run: object | undefined, parentSeq: number | null, headSeq: number | null, metadata: CheckpointMetadata): void {
+    if (parentSeq === headSeq) return;
+    if (!run) return;
+    const state = this.runs.get(run);
+    if (!state) return;
+    if (state.puts === 0 && (state.loaded === 'addressed' || metadata.source === 'update' || metadata.source === 'fork')) return;
+    throw new ThreadBusyError(thread, `another run moved the head of namespace "${ns}" to seq ${headSeq} after this run read seq ${parentSeq}`, { engine: this.cp.engine, ...(ns ? { ns } : {}) });
+  }
+
+  /** Runs `fn` under the thread's lease: taken for this one write and given back after it (waiting a little for another process's write). */
+  private async withLease<T>(thread: string, fn: (lease: ThreadLease) => Promise<T>): Promise<T> {
+    const owner = { runId: randomUUID(), pid: process.pid, host: HOST };
+    const deadline = Date.now() + this.busyWaitMs;
+    let lease: ThreadLease;
+    for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+      try {
+        lease = await this.cp.acquireThread(thread, { owner, leaseMs: this.leaseMs, create: { kind: this.kind, tenant: null, metadata: { langgraph: true } } });
+        break;
+      } catch (error) {
+        if (!ThreadBusyError.is(error) || Date.now() + wait > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+    try {
+      return await fn(lease);
+    } finally {
+      await this.cp.releaseThread(lease);
+    }
+  }
+
+  /** Serialises this saver's calls on one thread (LangGraph writes a superstep's tasks' writes concurrently). */
+  private locked<T>(thread: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(thread) ?? Promise.resolve();
+    const next = previous.then(fn, fn);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.locks.set(thread, settled);
+    void settled.then(() => {
+      if (this.locks.get(thread) === settled) this.locks.delete(thread);
+    });
+    return next;
+  }
+}
+
+const HOST = hostname();
+const ABSENT = Symbol('absent');
+
+function tipKey(thread: string, ns: string): string {
+  return `${thread}\u0000${ns}`;
+}
+
+function requireThread(config: RunnableConfig, call: string): string {
+  if (!config.configurable) throw new InvalidOptionError(`[cairn] [langgraph] ${call} needs config.configurable with a thread_id.`);
+  const thread = config.configurable.thread_id as unknown;
+  if (thread === undefined || thread === null || thread === '') throw new InvalidOptionError(`[cairn] [langgraph] ${call} needs config.configurable.thread_id.`);
+  return String(thread);
+}
+
+/** The run a config belongs to: LangGraph gives each run its own AbortSignal, passed to every checkpointer call. */
+function runKey(config: RunnableConfig): object | undefined {
+  const signal = (config as { signal?: unknown }).signal;
+  return typeof signal === 'object' && signal !== null ? signal : undefined;
+}
+
+function extendsList(stored: readonly string[], next: readonly string[]): boolean {
+  if (next.length < stored.length) return false;
+  for (let i = 0; i < stored.length; i++) if (stored[i] !== next[i]) return false;
+  return true;
+}
+
+function isWrapper(value: unknown, kind: string): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && (value as Record<string, unknown>)[WRAP_KEY] === kind;
+}
+
+function encodeWrite(write: StoredWrite): string {
+  return encode(write);
+}
+
+function safeEncode(value: unknown): string | null {
+  try {
+    return encode(value);
+  } catch {
+    return null;
+  }
+}
+
+function snapshotText(position: StoredPosition, parentHash: string, fields: Map<string, FieldState>): string {
+  const values: Record<string, unknown> = {};
+  const appends: SnapshotBody['appends'] = {};
+  for (const [name, field] of fields) {
+    if (field.kind === 'set') values[name] = new RawJson(field.text);
+    else appends[name] = { since: field.since, count: field.texts.length, checksum: field.checksum.value() };
+  }
+  const body: SnapshotBody = { format: SNAPSHOT_FORMAT, schemaVersion: SCHEMA_VERSION, position: position.hash, parent: parentHash, values, appends };
+  return sealSnapshot(encode(body, 'snapshot'));
+}
