@@ -69,6 +69,12 @@ export interface CairnSaverOptions {
   leaseMs?: number;
   /** How long a write waits for another process's write on the same thread to finish before ThreadBusyError. Default 5,000 ms. */
   busyWaitMs?: number;
+  /**
+   * How long `putWrites` waits for the put of a checkpoint it does not find (LangGraph
+   * hands a task's writes over while its checkpoint's put is still queued) before
+   * PositionNotFoundError. Default 30,000 ms.
+   */
+  writesWaitMs?: number;
 }
 
 /** A channel's value at a position, as the next put compares with it. */
@@ -116,10 +122,13 @@ export class CairnSaver extends BaseCheckpointSaver {
   private readonly tips = new Map<string, Tip>();
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly runs = new WeakMap<object, RunState>();
+  /** Writes waiting for their checkpoint's put, by thread, namespace and checkpoint id. */
+  private readonly awaitedPuts = new Map<string, { landed: Promise<void>; resolve: () => void; waiting: number }>();
   private readonly kind: ThreadKind;
   private readonly snapshotEvery: number;
   private readonly leaseMs: number;
   private readonly busyWaitMs: number;
+  private readonly writesWaitMs: number;
 
   constructor(options: CairnSaverOptions) {
     super(options.serde);
@@ -131,6 +140,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     this.snapshotEvery = options.snapshotEvery ?? SNAPSHOT_EVERY;
     this.leaseMs = options.leaseMs ?? LEASE_MS;
     this.busyWaitMs = options.busyWaitMs ?? 5_000;
+    this.writesWaitMs = options.writesWaitMs ?? 30_000;
   }
 
   /** The checkpoint named by `config` (its `checkpoint_id`, or the namespace's latest), or undefined. */
@@ -229,9 +239,8 @@ export class CairnSaver extends BaseCheckpointSaver {
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
     const id = config.configurable?.checkpoint_id as string | undefined;
     if (!id) throw new InvalidOptionError('[cairn] [langgraph] putWrites needs config.configurable.checkpoint_id: writes belong to a checkpoint.');
+    const seq = await this.seqOncePut(thread, ns, id);
     await this.locked(thread, async () => {
-      const seq = await this.index.seqOf(thread, ns, id);
-      if (seq === null) throw new PositionNotFoundError(thread, -1, { engine: this.cp.engine, ns });
       const stored: PendingWrite[] = [];
       for (let i = 0; i < writes.length; i++) {
         const [channel, value] = writes[i]!;
@@ -248,6 +257,38 @@ export class CairnSaver extends BaseCheckpointSaver {
         }
       });
     });
+  }
+
+  /**
+   * The seq of checkpoint `id`, waiting for its put when it has not landed yet: LangGraph
+   * chains its puts behind one another but hands a task's writes over at once, so the
+   * writes of a checkpoint can arrive before the checkpoint does. They are written once
+   * it lands (writes of a checkpoint that never lands have nothing to belong to).
+   */
+  private async seqOncePut(thread: string, ns: string, id: string): Promise<number> {
+    const key = `${tipKey(thread, ns)}\u0000${id}`;
+    let waiter = this.awaitedPuts.get(key);
+    if (!waiter) {
+      let resolve!: () => void;
+      const landed = new Promise<void>((r) => (resolve = r));
+      this.awaitedPuts.set(key, (waiter = { landed, resolve, waiting: 0 }));
+    }
+    waiter.waiting++;
+    try {
+      const known = await this.index.seqOf(thread, ns, id);
+      if (known !== null) return known;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.writesWaitMs)));
+      const outcome = await Promise.race([waiter.landed, timeout]);
+      clearTimeout(timer);
+      const seq = outcome === 'timeout' ? null : await this.index.seqOf(thread, ns, id);
+      if (seq === null) {
+        throw new PositionNotFoundError(thread, -1, { engine: this.cp.engine, ...(ns ? { ns } : {}) });
+      }
+      return seq;
+    } finally {
+      if (--waiter.waiting === 0 && this.awaitedPuts.get(key) === waiter) this.awaitedPuts.delete(key);
+    }
   }
 
   /** Deletes the thread: every namespace's checkpoints and writes (cairn's `deleteThread`). */
@@ -453,6 +494,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     const snapshot = sinceSnapshot >= this.snapshotEvery ? snapshotText(position, parent?.position.hash ?? GENESIS_HASH, fields) : undefined;
     await this.cp.commitStep(lease, { position, items, ...(snapshot ? { snapshot } : {}), status: 'completed', expectedHead: put.expectedHead });
     this.index.add(thread, ns, id, seq, unsigned.parent);
+    this.awaitedPuts.get(`${tipKey(thread, ns)}\u0000${id}`)?.resolve();
     this.tips.set(tipKey(thread, ns), { position, id, fields, sinceSnapshot: snapshot ? 0 : sinceSnapshot });
   }
 
