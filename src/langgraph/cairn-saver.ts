@@ -48,6 +48,7 @@ import type { ThreadKind, ThreadLease } from '../contracts/threads.js';
 import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { RawJson, decode, encode } from '../codec/tagged-json.js';
 import { LEASE_MS, SNAPSHOT_EVERY } from '../defaults.js';
+import { crashPoint } from '../internal/crash-points.js';
 import { InvalidOptionError, PositionNotFoundError, ThreadBusyError } from '../errors.js';
 import { materialize, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
 import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionKind } from '../runtime/position.js';
@@ -241,15 +242,18 @@ export class CairnSaver extends BaseCheckpointSaver {
     if (!id) throw new InvalidOptionError('[cairn] [langgraph] putWrites needs config.configurable.checkpoint_id: writes belong to a checkpoint.');
     const seq = await this.seqOncePut(thread, ns, id);
     await this.locked(thread, async () => {
-      const stored: PendingWrite[] = [];
+      const stored: StoredWrite[] = [];
       for (let i = 0; i < writes.length; i++) {
         const [channel, value] = writes[i]!;
-        const idx = WRITES_IDX_MAP[channel] ?? i;
-        const write: StoredWrite = { task: taskId, path: taskPath, idx, channel, value: await this.values.encode(value) };
-        stored.push({ ns, baseSeq: seq, task: `${taskId}#${idx}`, body: encodeWrite(write) });
+        stored.push({ task: taskId, path: taskPath, idx: WRITES_IDX_MAP[channel] ?? i, channel, value: await this.values.encode(value) });
       }
+      // One call's writes are one pending write, so one transaction: a task whose writes
+      // landed only in part would pass for done, and its missing writes (the edge to the
+      // next node, say) would be lost on resume.
+      const pending: PendingWrite = { ns, baseSeq: seq, task: `${taskId}#${stored.map((w) => w.idx).join(',')}`, body: encode({ writes: stored }) };
       await this.withLease(thread, async (lease) => {
-        for (const write of stored) await this.cp.putPendingWrite(lease, write);
+        await this.cp.putPendingWrite(lease, pending);
+        crashPoint('after-pending-write');
         // A pending interrupt at the root head is the thread's status, as a cairn run's is.
         if (ns === '' && writes.some(([channel]) => channel === '__interrupt__')) {
           const head = await this.cp.getHead(thread, ns);
@@ -360,8 +364,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       for (const write of folded ?? []) byKey.set(`${write.task}#${write.idx}`, write);
     }
     for (const pending of await this.cp.getPendingWrites(thread, ns, seq)) {
-      const write = decode<StoredWrite>(pending.body);
-      byKey.set(`${write.task}#${write.idx}`, write);
+      for (const write of pendingWrites(pending)) byKey.set(`${write.task}#${write.idx}`, write);
     }
     return [...byKey.values()].sort((a, b) => compareWritesSortKeys([a.path, a.task, a.idx], [b.path, b.task, b.idx]));
   }
@@ -465,7 +468,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     if (Object.keys(extra).length) record.extra = extra;
     if (parent) {
       const pending = await this.cp.getPendingWrites(thread, ns, parent.position.seq);
-      if (pending.length) record.parentWrites = pending.map((w) => decode<StoredWrite>(w.body));
+      if (pending.length) record.parentWrites = pending.flatMap(pendingWrites);
     }
     const body: SaverBody = {
       kind: SOURCE_KINDS[metadata.source] ?? 'step',
@@ -492,7 +495,10 @@ export class CairnSaver extends BaseCheckpointSaver {
     const position: StoredPosition = { ...unsigned, hash: hashPosition(unsigned, items, parent?.position.hash ?? GENESIS_HASH) };
     const sinceSnapshot = (parent?.sinceSnapshot ?? 0) + 1;
     const snapshot = sinceSnapshot >= this.snapshotEvery ? snapshotText(position, parent?.position.hash ?? GENESIS_HASH, fields) : undefined;
+    crashPoint('before-commit');
+    if (snapshot) crashPoint('inside-snapshot');
     await this.cp.commitStep(lease, { position, items, ...(snapshot ? { snapshot } : {}), status: 'completed', expectedHead: put.expectedHead });
+    crashPoint('after-commit');
     this.index.add(thread, ns, id, seq, unsigned.parent);
     this.awaitedPuts.get(`${tipKey(thread, ns)}\u0000${id}`)?.resolve();
     this.tips.set(tipKey(thread, ns), { position, id, fields, sinceSnapshot: snapshot ? 0 : sinceSnapshot });
@@ -589,8 +595,9 @@ function isWrapper(value: unknown, kind: string): boolean {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && (value as Record<string, unknown>)[WRAP_KEY] === kind;
 }
 
-function encodeWrite(write: StoredWrite): string {
-  return encode(write);
+/** The LangGraph writes one cairn pending write holds (one `putWrites` call's). */
+function pendingWrites(pending: PendingWrite): StoredWrite[] {
+  return decode<{ writes: StoredWrite[] }>(pending.body).writes;
 }
 
 function safeEncode(value: unknown): string | null {
