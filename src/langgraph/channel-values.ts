@@ -98,8 +98,20 @@ export class ChannelValues {
       if (!UnencodableValueError.is(error)) throw error;
     }
     const [type, bytes] = await this.serde.dumpsTyped(value);
-    // Parsed and re-encoded: the chain hashes cairn's canonical form of the serializer's JSON.
-    if (type === 'json') return `{"${WRAP_KEY}":"json","value":${encode(JSON.parse(textDecoder.decode(bytes)) as unknown)}}`;
+    if (type === 'json') {
+      const json = JSON.parse(textDecoder.decode(bytes)) as unknown;
+      // LangGraph's serializer answers what it cannot serialize (a BigInt inside a
+      // message, a cycle) with a placeholder string: storing that would hand the next
+      // read a string where an object was. Refused instead, before anything is written.
+      if (typeof json === 'string') throw new UnencodableValueError('$', `LangGraph's serializer could not serialize this ${describe(value)} (it answered "${json.slice(0, 80)}")`);
+      // Parsed and re-encoded: the chain hashes cairn's canonical form of the serializer's JSON.
+      return `{"${WRAP_KEY}":"json","value":${encode(json)}}`;
+    }
     return encode({ [WRAP_KEY]: type, bytes: bytes instanceof Uint8Array ? bytes : new TextEncoder().encode(String(bytes)) });
   }
+}
+
+function describe(value: unknown): string {
+  const name = (Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null)?.constructor?.name;
+  return name ? `${name} instance` : typeof value;
 }

@@ -2,28 +2,19 @@
  * Real LangGraph.js graphs on CairnSaver, on every engine: a chat whose messages are
  * stored as appended items only; interrupt() answered by Command({ resume });
  * getStateHistory; updateState forks (the old branch stays readable, the fork is the
- * latest: langgraphjs #1812 on PostgreSQL); a subgraph in its own namespace; two runs
- * at once on one thread (one ThreadBusyError, a linear chain); a BigInt in state. The
- * threads are cairn threads: verifyThread, threadHistory, exportThreads read them.
+ * latest); a subgraph in its own namespace. The threads are cairn threads:
+ * verifyThread, threadHistory, exportThreads read them. LangGraph's known persistence
+ * failures have their own file (known-failures.test.ts).
  */
 import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import { Annotation, Command, END, MessagesAnnotation, START, StateGraph, interrupt } from '@langchain/langgraph';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/contracts/engine.js';
-import { memory } from '../../src/engines/memory/index.js';
-import { ThreadBusyError } from '../../src/errors.js';
 import { exportThreads, threadHistory, verifyThread } from '../../src/inspect/index.js';
 import { CairnSaver } from '../../src/langgraph/index.js';
-import { sqliteOnFreshFiles } from '../conformance/sqlite-files.js';
-import { usePostgresSchema } from '../helpers/postgres.js';
+import { langGraphEngines } from './engines.js';
 
-const pg = usePostgresSchema();
-
-const engines: { name: string; create: () => Engine | Promise<Engine>; destroy: (engine: Engine) => Promise<void> }[] = [
-  { name: 'memory', create: () => memory(), destroy: (engine) => engine.close() },
-  sqliteOnFreshFiles,
-  { name: 'postgres', create: () => pg.engine(), destroy: (engine) => engine.close() },
-];
+const engines = langGraphEngines();
 
 /** A chat: each turn the model answers with one ~1 KB message. */
 function chatGraph(checkpointer: CairnSaver) {
@@ -119,7 +110,7 @@ describe.each(engines)('LangGraph StateGraph on CairnSaver ($name)', (kit) => {
     const beforeApprove = history.find((s) => s.next.includes('approve'))!;
     const forked = await app.updateState(beforeApprove.config, { request: 'b' });
     expect(forked.configurable?.checkpoint_id).not.toBe(history[0]!.config.configurable?.checkpoint_id);
-    // langgraphjs #1812: the latest state is the fork's, not the abandoned branch's.
+    // The latest state is the fork's, not the abandoned branch's.
     const latest = await app.getState(config);
     expect(latest.values.request).toBe('b');
     expect(latest.next).toEqual(['approve']);
@@ -159,52 +150,5 @@ describe.each(engines)('LangGraph StateGraph on CairnSaver ($name)', (kit) => {
     expect(done.notes).toEqual(['found tides', 'checked yes']);
     const report = await verifyThread(engine!, 'sub');
     expect(report.ok).toBe(true);
-  });
-
-  it('two runs on one thread at once: one gets ThreadBusyError and the chain stays linear', async () => {
-    const checkpointer = await saver();
-    const app = new StateGraph(MessagesAnnotation)
-      .addNode('slow', async (s) => {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        return { messages: [new AIMessage(`done after ${s.messages.length}`)] };
-      })
-      .addEdge(START, 'slow')
-      .addEdge('slow', END)
-      .compile({ checkpointer });
-    const config = { configurable: { thread_id: 'race' } };
-    await app.invoke({ messages: [new HumanMessage('seed')] }, config);
-    const results = await Promise.allSettled([
-      app.invoke({ messages: [new HumanMessage('one')] }, config),
-      app.invoke({ messages: [new HumanMessage('two')] }, config),
-    ]);
-    const rejected = results.filter((r) => r.status === 'rejected');
-    expect(rejected).toHaveLength(1);
-    expect(ThreadBusyError.is((rejected[0] as PromiseRejectedResult).reason)).toBe(true);
-    // Every position's parent is the one before it: no silent fork.
-    const positions = await engine!.checkpointer.listPositions('race', '', { limit: 100 });
-    for (const p of positions) expect(p.parent).toBe(p.seq === 0 ? null : p.seq - 1);
-    expect((await verifyThread(engine!, 'race')).ok).toBe(true);
-    // And the thread goes on.
-    const after = await app.invoke({ messages: [new HumanMessage('three')] }, config);
-    expect(after.messages.at(-2)?.content).toBe('three');
-  });
-
-  it('a BigInt in state is stored as one and never makes the thread unreadable', async () => {
-    const Ledger = Annotation.Root({ total: Annotation<bigint>(), entries: Annotation<bigint[]>({ reducer: (a, b) => a.concat(b), default: () => [] }) });
-    const app = new StateGraph(Ledger)
-      .addNode('add', async (s) => ({ total: (s.total ?? 0n) + 2n ** 70n, entries: [2n ** 70n] }))
-      .addEdge(START, 'add')
-      .addEdge('add', END)
-      .compile({ checkpointer: await saver() });
-    const config = { configurable: { thread_id: 'big' } };
-    await app.invoke({ total: 1n }, config);
-    await app.invoke({ total: 5n }, config);
-    const state = await app.getState(config);
-    expect(state.values.total).toBe(5n + 2n ** 70n);
-    expect(state.values.entries).toEqual([2n ** 70n, 2n ** 70n]);
-    const history = [];
-    for await (const snapshot of app.getStateHistory(config)) history.push(snapshot);
-    expect(history.length).toBeGreaterThan(3);
-    expect((await verifyThread(engine!, 'big')).ok).toBe(true);
   });
 });
