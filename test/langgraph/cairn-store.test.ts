@@ -1,0 +1,109 @@
+/**
+ * CairnStore, LangGraph's BaseStore over cairn's store, on every engine: items round
+ * trip with their times; a prefix search is bounded at label edges (["user","1"] never
+ * returns ["user","10"]: langgraphjs #2721); filters the engine runs and those matched in
+ * memory give LangGraph's answers; namespaces list by prefix, suffix, wildcard and
+ * depth; and a graph's nodes share memory across threads through `config.store`.
+ */
+import { AIMessage } from '@langchain/core/messages';
+import { END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from '@langchain/langgraph';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Engine } from '../../src/contracts/engine.js';
+import { CairnSaver, CairnStore } from '../../src/langgraph/index.js';
+import { langGraphEngines } from './engines.js';
+
+const engines = langGraphEngines();
+
+describe.each(engines)('CairnStore ($name)', (kit) => {
+  let engine: Engine | undefined;
+  const store = async () => new CairnStore({ engine: (engine = await kit.create()) });
+  afterEach(async () => {
+    if (engine) await kit.destroy(engine);
+    engine = undefined;
+  });
+
+  it('puts, gets and deletes items, with their times', async () => {
+    const s = await store();
+    const before = Date.now();
+    await s.put(['user', '42', 'prefs'], 'theme', { mode: 'dark', size: 14 });
+    const item = await s.get(['user', '42', 'prefs'], 'theme');
+    expect(item).toMatchObject({ namespace: ['user', '42', 'prefs'], key: 'theme', value: { mode: 'dark', size: 14 } });
+    expect(item!.createdAt).toBeInstanceOf(Date);
+    expect(item!.createdAt.getTime()).toBeGreaterThanOrEqual(before - 1000);
+    await s.put(['user', '42', 'prefs'], 'theme', { mode: 'light' });
+    expect((await s.get(['user', '42', 'prefs'], 'theme'))?.value).toEqual({ mode: 'light' });
+    expect((await engine!.store.get(['user', '42', 'prefs'], 'theme'))?.version).toBe(2);
+    await s.delete(['user', '42', 'prefs'], 'theme');
+    expect(await s.get(['user', '42', 'prefs'], 'theme')).toBeNull();
+    await expect(s.put(['langgraph', 'x'], 'k', {})).rejects.toThrow(/langgraph/);
+  });
+
+  it('a prefix search is bounded at label edges: ["user","1"] never returns ["user","10"] (langgraphjs #2721)', async () => {
+    const s = await store();
+    await s.put(['user', '1'], 'a', { n: 1 });
+    await s.put(['user', '1', 'notes'], 'b', { n: 2 });
+    await s.put(['user', '10'], 'c', { n: 3 });
+    await s.put(['user', '1-old'], 'd', { n: 4 });
+    const found = await s.search(['user', '1']);
+    expect(found.map((i) => [i.namespace.join('/'), i.key])).toEqual([
+      ['user/1', 'a'],
+      ['user/1/notes', 'b'],
+    ]);
+    expect((await s.search(['user'])).length).toBe(4);
+  });
+
+  it('filters: scalars and operators run by the engine, $nin and object values matched in memory, with limit and offset', async () => {
+    const s = await store();
+    for (let i = 0; i < 12; i++) await s.put(['docs'], `d${String(i).padStart(2, '0')}`, { rank: i, kind: i % 2 ? 'odd' : 'even', tags: { lang: i < 6 ? 'en' : 'fr' } });
+    const keys = async (filter: Record<string, unknown>, options: { limit?: number; offset?: number } = {}) => (await s.search(['docs'], { filter, limit: 100, ...options })).map((i) => i.key);
+    expect(await keys({ kind: 'odd', rank: { $gte: 7 } })).toEqual(['d07', 'd09', 'd11']);
+    expect(await keys({ rank: { $in: [1, 2, 3] } })).toEqual(['d01', 'd02', 'd03']);
+    expect(await keys({ rank: { $nin: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] } })).toEqual(['d10', 'd11']);
+    expect(await keys({ tags: { lang: 'fr' }, kind: 'even' })).toEqual(['d06', 'd08', 'd10']);
+    expect(await keys({ kind: 'even' }, { limit: 2, offset: 1 })).toEqual(['d02', 'd04']);
+    expect(await keys({ rank: { $nin: [0] } }, { limit: 2, offset: 1 })).toEqual(['d02', 'd03']);
+    expect((await s.search(['docs'])).length).toBe(10);
+  });
+
+  it('lists namespaces by prefix, suffix, wildcard and depth', async () => {
+    const s = await store();
+    await s.put(['user', '1', 'prefs'], 'k', { v: 1 });
+    await s.put(['user', '1', 'memories'], 'k', { v: 1 });
+    await s.put(['user', '10', 'prefs'], 'k', { v: 1 });
+    await s.put(['team', 'a', 'prefs'], 'k', { v: 1 });
+    expect(await s.listNamespaces({ prefix: ['user', '1'] })).toEqual([
+      ['user', '1', 'memories'],
+      ['user', '1', 'prefs'],
+    ]);
+    expect(await s.listNamespaces({ suffix: ['prefs'] })).toEqual([
+      ['team', 'a', 'prefs'],
+      ['user', '1', 'prefs'],
+      ['user', '10', 'prefs'],
+    ]);
+    expect(await s.listNamespaces({ prefix: ['user', '*', 'prefs'] })).toEqual([
+      ['user', '1', 'prefs'],
+      ['user', '10', 'prefs'],
+    ]);
+    expect(await s.listNamespaces({ maxDepth: 1 })).toEqual([['team'], ['user']]);
+    expect(await s.listNamespaces({ prefix: ['user'], maxDepth: 2, limit: 1, offset: 1 })).toEqual([['user', '10']]);
+  });
+
+  it("a graph's nodes share memory across threads through config.store", async () => {
+    const s = await store();
+    const app = new StateGraph(MessagesAnnotation)
+      .addNode('remember', async (state, config: LangGraphRunnableConfig) => {
+        const user = config.configurable?.user as string;
+        const seen = await config.store!.get(['user', user], 'visits');
+        const visits = ((seen?.value.count as number | undefined) ?? 0) + 1;
+        await config.store!.put(['user', user], 'visits', { count: visits });
+        return { messages: [new AIMessage(`visit ${visits}`)] };
+      })
+      .addEdge(START, 'remember')
+      .addEdge('remember', END)
+      .compile({ checkpointer: new CairnSaver({ engine: engine! }), store: s });
+    await app.invoke({ messages: [] }, { configurable: { thread_id: 't1', user: 'ana' } });
+    const second = await app.invoke({ messages: [] }, { configurable: { thread_id: 't2', user: 'ana' } });
+    expect(second.messages.at(-1)?.content).toBe('visit 2');
+    expect((await engine!.store.get(['user', 'ana'], 'visits'))?.value).toEqual({ count: 2 });
+  });
+});
