@@ -653,6 +653,23 @@ export class DatabaseNotFoundError extends coded('ERR_DATABASE_NOT_FOUND') {
   }
 }
 
+/**
+ * `cairn import-langgraph` (or `openLangGraphSource`) found no LangGraph checkpoint
+ * database where it was pointed: no such file, or no SqliteSaver / PostgresSaver
+ * `checkpoints` table. Nothing was created or changed.
+ */
+export class LangGraphSourceNotFoundError extends coded('ERR_LANGGRAPH_SOURCE_NOT_FOUND') {
+  constructor(
+    /** The file or URL (password masked) that was looked at. */
+    readonly location: string,
+    detail: string,
+  ) {
+    super(`no LangGraph checkpoint database at ${location}: ${detail} Nothing was created. Point --from at the file a SqliteSaver wrote, or at the PostgreSQL database (and #schema) a PostgresSaver wrote.`, {
+      place: { engine: 'langgraph' },
+    });
+  }
+}
+
 /** The database lacks migrations this cairn has; an engine opened read-only does not apply them. Nothing was changed. */
 export class DatabaseOutdatedError extends coded('ERR_DATABASE_OUTDATED') {
   constructor(

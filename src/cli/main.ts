@@ -27,6 +27,7 @@ import { registerTransferCommands } from './transfer-commands.js';
 import { registerArtifactCommands } from './artifact-commands.js';
 import { registerSignalCommand } from './signal-command.js';
 import { registerInspectorCommand } from './inspector-command.js';
+import { registerImportLangGraphCommand } from './import-langgraph-command.js';
 import { installDeprecatedFlags } from './deprecated-flags.js';
 import { ENGINE_URL_HELP } from './engine-url.js';
 
@@ -65,6 +66,7 @@ registerEvalCommand(program);
 registerMigrateCommand(program);
 registerWorkerCommand(program);
 registerTransferCommands(program);
+registerImportLangGraphCommand(program);
 registerArtifactCommands(program);
 registerSignalCommand(program);
 registerInspectorCommand(program);

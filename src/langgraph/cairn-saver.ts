@@ -239,7 +239,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     const thread = requireThread(config, 'putWrites');
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
     const id = config.configurable?.checkpoint_id as string | undefined;
-    if (!id) throw new InvalidOptionError('[cairn] [langgraph] putWrites needs config.configurable.checkpoint_id: writes belong to a checkpoint.');
+    if (!id) throw new InvalidOptionError('putWrites needs config.configurable.checkpoint_id: writes belong to a checkpoint.', { place: LANGGRAPH });
     const seq = await this.seqOncePut(thread, ns, id);
     await this.locked(thread, async () => {
       const stored: StoredWrite[] = [];
@@ -566,6 +566,8 @@ export class CairnSaver extends BaseCheckpointSaver {
 }
 
 const HOST = hostname();
+/** Where the adapter's own errors say they come from: `[cairn] [langgraph] …`. */
+const LANGGRAPH = { engine: 'langgraph' } as const;
 const ABSENT = Symbol('absent');
 
 function tipKey(thread: string, ns: string): string {
@@ -573,9 +575,9 @@ function tipKey(thread: string, ns: string): string {
 }
 
 function requireThread(config: RunnableConfig, call: string): string {
-  if (!config.configurable) throw new InvalidOptionError(`[cairn] [langgraph] ${call} needs config.configurable with a thread_id.`);
+  if (!config.configurable) throw new InvalidOptionError(`${call} needs config.configurable with a thread_id.`, { place: LANGGRAPH });
   const thread = config.configurable.thread_id as unknown;
-  if (thread === undefined || thread === null || thread === '') throw new InvalidOptionError(`[cairn] [langgraph] ${call} needs config.configurable.thread_id.`);
+  if (thread === undefined || thread === null || thread === '') throw new InvalidOptionError(`${call} needs config.configurable.thread_id.`, { place: LANGGRAPH });
   return String(thread);
 }
 

@@ -57,7 +57,7 @@ describe.each(engines)('LangGraph known failures, fixed through CairnSaver ($nam
     // The winner's turn is the thread's, and the thread goes on.
     const winner = (results.find((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ messages: { content: unknown }[] }>).value;
     const state = await app.getState(config);
-    expect(state.values.messages.map((m) => m.content)).toEqual(winner.messages.map((m) => m.content));
+    expect(state.values.messages.map((m: { content: unknown }) => m.content)).toEqual(winner.messages.map((m) => m.content));
     const after = await app.invoke({ messages: [new HumanMessage('three')] }, config);
     expect(after.messages.at(-1)?.content).toBe('answer to three');
   });

@@ -85,7 +85,7 @@ describe.each(engines)('LangGraph StateGraph on CairnSaver ($name)', (kit) => {
     const config = { configurable: { thread_id: 'order_7' } };
     const first = approvalGraph(await saver());
     const paused = await first.invoke({ request: 'refund' }, config);
-    expect(paused.__interrupt__?.[0]?.value).toEqual({ question: 'approve refund?' });
+    expect((paused as { __interrupt__?: { value: unknown }[] }).__interrupt__?.[0]?.value).toEqual({ question: 'approve refund?' });
     expect((await engine!.checkpointer.getThread('order_7'))?.status).toBe('interrupted');
 
     // A fresh saver on the same engine: nothing is held in memory across the pause.

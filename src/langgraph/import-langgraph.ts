@@ -1,0 +1,186 @@
+/**
+ * @module langgraph/import-langgraph
+ * Brings an existing LangGraph checkpoint database over: every thread of a
+ * SqliteSaver file or a PostgresSaver schema becomes a cairn thread, with its whole
+ * history (every checkpoint of every namespace, forks as branches) and the pending
+ * writes of each checkpoint. The source is read through LangGraph's own saver, so
+ * whatever it can read (any checkpoint format, delta channels) comes over as it reads
+ * it; it is never written to. `cairn import-langgraph` runs this.
+ */
+import { existsSync } from 'node:fs';
+import type { BaseCheckpointSaver, ChannelVersions, CheckpointTuple, PendingWrite } from '@langchain/langgraph-checkpoint';
+import { DriverMissingError, InvalidOptionError, LangGraphSourceNotFoundError } from '../errors.js';
+import type { CairnSaver } from './cairn-saver.js';
+
+/** Where the importer's errors say they come from: `[cairn] [langgraph] …`. */
+const LANGGRAPH = { engine: 'langgraph' } as const;
+
+/** A LangGraph checkpoint database opened for reading: its saver and the ids of its threads. */
+export interface LangGraphSource {
+  /** `sqlite` or `postgres`. */
+  readonly kind: string;
+  readonly saver: BaseCheckpointSaver;
+  /** Every thread id in the database, ascending. */
+  threadIds(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** What {@link importLangGraph} did. */
+export interface LangGraphImportReport {
+  /** Threads imported. */
+  threads: number;
+  checkpoints: number;
+  /** Pending writes carried over (one per LangGraph write). */
+  writes: number;
+  /** Threads left out because the target already has a thread with that id. */
+  skipped: string[];
+}
+
+/** Options of {@link importLangGraph}. */
+export interface ImportLangGraphOptions {
+  /** Only these threads (default: every thread of the source). */
+  threads?: string[];
+  /** Called after each thread, with how many are done of how many. */
+  onThread?: (done: number, total: number, threadId: string) => void;
+}
+
+/**
+ * Opens a LangGraph checkpoint database: a SqliteSaver file, or a PostgresSaver
+ * database `postgres://user@host/db` (`#schema` for a schema other than `public`).
+ * Needs `@langchain/langgraph-checkpoint-sqlite` or `-postgres` (DriverMissingError
+ * says which to install); a missing file or one without LangGraph's tables is
+ * LangGraphSourceNotFoundError, and nothing is created.
+ *
+ * @example
+ * ```ts
+ * const source = await openLangGraphSource('./langgraph.db');
+ * const report = await importLangGraph(source, new CairnSaver({ engine: sqlite('./cairn.db') }));
+ * await source.close();
+ * ```
+ */
+export async function openLangGraphSource(from: string): Promise<LangGraphSource> {
+  if (/^postgres(ql)?:\/\//i.test(from)) return openPostgres(from);
+  return openSqlite(from.replace(/^(sqlite|file):/i, ''));
+}
+
+async function load<T>(name: string): Promise<T> {
+  try {
+    return (await import(name)) as T;
+  } catch (error) {
+    throw new DriverMissingError(`reading a LangGraph database needs ${name}: npm install ${name}.`, { cause: error, place: LANGGRAPH });
+  }
+}
+
+async function openSqlite(path: string): Promise<LangGraphSource> {
+  if (!existsSync(path)) throw new LangGraphSourceNotFoundError(path, 'there is no such file.');
+  const { SqliteSaver } = await load<typeof import('@langchain/langgraph-checkpoint-sqlite')>('@langchain/langgraph-checkpoint-sqlite');
+  const saver = SqliteSaver.fromConnString(path);
+  const db = saver.db;
+  const table = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'").get();
+  if (!table) {
+    db.close();
+    throw new LangGraphSourceNotFoundError(path, 'the file has no checkpoints table (SqliteSaver).');
+  }
+  return {
+    kind: 'sqlite',
+    saver,
+    threadIds: async () => (db.prepare('SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id').all() as { thread_id: string }[]).map((r) => String(r.thread_id)),
+    close: async () => {
+      db.close();
+    },
+  };
+}
+
+async function openPostgres(from: string): Promise<LangGraphSource> {
+  const hash = from.indexOf('#');
+  const url = hash >= 0 ? from.slice(0, hash) : from;
+  const schema = hash >= 0 ? from.slice(hash + 1) : 'public';
+  if (!/^[A-Za-z_][A-Za-z0-9_$]*$/.test(schema)) throw new InvalidOptionError(`"${schema}" is not a schema name.`, { place: LANGGRAPH });
+  const { PostgresSaver } = await load<typeof import('@langchain/langgraph-checkpoint-postgres')>('@langchain/langgraph-checkpoint-postgres');
+  const pg = (await load<{ default: typeof import('pg') }>('pg')).default;
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  const found = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'checkpoints'", [schema]);
+  if (!found.rows[0]?.n) {
+    await pool.end();
+    throw new LangGraphSourceNotFoundError(from.replace(/:[^:@/]*@/, ':***@'), `schema "${schema}" has no checkpoints table (PostgresSaver).`);
+  }
+  // No setup(): that would migrate the source. The tables are there; the saver only reads.
+  const saver = new PostgresSaver(pool, undefined, { schema });
+  return {
+    kind: 'postgres',
+    saver,
+    threadIds: async () => (await pool.query<{ thread_id: string }>(`SELECT DISTINCT thread_id FROM "${schema}".checkpoints ORDER BY thread_id`)).rows.map((r) => String(r.thread_id)),
+    close: async () => {
+      await pool.end();
+    },
+  };
+}
+
+/**
+ * Copies every thread of `source` (or `options.threads`) into `target`, checkpoint by
+ * checkpoint, parents before children (each namespace in checkpoint-id order), each
+ * with its pending writes: the threads are cairn threads from then on, their forks
+ * branches. A thread the target already has is skipped and reported.
+ */
+export async function importLangGraph(source: LangGraphSource, target: CairnSaver, options: ImportLangGraphOptions = {}): Promise<LangGraphImportReport> {
+  const ids = options.threads ?? (await source.threadIds());
+  const report: LangGraphImportReport = { threads: 0, checkpoints: 0, writes: 0, skipped: [] };
+  let done = 0;
+  for (const threadId of ids) {
+    if (await target.engine.checkpointer.getThread(threadId)) report.skipped.push(threadId);
+    else {
+      const counts = await importThread(source.saver, target, threadId);
+      report.threads++;
+      report.checkpoints += counts.checkpoints;
+      report.writes += counts.writes;
+    }
+    options.onThread?.(++done, ids.length, threadId);
+  }
+  return report;
+}
+
+async function importThread(source: BaseCheckpointSaver, target: CairnSaver, threadId: string): Promise<{ checkpoints: number; writes: number }> {
+  // First the ids, newest first as LangGraph lists them, keeping nothing else of each
+  // tuple: a long thread's states are read again one at a time below.
+  const refs: { ns: string; id: string }[] = [];
+  for await (const tuple of source.list({ configurable: { thread_id: threadId } })) {
+    refs.push({ ns: (tuple.config.configurable?.checkpoint_ns as string | undefined) ?? '', id: tuple.checkpoint.id });
+  }
+  refs.sort((a, b) => (a.ns !== b.ns ? (a.ns < b.ns ? -1 : 1) : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const versions = new Map<string, ChannelVersions>();
+  let writes = 0;
+  for (const ref of refs) {
+    const tuple = await source.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: ref.ns, checkpoint_id: ref.id } });
+    if (!tuple) continue;
+    const parentId = tuple.parentConfig?.configurable?.checkpoint_id as string | undefined;
+    const parentVersions = parentId ? versions.get(`${ref.ns}\u0000${parentId}`) : undefined;
+    const config = { configurable: { thread_id: threadId, checkpoint_ns: ref.ns, ...(parentId ? { checkpoint_id: parentId } : {}) } };
+    const stored = await target.put(config, tuple.checkpoint, tuple.metadata ?? { source: 'loop', step: -1, parents: {} }, changedVersions(tuple, parentVersions));
+    versions.set(`${ref.ns}\u0000${ref.id}`, { ...tuple.checkpoint.channel_versions });
+    for (const [taskId, group] of groupByTask(tuple.pendingWrites ?? [])) {
+      await target.putWrites(stored, group, taskId);
+      writes += group.length;
+    }
+  }
+  return { checkpoints: refs.length, writes };
+}
+
+/** The channels whose version differs from the parent's: what this checkpoint wrote (every channel of a root). */
+function changedVersions(tuple: CheckpointTuple, parent: ChannelVersions | undefined): ChannelVersions {
+  const changed: ChannelVersions = {};
+  for (const [channel, version] of Object.entries(tuple.checkpoint.channel_versions)) {
+    if (!parent || parent[channel] !== version) changed[channel] = version;
+  }
+  return changed;
+}
+
+/** A checkpoint's writes by task, in the order LangGraph returned them. */
+function groupByTask(writes: NonNullable<CheckpointTuple['pendingWrites']>): Map<string, PendingWrite[]> {
+  const groups = new Map<string, PendingWrite[]>();
+  for (const [taskId, channel, value] of writes) {
+    let group = groups.get(taskId);
+    if (!group) groups.set(taskId, (group = []));
+    group.push([channel, value]);
+  }
+  return groups;
+}
