@@ -22,3 +22,5 @@ export { CairnSaver } from './cairn-saver.js';
 export type { CairnSaverOptions } from './cairn-saver.js';
 export { CairnStore } from './cairn-store.js';
 export type { CairnStoreOptions } from './cairn-store.js';
+export { importLangGraph, openLangGraphSource } from './import-langgraph.js';
+export type { ImportLangGraphOptions, LangGraphImportReport, LangGraphSource } from './import-langgraph.js';

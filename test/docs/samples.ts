@@ -131,7 +131,7 @@ function namedContexts(text: string): Map<string, string> {
 }
 
 /** Packages a sample may import besides cairn, linked from the repository's node_modules. */
-const LINKED = ['zod', 'pg', 'better-sqlite3', 'vitest', '@types/node', '@types/pg', '@types/better-sqlite3', '@opentelemetry/api', '@opentelemetry/sdk-trace-base', 'ai'];
+const LINKED = ['zod', 'pg', 'better-sqlite3', 'vitest', '@types/node', '@types/pg', '@types/better-sqlite3', '@opentelemetry/api', '@opentelemetry/sdk-trace-base', 'ai', '@langchain/core', '@langchain/langgraph', '@langchain/langgraph-checkpoint'];
 
 /**
  * A fresh ESM project in a temp dir, as `npm init -y && npm pkg set type=module`
@@ -154,6 +154,7 @@ export function createSampleProject(): string {
   );
   mkdirSync(join(dir, 'node_modules/@types'), { recursive: true });
   mkdirSync(join(dir, 'node_modules/@opentelemetry'), { recursive: true });
+  mkdirSync(join(dir, 'node_modules/@langchain'), { recursive: true });
   symlinkSync(REPO, join(dir, 'node_modules/cairn'), 'dir');
   for (const name of LINKED) symlinkSync(join(REPO, 'node_modules', name), join(dir, 'node_modules', name), 'dir');
   return dir;
