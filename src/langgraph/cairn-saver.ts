@@ -49,11 +49,12 @@ import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { RawJson, decode, encode } from '../codec/tagged-json.js';
 import { LEASE_MS, SNAPSHOT_EVERY } from '../defaults.js';
 import { crashPoint } from '../internal/crash-points.js';
-import { InvalidOptionError, PositionNotFoundError, ThreadBusyError } from '../errors.js';
+import { InvalidOptionError, LeaseLostError, PositionNotFoundError, ThreadBusyError } from '../errors.js';
 import { materialize, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
 import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionKind } from '../runtime/position.js';
 import { CheckpointIndex } from './checkpoint-index.js';
-import { ChannelValues, EMPTY_TEXT, SCALAR, WRAP_KEY } from './channel-values.js';
+import { pageStates, type PositionState } from './position-states.js';
+import { ChannelValues, EMPTY_TEXT, SCALAR, WRAP_KEY, isWrapped } from './channel-values.js';
 import { langGraphRecord, type LangGraphRecord, type SaverBody, type StoredWrite } from './saver-body.js';
 
 /** Options of {@link CairnSaver}. */
@@ -66,8 +67,10 @@ export interface CairnSaverOptions {
   kind?: ThreadKind;
   /** Positions between snapshots along a branch. Default: cairn's `SNAPSHOT_EVERY` (50). */
   snapshotEvery?: number;
-  /** How long one write holds the thread's lease at most. Default: cairn's `LEASE_MS`. */
+  /** How long the thread's lease is taken for (renewed while writes go on). Default: cairn's `LEASE_MS`. */
   leaseMs?: number;
+  /** How long the saver keeps a thread's lease after its last write before giving it back. Default 1,000 ms. */
+  idleReleaseMs?: number;
   /** How long a write waits for another process's write on the same thread to finish before ThreadBusyError. Default 5,000 ms. */
   busyWaitMs?: number;
   /**
@@ -97,6 +100,8 @@ interface RunState {
 }
 
 const SCHEMA_VERSION = 1;
+/** Positions `list` reads (and rolls forward) at once. */
+const PAGE = 100;
 const SOURCE_KINDS: Record<string, PositionKind> = { input: 'input', loop: 'step', update: 'fork', fork: 'fork' };
 
 /**
@@ -124,12 +129,15 @@ export class CairnSaver extends BaseCheckpointSaver {
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly runs = new WeakMap<object, RunState>();
   /** Writes waiting for their checkpoint's put, by thread, namespace and checkpoint id. */
+  /** Leases kept between writes, by thread (see `withLease`). */
+  private readonly held = new Map<string, { lease: ThreadLease; timer: NodeJS.Timeout }>();
   private readonly awaitedPuts = new Map<string, { landed: Promise<void>; resolve: () => void; waiting: number }>();
   private readonly kind: ThreadKind;
   private readonly snapshotEvery: number;
   private readonly leaseMs: number;
   private readonly busyWaitMs: number;
   private readonly writesWaitMs: number;
+  private readonly idleReleaseMs: number;
 
   constructor(options: CairnSaverOptions) {
     super(options.serde);
@@ -142,6 +150,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     this.leaseMs = options.leaseMs ?? LEASE_MS;
     this.busyWaitMs = options.busyWaitMs ?? 5_000;
     this.writesWaitMs = options.writesWaitMs ?? 30_000;
+    this.idleReleaseMs = options.idleReleaseMs ?? 1_000;
   }
 
   /** The checkpoint named by `config` (its `checkpoint_id`, or the namespace's latest), or undefined. */
@@ -189,18 +198,29 @@ export class CairnSaver extends BaseCheckpointSaver {
       const namespaces = nsWanted !== undefined ? [nsWanted] : await this.cp.listNamespaces(thread);
       for (const ns of namespaces) {
         let beforeSeq: number | undefined;
+        // Decoded items, shared by the tuples of this namespace: each is decoded once.
+        const decoded = new WeakMap<object, unknown>();
         for (;;) {
-          const page = await this.cp.listPositions(thread, ns, { limit: 100, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
+          // A page no longer than what is left to yield: a `limit: 1` listing loads one state.
+          const size = Math.min(PAGE, left);
+          const page = await this.cp.listPositions(thread, ns, { limit: size, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
+          const wanted: StoredPosition[] = [];
+          const records = new Map<number, LangGraphRecord>();
           for (const position of page) {
             const record = langGraphRecord(decode(position.body));
             if (!record) continue;
             if (beforeId !== undefined && !(record.id < beforeId)) continue;
             if (filter && !(await this.metadataMatches(record, filter))) continue;
-            const loaded = await materialize(this.cp, undefined, thread, ns, position.seq);
-            yield await this.tuple(thread, ns, loaded, record);
+            wanted.push(position);
+            records.set(position.seq, record);
+          }
+          // A filter that keeps few positions loads each alone; otherwise the page rolls forward from its oldest.
+          const states = wanted.length === page.length ? await pageStates(this.cp, thread, ns, page) : await Promise.all(wanted.map((p) => materialize(this.cp, undefined, thread, ns, p.seq)));
+          for (const state of states) {
+            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, decoded);
             if (--left <= 0) return;
           }
-          if (page.length < 100) break;
+          if (page.length < size) break;
           beforeSeq = page[page.length - 1]!.seq;
         }
       }
@@ -245,7 +265,12 @@ export class CairnSaver extends BaseCheckpointSaver {
       const stored: StoredWrite[] = [];
       for (let i = 0; i < writes.length; i++) {
         const [channel, value] = writes[i]!;
-        stored.push({ task: taskId, path: taskPath, idx: WRITES_IDX_MAP[channel] ?? i, channel, value: await this.values.encode(value) });
+        const write: StoredWrite = { task: taskId, path: taskPath, idx: WRITES_IDX_MAP[channel] ?? i, channel };
+        // A list is kept as its items' texts: when the checkpoint after this one appends
+        // them to the channel, the folded write points at those items instead of copying them.
+        if (Array.isArray(value)) write.items = await this.values.encodeItems(value);
+        else write.value = await this.values.encode(value);
+        stored.push(write);
       }
       // One call's writes are one pending write, so one transaction: a task whose writes
       // landed only in part would pass for done, and its missing writes (the edge to the
@@ -299,7 +324,16 @@ export class CairnSaver extends BaseCheckpointSaver {
   async deleteThread(threadId: string): Promise<void> {
     const thread = String(threadId);
     await this.locked(thread, async () => {
-      await this.cp.deleteThread(thread);
+      const held = this.held.get(thread);
+      if (held) {
+        clearTimeout(held.timer);
+        this.held.delete(thread);
+      }
+      await this.cp.deleteThread(thread, held ? { lease: held.lease } : {}).catch(async (error: unknown) => {
+        // The kept lease was lost meanwhile: delete as anyone would.
+        if (held && LeaseLostError.is(error)) return this.cp.deleteThread(thread);
+        throw error;
+      });
       this.index.forget(thread);
       for (const key of [...this.tips.keys()]) if (key.startsWith(`${thread}\u0000`)) this.tips.delete(key);
     });
@@ -307,11 +341,11 @@ export class CairnSaver extends BaseCheckpointSaver {
 
   // ------------------------------------------------------------------ reading
 
-  private async tuple(thread: string, ns: string, loaded: LoadedPosition, record: LangGraphRecord): Promise<CheckpointTuple> {
+  private async tuple(thread: string, ns: string, loaded: PositionState, record: LangGraphRecord, cache?: WeakMap<object, unknown>): Promise<CheckpointTuple> {
     const channelValues: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(loaded.state)) {
       if (!Object.hasOwn(record.versions, name)) continue;
-      const decoded = await this.fieldValue(value, Object.hasOwn(loaded.appends, name));
+      const decoded = await this.fieldValue(value, Object.hasOwn(loaded.appends, name), cache);
       if (decoded !== ABSENT) channelValues[name] = decoded;
     }
     const checkpoint: Checkpoint = {
@@ -328,14 +362,14 @@ export class CairnSaver extends BaseCheckpointSaver {
       config: { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.id } },
       checkpoint,
       metadata: (await this.values.decodeText(record.metadata)) as CheckpointMetadata,
-      pendingWrites: await Promise.all(writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await this.values.decodeText(w.value)])),
+      pendingWrites: await Promise.all(writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await this.writeValue(w)])),
     };
     if (record.parentId !== undefined) {
       tuple.parentConfig = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.parentId } };
       // Checkpoints before format 4 kept pending sends as the parent's writes.
       if (record.v < 4 && loaded.position.parent !== null) {
         const sends = (await this.writesOf(thread, ns, loaded.position.parent)).filter((w) => w.channel === TASKS);
-        checkpoint.channel_values[TASKS] = await Promise.all(sends.map((w) => this.values.decodeText(w.value)));
+        checkpoint.channel_values[TASKS] = await Promise.all(sends.map((w) => this.writeValue(w)));
         const versions = Object.values(checkpoint.channel_versions);
         checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
       }
@@ -344,15 +378,32 @@ export class CairnSaver extends BaseCheckpointSaver {
   }
 
   /** A channel's value from its stored field (a list field's items, or a set value), or ABSENT for an emptied channel. */
-  private async fieldValue(value: unknown, isList: boolean): Promise<unknown> {
+  private async fieldValue(value: unknown, isList: boolean, cache?: WeakMap<object, unknown>): Promise<unknown> {
     if (isList) {
       const items = value as unknown[];
       if (items.length === 1 && isWrapper(items[0], SCALAR)) return this.values.decode(items[0]);
       if (items.length === 1 && isWrapper(items[0], 'empty')) return ABSENT;
-      return Promise.all(items.map((item) => this.values.decode(item)));
+      // Plain items are their own value: only wrapped ones (messages...) are decoded, once each with a cache.
+      const out = new Array<unknown>(items.length);
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i];
+        if (!isWrapped(item)) out[i] = item;
+        else if (cache?.has(item)) out[i] = cache.get(item);
+        else {
+          out[i] = await this.values.decode(item);
+          cache?.set(item, out[i]);
+        }
+      }
+      return out;
     }
     if (isWrapper(value, 'empty')) return ABSENT;
     return this.values.decode(value);
+  }
+
+  /** A write's value, from its stored form. */
+  private async writeValue(write: StoredWrite): Promise<unknown> {
+    if (write.items) return Promise.all(write.items.map((text) => this.values.decodeText(text)));
+    return this.values.decodeText(write.value ?? 'null');
   }
 
   /** A checkpoint's writes: those still pending at it, and those its children folded in; in LangGraph's order. */
@@ -361,7 +412,17 @@ export class CairnSaver extends BaseCheckpointSaver {
     for (const child of await this.index.childrenOf(thread, ns, seq)) {
       const position = await this.cp.getPosition(thread, ns, child);
       const folded = position ? langGraphRecord(decode(position.body))?.parentWrites : undefined;
-      for (const write of folded ?? []) byKey.set(`${write.task}#${write.idx}`, write);
+      if (!folded) continue;
+      const fields = [...new Set(folded.filter((w) => w.ref).map((w) => w.channel))].sort();
+      const items = fields.length ? await this.cp.getPositionItems(thread, ns, child, fields) : [];
+      for (const write of folded) {
+        if (write.ref) {
+          const [from, count] = write.ref;
+          const texts = items.filter((item) => item.field === write.channel && item.index >= from && item.index < from + count).map((item) => item.text);
+          const { ref: _ref, ...rest } = write;
+          byKey.set(`${write.task}#${write.idx}`, { ...rest, items: texts });
+        } else byKey.set(`${write.task}#${write.idx}`, write);
+      }
     }
     for (const pending of await this.cp.getPendingWrites(thread, ns, seq)) {
       for (const write of pendingWrites(pending)) byKey.set(`${write.task}#${write.idx}`, write);
@@ -468,7 +529,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     if (Object.keys(extra).length) record.extra = extra;
     if (parent) {
       const pending = await this.cp.getPendingWrites(thread, ns, parent.position.seq);
-      if (pending.length) record.parentWrites = pending.flatMap(pendingWrites);
+      if (pending.length) record.parentWrites = foldWrites(pending.flatMap(pendingWrites), items);
     }
     const body: SaverBody = {
       kind: SOURCE_KINDS[metadata.source] ?? 'step',
@@ -528,24 +589,77 @@ export class CairnSaver extends BaseCheckpointSaver {
     throw new ThreadBusyError(thread, `another run moved the head of namespace "${ns}" to seq ${headSeq} after this run read seq ${parentSeq}`, { engine: this.cp.engine, ...(ns ? { ns } : {}) });
   }
 
-  /** Runs `fn` under the thread's lease: taken for this one write and given back after it (waiting a little for another process's write). */
+  /**
+   * Runs `fn` under the thread's lease. The lease is kept between writes (a run's
+   * puts and writes follow one another closely) and given back once the thread has
+   * been idle for `idleReleaseMs`; another process's write meanwhile waits for it (up
+   * to `busyWaitMs`). A kept lease near its expiry is renewed first; one taken over
+   * (LeaseLostError) is dropped, so the next write acquires afresh. Called under the
+   * thread's lock, so one lease is never used by two writes at once.
+   */
   private async withLease<T>(thread: string, fn: (lease: ThreadLease) => Promise<T>): Promise<T> {
+    let held = this.held.get(thread);
+    if (held) {
+      clearTimeout(held.timer);
+      if (held.lease.expiresAt - Date.now() < this.leaseMs / 2) {
+        try {
+          held.lease = await this.cp.renewLease(held.lease, this.leaseMs);
+        } catch (error) {
+          if (!LeaseLostError.is(error)) throw error;
+          this.held.delete(thread);
+          held = undefined;
+        }
+      }
+    }
+    const lease = held?.lease ?? (await this.acquire(thread));
+    try {
+      return await fn(lease);
+    } catch (error) {
+      if (LeaseLostError.is(error)) this.held.delete(thread);
+      throw error;
+    } finally {
+      if (this.held.has(thread) || !held) this.keep(thread, lease);
+    }
+  }
+
+  private async acquire(thread: string): Promise<ThreadLease> {
     const owner = { runId: randomUUID(), pid: process.pid, host: HOST };
     const deadline = Date.now() + this.busyWaitMs;
-    let lease: ThreadLease;
     for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
       try {
-        lease = await this.cp.acquireThread(thread, { owner, leaseMs: this.leaseMs, create: { kind: this.kind, tenant: null, metadata: { langgraph: true } } });
-        break;
+        return await this.cp.acquireThread(thread, { owner, leaseMs: this.leaseMs, create: { kind: this.kind, tenant: null, metadata: { langgraph: true } } });
       } catch (error) {
         if (!ThreadBusyError.is(error) || Date.now() + wait > deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
-    try {
-      return await fn(lease);
-    } finally {
-      await this.cp.releaseThread(lease);
+  }
+
+  /** Keeps `lease` for the next write, to be given back after `idleReleaseMs` without one. */
+  private keep(thread: string, lease: ThreadLease): void {
+    const timer = setTimeout(() => {
+      void this.locked(thread, async () => {
+        const held = this.held.get(thread);
+        if (held?.timer !== timer) return;
+        this.held.delete(thread);
+        await this.cp.releaseThread(held.lease).catch(() => undefined);
+      });
+    }, this.idleReleaseMs);
+    // A kept lease never keeps the process alive: a dead holder's lease is taken over at once on its host.
+    timer.unref();
+    this.held.set(thread, { lease, timer });
+  }
+
+  /** Gives back every lease this saver keeps (the engine stays open). Further calls take them again. */
+  async release(): Promise<void> {
+    for (const thread of [...this.held.keys()]) {
+      await this.locked(thread, async () => {
+        const held = this.held.get(thread);
+        if (!held) return;
+        clearTimeout(held.timer);
+        this.held.delete(thread);
+        await this.cp.releaseThread(held.lease).catch(() => undefined);
+      });
     }
   }
 
@@ -595,6 +709,37 @@ function extendsList(stored: readonly string[], next: readonly string[]): boolea
 
 function isWrapper(value: unknown, kind: string): boolean {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && (value as Record<string, unknown>)[WRAP_KEY] === kind;
+}
+
+/**
+ * The parent's writes as the child keeps them: a list write whose items the child
+ * appended to (or reset) the same channel points at them (`ref`) rather than copying.
+ */
+function foldWrites(writes: StoredWrite[], items: readonly PositionItem[]): StoredWrite[] {
+  const byField = new Map<string, string[]>();
+  for (const item of items) {
+    let texts = byField.get(item.field);
+    if (!texts) byField.set(item.field, (texts = []));
+    texts[item.index] = item.text;
+  }
+  return writes.map((write) => {
+    const texts = write.items && byField.get(write.channel);
+    if (!write.items || !texts || write.items.length === 0) return write;
+    const from = findRun(texts, write.items);
+    if (from < 0) return write;
+    const { items: _items, ...rest } = write;
+    return { ...rest, ref: [from, write.items.length] };
+  });
+}
+
+/** Where `run` occurs in `texts` as a contiguous run, or -1. */
+function findRun(texts: readonly string[], run: readonly string[]): number {
+  for (let start = texts.indexOf(run[0]!); start >= 0 && start + run.length <= texts.length; start = texts.indexOf(run[0]!, start + 1)) {
+    let i = 1;
+    while (i < run.length && texts[start + i] === run[i]) i++;
+    if (i === run.length) return start;
+  }
+  return -1;
 }
 
 /** The LangGraph writes one cairn pending write holds (one `putWrites` call's). */

@@ -35,7 +35,8 @@ function isPlainContainer(value: object): boolean {
   return proto === Object.prototype || proto === null || Array.isArray(value) || value instanceof Map || value instanceof Set || value instanceof Date || ArrayBuffer.isView(value);
 }
 
-function isWrapped(value: unknown): value is Wrapped {
+/** True for a value stored wrapped (`{ $langgraph: … }`): it needs {@link ChannelValues.decode}; anything else is its own value. */
+export function isWrapped(value: unknown): value is Wrapped {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype && Object.hasOwn(value, WRAP_KEY);
 }
 
@@ -63,10 +64,29 @@ export class ChannelValues {
     return text;
   }
 
-  /** Each item's text (a list channel's items are stored one by one). */
+  /**
+   * Each item's text (a list channel's items are stored one by one). Items are
+   * remembered by identity, plain objects too: LangGraph hands over the same item
+   * objects at every step (a reducer returns a new list of the old items and the new
+   * ones), so a long list costs a lookup per item, not an encoding. An item object
+   * changed in place after it was stored is therefore not seen, as it is not by
+   * LangGraph's own delta channels: state is to be replaced, not mutated.
+   */
   async encodeItems(list: readonly unknown[]): Promise<string[]> {
     const texts = new Array<string>(list.length);
-    for (let i = 0; i < list.length; i++) texts[i] = await this.encode(list[i]);
+    for (let i = 0; i < list.length; i++) {
+      const item = list[i];
+      if (typeof item === 'object' && item !== null) {
+        const known = this.texts.get(item);
+        if (known !== undefined) {
+          texts[i] = known;
+          continue;
+        }
+        const text = await this.encodeFresh(item);
+        this.texts.set(item, text);
+        texts[i] = text;
+      } else texts[i] = await this.encode(item);
+    }
     return texts;
   }
 

@@ -75,11 +75,14 @@ export class CheckpointIndex {
   }
 
   private async refresh(threadId: string, ns: string, entries: NamespaceEntries): Promise<void> {
+    // The head is the highest seq (every position takes head + 1): nothing above it, nothing to read.
+    const head = await this.cp.getHead(threadId, ns);
+    if (!head || head.seq <= entries.upTo) return;
     let beforeSeq: number | undefined;
     let highest = entries.upTo;
     for (;;) {
-      const page = await this.cp.listPositions(threadId, ns, { limit: PAGE, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
-      let done = page.length < PAGE;
+      const page = await this.cp.listPositions(threadId, ns, { limit: Math.min(PAGE, head.seq - entries.upTo), ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
+      let done = page.length < Math.min(PAGE, head.seq - entries.upTo);
       for (const position of page) {
         if (position.seq <= entries.upTo) {
           done = true;

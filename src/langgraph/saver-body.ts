@@ -16,8 +16,16 @@ export interface StoredWrite {
   /** The index LangGraph keys the write by: its place in the call, or WRITES_IDX_MAP's for special channels. */
   idx: number;
   channel: string;
-  /** Canonical text of the value's stored form (see `ChannelValues`). */
-  value: string;
+  /** Canonical text of the value's stored form (see `ChannelValues`); absent for a list value. */
+  value?: string;
+  /** A list value: each item's text, as a list channel's items are stored. */
+  items?: string[];
+  /**
+   * In a child's `parentWrites` only: the list value is items `[from, from + count)` that
+   * the child appended to (or reset) the write's channel, so they are stored once, as
+   * the child's items, not twice.
+   */
+  ref?: [from: number, count: number];
 }
 
 /** The LangGraph part of a position's body. */

@@ -1,0 +1,65 @@
+/**
+ * @module langgraph/position-states
+ * The states of a page of positions, for `CairnSaver.list` (`getStateHistory`).
+ * Loading each position on its own costs its whole state: a 1,000-step history would
+ * read and decode the list's items half a million times. A page that is one linear
+ * run of positions is loaded once, at its oldest position (proven as every load is),
+ * and rolled forward: each newer position's changes are applied to the state before
+ * it, after its chain hash, items included, is checked against its parent's.
+ */
+import type { Checkpointer, RangeItem, StoredPosition } from '../contracts/checkpointer.js';
+import { comparePositionItems } from '../contracts/checkpointer.js';
+import { decode } from '../codec/tagged-json.js';
+import { CorruptRecordError } from '../errors.js';
+import { materialize } from '../runtime/materialize.js';
+import { hashPosition, type PositionBody } from '../runtime/position.js';
+
+/** A position and the state it leaves, as stored (list fields as their items). */
+export interface PositionState {
+  position: StoredPosition;
+  body: PositionBody;
+  state: Record<string, unknown>;
+  /** The list fields (append or reset changes on the branch), by name. */
+  appends: Record<string, unknown>;
+}
+
+/** The states of `page` (positions of one namespace, newest first, as `listPositions` gives them), newest first. */
+export async function pageStates(cp: Checkpointer, threadId: string, ns: string, page: readonly StoredPosition[]): Promise<PositionState[]> {
+  const ascending = [...page].reverse();
+  const linear = ascending.every((p, i) => i === 0 || p.parent === ascending[i - 1]!.seq);
+  if (!linear || ascending.length < 3) {
+    return Promise.all(page.map((p) => materialize(cp, undefined, threadId, ns, p.seq)));
+  }
+  const base = await materialize(cp, undefined, threadId, ns, ascending[0]!.seq);
+  const items = await cp.getRangeItems(threadId, ns, { from: ascending[1]!.seq, to: ascending[ascending.length - 1]!.seq });
+  const bySeq = new Map<number, RangeItem[]>();
+  for (const item of items) {
+    let list = bySeq.get(item.seq);
+    if (!list) bySeq.set(item.seq, (list = []));
+    list.push(item);
+  }
+  const states: PositionState[] = [base];
+  let values = base.state;
+  const lists: Record<string, unknown> = { ...base.appends };
+  let previous = base.position;
+  for (const position of ascending.slice(1)) {
+    const own = (bySeq.get(position.seq) ?? []).sort(comparePositionItems);
+    if (hashPosition(position, own, previous.hash) !== position.hash) {
+      throw new CorruptRecordError(`position ${position.seq} does not match its hash: its row or its items were changed or damaged.`, { place: { engine: cp.engine, thread: threadId, ns, seq: position.seq } });
+    }
+    const body = decode<PositionBody>(position.body, `position ${position.seq} of thread ${threadId}`);
+    values = { ...values };
+    for (const [name, change] of Object.entries(body.changes)) {
+      if ('set' in change) {
+        values[name] = change.set;
+        continue;
+      }
+      const added = own.filter((item) => item.field === name).map((item) => decode(item.text));
+      values[name] = 'append' in change ? [...((values[name] as unknown[] | undefined) ?? []), ...added] : added;
+      lists[name] = true;
+    }
+    states.push({ position, body, state: values, appends: { ...lists } });
+    previous = position;
+  }
+  return states.reverse();
+}
