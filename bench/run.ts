@@ -31,6 +31,8 @@
  *   --no-postgres     skip the PostgreSQL sections (step commit; the inspector on PostgreSQL)
  *   --no-drivers      skip the better-sqlite3 / node:sqlite section (bench/drivers.ts)
  *   --no-inspector    skip the inspector section
+ *   --no-langgraph-savers  skip LangGraph.js run with CairnSaver beside SqliteSaver and PostgresSaver
+ *                     (bench/langgraph-savers.ts; at the sizes >= 1000)
  *   --inspector-only  only the inspector section (also CAIRN_BENCH_ONLY=inspector); its sizes:
  *                     CAIRN_BENCH_INSPECTOR_THREADS, CAIRN_BENCH_INSPECTOR_POSITIONS, CAIRN_BENCH_INSPECTOR_ROUNDS
  * Progress goes to stderr.
@@ -46,6 +48,7 @@ import { benchDrivers, DRIVER_ROUNDS, type DriverBenchResult } from './drivers.j
 import { median, runChild } from './measure.js';
 import { benchInspectorPostgres, benchInspectorSqlite, OPEN_GOAL_MS, PAGE_GOAL_MS, type InspectorBenchResult } from './inspector.js';
 import { benchPostgres, type PostgresBenchResult } from './postgres.js';
+import { SAVERS, benchSavers, printSavers, type SaverResult } from './langgraph-savers.js';
 import { ONE_ROW_CHILD, RAW_SQLITE_SETTINGS } from './raw-sqlite.js';
 import type { WorkloadResult } from './workload.js';
 
@@ -60,7 +63,8 @@ const withPostgres = !argv.includes('--no-postgres');
 const inspectorOnly = argv.includes('--inspector-only') || process.env.CAIRN_BENCH_ONLY === 'inspector';
 const withDrivers = !argv.includes('--no-drivers') && !inspectorOnly;
 const withInspector = !argv.includes('--no-inspector');
-const unknown = argv.filter((a) => !['--json', '--quick', '--no-postgres', '--no-drivers', '--no-inspector', '--inspector-only'].includes(a) && !a.startsWith('--n=') && !a.startsWith('--only='));
+const withSavers = !argv.includes('--no-langgraph-savers') && !inspectorOnly;
+const unknown = argv.filter((a) => !['--json', '--quick', '--no-postgres', '--no-drivers', '--no-inspector', '--inspector-only', '--no-langgraph-savers'].includes(a) && !a.startsWith('--n=') && !a.startsWith('--only='));
 if (unknown.length) throw new Error(`unknown argument(s) ${unknown.join(' ')}; usage: run.ts [--json] [--quick] [--n=...] [--only=...]`);
 
 const SIZES = nArg ? nArg.split(',').map(Number) : quick ? [100, 1000] : [100, 1000, 5000];
@@ -470,16 +474,26 @@ if (withInspector) {
   inspectorResults.push(await benchInspectorSqlite(progress).catch(failed('sqlite')));
   if (withPostgres) inspectorResults.push(await benchInspectorPostgres(progress).catch(failed('postgres')));
 }
+// LangGraph.js itself with each checkpointer: CairnSaver beside SqliteSaver and PostgresSaver.
+let saverResults: SaverResult[] | { error: string } | undefined;
+const saverSizes = SIZES.filter((n) => n >= 1000);
+if (withSavers && saverSizes.length) {
+  saverResults = await benchSavers(saverSizes, withPostgres ? SAVERS : SAVERS.filter((s) => !s.includes('postgres')), progress).catch((error: unknown) => ({ error: (error as Error).message }));
+}
 const totalSeconds = (performance.now() - started) / 1000;
 progress(`bench: done in ${totalSeconds.toFixed(0)} s`);
 
 if (asJson) {
-  console.log(JSON.stringify({ settings: env, targetN: TARGET_N, sizes: reports, postgres: pgResult, drivers: driverResult, inspector: inspectorResults, totalSeconds }, null, 2));
+  console.log(JSON.stringify({ settings: env, targetN: TARGET_N, sizes: reports, postgres: pgResult, drivers: driverResult, inspector: inspectorResults, langgraphSavers: saverResults, totalSeconds }, null, 2));
 } else {
   printSettings(env);
   for (const report of reports) printSize(report);
   if (pgResult) printPostgres(pgResult);
   if (driverResult) printDrivers(driverResult);
+  if (saverResults) {
+    if ('error' in saverResults) console.log(`\n=== LangGraph.js with each checkpointer: failed: ${saverResults.error} ===`);
+    else printSavers(saverResults);
+  }
   for (const result of inspectorResults) printInspector(result);
   console.log(`\ntotal ${totalSeconds.toFixed(0)} s`);
 }

@@ -200,6 +200,9 @@ export class CairnSaver extends BaseCheckpointSaver {
         let beforeSeq: number | undefined;
         // Decoded items, shared by the tuples of this namespace: each is decoded once.
         const decoded = new WeakMap<object, unknown>();
+        // The positions read so far (a position's child, which holds its folded writes, is read before it).
+        const known = new Map<number, StoredPosition>();
+        await this.index.childrenOf(thread, ns, -1);
         for (;;) {
           // A page no longer than what is left to yield: a `limit: 1` listing loads one state.
           const size = Math.min(PAGE, left);
@@ -216,8 +219,9 @@ export class CairnSaver extends BaseCheckpointSaver {
           }
           // A filter that keeps few positions loads each alone; otherwise the page rolls forward from its oldest.
           const states = wanted.length === page.length ? await pageStates(this.cp, thread, ns, page) : await Promise.all(wanted.map((p) => materialize(this.cp, undefined, thread, ns, p.seq)));
+          for (const position of page) known.set(position.seq, position);
           for (const state of states) {
-            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, decoded);
+            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, decoded, known);
             if (--left <= 0) return;
           }
           if (page.length < size) break;
@@ -341,7 +345,7 @@ export class CairnSaver extends BaseCheckpointSaver {
 
   // ------------------------------------------------------------------ reading
 
-  private async tuple(thread: string, ns: string, loaded: PositionState, record: LangGraphRecord, cache?: WeakMap<object, unknown>): Promise<CheckpointTuple> {
+  private async tuple(thread: string, ns: string, loaded: PositionState, record: LangGraphRecord, cache?: WeakMap<object, unknown>, known?: Map<number, StoredPosition>): Promise<CheckpointTuple> {
     const channelValues: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(loaded.state)) {
       if (!Object.hasOwn(record.versions, name)) continue;
@@ -357,7 +361,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       channel_versions: { ...record.versions },
       versions_seen: structuredClone(record.seen),
     } as Checkpoint;
-    const writes = await this.writesOf(thread, ns, loaded.position.seq);
+    const writes = await this.writesOf(thread, ns, loaded.position.seq, known);
     const tuple: CheckpointTuple = {
       config: { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.id } },
       checkpoint,
@@ -407,10 +411,12 @@ export class CairnSaver extends BaseCheckpointSaver {
   }
 
   /** A checkpoint's writes: those still pending at it, and those its children folded in; in LangGraph's order. */
-  private async writesOf(thread: string, ns: string, seq: number): Promise<StoredWrite[]> {
+  private async writesOf(thread: string, ns: string, seq: number, known?: Map<number, StoredPosition>): Promise<StoredWrite[]> {
     const byKey = new Map<string, StoredWrite>();
-    for (const child of await this.index.childrenOf(thread, ns, seq)) {
-      const position = await this.cp.getPosition(thread, ns, child);
+    // A listing brought the index up to date once, and holds the positions it read.
+    const children = known ? this.index.knownChildrenOf(thread, ns, seq) : await this.index.childrenOf(thread, ns, seq);
+    for (const child of children) {
+      const position = known?.get(child) ?? (await this.cp.getPosition(thread, ns, child));
       const folded = position ? langGraphRecord(decode(position.body))?.parentWrites : undefined;
       if (!folded) continue;
       const fields = [...new Set(folded.filter((w) => w.ref).map((w) => w.channel))].sort();
