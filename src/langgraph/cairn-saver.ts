@@ -101,7 +101,7 @@ interface RunState {
 
 const SCHEMA_VERSION = 1;
 /** Positions `list` reads (and rolls forward) at once. */
-const PAGE = 100;
+const PAGE = 500;
 const SOURCE_KINDS: Record<string, PositionKind> = { input: 'input', loop: 'step', update: 'fork', fork: 'fork' };
 
 /**
