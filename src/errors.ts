@@ -265,8 +265,10 @@ export class ThreadBusyError extends coded('ERR_THREAD_BUSY') {
     readonly threadId: string,
     readonly holder: string | null,
     place?: ErrorPlace,
+    /** What the caller can do; by default cairn's runs' remedy. */
+    remedy = "Wait for it, or pass onBusy: 'wait'.",
   ) {
-    super(`another run${holder ? ` (${holder})` : ''} holds this thread. Wait for it, or pass onBusy: 'wait'.`, {
+    super(`another run${holder ? ` (${holder})` : ''} holds this thread. ${remedy}`, {
       place: { ...place, thread: threadId },
     });
   }
@@ -292,6 +294,16 @@ export class HeadMovedError extends coded('ERR_HEAD_MOVED') {
     super(`head is at ${actual} but this commit extends ${expected}; refusing to fork the chain silently.`, {
       place: { ...place, thread: threadId },
     });
+  }
+}
+
+/**
+ * `CairnSaver.putWrites` named a LangGraph checkpoint that is not stored: it was never
+ * put, or its put did not land within `writesWaitMs`. Nothing was written.
+ */
+export class CheckpointNotFoundError extends coded('ERR_CHECKPOINT_NOT_FOUND') {
+  constructor(readonly threadId: string, readonly checkpointId: string, place?: ErrorPlace) {
+    super(`no checkpoint ${checkpointId} in this thread: writes belong to a checkpoint that was put first. Pass the config put() returned.`, { place: { ...place, thread: threadId } });
   }
 }
 

@@ -49,7 +49,7 @@ import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { RawJson, decode, encode } from '../codec/tagged-json.js';
 import { LEASE_MS, SNAPSHOT_EVERY } from '../defaults.js';
 import { crashPoint } from '../internal/crash-points.js';
-import { InvalidOptionError, LeaseLostError, PositionNotFoundError, ThreadBusyError } from '../errors.js';
+import { CheckpointNotFoundError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
 import { materialize, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
 import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionKind } from '../runtime/position.js';
 import { CheckpointIndex } from './checkpoint-index.js';
@@ -76,7 +76,7 @@ export interface CairnSaverOptions {
   /**
    * How long `putWrites` waits for the put of a checkpoint it does not find (LangGraph
    * hands a task's writes over while its checkpoint's put is still queued) before
-   * PositionNotFoundError. Default 30,000 ms.
+   * CheckpointNotFoundError. Default 30,000 ms.
    */
   writesWaitMs?: number;
 }
@@ -316,7 +316,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       clearTimeout(timer);
       const seq = outcome === 'timeout' ? null : await this.index.seqOf(thread, ns, id);
       if (seq === null) {
-        throw new PositionNotFoundError(thread, -1, { engine: this.cp.engine, ...(ns ? { ns } : {}) });
+        throw new CheckpointNotFoundError(thread, id, { engine: 'langgraph', ...(ns ? { ns } : {}) });
       }
       return seq;
     } finally {
@@ -592,7 +592,12 @@ export class CairnSaver extends BaseCheckpointSaver {
     const state = this.runs.get(run);
     if (!state) return;
     if (state.puts === 0 && (state.loaded === 'addressed' || metadata.source === 'update' || metadata.source === 'fork')) return;
-    throw new ThreadBusyError(thread, `another run moved the head of namespace "${ns}" to seq ${headSeq} after this run read seq ${parentSeq}`, { engine: this.cp.engine, ...(ns ? { ns } : {}) });
+    throw new ThreadBusyError(
+      thread,
+      `it committed seq ${headSeq} of namespace "${ns}" after this run read seq ${parentSeq}`,
+      { engine: 'langgraph', ...(ns ? { ns } : {}) },
+      'This run wrote nothing; invoke again to go on from the other run\'s checkpoint.',
+    );
   }
 
   /**
