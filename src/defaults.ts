@@ -105,3 +105,9 @@ export const INSPECTOR_HISTORY_PAGE = 50;
 
 /** The largest page (threads or positions) the web inspector's API serves. */
 export const INSPECTOR_MAX_PAGE = 500;
+
+/** Threads one evaluation from the web inspector takes when its request gives no limit. */
+export const INSPECTOR_EVAL_THREADS = 20;
+
+/** The most threads one evaluation from the web inspector may take: each re-runs the thread's model calls. */
+export const INSPECTOR_EVAL_MAX = 200;

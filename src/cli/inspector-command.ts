@@ -5,14 +5,17 @@
  * otherwise, and prints the page's URL with its access token. `--allow-actions`
  * opens the database for writing and lets the page act on threads, recorded as
  * `--actor`; `--app <module#export>` (loaded as `cairn resume --app` loads it) adds
- * the actions that run the graph's code. Runs until SIGINT or SIGTERM, which close
+ * the actions that run the graph's code (evaluation replay among them);
+ * `--eval-report <file>` shows a saved `cairn eval --json` report. Runs until SIGINT or SIGTERM, which close
  * the server, the application and the engine.
  */
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import { INSPECTOR_HOST, INSPECTOR_PORT } from '../defaults.js';
 import { userInfo } from 'node:os';
 import { InvalidOptionError } from '../errors.js';
+import { parseEvaluationReport } from '../inspector/evaluation.js';
 import { startInspector } from '../inspector/server.js';
 import { APP_ARG, APP_HELP, loadApp, type LoadedApp } from './app-loader.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
@@ -32,6 +35,7 @@ export function registerInspectorCommand(program: Command): void {
     .option('--allow-actions', "let the page act on threads: answer interrupts, send signals, settle effects, replay, fork, cancel, delete (opens the database for writing)")
     .option(`--app ${APP_ARG}`, `for the actions that run its code (answer an interrupt, replay, fork), ${APP_HELP}`)
     .option('--actor <name>', 'who the actions are recorded as (default: inspector:<os user>)')
+    .option('--eval-report <file>', 'show a report cairn eval --json saved on the evaluation page (read-only: nothing runs)')
     .addHelpText(
       'after',
       `
@@ -42,6 +46,7 @@ With --allow-actions the page can, through the same functions as the CLI, record
   send a signal to a waiting thread                                  as cairn signal
   settle an effect in doubt: its outcome, or that it failed          as cairn resolve-effect
   replay from a position (writes nothing)                            as cairn replay            (needs --app)
+  evaluate threads with the app's code and models (writes nothing)  as cairn eval              (needs --app)
   fork from a position with an edited state                          as cairn fork --patch      (needs --app)
   cancel a thread (its run stops at the next step boundary)          as cairn cancel
   delete a thread (after typing its id)                              as cairn delete-thread
@@ -50,12 +55,14 @@ cross-site requests are refused.
 
 Examples:
   cairn inspect --db ./cairn.db
-  cairn inspect --db ./cairn.db --allow-actions --app ./dist/app.js#app --actor ana`,
+  cairn inspect --db ./cairn.db --allow-actions --app ./dist/app.js#app --actor ana
+  cairn inspect --db ./cairn.db --eval-report ./eval.json`,
     )
-    .action(async (options: { db: string; artifacts?: string; port: number; host: string; allowActions?: boolean; app?: string; actor?: string }) => {
+    .action(async (options: { db: string; artifacts?: string; port: number; host: string; allowActions?: boolean; app?: string; actor?: string; evalReport?: string }) => {
       const allowActions = options.allowActions === true;
       if (!allowActions && (options.app !== undefined || options.actor !== undefined)) throw new InvalidOptionError(`${options.app !== undefined ? '--app' : '--actor'} goes with --allow-actions (the inspector is read-only without it).`);
       const actor = options.actor ?? `inspector:${userInfo().username}`;
+      const evaluationReport = options.evalReport !== undefined ? parseEvaluationReport(readFileSync(options.evalReport, 'utf8'), options.evalReport) : undefined;
       const engine = await openEngine(options.db, allowActions ? 'write' : 'read');
       let artifacts: ArtifactStore | undefined;
       let loaded: LoadedApp | undefined;
@@ -74,6 +81,7 @@ Examples:
         port: options.port,
         host: options.host,
         ...(artifacts ? { artifacts } : {}),
+        ...(evaluationReport ? { evaluationReport } : {}),
         ...(allowActions ? { allowActions, actor, ...(loaded ? { app: loaded.app } : {}) } : {}),
       });
       if (!LOCAL_HOSTS.has(options.host)) {

@@ -3,7 +3,7 @@
  * The web inspector's HTTP server (`node:http`, no framework): the built single-page
  * app and its JSON API ({@link answer}), behind an access token. Read-only unless
  * started with `allowActions`: then the POST routes of inspector/actions answer,
- * interrupts, signals, effects, forks, replays, cancellations and deletions, each
+ * interrupts, signals, effects, forks, replays, evaluations, cancellations and deletions, each
  * refused without the page's proof of origin ({@link checkSameSite}); without it every
  * POST is 403. `cairn inspect` starts it; `cairn/inspector` exports
  * {@link startInspector} for scripts.
@@ -41,10 +41,12 @@ import {
   UnknownFieldError,
 } from '../errors.js';
 import type { App } from '../runtime/app.js';
+import type { EvaluationReport } from '../runtime/evaluate.js';
 import type { StateSchema } from '../state/schema.js';
 import { actionsInfo, checkSameSite, isActionRoute, performAction, readJsonBody, type ActionContext } from './actions.js';
 import { answer, RouteNotFound, viewJson } from './api.js';
 import { ARTIFACT_ROUTE, artifactResponse, NoArtifactStore } from './artifact-route.js';
+import { EVALUATE_ROUTE, SAVED_REPORT_ROUTE, evaluateAction } from './evaluation.js';
 import { access, newToken, tokenCookie } from './auth.js';
 import { DEFAULT_UI_DIR, uiFile } from './static-files.js';
 
@@ -72,6 +74,8 @@ export interface InspectorOptions {
   app?: App<StateSchema>;
   /** Who the actions are recorded as. Default `inspector:<os user>`. */
   actor?: string;
+  /** A report `cairn eval --json` saved, shown read-only on the evaluation page (`GET /api/evaluation-report`); nothing runs. */
+  evaluationReport?: EvaluationReport;
 }
 
 /** A running inspector. */
@@ -164,11 +168,13 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       sendJson(response, 401, { error: { code: 'ERR_UNAUTHORIZED', message: 'this inspector needs its access token: open the URL cairn inspect printed (it ends with ?token=…).' } });
       return;
     }
-    if (request.method === 'POST' && isActionRoute(url.pathname)) {
+    const evaluate = url.pathname === EVALUATE_ROUTE;
+    if (request.method === 'POST' && (evaluate || isActionRoute(url.pathname))) {
       try {
         if (!actions) throw new ActionsDisabledError();
         checkSameSite(request, token);
-        sendJson(response, 200, await performAction(actions, url.pathname, await readJsonBody(request)));
+        const body = await readJsonBody(request);
+        sendJson(response, 200, evaluate ? await evaluateAction(actions, body) : await performAction(actions, url.pathname, body));
       } catch (error) {
         const { status, code, message } = errorStatus(error);
         sendJson(response, status, { error: { code, message } });
@@ -199,6 +205,10 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         const { status, code, message } = errorStatus(error);
         sendJson(response, status, { error: { code, message } });
       }
+      return;
+    }
+    if (url.pathname === SAVED_REPORT_ROUTE) {
+      sendJson(response, 200, { report: options.evaluationReport ?? null });
       return;
     }
     if (url.pathname.startsWith('/api/')) {
