@@ -36,7 +36,12 @@ function accessToken(): string {
 
 /** POST an action (`threads/<id>/<action>`) with a JSON body; the parsed answer, or an ApiError with the server's code. */
 export async function act<T>(thread: string, action: string, body: Record<string, unknown>): Promise<T> {
-  const response = await fetch(`./api/threads/${encodeURIComponent(thread)}/${action}`, {
+  return post<T>(`threads/${encodeURIComponent(thread)}/${action}`, body);
+}
+
+/** POST `/api/<path>` with a JSON body and the token header; the parsed answer, or an ApiError with the server's code. */
+export async function post<T>(path: string, body: Record<string, unknown>): Promise<T> {
+  const response = await fetch(`./api/${path}`, {
     method: 'POST',
     credentials: 'same-origin',
     headers: { 'content-type': 'application/json', 'x-cairn-token': accessToken() },
@@ -163,6 +168,15 @@ export function ThreadActions({ thread, info, onDone }: { thread: ThreadRecord; 
   return (
     <section class="actions" data-testid="thread-actions">
       <h2>Actions (as {info.actor})</h2>
+      <p>
+        {info.app ? (
+          <a href={href({ view: 'evaluate', query: `threads=${encodeURIComponent(thread.id)}` })} data-testid="evaluate-thread">
+            Evaluate this thread
+          </a>
+        ) : (
+          <Disabled reason={NO_APP}>evaluate this thread</Disabled>
+        )}
+      </p>
       {thread.status === 'waiting' && (
         <form
           class="action-form"

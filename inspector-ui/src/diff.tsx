@@ -15,7 +15,8 @@ function Row({ sign, kind, field, children }: { sign: string; kind: string; fiel
   );
 }
 
-function rows(f: FieldDiff) {
+/** The rows of one field's difference, as the diff table shows them (the evaluation page shows its state diffs with them too). */
+export function rows(f: FieldDiff) {
   switch (f.kind) {
     case 'appended':
       return f.items.map((item, i) => (

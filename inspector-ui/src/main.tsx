@@ -2,6 +2,7 @@
 import { render } from 'preact';
 import { useActions } from './actions';
 import { DiffView } from './diff';
+import { EvaluateView } from './evaluate';
 import { PositionView } from './position';
 import { useRoute } from './route';
 import { ThreadView } from './thread';
@@ -30,6 +31,7 @@ function App() {
         {route.view === 'thread' && <ThreadView key={`${route.id} ${route.ns}`} id={route.id} ns={route.ns} />}
         {route.view === 'position' && <PositionView id={route.id} ns={route.ns} seq={route.seq} />}
         {route.view === 'diff' && <DiffView id={route.id} ns={route.ns} from={route.from} to={route.to} />}
+        {route.view === 'evaluate' && <EvaluateView key={route.query} query={route.query} />}
       </main>
     </>
   );

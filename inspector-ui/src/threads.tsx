@@ -5,6 +5,7 @@
  */
 import { useState } from 'preact/hooks';
 import { api, isoTime, type ThreadRecord } from './api';
+import { EvaluateLinks } from './evaluate';
 import { href } from './route';
 import { useApi } from './use-api';
 
@@ -129,6 +130,7 @@ export function ThreadsView() {
           </button>
         )}
       </form>
+      <EvaluateLinks filters={{ status, kind, tenant, meta: metaPairs(meta), updatedSince: since, order, q }} />
       {page.error && (
         <p class="error" data-testid="threads-error">
           {page.error.message}
