@@ -212,7 +212,7 @@ function firstDivergence(t: ThreadEvaluation): string {
   if (!d) return '-';
   const call = d.calls[0];
   if (call) return `seq ${d.seq}: ${divergenceKind(call)} (${call.name})`;
-  return `seq ${d.seq}: ${d.differences.join(', ')}`;
+  return `seq ${d.seq}: state differs (${d.differences.join(', ')})`;
 }
 
 function Report({ report }: { report: EvaluationReport }) {
