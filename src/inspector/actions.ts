@@ -14,6 +14,7 @@
  * | `/api/threads/:id/fork` | `{ seq, patch?, run? }` | `app.fork({ actor })`, then `app.run` with `run`: `cairn fork` (needs the app) |
  * | `/api/threads/:id/cancel` | `{ reason? }` | {@link cancelThread} (`actor`): `cairn cancel` |
  * | `/api/threads/:id/delete` | `{ confirm: id }` | `checkpointer.deleteThread`: `cairn delete-thread` |
+ * | `/api/evaluate` | `{ threads?, filters?, limit? }` | `app.evaluate`: `cairn eval` (needs the app; writes nothing; see inspector/evaluation) |
  *
  * `GET /api/actions` tells the page what it may offer: whether actions are allowed,
  * whether an application is loaded (actions that run code need one), the actor, and

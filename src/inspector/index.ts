@@ -3,7 +3,7 @@
  * The web inspector, for scripts: {@link startInspector} serves a page over an
  * engine (threads, their timelines, states, diffs, effects, integrity) on 127.0.0.1
  * behind a random access token; read-only unless `allowActions` (then, with `app`,
- * it answers interrupts, forks, replays; and signals, settles effects, cancels and
+ * it answers interrupts, forks, replays, evaluates threads; and signals, settles effects, cancels and
  * deletes threads). `cairn inspect --db <url>` starts the same server from the
  * command line.
  *
@@ -22,3 +22,4 @@ export { startInspector } from './server.js';
 export type { Inspector, InspectorOptions } from './server.js';
 export { TOKEN_HEADER } from './actions.js';
 export type { ActionsInfo } from './actions.js';
+export { parseEvaluationReport } from './evaluation.js';

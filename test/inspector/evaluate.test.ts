@@ -32,7 +32,7 @@ const THREADS = ['t-city-0', 't-city-1', 't-city-2'];
 
 beforeAll(async () => {
   ensureBuilt();
-  const fixture = (await import('../fixtures/eval-app.mjs')) as { stored: (engine: Engine) => any; candidate: (engine: Engine) => any };
+  const fixture = (await import(new URL('../fixtures/eval-app.mjs', import.meta.url).href)) as { stored: (engine: Engine) => any; candidate: (engine: Engine) => any };
   dir = mkdtempSync(join(tmpdir(), 'cairn-inspector-eval-'));
   engine = sqlite(join(dir, 'cairn.db'));
   stored = fixture.stored(engine);
