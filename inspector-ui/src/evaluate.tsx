@@ -14,6 +14,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, api, type FieldDiff } from './api';
 import { post, useActions } from './actions';
 import { rows as diffRows } from './diff';
+import { divergenceKind, type DivergentCall } from './divergence';
 import { href } from './route';
 import { useApi } from './use-api';
 
@@ -33,12 +34,6 @@ interface RecordMeta {
   provider?: string;
   usage?: Usage;
   latencyMs?: number;
-}
-interface DivergentCall {
-  node: string;
-  call: number;
-  name: string;
-  reason: string;
 }
 interface ThreadEvaluation {
   threadId: string;
@@ -192,17 +187,6 @@ function OutcomeBadge({ outcome }: { outcome: ThreadEvaluation['outcome'] }) {
       {outcome}
     </span>
   );
-}
-
-/** What kind of divergence a call the record could not answer is, in a person's words. */
-export function divergenceKind(c: DivergentCall): string {
-  const tool = c.name.startsWith('tool:');
-  if (c.call < 0) return c.name === 'next' ? 'the run went elsewhere' : c.name === 'node' ? 'the node threw' : 'the graph changed';
-  if (c.reason === 'recorded with other arguments') return tool ? 'other tool arguments' : 'other arguments';
-  if (c.reason.startsWith('recorded as')) return tool ? 'a tool the record lacks' : 'a call the record lacks';
-  if (c.reason === 'nothing was recorded for this call') return tool ? 'a tool call the record lacks' : 'a call the record lacks';
-  if (/effect/.test(c.reason)) return 'an effect the record does not hold';
-  return 'a call the record cannot answer';
 }
 
 /** A thread's first divergence in one cell. */
