@@ -6,7 +6,8 @@
  * another tool for a third). From the thread list, "Evaluate these threads" shows the
  * summary (1 same, 2 diverged), a row per thread, the answer that differs as a state
  * diff row, and the tool the record lacks as the reason; model calls recorded beside
- * evaluated. From a thread's page, "Evaluate this thread" evaluates that one. A
+ * evaluated. From a thread's page, "Evaluate this thread" evaluates that one; a
+ * thread that does not exist counts as failed, with its typed error. A
  * second inspector, read-only, shows the report `cairn eval --json` saved
  * (`--eval-report`) without running anything. Nothing is written. Screenshots land in
  * a temp folder.
@@ -132,6 +133,15 @@ describe('evaluation replay in the inspector, on SQLite, in Chromium', () => {
     await page.getByTestId('eval-report').waitFor();
     expect(await counts(page)).toEqual({ same: '1', diverged: '0', failed: '0' });
     expect(await page.getByTestId('eval-detail').count()).toBe(0);
+  });
+
+  it('counts a thread that cannot be evaluated as failed, with its typed error', async () => {
+    await page.goto(`${inspector.url}#/evaluate?threads=t-city-1,t-gone`);
+    await page.getByTestId('eval-run').click();
+    await page.getByTestId('eval-report').waitFor();
+    expect(await counts(page)).toEqual({ same: '0', diverged: '1', failed: '1' });
+    expect(await page.locator('[data-testid="eval-row"][data-thread="t-gone"]').getAttribute('data-outcome')).toBe('failed');
+    expect(await page.locator('[data-testid="eval-detail"][data-thread="t-gone"] [data-testid="eval-error"]').textContent()).toMatch(/^ERR_THREAD_NOT_FOUND: /);
   });
 
   it('shows the report cairn eval --json saved on a read-only inspector, which runs nothing', async () => {
