@@ -71,11 +71,16 @@ export function EvaluateLinks({ filters }: { filters: Record<string, string | nu
   const saved = useApi(() => api<{ report: unknown }>('evaluation-report'), []);
   return (
     <p class="evaluate-links">
-      {info?.allowed && info.app && (
-        <a href={href({ view: 'evaluate', query: evaluateQuery(filters) })} data-testid="evaluate-threads">
-          Evaluate these threads
-        </a>
-      )}{' '}
+      {info?.allowed &&
+        (info.app ? (
+          <a href={href({ view: 'evaluate', query: evaluateQuery(filters) })} data-testid="evaluate-threads">
+            Evaluate these threads
+          </a>
+        ) : (
+          <span class="disabled-action" data-testid="evaluate-threads-disabled">
+            evaluate these threads <span class="hint">(runs the app’s code and models: start the inspector with --app &lt;module#export&gt;)</span>
+          </span>
+        ))}{' '}
       {saved.data?.report ? (
         <a href={href({ view: 'evaluate', query: 'saved=1' })} data-testid="saved-report">
           saved evaluation report

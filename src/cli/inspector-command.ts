@@ -62,7 +62,7 @@ Examples:
       const allowActions = options.allowActions === true;
       if (!allowActions && (options.app !== undefined || options.actor !== undefined)) throw new InvalidOptionError(`${options.app !== undefined ? '--app' : '--actor'} goes with --allow-actions (the inspector is read-only without it).`);
       const actor = options.actor ?? `inspector:${userInfo().username}`;
-      const evaluationReport = options.evalReport !== undefined ? parseEvaluationReport(readFileSync(options.evalReport, 'utf8'), options.evalReport) : undefined;
+      const evaluationReport = options.evalReport !== undefined ? parseEvaluationReport(readReport(options.evalReport), options.evalReport) : undefined;
       const engine = await openEngine(options.db, allowActions ? 'write' : 'read');
       let artifacts: ArtifactStore | undefined;
       let loaded: LoadedApp | undefined;
@@ -99,4 +99,13 @@ Examples:
       await artifacts?.close();
       await engine.close();
     });
+}
+
+/** The text of `--eval-report`'s file; InvalidOptionError (a usage error) when it cannot be read. */
+function readReport(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new InvalidOptionError(`--eval-report ${file}: cannot read it (${(error as Error).message}).`);
+  }
 }

@@ -158,4 +158,13 @@ describe('evaluation replay in the inspector, on SQLite, in Chromium', () => {
     await page.getByTestId('eval-disabled').waitFor();
     expect(readFileSync(db).equals(before)).toBe(true);
   });
+
+  it('refuses to start with an --eval-report that is not a report, as a usage error', async () => {
+    writeFileSync(join(dir, 'not-a-report.json'), '{"threads": 3}');
+    for (const file of [join(dir, 'not-a-report.json'), join(dir, 'absent.json')]) {
+      const refused = await cairn(['inspect', '--db', db, '--eval-report', file]);
+      expect(refused.code, file).toBe(2);
+      expect(refused.stderr).toMatch(file.endsWith('absent.json') ? /--eval-report .*absent\.json: cannot read it/ : /not a report of cairn eval --json/);
+    }
+  });
 });
