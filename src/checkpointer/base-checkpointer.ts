@@ -18,7 +18,7 @@
  * ```ts
  * class MyCheckpointer extends BaseCheckpointer {
  *   readonly engine = 'mine';
- *   readonly capabilities = { claims: false, wakeUps: false, leaseExpiry: false };
+ *   readonly capabilities = { claims: false, wakeUps: false, leaseExpiry: false, leaseHolders: false };
  *   protected async readThread(threadId) { ... }
  *   protected async acquire(threadId, request, admit) {
  *     // In one transaction: read the thread; admit(it or null) throws, or says 'create' or 'take'; do that.
@@ -34,6 +34,7 @@ import type {
   CheckpointerCapabilities,
   ClaimRequest,
   HeadAnchor,
+  LeaseHolderQuery,
   PendingWrite,
   PositionItem,
   RangeItem,
@@ -46,6 +47,7 @@ import type {
   DeleteThreadOptions,
   DeleteThreadResult,
   DeletedThreadRows,
+  LeaseOwner,
   SignalConsume,
   SignalQuery,
   SignalSend,
@@ -235,6 +237,11 @@ export abstract class BaseCheckpointer implements Checkpointer {
     return Promise.reject(this.undeclared('nextLeaseExpiry'));
   }
 
+  /** The distinct owners of unexpired leases on one host (`capabilities.leaseHolders`). */
+  protected listHolders(query: LeaseHolderQuery): Promise<LeaseOwner[]> {
+    return Promise.reject(this.undeclared('leaseHolders'));
+  }
+
   // ---------------------------------------------------------------- the contract
 
   getThread(threadId: string): Promise<ThreadRecord | null> {
@@ -355,6 +362,12 @@ export abstract class BaseCheckpointer implements Checkpointer {
   nextLeaseExpiry(graph?: string): Promise<number | null> {
     if (!this.capabilities.leaseExpiry) return Promise.reject(this.unsupported('nextLeaseExpiry', 'leaseExpiry'));
     return this.lifecycle.run(() => this.earliestLeaseExpiry(graph));
+  }
+
+  leaseHolders(query: LeaseHolderQuery): Promise<LeaseOwner[]> {
+    if (!this.capabilities.leaseHolders) return Promise.reject(this.unsupported('leaseHolders', 'leaseHolders'));
+    if (query === null || typeof query !== 'object' || typeof query.host !== 'string') return Promise.reject(new InvalidOptionError('leaseHolders: pass { host, graph? } with the host name as a string.'));
+    return this.lifecycle.run(() => this.listHolders(query));
   }
 
   async sendSignal(threadId: string, signal: SignalSend): Promise<StoredSignal> {

@@ -172,6 +172,24 @@ export interface ClaimRequest {
   limit: number;
   /** Only threads of this graph (`metadata.graph`, set by `compile({ name })`). */
   graph?: string;
+  /**
+   * Lease holders the caller found dead (from {@link Checkpointer.leaseHolders}): their
+   * threads are claimable at once, as if their leases had expired, but only once the
+   * engine has judged each one dead itself by the rule {@link Checkpointer.acquireThread}
+   * applies (a process of this host that no longer exists; never this process, never
+   * another host). A named holder that is alive is ignored, so naming one can never take
+   * a thread from a live process. Engines that judge every holder anyway (memory,
+   * SQLite) need not be told.
+   */
+  takeOver?: LeaseOwner[];
+}
+
+/** Which lease holders {@link Checkpointer.leaseHolders} lists. */
+export interface LeaseHolderQuery {
+  /** Holders on this host only (the liveness of a process can be checked only on its own machine). */
+  host: string;
+  /** Only holders of threads of this graph. */
+  graph?: string;
 }
 
 /** Changes to a held thread's record. */
@@ -216,6 +234,8 @@ export interface CheckpointerCapabilities {
   wakeUps: boolean;
   /** {@link Checkpointer.nextLeaseExpiry}: workers can sleep until the earliest time a thread may become claimable (a lease expiry, a wake time). */
   leaseExpiry: boolean;
+  /** {@link Checkpointer.leaseHolders}: workers can watch the processes holding leases on their host, and take over a dead one's threads at once. */
+  leaseHolders: boolean;
 }
 
 /** The thread log contract. See the module documentation for the rules every method keeps. */
@@ -327,7 +347,9 @@ export interface Checkpointer {
   /**
    * Optional, where `capabilities.claims` (workers): claims up to `limit` runnable
    * threads, each under a fresh lease (epoch + 1), oldest update first. Runnable: no
-   * live lease (none, or an expired one), and status `running`, or status `waiting`
+   * live lease (none, an expired one, or one whose holder is dead: named in
+   * {@link ClaimRequest.takeOver} and judged dead, or, where the engine judges every
+   * holder, as {@link acquireThread} judges), and status `running`, or status `waiting`
    * with a {@link ThreadRecord.wakeAt} that is due (`wakeAt <= now`). A waiting thread
    * not yet due, or waiting for a signal only (`wakeAt` null), is never claimed. The
    * lease's `thread` shows the status as it was (`waiting`: the runtime decides what
@@ -351,6 +373,20 @@ export interface Checkpointer {
    * thread (already past when one is due). A worker sleeps until then.
    */
   nextLeaseExpiry?(graph?: string): Promise<number | null>;
+  /**
+   * Optional, where `capabilities.leaseHolders` (workers): the owners of the unexpired
+   * leases on `running` and `waiting` threads held by processes on `query.host`, each
+   * (run id, pid) once, in no particular order. A worker watches their processes and,
+   * when one dies, names it in {@link ClaimRequest.takeOver}: a SIGKILLed worker's
+   * threads are taken over as soon as its death is seen, not when its leases expire.
+   * A snapshot: a holder may have released, renewed or died since.
+   *
+   * @example
+   * ```ts
+   * const holders = await cp.leaseHolders!({ host: hostname() });   // [{ runId, pid: 4242, host }]
+   * ```
+   */
+  leaseHolders?(query: LeaseHolderQuery): Promise<LeaseOwner[]>;
 
   /**
    * Queues a signal for the thread: durable when the promise resolves (sent before the

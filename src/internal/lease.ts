@@ -33,6 +33,20 @@ export function holderIsLive(holder: HolderInfo, now: number): boolean {
   return true;
 }
 
+/**
+ * True only when `owner` provably died: a process of this host, not this one, that no
+ * longer exists. Another host's holder, or a pid that exists (even reused by an
+ * unrelated process), is never judged dead: its lease must expire instead.
+ */
+export function holderIsDead(owner: { pid: number | null; host: string | null }): boolean {
+  return owner.host === thisHost && owner.pid !== null && owner.pid !== process.pid && !processExists(owner.pid);
+}
+
+/** This machine's host name, as lease owners record it. */
+export function leaseHost(): string {
+  return thisHost;
+}
+
 function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);

@@ -67,6 +67,7 @@ export const CHECKPOINTER_CALLS = {
   claimThreads: where('claims', ({ engine }) => engine.checkpointer.claimThreads!({ owner, leaseMs: 1000, limit: 1 })),
   subscribeRunnable: where('wakeUps', ({ engine }) => engine.checkpointer.subscribeRunnable!(() => undefined)),
   nextLeaseExpiry: where('leaseExpiry', ({ engine }) => engine.checkpointer.nextLeaseExpiry!()),
+  leaseHolders: where('leaseHolders', ({ engine }) => engine.checkpointer.leaseHolders!({ host: 'cairn-calls.invalid' })),
   sendSignal: ({ engine }) => engine.checkpointer.sendSignal('t1', { name: 'go', payload: '2' }),
   listSignals: ({ engine }) => engine.checkpointer.listSignals('t1', { pending: true }),
   consumeSignal: ({ engine, lease }) => engine.checkpointer.consumeSignal(lease, { id: 1, by: 'wait-1' }),

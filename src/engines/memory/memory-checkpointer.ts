@@ -10,6 +10,7 @@ import type {
   CheckpointerCapabilities,
   ClaimRequest,
   HeadAnchor,
+  LeaseHolderQuery,
   PendingWrite,
   PositionItem,
   RangeItem,
@@ -19,7 +20,7 @@ import type {
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
 import { comparePositionItems } from '../../contracts/checkpointer.js';
-import type { DeleteThreadResult, SignalQuery, StoredSignal, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
+import type { DeleteThreadResult, LeaseOwner, SignalQuery, StoredSignal, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
 import { compareCodePoints } from '../../internal/keys.js';
 import { holderIsLive, type HolderInfo } from '../../internal/lease.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
@@ -67,7 +68,7 @@ export interface MemoryThreadCascade {
  */
 export class MemoryCheckpointer extends BaseCheckpointer {
   readonly engine = 'memory';
-  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true };
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true, leaseHolders: true };
   private readonly threads = new Map<string, ThreadRow>();
   private readonly listeners = new Set<(threadId: string) => void>();
 
@@ -202,6 +203,18 @@ export class MemoryCheckpointer extends BaseCheckpointer {
       if (at !== null) earliest = earliest === null ? at : Math.min(earliest, at);
     }
     return earliest;
+  }
+
+  protected override async listHolders(query: LeaseHolderQuery): Promise<LeaseOwner[]> {
+    const now = Date.now();
+    const holders = new Map<string, LeaseOwner>();
+    for (const { record, holder } of this.threads.values()) {
+      if (holder.runId === null || holder.leaseUntil === null || holder.leaseUntil <= now || holder.host !== query.host || holder.pid === null) continue;
+      if (record.status !== 'running' && record.status !== 'waiting') continue;
+      if (query.graph !== undefined && record.metadata.graph !== query.graph) continue;
+      holders.set(`${holder.runId}\u0000${holder.pid}`, { runId: holder.runId, pid: holder.pid, host: holder.host });
+    }
+    return [...holders.values()];
   }
 
   protected override async watchRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {

@@ -14,6 +14,7 @@ import type {
   CheckpointerCapabilities,
   ClaimRequest,
   HeadAnchor,
+  LeaseHolderQuery,
   PendingWrite,
   PositionItem,
   RangeItem,
@@ -22,9 +23,10 @@ import type {
   StoredPosition,
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
-import type { DeleteThreadResult, SignalQuery, StoredSignal, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
+import type { DeleteThreadResult, LeaseOwner, SignalQuery, StoredSignal, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
 import { ThreadBusyError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
+import { holderIsDead, leaseHost } from '../../internal/lease.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
 import { heldOf, positionOf, rangeClause, signalOf, threadOf, type HolderRow, type PositionRow, type SignalRow, type ThreadRow } from '../../internal/sql-rows.js';
 import type { NormalizedThreadQuery } from '../../internal/thread-query.js';
@@ -58,7 +60,7 @@ function crashInsideSnapshotArmed(): boolean {
  */
 export class PostgresCheckpointer extends BaseCheckpointer {
   readonly engine = 'postgres';
-  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true };
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true, leaseHolders: true };
   private readonly sql: ReturnType<typeof statements>;
 
   constructor(private readonly conn: PostgresConnection) {
@@ -219,7 +221,22 @@ export class PostgresCheckpointer extends BaseCheckpointer {
 
   protected override async claim(request: ClaimRequest): Promise<ThreadLease[]> {
     const { owner, leaseMs, limit, graph } = request;
-    const claimed = await this.conn.query<PgThreadRow>('claimThreads', this.sql.claim, [owner.runId, owner.pid, owner.host, leaseMs, limit, graph ?? null]);
+    // The database cannot see whether a process lives: the named holders are judged
+    // here, and the statement takes only threads still held by exactly those (run id,
+    // pid) pairs. A run id is never reused, so a thread taken since by a live run
+    // (whatever its pid) does not match.
+    const dead = (request.takeOver ?? []).filter((holder) => holderIsDead(holder));
+    const claimed = await this.conn.query<PgThreadRow>('claimThreads', this.sql.claim, [
+      owner.runId,
+      owner.pid,
+      owner.host,
+      leaseMs,
+      limit,
+      graph ?? null,
+      dead.map((holder) => holder.runId),
+      dead.map((holder) => holder.pid),
+      leaseHost(),
+    ]);
     return claimed.map((row) => {
       const thread = threadOf(row);
       return { threadId: thread.id, runId: owner.runId, epoch: Number(row.epoch), expiresAt: Number(row.lease_until), thread };
@@ -229,6 +246,11 @@ export class PostgresCheckpointer extends BaseCheckpointer {
   protected override async earliestLeaseExpiry(graph: string | undefined): Promise<number | null> {
     const [row] = await this.conn.query<{ at: string | null }>('nextLeaseExpiry', this.sql.nextExpiry, [graph ?? null]);
     return row?.at === null || row?.at === undefined ? null : Number(row.at);
+  }
+
+  protected override async listHolders(query: LeaseHolderQuery): Promise<LeaseOwner[]> {
+    const rows = await this.conn.query<{ run_id: string; owner_pid: number }>('leaseHolders', this.sql.holders, [query.host, query.graph ?? null]);
+    return rows.map((row) => ({ runId: row.run_id, pid: row.owner_pid, host: query.host }));
   }
 
   protected override async watchRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {
@@ -483,11 +505,14 @@ function statements(conn: PostgresConnection) {
 
     // A worker's claim: SKIP LOCKED makes concurrent claimers pass over each other's
     // candidates instead of queueing on them, and the fresh epoch fences the previous
-    // holder (whose lease expired) out of every later write.
+    // holder (whose lease expired, or whose process the caller saw die: $7/$8 are the
+    // run ids and pids of dead holders on host $9) out of every later write.
     claim: `
       WITH candidate AS (
         SELECT tid FROM ${T}
-        WHERE (status = 'running' OR (status = 'waiting' AND wake_at <= ${dbNow})) AND (run_id IS NULL OR lease_until < ${dbNow})
+        WHERE (status = 'running' OR (status = 'waiting' AND wake_at <= ${dbNow}))
+          AND (run_id IS NULL OR lease_until < ${dbNow}
+            OR (owner_host = $9::text AND (run_id, owner_pid) IN (SELECT * FROM unnest($7::text[], $8::integer[]))))
           AND ($6::text IS NULL OR (${schema}.cairn_json(metadata) ->> 'graph') = $6::text)
         ORDER BY updated_at, tid
         LIMIT $5::integer
@@ -497,6 +522,13 @@ function statements(conn: PostgresConnection) {
         FROM candidate c WHERE t.tid = c.tid
         RETURNING ${threadColumns})
       SELECT t.*, h.seq AS head, h.created_at AS head_at FROM claimed t ${headJoin}`,
+
+    // Through the status index: only running and waiting threads can be held, a small
+    // part of a database that keeps its finished threads.
+    holders: `
+      SELECT DISTINCT run_id, owner_pid FROM ${T}
+      WHERE status IN ('running', 'waiting') AND run_id IS NOT NULL AND owner_host = $1::text AND owner_pid IS NOT NULL AND lease_until > ${dbNow}
+        AND ($2::text IS NULL OR (${schema}.cairn_json(metadata) ->> 'graph') = $2::text)`,
 
     // A waiting thread held by a lease is claimable once both its time and the lease are up (greatest skips NULL).
     nextExpiry: `

@@ -20,6 +20,7 @@ import type {
   CheckpointerCapabilities,
   ClaimRequest,
   HeadAnchor,
+  LeaseHolderQuery,
   PendingWrite,
   PositionItem,
   RangeItem,
@@ -29,7 +30,7 @@ import type {
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
 import { comparePositionItems } from '../../contracts/checkpointer.js';
-import type { DeleteThreadResult, SignalQuery, StoredSignal, ThreadLease, ThreadRecord, ThreadStatus } from '../../contracts/threads.js';
+import type { DeleteThreadResult, LeaseOwner, SignalQuery, StoredSignal, ThreadLease, ThreadRecord, ThreadStatus } from '../../contracts/threads.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { holderIsLive } from '../../internal/lease.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
@@ -169,7 +170,7 @@ const seqRanges = (ranges: SeqRange[], column = 'seq') => rangeClause(ranges, co
 export class SqliteCheckpointer extends BaseCheckpointer {
   readonly engine = 'sqlite';
   /** No wake-ups: SQLite cannot tell another process that a thread became runnable (workers poll). */
-  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: false, leaseExpiry: true };
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: false, leaseExpiry: true, leaseHolders: true };
 
   constructor(private readonly conn: SqliteConnection) {
     super(conn.lifecycle);
@@ -332,6 +333,21 @@ export class SqliteCheckpointer extends BaseCheckpointer {
         .get(graph ?? null, graph ?? null, graph ?? null, graph ?? null),
     ) as number | null;
     return at ?? null;
+  }
+
+  protected override async listHolders(query: LeaseHolderQuery): Promise<LeaseOwner[]> {
+    // Through the status index: the threads a run can hold are running or waiting, a
+    // small part of a database that keeps its finished threads.
+    const rows = this.conn.read('leaseHolders', (q) =>
+      q
+        .stmt(
+          `SELECT DISTINCT run_id, owner_pid FROM cairn_threads
+           WHERE status IN ('running', 'waiting') AND run_id IS NOT NULL AND owner_host = ? AND owner_pid IS NOT NULL AND lease_until > ?
+             AND (? IS NULL OR json_extract(metadata, '$.graph') = ?)`,
+        )
+        .all(query.host, Date.now(), query.graph ?? null, query.graph ?? null),
+    ) as { run_id: string; owner_pid: number }[];
+    return rows.map((row) => ({ runId: row.run_id, pid: row.owner_pid, host: query.host }));
   }
 
   protected async renew(lease: ThreadLease, leaseMs: number): Promise<number | null> {

@@ -7,11 +7,12 @@
  * capability out, never half-implement it.
  * Registered by {@link checkpointerSuite}, inside its describe block.
  */
+import { hostname } from 'node:os';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Checkpointer, CheckpointerCapabilities } from '../../contracts/checkpointer.js';
 import type { ThreadLease } from '../../contracts/threads.js';
 import { LeaseLostError, NotSupportedError } from '../../errors.js';
-import { commitOf, expectError, linearPosition, LONG_LEASE, remoteOwner, SHORT_LEASE, sleep } from './fixtures.js';
+import { commitOf, deadPid, expectError, linearPosition, LONG_LEASE, remoteOwner, SHORT_LEASE, sleep } from './fixtures.js';
 import type { CheckpointerSuiteContext } from './context.js';
 
 /** Each capability and a call of the optional method it declares. */
@@ -19,6 +20,7 @@ const OPTIONAL: Record<keyof CheckpointerCapabilities, { method: string; call: (
   claims: { method: 'claimThreads', call: (cp) => cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 1 }) },
   wakeUps: { method: 'subscribeRunnable', call: (cp) => cp.subscribeRunnable!(() => undefined) },
   leaseExpiry: { method: 'nextLeaseExpiry', call: (cp) => cp.nextLeaseExpiry!() },
+  leaseHolders: { method: 'leaseHolders', call: (cp) => cp.leaseHolders!({ host: hostname() }) },
 };
 
 /** Registers the tests of this feature. */
@@ -110,6 +112,69 @@ export function workerTests(suite: CheckpointerSuiteContext): void {
       }
       const claimed = await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, graph: 'g1' });
       expect(claimed.map((lease) => lease.threadId).sort()).toEqual(['a', 'd']);
+    });
+  });
+
+  describe('workers: taking over dead holders (claimThreads takeOver)', () => {
+    beforeEach(() => {
+      cp = suite.cp;
+    });
+
+    it("claims at once the threads of a holder of this host whose process is gone, when named; its late commit is fenced out", async () => {
+      if (await undeclared('claims')) return;
+      const dead = { runId: 'dead-worker', pid: deadPid(), host: hostname() };
+      const stale = await create('orphan', { owner: dead, leaseMs: LONG_LEASE });
+      await cp.commitStep(stale, commitOf(linearPosition(0), null));
+      const claimed = await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, takeOver: [dead] });
+      expect(claimed.map((lease) => lease.threadId)).toEqual(['orphan']);
+      expect(claimed[0]!.epoch).toBeGreaterThan(stale.epoch);
+      expect(claimed[0]!.thread.head).toBe(0);
+      await expectError(() => cp.commitStep(stale, commitOf(linearPosition(1), 0)), LeaseLostError);
+    });
+
+    it('never takes a thread named in takeOver from a live holder: another host, this process, a process that exists', async () => {
+      if (await undeclared('claims')) return;
+      const remote = remoteOwner('remote');
+      const self = { runId: 'this-process', pid: process.pid, host: hostname() };
+      const live = { runId: 'live-parent', pid: process.ppid, host: hostname() };
+      for (const [id, owner] of [['remote', remote], ['self', self], ['live', live]] as const) await create(id, { owner, leaseMs: LONG_LEASE });
+      expect(await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, takeOver: [remote, self, live] })).toEqual([]);
+    });
+
+    it('a named dead holder whose thread was taken since by a live run does not reach that run', async () => {
+      if (await undeclared('claims')) return;
+      const dead = { runId: 'dead-worker', pid: deadPid(), host: hostname() };
+      await create('t1', { owner: dead, leaseMs: LONG_LEASE });
+      const successor = await cp.acquireThread('t1', { owner: remoteOwner('successor'), leaseMs: LONG_LEASE });
+      expect(await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, takeOver: [dead] })).toEqual([]);
+      await cp.commitStep(successor, commitOf(linearPosition(0), null));
+    });
+  });
+
+  describe('workers: leaseHolders (capabilities.leaseHolders)', () => {
+    beforeEach(() => {
+      cp = suite.cp;
+    });
+
+    it("lists each unexpired holder of a running or waiting thread on the host once (of the graph, when given)", async () => {
+      if (await undeclared('leaseHolders')) return;
+      const host = hostname();
+      expect(await cp.leaseHolders!({ host })).toEqual([]);
+      const a = { runId: 'holder-a', pid: 1111, host };
+      const b = { runId: 'holder-b', pid: 2222, host };
+      await create('a1', { owner: a, metadata: { graph: 'g' } });
+      await create('a2', { owner: a, metadata: { graph: 'g' } });
+      await create('b1', { owner: b });
+      await create('remote', { owner: remoteOwner('remote') });
+      await cp.releaseThread(await create('released', { owner: { runId: 'holder-c', pid: 3333, host } }));
+      await create('expired', { owner: { runId: 'holder-d', pid: 4444, host }, leaseMs: SHORT_LEASE });
+      const done = await create('done', { owner: { runId: 'holder-e', pid: 5555, host } });
+      await cp.updateThread(done, { status: 'completed' });
+      await sleep(SHORT_LEASE * 2);
+      const byRun = (list: { runId: string }[]) => [...list].sort((x, y) => x.runId.localeCompare(y.runId));
+      expect(byRun(await cp.leaseHolders!({ host }))).toEqual([a, b]);
+      expect(await cp.leaseHolders!({ host, graph: 'g' })).toEqual([a]);
+      expect(await cp.leaseHolders!({ host: 'elsewhere.invalid' })).toEqual([]);
     });
   });
 
