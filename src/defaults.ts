@@ -111,3 +111,13 @@ export const INSPECTOR_EVAL_THREADS = 20;
 
 /** The most threads one evaluation from the web inspector may take: each re-runs the thread's model calls. */
 export const INSPECTOR_EVAL_MAX = 200;
+
+/**
+ * How often an idle worker looks whether a process holding leases on its host died,
+ * ms: a local check (no database round trip), so a SIGKILLed worker's threads are
+ * taken over this soon after its death, not when its leases expire.
+ */
+export const WORKER_HOLDER_CHECK_MS = 50;
+
+/** How often an idle worker asks the database which processes of its host hold leases, ms. */
+export const WORKER_HOLDER_REFRESH_MS = 1_000;

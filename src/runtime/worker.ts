@@ -3,9 +3,10 @@
  * A worker claims runnable threads of one graph and runs them, as many at once as
  * its concurrency allows, each under a lease it renews while working. It sleeps
  * until there may be work: a wake-up from the engine (PostgreSQL LISTEN/NOTIFY: a
- * submitted run, an answered interrupt, another worker stopping), the moment the
- * earliest held lease expires (a crashed worker's threads become claimable then),
- * or a slow poll as a last resort. `stop()` (SIGTERM in `cairn worker`) stops
+ * submitted run, an answered interrupt, another worker stopping), the death of a
+ * process of this host that holds leases (its threads are taken over at once: see
+ * {@link HolderWatch}), the moment the earliest held lease expires (another host's
+ * crashed worker's threads become claimable then), or a slow poll as a last resort. `stop()` (SIGTERM in `cairn worker`) stops
  * claiming, cancels the runs between steps and releases their leases, so other
  * workers take the threads over at once.
  *
@@ -24,6 +25,7 @@ import { CairnError } from '../errors.js';
 import type { StateSchema } from '../state/schema.js';
 import type { App } from './app.js';
 import type { EventSink } from './events.js';
+import { HolderWatch } from './holder-watch.js';
 
 /** How many threads a {@link Worker} runs at once, its leases, and where its events and errors go. */
 export interface WorkerOptions {
@@ -79,6 +81,8 @@ export class Worker {
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private stopped: Promise<void> | undefined;
+  /** Same-host lease holders and their liveness, where the engine can list them. */
+  private holders: HolderWatch | undefined;
 
   constructor(
     readonly app: App<StateSchema>,
@@ -100,6 +104,7 @@ export class Worker {
     if (!cp.capabilities.claims) {
       throw new CairnError(`the ${cp.engine} engine cannot hand threads to workers: use postgres(url) (or sqlite(file) on one machine).`);
     }
+    this.holders = cp.capabilities.leaseHolders ? new HolderWatch(cp, this.app.name) : undefined;
     const unsubscribe = cp.capabilities.wakeUps ? await cp.subscribeRunnable!(() => this.wakeUp()) : undefined;
     try {
       while (!this.stopping) {
@@ -108,14 +113,24 @@ export class Worker {
           // A wake-up from here on may concern a thread this claim cannot see yet: idle() then skips its sleep.
           this.pending = false;
           let leases: ThreadLease[];
+          // Dead holders' threads are taken like expired ones (the engine judges them again).
+          const takeOver = this.holders?.dead() ?? [];
           try {
-            leases = await cp.claimThreads!({ owner: { runId: randomUUID(), pid: process.pid, host: hostname() }, leaseMs: this.leaseMs, limit: free, graph: this.app.name });
+            leases = await cp.claimThreads!({
+              owner: { runId: randomUUID(), pid: process.pid, host: hostname() },
+              leaseMs: this.leaseMs,
+              limit: free,
+              graph: this.app.name,
+              ...(takeOver.length ? { takeOver } : {}),
+            });
           } catch (error) {
             this.options.onError?.(error);
             await this.idle(Math.min(this.pollMs, WORKER_CLAIM_RETRY_MS));
             continue;
           }
           for (const lease of leases) this.start(lease);
+          // Fewer than asked for: nothing of theirs is left that this worker can claim.
+          if (leases.length < free) this.holders?.settle(takeOver);
           if (leases.length === free) continue;
         }
         await this.idle();
@@ -153,19 +168,27 @@ export class Worker {
     this.active.set(lease.threadId, { controller, done });
   }
 
-  /** Sleeps until a wake-up, a free slot, the earliest lease expiry, or the poll interval (or `longest`). */
+  /** Sleeps until a wake-up, a free slot, a same-host holder's death, the earliest lease expiry, or the poll interval (or `longest`). */
   private async idle(longest = this.pollMs): Promise<void> {
     let delay = longest;
+    const watching = this.holders !== undefined && !this.pending && this.active.size < this.concurrency;
     if (!this.pending && this.active.size < this.concurrency) {
       const cp = this.app.engine.checkpointer;
-      const expiry = cp.capabilities.leaseExpiry ? await cp.nextLeaseExpiry!(this.app.name).catch(() => null) : null;
+      const [expiry] = await Promise.all([
+        cp.capabilities.leaseExpiry ? cp.nextLeaseExpiry!(this.app.name).catch(() => null) : null,
+        this.holders?.refresh().catch((error: unknown) => this.options.onError?.(error)),
+      ]);
       if (expiry !== null && expiry !== undefined) delay = Math.min(delay, Math.max(5, expiry - Date.now() + 5));
+      // Holders that started since the last listing are seen at the next one.
+      if (watching) delay = Math.min(delay, Math.max(5, this.holders!.untilRefresh()));
     }
-    // A wake-up that arrived while claiming or asking for the expiry is not slept through.
-    if (this.pending || this.stopping) {
+    // A wake-up that arrived while claiming or asking for the expiry is not slept through,
+    // nor is a holder that died while nobody was watching.
+    if (this.pending || this.stopping || (watching && this.holders!.newDeath())) {
       this.pending = false;
       return;
     }
+    let unwatch = () => undefined as void;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, delay);
       function done() {
@@ -173,7 +196,9 @@ export class Worker {
         resolve();
       }
       this.wake = done;
+      if (watching) unwatch = this.holders!.watch(done);
     });
+    unwatch();
     this.wake = undefined;
   }
 

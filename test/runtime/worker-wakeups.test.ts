@@ -2,8 +2,11 @@
  * A worker's sleep is cut short by every wake-up, including one that arrives while
  * it is still claiming or asking for the earliest lease expiry (the window in which
  * a wake-up used to be lost until the next slow poll), and a claim that fails is
- * reported and tried again rather than swallowed.
+ * reported and tried again rather than swallowed; a process of this host that holds
+ * a thread and dies wakes it too.
  */
+import { spawn } from 'node:child_process';
+import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineState, field, graph, START, END, Worker } from '../../src/index.js';
@@ -117,5 +120,32 @@ describe('worker wake-ups', () => {
     expect(done).toEqual(['waiting:completed']);
     await worker.stop();
     await running;
+  });
+
+  it('a thread held by a process of this host is left alone while it lives and taken over as soon as it is SIGKILLed, not when its hour-long lease ends', async () => {
+    const engine = memory();
+    const app = appOn(engine);
+    await app.submit({ thread: 'orphan', input: {} });
+    const done: string[] = [];
+    const worker = new Worker(appOn(engine), { pollMs: HOUR, onRun: (r) => done.push(`${r.threadId}:${r.status}`) });
+    const running = worker.run();
+    const holder = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    try {
+      const lease = await engine.checkpointer.acquireThread('orphan', { owner: { runId: 'crashing-run', pid: holder.pid!, host: hostname() }, leaseMs: HOUR });
+      // Past the worker's next listing of holders: it watches the process, and takes nothing from it.
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(done).toEqual([]);
+      expect((await engine.checkpointer.renewLease(lease, HOUR)).epoch).toBe(lease.epoch);
+      holder.kill('SIGKILL');
+      await new Promise((r) => holder.once('exit', r));
+      const killedAt = Date.now();
+      for (let i = 0; i < 500 && !done.length; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(done).toEqual(['orphan:completed']);
+      expect(Date.now() - killedAt).toBeLessThan(3_000);
+    } finally {
+      holder.kill('SIGKILL');
+      await worker.stop();
+      await running;
+    }
   });
 });
