@@ -1,0 +1,154 @@
+/**
+ * @module bench/scale/recovery
+ * Takeover times of cairn workers on PostgreSQL, with real processes and SIGKILL:
+ * - one thread of N steps, its worker killed at step N/2 (the effect server kills it
+ *   as the step's effect lands): a new `Worker` started in a fresh process
+ *   (`restart`), or one already running idle beside it (`standby`), finishes the
+ *   thread; reported kill → completed, and for the restart the process start-up part;
+ * - a worker holding 100 threads killed halfway through: a standby worker process
+ *   finishes all of them; reported kill → first effect after the kill (detection,
+ *   claim, loads) and kill → all completed.
+ * The leases are 30 s: every takeover here comes from seeing the holder's process
+ * gone, never from a lease expiring.
+ */
+import { postgres } from '../../dist/engines/postgres/index.js';
+import type { Engine } from '../../dist/contracts/engine.js';
+import type { ChildConfig } from './child.js';
+import type { EffectServer } from './effect-server.js';
+import { allDone, ContenderProcess } from './processes.js';
+import { buildScaleApp } from './workflow.js';
+
+export interface RecoveryFigures {
+  /** Steps of the one-thread run, and where the kill landed. */
+  steps: number;
+  killedAtStep: number;
+  /** A new Worker process started after the kill: kill → thread completed, and kill → that process ready (start-up, imports, connection). */
+  restartKillToCompletedMs: number;
+  restartKillToReadyMs: number;
+  /** A Worker already running idle: kill → thread completed. */
+  standbyKillToCompletedMs: number;
+  /** 100 threads held by the killed worker. */
+  held: number;
+  heldStepsLeft: number;
+  heldKillToFirstEffectMs: number;
+  heldKillToCompletedMs: number;
+  /** Requests for a key that already landed, over every run here (absorbed by the keys). */
+  duplicateRequests: number;
+}
+
+export interface RecoveryShape {
+  url: string;
+  effectUrl: string;
+  poolSize: number;
+  steps: number;
+}
+
+const LEASE_MS = 30_000;
+const now = () => performance.timeOrigin + performance.now();
+
+async function submit(url: string, schema: string, steps: number, effectUrl: string, ids: string[]): Promise<void> {
+  const engine = postgres(url, { schema, max: 2 }) as unknown as Engine;
+  try {
+    const app = buildScaleApp({ engine, steps, effectUrl });
+    for (const id of ids) await app.submit({ thread: id, input: {} });
+  } finally {
+    await engine.close();
+  }
+}
+
+/** Kills `victim` with SIGKILL once the server has applied `atApplied` keys; resolves with the time. */
+function killAt(server: EffectServer, victim: ContenderProcess, atApplied: number): Promise<number> {
+  return new Promise((resolve) => {
+    server.onApply = (applied) => {
+      if (applied < atApplied) return;
+      server.onApply = undefined;
+      victim.child.kill('SIGKILL');
+      resolve(now());
+    };
+  });
+}
+
+async function oneThread(shape: RecoveryShape, server: EffectServer, mode: 'restart' | 'standby', n: number): Promise<{ killToCompleted: number; killToReady: number }> {
+  const schema = `recovery_${mode}`;
+  const config: ChildConfig = { mode: 'cairn', url: shape.url, schema, steps: n, concurrency: 1, poolSize: shape.poolSize, effectUrl: shape.effectUrl, leaseMs: LEASE_MS };
+  await submit(shape.url, schema, n, shape.effectUrl, ['long']);
+  server.reset();
+  const victim = new ContenderProcess(config);
+  const standby = mode === 'standby' ? new ContenderProcess(config) : undefined;
+  const processes = [victim, ...(standby ? [standby] : [])];
+  try {
+    await Promise.all(processes.map((p) => p.ready));
+    const killed = killAt(server, victim, n / 2);
+    victim.send({ type: 'go' });
+    // The standby starts once the victim holds the thread, so it cannot take it first.
+    if (standby) {
+      while (server.applied() === 0) await new Promise((r) => setTimeout(r, 1));
+      standby.send({ type: 'go' });
+    }
+    const killedAt = await killed;
+    let rescuer = standby;
+    let readyAt = killedAt;
+    if (!rescuer) {
+      rescuer = new ContenderProcess(config);
+      processes.push(rescuer);
+      await rescuer.ready;
+      readyAt = now();
+      rescuer.send({ type: 'go' });
+    }
+    const completedAt = await allDone([rescuer], 1, 60_000);
+    if (server.applied() !== n) throw new Error(`recovery: ${server.applied()} of ${n} effects landed`);
+    return { killToCompleted: completedAt - killedAt, killToReady: readyAt - killedAt };
+  } finally {
+    await Promise.all(processes.map((p) => p.exit()));
+  }
+}
+
+async function heldThreads(shape: RecoveryShape, server: EffectServer, count: number): Promise<{ left: number; firstEffect: number; completed: number }> {
+  const schema = 'recovery_held';
+  const config: ChildConfig = { mode: 'cairn', url: shape.url, schema, steps: shape.steps, concurrency: count, poolSize: shape.poolSize, effectUrl: shape.effectUrl, leaseMs: LEASE_MS };
+  const ids = Array.from({ length: count }, (_, i) => `held${String(i).padStart(3, '0')}`);
+  await submit(shape.url, schema, shape.steps, shape.effectUrl, ids);
+  server.reset();
+  const victim = new ContenderProcess(config);
+  const rescuer = new ContenderProcess(config);
+  try {
+    await Promise.all([victim.ready, rescuer.ready]);
+    const total = count * shape.steps;
+    const killed = killAt(server, victim, Math.floor(total / 2));
+    victim.send({ type: 'go' });
+    while (server.applied() === 0) await new Promise((r) => setTimeout(r, 1));
+    rescuer.send({ type: 'go' });
+    const killedAt = await killed;
+    const appliedAtKill = server.applied();
+    const firstEffect = new Promise<number>((resolve) => (server.onApply = () => resolve(now())));
+    const completedAt = await allDone([rescuer], count - victim.done.length, 60_000);
+    if (server.applied() !== total) throw new Error(`held threads: ${server.applied()} of ${total} effects landed`);
+    return { left: total - appliedAtKill, firstEffect: (await firstEffect) - killedAt, completed: completedAt - killedAt };
+  } finally {
+    server.onApply = undefined;
+    await Promise.all([victim.exit(), rescuer.exit()]);
+  }
+}
+
+/** Every recovery figure, on fresh schemas of the bench database. */
+export async function measureRecovery(shape: RecoveryShape, server: EffectServer, n: number): Promise<RecoveryFigures> {
+  let duplicates = 0;
+  const restart = await oneThread(shape, server, 'restart', n);
+  duplicates += server.duplicates();
+  const standby = await oneThread(shape, server, 'standby', n);
+  duplicates += server.duplicates();
+  const held = await heldThreads(shape, server, 100);
+  duplicates += server.duplicates();
+  return {
+    steps: n,
+    killedAtStep: n / 2,
+    restartKillToCompletedMs: restart.killToCompleted,
+    restartKillToReadyMs: restart.killToReady,
+    standbyKillToCompletedMs: standby.killToCompleted,
+    held: 100,
+    heldStepsLeft: held.left,
+    heldKillToFirstEffectMs: held.firstEffect,
+    heldKillToCompletedMs: held.completed,
+    duplicateRequests: duplicates,
+  };
+}
