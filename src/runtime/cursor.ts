@@ -94,6 +94,8 @@ export class ThreadCursor {
   private current: Head | null = null;
   /** The namespace's anchored head seq: a new position takes the next one. */
   private lastSeq: number | null = null;
+  /** Seq of the last position this cursor wrote itself (null: none yet, or the head was loaded since). */
+  private wroteSeq: number | null = null;
   private committed: State = {};
   private attemptNo: number;
   private staged: Staged | undefined;
@@ -169,7 +171,18 @@ export class ThreadCursor {
     return loaded;
   }
 
+  /**
+   * True when `seq` is the position this cursor wrote last, in this process, under its
+   * lease: no other execution can have started a superstep from it, so the ledger holds
+   * nothing of such a superstep's first execution (a successor that took the thread
+   * over since could, but then this run's commits are refused anyway).
+   */
+  wroteLast(seq: number): boolean {
+    return this.wroteSeq === seq;
+  }
+
   private adopt(loaded: LoadedPosition, lastSeq: number): void {
+    this.wroteSeq = null;
     this.current = { position: loaded.position, body: loaded.body };
     this.lastSeq = lastSeq;
     this.committed = loaded.state;
@@ -327,6 +340,7 @@ export class ThreadCursor {
 
     this.current = { position, body };
     this.lastSeq = seq;
+    this.wroteSeq = seq;
     this.committed = state;
     this.appends = appends;
     this.checksums = settled;

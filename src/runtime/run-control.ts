@@ -370,6 +370,7 @@ export class ThreadRun implements ChildRunner {
       lease: this.lease,
       ns: this.ns,
       base: () => ({ seq: cursor.head!.position.seq, step: cursor.head!.position.step }),
+      wroteOrigin: (origin) => cursor.wroteLast(origin),
       principal: this.thread.tenant,
       place: this.place,
       recordFailure: (failure) => this.recordFailure(failure),

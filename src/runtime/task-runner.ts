@@ -45,6 +45,8 @@ export interface LiveTaskRunnerOptions {
   ns: string;
   /** Seq of the position the superstep started from (for messages and events). */
   base: () => { seq: number; step: number };
+  /** True when the run wrote the position at `origin` itself (see ThreadCursor.wroteLast): a task's first execution from it reads no ledger entries. */
+  wroteOrigin?: (origin: number) => boolean;
   /** Whose view of the store and artifacts nodes get: the thread's tenant. */
   principal: string | null;
   place: ErrorPlace;
@@ -59,6 +61,9 @@ export interface LiveTaskRunnerOptions {
 }
 
 export class LiveTaskRunner implements TaskRunner {
+  /** Tasks run from an origin already (`origin:task`): a rerun after a stale read finds what the first run wrote. */
+  private readonly ran = new Set<string>();
+
   constructor(private readonly options: LiveTaskRunnerOptions) {}
 
   async run(task: Task, origin: number, state: Readonly<State>, carried: Carried): Promise<TaskOutcome> {
@@ -66,6 +71,9 @@ export class LiveTaskRunner implements TaskRunner {
     const { seq, step } = o.base();
     const policy = resolveRetry(o.retry, task.node.options.retry);
     const place = { ...o.place, seq };
+    const runKey = `${origin}:${task.id}`;
+    const firstRun = !this.ran.has(runKey);
+    this.ran.add(runKey);
     for (let attempt = 1, staleReruns = 0; ; attempt++) {
       const span = o.trace?.child('cairn.task', { 'cairn.ns': o.ns, 'cairn.node': task.node.name, 'cairn.task': task.id, 'cairn.attempt': attempt });
       try {
@@ -73,6 +81,7 @@ export class LiveTaskRunner implements TaskRunner {
           threadId: o.lease.threadId,
           ns: o.ns,
           seq: origin,
+          ...(firstRun && attempt === 1 && staleReruns === 0 && o.wroteOrigin?.(origin) ? { freshLedger: true } : {}),
           step: step + 1,
           node: task.node.name,
           task: task.id,

@@ -50,6 +50,13 @@ export interface TaskScopeOptions {
   threadId: string;
   ns: string;
   seq: number;
+  /**
+   * No earlier execution of this task from `seq` can have written to the ledger (the
+   * run wrote position `seq` itself, and this is the task's first execution from it):
+   * its entries are not read, which saves a round trip per step. An explicit
+   * `idempotencyKey` is still looked up.
+   */
+  freshLedger?: boolean;
   step: number;
   node: string;
   task: string;
@@ -466,6 +473,7 @@ export class TaskScope implements NodeContext {
 
   /** Ledger entries of this task, fetched once, on the first call that needs them. */
   private ledgerEntries(): Promise<Map<string, LedgerEntry>> {
+    if (this.options.freshLedger) return (this.entries ??= Promise.resolve(new Map()));
     this.entries ??= this.options.ledger
       .listForTask(this.threadId, this.ns, this.seq, this.task)
       .then((list) => new Map(list.map((e) => [e.key, e])));
@@ -545,14 +553,15 @@ export class TaskScope implements NodeContext {
     if ((this.options.replay || this.options.probe) && (entry?.status !== 'done' || entry.name !== name)) {
       this.unservable(call, name, entry ? (entry.status === 'done' ? `recorded as "${entry.name}"` : 'the effect has no recorded outcome') : 'no such effect was recorded');
     }
-    if (entry?.status === 'done') {
-      const digest = sha256Hex(entry.outcome ?? '');
+    const serve = (done: LedgerEntry): T => {
+      const digest = sha256Hex(done.outcome ?? '');
       this.checkServed(call, name, key, digest);
       this.effects.push({ key, name, digest });
       emit?.({ ...now(), type: 'effect.hit' });
       span?.set({ 'cairn.effect.outcome': 'hit' });
-      return decode<T>(entry.outcome!, `outcome of effect ${key}`);
-    }
+      return decode<T>(done.outcome!, `outcome of effect ${key}`);
+    };
+    if (entry?.status === 'done') return serve(entry);
 
     let rerun = false;
     if (entry) {
@@ -574,6 +583,8 @@ export class TaskScope implements NodeContext {
     } else {
       crashPoint('before-intent', this.node);
       entry = await ledger.writeIntent(this.entryBase(key, 'effect', name, call, argsDigest));
+      // Already done: another execution (one that took the thread over) ran it since the entries were read.
+      if (entry.status === 'done' && entry.kind === 'effect') return serve(entry);
       crashPoint('after-intent', this.node);
       emit?.({ ...now(), type: 'effect.intent' });
     }

@@ -70,6 +70,61 @@ describe.each(ENGINES)('effects on %s', (name) => {
 
   const effectsOf = async (thread: string) => (await ctx.engine.ledger.list(thread)).filter((e) => e.kind === 'effect');
 
+  describe('ledger reads', () => {
+    /** The engine with its ledger's listForTask counted. */
+    function counted() {
+      const calls: number[] = [];
+      const ledger = new Proxy(ctx.engine.ledger, {
+        get: (target, key, receiver) => {
+          const value: unknown = Reflect.get(target, key, receiver);
+          if (key === 'listForTask') return (threadId: string, ns: string, seq: number, task: string) => (calls.push(seq), target.listForTask(threadId, ns, seq, task));
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      return { engine: { ...ctx.engine, ledger }, calls };
+    }
+
+    function loop(engine: typeof ctx.engine, steps: number) {
+      return graph(State)
+        .node('step', async (s, c) => ({ trail: [await c.effect('tick', { run: (key) => `${s.trail.length}:${key}` })] }))
+        .edge(START, 'step')
+        .conditionalEdge('step', (s) => (s.trail.length < steps ? 'step' : END))
+        .compile({ engine, retry: { maxAttempts: 2, initialDelayMs: 0 } });
+    }
+
+    it("a superstep from a position the run wrote itself reads no entries (none can exist); the first after a load reads them, once", async () => {
+      const { engine, calls } = counted();
+      await loop(engine, 5).submit({ thread: 't', input: {} });
+      const { state } = await loop(engine, 5).run({ thread: 't' });
+      expect(state.trail).toHaveLength(5);
+      // Only the step from the submitted input position (loaded, not written by this run).
+      expect(calls).toEqual([0]);
+      expect((await effectsOf('t')).every((e) => e.status === 'done')).toBe(true);
+    });
+
+    it('a retried task reads what its failed attempt wrote: the effect is served, not run again', async () => {
+      const { engine, calls } = counted();
+      let runs = 0;
+      let failures = 1;
+      const app = graph(State)
+        .node('prep', () => ({ trail: ['prep'] }))
+        .node('send', async (_s, c) => {
+          const outcome = await c.effect('deliver', { run: () => `delivered-${++runs}` });
+          if (failures-- > 0) throw new Error('the node failed after its effect');
+          return { outcome };
+        })
+        .edge(START, 'prep')
+        .edge('prep', 'send')
+        .edge('send', END)
+        .compile({ engine, retry: { maxAttempts: 2, initialDelayMs: 0 } });
+      const { state } = await app.run({ thread: 't' });
+      expect(state.outcome).toBe('delivered-1');
+      expect(runs).toBe(1);
+      // prep and the first attempt of send ran from positions this run wrote; the retry read.
+      expect(calls).toEqual([1]);
+    });
+  });
+
   describe('keys', () => {
     it('the derived key is the same when a step is re-executed and differs between threads', async () => {
       let failures = 1;
