@@ -181,7 +181,7 @@ export interface ClaimRequest {
    * a thread from a live process. Engines that judge every holder anyway (memory,
    * SQLite) need not be told.
    */
-  takeOver?: LeaseOwner[];
+  deadHolders?: LeaseOwner[];
 }
 
 /** Which lease holders {@link Checkpointer.leaseHolders} lists. */
@@ -348,7 +348,7 @@ export interface Checkpointer {
    * Optional, where `capabilities.claims` (workers): claims up to `limit` runnable
    * threads, each under a fresh lease (epoch + 1), oldest update first. Runnable: no
    * live lease (none, an expired one, or one whose holder is dead: named in
-   * {@link ClaimRequest.takeOver} and judged dead, or, where the engine judges every
+   * {@link ClaimRequest.deadHolders} and judged dead, or, where the engine judges every
    * holder, as {@link acquireThread} judges), and status `running`, or status `waiting`
    * with a {@link ThreadRecord.wakeAt} that is due (`wakeAt <= now`). A waiting thread
    * not yet due, or waiting for a signal only (`wakeAt` null), is never claimed. The
@@ -377,7 +377,7 @@ export interface Checkpointer {
    * Optional, where `capabilities.leaseHolders` (workers): the owners of the unexpired
    * leases on `running` and `waiting` threads held by processes on `query.host`, each
    * (run id, pid) once, in no particular order. A worker watches their processes and,
-   * when one dies, names it in {@link ClaimRequest.takeOver}: a SIGKILLed worker's
+   * when one dies, names it in {@link ClaimRequest.deadHolders}: a SIGKILLed worker's
    * threads are taken over as soon as its death is seen, not when its leases expire.
    * A snapshot: a holder may have released, renewed or died since.
    *

@@ -4,7 +4,7 @@
  * out their leases: the processes of this host that hold leases (asked of the engine
  * now and then), and a cheap local check of whether each still exists (no database
  * round trip). A holder whose process is gone is named in the next claim
- * (`ClaimRequest.takeOver`); the engine judges it again before taking anything.
+ * (`ClaimRequest.deadHolders`); the engine judges it again before taking anything.
  * Only same-host holders are watched: another machine's process cannot be checked, so
  * its threads wait for their leases to expire.
  */
@@ -41,7 +41,7 @@ export class HolderWatch {
     return Math.max(0, this.listedAt + this.refreshMs - Date.now());
   }
 
-  /** The known holders whose process is gone now: what a claim names in `takeOver`. */
+  /** The known holders whose process is gone now: what a claim names in `deadHolders`. */
   dead(): LeaseOwner[] {
     return this.holders.filter((holder) => holderIsDead(holder));
   }

@@ -114,14 +114,14 @@ export class Worker {
           this.pending = false;
           let leases: ThreadLease[];
           // Dead holders' threads are taken like expired ones (the engine judges them again).
-          const takeOver = this.holders?.dead() ?? [];
+          const deadHolders = this.holders?.dead() ?? [];
           try {
             leases = await cp.claimThreads!({
               owner: { runId: randomUUID(), pid: process.pid, host: hostname() },
               leaseMs: this.leaseMs,
               limit: free,
               graph: this.app.name,
-              ...(takeOver.length ? { takeOver } : {}),
+              ...(deadHolders.length ? { deadHolders } : {}),
             });
           } catch (error) {
             this.options.onError?.(error);
@@ -130,7 +130,7 @@ export class Worker {
           }
           for (const lease of leases) this.start(lease);
           // Fewer than asked for: nothing of theirs is left that this worker can claim.
-          if (leases.length < free) this.holders?.settle(takeOver);
+          if (leases.length < free) this.holders?.settle(deadHolders);
           if (leases.length === free) continue;
         }
         await this.idle();

@@ -140,10 +140,11 @@ describe.each(['postgres', 'sqlite'] as const)('a SIGKILLed worker on %s', (kind
       victim.child.kill('SIGKILL');
       const killedAt = Date.now();
       await victim.exited;
-      expect(await waitForCompletion(t.engine, THREADS, LEASE_MS)).toBe(THREADS);
+      expect(await waitForCompletion(t.engine, THREADS, LEASE_MS + 10_000)).toBe(THREADS);
       const tookMs = Date.now() - killedAt;
-      // Far sooner than the lease (detection is ~50 ms after the death; a loaded machine is slow).
-      expect(tookMs).toBeLessThan(LEASE_MS / 3);
+      // Before any of the leases could expire (detection is ~50 ms after the death; the rest is
+      // the work itself, slow on a loaded machine), and with a poll of a minute nothing else wakes the rescuer.
+      expect(tookMs).toBeLessThan(LEASE_MS - 5_000);
       await until('the rescuer reports every thread', async () => rescuer.reports.length >= THREADS, 10_000);
       expect(rescuer.reports.filter((r) => r.status === 'completed')).toHaveLength(THREADS);
       console.log(`[${kind}] SIGKILL with ${THREADS} threads held → all completed by another worker in ${tookMs} ms`);

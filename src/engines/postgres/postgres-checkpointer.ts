@@ -225,7 +225,7 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     // here, and the statement takes only threads still held by exactly those (run id,
     // pid) pairs. A run id is never reused, so a thread taken since by a live run
     // (whatever its pid) does not match.
-    const dead = (request.takeOver ?? []).filter((holder) => holderIsDead(holder));
+    const dead = (request.deadHolders ?? []).filter((holder) => holderIsDead(holder));
     const claimed = await this.conn.query<PgThreadRow>('claimThreads', this.sql.claim, [
       owner.runId,
       owner.pid,

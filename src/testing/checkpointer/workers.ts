@@ -115,7 +115,7 @@ export function workerTests(suite: CheckpointerSuiteContext): void {
     });
   });
 
-  describe('workers: taking over dead holders (claimThreads takeOver)', () => {
+  describe('workers: taking over dead holders (claimThreads deadHolders)', () => {
     beforeEach(() => {
       cp = suite.cp;
     });
@@ -125,20 +125,20 @@ export function workerTests(suite: CheckpointerSuiteContext): void {
       const dead = { runId: 'dead-worker', pid: deadPid(), host: hostname() };
       const stale = await create('orphan', { owner: dead, leaseMs: LONG_LEASE });
       await cp.commitStep(stale, commitOf(linearPosition(0), null));
-      const claimed = await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, takeOver: [dead] });
+      const claimed = await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, deadHolders: [dead] });
       expect(claimed.map((lease) => lease.threadId)).toEqual(['orphan']);
       expect(claimed[0]!.epoch).toBeGreaterThan(stale.epoch);
       expect(claimed[0]!.thread.head).toBe(0);
       await expectError(() => cp.commitStep(stale, commitOf(linearPosition(1), 0)), LeaseLostError);
     });
 
-    it('never takes a thread named in takeOver from a live holder: another host, this process, a process that exists', async () => {
+    it('never takes a thread named in deadHolders from a live holder: another host, this process, a process that exists', async () => {
       if (await undeclared('claims')) return;
       const remote = remoteOwner('remote');
       const self = { runId: 'this-process', pid: process.pid, host: hostname() };
       const live = { runId: 'live-parent', pid: process.ppid, host: hostname() };
       for (const [id, owner] of [['remote', remote], ['self', self], ['live', live]] as const) await create(id, { owner, leaseMs: LONG_LEASE });
-      expect(await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, takeOver: [remote, self, live] })).toEqual([]);
+      expect(await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, deadHolders: [remote, self, live] })).toEqual([]);
     });
 
     it('a named dead holder whose thread was taken since by a live run does not reach that run', async () => {
@@ -146,7 +146,7 @@ export function workerTests(suite: CheckpointerSuiteContext): void {
       const dead = { runId: 'dead-worker', pid: deadPid(), host: hostname() };
       await create('t1', { owner: dead, leaseMs: LONG_LEASE });
       const successor = await cp.acquireThread('t1', { owner: remoteOwner('successor'), leaseMs: LONG_LEASE });
-      expect(await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, takeOver: [dead] })).toEqual([]);
+      expect(await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10, deadHolders: [dead] })).toEqual([]);
       await cp.commitStep(successor, commitOf(linearPosition(0), null));
     });
   });
