@@ -12,7 +12,8 @@
  *   the raw database baseline: the single SELECT of the same rows on the same
  *   connection kind (better-sqlite3 / a pg pool), without the server, JSON or the head join.
  * - Opening a thread: the requests the thread page sends first (`/api/threads/:id`,
- *   `/history`, `/state`, `/effects`, `/verify`), each timed alone (median), summed.
+ *   `/history`, `/timeline`, `/graph`, `/effects`, `/verify`), each timed alone
+ *   (median), summed.
  *   Goal: ≤ 300 ms. Baseline: the thread row plus the newest 51 positions, raw.
  *
  * Seeding is documented and direct: the engine creates its schema (its migrations),
@@ -256,7 +257,8 @@ async function measure(kind: 'sqlite' | 'postgres', engine: () => Engine, raw: R
 
     // Opening the long thread: what the page asks first, each request alone.
     const id = encodeURIComponent(LONG_THREAD);
-    const paths = [`/api/threads/${id}`, `/api/threads/${id}/history?limit=50`, `/api/threads/${id}/state`, `/api/threads/${id}/effects`, `/api/threads/${id}/verify`];
+    // What inspector-ui/src/thread.tsx and its views ask for; the head's state is the position page's, not this one's.
+    const paths = [`/api/threads/${id}`, `/api/threads/${id}/history`, `/api/threads/${id}/timeline?limit=50`, `/api/threads/${id}/graph`, `/api/threads/${id}/effects`, `/api/threads/${id}/verify`];
     const requests: OpenFigure[] = [];
     for (const path of paths) {
       let bytes = 0;

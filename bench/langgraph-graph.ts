@@ -63,3 +63,26 @@ export function buildAppendGraph({ mode, n, saver }: { mode: LangGraphMode; n: n
     .addConditionalEdges('append', (state) => (state.messages.length < n ? 'append' : END))
     .compile({ checkpointer: saver });
 }
+
+/** Run the graph once to n messages, returning the wall clock of each step. */
+export async function runTimed(graph: ReturnType<typeof buildAppendGraph>, n: number): Promise<number[]> {
+  const config = {
+    configurable: { thread_id: LANGGRAPH_THREAD_ID },
+    recursionLimit: n + 10, // n appends + the START superstep, with headroom
+    durability: 'sync' as const,
+    streamMode: 'updates' as const,
+  };
+  const stepMs: number[] = [];
+  let last = performance.now();
+  for await (const _update of await graph.stream({ messages: [] }, config)) {
+    const now = performance.now();
+    stepMs.push(now - last);
+    last = now;
+  }
+  // The final checkpoint is saved after the last update is emitted: charge the
+  // tail to the last step so the steps add up to the run.
+  const tail = performance.now() - last;
+  if (stepMs.length !== n) throw new Error(`expected ${n} node updates, got ${stepMs.length}`);
+  stepMs[n - 1]! += tail;
+  return stepMs;
+}

@@ -30,7 +30,7 @@ import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { sqlite } from '../dist/engines/sqlite/index.js';
 import { postgres } from '../dist/engines/postgres/index.js';
 import { CairnSaver } from '../dist/langgraph/index.js';
-import { LANGGRAPH_THREAD_ID, buildAppendGraph, type LangGraphMode } from './langgraph-graph.js';
+import { LANGGRAPH_THREAD_ID, buildAppendGraph, runTimed, type LangGraphMode } from './langgraph-graph.js';
 import { firstLastMeans } from './measure.js';
 import { payloadBytes } from './workload.js';
 
@@ -183,16 +183,7 @@ export async function benchSaver(key: SaverKey, n: number): Promise<SaverResult>
     // Open the database (tables, migrations) before the clock, as bench/langgraph.ts does for SqliteSaver.
     await c.saver.getTuple({ configurable: { thread_id: LANGGRAPH_THREAD_ID } });
     const graph = buildAppendGraph({ mode: c.mode, n, saver: c.saver as SqliteSaver });
-    const config = { configurable: { thread_id: LANGGRAPH_THREAD_ID }, recursionLimit: n + 10, durability: 'sync' as const, streamMode: 'updates' as const };
-    const stepMs: number[] = [];
-    let last = performance.now();
-    for await (const _update of await graph.stream({ messages: [] }, config)) {
-      const now = performance.now();
-      stepMs.push(now - last);
-      last = now;
-    }
-    stepMs[stepMs.length - 1]! += performance.now() - last;
-    if (stepMs.length !== n) throw new Error(`${key}: expected ${n} node updates, got ${stepMs.length}`);
+    const stepMs = await runTimed(graph, n);
     if (c.saver instanceof CairnSaver) await c.saver.release();
 
     const fresh = await c.reopen();

@@ -34,7 +34,7 @@ import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { payloadBytes, type WorkloadResult } from './workload.js';
 import { firstLastMeans, medianOfFreshRuns, secondWindowMean } from './measure.js';
 import { SQLITE_SETTINGS, applySqliteSettings, checkpointedDbBytes, freshDbPath } from './sqlite-util.js';
-import { LANGGRAPH_THREAD_ID, buildAppendGraph, type LangGraphMode } from './langgraph-graph.js';
+import { LANGGRAPH_THREAD_ID, buildAppendGraph, runTimed, type LangGraphMode } from './langgraph-graph.js';
 
 export type { LangGraphMode } from './langgraph-graph.js';
 
@@ -146,28 +146,6 @@ export async function benchLangGraph({ n, mode, dir, stateHistory = false }: Lan
   };
 }
 
-/** Run the graph once to n messages, returning the wall clock of each step. */
-async function runTimed(graph: ReturnType<typeof buildAppendGraph>, n: number): Promise<number[]> {
-  const config = {
-    configurable: { thread_id: LANGGRAPH_THREAD_ID },
-    recursionLimit: n + 10, // n appends + the START superstep, with headroom
-    durability: 'sync' as const,
-    streamMode: 'updates' as const,
-  };
-  const stepMs: number[] = [];
-  let last = performance.now();
-  for await (const _update of await graph.stream({ messages: [] }, config)) {
-    const now = performance.now();
-    stepMs.push(now - last);
-    last = now;
-  }
-  // The final checkpoint is saved after the last update is emitted: charge the
-  // tail to the last step so the steps add up to the run.
-  const tail = performance.now() - last;
-  if (stepMs.length !== n) throw new Error(`expected ${n} node updates, got ${stepMs.length}`);
-  stepMs[n - 1]! += tail;
-  return stepMs;
-}
 
 /** A checkpoint row's id and the part of its metadata the report uses. */
 interface CheckpointAtStep {
