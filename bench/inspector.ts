@@ -227,6 +227,7 @@ async function measure(kind: 'sqlite' | 'postgres', engine: () => Engine, raw: R
     }
     updatedCursor = cursor;
     const since = T0 + seeded * 1000 - 3_600_000;
+    // On SQLite a metadata value's baseline reads the index the engine reads (cairn_thread_metadata), as PostgreSQL's uses its GIN index.
     const rawSelect = 'SELECT * FROM cairn_threads';
     const cases: { what: string; query: string; raw: [string, unknown[]] }[] = [
       { what: 'first page', query: '', raw: [`${rawSelect} ORDER BY id LIMIT 51`, []] },
@@ -234,8 +235,8 @@ async function measure(kind: 'sqlite' | 'postgres', engine: () => Engine, raw: R
       { what: 'status=failed', query: 'status=failed', raw: [`${rawSelect} WHERE status IN (?) ORDER BY id LIMIT 51`, ['failed']] },
       { what: 'status=failed,needs_attention deep', query: `status=failed,needs_attention&after=${deepCursor}`, raw: [`${rawSelect} WHERE status IN (?, ?) AND id > ? ORDER BY id LIMIT 51`, ['failed', 'needs_attention', deepId]] },
       { what: 'tenant + kind', query: 'tenant=tenant-042&kind=session', raw: [`${rawSelect} WHERE tenant = ? AND kind IN (?) ORDER BY id LIMIT 51`, ['tenant-042', 'session']] },
-      { what: 'meta queue=q3 (20%)', query: 'meta=queue%3Dq3', raw: [kind === 'postgres' ? `${rawSelect} WHERE cairn_json(metadata) @> ?::jsonb ORDER BY id LIMIT 51` : `${rawSelect} WHERE json_extract(metadata, '$.queue') = ? ORDER BY id LIMIT 51`, [kind === 'postgres' ? '{"queue":"q3"}' : 'q3']] },
-      { what: 'meta flagged=true (0.1%)', query: 'meta=flagged%3Dtrue', raw: [kind === 'postgres' ? `${rawSelect} WHERE cairn_json(metadata) @> ?::jsonb ORDER BY id LIMIT 51` : `${rawSelect} WHERE json_extract(metadata, '$.flagged') = ? ORDER BY id LIMIT 51`, [kind === 'postgres' ? '{"flagged":true}' : 1]] },
+      { what: 'meta queue=q3 (20%)', query: 'meta=queue%3Dq3', raw: [kind === 'postgres' ? `${rawSelect} WHERE cairn_json(metadata) @> ?::jsonb ORDER BY id LIMIT 51` : `${rawSelect} t WHERE EXISTS (SELECT 1 FROM cairn_thread_metadata m WHERE m.key = 'queue' AND m.atom = ? AND m.tid = t.tid) ORDER BY id LIMIT 51`, [kind === 'postgres' ? '{"queue":"q3"}' : 'q3']] },
+      { what: 'meta flagged=true (0.1%)', query: 'meta=flagged%3Dtrue', raw: [kind === 'postgres' ? `${rawSelect} WHERE cairn_json(metadata) @> ?::jsonb ORDER BY id LIMIT 51` : `${rawSelect} WHERE tid IN (SELECT tid FROM cairn_thread_metadata WHERE key = 'flagged' AND atom = ?) ORDER BY id LIMIT 51`, [kind === 'postgres' ? '{"flagged":true}' : 1]] },
       { what: 'id prefix q=th-0421', query: 'q=th-0421', raw: [`${rawSelect} WHERE id >= ? AND id < ? ORDER BY id LIMIT 51`, ['th-0421', 'th-0422']] },
       { what: 'order=updatedAt first', query: 'order=updatedAt', raw: [`${rawSelect} ORDER BY updated_at DESC, id LIMIT 51`, []] },
       {

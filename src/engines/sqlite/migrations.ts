@@ -253,6 +253,38 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE cairn_ledger ADD COLUMN meta TEXT;
     `,
   },
+  {
+    id: 9,
+    name: 'threads found by a metadata value',
+    sql: `
+      -- One row per top-level scalar of a thread's metadata (json_each's key, type and
+      -- atom), kept by triggers so that every way a thread row is written (a run, an
+      -- import, a direct INSERT) keeps it true. A value few threads have is then an index
+      -- range (the threads listed from it) instead of a scan of every thread's JSON.
+      CREATE TABLE cairn_thread_metadata (
+        tid  INTEGER NOT NULL,
+        key  TEXT NOT NULL,
+        type TEXT NOT NULL,
+        atom
+      );
+      CREATE INDEX cairn_thread_metadata_by_value ON cairn_thread_metadata (key, atom, tid);
+      CREATE INDEX cairn_thread_metadata_by_tid ON cairn_thread_metadata (tid);
+      CREATE TRIGGER cairn_threads_metadata_insert AFTER INSERT ON cairn_threads BEGIN
+        INSERT INTO cairn_thread_metadata (tid, key, type, atom)
+          SELECT NEW.tid, j.key, j.type, j.atom FROM json_each(NEW.metadata) j WHERE j.type NOT IN ('object', 'array');
+      END;
+      CREATE TRIGGER cairn_threads_metadata_update AFTER UPDATE OF metadata ON cairn_threads BEGIN
+        DELETE FROM cairn_thread_metadata WHERE tid = OLD.tid;
+        INSERT INTO cairn_thread_metadata (tid, key, type, atom)
+          SELECT NEW.tid, j.key, j.type, j.atom FROM json_each(NEW.metadata) j WHERE j.type NOT IN ('object', 'array');
+      END;
+      CREATE TRIGGER cairn_threads_metadata_delete AFTER DELETE ON cairn_threads BEGIN
+        DELETE FROM cairn_thread_metadata WHERE tid = OLD.tid;
+      END;
+      INSERT INTO cairn_thread_metadata (tid, key, type, atom)
+        SELECT t.tid, j.key, j.type, j.atom FROM cairn_threads t, json_each(t.metadata) j WHERE j.type NOT IN ('object', 'array');
+    `,
+  },
 ];
 
 /**

@@ -107,28 +107,48 @@ const THREAD_TABLES = {
   signals: 'cairn_signals',
 } as const;
 
+/** A metadata value fewer threads than this have is listed from its rows in cairn_thread_metadata; a commoner one is tested on each thread walked. */
+const FEW_WITH_VALUE = 2_000;
+
+type MetadataValue = string | number | boolean | null;
+
+/** The test of one metadata equality on a cairn_thread_metadata row `m` (json_each's type and atom), with its parameters. */
+function metadataRow(key: string, value: MetadataValue): { sql: string; params: unknown[] } {
+  if (value === null) return { sql: "m.key = ? AND m.atom IS NULL AND m.type = 'null'", params: [key] };
+  if (typeof value === 'boolean') return { sql: 'm.key = ? AND m.atom = ? AND m.type = ?', params: [key, value ? 1 : 0, value ? 'true' : 'false'] };
+  if (typeof value === 'number') return { sql: "m.key = ? AND m.atom = ? AND m.type IN ('integer', 'real')", params: [key, value] };
+  return { sql: "m.key = ? AND m.atom = ? AND m.type = 'text'", params: [key, value] };
+}
+
 /**
- * One metadata equality as a json_each test: the key and the value are parameters.
- * Before it, a plain text search for the key as JSON writes it (`"queue":`): metadata
- * is stored as JSON.stringify wrote it, where a key is its JSON string and a colon,
- * which no value can hold unescaped, so a row without that text lacks the key, and
- * the scan skips it without parsing its JSON (a rare key: 100,000 rows in a few ms
- * instead of tens).
+ * One metadata equality as a clause on thread `t`. A value few threads have (`few`)
+ * gives the list of those threads (an index range, then the page sorted from them); a
+ * common one is tested on each thread the id or time walk passes (an index probe),
+ * which finds a page long before the walk ends. Either way no JSON is parsed.
  */
-function metadataClause(key: string, value: string | number | boolean | null): { sql: string; params: unknown[] } {
-  const member = 'instr(t.metadata, ?) > 0 AND EXISTS (SELECT 1 FROM json_each(t.metadata) m WHERE m.key = ? AND';
-  const keyed = [`${JSON.stringify(key)}:`, key];
-  if (value === null) return { sql: `${member} m.type = 'null')`, params: keyed };
-  if (typeof value === 'boolean') return { sql: `${member} m.type = ?)`, params: [...keyed, value ? 'true' : 'false'] };
-  if (typeof value === 'number') return { sql: `${member} m.type IN ('integer', 'real') AND m.atom = ?)`, params: [...keyed, value] };
-  return { sql: `${member} m.type = 'text' AND m.atom = ?)`, params: [...keyed, value] };
+function metadataClause(key: string, value: MetadataValue, few: boolean): { sql: string; params: unknown[] } {
+  const row = metadataRow(key, value);
+  if (few) return { sql: `t.tid IN (SELECT m.tid FROM cairn_thread_metadata m WHERE ${row.sql})`, params: row.params };
+  return { sql: `EXISTS (SELECT 1 FROM cairn_thread_metadata m WHERE ${row.sql} AND m.tid = t.tid)`, params: row.params };
+}
+
+/** Which of the query's metadata values fewer than FEW_WITH_VALUE threads have (counted up to that, on the index). */
+function fewMetadataValues(db: SqliteQueries, q: NormalizedThreadQuery): Set<number> {
+  const few = new Set<number>();
+  q.metadata.forEach(([key, value], i) => {
+    const row = metadataRow(key, value);
+    const count = db.stmt(`SELECT count(*) FROM (SELECT 1 FROM cairn_thread_metadata m WHERE ${row.sql} LIMIT ?)`).pluck().get(...row.params, FEW_WITH_VALUE) as number;
+    if (count < FEW_WITH_VALUE) few.add(i);
+  });
+  return few;
 }
 
 /**
  * The WHERE clauses of a thread query's filters (paging aside), with their parameters;
- * `updatedAt` is the SQL of the thread's updatedAt in the query that uses them.
+ * `updatedAt` is the SQL of the thread's updatedAt in the query that uses them;
+ * `fewValues` the indexes of the metadata values few threads have ({@link fewMetadataValues}).
  */
-function threadFilters(q: NormalizedThreadQuery, updatedAt: string, byTime = false): { where: string[]; params: unknown[] } {
+function threadFilters(q: NormalizedThreadQuery, updatedAt: string, fewValues: Set<number>, byTime = false): { where: string[]; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (sql: string, ...values: unknown[]) => {
@@ -143,10 +163,10 @@ function threadFilters(q: NormalizedThreadQuery, updatedAt: string, byTime = fal
   if (q.kinds) add(`${few}t.kind IN (${q.kinds.map(() => '?').join(', ')})`, ...q.kinds);
   if (q.tenant === null) add('t.tenant IS NULL');
   else if (q.tenant !== undefined) add('t.tenant = ?', q.tenant);
-  for (const [key, value] of q.metadata) {
-    const clause = metadataClause(key, value);
+  q.metadata.forEach(([key, value], i) => {
+    const clause = metadataClause(key, value, fewValues.has(i));
     add(clause.sql, ...clause.params);
-  }
+  });
   // A range, not LIKE: the id index finds the first match and stops past the last.
   if (q.ids) add('t.id >= ?', q.ids.from);
   if (q.ids?.to) add('t.id < ?', q.ids.to);
@@ -192,14 +212,16 @@ export class SqliteCheckpointer extends BaseCheckpointer {
 
   protected async queryThreads(q: NormalizedThreadQuery): Promise<ThreadRecord[]> {
     if (q.order === 'id') {
-      const { where, params } = threadFilters(q, UPDATED_AT);
-      if (q.after) {
-        where.push('t.id > ?');
-        params.push(q.after.id);
-      }
-      const sql = `${THREAD_SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT ?`;
-      // Prepared per call, not cached: the filters make many shapes of this text.
-      return this.conn.read('listThreads', (db) => (db.prepare(sql).all(...params, q.limit ?? -1) as SqliteThreadRow[]).map(threadOf));
+      return this.conn.read('listThreads', (db) => {
+        const { where, params } = threadFilters(q, UPDATED_AT, fewMetadataValues(db, q));
+        if (q.after) {
+          where.push('t.id > ?');
+          params.push(q.after.id);
+        }
+        const sql = `${THREAD_SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT ?`;
+        // Prepared per call, not cached: the filters make many shapes of this text.
+        return (db.prepare(sql).all(...params, q.limit ?? -1) as SqliteThreadRow[]).map(threadOf);
+      });
     }
     // updatedAt is the later of the row's time and the root head's, which no single
     // index orders. So the threads are taken in two disjoint parts, each walked down an
@@ -209,8 +231,8 @@ export class SqliteCheckpointer extends BaseCheckpointer {
     // one of its threads in the overall first `limit` (a thread further down its part
     // has `limit` threads before it there, each at least as late overall), so the
     // merge of the two is the page.
-    const part = (time: string, from: string, split: string) => {
-      const { where, params } = threadFilters(q, time, true);
+    const part = (few: Set<number>, time: string, from: string, split: string) => {
+      const { where, params } = threadFilters(q, time, few, true);
       where.push(split);
       if (q.after) {
         // The first term alone bounds the index range; the rest picks within its first time.
@@ -220,11 +242,14 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       params.push(q.limit ?? -1);
       return { sql: `SELECT * FROM (SELECT t.*, h.seq AS head, h.created_at AS head_at, ${time} AS u ${from} WHERE ${where.join(' AND ')} ORDER BY ${time} DESC, t.id LIMIT ?)`, params };
     };
-    const byRow = part('t.updated_at', "FROM cairn_threads t LEFT JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ''", '(h.created_at IS NULL OR h.created_at <= t.updated_at)');
-    const byHead = part('h.created_at', "FROM cairn_heads h JOIN cairn_threads t ON t.tid = h.tid", "h.ns = '' AND h.created_at > t.updated_at");
-    const sql = `${byRow.sql} UNION ALL ${byHead.sql} ORDER BY u DESC, id LIMIT ?`;
-    const params = [...byRow.params, ...byHead.params, q.limit ?? -1];
-    return this.conn.read('listThreads', (db) => (db.prepare(sql).all(...params) as SqliteThreadRow[]).map(threadOf));
+    return this.conn.read('listThreads', (db) => {
+      const few = fewMetadataValues(db, q);
+      const byRow = part(few, 't.updated_at', "FROM cairn_threads t LEFT JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ''", '(h.created_at IS NULL OR h.created_at <= t.updated_at)');
+      const byHead = part(few, 'h.created_at', "FROM cairn_heads h JOIN cairn_threads t ON t.tid = h.tid", "h.ns = '' AND h.created_at > t.updated_at");
+      const sql = `${byRow.sql} UNION ALL ${byHead.sql} ORDER BY u DESC, id LIMIT ?`;
+      const params = [...byRow.params, ...byHead.params, q.limit ?? -1];
+      return (db.prepare(sql).all(...params) as SqliteThreadRow[]).map(threadOf);
+    });
   }
 
   protected async removeThread(threadId: string, judge: (held: HeldThread | null) => DeleteThreadResult | null): Promise<DeleteThreadResult> {
