@@ -192,7 +192,9 @@ async function verifySnapshots(cp: Checkpointer, threadId: string, ns: string, c
   /** Per field: the last snapshot checksum computed, to extend from on the same branch. */
   const carried = new Map<string, { seq: number; from: number; checksum: ItemChecksum }>();
   for (let from = 0; from <= chain.newest; from += BATCH) {
-    for (const snapshot of await cp.getSnapshots(threadId, ns, { from, to: Math.min(chain.newest, from + BATCH - 1) })) {
+    const snapshots = await cp.getSnapshots(threadId, ns, { from, to: Math.min(chain.newest, from + BATCH - 1) });
+    const itemsOf = await batchItems(cp, threadId, ns, from, snapshots.at(-1)?.seq, carried);
+    for (const snapshot of snapshots) {
       report.snapshots++;
       const problem = (message: string) => report.problems.push({ ns, seq: snapshot.seq, kind: 'snapshot', code: 'ERR_CORRUPT_RECORD', message });
       const sealed = openSnapshot(snapshot.text);
@@ -231,9 +233,9 @@ async function verifySnapshots(cp: Checkpointer, threadId: string, ns: string, c
         const previous = carried.get(field);
         let checksum: ItemChecksum;
         if (previous && previous.from === start && ranges.some((r) => r.from <= previous.seq && previous.seq <= r.to)) {
-          checksum = previous.checksum.extend(await cp.getItems(threadId, ns, field, clip(ranges, previous.seq + 1, snapshot.seq)));
+          checksum = previous.checksum.extend(await itemsOf(field, clip(ranges, previous.seq + 1, snapshot.seq)));
         } else {
-          checksum = ItemChecksum.of(await cp.getItems(threadId, ns, field, clip(ranges, start, snapshot.seq)));
+          checksum = ItemChecksum.of(await itemsOf(field, clip(ranges, start, snapshot.seq)));
         }
         carried.set(field, { seq: snapshot.seq, from: start, checksum });
         if (held !== undefined && checksum.count + held !== cursor.count) {
@@ -244,6 +246,35 @@ async function verifySnapshots(cp: Checkpointer, threadId: string, ns: string, c
       }
     }
   }
+}
+
+/**
+ * The items a batch of snapshots is checked against, read in one round trip: those of
+ * the seqs from the earliest checksum carried into the batch (or the batch's start) to
+ * its last snapshot. A snapshot taken every few steps would otherwise cost a read per
+ * snapshot and field (5,000 of them for a thread of 10,000 positions). A range outside
+ * that window (a branch's older ancestry, a field's first snapshot) is read on its own.
+ */
+async function batchItems(
+  cp: Checkpointer,
+  threadId: string,
+  ns: string,
+  batchFrom: number,
+  lastSnapshot: number | undefined,
+  carried: Map<string, { seq: number }>,
+): Promise<(field: string, ranges: SeqRange[]) => Promise<string[]>> {
+  const direct = (field: string, ranges: SeqRange[]) => cp.getItems(threadId, ns, field, ranges);
+  if (lastSnapshot === undefined) return direct;
+  const carriedFrom = Math.min(batchFrom, ...[...carried.values()].map((c) => c.seq + 1));
+  // A field carried from far back would make the window the whole thread: start at the batch then.
+  const window = { from: lastSnapshot - carriedFrom > 2 * BATCH ? batchFrom : carriedFrom, to: lastSnapshot };
+  const bySeq = groupBySeq(await cp.getRangeItems(threadId, ns, window));
+  return async (field, ranges) => {
+    if (!ranges.every((r) => r.from >= window.from && r.to <= window.to)) return direct(field, ranges);
+    const texts: string[] = [];
+    for (const r of ranges) for (let seq = r.from; seq <= r.to; seq++) for (const item of bySeq.get(seq) ?? []) if (item.field === field) texts.push(item.text);
+    return texts;
+  };
 }
 
 function groupBySeq(items: RangeItem[]): Map<number, RangeItem[]> {
