@@ -58,6 +58,7 @@ export type {
 export type { PositionInfo, HistoryPage } from './inspect/history.js';
 export type { PendingInterrupt, PendingWait } from './runtime/position.js';
 export type { ReplayReport, ReplayStep, ReplayDivergenceInfo } from './runtime/replay.js';
+export type { DivergenceKind } from './runtime/task-scope.js';
 export type { EvaluationReport, ThreadEvaluation, EvaluationDivergence, EvaluationCost, EvaluationOutcome, EvaluationSelection } from './runtime/evaluate.js';
 export type { EvaluatedModelCall } from './runtime/task-scope.js';
 export type { VerifyReport, VerifyProblem, VerifyProblemKind } from './inspect/verify.js';

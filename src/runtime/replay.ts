@@ -17,7 +17,7 @@ import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { StoredPosition } from '../contracts/checkpointer.js';
 import { decode, encode } from '../codec/tagged-json.js';
-import { CairnError, GraphMismatchError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
+import { CairnError, EffectConflictError, GraphMismatchError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
 import { own } from '../internal/own.js';
 import type { StateSchema } from '../state/schema.js';
 import type { Head } from './cursor.js';
@@ -27,7 +27,7 @@ import { applyMerge } from './merge.js';
 import { appendedFields, type CallRef, type PositionBody, type PositionKind } from './position.js';
 import { childResultWrites, sharedStart } from './subgraph.js';
 import { superstep, type Task, type TaskOutcome, type TaskRunner } from './superstep.js';
-import { ReplayDivergence, TaskScope, type EvaluatedModelCall } from './task-scope.js';
+import { ReplayDivergence, TaskScope, type DivergenceKind, type EvaluatedModelCall } from './task-scope.js';
 import { withinNode } from './current-node.js';
 
 /** Where a replayed node did something its recording does not hold (another call, another argument). */
@@ -35,6 +35,8 @@ export interface ReplayDivergenceInfo {
   node: string;
   call: number;
   name: string;
+  /** Why, for a program ({@link DivergenceKind}); `reason` says it for a person. */
+  kind: DivergenceKind;
   reason: string;
 }
 
@@ -164,19 +166,19 @@ async function reexecute(
       state,
     );
   } catch (error) {
-    if (GraphMismatchError.is(error)) for (const node of error.missing) divergences.push({ node, call: -1, name: node, reason: 'the graph has no such node any more' });
-    else divergences.push({ node: stored.body.nodes.join(','), call: -1, name: 'merge', reason: (error as Error).message });
+    if (GraphMismatchError.is(error)) for (const node of error.missing) divergences.push({ node, call: -1, name: node, kind: 'graph-changed', reason: 'the graph has no such node any more' });
+    else divergences.push({ node: stored.body.nodes.join(','), call: -1, name: 'merge', kind: 'threw', reason: (error as Error).message });
     return undefined;
   }
   if (divergences.length) return undefined;
   if (outcome.kind !== 'step') {
     const reason = outcome.kind === 'pause' ? `the graph now pauses before ${outcome.draft.interrupts!.map((i) => i.node).join(', ')}` : 'a node or a child run would stop at an interrupt or a wait';
-    divergences.push({ node: parent.body.next.join(','), call: -1, name: 'interrupt', reason });
+    divergences.push({ node: parent.body.next.join(','), call: -1, name: 'interrupt', kind: 'pause', reason });
     return undefined;
   }
   const next = outcome.draft.next;
   if (next.join() !== stored.body.next.join()) {
-    divergences.push({ node: outcome.draft.nodes.join(','), call: -1, name: 'next', reason: `would go to [${next.join(', ')}] where the run went to [${stored.body.next.join(', ')}]` });
+    divergences.push({ node: outcome.draft.nodes.join(','), call: -1, name: 'next', kind: 'next', reason: `would go to [${next.join(', ')}] where the run went to [${stored.body.next.join(', ')}]` });
   }
   const replayed = { ...outcome.state };
   const at = stored.position;
@@ -239,8 +241,12 @@ class ReplayTaskRunner implements TaskRunner {
       }
       return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts };
     } catch (error) {
-      if (error instanceof ReplayDivergence) this.divergences.push({ node: error.node, call: error.call, name: error.callName, reason: error.reason });
-      else this.divergences.push({ node: task.node.name, call: -1, name: 'node', reason: `threw: ${(error as Error).message}` });
+      if (error instanceof ReplayDivergence) this.divergences.push({ node: error.node, call: error.call, name: error.callName, kind: error.kind, reason: error.reason });
+      else {
+        // An effect asked with other arguments than its intent throws rather than being served.
+        const kind = EffectConflictError.is(error) && /different arguments/.test((error as Error).message) ? 'effect-other-arguments' : 'threw';
+        this.divergences.push({ node: task.node.name, call: -1, name: 'node', kind, reason: `threw: ${(error as Error).message}` });
+      }
       return empty;
     }
   }
@@ -255,9 +261,9 @@ async function servedChildWrites(settings: ReplaySettings, threadId: string, chi
   const cp = settings.engine.checkpointer;
   const head = await cp.getHead(threadId, ns);
   const node = ns.slice(0, ns.indexOf(':'));
-  if (!head) throw new ReplayDivergence(node, -1, 'child run', `no child run was recorded in namespace ${ns}`);
+  if (!head) throw new ReplayDivergence(node, -1, 'child run', 'child-run', `no child run was recorded in namespace ${ns}`);
   const loaded = await materialize(cp, child.schema, threadId, ns, head.seq, { head });
-  if (loaded.body.next.length || loaded.body.interrupts?.length) throw new ReplayDivergence(node, -1, 'child run', `the child run in ${ns} never finished`);
+  if (loaded.body.next.length || loaded.body.interrupts?.length) throw new ReplayDivergence(node, -1, 'child run', 'child-run', `the child run in ${ns} never finished`);
   const shared = await sharedStart(child, state, { engine: cp.engine, thread: threadId, ns });
   return childResultWrites(child, shared, loaded.state, settings.schema.view(state as State));
 }

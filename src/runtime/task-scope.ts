@@ -151,12 +151,40 @@ function recordMeta<T>(options: RecordOptions<T>, value: T, latencyMs: number, p
 /** The span attribute `ctx.recordArtifact` adds: the stored artifact's id. */
 const artifactAttributes: RecordAttributes<ArtifactRef> = (ref) => ({ 'cairn.artifact.id': ref.id });
 
+/**
+ * Why a replayed or evaluated call could not be served, for a program to tell apart:
+ * - `other-call`: the record holds another call at this place (another tool, another record name);
+ * - `other-arguments`: the same call, asked with other arguments;
+ * - `not-recorded`: nothing was recorded for this call;
+ * - `effect-not-recorded`: the record holds no observed outcome for this effect;
+ * - `effect-other-arguments`: the effect was asked with other arguments than its recorded intent;
+ * - `pause`: an interrupt, sleep or wait the recorded run has no result for;
+ * - `next`: the step would go to other nodes than the run went to;
+ * - `graph-changed`: a node the run went through is gone;
+ * - `child-run`: a child run the record lacks or that never finished;
+ * - `ledger-mismatch`: a ledger row does not match the digest its position holds (changed or damaged);
+ * - `threw`: the node (or the merge of its writes) threw.
+ */
+export type DivergenceKind =
+  | 'other-call'
+  | 'other-arguments'
+  | 'not-recorded'
+  | 'effect-not-recorded'
+  | 'effect-other-arguments'
+  | 'pause'
+  | 'next'
+  | 'graph-changed'
+  | 'child-run'
+  | 'ledger-mismatch'
+  | 'threw';
+
 /** Thrown inside a replayed node when it asks for something the original run never recorded. */
 export class ReplayDivergence extends Error {
   constructor(
     readonly node: string,
     readonly call: number,
     readonly callName: string,
+    readonly kind: DivergenceKind,
     readonly reason: string,
   ) {
     super(`node "${node}" call ${call} (${callName}): ${reason}`);
@@ -306,9 +334,9 @@ export class TaskScope implements NodeContext {
   }
 
   /** In replay or an answer check, a call that cannot be served stops the execution. */
-  private unservable(call: number, name: string, reason: string): never {
+  private unservable(call: number, name: string, kind: DivergenceKind, reason: string): never {
     if (this.options.probe) throw new AnswerUnchecked();
-    throw (this.divergence ??= new ReplayDivergence(this.node, call, name, reason));
+    throw (this.divergence ??= new ReplayDivergence(this.node, call, name, kind, reason));
   }
 
   /**
@@ -321,11 +349,11 @@ export class TaskScope implements NodeContext {
     const hit = (await this.ledgerEntries()).get(key);
     if (!hit || hit.outcome === null) return undefined;
     if (hit.name !== name) {
-      if (this.options.replay || this.options.probe) this.unservable(call, name, `recorded as "${hit.name}"`);
+      if (this.options.replay || this.options.probe) this.unservable(call, name, 'other-call', `recorded as "${hit.name}"`);
       throw new RecordMismatchError(key, name, hit.name, this.options.place);
     }
     if (argsDigest !== null && hit.argsDigest !== null && hit.argsDigest !== argsDigest) {
-      if (this.options.replay || this.options.probe) this.unservable(call, name, 'recorded with other arguments');
+      if (this.options.replay || this.options.probe) this.unservable(call, name, 'other-arguments', 'recorded with other arguments');
       throw new RecordArgsMismatchError(key, name, this.options.place);
     }
     const digest = sha256Hex(hit.outcome);
@@ -363,7 +391,7 @@ export class TaskScope implements NodeContext {
     if (hit) return hit.value;
     const { probe, place } = this.options;
     if (probe?.key === key) throw new AnswerChecked(await validateAnswer(options.answer, probe.answer, place));
-    if (this.options.replay) this.unservable(call, 'interrupt', 'the recorded run has no answer for this interrupt');
+    if (this.options.replay) this.unservable(call, 'interrupt', 'pause', 'the recorded run has no answer for this interrupt');
     const answer = this.options.carried?.answers[key];
     if (answer !== undefined) {
       const value = await validateAnswer(options.answer, decode(answer, `answer to ${key}`), place);
@@ -381,7 +409,7 @@ export class TaskScope implements NodeContext {
   private async doSleep(call: number, requested: number): Promise<void> {
     const key = this.derivedKey('wait', call);
     if (await this.recorded(call, key, 'sleep')) return;
-    if (this.options.replay || this.options.probe) this.unservable(call, 'sleep', 'the recorded run has no wake-up for this sleep');
+    if (this.options.replay || this.options.probe) this.unservable(call, 'sleep', 'pause', 'the recorded run has no wake-up for this sleep');
     // The wake time is the one set when the node first stopped here, not a new one per re-execution.
     const until = this.carriedWait(key)?.until ?? requested;
     if (Date.now() >= until) {
@@ -400,7 +428,7 @@ export class TaskScope implements NodeContext {
     const recordName = `waitFor:${name}`;
     const hit = await this.recorded<WaitResult<T>>(call, key, recordName);
     if (hit) return hit.value;
-    if (this.options.replay || this.options.probe) this.unservable(call, recordName, 'the recorded run has no result for this wait');
+    if (this.options.replay || this.options.probe) this.unservable(call, recordName, 'pause', 'the recorded run has no result for this wait');
     const queue = this.options.signals;
     if (!queue) throw new CairnError(`ctx.waitFor needs a live run of the thread (node "${this.node}").`, { place: this.options.place });
     const received = await this.takeSignal(queue, key, name, options);
@@ -509,7 +537,7 @@ export class TaskScope implements NodeContext {
       span?.set({ 'cairn.record.served': true, ...recordMetaAttributes(hit.meta, name), ...attributes?.(hit.value) });
       return hit.value;
     }
-    if (this.options.replay || this.options.probe) this.unservable(call, name, 'nothing was recorded for this call');
+    if (this.options.replay || this.options.probe) this.unservable(call, name, 'not-recorded', 'nothing was recorded for this call');
     const started = performance.now();
     const value = await withinCall(() => (span ? span.within(fn) : fn()));
     const meta = recordMeta(options, value, Math.round(performance.now() - started), this.options.place);
@@ -551,7 +579,8 @@ export class TaskScope implements NodeContext {
       throw new EffectConflictError(key, `re-executed with different arguments than its recorded intent (effect "${name}").`, place);
     }
     if ((this.options.replay || this.options.probe) && (entry?.status !== 'done' || entry.name !== name)) {
-      this.unservable(call, name, entry ? (entry.status === 'done' ? `recorded as "${entry.name}"` : 'the effect has no recorded outcome') : 'no such effect was recorded');
+      if (entry?.status === 'done') this.unservable(call, name, 'other-call', `recorded as "${entry.name}"`);
+      this.unservable(call, name, 'effect-not-recorded', entry ? 'the effect has no recorded outcome' : 'no such effect was recorded');
     }
     const serve = (done: LedgerEntry): T => {
       const digest = sha256Hex(done.outcome ?? '');
@@ -602,8 +631,8 @@ export class TaskScope implements NodeContext {
     const served = this.options.served;
     if (!served) return;
     const ref = served.get(key);
-    if (!ref) throw new ReplayDivergence(this.node, call, name, `the stored step did not use ${key}`);
-    if (ref.digest !== digest) throw new ReplayDivergence(this.node, call, name, `the ledger row of ${key} does not match the digest its position holds: it was changed or damaged`);
+    if (!ref) throw new ReplayDivergence(this.node, call, name, 'not-recorded', `the stored step did not use ${key}`);
+    if (ref.digest !== digest) throw new ReplayDivergence(this.node, call, name, 'ledger-mismatch', `the ledger row of ${key} does not match the digest its position holds: it was changed or damaged`);
   }
 
   private async finishEffect<T>(key: string, name: string, result: T, source: 'run' | 'probe'): Promise<T> {

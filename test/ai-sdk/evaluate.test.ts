@@ -137,7 +137,7 @@ describe.each(ENGINES)('app.evaluate on %s', (name) => {
       const t = byThread.get(`t-${city}`)!;
       const v = variant(city);
       if (v === 0) {
-        expect(t).toMatchObject({ outcome: 'diverged', firstDivergence: { seq: 1, nodes: ['agent'], calls: [{ node: 'agent', call: 1, name: 'tool:weather', reason: 'recorded with other arguments' }] } });
+        expect(t).toMatchObject({ outcome: 'diverged', firstDivergence: { seq: 1, nodes: ['agent'], calls: [{ node: 'agent', call: 1, name: 'tool:weather', kind: 'other-arguments', reason: 'recorded with other arguments' }] } });
         expect(t.evaluated.calls).toBe(1);
       } else if (v === 1) {
         expect(t).toMatchObject({ outcome: 'diverged', firstDivergence: { seq: 1, calls: [{ call: 1, name: 'tool:forecast', reason: 'recorded as "tool:weather"' }] } });

@@ -40,7 +40,7 @@ describe('cairn eval', () => {
       ['t-city-2', 'diverged'],
     ]);
     expect(report.threads[1].firstDivergence.diff.fields).toEqual([{ field: 'reply', kind: 'changed', before: 'Sunny in city-1.', after: 'Clear skies over city-1.' }]);
-    expect(report.threads[2].firstDivergence.calls).toEqual([{ node: 'agent', call: 1, name: 'tool:forecast', reason: 'recorded as "tool:weather"' }]);
+    expect(report.threads[2].firstDivergence.calls).toEqual([{ node: 'agent', call: 1, name: 'tool:forecast', kind: 'other-call', reason: 'recorded as "tool:weather"' }]);
 
     const human = await cairn(['eval', '--db', db, '--app', `${APP}#candidate`, '--status', 'completed']);
     expect(human.code).toBe(1);

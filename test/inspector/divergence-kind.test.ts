@@ -3,7 +3,8 @@
  * the reasons the runtime itself gives: a stored agent that looks a tool up and
  * charges an effect is evaluated against versions that ask another tool, the same
  * tool with other arguments, one tool call more, one effect more, the effect with
- * other arguments, and another next node. Each reason read from a real evaluation.
+ * other arguments, and another next node. Each divergence read from a real evaluation,
+ * labelled from its typed kind and, as a report saved before kinds existed, from its reason.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -43,12 +44,27 @@ describe('divergenceKind, over the runtime’s reasons', () => {
     const stored = agent(engine, 'stored');
     await stored.run({ thread: 't', input: { q: 'x' } });
     const kinds: Record<string, string> = {};
+    const typed: Record<string, string | undefined> = {};
+    const fromText: Record<string, string> = {};
     for (const variant of ['other-tool', 'tool-args', 'extra-tool', 'extra-effect', 'effect-args', 'elsewhere'] as const) {
       const report = await stored.evaluate({ threads: ['t'], with: agent(engine, variant) });
       const call = report.threads[0]!.firstDivergence?.calls[0];
       expect(call, variant).toBeDefined();
       kinds[variant] = divergenceKind(call!);
+      typed[variant] = call!.kind;
+      // A report saved before divergences had a kind is labelled from its reason.
+      const { kind: _kind, ...untyped } = call!;
+      fromText[variant] = divergenceKind(untyped);
     }
+    expect(typed).toEqual({
+      'other-tool': 'other-call',
+      'tool-args': 'other-arguments',
+      'extra-tool': 'not-recorded',
+      'extra-effect': 'effect-not-recorded',
+      'effect-args': 'effect-other-arguments',
+      elsewhere: 'next',
+    });
+    expect(fromText).toEqual(kinds);
     expect(kinds).toEqual({
       'other-tool': 'a tool the record lacks',
       'tool-args': 'other tool arguments',

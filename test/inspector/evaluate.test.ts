@@ -116,7 +116,7 @@ describe('POST /api/evaluate: the report', () => {
       [1, 'ai.generate', 'model-a', 'model-b', 20],
       [1, 'ai.generate', 'model-a', 'model-b', 30],
     ]);
-    expect(otherTool.firstDivergence.calls).toEqual([{ node: 'agent', call: 1, name: 'tool:forecast', reason: 'recorded as "tool:weather"' }]);
+    expect(otherTool.firstDivergence.calls).toEqual([{ node: 'agent', call: 1, name: 'tool:forecast', kind: 'other-call', reason: 'recorded as "tool:weather"' }]);
     expect(missing.error.code).toBe('ERR_THREAD_NOT_FOUND');
     expect(await footprint()).toEqual(before);
   });

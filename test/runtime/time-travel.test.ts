@@ -286,7 +286,7 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       expect(report.steps).toHaveLength(20);
       const first = report.steps[0]!;
       expect(first).toMatchObject({ seq: 1, same: false });
-      expect(first.divergences).toEqual([{ node: 'step', call: 0, name: 'llm-v2', reason: expect.stringContaining('"llm"') }]);
+      expect(first.divergences).toEqual([{ node: 'step', call: 0, name: 'llm-v2', kind: 'other-call', reason: expect.stringContaining('"llm"') }]);
       expect(report.steps.every((s) => !s.same && s.divergences.length === 1)).toBe(true);
       expect(changed.calls).toMatchObject({ record: 0, effect: 0 });
       expect(await footprint('t')).toEqual(before);
