@@ -9,7 +9,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { fsArtifacts } from '../../src/artifacts/fs/index.js';
 import { encode } from '../../src/codec/tagged-json.js';
 import type { Engine } from '../../src/contracts/engine.js';
@@ -17,40 +16,10 @@ import { sqlite } from '../../src/engines/sqlite/index.js';
 import { threadHistory, threadInterrupts, type HistoryPage } from '../../src/inspect/history.js';
 import { storedState } from '../../src/inspect/stored-state.js';
 import type { App } from '../../src/runtime/app.js';
-import { END, START, graph } from '../../src/runtime/builder.js';
-import { field } from '../../src/state/fields.js';
-import { defineState, type StateSchema } from '../../src/state/schema.js';
+import type { StateSchema } from '../../src/state/schema.js';
 import { workedExample } from '../../src/testing/worked-example.js';
+import { postApp } from '../helpers/post-app.js';
 import { cairn } from './run-cli.js';
-
-const Child = defineState({ fields: { q: field.model(z.string(), { default: '' }), a: field.model(z.string(), { default: '' }) } });
-const Post = defineState({
-  fields: {
-    topic: field.model(z.string(), { default: '' }),
-    approved: field.model(z.boolean(), { default: false }),
-    notes: field.model(z.array(z.string()), { reduce: 'append', default: [] }),
-  },
-});
-
-/** draft (a record, an effect, an interrupt) → research (a child run with a record of its own) → END. */
-function postApp(engine: Engine) {
-  const research = graph(Child)
-    .node('answer', async (s, ctx) => ({ a: await ctx.record('model', () => `answer to ${s.q}`) }))
-    .edge(START, 'answer')
-    .edge('answer', END);
-  return graph(Post)
-    .node('draft', async (s, ctx) => {
-      const text = await ctx.record('model', () => `a post about ${s.topic}`);
-      await ctx.effect('notify', { run: () => 'sent' });
-      ctx.interruptAfter({ question: 'publish this?', text });
-      return { notes: [text] };
-    })
-    .subgraph('research', research, { input: (s) => ({ q: s.topic }), output: (r) => ({ notes: [r.a] }) })
-    .edge(START, 'draft')
-    .edge('draft', 'research')
-    .edge('research', END)
-    .compile({ engine });
-}
 
 let dir: string;
 let db: string;

@@ -11,7 +11,8 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { postApp } from '../helpers/post-app.js';
 import { z } from 'zod';
 import type { ArtifactStore } from '../../src/contracts/artifact-store.js';
 import type { Engine } from '../../src/contracts/engine.js';
@@ -57,6 +58,14 @@ export function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
+}
+
+/** Chromium ({@link launchChromium}) and one page of it, 1280 px wide, `height` tall, waiting at most `timeoutMs` for what a test looks for. */
+export async function openPage(height: number, timeoutMs = 10_000): Promise<{ browser: Browser; page: Page }> {
+  const browser = await launchChromium();
+  const page = await browser.newPage({ viewport: { width: 1280, height } });
+  page.setDefaultTimeout(timeoutMs);
+  return { browser, page };
 }
 
 /** A running `cairn inspect`: its printed URL, the URL's base and token, and a stop that waits for it to exit. */
@@ -105,34 +114,6 @@ export function startInspectorCli(db: string, args: string[] = []): Promise<Insp
   });
 }
 
-const Child = defineState({ fields: { q: field.model(z.string(), { default: '' }), a: field.model(z.string(), { default: '' }) } });
-const Post = defineState({
-  fields: {
-    topic: field.model(z.string(), { default: '' }),
-    approved: field.model(z.boolean(), { default: false }),
-    notes: field.model(z.array(z.string()), { reduce: 'append', default: [] }),
-  },
-});
-
-/** draft (a record, an effect, an interrupt after it) → research (a child run) → END. */
-export function postApp(engine: Engine) {
-  const research = graph(Child)
-    .node('answer', async (s, ctx) => ({ a: await ctx.record('model', () => `answer to ${s.q}`) }))
-    .edge(START, 'answer')
-    .edge('answer', END);
-  return graph(Post)
-    .node('draft', async (s, ctx) => {
-      const text = await ctx.record('model', () => `a post about ${s.topic}`);
-      await ctx.effect('notify', { run: () => 'sent' });
-      ctx.interruptAfter({ question: 'publish this?', text });
-      return { notes: [text] };
-    })
-    .subgraph('research', research, { input: (s) => ({ q: s.topic }), output: (r) => ({ notes: [r.a] }) })
-    .edge(START, 'draft')
-    .edge('draft', 'research')
-    .edge('research', END)
-    .compile({ engine });
-}
 
 const Refund = defineState({
   fields: {

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/contracts/engine.js';
 import { usePostgresSchema } from '../helpers/postgres.js';
 import { ACTIONS_APP, actionsFixture, answerThroughForm, writeActionThreads } from './actions-browser.js';
-import { chromiumMissing, launchChromium, startInspectorCli, type InspectorProcess } from './browser.js';
+import { chromiumMissing, openPage, startInspectorCli, type InspectorProcess } from './browser.js';
 
 const pg = usePostgresSchema();
 const missing = chromiumMissing();
@@ -31,9 +31,7 @@ beforeAll(async () => {
   engine = await pg.engine();
   await writeActionThreads(engine, ['ask_1']);
   inspector = await startInspectorCli(`${pg.url}#${pg.schema}`, ['--allow-actions', '--app', ACTIONS_APP, '--actor', 'ana']);
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.setDefaultTimeout(10_000);
+  ({ browser, page } = await openPage(900));
 }, 120_000);
 
 beforeEach(() => {

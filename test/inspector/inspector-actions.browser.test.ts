@@ -18,7 +18,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/contracts/engine.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { ACTIONS_APP, actionsFixture, answerThroughForm, titleStatus, until, writeActionThreads } from './actions-browser.js';
-import { chromiumMissing, launchChromium, startInspectorCli, type InspectorProcess } from './browser.js';
+import { chromiumMissing, openPage, startInspectorCli, type InspectorProcess } from './browser.js';
 
 const missing = chromiumMissing();
 
@@ -44,9 +44,7 @@ beforeAll(async () => {
     startInspectorCli(db),
     startInspectorCli(db, ['--allow-actions']),
   ]);
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.setDefaultTimeout(10_000);
+  ({ browser, page } = await openPage(900));
   page.on('dialog', (dialog) => void dialog.accept());
 }, 120_000);
 

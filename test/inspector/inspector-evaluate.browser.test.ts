@@ -20,7 +20,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { cairn } from '../cli/run-cli.js';
-import { chromiumMissing, ensureInspectorBuilt, launchChromium, startInspectorCli, type InspectorProcess } from './browser.js';
+import { chromiumMissing, ensureInspectorBuilt, openPage, startInspectorCli, type InspectorProcess } from './browser.js';
 
 const missing = chromiumMissing();
 const APP = fileURLToPath(new URL('../fixtures/eval-app.mjs', import.meta.url));
@@ -57,9 +57,7 @@ beforeAll(async () => {
     startInspectorCli(db, ['--allow-actions', '--app', `${APP}#candidate`, '--actor', 'ana']),
     startInspectorCli(db, ['--eval-report', join(dir, 'eval.json')]),
   ]);
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-  page.setDefaultTimeout(15_000);
+  ({ browser, page } = await openPage(1000, 15_000));
 }, 180_000);
 
 beforeEach(() => {

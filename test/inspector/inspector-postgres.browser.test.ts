@@ -12,7 +12,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fsArtifacts } from '../../src/artifacts/fs/index.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { usePostgresSchema } from '../helpers/postgres.js';
-import { chromiumMissing, launchChromium, startInspectorCli, writeThreads, type InspectorProcess } from './browser.js';
+import { chromiumMissing, openPage, startInspectorCli, writeThreads, type InspectorProcess } from './browser.js';
 
 const pg = usePostgresSchema();
 const missing = chromiumMissing();
@@ -29,9 +29,7 @@ beforeAll(async () => {
   engine = await pg.engine();
   await writeThreads(engine, fsArtifacts(join(dir, 'artifacts')));
   inspector = await startInspectorCli(`${pg.url}#${pg.schema}`);
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.setDefaultTimeout(10_000);
+  ({ browser, page } = await openPage(800));
 }, 120_000);
 
 beforeEach(() => {

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fsArtifacts } from '../../src/artifacts/fs/index.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
-import { chromiumMissing, launchChromium, LONG_LETTER, refundApp, startInspectorCli, writeThreads, type InspectorProcess } from './browser.js';
+import { chromiumMissing, openPage, LONG_LETTER, refundApp, startInspectorCli, writeThreads, type InspectorProcess } from './browser.js';
 
 const docsShot = fileURLToPath(new URL('../../docs/inspector.png', import.meta.url));
 const missing = chromiumMissing();
@@ -36,9 +36,7 @@ beforeAll(async () => {
   engine = sqlite(join(dir, 'cairn.db'));
   await writeThreads(engine, fsArtifacts(join(dir, 'artifacts')));
   inspector = await startInspectorCli(join(dir, 'cairn.db'));
-  browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.setDefaultTimeout(10_000);
+  ({ browser, page } = await openPage(800));
 }, 120_000);
 
 beforeEach(() => {
