@@ -699,3 +699,35 @@ export class DatabaseOutdatedError extends coded('ERR_DATABASE_OUTDATED') {
     );
   }
 }
+
+// ---------------------------------------------------------------- encryption at rest
+
+/**
+ * An encrypted row did not open: its authentication tag does not match, or it was
+ * sealed for another row (thread, namespace, seq, kind are bound as associated data,
+ * so a ciphertext copied into another row fails here). Nothing of the row is returned.
+ */
+export class DecryptionError extends coded('ERR_DECRYPTION') {}
+
+/**
+ * An engine that requires encryption found a row stored in the clear: a writer without
+ * encryption (or a misconfigured one) wrote it. Nothing of the row is returned; find the
+ * writer, then re-encrypt (`cairn encrypt`) or delete the row.
+ */
+export class PlaintextRowError extends coded('ERR_PLAINTEXT_ROW') {}
+
+/**
+ * A row's data key cannot be had: it was destroyed by an erasure (crypto-shredding),
+ * its key-encryption key is gone from the key provider, or the key id names no key.
+ * The row's contents are unreadable for good when the scope was erased.
+ */
+export class KeyUnavailableError extends coded('ERR_KEY_UNAVAILABLE') {
+  constructor(
+    /** The data key id the row names. */
+    readonly keyId: string,
+    detail: string,
+    options?: { cause?: unknown; place?: ErrorPlace },
+  ) {
+    super(`data key ${keyId} is unavailable: ${detail}`, options);
+  }
+}

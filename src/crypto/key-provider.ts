@@ -1,0 +1,198 @@
+/**
+ * @module crypto/key-provider
+ * Where key-encryption keys (KEKs) live: outside the database, so that a copy of the
+ * database (a backup, a stolen file) holds only wrapped data keys. A provider wraps
+ * and unwraps data keys for a *scope* (a tenant, or a thread without one) and can
+ * destroy a scope's KEKs, which is what makes erasure by crypto-shredding reach
+ * backups taken before it.
+ *
+ * Two built in: {@link keyFile} (a KEK per scope in a local file, destroyable) and
+ * {@link envKey} (one master key from an environment variable, scope keys derived
+ * from it: nothing to destroy, so erasure with it shreds the live database's data
+ * keys but not a backup's). The interface fits a cloud KMS: `wrapKey` is its
+ * GenerateDataKey/Encrypt with the scope as encryption context, `destroyScope` the
+ * scheduled deletion of the scope's key.
+ *
+ * @example
+ * ```ts
+ * const keys = keyFile('./cairn-keys.json');        // created 0600 on first use
+ * const engine = encrypted(sqlite('./cairn.db'), { keys });
+ * ```
+ */
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { InvalidOptionError, KeyUnavailableError } from '../errors.js';
+
+/** A data key as a provider wrapped it: which KEK, and the wrapped bytes (base64). */
+export interface WrappedKey {
+  /** The KEK that wrapped it (a provider's own id; rotation adds new ones). */
+  kekId: string;
+  wrapped: string;
+}
+
+/** Keeps the key-encryption keys; cairn keeps only what they wrapped. */
+export interface KeyProvider {
+  /** Shown in errors and reports (`key-file`, `env`, `aws-kms`…). */
+  readonly name: string;
+  /** True when {@link destroyScope} makes the scope's wrapped keys unopenable everywhere, backups included. */
+  readonly destroys: boolean;
+  /** Wraps a data key under the scope's current KEK. */
+  wrapKey(scope: string, dataKey: Buffer): Promise<WrappedKey>;
+  /** Unwraps a data key wrapped for `scope`; KeyUnavailableError when its KEK is gone. */
+  unwrapKey(scope: string, wrapped: WrappedKey): Promise<Buffer>;
+  /** Makes a new KEK current for the scope; keys wrapped by older ones still unwrap until re-wrapped. Returns its id. */
+  rotate(scope: string): Promise<string>;
+  /** Destroys every KEK of the scope (crypto-shredding). Idempotent. */
+  destroyScope(scope: string): Promise<void>;
+}
+
+const KEY_BYTES = 32;
+const IV_BYTES = 12;
+
+function wrapWith(kek: Buffer, scope: string, dataKey: Buffer): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', kek, iv);
+  cipher.setAAD(Buffer.from(`cairn-dek|${scope}`));
+  return Buffer.concat([iv, cipher.update(dataKey), cipher.final(), cipher.getAuthTag()]).toString('base64');
+}
+
+function unwrapWith(kek: Buffer, scope: string, wrapped: string, what: string): Buffer {
+  const packed = Buffer.from(wrapped, 'base64');
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', kek, packed.subarray(0, IV_BYTES));
+    decipher.setAAD(Buffer.from(`cairn-dek|${scope}`));
+    decipher.setAuthTag(packed.subarray(packed.length - 16));
+    return Buffer.concat([decipher.update(packed.subarray(IV_BYTES, packed.length - 16)), decipher.final()]);
+  } catch (err) {
+    throw new KeyUnavailableError(what, `it does not unwrap under its key-encryption key for scope ${JSON.stringify(scope)} (wrong key file or variable, or a changed row).`, { cause: err });
+  }
+}
+
+interface KeyFileContents {
+  version: 1;
+  /** scope → its KEKs, newest last. */
+  scopes: Record<string, { id: string; key: string; createdAt: number }[]>;
+}
+
+/**
+ * KEKs in a local JSON file (created with mode 0600; rewritten atomically on every
+ * change): one per scope, created when the scope first needs one. Destroying a scope
+ * removes its KEKs from the file, so its data keys cannot be unwrapped from any copy
+ * of the database. Keep the file out of the database's backups (that is the point),
+ * and back it up on its own terms.
+ */
+export function keyFile(path: string): KeyProvider {
+  if (typeof path !== 'string' || path === '') throw new InvalidOptionError('keyFile(path) needs the path of the key file.');
+  let contents: KeyFileContents | null = null;
+
+  function load(): KeyFileContents {
+    if (contents) return contents;
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      return (contents = { version: 1, scopes: {} });
+    }
+    const parsed = JSON.parse(text) as KeyFileContents;
+    if (parsed.version !== 1 || typeof parsed.scopes !== 'object') throw new InvalidOptionError(`${path} is not a cairn key file.`);
+    return (contents = parsed);
+  }
+  function save(next: KeyFileContents): void {
+    const temp = `${path}.${process.pid}.tmp`;
+    const fd = openSync(temp, 'w', 0o600);
+    try {
+      writeSync(fd, JSON.stringify(next));
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, path);
+    contents = next;
+  }
+  function current(scope: string): { id: string; key: Buffer } {
+    const file = load();
+    let keks = file.scopes[scope];
+    if (!keks?.length) {
+      keks = [{ id: `kek-${randomBytes(6).toString('hex')}`, key: randomBytes(KEY_BYTES).toString('base64'), createdAt: Date.now() }];
+      save({ ...file, scopes: { ...file.scopes, [scope]: keks } });
+    }
+    const newest = keks[keks.length - 1]!;
+    return { id: newest.id, key: Buffer.from(newest.key, 'base64') };
+  }
+
+  return {
+    name: 'key-file',
+    destroys: true,
+    async wrapKey(scope, dataKey) {
+      const kek = current(scope);
+      return { kekId: kek.id, wrapped: wrapWith(kek.key, scope, dataKey) };
+    },
+    async unwrapKey(scope, wrapped) {
+      // Re-read once on a miss: another process may have created or rotated the scope's KEK.
+      let kek = load().scopes[scope]?.find((k) => k.id === wrapped.kekId);
+      if (!kek) {
+        contents = null;
+        kek = load().scopes[scope]?.find((k) => k.id === wrapped.kekId);
+      }
+      if (!kek) throw new KeyUnavailableError(wrapped.kekId, `the key file ${path} holds no key-encryption key ${wrapped.kekId} for scope ${JSON.stringify(scope)} (destroyed by an erasure, or another key file).`);
+      return unwrapWith(Buffer.from(kek.key, 'base64'), scope, wrapped.wrapped, wrapped.kekId);
+    },
+    async rotate(scope) {
+      contents = null;
+      const file = load();
+      const kek = { id: `kek-${randomBytes(6).toString('hex')}`, key: randomBytes(KEY_BYTES).toString('base64'), createdAt: Date.now() };
+      save({ ...file, scopes: { ...file.scopes, [scope]: [...(file.scopes[scope] ?? []), kek] } });
+      return kek.id;
+    },
+    async destroyScope(scope) {
+      contents = null;
+      const file = load();
+      if (!(scope in file.scopes)) return;
+      const { [scope]: _gone, ...rest } = file.scopes;
+      save({ ...file, scopes: rest });
+    },
+  };
+}
+
+/**
+ * One master key from an environment variable (32 bytes, base64 or hex; default
+ * `CAIRN_MASTER_KEY`), read when first needed. Each scope's KEK is derived from it
+ * with HKDF-SHA-256, salted by the KEK's id; `rotate` moves the scope to a new id.
+ * There is nothing per scope to destroy: erasure with this provider deletes the
+ * scope's wrapped data keys from the live database, but a backup taken before the
+ * erasure, together with the master key, still opens. Use {@link keyFile} or a KMS
+ * where backups must be covered too.
+ */
+export function envKey(variable = 'CAIRN_MASTER_KEY'): KeyProvider {
+  let master: Buffer | null = null;
+  const rotated = new Map<string, string>();
+  function masterKey(): Buffer {
+    if (master) return master;
+    const text = process.env[variable];
+    if (!text) throw new KeyUnavailableError(variable, `the environment variable ${variable} is not set (it must hold a 32-byte key, base64 or hex).`);
+    const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
+    if (key.length !== KEY_BYTES) throw new InvalidOptionError(`${variable} must hold a 32-byte key (base64 or 64 hex digits); it decodes to ${key.length} bytes.`);
+    return (master = key);
+  }
+  function kek(scope: string, id: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', masterKey(), Buffer.from(id), Buffer.from(`cairn-kek|${scope}`), KEY_BYTES));
+  }
+  return {
+    name: 'env',
+    destroys: false,
+    async wrapKey(scope, dataKey) {
+      const id = rotated.get(scope) ?? 'env-1';
+      return { kekId: id, wrapped: wrapWith(kek(scope, id), scope, dataKey) };
+    },
+    async unwrapKey(scope, wrapped) {
+      return unwrapWith(kek(scope, wrapped.kekId), scope, wrapped.wrapped, wrapped.kekId);
+    },
+    async rotate(scope) {
+      const id = `env-${randomBytes(6).toString('hex')}`;
+      rotated.set(scope, id);
+      return id;
+    },
+    async destroyScope() {},
+  };
+}
