@@ -7,6 +7,7 @@
 import type { Checkpointer } from './checkpointer.js';
 import type { Ledger } from './ledger.js';
 import type { Store } from './store.js';
+import type { EngineEncryption } from '../crypto/scopes.js';
 
 /**
  * One database's storage, as a run uses it: the checkpointer (threads and their
@@ -19,5 +20,7 @@ export interface Engine extends AsyncDisposable {
   readonly checkpointer: Checkpointer;
   readonly ledger: Ledger;
   readonly store: Store;
+  /** How the engine encrypts at rest, when it was wrapped by `encrypted(...)` (`cairn/crypto`); absent: rows are stored in the clear. */
+  readonly encryption?: EngineEncryption;
   close(): Promise<void>;
 }

@@ -1,0 +1,36 @@
+/**
+ * @module crypto/scopes
+ * What one erasure destroys, named: a tenant's threads share the scope
+ * `tenant:<tenant>`, a thread without a tenant is its own scope `thread:<id>`, and a
+ * store row belongs to the scope the engine's `storeScope(namespace)` names (by
+ * default one shared `store` scope, which no tenant erasure destroys).
+ */
+import type { Keyring } from './keyring.js';
+import type { KeyProvider } from './key-provider.js';
+
+/** The scope of a thread's rows (positions, items, snapshots, pending writes, ledger, signals, its artifacts). */
+export function threadScope(tenant: string | null, threadId: string): string {
+  return tenant !== null ? `tenant:${tenant}` : `thread:${threadId}`;
+}
+
+/** The scope of a tenant. */
+export function tenantScope(tenant: string): string {
+  return `tenant:${tenant}`;
+}
+
+/** The scope store rows fall in when the application maps none. */
+export const SHARED_STORE_SCOPE = 'store';
+
+/**
+ * How an encrypted engine encrypts: present on an Engine as `engine.encryption` when
+ * it was wrapped by `encrypted(...)`; absent on an engine that stores plaintext.
+ * Erasure, exports and encrypted artifact stores find the keys through it.
+ */
+export interface EngineEncryption {
+  readonly provider: KeyProvider;
+  readonly keyring: Keyring;
+  /** True when a plaintext row is refused on read (PlaintextRowError). */
+  readonly required: boolean;
+  /** The scope a store row of `namespace` is sealed for. */
+  storeScope(namespace: readonly string[]): string;
+}
