@@ -8,8 +8,14 @@
  * - a worker holding 100 threads killed halfway through: a standby worker process
  *   finishes all of them; reported kill → first effect after the kill (detection,
  *   claim, loads) and kill → all completed.
- * The leases are 30 s: every takeover here comes from seeing the holder's process
- * gone, never from a lease expiring.
+ * - a worker holding 20 threads SIGSTOPped halfway, past its (2 s) lease: a standby
+ *   worker takes the threads once the leases expire (the stopped process still exists,
+ *   so only expiry frees them) and completes them; then the stopped worker is
+ *   continued, and its late commits must all be rejected by the lease fence: reported
+ *   kill → all completed, the late writes rejected, and 0 stale commits (every thread
+ *   holds exactly its S steps, one item each, and verifies).
+ * The other leases are 30 s: every takeover there comes from seeing the holder's
+ * process gone, never from a lease expiring.
  */
 import { postgres } from '../../dist/engines/postgres/index.js';
 import type { Engine } from '../../dist/contracts/engine.js';
@@ -32,6 +38,15 @@ export interface RecoveryFigures {
   heldStepsLeft: number;
   heldKillToFirstEffectMs: number;
   heldKillToCompletedMs: number;
+  /** 20 threads held by a SIGSTOPped worker, past its lease. */
+  stopped: number;
+  stoppedLeaseMs: number;
+  /** Stop → all completed by the standby (lease expiry + claim + the steps left). */
+  stoppedStopToCompletedMs: number;
+  /** Writes of the continued worker refused by the fence (its runs that ended in LeaseLostError or another refusal). */
+  stoppedLateWritesRejected: number;
+  /** Positions or items beyond each thread's S steps (a late commit that got through): must be 0. */
+  stoppedStaleCommits: number;
   /** Requests for a key that already landed, over every run here (absorbed by the keys). */
   duplicateRequests: number;
 }
@@ -130,6 +145,62 @@ async function heldThreads(shape: RecoveryShape, server: EffectServer, count: nu
   }
 }
 
+const STOP_LEASE_MS = 2_000;
+
+async function stoppedPastLease(shape: RecoveryShape, server: EffectServer, count: number): Promise<{ completed: number; rejected: number; stale: number }> {
+  const schema = 'recovery_stopped';
+  const config: ChildConfig = { mode: 'cairn', url: shape.url, schema, steps: shape.steps, concurrency: count, poolSize: shape.poolSize, effectUrl: shape.effectUrl, leaseMs: STOP_LEASE_MS };
+  const ids = Array.from({ length: count }, (_, i) => `stopped${String(i).padStart(3, '0')}`);
+  await submit(shape.url, schema, shape.steps, shape.effectUrl, ids);
+  server.reset();
+  const victim = new ContenderProcess(config);
+  const rescuer = new ContenderProcess(config);
+  try {
+    await Promise.all([victim.ready, rescuer.ready]);
+    const total = count * shape.steps;
+    const stoppedAt = new Promise<number>((resolve) => {
+      server.onApply = (applied) => {
+        if (applied < Math.floor(total / 2)) return;
+        server.onApply = undefined;
+        victim.child.kill('SIGSTOP');
+        resolve(now());
+      };
+    });
+    victim.send({ type: 'go' });
+    while (server.applied() === 0) await new Promise((r) => setTimeout(r, 1));
+    rescuer.send({ type: 'go' });
+    const stopped = await stoppedAt;
+    const completedAt = await allDone([rescuer], count - victim.done.length, 60_000);
+    const errorsBefore = victim.errors.length;
+    victim.child.kill('SIGCONT');
+    // The continued worker finds its leases gone at its next fenced write; give it a lease's time to try.
+    await new Promise((r) => setTimeout(r, STOP_LEASE_MS));
+    if (server.applied() !== total) throw new Error(`stopped worker: ${server.applied()} of ${total} effects landed`);
+    const stale = await staleCommits(shape.url, schema, shape, ids);
+    return { completed: completedAt - stopped, rejected: victim.errors.length - errorsBefore, stale };
+  } finally {
+    server.onApply = undefined;
+    await Promise.all([victim.exit(), rescuer.exit()]);
+  }
+}
+
+/** Positions and items beyond what S steps once each leave (input + S steps, S items), summed over `ids`. */
+async function staleCommits(url: string, schema: string, shape: RecoveryShape, ids: string[]): Promise<number> {
+  const engine = postgres(url, { schema, max: 2 }) as unknown as Engine;
+  try {
+    const app = buildScaleApp({ engine, steps: shape.steps, effectUrl: shape.effectUrl });
+    let extra = 0;
+    for (const id of ids) {
+      const positions = await engine.checkpointer.listPositions(id, '', { limit: 10 * shape.steps });
+      const state = await app.getState({ thread: id });
+      extra += Math.max(0, positions.length - (shape.steps + 1)) + Math.abs(state.items.length - shape.steps);
+    }
+    return extra;
+  } finally {
+    await engine.close();
+  }
+}
+
 /** Every recovery figure, on fresh schemas of the bench database. */
 export async function measureRecovery(shape: RecoveryShape, server: EffectServer, n: number): Promise<RecoveryFigures> {
   let duplicates = 0;
@@ -138,6 +209,8 @@ export async function measureRecovery(shape: RecoveryShape, server: EffectServer
   const standby = await oneThread(shape, server, 'standby', n);
   duplicates += server.duplicates();
   const held = await heldThreads(shape, server, 100);
+  duplicates += server.duplicates();
+  const stopped = await stoppedPastLease(shape, server, 20);
   duplicates += server.duplicates();
   return {
     steps: n,
@@ -149,6 +222,11 @@ export async function measureRecovery(shape: RecoveryShape, server: EffectServer
     heldStepsLeft: held.left,
     heldKillToFirstEffectMs: held.firstEffect,
     heldKillToCompletedMs: held.completed,
+    stopped: 20,
+    stoppedLeaseMs: STOP_LEASE_MS,
+    stoppedStopToCompletedMs: stopped.completed,
+    stoppedLateWritesRejected: stopped.rejected,
+    stoppedStaleCommits: stopped.stale,
     duplicateRequests: duplicates,
   };
 }

@@ -122,7 +122,7 @@ async function main(): Promise<void> {
       if (flags.dbos) await run('dbos', () => measureDbos(shape));
     }
     if (flags.recovery) {
-      log(`recovery: SIGKILL at step ${flags.recoverySteps / 2} of ${flags.recoverySteps}, and a worker holding 100 threads killed halfway (30 s leases)…`);
+      log(`recovery: SIGKILL at step ${flags.recoverySteps / 2} of ${flags.recoverySteps}, a worker holding 100 threads killed halfway (30 s leases), one holding 20 SIGSTOPped past a 2 s lease…`);
       recovery = await measureRecovery({ url, effectUrl: server.url, poolSize: 10, steps: flags.steps }, server, flags.recoverySteps);
     }
   } finally {
@@ -175,6 +175,7 @@ async function main(): Promise<void> {
     console.log(`  ${recovery.steps} steps, SIGKILL at step ${recovery.killedAtStep}, a new Worker process: kill → completed ${fmt(recovery.restartKillToCompletedMs, 0)} ms (of which process start-up and connecting ${fmt(recovery.restartKillToReadyMs, 0)} ms)`);
     console.log(`  the same with a Worker already running idle: kill → completed ${fmt(recovery.standbyKillToCompletedMs, 0)} ms`);
     console.log(`  a worker holding ${recovery.held} threads (${recovery.heldStepsLeft} steps left): kill → first effect by another worker ${fmt(recovery.heldKillToFirstEffectMs, 0)} ms, kill → all completed ${fmt(recovery.heldKillToCompletedMs, 0)} ms`);
+    console.log(`  a worker holding ${recovery.stopped} threads SIGSTOPped past its ${recovery.stoppedLeaseMs} ms lease: stop → all completed by another worker ${fmt(recovery.stoppedStopToCompletedMs, 0)} ms; continued, ${recovery.stoppedLateWritesRejected} late runs refused, ${recovery.stoppedStaleCommits} stale commits (goal 0)`);
     console.log(`  duplicate effect requests (absorbed by their keys): ${recovery.duplicateRequests}`);
   }
   console.log('');
