@@ -40,6 +40,9 @@ export interface ChildReport {
   timelines: number[][];
   statements: number;
   cpuMs: number;
+  /** Resident set size when `go` arrived and the highest seen since (sampled every 50 ms), bytes. */
+  rssAtGoBytes: number;
+  peakRssBytes: number;
 }
 
 export type ChildMessage = { type: 'ready' } | { type: 'done'; id: string } | { type: 'report'; report: ChildReport } | { type: 'error'; message: string };
@@ -171,19 +174,23 @@ async function main(): Promise<void> {
   }
   let cpu: NodeJS.CpuUsage;
   let statementsAtGo = 0;
+  let rssAtGo = 0;
+  let peakRss = 0;
+  setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 50).unref();
   let running = false;
   process.on('message', (message: ParentMessage) => {
     void (async () => {
       if (message.type === 'go') {
         cpu = process.cpuUsage();
         statementsAtGo = counted.statements();
+        rssAtGo = peakRss = process.memoryUsage.rss();
         running = true;
         await contender.start();
       } else if (message.type === 'report') {
         running = false;
         await contender.stop();
         const used = process.cpuUsage(cpu);
-        send({ type: 'report', report: { timelines: [...timelines.values()], statements: counted.statements() - statementsAtGo, cpuMs: (used.user + used.system) / 1000 } });
+        send({ type: 'report', report: { timelines: [...timelines.values()], statements: counted.statements() - statementsAtGo, cpuMs: (used.user + used.system) / 1000, rssAtGoBytes: rssAtGo, peakRssBytes: Math.max(peakRss, process.memoryUsage.rss()) } });
       } else if (message.type === 'exit') {
         // Whatever happens below, the process ends (a pool waiting for a client would hold it).
         setTimeout(() => process.exit(0), 5_000).unref();

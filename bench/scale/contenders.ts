@@ -42,6 +42,9 @@ export interface Measurement {
   /** Null when the server's processes cannot be read (/proc). */
   dbCpuMsPerStep: number | null;
   errors: number;
+  /** The highest resident set size of any one contender process during the run, bytes, and its size at the start. */
+  peakRssBytes: number;
+  rssAtGoBytes: number;
 }
 
 const TIMEOUT_MS = 600_000;
@@ -80,10 +83,20 @@ async function measure(contender: Measurement['contender'], shape: RunShape, con
       nodeCpuMsPerStep: reports.reduce((sum, r) => sum + r.cpuMs, 0) / steps,
       dbCpuMsPerStep: cpuBefore === null || cpuAfter === null ? null : (cpuAfter - cpuBefore) / steps,
       errors: processes.reduce((sum, p) => sum + p.errors.length, 0),
+      peakRssBytes: Math.max(...reports.map((r) => r.peakRssBytes)),
+      rssAtGoBytes: Math.max(...reports.map((r) => r.rssAtGoBytes)),
     };
   } finally {
     await Promise.all(processes.map((p) => p.exit()));
   }
+}
+
+/**
+ * Memory: one `Worker` process running `threads` threads at once (concurrency =
+ * threads), on a pool of `poolSize` connections: its peak resident set size.
+ */
+export async function measureWorkerMemory(shape: RunShape): Promise<Measurement> {
+  return measureCairn({ ...shape, workers: 1, concurrency: shape.threads }, `cairn_memory_${shape.threads}`);
 }
 
 function base(shape: RunShape, mode: ChildConfig['mode'], schema: string): ChildConfig {
@@ -101,8 +114,7 @@ export async function measureRaw(shape: RunShape, admin: pg.Pool): Promise<Measu
 }
 
 /** cairn: T submitted threads run by W `Worker` processes. */
-export async function measureCairn(shape: RunShape): Promise<Measurement> {
-  const schema = `cairn_w${shape.workers}`;
+export async function measureCairn(shape: RunShape, schema = `cairn_w${shape.workers}`): Promise<Measurement> {
   const engine = postgres(shape.url, { schema, max: 4 }) as unknown as Engine;
   try {
     const app = buildScaleApp({ engine, steps: shape.steps, effectUrl: shape.effectUrl });

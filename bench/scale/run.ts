@@ -15,12 +15,13 @@
  * step, Node CPU and database CPU per step; ratios cairn/DBOS and cairn/raw.
  *
  * Flags: --threads T (1000), --steps S (10), --workers 1,2,4,8, --concurrency c (8),
- * --recovery-steps N (1000), --quick (T = 200, N = 400), --no-dbos, --no-raw,
- * --no-recovery, --dbos-poll-ms (20), --json.
+ * --recovery-steps N (1000), --memory-threads M (1000), --quick (T = 200, N = 400,
+ * M = 200), --no-dbos, --no-raw, --no-recovery, --no-memory, --dbos-poll-ms (20), --json.
+ * Memory: one Worker process running M threads at once, its peak resident set size.
  */
 import { cpus, loadavg } from 'node:os';
 import pg from 'pg';
-import { measureCairn, measureDbos, measureRaw, type Measurement, type RunShape } from './contenders.js';
+import { measureCairn, measureDbos, measureRaw, measureWorkerMemory, type Measurement, type RunShape } from './contenders.js';
 import { startEffectServer } from './effect-server.js';
 import { measureRecovery, type RecoveryFigures } from './recovery.js';
 
@@ -37,6 +38,8 @@ interface Flags {
   dbos: boolean;
   raw: boolean;
   recovery: boolean;
+  /** Threads one worker runs at once for the memory figure (0: not measured). */
+  memoryThreads: number;
   dbosPollMs: number;
   json: boolean;
   quick: boolean;
@@ -53,6 +56,7 @@ function parseFlags(argv: string[]): Flags {
     dbos: !argv.includes('--no-dbos'),
     raw: !argv.includes('--no-raw'),
     recovery: !argv.includes('--no-recovery'),
+    memoryThreads: argv.includes('--no-memory') ? 0 : quick ? 200 : 1000,
     dbosPollMs: 20,
     json: argv.includes('--json'),
     quick,
@@ -76,6 +80,7 @@ function parseFlags(argv: string[]): Flags {
   flags.concurrency = int('--concurrency', flags.concurrency);
   flags.recoverySteps = int('--recovery-steps', flags.recoverySteps);
   flags.dbosPollMs = int('--dbos-poll-ms', flags.dbosPollMs);
+  if (flags.memoryThreads) flags.memoryThreads = int('--memory-threads', flags.memoryThreads);
   const workers = value('--workers');
   if (workers) flags.workers = workers.split(',').map((w) => Number(w));
   if (flags.workers.some((w) => !Number.isInteger(w) || w < 1)) throw new Error(`--workers takes a list like 1,2,4,8`);
@@ -103,6 +108,7 @@ async function main(): Promise<void> {
   if (flags.dbos) log(`DBOS Transact queue polling lowered to ${flags.dbosPollMs} ms (default 1000 ms).`);
   const results: Measurement[] = [];
   let recovery: RecoveryFigures | undefined;
+  let memory: Measurement | undefined;
   try {
     for (const workers of flags.workers) {
       const poolSize = Math.max(2, Math.min(flags.concurrency + 2, Math.floor(CONNECTION_BUDGET / workers)));
@@ -120,6 +126,12 @@ async function main(): Promise<void> {
       if (flags.raw) await run('raw', () => measureRaw(shape, admin));
       await run('cairn', () => measureCairn(shape));
       if (flags.dbos) await run('dbos', () => measureDbos(shape));
+    }
+    if (flags.memoryThreads) {
+      log(`memory: one Worker process running ${flags.memoryThreads} threads at once (${flags.steps} steps each, a pool of 20 connections)…`);
+      server.reset();
+      memory = await measureWorkerMemory({ url, database, effectUrl: server.url, workers: 1, concurrency: flags.memoryThreads, poolSize: 20, threads: flags.memoryThreads, steps: flags.steps, dbosPollMs: flags.dbosPollMs });
+      if (server.applied() !== memory.steps) throw new Error(`memory run: ${server.applied()} effects landed for ${memory.steps} steps`);
     }
     if (flags.recovery) {
       log(`recovery: SIGKILL at step ${flags.recoverySteps / 2} of ${flags.recoverySteps}, a worker holding 100 threads killed halfway (30 s leases), one holding 20 SIGSTOPped past a 2 s lease…`);
@@ -158,6 +170,7 @@ async function main(): Promise<void> {
           ratios,
           goals: { cairnOverDbos: 3, cairnOverRaw: 0.6, recoveryKillToCompletedMs: 1000 },
           recovery,
+          memory: memory ? { threads: flags.memoryThreads, peakRssBytes: memory.peakRssBytes, rssAtGoBytes: memory.rssAtGoBytes, stepsPerSecond: memory.stepsPerSecond } : undefined,
           notes: [dbCpuNote],
         },
         null,
@@ -169,6 +182,11 @@ async function main(): Promise<void> {
   console.log('');
   console.log('ratios (steps/s; goals: cairn ≥ 3× DBOS, ≥ 0.6× raw):');
   for (const r of ratios) console.log(`  W=${r.workers}: cairn/DBOS ${fmt(r.cairnOverDbos)}×  cairn/raw ${fmt(r.cairnOverRaw)}×`);
+  if (memory) {
+    const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
+    console.log('');
+    console.log(`memory: one Worker running ${flags.memoryThreads} threads at once: peak RSS ${mb(memory.peakRssBytes)} MB (${mb(memory.rssAtGoBytes)} MB when it started), ${fmt(memory.stepsPerSecond, 0)} steps/s`);
+  }
   if (recovery) {
     console.log('');
     console.log(`recovery (goal: kill → completed ≤ 1.0 s):`);
