@@ -52,6 +52,9 @@ function crashInsideSnapshotArmed(): boolean {
   return process.env.CAIRN_CRASH_AT?.startsWith('inside-snapshot') === true;
 }
 
+/** Fewer threads updated since a time than this are listed from the time indexes (see `updatedSince`). */
+const FEW_UPDATED = 2_000;
+
 /**
  * The thread log contract on PostgreSQL. `postgres(...)` builds one; construct it yourself
  * only to put it on a {@link PostgresConnection} shared with other parts.
@@ -77,7 +80,28 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     return row ? threadOf(row) : null;
   }
 
+  /**
+   * The tids of the threads updated at or after `from` (the row's time or the root head's,
+   * each from its index), or null when FEW_UPDATED or more are: few, their list drives an
+   * id-ordered page; many, walking the id index finds a page sooner.
+   */
+  private async updatedSince(from: number): Promise<string[] | null> {
+    const { threads: T, heads: H } = this.conn.tables;
+    const rows = await this.conn.query<{ side: number; tid: string }>(
+      'listThreads',
+      `(SELECT 0 AS side, tid FROM ${T} WHERE updated_at >= $1::bigint LIMIT $2::bigint)
+       UNION ALL (SELECT 1 AS side, tid FROM ${H} WHERE ns = '' AND created_at >= $1::bigint LIMIT $2::bigint)`,
+      [from, FEW_UPDATED],
+      false, // planned for its value: a generic plan would scan the table for a time no thread reached
+    );
+    const bySide = [0, 0];
+    for (const row of rows) bySide[row.side]!++;
+    if (bySide[0]! >= FEW_UPDATED || bySide[1]! >= FEW_UPDATED) return null;
+    return [...new Set(rows.map((row) => row.tid))];
+  }
+
   protected async queryThreads(q: NormalizedThreadQuery): Promise<ThreadRecord[]> {
+    const recent = q.order === 'id' && q.updated.from !== null ? await this.updatedSince(q.updated.from) : null;
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
     const { threads: T, heads: H } = this.conn.tables;
@@ -95,6 +119,7 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       if (q.created.from !== null) where.push(`t.created_at >= ${param(q.created.from)}::bigint`);
       if (q.created.to !== null) where.push(`t.created_at < ${param(q.created.to)}::bigint`);
       if (q.updated.from !== null) where.push(`${updatedAt} >= ${param(q.updated.from)}::bigint`);
+      if (recent) where.push(`t.tid = ANY(${param(recent)}::bigint[])`);
       if (q.updated.to !== null) {
         // updated_at never exceeds updatedAt, so the indexed column bounds it from above too.
         const to = param(q.updated.to);

@@ -148,7 +148,7 @@ function fewMetadataValues(db: SqliteQueries, q: NormalizedThreadQuery): Set<num
  * `updatedAt` is the SQL of the thread's updatedAt in the query that uses them;
  * `fewValues` the indexes of the metadata values few threads have ({@link fewMetadataValues}).
  */
-function threadFilters(q: NormalizedThreadQuery, updatedAt: string, fewValues: Set<number>, byTime = false): { where: string[]; params: unknown[] } {
+function threadFilters(q: NormalizedThreadQuery, updatedAt: string, fewValues: Set<number>, byTime = false, fewRecent = false): { where: string[]; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (sql: string, ...values: unknown[]) => {
@@ -173,9 +173,30 @@ function threadFilters(q: NormalizedThreadQuery, updatedAt: string, fewValues: S
   if (q.created.from !== null) add('t.created_at >= ?', q.created.from);
   if (q.created.to !== null) add('t.created_at < ?', q.created.to);
   if (q.updated.from !== null) add(`${updatedAt} >= ?`, q.updated.from);
+  // Few threads updated since then: their list, from the two time indexes, drives the query
+  // (sorted by id after), where walking the id index could pass every older thread first.
+  if (q.updated.from !== null && fewRecent) add(RECENT_TIDS, q.updated.from, q.updated.from);
   // updated_at never exceeds updatedAt, so the indexed column bounds it from above too.
   if (q.updated.to !== null) add(`t.updated_at < ? AND ${updatedAt} < ?`, q.updated.to, q.updated.to);
   return { where, params };
+}
+
+/** The threads whose updatedAt is at or after `?` (twice): the row's time or the root head's, each from its index. */
+const RECENT_TIDS = "t.tid IN (SELECT tid FROM cairn_threads WHERE updated_at >= ? UNION SELECT tid FROM cairn_heads WHERE ns = '' AND created_at >= ?)";
+
+/**
+ * Whether fewer than FEW_WITH_VALUE threads were updated at or after `from` (each side
+ * counted up to that on its time index), so that their list is the cheaper way to a page.
+ */
+function fewUpdatedSince(db: SqliteQueries, from: number): boolean {
+  const count = db
+    .stmt(
+      `SELECT (SELECT count(*) FROM (SELECT 1 FROM cairn_threads WHERE updated_at >= ? LIMIT ?))
+            + (SELECT count(*) FROM (SELECT 1 FROM cairn_heads WHERE ns = '' AND created_at >= ? LIMIT ?))`,
+    )
+    .pluck()
+    .get(from, FEW_WITH_VALUE, from, FEW_WITH_VALUE) as number;
+  return count < FEW_WITH_VALUE;
 }
 
 /** `(seq BETWEEN ? AND ?) OR ...` for the ranges (never empty), with its parameters. */
@@ -213,7 +234,8 @@ export class SqliteCheckpointer extends BaseCheckpointer {
   protected async queryThreads(q: NormalizedThreadQuery): Promise<ThreadRecord[]> {
     if (q.order === 'id') {
       return this.conn.read('listThreads', (db) => {
-        const { where, params } = threadFilters(q, UPDATED_AT, fewMetadataValues(db, q));
+        const fewRecent = q.updated.from !== null && fewUpdatedSince(db, q.updated.from);
+        const { where, params } = threadFilters(q, UPDATED_AT, fewMetadataValues(db, q), false, fewRecent);
         if (q.after) {
           where.push('t.id > ?');
           params.push(q.after.id);
