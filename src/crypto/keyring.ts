@@ -20,6 +20,7 @@ import type { Store } from '../contracts/store.js';
 import { KeyUnavailableError, VersionConflictError } from '../errors.js';
 import type { DataKey } from './envelope.js';
 import type { KeyProvider, WrappedKey } from './key-provider.js';
+import type { KeyringApi } from './scopes.js';
 
 /** The store namespaces the keyring owns. */
 export const DATA_KEYS_NS = ['cairn', 'data-keys'];
@@ -50,7 +51,7 @@ export interface KeyringOptions {
   cacheMs?: number;
 }
 
-export class Keyring {
+export class Keyring implements KeyringApi {
   private readonly clear = new Map<string, { key: DataKey; scope: string; until: number }>();
   private readonly current = new Map<string, { keyId: string; until: number }>();
   private readonly now: () => number;

@@ -5,8 +5,33 @@
  * store row belongs to the scope the engine's `storeScope(namespace)` names (by
  * default one shared `store` scope, which no tenant erasure destroys).
  */
-import type { Keyring } from './keyring.js';
+import type { DataKey } from './envelope.js';
 import type { KeyProvider } from './key-provider.js';
+
+/** A data key's stored row, as the keyring lists it. */
+export interface DataKeyInfo {
+  id: string;
+  scope: string;
+  kekId: string;
+  wrapped: string;
+  createdAt: number;
+}
+
+/**
+ * The keyring as the rest of cairn sees it (the `Keyring` class implements it): a
+ * structural type, so that two builds of cairn in one program (a script importing
+ * `dist/` beside tests importing `src/`) still agree on what an Engine is.
+ */
+export interface KeyringApi {
+  readonly provider: KeyProvider;
+  keyForWrite(scope: string): Promise<DataKey>;
+  rotateDataKey(scope: string): Promise<DataKey>;
+  keyById(keyId: string): Promise<DataKey>;
+  listKeys(scope?: string): Promise<DataKeyInfo[]>;
+  rewrap(scope?: string): Promise<number>;
+  destroyScope(scope: string): Promise<number>;
+  forget(): void;
+}
 
 /** The scope of a thread's rows (positions, items, snapshots, pending writes, ledger, signals, its artifacts). */
 export function threadScope(tenant: string | null, threadId: string): string {
@@ -28,7 +53,7 @@ export const SHARED_STORE_SCOPE = 'store';
  */
 export interface EngineEncryption {
   readonly provider: KeyProvider;
-  readonly keyring: Keyring;
+  readonly keyring: KeyringApi;
   /** True when a plaintext row is refused on read (PlaintextRowError). */
   readonly required: boolean;
   /** The scope a store row of `namespace` is sealed for. */
