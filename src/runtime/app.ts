@@ -35,6 +35,7 @@ import { streamRun, type RunStream } from './stream.js';
 import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
 import { TraceSpan } from './tracing.js';
+import { releaseLeftover, releaseOrKeep } from './unreleased-leases.js';
 
 /** How a compiled graph stores and runs its threads: `graph(State)...compile(options)`. */
 export interface CompileOptions {
@@ -386,7 +387,7 @@ export class App<S extends StateSchema> {
       };
     } finally {
       stopRenewal();
-      await this.options.engine.checkpointer.releaseThread(lease).catch(() => undefined);
+      await releaseOrKeep(this.options.engine.checkpointer, lease);
       await published;
     }
   }
@@ -588,6 +589,7 @@ export class App<S extends StateSchema> {
         : { create: { kind: options.kind ?? 'task', tenant: options.tenant ?? null, metadata: { graph: this.name, ...options.metadata } } }),
     };
     const deadline = Date.now() + (options.waitTimeoutMs ?? BUSY_WAIT_MS);
+    await releaseLeftover(cp, options.thread);
     for (let delay = 10; ; delay = Math.min(delay * 2, 500)) {
       try {
         return await cp.acquireThread(options.thread, request);

@@ -191,7 +191,7 @@ class Faults implements FaultController {
     const cause = new InjectedFault(call, kind);
     // Worded like the engines' own driver failures: `<operation> failed (<code>): <driver's message>.`
     const operation = call.part === 'store' ? call.op : call.method;
-    return new EngineError(`${operation} failed (${cause.code}): ${cause.message}.`, { cause, place: { engine: this.engine.name } });
+    return new EngineError(`${operation} failed (${cause.code}): ${cause.message}.`, { cause, place: { engine: this.engine.name }, retryable: true });
   }
 
   private matcher(rule: FaultRule): (call: EngineCall) => boolean {

@@ -89,6 +89,15 @@ describe('withFaults routes every contract method', () => {
     await expect(plain.store.get(['ns'], 'k')).rejects.toMatchObject({ code: 'ERR_ENGINE_CLOSED' });
   });
 
+  it("a run whose release failed leaves no lease behind for this process's next run of the thread", async () => {
+    const engine = withFaults(memory(), [{ op: 'checkpointer.commitStep', nth: 2 }, { op: 'checkpointer.releaseThread' }]);
+    const external = new External();
+    await expect(keyedApp(engine, external, { leaseMs: 60_000 }).run({ thread: 'held' })).rejects.toMatchObject({ code: EngineError.code, retryable: true });
+    // Without waiting (onBusy: 'throw'): the lease the failed release left is released first.
+    expect((await keyedApp(engine, external, { leaseMs: 60_000 }).run({ thread: 'held' })).status).toBe('completed');
+    await expectEveryStepOnce(engine, 'held', external, 'release failed');
+  });
+
   it('refuses a rule that can hit nothing', () => {
     const engine = withFaults(memory());
     expect(() => engine.faults.add({ op: 'checkpointer.comitStep' })).toThrow(InvalidOptionError);
