@@ -17,7 +17,7 @@ import type { Engine } from '../contracts/engine.js';
 import type { DeleteThreadOptions, DeleteThreadResult, StoredSignal, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { encode } from '../codec/tagged-json.js';
 import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
-import { EffectConflictError, EffectNotFoundError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
@@ -35,7 +35,7 @@ import { streamRun, type RunStream } from './stream.js';
 import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
 import { TraceSpan } from './tracing.js';
-import { releaseLeftover, releaseOrKeep } from './unreleased-leases.js';
+import { keepOwner, releaseLeftover, releaseOrKeep, takeOwner } from './unreleased-leases.js';
 
 /** How a compiled graph stores and runs its threads: `graph(State)...compile(options)`. */
 export interface CompileOptions {
@@ -582,7 +582,7 @@ export class App<S extends StateSchema> {
   private async acquire(options: Omit<RunOptions<S>, 'input'> & { create?: boolean }): Promise<ThreadLease> {
     const cp = this.options.engine.checkpointer;
     const request = {
-      owner: { runId: randomUUID(), pid: process.pid, host: hostname() },
+      owner: takeOwner(cp, options.thread) ?? { runId: randomUUID(), pid: process.pid, host: hostname() },
       leaseMs: this.leaseMs,
       ...(options.create === false
         ? {}
@@ -594,6 +594,8 @@ export class App<S extends StateSchema> {
       try {
         return await cp.acquireThread(options.thread, request);
       } catch (error) {
+        // It may have taken the lease all the same: the next run here asks as the same owner.
+        if (EngineError.is(error)) keepOwner(cp, options.thread, request.owner);
         if (!ThreadBusyError.is(error) || options.onBusy !== 'wait' || Date.now() + delay > deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, delay));
       }

@@ -6,11 +6,30 @@
  * the thread in this process releases it first (a release is fenced and idempotent),
  * so a rerun once the database is back goes on at once instead of waiting out the
  * lease as ThreadBusyError. Another process's runs wait for the expiry, as they must.
+ *
+ * An acquire whose answer was lost (it may have taken the lease, or not) leaves no lease
+ * to release: its owner is kept instead, and the next run of the thread in this process
+ * asks as that owner, which the contract grants again (see `Checkpointer.acquireThread`).
  */
 import type { Checkpointer } from '../contracts/checkpointer.js';
-import type { ThreadLease } from '../contracts/threads.js';
+import type { LeaseOwner, ThreadLease } from '../contracts/threads.js';
 
 const unreleased = new WeakMap<Checkpointer, Map<string, ThreadLease>>();
+const unanswered = new WeakMap<Checkpointer, Map<string, LeaseOwner>>();
+
+/** Keeps the owner of an acquire of `threadId` that failed without saying whether it took the lease. */
+export function keepOwner(cp: Checkpointer, threadId: string, owner: LeaseOwner): void {
+  let owners = unanswered.get(cp);
+  if (!owners) unanswered.set(cp, (owners = new Map()));
+  owners.set(threadId, owner);
+}
+
+/** The owner a failed acquire of `threadId` in this process asked as, if any (forgotten once returned). */
+export function takeOwner(cp: Checkpointer, threadId: string): LeaseOwner | undefined {
+  const owner = unanswered.get(cp)?.get(threadId);
+  unanswered.get(cp)?.delete(threadId);
+  return owner;
+}
 
 /** Gives `lease` up; when that fails, keeps it for {@link releaseLeftover}. Never throws. */
 export async function releaseOrKeep(cp: Checkpointer, lease: ThreadLease): Promise<void> {

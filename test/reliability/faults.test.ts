@@ -98,6 +98,16 @@ describe('withFaults routes every contract method', () => {
     await expectEveryStepOnce(engine, 'held', external, 'release failed');
   });
 
+  it.each(['memory', 'sqlite'] as const)("an acquire that took the thread and then timed out does not hold it from this process's next run (%s)", async (kind) => {
+    const engine = withFaults(open(kind), [{ op: 'checkpointer.acquireThread', kind: 'commitThenTimeout' }]);
+    const external = new External();
+    await expect(keyedApp(engine, external, { leaseMs: 60_000 }).run({ thread: 'taken' })).rejects.toMatchObject({ code: EngineError.code, retryable: true });
+    // Without waiting (onBusy: 'throw') for a 60 s lease: the run asks as the owner the lost answer granted.
+    expect((await keyedApp(engine, external, { leaseMs: 60_000 }).run({ thread: 'taken' })).status).toBe('completed');
+    await expectEveryStepOnce(engine, 'taken', external, 'acquire timed out');
+    await engine.close();
+  });
+
   it('refuses a rule that can hit nothing', () => {
     const engine = withFaults(memory());
     expect(() => engine.faults.add({ op: 'checkpointer.comitStep' })).toThrow(InvalidOptionError);
