@@ -12,7 +12,8 @@
  * through a Proxy (capabilities, optional methods, methods added later), so it never
  * lags behind the contracts; a fault names the operation it hits as `part.method`
  * (`checkpointer.commitStep`, `ledger.writeOutcome`, `store.put`). Calls made on a
- * store's principal views (`store.as(p)`, what nodes use) count as the store's.
+ * store's principal views (`store.as(p)`, what nodes use) count as the store's. One call
+ * of the contract is one op, whatever it does inside (`store.update`'s rounds are its own).
  *
  * @example
  * ```ts
