@@ -636,8 +636,30 @@ export class DriverMissingError extends coded('ERR_DRIVER_MISSING') {}
 /** The engine was closed; create a new one. */
 export class EngineClosedError extends coded('ERR_ENGINE_CLOSED') {}
 
-/** The storage engine failed; the driver's error is the `cause`. */
-export class EngineError extends coded('ERR_ENGINE') {}
+/**
+ * The storage engine failed; the driver's error is the `cause`. A run that meets one
+ * stops and leaves its thread as it was (resumable): what it committed is kept, and the
+ * next run of the thread (yours, or a worker's) goes on from there.
+ *
+ * @example
+ * ```ts
+ * catch (err) { if (EngineError.is(err) && err.retryable) setTimeout(() => app.run({ thread }), 1_000); }
+ * ```
+ */
+export class EngineError extends coded('ERR_ENGINE') {
+  /**
+   * True when the same call may work if made again: the connection was lost (a server
+   * restart, a killed backend, a network failure), a statement or lock timed out, the
+   * database was busy, a transaction lost a serialization or deadlock conflict. False
+   * when it will fail again until something is fixed (a corrupt file, a missing privilege).
+   */
+  readonly retryable: boolean;
+
+  constructor(message: string, options?: { cause?: unknown; place?: ErrorPlace; retryable?: boolean }) {
+    super(message, options);
+    this.retryable = options?.retryable ?? false;
+  }
+}
 
 /**
  * An optional method the engine does not support (its capabilities say so), e.g.

@@ -265,6 +265,8 @@ export abstract class BaseCheckpointer implements Checkpointer {
           if (!request.create) throw new ThreadNotFoundError(threadId, { engine: this.engine });
           return 'create';
         }
+        // The caller's own lease (an acquire made again after its answer was lost) is granted again.
+        if (held.holder.runId === request.owner.runId) return 'take';
         // A takeover fences the holder: the grant's new epoch fails its next write.
         if (!request.takeover && holderIsLive(held.holder, held.now)) throw new ThreadBusyError(threadId, describeHolder(held.holder), { engine: this.engine });
         return 'take';

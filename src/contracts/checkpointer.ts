@@ -262,7 +262,9 @@ export interface Checkpointer {
    * Exactly one holder at a time: when a live holder's lease has not expired,
    * throws {@link ThreadBusyError}. A holder is dead when its lease expired or,
    * on the same host, its process no longer exists. Each grant increases `epoch`.
-   * With `request.takeover` a live holder is fenced instead of refused.
+   * With `request.takeover` a live holder is fenced instead of refused. A request whose
+   * `owner.runId` is the holder's own is granted (again): an acquire retried after its
+   * answer was lost (a dropped connection, a timeout) gets the thread it already took.
    */
   acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease>;
   /** Extends the lease. Throws {@link LeaseLostError} if it was taken over. */

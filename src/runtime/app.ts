@@ -17,7 +17,7 @@ import type { Engine } from '../contracts/engine.js';
 import type { DeleteThreadOptions, DeleteThreadResult, StoredSignal, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { encode } from '../codec/tagged-json.js';
 import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
-import { EffectConflictError, EffectNotFoundError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
@@ -35,6 +35,7 @@ import { streamRun, type RunStream } from './stream.js';
 import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
 import { TraceSpan } from './tracing.js';
+import { keepOwner, releaseLeftover, releaseOrKeep, takeOwner } from './unreleased-leases.js';
 
 /** How a compiled graph stores and runs its threads: `graph(State)...compile(options)`. */
 export interface CompileOptions {
@@ -386,7 +387,7 @@ export class App<S extends StateSchema> {
       };
     } finally {
       stopRenewal();
-      await this.options.engine.checkpointer.releaseThread(lease).catch(() => undefined);
+      await releaseOrKeep(this.options.engine.checkpointer, lease);
       await published;
     }
   }
@@ -581,17 +582,20 @@ export class App<S extends StateSchema> {
   private async acquire(options: Omit<RunOptions<S>, 'input'> & { create?: boolean }): Promise<ThreadLease> {
     const cp = this.options.engine.checkpointer;
     const request = {
-      owner: { runId: randomUUID(), pid: process.pid, host: hostname() },
+      owner: takeOwner(cp, options.thread) ?? { runId: randomUUID(), pid: process.pid, host: hostname() },
       leaseMs: this.leaseMs,
       ...(options.create === false
         ? {}
         : { create: { kind: options.kind ?? 'task', tenant: options.tenant ?? null, metadata: { graph: this.name, ...options.metadata } } }),
     };
     const deadline = Date.now() + (options.waitTimeoutMs ?? BUSY_WAIT_MS);
+    await releaseLeftover(cp, options.thread);
     for (let delay = 10; ; delay = Math.min(delay * 2, 500)) {
       try {
         return await cp.acquireThread(options.thread, request);
       } catch (error) {
+        // It may have taken the lease all the same: the next run here asks as the same owner.
+        if (EngineError.is(error)) keepOwner(cp, options.thread, request.owner);
         if (!ThreadBusyError.is(error) || options.onBusy !== 'wait' || Date.now() + delay > deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, delay));
       }

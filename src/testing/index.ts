@@ -3,7 +3,8 @@
  * What cairn proves itself with, for you to prove your own engines and apps:
  * one conformance suite per storage contract (run them under vitest against your
  * engine, about ten lines each) and the worked example used by the demo and the
- * crash tests.
+ * crash tests, and a storage-fault layer ({@link withFaults}) that makes chosen engine
+ * operations fail once, forever, or land and then time out.
  *
  * @example
  * ```ts
@@ -22,6 +23,8 @@ export { ledgerSuite } from './ledger.suite.js';
 export type { LedgerSuiteOptions } from './ledger.suite.js';
 export { storeSuite } from './store.suite.js';
 export type { StoreSuiteOptions } from './store.suite.js';
+export { withFaults, InjectedFault } from './faults.js';
+export type { EngineCall, FaultController, FaultKind, FaultPart, FaultRule, FaultyEngine, FiredFault } from './faults.js';
 export { runExampleProcess, recoveryChecks, EXAMPLE_PROCESS } from './crash-harness.js';
 export { CRASH_POINTS } from '../internal/crash-points.js';
 export type { ExampleRun, ExampleRunOptions, RecoveryCheck, RecoveryInput } from './crash-harness.js';

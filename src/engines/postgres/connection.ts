@@ -69,6 +69,20 @@ export function isConnectionLoss(error: unknown): boolean {
   return /Connection terminated|connection is closed|Client has encountered a connection error/i.test(message);
 }
 
+/**
+ * SQLSTATEs after which the same statement may succeed when sent again: a statement or
+ * lock timeout or cancel (57014, 55P03), a serialization or deadlock conflict (40001,
+ * 40P01), too many connections (53300), a server starting or shutting down (57P01-57P03).
+ */
+const TRANSIENT = new Set(['57014', '55P03', '40001', '40P01', '53300', '57P01', '57P02', '57P03']);
+
+/** True when a driver error is worth trying again: the connection was lost, or the server refused for now (see TRANSIENT). */
+export function isTransient(error: unknown): boolean {
+  const target = (error as { cause?: unknown })?.cause ?? error;
+  const code = (target as { code?: unknown })?.code;
+  return isConnectionLoss(error) || (typeof code === 'string' && (TRANSIENT.has(code) || code === 'ETIMEDOUT'));
+}
+
 /** Schema-qualified names of cairn's tables. */
 export interface PostgresTables {
   threads: string;
@@ -170,6 +184,7 @@ export class PostgresConnection {
       throw new EngineError(`opening schema ${this.schema} failed${codeOf(error)}: ${sentence(error)}${connectHint(error)}`, {
         cause: error,
         place: { engine: 'postgres' },
+        retryable: isTransient(error),
       });
     }
   }
@@ -318,6 +333,7 @@ export class PostgresConnection {
     return new EngineError(`${what} failed${codeOf(error)}: ${sentence(error)}${connectHint(error)}`, {
       cause: error,
       place: { engine: 'postgres' },
+      retryable: isTransient(error),
     });
   }
 

@@ -360,6 +360,8 @@ export class SqliteConnection {
     return new EngineError(`${what} failed${typeof code === 'string' ? ` (${code})` : ''}: ${message}${sql ? ` In statement "${describeSql(sql)}".` : ''}${hint}`, {
       cause: error,
       place: { engine: 'sqlite' },
+      // Another process held the lock: the same call may get it next time.
+      retryable: isBusy(error),
     });
   }
 

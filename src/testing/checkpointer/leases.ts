@@ -84,6 +84,16 @@ export function leaseTests(suite: CheckpointerSuiteContext): void {
       await expectError(() => cp.acquireThread('t1', { owner: { runId: 'second', ...me }, leaseMs: LONG_LEASE }), ThreadBusyError);
     });
 
+    it('grants a live lease again to its own holder (same runId): an acquire made again after its answer was lost', async () => {
+      const me = { runId: 'mine', pid: process.pid, host: hostname() };
+      const first = await create('t1', { owner: me });
+      const again = await cp.acquireThread('t1', { owner: me, leaseMs: LONG_LEASE });
+      expect(again.runId).toBe('mine');
+      expect(again.epoch).toBeGreaterThanOrEqual(first.epoch);
+      expect((await cp.updateThread(again, { attempts: 1 })).attempts).toBe(first.thread.attempts + 1);
+      await expectError(() => cp.acquireThread('t1', { owner: { ...me, runId: 'other' }, leaseMs: LONG_LEASE }), ThreadBusyError);
+    });
+
     it('lets exactly one of two concurrent acquires win', async () => {
       await cp.releaseThread(await create('t1'));
       const results = await Promise.allSettled([
