@@ -29,6 +29,8 @@ export { PostgresCheckpointer, PostgresLedger, PostgresStore, PostgresConnection
 export type { PostgresOptions, PostgresTables, PoolLike, PoolClientLike, PgQueryConfig, PgQueryResult };
 export { POSTGRES_MIGRATIONS, migrate } from './migrations.js';
 export type { PostgresMigration } from './migrations.js';
+export { enableRowLevelSecurity, disableRowLevelSecurity, rowLevelSecurityStatus, TENANT_SETTING, TENANT_POLICY, TENANT_TABLES } from './row-level-security.js';
+export type { RowLevelSecurityOptions, RowLevelSecurityReport } from './row-level-security.js';
 
 /**
  * The PostgreSQL engine on a connection string (the engine creates and ends its own
