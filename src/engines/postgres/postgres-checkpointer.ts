@@ -565,7 +565,8 @@ function statements(conn: PostgresConnection) {
         UPDATE ${T} t SET run_id = $1::text, owner_pid = $2::integer, owner_host = $3::text, lease_until = ${dbNow} + $4::bigint, epoch = t.epoch + 1
         FROM candidate c WHERE t.tid = c.tid
         RETURNING ${threadColumns})
-      SELECT t.*, h.seq AS head, h.created_at AS head_at FROM claimed t ${headJoin}`,
+      -- The candidates' order again: neither UPDATE ... RETURNING nor the join keeps it.
+      SELECT t.*, h.seq AS head, h.created_at AS head_at FROM claimed t ${headJoin} ORDER BY t.updated_at, t.tid`,
 
     // Through the status index: only running and waiting threads can be held, a small
     // part of a database that keeps its finished threads.
