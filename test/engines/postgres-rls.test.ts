@@ -22,6 +22,7 @@ import {
   TENANT_TABLES,
 } from '../../src/engines/postgres/index.js';
 import { TenantMismatchError } from '../../src/errors.js';
+import { cairn } from '../cli/run-cli.js';
 import { PG_URL, usePostgresSchema } from '../helpers/postgres.js';
 
 const db = usePostgresSchema();
@@ -296,6 +297,21 @@ describe('PostgreSQL row-level security: tenants of one schema', () => {
     } finally {
       await enableRowLevelSecurity(admin, { schema: db.schema });
       await acme.close();
+    }
+  });
+
+  it('cairn migrate --row-level-security creates or upgrades the schema and turns isolation on; on SQLite it says what it is for', async () => {
+    const schema = `${db.schema}_cli`;
+    try {
+      const run = await cairn(['migrate', '--row-level-security', '--db', `${PG_URL}#${schema}`, '--json']);
+      expect(run.stderr).toBe('');
+      expect(JSON.parse(run.stdout)).toMatchObject({ outcome: 'created', rowLevelSecurity: { tables: [...TENANT_TABLES], backfilled: 0 } });
+      expect(await rowLevelSecurityStatus(admin, { schema })).toBe('on');
+      const sqlite = await cairn(['migrate', '--row-level-security', '--db', './nowhere.db']);
+      expect(sqlite.code).toBe(2);
+      expect(sqlite.stderr).toContain('--row-level-security is for PostgreSQL');
+    } finally {
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     }
   });
 });
