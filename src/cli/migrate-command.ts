@@ -112,7 +112,7 @@ export function registerMigrateCommand(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (options: MigrateOptions) => {
       if (!options.apply && !options.rowLevelSecurity && !options.check && !options.rewriteSnapshots) {
-        throw new InvalidOptionError('say what to do: --apply, --row-level-security, --check or --rewrite-snapshots.');
+        throw new InvalidOptionError('say what to do: --apply, --check or --rewrite-snapshots (on PostgreSQL also --row-level-security).');
       }
       if (options.rowLevelSecurity && !isPostgresUrl(options.db)) {
         throw new InvalidOptionError('--row-level-security is for PostgreSQL (postgres://user@host/db#schema): a SQLite file has one tenant per file.');
