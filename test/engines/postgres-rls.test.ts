@@ -222,6 +222,12 @@ describe('PostgreSQL row-level security: tenants of one schema', () => {
       const all = postgres(admin, { schema: db.schema });
       expect((await all.checkpointer.listThreads()).map((t) => t.id)).toEqual(['acme-1', 'acme-2', 'globex-1']);
       await all.close();
+
+      // A tenant's worker claims its tenant's runnable threads only.
+      await appOn(globex).submit({ thread: 'globex-3', input: { topic: 'globex-3' } });
+      await acmeApp.submit({ thread: 'acme-3', input: { topic: 'acme-3' } });
+      const claimed = await acme.checkpointer.claimThreads!({ owner: { runId: randomUUID(), pid: process.pid, host: 'rls-test' }, leaseMs: 10_000, limit: 10 });
+      expect(claimed.map((lease) => lease.threadId)).toEqual(['acme-3']);
     } finally {
       await acme.close();
       await globex.close();
