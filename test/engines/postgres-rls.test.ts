@@ -306,6 +306,28 @@ describe('PostgreSQL row-level security: tenants of one schema', () => {
     }
   });
 
+  it("names a store row's tenant from its namespace, or from a tenant: key in cairn's own namespaces; a malformed one is shared, never an error", async () => {
+    const cases: [string[], string, string | null][] = [
+      [['tenant', 'acme', 'prefs'], 'k', 'acme'],
+      [['tenant', 'O\'Brien & Sons'], 'k', "O'Brien & Sons"],
+      [['cairn', 'artifact-pins'], `tenant:${encodeURIComponent('ünï côde/x')}/key:report#thread:00`, 'ünï côde/x'],
+      [['cairn', 'data-keys'], 'tenant:acme/k1', 'acme'],
+      [['cairn', 'artifact-pins'], 'sha256:ab', null],
+      [['cairn', 'artifact-pins'], 'tenant:%FF%FE/key:x', null],
+      [['cairn', 'graphs', 'rls'], 'digest', null],
+      [['shared'], 'tenant:acme/x', null],
+      [['tenantish', 'acme'], 'k', null],
+    ];
+    for (const [namespace, key, tenant] of cases) {
+      const ns = namespace.join('\u001f') + '\u001f';
+      const { rows } = await admin.query(`SELECT ${s()}.cairn_store_tenant($1, $2) AS tenant`, [ns, key]);
+      expect(rows[0].tenant, `${namespace.join('/')} ${key}`).toBe(tenant);
+    }
+    await db.empty();
+    // acme may not write a pin on globex's artifact.
+    expect(await refusal('acme', `INSERT INTO ${s()}.cairn_store (ns, key, value, version, created_at, updated_at) VALUES (E'cairn\\x1fartifact-pins\\x1f', 'tenant:globex/key:x', '1', 1, 0, 0)`)).toBe('42501');
+  });
+
   it('cairn migrate --row-level-security creates or upgrades the schema and turns isolation on; on SQLite it says what it is for', async () => {
     const schema = `${db.schema}_cli`;
     try {

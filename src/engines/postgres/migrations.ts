@@ -292,8 +292,9 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE ${s}.cairn_signals ADD COLUMN tenant text;
 
       -- The tenant a store row belongs to, from its namespace and key: ['tenant', <t>, ...]
-      -- (tenantPrefixPolicy's default root) is <t>'s; so is an artifact pin on a tenant's
-      -- artifact (key 'tenant:<t, URI-encoded>/...'); everything else is shared (NULL).
+      -- (tenantPrefixPolicy's default root) is <t>'s; so is a row of cairn's own
+      -- namespaces (['cairn', ...]) keyed 'tenant:<t, URI-encoded>/...', as the artifact
+      -- pins of a tenant's artifacts are; everything else is shared (NULL).
       -- Plain SQL and not STRICT, so a policy inlines it; only a pin's tenant is decoded (in plpgsql, so
       -- that a key that is not valid percent-encoded UTF-8 gives NULL, never an error
       -- that would fail every scan of the namespace).
@@ -309,7 +310,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE FUNCTION ${s}.cairn_store_tenant(ns text, key text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
         SELECT CASE
           WHEN starts_with(ns, E'tenant\\x1f') THEN split_part(ns, E'\\x1f', 2)
-          WHEN ns = E'cairn\\x1fartifact-pins\\x1f' AND starts_with(key, 'tenant:') AND strpos(key, '/') > 0
+          WHEN starts_with(ns, E'cairn\\x1f') AND starts_with(key, 'tenant:') AND strpos(key, '/') > 0
             THEN ${s}.cairn_uri_decode(substr(key, 8, strpos(key, '/') - 8))
         END
       $fn$;

@@ -12,9 +12,10 @@
  *   carrying its thread's tenant (migration 9; copied from the thread row at insert);
  *   a row of a thread without a tenant belongs to no tenant and no tenant sees it;
  * - a store item (and its overwrite records) under `['tenant', <tenant>, ...]`, and
- *   an artifact pin on a tenant's artifact (`tenant:<tenant>/...`); every other store
- *   item is shared: readable and writable by a connection with any tenant set (cairn
- *   keeps its graph descriptions there), by none without.
+ *   an item of cairn's own namespaces (`['cairn', ...]`) keyed `tenant:<tenant,
+ *   URI-encoded>/...`, as the artifact pins of a tenant's artifacts are; every other
+ *   store item is shared: readable and writable by a connection with any tenant set
+ *   (cairn keeps its graph descriptions there), by none without.
  *
  * A write must stay in its tenant: a new or changed row must be the connection's
  * tenant's, and a row a thread owns must belong to one of that tenant's threads.
