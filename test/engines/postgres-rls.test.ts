@@ -22,6 +22,7 @@ import {
   TENANT_TABLES,
 } from '../../src/engines/postgres/index.js';
 import { TenantMismatchError } from '../../src/errors.js';
+import { createPool } from '../../src/engines/postgres/driver.js';
 import { cairn } from '../cli/run-cli.js';
 import { PG_URL, usePostgresSchema } from '../helpers/postgres.js';
 
@@ -249,6 +250,14 @@ describe('PostgreSQL row-level security: tenants of one schema', () => {
       expect((await a.checkpointer.listThreads()).map((t) => t.id)).toEqual(['a-1', 'a-2']);
       expect((await b.checkpointer.listThreads()).map((t) => [t.id, t.tenant])).toEqual([['b-1', odd]]);
       expect((await owned.checkpointer.listThreads()).map((t) => t.id)).toEqual(['b-1']);
+      // Startup options the URL gives are kept beside the tenant's.
+      const raw = createPool(`${roleUrl}?options=${encodeURIComponent('-c statement_timeout=12345')}`, 1, 'rls-test', { 'cairn.tenant': odd });
+      try {
+        const { rows } = await raw.query({ text: `SELECT current_setting('statement_timeout') AS timeout, current_setting('cairn.tenant') AS tenant` });
+        expect(rows[0]).toEqual({ timeout: '12345ms', tenant: odd });
+      } finally {
+        await raw.end();
+      }
       for (let i = 0; i < 2; i++) {
         const client = await shared.connect();
         try {

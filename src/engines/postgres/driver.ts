@@ -77,7 +77,22 @@ export function createPool(connectionString: string, max: number, applicationNam
     throw new DriverMissingError('the PostgreSQL engine needs the pg driver: run `npm install pg`.', { cause, place: { engine: 'postgres' } });
   }
   const options = Object.entries(settings).map(([name, value]) => settingOption(name, value));
-  const pool = new Pool({ connectionString, max, application_name: applicationName, ...(options.length ? { options: options.join(' ') } : {}) });
+  let url = connectionString;
+  let extra: { options?: string } = {};
+  if (options.length) {
+    // The driver lets what the connection string says win over the config: the settings
+    // go into the string's own startup options, beside any it gives (?options=...).
+    try {
+      const parsed = new URL(connectionString);
+      const given = parsed.searchParams.get('options');
+      parsed.searchParams.set('options', [...(given ? [given] : []), ...options].join(' '));
+      url = parsed.toString();
+    } catch {
+      // Not a URL (a socket path): the config it is.
+      extra = { options: options.join(' ') };
+    }
+  }
+  const pool = new Pool({ connectionString: url, max, application_name: applicationName, ...extra });
   // An idle connection that the server closes (restart, pg_terminate_backend) is reported
   // here; without a listener Node would crash the process. The pool drops that client and
   // the next query opens a new one, so there is nothing else to do.

@@ -11,6 +11,10 @@
  * only checks they are there. `close()` ends the pool the engine created
  * from a connection string, never a pool you passed in.
  *
+ * Tenants can share a schema with the database keeping them apart:
+ * {@link enableRowLevelSecurity} (once, as the tables' owner) and an engine scoped to
+ * each tenant, `postgres(url, { tenant })`, on a role without `BYPASSRLS`.
+ *
  * @example
  * ```ts
  * import { postgres } from 'cairn/postgres';
