@@ -314,6 +314,27 @@ export class ThreadNotFoundError extends coded('ERR_THREAD_NOT_FOUND') {
   }
 }
 
+/**
+ * An engine scoped to one tenant (`postgres(url, { tenant })`) was asked to create or
+ * take a thread of another tenant, or one whose id is taken by a thread it cannot
+ * see (another tenant's, under row-level security: `threadTenant` undefined). Nothing changed.
+ */
+export class TenantMismatchError extends coded('ERR_TENANT_MISMATCH') {
+  constructor(
+    readonly threadId: string,
+    readonly engineTenant: string,
+    readonly threadTenant: string | null | undefined,
+    place?: ErrorPlace,
+  ) {
+    super(
+      threadTenant === undefined
+        ? `this engine is scoped to tenant ${JSON.stringify(engineTenant)}, and the thread id is taken by a thread it cannot see (another tenant's). Nothing changed: use another id, or an engine of that tenant.`
+        : `this engine is scoped to tenant ${JSON.stringify(engineTenant)}, and the thread ${threadTenant === null ? 'has no tenant' : `belongs to tenant ${JSON.stringify(threadTenant)}`}. Nothing changed: use an engine of that tenant, or a cross-tenant one.`,
+      { place: { ...place, thread: threadId } },
+    );
+  }
+}
+
 /** The thread has no position `seq` (in that namespace). */
 export class PositionNotFoundError extends coded('ERR_POSITION_NOT_FOUND') {
   constructor(readonly threadId: string, readonly seq: number, place?: ErrorPlace) {

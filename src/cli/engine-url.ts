@@ -42,7 +42,7 @@ export function isPostgresUrl(target: string): boolean {
 }
 
 /** A PostgreSQL target split into its connection string and schema (`public` without `#schema`). */
-function postgresTarget(target: string): { url: string; schema: string } {
+export function postgresTarget(target: string): { url: string; schema: string } {
   const hash = target.indexOf('#');
   return { url: hash >= 0 ? target.slice(0, hash) : target, schema: hash >= 0 ? target.slice(hash + 1) : 'public' };
 }

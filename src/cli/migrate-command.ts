@@ -1,7 +1,8 @@
 /**
  * @module cli/migrate-command
  * `cairn migrate --apply` (the database's own schema: create it, or apply the
- * migrations this cairn has and it lacks), `cairn migrate --check` and
+ * migrations this cairn has and it lacks), `cairn migrate --row-level-security`
+ * (PostgreSQL: the same, then tenant isolation turned on), `cairn migrate --check` and
  * `cairn migrate --rewrite-snapshots` (the application's state schema versions).
  * The last two can load the application's state schema from a module
  * (`--state ./dist/state.js#OrderState`) to know the current version and the
@@ -11,19 +12,21 @@ import type { Command } from 'commander';
 import type { Engine } from '../contracts/engine.js';
 import { DatabaseNotFoundError, DatabaseOutdatedError, InvalidOptionError } from '../errors.js';
 import { POSTGRES_MIGRATIONS } from '../engines/postgres/migrations.js';
+import { enableRowLevelSecurity, type RowLevelSecurityReport } from '../engines/postgres/row-level-security.js';
 import { SQLITE_MIGRATIONS } from '../engines/sqlite/migrations.js';
 import { migrateCheck, type SchemaWindow } from '../inspect/migrate-check.js';
 import { rewriteSnapshots } from '../runtime/rewrite-snapshots.js';
 import type { StateSchema } from '../state/schema.js';
 import { importModule, parseModuleSpec } from './app-loader.js';
 import { deprecatedFlag } from './deprecated-flags.js';
-import { DB_OPTION, isPostgresUrl, openEngine } from './engine-url.js';
+import { DB_OPTION, isPostgresUrl, openEngine, postgresTarget } from './engine-url.js';
 import { positiveInteger } from './options.js';
 import { plural } from './format.js';
 
 interface MigrateOptions {
   db: string;
   apply?: boolean;
+  rowLevelSecurity?: boolean;
   check?: boolean;
   rewriteSnapshots?: boolean;
   state?: string;
@@ -60,6 +63,8 @@ export interface ApplyReport {
   applied: number[];
   /** The newest migration this cairn knows (the database's version now). */
   latest: number;
+  /** With `--row-level-security`: the tables that now have the tenant policy, and the rows whose tenant was filled in. */
+  rowLevelSecurity?: Omit<RowLevelSecurityReport, 'schema'>;
 }
 
 /** `migrate --apply`: what the database lacks, read without changing it, then a writable open (which migrates). */
@@ -93,6 +98,10 @@ export function registerMigrateCommand(program: Command): void {
     )
     .option(...DB_OPTION)
     .option('--apply', "create the database's tables, or apply the migrations this cairn has and the database lacks")
+    .option(
+      '--row-level-security',
+      "PostgreSQL: apply the migrations, then isolate tenants: a forced row-level security policy on every table, keyed by the connection's cairn.tenant (run as the tables' owner)",
+    )
     .option('--check', 'count threads and positions per schema version and list threads outside the window')
     .option('--rewrite-snapshots', 'store a snapshot at the current version for every active thread whose head is older (needs --state)')
     .option('--state <module>', "the application's state schema: <file>[#<export>] (an ES module: .js, or .ts through tsx)")
@@ -102,11 +111,21 @@ export function registerMigrateCommand(program: Command): void {
     .addOption(deprecatedFlag('--current <n>', '--current-version'))
     .option('--json', 'print JSON')
     .action(async (options: MigrateOptions) => {
-      if (!options.apply && !options.check && !options.rewriteSnapshots) throw new InvalidOptionError('say what to do: --apply, --check or --rewrite-snapshots.');
+      if (!options.apply && !options.rowLevelSecurity && !options.check && !options.rewriteSnapshots) {
+        throw new InvalidOptionError('say what to do: --apply, --check or --rewrite-snapshots (on PostgreSQL also --row-level-security).');
+      }
+      if (options.rowLevelSecurity && !isPostgresUrl(options.db)) {
+        throw new InvalidOptionError('--row-level-security is for PostgreSQL (postgres://user@host/db#schema): a SQLite file has one tenant per file.');
+      }
       if (options.rewriteSnapshots && !options.state) throw new InvalidOptionError('--rewrite-snapshots needs --state <module>[#export]: the upcasters live in your code.');
       const schema = options.state ? await loadStateSchema(options.state) : undefined;
-      if (options.apply) {
+      if (options.apply || options.rowLevelSecurity) {
         const report = await applyMigrations(options.db);
+        if (options.rowLevelSecurity) {
+          const { url, schema } = postgresTarget(options.db);
+          const { tables, backfilled } = await enableRowLevelSecurity(url, { schema });
+          report.rowLevelSecurity = { tables, backfilled };
+        }
         if (options.json && !options.check && !options.rewriteSnapshots) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
         else if (!options.json) {
           const ids = report.applied.length ? `${report.applied[0]}${report.applied.length > 1 ? `–${report.applied.at(-1)}` : ''}` : '';
@@ -117,6 +136,13 @@ export function registerMigrateCommand(program: Command): void {
                 ? `upgraded ${options.db}: applied migration${report.applied.length === 1 ? '' : 's'} ${report.applied.join(', ')} (now at ${report.latest})`
                 : `${options.db} is up to date (migration ${report.latest})`) + '\n',
           );
+          const isolated = report.rowLevelSecurity;
+          if (isolated) {
+            process.stdout.write(
+              `row-level security on: ${plural(isolated.tables.length, 'table')} keyed by cairn.tenant (${isolated.tables.join(', ')})` +
+                `${isolated.backfilled ? `; filled in the tenant of ${plural(isolated.backfilled, 'row')}` : ''}\n`,
+            );
+          }
         }
         if (!options.check && !options.rewriteSnapshots) return;
       }

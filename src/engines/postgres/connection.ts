@@ -21,10 +21,12 @@ import { createHash } from 'node:crypto';
 import { POSTGRES_LISTEN_RETRY_MS, POSTGRES_POOL_MAX } from '../../defaults.js';
 import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidKeyError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
+import { checkTenant } from '../../artifacts/refs.js';
 import { createPool, type PoolClientLike, type PoolLike } from './driver.js';
 import { migrate, POSTGRES_MIGRATIONS, quoteIdent } from './migrations.js';
+import { TENANT_SETTING } from './row-level-security.js';
 
-/** Options of `postgres(url, options)`: the schema, the pool, read-only opening. */
+/** Options of `postgres(url, options)`: the schema, the pool, read-only opening, the tenant. */
 export interface PostgresOptions {
   /**
    * Schema holding cairn's tables; created (with the tables) on first use if missing (never with `readOnly`).
@@ -45,6 +47,25 @@ export interface PostgresOptions {
    * @example `const engine = postgres(url, { schema: 'cairn', readOnly: true });`
    */
   readOnly?: boolean;
+  /**
+   * Scope the engine to one tenant: every statement it sends runs with `cairn.tenant`
+   * set to it, which is what the row-level security policies of
+   * {@link enableRowLevelSecurity} compare every row with (under a role without
+   * `BYPASSRLS`, the engine sees and writes that tenant's rows only). A thread it
+   * creates without a tenant gets this one; creating or taking a thread of another
+   * tenant is {@link TenantMismatchError}.
+   *
+   * On a pool the engine creates (a connection string) the setting is a startup
+   * option of each of the pool's connections, which only this engine uses: it costs
+   * nothing per statement. On a pool you pass in, which others may share, each
+   * statement runs in a transaction that sets it with `set_config(..., true)`
+   * (gone at COMMIT or ROLLBACK, so the connection goes back to the pool without it):
+   * two more round trips per statement. Pass a pool behind a transaction-mode pooler
+   * (PgBouncer), which does not keep startup options. 1 to 256 characters, no control characters.
+   *
+   * @example `const acme = postgres('postgres://tenant_app@db/app', { schema: 'cairn', tenant: 'acme' });`
+   */
+  tenant?: string;
 }
 
 /** A connection string as messages show it: the password masked. */
@@ -121,8 +142,12 @@ export class PostgresConnection {
   readonly lifecycle: Lifecycle;
   readonly schema: string;
   readonly tables: PostgresTables;
+  /** The tenant every statement runs as (`cairn.tenant`), or null for an engine not scoped to one. */
+  readonly tenant: string | null;
   private pool: PoolLike | undefined;
   private readonly ownsPool: boolean;
+  /** `BEGIN`, and the transaction-local tenant setting when each transaction must set it (a pool passed in). */
+  private readonly begin: string;
   private readonly names = new Map<string, string>();
 
   constructor(
@@ -137,6 +162,9 @@ export class PostgresConnection {
         place: { engine: 'postgres' },
       });
     }
+    if (options.tenant !== undefined) checkTenant(options.tenant);
+    this.tenant = options.tenant ?? null;
+    this.begin = this.tenant !== null && !this.ownsPool ? `BEGIN; SELECT set_config('${TENANT_SETTING}', ${quoteLiteral(this.tenant)}, true)` : 'BEGIN';
     const s = quoteIdent(this.schema);
     this.tables = {
       threads: `${s}.cairn_threads`,
@@ -161,7 +189,8 @@ export class PostgresConnection {
   private async open(): Promise<void> {
     let pool: PoolLike | undefined;
     try {
-      pool = typeof this.source === 'string' ? createPool(this.source, this.options.max ?? POSTGRES_POOL_MAX, this.options.applicationName ?? 'cairn') : this.source;
+      const settings: Record<string, string> = this.tenant === null ? {} : { [TENANT_SETTING]: this.tenant };
+      pool = typeof this.source === 'string' ? createPool(this.source, this.options.max ?? POSTGRES_POOL_MAX, this.options.applicationName ?? 'cairn', settings) : this.source;
       this.pool = pool;
       // Migrating is idempotent (checked under an advisory lock): a connection lost
       // in the middle is tried again on a fresh one.
@@ -175,6 +204,7 @@ export class PostgresConnection {
           await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
         }
       }
+      if (this.tenant !== null && this.ownsPool) await this.checkTenantSetting(pool);
     } catch (error) {
       if (this.ownsPool) {
         this.pool = undefined;
@@ -192,6 +222,22 @@ export class PostgresConnection {
   /** Where this engine looks, as messages name it: `postgres://user:***@host/db#schema`. */
   get location(): string {
     return typeof this.source === 'string' ? `${maskUrl(this.source)}#${this.schema}` : `schema ${this.schema} of the pool passed in`;
+  }
+
+  /**
+   * A tenant's pool: its connections must carry the setting. A pooler that drops
+   * startup options would leave them without it, and every policy would then hide
+   * everything: said here, at open, rather than as an empty database.
+   */
+  private async checkTenantSetting(pool: PoolLike): Promise<void> {
+    const [row] = (await pool.query({ text: `SELECT current_setting('${TENANT_SETTING}', true) AS tenant` })).rows as { tenant: string | null }[];
+    if (row?.tenant !== this.tenant) {
+      throw new EngineError(
+        `the connections of ${this.location} do not carry ${TENANT_SETTING} = ${JSON.stringify(this.tenant)} (they have ${JSON.stringify(row?.tenant ?? null)}): ` +
+          `a pooler in between drops startup options. Pass a pool instead (postgres(pool, { tenant })): each statement then sets the tenant in its own transaction.`,
+        { place: { engine: 'postgres' } },
+      );
+    }
   }
 
   /** A read-only open: the schema and its migrations table must exist, with every migration this cairn knows. */
@@ -228,9 +274,12 @@ export class PostgresConnection {
   async query<R>(what: string, text: string, values: unknown[] = [], prepare = true): Promise<R[]> {
     const pool = await this.use();
     const resendable = RESENDABLE.has(what) || /^\s*SELECT\b/i.test(text);
+    const config = prepare ? { name: this.nameOf(text), text, values } : { text, values };
     for (let attempt = 0; ; attempt++) {
       try {
-        const result = await pool.query(prepare ? { name: this.nameOf(text), text, values } : { text, values });
+        // A tenant on a shared pool: the statement in a transaction that sets it (see PostgresOptions.tenant).
+        if (this.begin !== 'BEGIN') return (await this.withinTransaction(pool, (client) => client.query(config))).rows as R[];
+        const result = await pool.query(config);
         return result.rows as R[];
       } catch (error) {
         // The pool replaces a dead connection: one that was lost under a resendable
@@ -258,21 +307,46 @@ export class PostgresConnection {
     const ignore = () => undefined;
     client.on?.('error', ignore);
     const query: TransactionQuery = async (text, values = []) => (await client.query({ name: this.nameOf(text), text, values })).rows;
+    try {
+      return await this.inTransaction(client, () => fn(query));
+    } catch (error) {
+      throw this.wrap(what, error);
+    } finally {
+      client.off?.('error', ignore);
+    }
+  }
+
+  /** `fn` on a connection of `pool`, in a transaction (see {@link inTransaction}); driver errors as they came. */
+  private async withinTransaction<T>(pool: PoolLike, fn: (client: PoolClientLike) => Promise<T>): Promise<T> {
+    const client = await pool.connect();
+    const ignore = () => undefined;
+    client.on?.('error', ignore);
+    try {
+      return await this.inTransaction(client, () => fn(client));
+    } finally {
+      client.off?.('error', ignore);
+    }
+  }
+
+  /**
+   * BEGIN (with the tenant's transaction-local setting when the pool is shared), `fn`,
+   * COMMIT; ROLLBACK on any error. Releases the connection: destroyed, not pooled,
+   * when it cannot even roll back.
+   */
+  private async inTransaction<T>(client: PoolClientLike, fn: () => Promise<T>): Promise<T> {
     let broken = false;
     try {
-      await client.query({ text: 'BEGIN' });
-      const result = await fn(query);
+      await client.query({ text: this.begin });
+      const result = await fn();
       await client.query({ text: 'COMMIT' });
       return result;
     } catch (error) {
-      // A connection that cannot roll back is broken: destroy it rather than pool it.
       broken = await client.query({ text: 'ROLLBACK' }).then(
         () => false,
         () => true,
       );
-      throw this.wrap(what, error);
+      throw error;
     } finally {
-      client.off?.('error', ignore);
       client.release(broken);
     }
   }
@@ -356,6 +430,12 @@ export class PostgresConnection {
     this.pool = undefined;
     if (pool && this.ownsPool) await pool.end();
   }
+}
+
+/** `text` as an SQL string literal (quotes doubled; backslashes doubled behind E, whatever standard_conforming_strings says). */
+function quoteLiteral(text: string): string {
+  const quoted = `'${text.replace(/'/g, "''").replace(/\\/g, '\\\\')}'`;
+  return text.includes('\\') ? `E${quoted}` : quoted;
 }
 
 /** The error's message as a sentence (one final period). */

@@ -53,10 +53,22 @@ interface OwnedPool extends PoolLike {
   on(event: 'connect', listener: (client: { on(event: 'error', listener: (error: Error) => void): unknown }) => void): unknown;
 }
 
-type PoolConstructor = new (config: { connectionString: string; max: number; application_name: string }) => OwnedPool;
+type PoolConstructor = new (config: { connectionString: string; max: number; application_name: string; options?: string }) => OwnedPool;
 
-/** Creates a `pg.Pool` on a connection string, loading `pg` on first use. */
-export function createPool(connectionString: string, max: number, applicationName = 'cairn'): PoolLike {
+/**
+ * The startup option that sets `setting` to `value` on a connection for its whole
+ * life (`-c name=value`, with the backslash escapes the server's option parser takes).
+ */
+export function settingOption(setting: string, value: string): string {
+  return `-c ${setting}=${value.replace(/[\\\s]/g, (c) => `\\${c}`)}`;
+}
+
+/**
+ * Creates a `pg.Pool` on a connection string, loading `pg` on first use. `settings`
+ * are set on every connection as it opens (startup options): the pool's own, so no
+ * connection of it is ever without them.
+ */
+export function createPool(connectionString: string, max: number, applicationName = 'cairn', settings: Record<string, string> = {}): PoolLike {
   let Pool: PoolConstructor;
   try {
     const pg = createRequire(import.meta.url)('pg') as { Pool: PoolConstructor };
@@ -64,7 +76,23 @@ export function createPool(connectionString: string, max: number, applicationNam
   } catch (cause) {
     throw new DriverMissingError('the PostgreSQL engine needs the pg driver: run `npm install pg`.', { cause, place: { engine: 'postgres' } });
   }
-  const pool = new Pool({ connectionString, max, application_name: applicationName });
+  const options = Object.entries(settings).map(([name, value]) => settingOption(name, value));
+  let url = connectionString;
+  let extra: { options?: string } = {};
+  if (options.length) {
+    // The driver lets what the connection string says win over the config: the settings
+    // go into the string's own startup options, beside any it gives (?options=...).
+    try {
+      const parsed = new URL(connectionString);
+      const given = parsed.searchParams.get('options');
+      parsed.searchParams.set('options', [...(given ? [given] : []), ...options].join(' '));
+      url = parsed.toString();
+    } catch {
+      // Not a URL (a socket path): the config it is.
+      extra = { options: options.join(' ') };
+    }
+  }
+  const pool = new Pool({ connectionString: url, max, application_name: applicationName, ...extra });
   // An idle connection that the server closes (restart, pg_terminate_backend) is reported
   // here; without a listener Node would crash the process. The pool drops that client and
   // the next query opens a new one, so there is nothing else to do.

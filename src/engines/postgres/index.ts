@@ -11,6 +11,10 @@
  * only checks they are there. `close()` ends the pool the engine created
  * from a connection string, never a pool you passed in.
  *
+ * Tenants can share a schema with the database keeping them apart:
+ * {@link enableRowLevelSecurity} (once, as the tables' owner) and an engine scoped to
+ * each tenant, `postgres(url, { tenant })`, on a role without `BYPASSRLS`.
+ *
  * @example
  * ```ts
  * import { postgres } from 'cairn/postgres';
@@ -29,6 +33,8 @@ export { PostgresCheckpointer, PostgresLedger, PostgresStore, PostgresConnection
 export type { PostgresOptions, PostgresTables, PoolLike, PoolClientLike, PgQueryConfig, PgQueryResult };
 export { POSTGRES_MIGRATIONS, migrate } from './migrations.js';
 export type { PostgresMigration } from './migrations.js';
+export { enableRowLevelSecurity, disableRowLevelSecurity, rowLevelSecurityStatus, TENANT_SETTING, TENANT_POLICY, TENANT_TABLES } from './row-level-security.js';
+export type { RowLevelSecurityOptions, RowLevelSecurityReport } from './row-level-security.js';
 
 /**
  * The PostgreSQL engine on a connection string (the engine creates and ends its own

@@ -272,10 +272,54 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE ${s}.cairn_ledger ADD COLUMN meta text;
     `,
   },
+  {
+    id: 9,
+    name: 'the tenant of every row a thread owns',
+    sql: (s) => `
+      -- The tenant of the thread a row belongs to, copied from the thread row by every
+      -- statement that inserts one (each reads that row anyway, to fence or to find
+      -- the tid), so that a row-level security policy (enableRowLevelSecurity) is one
+      -- comparison per row rather than a look-up of the thread. NULL: a thread without a
+      -- tenant, or a row written before this migration (enableRowLevelSecurity fills
+      -- those in). Adding a NULL column rewrites nothing.
+      ALTER TABLE ${s}.cairn_heads ADD COLUMN tenant text;
+      ALTER TABLE ${s}.cairn_positions ADD COLUMN tenant text;
+      ALTER TABLE ${s}.cairn_items ADD COLUMN tenant text;
+      ALTER TABLE ${s}.cairn_snapshots ADD COLUMN tenant text;
+      ALTER TABLE ${s}.cairn_pending ADD COLUMN tenant text;
+      ALTER TABLE ${s}.cairn_failures ADD COLUMN tenant text;
+      ALTER TABLE ${s}.cairn_ledger ADD COLUMN tenant text;
+      ALTER TABLE ${s}.cairn_signals ADD COLUMN tenant text;
+
+      -- The tenant a store row belongs to, from its namespace and key: ['tenant', <t>, ...]
+      -- (tenantPrefixPolicy's default root) is <t>'s; so is a row of cairn's own
+      -- namespaces (['cairn', ...]) keyed 'tenant:<t, URI-encoded>/...', as the artifact
+      -- pins of a tenant's artifacts are; everything else is shared (NULL).
+      -- Plain SQL and not STRICT, so a policy inlines it; only a pin's tenant is decoded (in plpgsql, so
+      -- that a key that is not valid percent-encoded UTF-8 gives NULL, never an error
+      -- that would fail every scan of the namespace).
+      CREATE FUNCTION ${s}.cairn_uri_decode(v text) RETURNS text LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+      BEGIN
+        RETURN convert_from(coalesce((
+          SELECT string_agg(CASE WHEN m[1] IS NOT NULL THEN decode(substr(m[1], 2), 'hex') ELSE convert_to(m[2], 'UTF8') END, ''::bytea ORDER BY n)
+          FROM regexp_matches(v, '(%[0-9A-Fa-f]{2})|([^%]+)', 'g') WITH ORDINALITY AS r (m, n)), ''::bytea), 'UTF8');
+      EXCEPTION WHEN others THEN
+        RETURN NULL;
+      END
+      $fn$;
+      CREATE FUNCTION ${s}.cairn_store_tenant(ns text, key text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+        SELECT CASE
+          WHEN starts_with(ns, E'tenant\\x1f') THEN split_part(ns, E'\\x1f', 2)
+          WHEN starts_with(ns, E'cairn\\x1f') AND starts_with(key, 'tenant:') AND strpos(key, '/') > 0
+            THEN ${s}.cairn_uri_decode(substr(key, 8, strpos(key, '/') - 8))
+        END
+      $fn$;
+    `,
+  },
 ];
 
 /** First key of cairn's advisory locks (the second is the schema name's hash): "cairn" in ASCII. */
-const LOCK_CLASS = 0x63616972;
+export const LOCK_CLASS = 0x63616972;
 
 /** `"name"` with inner quotes doubled: a safe identifier whatever the name holds. */
 export function quoteIdent(name: string): string {
@@ -301,7 +345,13 @@ export async function migrate(pool: PoolLike, schema: string, migrations: readon
     // because an existing schema must not need the CREATE privilege on the database.
     const exists = await client.query({ text: 'SELECT 1 FROM pg_namespace WHERE nspname = $1', values: [schema] });
     if (exists.rowCount === 0) await client.query({ text: `CREATE SCHEMA ${s}` });
-    await client.query({ text: `CREATE TABLE IF NOT EXISTS ${s}.cairn_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)` });
+    // Looked up first for the same reason: CREATE TABLE IF NOT EXISTS needs CREATE on the
+    // schema even when the table is there, and a role that may only read and write
+    // cairn's rows (a tenant's, under row-level security) must still open a current schema.
+    const table = await client.query({ text: 'SELECT to_regclass($1::text) IS NOT NULL AS present', values: [`${s}.cairn_migrations`] });
+    if (!(table.rows[0] as { present: boolean }).present) {
+      await client.query({ text: `CREATE TABLE IF NOT EXISTS ${s}.cairn_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)` });
+    }
     const rows = (await client.query({ text: `SELECT id, name FROM ${s}.cairn_migrations ORDER BY id` })).rows as { id: number; name: string }[];
     const known = new Set(migrations.map((m) => m.id));
     const unknown = rows.filter((row) => !known.has(row.id));

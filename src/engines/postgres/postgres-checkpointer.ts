@@ -24,7 +24,7 @@ import type {
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
 import type { DeleteThreadResult, LeaseOwner, SignalQuery, StoredSignal, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
-import { ThreadBusyError } from '../../errors.js';
+import { TenantMismatchError, ThreadBusyError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { holderIsDead, leaseHost } from '../../internal/lease.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
@@ -160,7 +160,8 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     // that row too, so it waits and then finds no thread. The deletes come in a later
     // statement, whose snapshot (READ COMMITTED) holds every write that came before the lock.
     return this.conn.transaction('deleteThread', async (query) => {
-      const [row] = (await query(this.sql.lockForDelete, [threadId])) as (HolderRow & { tid: string; db_now: string })[];
+      const [row] = (await query(this.sql.lockForDelete, [threadId])) as (HolderRow & { tid: string; tenant: string | null; db_now: string })[];
+      this.checkTenant(threadId, row);
       const now = row ? Number(row.db_now) : Date.now();
       const verdict = judge(row ? heldOf(row, now) : null);
       if (verdict || !row) return verdict ?? { deleted: false, threadId, reason: 'missing' };
@@ -176,8 +177,22 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     return rows.map((row) => JSON.parse(row.body) as AttemptFailure);
   }
 
+  /**
+   * An engine scoped to a tenant touches only that tenant's threads: a row it can see
+   * of another tenant (no row-level security on the tables) is refused here.
+   */
+  private checkTenant(threadId: string, row: { tenant: string | null } | undefined): void {
+    const scoped = this.conn.tenant;
+    if (scoped !== null && row && row.tenant !== scoped) throw new TenantMismatchError(threadId, scoped, row.tenant, { engine: this.engine });
+  }
+
   protected async acquire(threadId: string, request: AcquireRequest, admit: (held: HeldThread | null) => 'create' | 'take'): Promise<ThreadLease> {
     const { owner, leaseMs } = request;
+    // A tenant's engine creates its tenant's threads: one asked for without a tenant gets it.
+    const scoped = this.conn.tenant;
+    const tenant = request.create ? (request.create.tenant ?? scoped) : null;
+    if (scoped !== null && request.create && tenant !== scoped) throw new TenantMismatchError(threadId, scoped, tenant, { engine: this.engine });
+    let unseen = 0;
     // Lock-free: read the holder, decide in JS (a same-host holder's liveness needs a
     // process check the database cannot make), then take the thread with a
     // compare-and-set on exactly what was read. At READ COMMITTED an UPDATE re-checks its
@@ -187,6 +202,7 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     // it wait: nothing slips between the check and the take.
     for (let round = 0; round < 50; round++) {
       const row = await this.threadRow(threadId, 'acquireThread');
+      this.checkTenant(threadId, row);
       // Leases live on the database's clock: one clock for every machine.
       const now = row ? Number(row.db_now) : Date.now();
       // Our own take, whose reply a dropped connection swallowed: it is ours.
@@ -194,7 +210,7 @@ export class PostgresCheckpointer extends BaseCheckpointer {
         return { threadId, runId: owner.runId, epoch: Number(row.epoch), expiresAt: num(row.lease_until) ?? now + leaseMs, thread: threadOf(row) };
       }
       if (admit(row ? heldOf(row, now) : null) === 'create') {
-        const { kind, tenant, metadata, createdAt = now, updatedAt = createdAt } = request.create!;
+        const { kind, metadata, createdAt = now, updatedAt = createdAt } = request.create!;
         const [created] = await this.conn.query<PgThreadRow>('acquireThread (create)', this.sql.createThread, [
           threadId,
           kind,
@@ -208,6 +224,9 @@ export class PostgresCheckpointer extends BaseCheckpointer {
           updatedAt,
         ]);
         if (created) return { threadId, runId: owner.runId, epoch: Number(created.epoch), expiresAt: Number(created.lease_until), thread: threadOf(created) };
+        // The id is taken, yet no row was read: under row-level security, by a thread of
+        // another tenant (twice in a row, so that a thread deleted in between is not one).
+        if (scoped !== null && !row && ++unseen >= 2) throw new TenantMismatchError(threadId, scoped, undefined, { engine: this.engine });
         continue; // created by a concurrent acquirer: judge its holder
       }
       const [taken] = await this.conn.query<{ epoch: string; lease_until: string }>('acquireThread (take)', this.sql.takeThread, [
@@ -487,7 +506,7 @@ function statements(conn: PostgresConnection) {
     /** The schema's text → jsonb function (see migration 2). */
     json: `${schema}.cairn_json`,
 
-    lockForDelete: `SELECT tid, status, run_id, owner_pid, owner_host, lease_until, epoch, ${dbNow} AS db_now FROM ${T} WHERE id = $1::text FOR UPDATE`,
+    lockForDelete: `SELECT tid, tenant, status, run_id, owner_pid, owner_host, lease_until, epoch, ${dbNow} AS db_now FROM ${T} WHERE id = $1::text FOR UPDATE`,
 
     // Everything the thread owns, by tid, plus its pins (live or unpinned) and their
     // overwrite records; counts per kind. Runs after lockForDelete, in its transaction.
@@ -546,7 +565,8 @@ function statements(conn: PostgresConnection) {
         UPDATE ${T} t SET run_id = $1::text, owner_pid = $2::integer, owner_host = $3::text, lease_until = ${dbNow} + $4::bigint, epoch = t.epoch + 1
         FROM candidate c WHERE t.tid = c.tid
         RETURNING ${threadColumns})
-      SELECT t.*, h.seq AS head, h.created_at AS head_at FROM claimed t ${headJoin}`,
+      -- The candidates' order again: neither UPDATE ... RETURNING nor the join keeps it.
+      SELECT t.*, h.seq AS head, h.created_at AS head_at FROM claimed t ${headJoin} ORDER BY t.updated_at, t.tid`,
 
     // Through the status index: only running and waiting threads can be held, a small
     // part of a database that keeps its finished threads.
@@ -573,7 +593,7 @@ function statements(conn: PostgresConnection) {
         WHERE ${fenced}
         RETURNING *
       ), failure AS (
-        INSERT INTO ${F} (tid, body) SELECT tid, $9::text FROM t WHERE $9::text IS NOT NULL
+        INSERT INTO ${F} (tid, tenant, body) SELECT tid, tenant, $9::text FROM t WHERE $9::text IS NOT NULL
       )
       SELECT ${threadColumns}, h.seq AS head, h.created_at AS head_at FROM t ${headJoin}`,
 
@@ -594,7 +614,7 @@ function statements(conn: PostgresConnection) {
     // The thread row is written only when the root status changes (start and end of a run).
     commit: `
       WITH fence AS (
-        SELECT tid, status, wake_at, last_signal FROM ${T} WHERE ${fenced} FOR SHARE
+        SELECT tid, tenant, status, wake_at, last_signal FROM ${T} WHERE ${fenced} FOR SHARE
       ), wake AS (
         -- The thread's wake time once this commit lands (see ThreadPatch in update).
         SELECT CASE
@@ -605,20 +625,20 @@ function statements(conn: PostgresConnection) {
       ), head AS (
         SELECT (SELECT h.seq FROM ${H} h WHERE h.tid = fence.tid AND h.ns = $4::text) AS seq FROM fence
       ), pos AS (
-        INSERT INTO ${P} (tid, ns, seq, parent, segment, step, schema_version, created_at, body, hash)
-        SELECT fence.tid, $4::text, $5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::integer, $10::bigint, $11::text, decode($12::text, 'hex')
+        INSERT INTO ${P} (tid, tenant, ns, seq, parent, segment, step, schema_version, created_at, body, hash)
+        SELECT fence.tid, fence.tenant, $4::text, $5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::integer, $10::bigint, $11::text, decode($12::text, 'hex')
         FROM fence, head
         WHERE head.seq IS NOT DISTINCT FROM $13::bigint AND $5::bigint = coalesce(head.seq, -1) + 1
-        RETURNING tid
+        RETURNING tid, tenant
       ), items AS (
-        INSERT INTO ${I} (tid, ns, field, seq, idx, body)
-        SELECT pos.tid, $4::text, u.field, $5::bigint, u.idx, u.body
+        INSERT INTO ${I} (tid, tenant, ns, field, seq, idx, body)
+        SELECT pos.tid, pos.tenant, $4::text, u.field, $5::bigint, u.idx, u.body
         FROM pos, unnest($14::text[], $15::integer[], $16::text[]) AS u (field, idx, body)
       ), anchor AS (
-        INSERT INTO ${H} (tid, ns, seq, hash, created_at) SELECT pos.tid, $4::text, $5::bigint, decode($12::text, 'hex'), $10::bigint FROM pos
+        INSERT INTO ${H} (tid, tenant, ns, seq, hash, created_at) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, decode($12::text, 'hex'), $10::bigint FROM pos
         ON CONFLICT (tid, ns) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at
       ), snapshot AS (
-        INSERT INTO ${S} (tid, ns, seq, body) SELECT pos.tid, $4::text, $5::bigint, $17::text FROM pos WHERE $17::text IS NOT NULL
+        INSERT INTO ${S} (tid, tenant, ns, seq, body) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, $17::text FROM pos WHERE $17::text IS NOT NULL
       ), folded AS (
         DELETE FROM ${W} w USING pos WHERE w.tid = pos.tid AND w.ns = $4::text AND w.base_seq = $6::bigint
       ), status AS (
@@ -634,19 +654,19 @@ function statements(conn: PostgresConnection) {
 
     // Fenced like a pending write; the snapshot is written only for a stored position.
     putSnapshot: `
-      WITH fence AS (SELECT tid FROM ${T} WHERE ${fenced} FOR SHARE),
-      target AS (SELECT p.tid FROM ${P} p JOIN fence f ON p.tid = f.tid WHERE p.ns = $4::text AND p.seq = $5::bigint),
+      WITH fence AS (SELECT tid, tenant FROM ${T} WHERE ${fenced} FOR SHARE),
+      target AS (SELECT p.tid, f.tenant FROM ${P} p JOIN fence f ON p.tid = f.tid WHERE p.ns = $4::text AND p.seq = $5::bigint),
       stored AS (
-        INSERT INTO ${S} (tid, ns, seq, body) SELECT tid, $4::text, $5::bigint, $6::text FROM target
+        INSERT INTO ${S} (tid, tenant, ns, seq, body) SELECT tid, tenant, $4::text, $5::bigint, $6::text FROM target
         ON CONFLICT (tid, ns, seq) DO UPDATE SET body = excluded.body
         RETURNING 1)
       SELECT EXISTS (SELECT 1 FROM stored) AS position FROM fence`,
 
     // The locking read makes a pending write wait for, or see, a takeover (as in commit).
     putPending: `
-      WITH fence AS (SELECT tid FROM ${T} WHERE ${fenced} FOR SHARE)
-      INSERT INTO ${W} (tid, ns, base_seq, task, body)
-      SELECT tid, $4::text, $5::bigint, $6::text, $7::text FROM fence
+      WITH fence AS (SELECT tid, tenant FROM ${T} WHERE ${fenced} FOR SHARE)
+      INSERT INTO ${W} (tid, tenant, ns, base_seq, task, body)
+      SELECT tid, tenant, $4::text, $5::bigint, $6::text, $7::text FROM fence
       ON CONFLICT (tid, ns, base_seq, task) DO UPDATE SET body = excluded.body
       RETURNING 1`,
 
@@ -661,9 +681,9 @@ function statements(conn: PostgresConnection) {
         UPDATE ${T} SET last_signal = last_signal + 1,
           wake_at = CASE WHEN status = 'waiting' THEN least(coalesce(wake_at, ${dbNow}), ${dbNow}) ELSE wake_at END
         WHERE id = $1::text
-        RETURNING tid, last_signal, status
+        RETURNING tid, tenant, last_signal, status
       ), stored AS (
-        INSERT INTO ${SG} (tid, id, name, payload, sent_at) SELECT tid, last_signal, $2::text, $3::text, $4::bigint FROM t RETURNING id
+        INSERT INTO ${SG} (tid, tenant, id, name, payload, sent_at) SELECT tid, tenant, last_signal, $2::text, $3::text, $4::bigint FROM t RETURNING id
       )
       SELECT stored.id, (SELECT count(*) FROM (SELECT pg_notify($5::text, $1::text) FROM t WHERE t.status = 'waiting') n) AS notified FROM stored`,
 

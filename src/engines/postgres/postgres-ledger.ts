@@ -77,10 +77,10 @@ function statements(conn: PostgresConnection) {
     // FOR KEY SHARE (which only a delete of the thread conflicts with) makes an insert
     // racing deleteThread wait for it and then find no thread: never an orphan row.
     insert: `
-      WITH t AS (SELECT tid FROM ${T} WHERE id = $1::text FOR KEY SHARE),
+      WITH t AS (SELECT tid, tenant FROM ${T} WHERE id = $1::text FOR KEY SHARE),
       inserted AS (
-        INSERT INTO ${L} (tid, ${LEDGER_COLUMNS})
-        SELECT t.tid, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::text, $9::integer, $10::text, $11::text, $12::text, $13::bigint, $14::bigint, $15::text
+        INSERT INTO ${L} (tid, tenant, ${LEDGER_COLUMNS})
+        SELECT t.tid, t.tenant, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::text, $9::integer, $10::text, $11::text, $12::text, $13::bigint, $14::bigint, $15::text
         FROM t
         ON CONFLICT (tid, key) DO NOTHING
         RETURNING ${LEDGER_COLUMNS}
