@@ -32,7 +32,7 @@ const State = defineState({
   },
 });
 
-/** Each run takes 12 steps; each step replaces `latest` with a fresh artifact and appends a page; `shared` is the same bytes in every thread. */
+/** Each run takes 8 steps; each step replaces `latest` with a fresh artifact and appends a page; `shared` is the same bytes in every thread. */
 function app(engine: Engine, artifacts: FsArtifactStore) {
   return graph(State)
     .node('step', async (s, ctx) => ({
@@ -42,7 +42,7 @@ function app(engine: Engine, artifacts: FsArtifactStore) {
       ...(s.n === 0 ? { shared: await ctx.artifacts.put('shared by every thread', { mediaType: 'text/plain' }) } : {}),
     }))
     .edge(START, 'step')
-    .conditionalEdge('step', (s) => (s.n % 12 === 0 ? END : 'step'))
+    .conditionalEdge('step', (s) => (s.n % 8 === 0 ? END : 'step'))
     .compile({ engine, artifacts, snapshotEvery: 5, recursionLimit: 50 });
 }
 
@@ -67,11 +67,11 @@ describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on 
   it('deletes old threads and compacts long ones; the artifacts collected after never leave a kept ref dangling; the dry run reports the same', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cairn-retention-'));
     dirs.push(dir);
-    const artifacts = fsArtifacts(dir);
+    const artifacts = fsArtifacts(dir, { fsync: false });
     const a = app(ctx.engine, artifacts);
     await a.run({ thread: 'old', tenant: 'gone' });
     await a.run({ thread: 'kept', tenant: 'acme' });
-    for (let i = 0; i < 3; i++) await a.run({ thread: 'long', tenant: 'acme', ...(i ? { input: { n: 12 * i } } : {}) });
+    for (let i = 0; i < 3; i++) await a.run({ thread: 'long', tenant: 'acme', ...(i ? { input: { n: 8 * i } } : {}) });
     await ctx.engine.store.put(['cache', 'pages'], 'p1', { big: 'x'.repeat(100) });
     await ctx.engine.store.put(['prefs'], 'u1', { theme: 'dark' });
     const longBefore = await a.getState({ thread: 'long' });
@@ -85,7 +85,7 @@ describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on 
       artifacts,
       graceMs: 0,
       now: Date.now() + 60_000,
-      policy: { threads: [{ tenant: 'gone', olderThanMs: 1000 }], positions: [{ tenant: 'acme', keepLast: 20 }], store: [{ namespace: ['cache'], olderThanMs: 1000 }] },
+      policy: { threads: [{ tenant: 'gone', olderThanMs: 1000 }], positions: [{ tenant: 'acme', keepLast: 12 }], store: [{ namespace: ['cache'], olderThanMs: 1000 }] },
     };
     const progress: string[] = [];
     const dry = await applyRetention({ ...options, dryRun: true });
@@ -93,7 +93,7 @@ describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on 
     const real = await applyRetention({ ...options, onProgress: (p) => progress.push(p.phase) });
     expect(comparable(dry)).toEqual(comparable(real));
     expect(real.threads.deleted).toEqual(['old']);
-    expect(real.threads.rows.positions).toBe(13);
+    expect(real.threads.rows.positions).toBe(9);
     expect(real.positions.compacted.map((c) => c.thread)).toEqual(['long']);
     expect(real.positions.skipped).toEqual([{ thread: 'kept', reason: 'nothing-to-cut' }]);
     expect(real.store.items).toBe(1);
@@ -102,8 +102,8 @@ describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on 
     expect(new Set(progress)).toEqual(new Set(['threads', 'positions', 'store', 'artifacts']));
 
     // What only the old thread and the compacted positions referred to is gone: the old
-    // thread's 12 `latest` and 12 pages, and the compacted positions' replaced `latest` values.
-    expect(real.artifacts!.count).toBeGreaterThan(24 + 10);
+    // thread's 8 `latest` and 8 pages, and the compacted positions' replaced `latest` values.
+    expect(real.artifacts!.count).toBeGreaterThan(16 + 5);
     const afterIds = await artifactIds(artifacts);
     expect(afterIds.size).toBe(beforeIds.size - real.artifacts!.count);
     const check = await verifyArtifacts({ artifacts, checkpointer: ctx.engine.checkpointer, store: ctx.engine.store });
@@ -124,7 +124,7 @@ describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on 
   it('skips a thread a run holds, and never cuts into an interrupted thread\'s suspended step', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cairn-retention-'));
     dirs.push(dir);
-    const artifacts = fsArtifacts(dir);
+    const artifacts = fsArtifacts(dir, { fsync: false });
     const paused = graph(State)
       .node('step', async (s, ctx) => {
         if (s.n === 30) await ctx.interrupt({ question: 'go on?' }, z.string());
