@@ -91,18 +91,17 @@ export interface RetentionPolicy {
  * newest snapshot at or before the cut stays as the base. `ledger` (default true): the
  * ledger entries of the removed steps go too.
  */
-export interface PositionRetentionRule {
+export interface PositionRetentionRule extends RuleAge {
   status?: ThreadStatus | ThreadStatus[];
   tenant?: string | string[];
-  olderThanMs?: number;
+  /** Never the newest this many positions (counted by seq back from the head). */
   keepLast?: number;
   ledger?: boolean;
 }
 
 /** Deletes store items under `namespace` (a prefix: `['cache']` covers `['cache', 'a']`) not updated for `olderThanMs`. */
-export interface StoreRetentionRule {
+export interface StoreRetentionRule extends RuleAge {
   namespace: string[];
-  olderThanMs: number;
 }
 
 /**
@@ -530,7 +529,7 @@ export function parseRetentionRule(text: string): { threads: ThreadRetentionRule
 }
 
 /** A duration option given in ms (`name`) or, deprecated, under its old name as ms or a duration text. */
-function durationOption(name: string, ms: number | undefined, deprecated: number | string | undefined): number | undefined {
+export function durationOption(name: string, ms: number | undefined, deprecated: number | string | undefined): number | undefined {
   if (ms !== undefined) {
     if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) throw new InvalidOptionError(`${name} must be a number of milliseconds (0 or more), got ${JSON.stringify(ms)}.`);
     return ms;

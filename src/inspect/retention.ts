@@ -28,7 +28,7 @@ import type { ThreadRecord } from '../contracts/threads.js';
 import { LEASE_MS } from '../defaults.js';
 import { InvalidOptionError, NotSupportedError, ThreadBusyError } from '../errors.js';
 import { isGraphNamespace } from '../internal/graphs.js';
-import { collectArtifactsAfter, oneOf, ruleAge, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
+import { collectArtifactsAfter, durationOption, oneOf, ruleAge, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
 import { compactNamespace, cutByAge, planCompaction, type CompactionPlan } from './compact.js';
 
 /** Which retention step is under way, and how far it got (`total` when known). */
@@ -272,9 +272,9 @@ async function retire(cp: Checkpointer, listed: ThreadRecord, rules: Parameters<
 type CheckedPositionRule = PositionRetentionRule & { ms?: number };
 
 function checkPositionRule(rule: PositionRetentionRule): CheckedPositionRule {
-  const { olderThanMs, keepLast } = rule;
+  const { keepLast } = rule;
+  const olderThanMs = durationOption('olderThanMs', rule.olderThanMs, rule.olderThan);
   if (olderThanMs === undefined && keepLast === undefined) throw new InvalidOptionError(`a positions retention rule needs olderThanMs or keepLast (or both), got ${JSON.stringify(rule)}.`);
-  if (olderThanMs !== undefined && (typeof olderThanMs !== 'number' || !Number.isFinite(olderThanMs) || olderThanMs < 0)) throw new InvalidOptionError(`olderThanMs must be a number of milliseconds (0 or more), got ${JSON.stringify(olderThanMs)}.`);
   if (keepLast !== undefined && (!Number.isSafeInteger(keepLast) || keepLast < 1)) throw new InvalidOptionError(`keepLast must be a whole number of positions (1 or more), got ${JSON.stringify(keepLast)}.`);
   return { ...rule, ...(olderThanMs !== undefined ? { ms: olderThanMs } : {}) };
 }

@@ -127,7 +127,7 @@ describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on 
     const artifacts = fsArtifacts(dir, { fsync: false });
     const paused = graph(State)
       .node('step', async (s, ctx) => {
-        if (s.n === 30) await ctx.interrupt({ question: 'go on?' }, z.string());
+        if (s.n === 30) await ctx.interrupt({ question: 'go on?' }, { answer: z.string() });
         return { n: s.n + 1 };
       })
       .edge(START, 'step')
