@@ -10,7 +10,9 @@
  * - **the ledger**: every recorded output and effect outcome a position used exists,
  *   belongs to that step, and matches the digest the position holds.
  * Each namespace (the root graph '' and every child run's) is a chain of its own,
- * starting from the genesis hash. Works on any {@link Checkpointer} and {@link Ledger}.
+ * starting from the genesis hash, or, once retention compacted it, from its anchored
+ * base: the base position's hash is the anchor's, and its parent hash is the one its
+ * sealed snapshot names. Works on any {@link Checkpointer} and {@link Ledger}.
  */
 import type { Checkpointer, CompactionAnchor, HeadAnchor, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
 import type { Engine } from '../contracts/engine.js';
