@@ -14,6 +14,7 @@ import type { Engine } from '../../src/contracts/engine.js';
 import { applyRetention } from '../../src/inspect/retention.js';
 import { verifyThread } from '../../src/inspect/verify.js';
 import { threadHistory } from '../../src/inspect/history.js';
+import { exportThreads } from '../../src/inspect/transfer.js';
 import { ENGINES, useEngine } from '../runtime/engines.js';
 
 const State = defineState({
@@ -67,6 +68,9 @@ describe.each(ENGINES)('retention on %s', (name) => {
     const history = await threadHistory(ctx.engine.checkpointer, 'long');
     expect(history.map((p) => p.seq)).toEqual(Array.from({ length: head - base + 1 }, (_, i) => head - i));
     expect((await app.history({ thread: 'long' })).length).toBe(head - base + 1);
+
+    // An export, which an import would replay from the first position, is refused.
+    await expect(exportThreads(ctx.engine, ['long']).next()).rejects.toMatchObject({ code: 'ERR_NOT_SUPPORTED' });
 
     // The thread goes on from its compacted head, and a second compaction moves the base up.
     await reader.run({ thread: 'long', input: { note: 'third' } });
