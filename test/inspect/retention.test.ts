@@ -65,6 +65,10 @@ describe.each(ENGINES)('retention on %s', (name) => {
     for (let seq = base; seq <= head; seq++) expect((await reader.stateAt({ thread: 'long', seq }))).toEqual(kept[seq]);
     await expect(reader.stateAt({ thread: 'long', seq: base - 1 })).rejects.toMatchObject({ code: 'ERR_POSITION_COMPACTED' });
     await expect(reader.fork({ thread: 'long', seq: 0 })).rejects.toMatchObject({ code: 'ERR_POSITION_COMPACTED' });
+    await expect(reader.replay({ thread: 'long', from: 0 })).rejects.toMatchObject({ code: 'ERR_POSITION_COMPACTED' });
+    const replayed = await reader.replay({ thread: 'long', from: base });
+    expect(replayed.steps.length).toBe(head - base);
+    expect(replayed.steps.every((s) => s.same && s.divergences.length === 0)).toBe(true);
     const history = await threadHistory(ctx.engine.checkpointer, 'long');
     expect(history.map((p) => p.seq)).toEqual(Array.from({ length: head - base + 1 }, (_, i) => head - i));
     expect((await app.history({ thread: 'long' })).length).toBe(head - base + 1);
