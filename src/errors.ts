@@ -342,6 +342,19 @@ export class PositionNotFoundError extends coded('ERR_POSITION_NOT_FOUND') {
   }
 }
 
+/**
+ * The position asked for was removed by compaction (retention): the namespace keeps its
+ * positions from `base` on. Reading, forking or replaying it is refused rather than
+ * answered from what is left; the positions from `base` read as before.
+ */
+export class PositionCompactedError extends coded('ERR_POSITION_COMPACTED') {
+  constructor(readonly threadId: string, readonly seq: number, readonly base: number, place?: ErrorPlace) {
+    super(`position ${seq} was compacted away by retention: this namespace keeps its positions from ${base} on (and only those descending from it).`, {
+      place: { ...place, thread: threadId, seq },
+    });
+  }
+}
+
 /** A thread has no positions in the namespace asked for (a child run's, such as `research:0@4`). */
 export class NamespaceNotFoundError extends coded('ERR_NAMESPACE_NOT_FOUND') {
   constructor(readonly threadId: string, readonly ns: string, readonly namespaces: string[], place?: ErrorPlace) {

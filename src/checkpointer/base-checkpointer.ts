@@ -33,6 +33,8 @@ import type {
   Checkpointer,
   CheckpointerCapabilities,
   ClaimRequest,
+  CompactionRequest,
+  CompactionResult,
   HeadAnchor,
   LeaseHolderQuery,
   PendingWrite,
@@ -110,6 +112,27 @@ export function wakeAtFor(
   const at = wakeAt === undefined ? current : wakeAt;
   if (signals.seen !== undefined && signals.newest > signals.seen) return at === null ? signals.now : Math.min(at, signals.now);
   return at;
+}
+
+/** Why a compaction removed nothing: the lease, the base (not stored with its hash), or where the base lies (above the head, below an earlier base). */
+export type CompactionRefusal = { refused: 'lease' } | { refused: 'position' } | { refused: 'head'; head: number | null } | { refused: 'base'; base: number };
+
+/**
+ * The refusal a compaction's checks give inside its transaction, or null to go on:
+ * `head` and `base` are the namespace's anchored head seq and compaction base seq
+ * (null when none), `stored` the hash of the position at the request's base (null when
+ * none is stored).
+ */
+export function judgeCompaction(request: CompactionRequest, head: number | null, base: number | null, stored: string | null): CompactionRefusal | null {
+  if (stored === null || stored !== request.base.hash) return { refused: 'position' };
+  if (head === null || request.base.seq > head) return { refused: 'head', head };
+  if (base !== null && request.base.seq < base) return { refused: 'base', base };
+  return null;
+}
+
+/** Counts for a compaction that has not removed anything yet. */
+export function noneCompacted(): CompactionResult {
+  return { positions: 0, items: 0, snapshots: 0, pendingWrites: 0, ledgerEntries: 0, namespaces: 0 };
 }
 
 /** A signal as a primitive stores it: validated, with its send time decided. */
@@ -221,6 +244,16 @@ export abstract class BaseCheckpointer implements Checkpointer {
   protected abstract markConsumed(lease: ThreadLease, consumption: ConsumptionToStore): Promise<StoredSignal | 'lease' | 'missing'>;
 
   // ---------------------------------------------------------------- primitives: workers (by capability)
+
+  /**
+   * Compacts one namespace in one fenced transaction (see {@link Checkpointer.compactThread}):
+   * reads the fence, the namespace's head and base and the base position's hash, asks
+   * {@link judgeCompaction}, then removes and stores. Engines without it refuse with
+   * NotSupportedError.
+   */
+  protected compact(lease: ThreadLease, request: CompactionRequest): Promise<CompactionResult | CompactionRefusal> {
+    return Promise.reject(new NotSupportedError('compactThread is not supported by this engine.', { place: { engine: this.engine } }));
+  }
 
   /** Claims runnable threads (`capabilities.claims`). */
   protected claim(request: ClaimRequest): Promise<ThreadLease[]> {
@@ -430,6 +463,29 @@ export abstract class BaseCheckpointer implements Checkpointer {
         return null;
       }),
     );
+  }
+
+  async compactThread(lease: ThreadLease, request: CompactionRequest): Promise<CompactionResult> {
+    const { base } = request;
+    if (!Number.isSafeInteger(base.seq) || base.seq < 0 || typeof base.hash !== 'string' || !/^[0-9a-f]{64}$/.test(base.hash)) {
+      throw new InvalidOptionError(`compactThread: base must be a seq (0 or more) and a 64-digit hex chain hash, got ${JSON.stringify(base)}.`);
+    }
+    if (typeof request.snapshot !== 'string') throw new InvalidOptionError('compactThread: snapshot must be the sealed snapshot text of the base.');
+    for (const seq of request.drop ?? []) {
+      if (!Number.isSafeInteger(seq) || seq <= base.seq) throw new InvalidOptionError(`compactThread: drop names seq ${seq}, which is not above the base ${base.seq} (positions below it go anyway).`);
+    }
+    for (const snapshot of request.snapshots ?? []) {
+      if (!Number.isSafeInteger(snapshot.seq) || snapshot.seq <= base.seq) throw new InvalidOptionError(`compactThread: a rewritten snapshot at seq ${snapshot.seq} is not above the base ${base.seq}.`);
+    }
+    for (const ns of request.dropNamespaces ?? []) {
+      if (typeof ns !== 'string' || ns === '' || ns === request.ns) throw new InvalidOptionError(`compactThread: dropNamespaces names ${JSON.stringify(ns)}, which is not a child namespace.`);
+    }
+    const outcome = await this.lifecycle.run(() => this.compact(lease, request));
+    if (!('refused' in outcome)) return outcome;
+    if (outcome.refused === 'lease') throw this.lost(lease);
+    if (outcome.refused === 'position') throw new PositionNotFoundError(lease.threadId, base.seq, { engine: this.engine, ns: request.ns });
+    if (outcome.refused === 'head') throw new InvalidOptionError(`compactThread: the base ${base.seq} is above the namespace's head (${outcome.head ?? 'none'}).`);
+    throw new InvalidOptionError(`compactThread: the base ${base.seq} is below the namespace's earlier compaction base ${outcome.base}, whose older positions are gone.`);
   }
 
   /** Closes the engine (its ledger and store too). */

@@ -45,7 +45,7 @@ export async function openArtifactStore(location: string, options: { create?: bo
   return new FsArtifactStore(path);
 }
 
-function size(bytes: number): string {
+export function size(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes;
   let unit = 0;

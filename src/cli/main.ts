@@ -3,7 +3,7 @@
  * @module cli/main
  * The `cairn` command line: `demo`, `threads`, `attempts`, `delete-thread`,
  * `history`, `show`, `effects`, `verify`, `diff`, `resume`, `fork`, `replay`,
- * `resolve-effect`, `signal`, `cancel`, `gc`, `migrate`, `worker`, `export`, `import`, `copy`,
+ * `resolve-effect`, `signal`, `cancel`, `gc`, `retention apply`, `migrate`, `worker`, `export`, `import`, `copy`,
  * `inspect` (the web inspector). Every command names its database with `--db <url>` (a SQLite
  * file path, a `sqlite:` / `file:` URL, or `postgres://…#schema`; copy's target is
  * `--to`) and takes `--json`. Renamed flags keep their old spelling for a while,
@@ -26,6 +26,7 @@ import { registerWorkerCommand } from './worker-command.js';
 import { registerTransferCommands } from './transfer-commands.js';
 import { registerArtifactCommands } from './artifact-commands.js';
 import { registerSignalCommand } from './signal-command.js';
+import { registerRetentionCommand } from './retention-command.js';
 import { registerInspectorCommand } from './inspector-command.js';
 import { registerImportLangGraphCommand } from './import-langgraph-command.js';
 import { installDeprecatedFlags } from './deprecated-flags.js';
@@ -68,6 +69,7 @@ registerWorkerCommand(program);
 registerTransferCommands(program);
 registerImportLangGraphCommand(program);
 registerArtifactCommands(program);
+registerRetentionCommand(program);
 registerSignalCommand(program);
 registerInspectorCommand(program);
 installDeprecatedFlags(program);

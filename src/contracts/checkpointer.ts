@@ -94,6 +94,50 @@ export interface HeadAnchor {
   seq: number;
   /** Hex chain hash of the position at `seq`. */
   hash: string;
+  /**
+   * Set once the namespace was compacted ({@link Checkpointer.compactThread}): the oldest
+   * position kept, by seq and chain hash. Reads start there (its snapshot is the base);
+   * a position below it, or one not descending from it, is gone.
+   */
+  base?: CompactionAnchor;
+}
+
+/** The oldest position a compacted namespace keeps: the seq and chain hash a read and `verify` start from. */
+export interface CompactionAnchor {
+  seq: number;
+  /** Hex chain hash of the position at `seq`. */
+  hash: string;
+}
+
+/**
+ * What {@link Checkpointer.compactThread} removes from one namespace, and the base it keeps.
+ * The runtime builds it (`compactNamespace` in `cairn/inspect`); engines store and delete rows.
+ */
+export interface CompactionRequest {
+  ns: string;
+  /** The oldest position kept; recorded as the namespace's compaction anchor. Must be stored with this hash. */
+  base: CompactionAnchor;
+  /** The sealed snapshot stored at `base.seq` (replacing any): it holds inline every item the kept positions need from below the base. */
+  snapshot: string;
+  /** Kept snapshots above the base, rewritten to take those items from the base's snapshot (each replaces the stored one). */
+  snapshots?: { seq: number; text: string }[];
+  /** Positions above the base that do not descend from it (branches forked below it): removed too. */
+  drop?: number[];
+  /** Namespaces of child runs started by removed positions: removed whole (positions, items, snapshots, pending writes, anchor, ledger entries). */
+  dropNamespaces?: string[];
+  /** Also remove the ledger entries of the removed steps (entries of `ns` keyed by a seq below the base or in `drop`). */
+  ledger?: boolean;
+}
+
+/** The rows {@link Checkpointer.compactThread} removed. */
+export interface CompactionResult {
+  positions: number;
+  items: number;
+  snapshots: number;
+  pendingWrites: number;
+  ledgerEntries: number;
+  /** Child namespaces removed whole. */
+  namespaces: number;
 }
 
 /** An inclusive range of seqs; a position's ancestors are a few such ranges. */
@@ -443,6 +487,25 @@ export interface Checkpointer {
    * ```
    */
   deleteThread(threadId: string, options?: DeleteThreadOptions): Promise<DeleteThreadResult>;
+
+  /**
+   * Compacts one namespace of the held thread, in one transaction (fenced: LeaseLostError,
+   * nothing changed, when the lease no longer holds it): removes every position below
+   * `request.base` and those in `request.drop`, with their items, snapshots and pending
+   * writes (and, with `request.ledger`, their steps' ledger entries), removes the child
+   * namespaces in `request.dropNamespaces` whole, stores the request's snapshots, and
+   * records `request.base` as the namespace's compaction anchor ({@link HeadAnchor.base}).
+   * The head anchor is left as it is. PositionNotFoundError when the base is not a stored
+   * position with that hash; InvalidOptionError when it is above the head, below an
+   * earlier base, or `drop` names a seq at or below it. Where `compactThread` is absent
+   * (a third-party engine written before it), retention skips compaction.
+   *
+   * @example
+   * ```ts
+   * const result = await cp.compactThread!(lease, { ns: '', base: { seq: 900, hash }, snapshot, ledger: true });
+   * ```
+   */
+  compactThread?(lease: ThreadLease, request: CompactionRequest): Promise<CompactionResult>;
 
   /** Releases connections. Further calls throw {@link EngineClosedError}. */
   close(): Promise<void>;

@@ -71,10 +71,47 @@ export interface ArtifactRetentionRule extends RuleAge {
   tenant?: string | string[];
 }
 
-/** Which threads {@link collectArtifacts} deletes and which artifacts it expires even while referenced. */
+/**
+ * Which threads {@link collectArtifacts} deletes and which artifacts it expires even while
+ * referenced; `applyRetention` applies the other kinds too (positions compacted, store
+ * rows), and collects artifacts after them. `collectArtifacts` ignores those.
+ */
 export interface RetentionPolicy {
   threads?: ThreadRetentionRule[];
   artifacts?: ArtifactRetentionRule[];
+  /** Compaction of long threads (see `applyRetention`). */
+  positions?: PositionRetentionRule[];
+  /** Store rows by namespace prefix and age (see `applyRetention`). */
+  store?: StoreRetentionRule[];
+}
+
+/**
+ * Compacts the root namespace of matching threads: positions older than the cut go
+ * (`olderThanMs`: created that long ago; `keepLast`: never the newest this many), the
+ * newest snapshot at or before the cut stays as the base. `ledger` (default true): the
+ * ledger entries of the removed steps go too.
+ */
+export interface PositionRetentionRule extends RuleAge {
+  status?: ThreadStatus | ThreadStatus[];
+  tenant?: string | string[];
+  /** Never the newest this many positions (counted by seq back from the head). */
+  keepLast?: number;
+  ledger?: boolean;
+}
+
+/** Deletes store items under `namespace` (a prefix: `['cache']` covers `['cache', 'a']`) not updated for `olderThanMs`. */
+export interface StoreRetentionRule extends RuleAge {
+  namespace: string[];
+}
+
+/**
+ * What a dry run of retention would remove before artifacts are collected, so that the
+ * dry run's collection sees what the real one will: threads deleted, and per thread the
+ * rows a compaction removes (`goes`), its dropped namespaces, and the base snapshot it writes.
+ */
+export interface PlannedRemovals {
+  threads: Set<string>;
+  compactions: Map<string, { ns: string; goes: (seq: number) => boolean; dropNamespaces: string[]; ledger: boolean; snapshot: string }[]>;
 }
 
 /** What {@link collectArtifacts} reports while it works. */
@@ -204,6 +241,11 @@ export function unpinArtifact(store: Store, ref: ArtifactRef | string, options: 
  * ```
  */
 export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
+  return collectArtifactsAfter(options, undefined);
+}
+
+/** {@link collectArtifacts}, treating `planned` as already removed (a dry run of retention). */
+export async function collectArtifactsAfter(options: GcOptions, planned: PlannedRemovals | undefined): Promise<GcReport> {
   const { checkpointer, artifacts, store, ledger } = options;
   if (artifacts.tenant !== null) throw new InvalidOptionError('collectArtifacts needs the unscoped artifact store (it sees every tenant), not a tenant view.');
   const grace = durationOption('graceMs', options.graceMs, options.grace) ?? GC_GRACE_MS;
@@ -235,6 +277,11 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
   for (let after: string | undefined; ; ) {
     const threads = await checkpointer.listThreads({ limit: 200, ...(after !== undefined ? { after } : {}) });
     for (const thread of threads) {
+      if (planned?.threads.has(thread.id)) {
+        roots.releasedThreads++;
+        deletedThreads.push(thread.id);
+        continue;
+      }
       if (threadRules.some((rule) => threadRuleMatches(rule, thread, threadNow)) && (dryRun || (await retireThread(checkpointer, thread, threadRules, threadNow)))) {
         roots.releasedThreads++;
         deletedThreads.push(thread.id);
@@ -246,7 +293,7 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
         else if (source === 'snapshot') roots.snapshots++;
         else roots.ledgerEntries++;
         mark(value, at);
-      });
+      }, planned?.compactions.get(thread.id));
       progress();
     }
     if (threads.length < 200) break;
@@ -357,23 +404,34 @@ export async function walkThreadRefs(
   ledger: Ledger | undefined,
   thread: ThreadRecord,
   visit: RefVisitor,
+  compactions?: NonNullable<ReturnType<PlannedRemovals['compactions']['get']>>,
 ): Promise<void> {
+  const dropped = new Set(compactions?.flatMap((c) => c.dropNamespaces));
   // A child run's positions hold refs as the root's do (a subgraph's tool output, say).
   for (const ns of await cp.listNamespaces(thread.id)) {
-    const last = await visitPositions(cp, thread.id, ns, visit);
-    await visitSnapshots(cp, thread.id, ns, last, visit);
+    if (dropped.has(ns)) continue;
+    const compaction = compactions?.find((c) => c.ns === ns);
+    const skip = compaction?.goes;
+    const last = await visitPositions(cp, thread.id, ns, visit, skip);
+    await visitSnapshots(cp, thread.id, ns, last, visit, skip);
+    // The base snapshot the compaction writes holds the items kept from below it.
+    if (compaction) visit(decode(openSnapshot(compaction.snapshot)!, 'planned snapshot'), { thread: thread.id, ns, seq: -1 }, 'snapshot');
   }
   if (ledger) {
     for (const entry of await ledger.list(thread.id)) {
+      if (dropped.has(entry.ns)) continue;
+      const compaction = compactions?.find((c) => c.ns === entry.ns);
+      if (compaction?.ledger && compaction.goes(entry.seq)) continue;
       visit(entry.outcome === null ? null : decode(entry.outcome, `ledger entry ${entry.key}`), { thread: thread.id, ns: entry.ns, seq: entry.seq }, 'ledger');
     }
   }
 }
 
 /** Visits the values of every position of one namespace (every branch); returns its highest seq (-1 when empty). */
-async function visitPositions(cp: Checkpointer, threadId: string, ns: string, visit: RefVisitor): Promise<number> {
+async function visitPositions(cp: Checkpointer, threadId: string, ns: string, visit: RefVisitor, skip?: (seq: number) => boolean): Promise<number> {
   let last = -1;
   for await (const position of namespacePositions(cp, threadId, ns)) {
+    if (skip?.(position.seq)) continue;
     const where = `${describePosition(ns, position.seq)} of thread ${threadId}`;
     const body = decode<PositionBody>(position.body, where);
     const values: unknown[] = [body.interrupts];
@@ -392,10 +450,14 @@ async function visitPositions(cp: Checkpointer, threadId: string, ns: string, vi
 }
 
 /** Visits the snapshots of one namespace at or below `last`, newest first: each query finds the newest one below the previous. */
-async function visitSnapshots(cp: Checkpointer, threadId: string, ns: string, last: number, visit: RefVisitor): Promise<void> {
+async function visitSnapshots(cp: Checkpointer, threadId: string, ns: string, last: number, visit: RefVisitor, skip?: (seq: number) => boolean): Promise<void> {
   for (let below = last; below >= 0; ) {
     const snapshot = await cp.getSnapshot(threadId, ns, [{ from: 0, to: below }]);
     if (!snapshot) break;
+    if (skip?.(snapshot.seq)) {
+      below = snapshot.seq - 1;
+      continue;
+    }
     const body = openSnapshot(snapshot.text);
     // A damaged snapshot is a verify problem, not a reason to stop collecting: the
     // positions above hold every value a snapshot can hold (rewritten snapshots aside).
@@ -405,11 +467,11 @@ async function visitSnapshots(cp: Checkpointer, threadId: string, ns: string, la
   }
 }
 
-function oneOf<T>(value: T, allowed: T | T[] | undefined): boolean {
+export function oneOf<T>(value: T, allowed: T | T[] | undefined): boolean {
   return allowed === undefined || (Array.isArray(allowed) ? allowed.includes(value) : allowed === value);
 }
 
-function threadRuleMatches(rule: ThreadRetentionRule & { ms: number }, thread: ThreadRecord, now: number): boolean {
+export function threadRuleMatches(rule: ThreadRetentionRule & { ms: number }, thread: ThreadRecord, now: number): boolean {
   return oneOf(thread.status, rule.status) && (rule.tenant === undefined || (thread.tenant !== null && oneOf(thread.tenant, rule.tenant))) && thread.updatedAt < now - rule.ms;
 }
 
@@ -467,7 +529,7 @@ export function parseRetentionRule(text: string): { threads: ThreadRetentionRule
 }
 
 /** A duration option given in ms (`name`) or, deprecated, under its old name as ms or a duration text. */
-function durationOption(name: string, ms: number | undefined, deprecated: number | string | undefined): number | undefined {
+export function durationOption(name: string, ms: number | undefined, deprecated: number | string | undefined): number | undefined {
   if (ms !== undefined) {
     if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) throw new InvalidOptionError(`${name} must be a number of milliseconds (0 or more), got ${JSON.stringify(ms)}.`);
     return ms;
@@ -476,7 +538,7 @@ function durationOption(name: string, ms: number | undefined, deprecated: number
 }
 
 /** The age in ms a retention rule asks for; a rule without one is an error, not "every age". */
-function ruleAge(rule: RuleAge): number {
+export function ruleAge(rule: RuleAge): number {
   const ms = durationOption('olderThanMs', rule.olderThanMs, rule.olderThan);
   if (ms === undefined) throw new InvalidOptionError(`retention rule ${JSON.stringify(rule)} needs olderThanMs.`);
   return ms;

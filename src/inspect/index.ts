@@ -7,7 +7,8 @@
  * an artifact its state refers to, diff two positions' states, settle an
  * effect in doubt, signal or cancel a thread, check which threads a schema can
  * still read, export and import threads, collect and verify artifacts, rewrite
- * snapshots. Every function works on any engine through its contracts.
+ * snapshots, apply retention (delete old threads, compact long ones, expire store rows
+ * and artifacts). Every function works on any engine through its contracts.
  *
  * @example
  * ```ts
@@ -49,7 +50,11 @@ export type { SignalThreadOptions } from './signal.js';
 export { exportThreads, importThreads } from './transfer.js';
 export type { TransferRecord, ImportReport, ExportOptions, ImportOptions } from './transfer.js';
 export { collectArtifacts, pinArtifact, unpinArtifact, parseRetentionRule, PIN_NAMESPACE } from './gc.js';
-export type { GcOptions, GcReport, GcVictim, GcProgress, PinOptions, RetentionPolicy, ThreadRetentionRule, ArtifactRetentionRule } from './gc.js';
+export type { GcOptions, GcReport, GcVictim, GcProgress, PinOptions, RetentionPolicy, ThreadRetentionRule, ArtifactRetentionRule, PositionRetentionRule, StoreRetentionRule } from './gc.js';
+export { applyRetention } from './retention.js';
+export type { RetentionOptions, RetentionReport, RetentionRows, RetentionSkip, RetentionProgress } from './retention.js';
+export { planCompaction, compactNamespace } from './compact.js';
+export type { CompactionPlan, NoCompaction } from './compact.js';
 export { verifyArtifacts } from './artifact-verify.js';
 export type { ArtifactVerifyOptions, ArtifactVerifyReport, CorruptArtifact, DanglingRef } from './artifact-verify.js';
 export { findArtifactRefs } from '../artifacts/refs.js';

@@ -32,7 +32,7 @@ import type { StoredSignal, ThreadRecord } from '../contracts/threads.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { decode } from '../codec/tagged-json.js';
-import { ArtifactNotFoundError, CairnError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
+import { ArtifactNotFoundError, CairnError, NotSupportedError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
 import { findArtifactRefs, parseRefId } from '../artifacts/refs.js';
 import { walkThreadRefs } from './gc.js';
 import { appendedFields, type PositionBody } from '../runtime/position.js';
@@ -94,7 +94,13 @@ export interface ExportOptions {
  */
 export async function* exportThreads(engine: Engine, threadIds: string[], options: ExportOptions = {}): AsyncGenerator<TransferRecord> {
   const cp = engine.checkpointer;
-  for (const threadId of threadIds) if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: engine.name });
+  for (const threadId of threadIds) {
+    if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: engine.name });
+    // An import replays a thread from its first position, which a compacted thread no longer has.
+    if ((await cp.getHead(threadId, ''))?.base) {
+      throw new NotSupportedError(`thread ${threadId} was compacted by retention: exporting a compacted thread is not supported (an import replays a thread from its first position). Nothing was written.`, { place: { engine: engine.name, thread: threadId } });
+    }
+  }
   yield {
     type: 'header',
     format: 'cairn-threads',

@@ -10,9 +10,11 @@
  * - **the ledger**: every recorded output and effect outcome a position used exists,
  *   belongs to that step, and matches the digest the position holds.
  * Each namespace (the root graph '' and every child run's) is a chain of its own,
- * starting from the genesis hash. Works on any {@link Checkpointer} and {@link Ledger}.
+ * starting from the genesis hash, or, once retention compacted it, from its anchored
+ * base: the base position's hash is the anchor's, and its parent hash is the one its
+ * sealed snapshot names. Works on any {@link Checkpointer} and {@link Ledger}.
  */
-import type { Checkpointer, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
+import type { Checkpointer, CompactionAnchor, HeadAnchor, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
 import type { Engine } from '../contracts/engine.js';
 import type { LedgerEntry } from '../contracts/ledger.js';
 import { comparePositionItems } from '../contracts/checkpointer.js';
@@ -73,8 +75,9 @@ export async function verifyThread(source: Engine | Checkpointer, threadId: stri
   const entries = ledger ? new Map((await ledger.list(threadId)).map((entry) => [entry.key, entry])) : undefined;
   const report: VerifyReport = { threadId, ok: true, positions: 0, snapshots: 0, ledgerEntries: 0, problems: [] };
   for (const ns of await cp.listNamespaces(threadId)) {
-    const chain = await verifyNamespace(cp, threadId, ns, entries, report);
-    await verifyHead(cp, threadId, ns, chain, report.problems);
+    const head = await cp.getHead(threadId, ns);
+    const chain = await verifyNamespace(cp, threadId, ns, head?.base, entries, report);
+    await verifyHead(cp, threadId, ns, head, chain, report.problems);
     await verifySnapshots(cp, threadId, ns, chain, report);
   }
   report.ok = report.problems.length === 0;
@@ -86,6 +89,8 @@ interface NamespaceChain {
   hashes: Map<number, string>;
   positions: Map<number, StoredPosition>;
   newest: number | null;
+  /** A compacted namespace's base (its positions start there), with the parent hash its snapshot names. */
+  base?: CompactionAnchor & { parentHash: string | undefined };
 }
 
 /** Checks one namespace's positions and the ledger rows they rely on. */
@@ -93,18 +98,35 @@ async function verifyNamespace(
   cp: Checkpointer,
   threadId: string,
   ns: string,
+  base: CompactionAnchor | undefined,
   entries: Map<string, LedgerEntry> | undefined,
   report: VerifyReport,
 ): Promise<NamespaceChain> {
   // This namespace's hashes only: a parent seq names a position of the same chain, and
   // a first position (parent null) extends the genesis hash, in a child run as at the root.
   const chain: NamespaceChain = { hashes: new Map(), positions: new Map(), newest: null };
+  if (base) {
+    // Compacted: the chain starts at the base, whose parent hash its sealed snapshot names.
+    const [stored] = await cp.getSnapshots(threadId, ns, { from: base.seq, to: base.seq });
+    const sealed = stored ? openSnapshot(stored.text) : null;
+    let parentHash: string | undefined;
+    try {
+      const body = sealed === null ? undefined : decode<SnapshotBody>(sealed, `the snapshot at seq ${base.seq}`);
+      if (body?.position === base.hash && typeof body.parent === 'string') parentHash = body.parent;
+    } catch {
+      parentHash = undefined;
+    }
+    if (parentHash === undefined) {
+      report.problems.push({ ns, seq: base.seq, kind: 'snapshot', code: 'ERR_CORRUPT_RECORD', message: `the compaction base ${base.seq} has no sealed snapshot of its own position: nothing proves the positions kept.` });
+    }
+    chain.base = { ...base, parentHash };
+  }
   /** Seq a step's records are keyed by, for positions whose next superstep resumes a suspended one. */
   const origins = new Map<number, number>();
   const [newest] = await cp.listPositions(threadId, ns, { limit: 1 });
   if (!newest) return chain;
   chain.newest = newest.seq;
-  for (let from = 0; from <= newest.seq; from += BATCH) {
+  for (let from = base?.seq ?? 0; from <= newest.seq; from += BATCH) {
     const range = { from, to: Math.min(newest.seq, from + BATCH - 1) };
     const [positions, items] = await Promise.all([cp.getPositions(threadId, ns, range), cp.getRangeItems(threadId, ns, range)]);
     const itemsBySeq = groupBySeq(items);
@@ -120,7 +142,12 @@ async function verifyNamespace(
         continue;
       }
       let parentHash = GENESIS_HASH;
-      if (position.parent !== null) {
+      const isBase = chain.base?.seq === position.seq;
+      if (isBase) {
+        if (position.hash !== chain.base!.hash) problem(`the compaction base's hash ${chain.base!.hash.slice(0, 16)}… is not position ${position.seq}'s (${position.hash.slice(0, 16)}…).`);
+        if (chain.base!.parentHash === undefined) continue;
+        parentHash = chain.base!.parentHash;
+      } else if (position.parent !== null) {
         const known = chain.hashes.get(position.parent);
         if (known === undefined) {
           problem(`parent ${position.parent} is missing or comes after its child.`);
@@ -132,7 +159,8 @@ async function verifyNamespace(
       if (expected !== position.hash) problem(`hash mismatch: stored ${position.hash.slice(0, 16)}…, recomputed ${expected.slice(0, 16)}….`);
       chain.hashes.set(position.seq, position.hash);
       if (body.suspended) origins.set(position.seq, body.suspended.origin);
-      if (entries && position.parent !== null) {
+      // The base's own step was compacted away (its records with it): nothing to check.
+      if (entries && position.parent !== null && !isBase) {
         const origin = origins.get(position.parent) ?? position.parent;
         for (const [kind, refs] of [['record', body.records], ['effect', body.effects]] as const) {
           for (const ref of refs ?? []) {
@@ -165,8 +193,7 @@ function ledgerProblem(threadId: string, ref: CallRef, kind: 'record' | 'effect'
 }
 
 /** The anchored head of `ns` must be its newest position, by seq and hash. */
-async function verifyHead(cp: Checkpointer, threadId: string, ns: string, chain: NamespaceChain, problems: VerifyProblem[]): Promise<void> {
-  const head = await cp.getHead(threadId, ns);
+async function verifyHead(cp: Checkpointer, threadId: string, ns: string, head: HeadAnchor | null, chain: NamespaceChain, problems: VerifyProblem[]): Promise<void> {
   const problem = (seq: number, message: string) => problems.push({ ns, seq, kind: 'head', code: 'ERR_CORRUPT_RECORD', message });
   if (!head) {
     if (chain.newest !== null) problem(chain.newest, `the thread record anchors no head for this namespace, whose newest stored position is ${chain.newest}: the anchor was removed, with the newest positions or alone.`);
@@ -216,7 +243,8 @@ async function verifySnapshots(cp: Checkpointer, threadId: string, ns: string, c
         problem(`the snapshot has no position.`);
         continue;
       }
-      const parentHash = position.parent === null ? GENESIS_HASH : chain.hashes.get(position.parent);
+      const isBase = chain.base?.seq === snapshot.seq;
+      const parentHash = isBase ? chain.base!.parentHash : position.parent === null ? GENESIS_HASH : chain.hashes.get(position.parent);
       if (body.position !== position.hash) {
         problem(`the snapshot was taken at another position than the one stored at seq ${snapshot.seq}.`);
         continue;
@@ -225,7 +253,7 @@ async function verifySnapshots(cp: Checkpointer, threadId: string, ns: string, c
         problem(`the snapshot names another parent hash than position ${snapshot.seq}'s parent has.`);
         continue;
       }
-      const ranges = await ancestorRanges(cp, threadId, position, chain.positions).catch(() => undefined);
+      const ranges = await ancestorRanges(cp, threadId, position, chain.positions, chain.base).catch(() => undefined);
       if (!ranges) continue; // the chain walk has reported the broken ancestry
       for (const [field, cursor] of Object.entries(body.appends ?? {})) {
         const held = cursor.inline?.length ?? (cursor.base !== undefined ? undefined : 0);

@@ -19,11 +19,11 @@
  * {@link SchemaDriftError}.
  */
 import { own } from '../internal/own.js';
-import type { Checkpointer, HeadAnchor, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
+import type { Checkpointer, CompactionAnchor, HeadAnchor, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
 import { comparePositionItems } from '../contracts/checkpointer.js';
 import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
-import { CorruptRecordError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
+import { CorruptRecordError, PositionCompactedError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
 import type { StateSchema } from '../state/schema.js';
 import { SNAPSHOT_FORMAT, hashPosition, openSnapshot, type FieldTable, type PositionBody } from './position.js';
 
@@ -87,7 +87,13 @@ export interface LoadOptions {
  * The seq ranges of `position` and all its ancestors, oldest first. A linear
  * history is one range; every fork on the path adds one.
  */
-export async function ancestorRanges(cp: Checkpointer, threadId: string, position: StoredPosition, known?: ReadonlyMap<number, StoredPosition>): Promise<SeqRange[]> {
+export async function ancestorRanges(
+  cp: Checkpointer,
+  threadId: string,
+  position: StoredPosition,
+  known?: ReadonlyMap<number, StoredPosition>,
+  base?: CompactionAnchor,
+): Promise<SeqRange[]> {
   // Positions the caller has read already (verify holds the namespace's): no round trip each.
   const positionAt = async (ns: string, seq: number) => known?.get(seq) ?? (await cp.getPosition(threadId, ns, seq));
   const ranges: SeqRange[] = [];
@@ -96,6 +102,13 @@ export async function ancestorRanges(cp: Checkpointer, threadId: string, positio
     // Each step goes strictly back (segment <= seq, parent < segment start), so damaged
     // links end in an error, never in a loop.
     if (current.segment > current.seq) throw new CorruptRecordError(`position ${current.seq} names segment start ${current.segment}, which is not older.`, { place: { thread: threadId, seq: current.seq } });
+    if (base && current.segment <= base.seq) {
+      // A compacted namespace starts at its base: what lies below it is gone. Every
+      // position kept descends from the base, so the base is on this segment.
+      if (current.seq < base.seq) throw new PositionCompactedError(threadId, position.seq, base.seq, { engine: cp.engine, ns: position.ns });
+      ranges.unshift({ from: base.seq, to: current.seq });
+      break;
+    }
     ranges.unshift({ from: current.segment, to: current.seq });
     const start: StoredPosition | null =
       current.segment === current.seq ? current : await positionAt(current.ns, current.segment);
@@ -103,6 +116,7 @@ export async function ancestorRanges(cp: Checkpointer, threadId: string, positio
     if (start.parent === null) break;
     if (start.parent >= start.seq) throw new CorruptRecordError(`position ${start.seq} names parent ${start.parent}, which is not older.`, { place: { thread: threadId, seq: start.seq } });
     current = await positionAt(current.ns, start.parent);
+    if (!current && base && start.parent < base.seq) throw new PositionCompactedError(threadId, position.seq, base.seq, { engine: cp.engine, ns: position.ns });
     if (!current) throw new CorruptRecordError(`position ${start.seq} names parent ${start.parent}, which is missing.`, { place: { thread: threadId, seq: start.seq } });
   }
   return ranges;
@@ -162,7 +176,10 @@ export async function materialize(
 ): Promise<LoadedPosition> {
   const place: ErrorPlace = { engine: cp.engine, thread: threadId, ns, seq };
   const corrupt = (message: string, at = seq) => new CorruptRecordError(message, { place: { ...place, seq: at } });
-  const position = await cp.getPosition(threadId, ns, seq);
+  // A read below a compacted namespace's base is refused, not answered from what is left.
+  const [position, anchor] = await Promise.all([cp.getPosition(threadId, ns, seq), options.head ? options.head : cp.getHead(threadId, ns)]);
+  const base = anchor?.base;
+  if (base && seq < base.seq) throw new PositionCompactedError(threadId, seq, base.seq, { engine: cp.engine, ns });
   if (!position) {
     if (options.head) throw corrupt(`the thread record anchors the head at seq ${seq}, but no position ${seq} is stored: the newest positions were removed.`);
     throw new PositionNotFoundError(threadId, seq, { engine: cp.engine, ns });
@@ -170,7 +187,10 @@ export async function materialize(
   if (options.head && options.head.hash !== position.hash) {
     throw corrupt(`position ${seq} is not the head the thread record anchors (hash ${options.head.hash.slice(0, 16)}…, stored ${position.hash.slice(0, 16)}…).`);
   }
-  const ranges = await ancestorRanges(cp, threadId, position);
+  if (base && position.seq === base.seq && position.hash !== base.hash) {
+    throw corrupt(`position ${seq} is not the compaction base the thread record anchors (hash ${base.hash.slice(0, 16)}…, stored ${position.hash.slice(0, 16)}…).`);
+  }
+  const ranges = await ancestorRanges(cp, threadId, position, undefined, base);
   const snapshot = await trustedSnapshot(cp, threadId, ns, ranges, place);
 
   // The positions the load applies (after the snapshot), with the snapshot's own

@@ -17,7 +17,7 @@ import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { StoredPosition } from '../contracts/checkpointer.js';
 import { decode, encode } from '../codec/tagged-json.js';
-import { CairnError, EffectConflictError, GraphMismatchError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
+import { CairnError, EffectConflictError, GraphMismatchError, PositionCompactedError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
 import { own } from '../internal/own.js';
 import type { StateSchema } from '../state/schema.js';
 import type { Head } from './cursor.js';
@@ -101,7 +101,10 @@ export async function replayThread(settings: ReplaySettings, threadId: string, r
   if (!target) throw new PositionNotFoundError(threadId, to, { engine: cp.engine });
   if (anchor) await materialize(cp, schema, threadId, '', to, { head: anchor });
   const chain: StoredPosition[] = [];
-  for (const r of await ancestorRanges(cp, threadId, target)) {
+  // A compacted thread's branch starts at its base; a replay from below it is refused by the load of `from`.
+  const base = (anchor ?? (await cp.getHead(threadId, '')))?.base;
+  if (base && range.from < base.seq) throw new PositionCompactedError(threadId, range.from, base.seq, { engine: cp.engine });
+  for (const r of await ancestorRanges(cp, threadId, target, undefined, base)) {
     if (r.to < range.from) continue;
     chain.push(...(await cp.getPositions(threadId, '', { from: Math.max(r.from, range.from), to: r.to })));
   }

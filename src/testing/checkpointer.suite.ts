@@ -22,6 +22,7 @@
 import { describe } from 'vitest';
 import { commitTests } from './checkpointer/commits.js';
 import { checkpointerContext, type CheckpointerSuiteOptions } from './checkpointer/context.js';
+import { compactionTests } from './checkpointer/compaction.js';
 import { deleteThreadTests } from './checkpointer/delete-thread.js';
 import { leaseTests } from './checkpointer/leases.js';
 import { lifecycleTests } from './checkpointer/lifecycle.js';
@@ -47,6 +48,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
     readTests(suite);
     threadTests(suite);
     deleteThreadTests(suite);
+    compactionTests(suite);
     workerTests(suite);
     waitTests(suite);
     signalTests(suite);

@@ -72,6 +72,7 @@ export const CHECKPOINTER_CALLS = {
   listSignals: ({ engine }) => engine.checkpointer.listSignals('t1', { pending: true }),
   consumeSignal: ({ engine, lease }) => engine.checkpointer.consumeSignal(lease, { id: 1, by: 'wait-1' }),
   deleteThread: ({ engine }) => engine.checkpointer.deleteThread('t1'),
+  compactThread: ({ engine, lease }) => engine.checkpointer.compactThread!(lease, { ns: '', base: { seq: 0, hash: position(0).hash }, snapshot: '{}' }),
   close: local('closes the engine; it reaches no table', ({ engine }) => engine.checkpointer.close()),
 } satisfies Record<MethodsOf<Checkpointer>, CallEntry>;
 

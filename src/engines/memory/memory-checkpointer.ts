@@ -3,12 +3,14 @@
  * The thread log in process memory: for tests and development. Same contract,
  * same behaviour as the durable engines, nothing survives the process.
  */
-import { BaseCheckpointer, extendsHead, wakeAtFor, type CommitRefusal, type ConsumptionToStore, type HeldThread, type SignalToStore } from '../../checkpointer/base-checkpointer.js';
+import { BaseCheckpointer, extendsHead, judgeCompaction, noneCompacted, wakeAtFor, type CommitRefusal, type CompactionRefusal, type ConsumptionToStore, type HeldThread, type SignalToStore } from '../../checkpointer/base-checkpointer.js';
 import type {
   AcquireRequest,
   AttemptFailure,
   CheckpointerCapabilities,
   ClaimRequest,
+  CompactionRequest,
+  CompactionResult,
   HeadAnchor,
   LeaseHolderQuery,
   PendingWrite,
@@ -58,6 +60,8 @@ export interface MemoryThreadCascade {
   dropLedger(threadId: string): number;
   /** Deletes the store items under `ns` whose key ends with `suffix` (a thread's pins); returns how many. */
   dropKeys(ns: string, suffix: string): number;
+  /** Deletes the thread's ledger entries of namespace `ns` whose step seq `drop` says goes; returns how many. */
+  dropLedgerSteps?(threadId: string, ns: string, drop: (seq: number) => boolean): number;
 }
 
 /**
@@ -260,7 +264,8 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     const head = row.heads.get(ns)?.seq ?? null;
     if (!extendsHead(commit, head)) return { reason: 'head', head };
     mapOf(row.positions, ns).set(position.seq, { ...position });
-    row.heads.set(ns, { seq: position.seq, hash: position.hash });
+    const base = row.heads.get(ns)?.base;
+    row.heads.set(ns, { seq: position.seq, hash: position.hash, ...(base ? { base } : {}) });
     if (commit.items.length) mapOf(row.items, ns).set(position.seq, commit.items.map((i) => ({ ...i })));
     if (commit.snapshot !== undefined) mapOf(row.snapshots, ns).set(position.seq, commit.snapshot);
     for (const key of [...row.pending.keys()]) if (key.startsWith(`${ns}\u0000${position.parent}\u0000`)) row.pending.delete(key);
@@ -348,7 +353,58 @@ export class MemoryCheckpointer extends BaseCheckpointer {
 
   protected async readHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
     const head = this.threads.get(threadId)?.heads.get(ns);
-    return head ? { ...head } : null;
+    return head ? { ...head, ...(head.base ? { base: { ...head.base } } : {}) } : null;
+  }
+
+  protected override async compact(lease: ThreadLease, request: CompactionRequest): Promise<CompactionResult | CompactionRefusal> {
+    const row = this.held(lease);
+    if (!row) return { refused: 'lease' };
+    const { ns, base } = request;
+    const anchor = row.heads.get(ns);
+    const refusal = judgeCompaction(request, anchor?.seq ?? null, anchor?.base?.seq ?? null, row.positions.get(ns)?.get(base.seq)?.hash ?? null);
+    if (refusal) return refusal;
+    const result = noneCompacted();
+    const dropped = new Set(request.drop ?? []);
+    const goes = (seq: number) => seq < base.seq || dropped.has(seq);
+    const positions = row.positions.get(ns)!;
+    const items = row.items.get(ns);
+    const snapshots = row.snapshots.get(ns);
+    for (const seq of [...positions.keys()]) {
+      if (!goes(seq)) continue;
+      positions.delete(seq);
+      result.positions++;
+      result.items += items?.get(seq)?.length ?? 0;
+      items?.delete(seq);
+      if (snapshots?.delete(seq)) result.snapshots++;
+    }
+    for (const [key, write] of [...row.pending]) {
+      if (write.ns === ns && goes(write.baseSeq)) {
+        row.pending.delete(key);
+        result.pendingWrites++;
+      }
+    }
+    if (request.ledger) result.ledgerEntries += this.cascade?.dropLedgerSteps?.(lease.threadId, ns, goes) ?? 0;
+    for (const child of request.dropNamespaces ?? []) {
+      if (!row.positions.has(child) && !row.heads.has(child)) continue;
+      result.namespaces++;
+      result.positions += row.positions.get(child)?.size ?? 0;
+      result.items += [...(row.items.get(child)?.values() ?? [])].reduce((n, list) => n + list.length, 0);
+      result.snapshots += row.snapshots.get(child)?.size ?? 0;
+      for (const map of [row.positions, row.items, row.snapshots, row.heads] as Map<string, unknown>[]) map.delete(child);
+      for (const [key, write] of [...row.pending]) {
+        if (write.ns === child) {
+          row.pending.delete(key);
+          result.pendingWrites++;
+        }
+      }
+      if (request.ledger) result.ledgerEntries += this.cascade?.dropLedgerSteps?.(lease.threadId, child, () => true) ?? 0;
+    }
+    let kept = snapshots;
+    if (!kept) row.snapshots.set(ns, (kept = new Map()));
+    kept.set(base.seq, request.snapshot);
+    for (const snapshot of request.snapshots ?? []) if (positions.has(snapshot.seq)) kept.set(snapshot.seq, snapshot.text);
+    row.heads.set(ns, { ...anchor!, base: { seq: base.seq, hash: base.hash } });
+    return result;
   }
 
   protected async readNamespaces(threadId: string): Promise<string[]> {

@@ -27,6 +27,7 @@ export function memory(): Engine {
   const checkpointer: MemoryCheckpointer = new MemoryCheckpointer(lifecycle, {
     dropLedger: (threadId) => ledger.dropThread(threadId),
     dropKeys: (ns, suffix) => store.dropKeys(ns, suffix),
+    dropLedgerSteps: (threadId, ns, drop) => ledger.dropSteps(threadId, ns, drop),
   });
   const close = () => lifecycle.close();
   return { name: 'memory', checkpointer, ledger, store, close, [Symbol.asyncDispose]: close };

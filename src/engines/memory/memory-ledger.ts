@@ -97,6 +97,18 @@ export class MemoryLedger extends BaseLedger {
     return dropped;
   }
 
+  /** Drops the thread's entries of namespace `ns` whose step seq `drop` says goes (compaction); returns how many. */
+  dropSteps(threadId: string, ns: string, drop: (seq: number) => boolean): number {
+    let dropped = 0;
+    for (const [id, entry] of this.entries) {
+      if (entry.threadId === threadId && entry.ns === ns && drop(entry.seq)) {
+        this.entries.delete(id);
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
   /** Forgets every entry: the engine's close. */
   clear(): void {
     this.entries.clear();

@@ -7,12 +7,14 @@
  * statement: one round trip, one implicit transaction.
  */
 import { createHash } from 'node:crypto';
-import { BaseCheckpointer, noRowsRemoved, type CommitRefusal, type ConsumptionToStore, type HeldThread, type SignalToStore } from '../../checkpointer/base-checkpointer.js';
+import { BaseCheckpointer, judgeCompaction, noneCompacted, noRowsRemoved, type CommitRefusal, type CompactionRefusal, type ConsumptionToStore, type HeldThread, type SignalToStore } from '../../checkpointer/base-checkpointer.js';
 import type {
   AcquireRequest,
   AttemptFailure,
   CheckpointerCapabilities,
   ClaimRequest,
+  CompactionRequest,
+  CompactionResult,
   HeadAnchor,
   LeaseHolderQuery,
   PendingWrite,
@@ -428,8 +430,58 @@ export class PostgresCheckpointer extends BaseCheckpointer {
   }
 
   protected async readHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
-    const [row] = await this.conn.query<{ seq: string; hash: string }>('getHead', this.sql.head, [threadId, ns]);
-    return row ? { seq: Number(row.seq), hash: row.hash } : null;
+    const [row] = await this.conn.query<{ seq: string; hash: string; base_seq: string | null; base_hash: string | null }>('getHead', this.sql.head, [threadId, ns]);
+    if (!row) return null;
+    const head: HeadAnchor = { seq: Number(row.seq), hash: row.hash };
+    if (row.base_seq !== null && row.base_hash !== null) head.base = { seq: Number(row.base_seq), hash: row.base_hash };
+    return head;
+  }
+
+  protected override async compact(lease: ThreadLease, request: CompactionRequest): Promise<CompactionResult | CompactionRefusal> {
+    const { ns, base } = request;
+    const { heads: H, positions: P, items: I, snapshots: S, pending: W, ledger: L, threads: T } = this.conn.tables;
+    // The thread row locked first (FOR UPDATE): a commit's fence takes it FOR SHARE, so
+    // none lands between the checks and the deletes, and a takeover waits for the end.
+    return this.conn.transaction('compactThread', async (query) => {
+      const [held] = (await query(`SELECT tid FROM ${T} WHERE id = $1::text AND run_id = $2::text AND epoch = $3::bigint FOR UPDATE`, [lease.threadId, lease.runId, lease.epoch])) as { tid: string }[];
+      if (!held) return { refused: 'lease' } as const;
+      const tid = held.tid;
+      const [anchor] = (await query(`SELECT seq, base_seq FROM ${H} WHERE tid = $1::bigint AND ns = $2::text`, [tid, ns])) as { seq: string; base_seq: string | null }[];
+      const [stored] = (await query(`SELECT encode(hash, 'hex') AS hash FROM ${P} WHERE tid = $1::bigint AND ns = $2::text AND seq = $3::bigint`, [tid, ns, base.seq])) as { hash: string }[];
+      const refusal = judgeCompaction(request, anchor ? Number(anchor.seq) : null, anchor?.base_seq != null ? Number(anchor.base_seq) : null, stored?.hash ?? null);
+      if (refusal) return refusal;
+      const goes = (column: string) => `(${column} < $3::bigint OR ${column} = ANY($4::bigint[]))`;
+      const children = request.dropNamespaces ?? [];
+      const [counts] = (await query(
+        `WITH p AS (DELETE FROM ${P} WHERE tid = $1::bigint AND ((ns = $2::text AND ${goes('seq')}) OR ns = ANY($5::text[])) RETURNING 1),
+          i AS (DELETE FROM ${I} WHERE tid = $1::bigint AND ((ns = $2::text AND ${goes('seq')}) OR ns = ANY($5::text[])) RETURNING 1),
+          s AS (DELETE FROM ${S} WHERE tid = $1::bigint AND ((ns = $2::text AND ${goes('seq')}) OR ns = ANY($5::text[])) RETURNING 1),
+          w AS (DELETE FROM ${W} WHERE tid = $1::bigint AND ((ns = $2::text AND ${goes('base_seq')}) OR ns = ANY($5::text[])) RETURNING 1),
+          l AS (DELETE FROM ${L} WHERE $6::boolean AND tid = $1::bigint AND ((ns = $2::text AND ${goes('seq')}) OR ns = ANY($5::text[])) RETURNING 1),
+          h AS (DELETE FROM ${H} WHERE tid = $1::bigint AND ns = ANY($5::text[]) RETURNING ns),
+          named AS (SELECT DISTINCT ns FROM ${P} WHERE tid = $1::bigint AND ns = ANY($5::text[]) UNION SELECT ns FROM h)
+        SELECT (SELECT count(*) FROM p) AS positions, (SELECT count(*) FROM i) AS items, (SELECT count(*) FROM s) AS snapshots,
+          (SELECT count(*) FROM w) AS pendingwrites, (SELECT count(*) FROM l) AS ledgerentries, (SELECT count(*) FROM named) AS namespaces`,
+        [tid, ns, base.seq, request.drop ?? [], children, request.ledger === true],
+      )) as Record<string, string>[];
+      const snapshots = [{ seq: base.seq, text: request.snapshot }, ...(request.snapshots ?? [])];
+      await query(
+        `INSERT INTO ${S} (tid, ns, seq, body)
+          SELECT $1::bigint, $2::text, x.seq, x.body FROM unnest($3::bigint[], $4::text[]) AS x(seq, body)
+          WHERE EXISTS (SELECT 1 FROM ${P} p WHERE p.tid = $1::bigint AND p.ns = $2::text AND p.seq = x.seq)
+          ON CONFLICT (tid, ns, seq) DO UPDATE SET body = excluded.body`,
+        [tid, ns, snapshots.map((x) => x.seq), snapshots.map((x) => x.text)],
+      );
+      await query(`UPDATE ${H} SET base_seq = $3::bigint, base_hash = decode($4::text, 'hex') WHERE tid = $1::bigint AND ns = $2::text`, [tid, ns, base.seq, base.hash]);
+      const result = noneCompacted();
+      result.positions = Number(counts!.positions);
+      result.items = Number(counts!.items);
+      result.snapshots = Number(counts!.snapshots);
+      result.pendingWrites = Number(counts!.pendingwrites);
+      result.ledgerEntries = Number(counts!.ledgerentries);
+      result.namespaces = Number(counts!.namespaces);
+      return result;
+    });
   }
 
   protected async readNamespaces(threadId: string): Promise<string[]> {
@@ -716,7 +768,7 @@ function statements(conn: PostgresConnection) {
     // point order the contract asks for. The anchors name a namespace whose positions are gone.
     namespaces: `SELECT ns FROM ${H} WHERE tid = ${tidOf} UNION SELECT DISTINCT ns FROM ${P} WHERE tid = ${tidOf} ORDER BY ns`,
 
-    head: `SELECT seq, encode(hash, 'hex') AS hash FROM ${H} WHERE tid = ${tidOf} AND ns = $2::text`,
+    head: `SELECT seq, encode(hash, 'hex') AS hash, base_seq, encode(base_hash, 'hex') AS base_hash FROM ${H} WHERE tid = ${tidOf} AND ns = $2::text`,
 
     snapshots: `SELECT seq, body FROM ${S} WHERE tid = ${tidOf} AND ns = $2::text AND seq BETWEEN $3::bigint AND $4::bigint ORDER BY seq`,
 

@@ -284,6 +284,16 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       INSERT INTO cairn_thread_metadata (tid, key, type, atom)
         SELECT t.tid, j.key, j.type, j.atom FROM cairn_threads t, json_each(t.metadata) j WHERE j.type NOT IN ('object', 'array');
     `,
+  },  {
+    id: 10,
+    name: 'compaction anchors',
+    sql: `
+      -- A compacted namespace's base: the seq and chain hash of the oldest position it
+      -- keeps (retention removed those below). NULL: never compacted. Beside the head, in
+      -- the row every read of the namespace looks at anyway.
+      ALTER TABLE cairn_heads ADD COLUMN base_seq INTEGER;
+      ALTER TABLE cairn_heads ADD COLUMN base_hash BLOB;
+    `,
   },
 ];
 

@@ -7,9 +7,12 @@
 import {
   BaseCheckpointer,
   extendsHead,
+  judgeCompaction,
+  noneCompacted,
   noRowsRemoved,
   wakeAtFor,
   type CommitRefusal,
+  type CompactionRefusal,
   type ConsumptionToStore,
   type HeldThread,
   type SignalToStore,
@@ -19,6 +22,8 @@ import type {
   AttemptFailure,
   CheckpointerCapabilities,
   ClaimRequest,
+  CompactionRequest,
+  CompactionResult,
   HeadAnchor,
   LeaseHolderQuery,
   PendingWrite,
@@ -75,7 +80,7 @@ const SQL = {
   insertPosition: `INSERT INTO cairn_positions (tid, ns, ${POSITION_COLUMNS}, items_from, items_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   insertAnchor: 'INSERT INTO cairn_heads (tid, ns, seq, hash, created_at) VALUES (?, ?, ?, ?, ?)',
   moveAnchor: 'UPDATE cairn_heads SET seq = ?, hash = ?, created_at = ? WHERE tid = ? AND ns = ?',
-  head: 'SELECT h.seq, h.hash FROM cairn_threads t JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ? WHERE t.id = ?',
+  head: 'SELECT h.seq, h.hash, h.base_seq, h.base_hash FROM cairn_threads t JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ? WHERE t.id = ?',
   position: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?`,
   positions: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq BETWEEN ? AND ? ORDER BY seq`,
   take: 'UPDATE cairn_threads SET run_id = ?, owner_pid = ?, owner_host = ?, lease_until = ?, epoch = epoch + 1 WHERE tid = ?',
@@ -579,8 +584,52 @@ export class SqliteCheckpointer extends BaseCheckpointer {
   }
 
   protected async readHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
-    const row = this.conn.read('getHead', (q) => q.stmt(SQL.head).raw().get(ns, threadId)) as [number, Buffer] | undefined;
-    return row ? { seq: row[0], hash: row[1].toString('hex') } : null;
+    const row = this.conn.read('getHead', (q) => q.stmt(SQL.head).raw().get(ns, threadId)) as [number, Buffer, number | null, Buffer | null] | undefined;
+    if (!row) return null;
+    const head: HeadAnchor = { seq: row[0], hash: row[1].toString('hex') };
+    if (row[2] !== null && row[3] !== null) head.base = { seq: row[2], hash: row[3].toString('hex') };
+    return head;
+  }
+
+  protected override async compact(lease: ThreadLease, request: CompactionRequest): Promise<CompactionResult | CompactionRefusal> {
+    const { ns, base } = request;
+    return this.conn.write('compactThread', (q) => {
+      const tid = this.fence(q, lease);
+      if (tid === undefined) return { refused: 'lease' } as const;
+      const anchor = q.stmt('SELECT seq, base_seq FROM cairn_heads WHERE tid = ? AND ns = ?').get(tid, ns) as { seq: number; base_seq: number | null } | undefined;
+      const stored = q.stmt('SELECT hash FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?').pluck().get(tid, ns, base.seq) as Buffer | undefined;
+      const refusal = judgeCompaction(request, anchor?.seq ?? null, anchor?.base_seq ?? null, stored ? stored.toString('hex') : null);
+      if (refusal) return refusal;
+      const result = noneCompacted();
+      // The positions that go, one clause: below the base, or one of the dropped branches'.
+      const drop = request.drop ?? [];
+      const goes = (column: string) => `(${column} < ?${drop.length ? ` OR ${column} IN (SELECT value FROM json_each(?))` : ''})`;
+      const goesParams = drop.length ? [base.seq, JSON.stringify(drop)] : [base.seq];
+      result.items += q
+        .stmt(`DELETE FROM cairn_items WHERE rowid IN (SELECT i.rowid FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND ${goes('p.seq')} AND p.items_count > 0)`)
+        .run(tid, ns, ...goesParams).changes;
+      result.positions += q.stmt(`DELETE FROM cairn_positions WHERE tid = ? AND ns = ? AND ${goes('seq')}`).run(tid, ns, ...goesParams).changes;
+      result.snapshots += q.stmt(`DELETE FROM cairn_snapshots WHERE tid = ? AND ns = ? AND ${goes('seq')}`).run(tid, ns, ...goesParams).changes;
+      result.pendingWrites += q.stmt(`DELETE FROM cairn_pending WHERE tid = ? AND ns = ? AND ${goes('base_seq')}`).run(tid, ns, ...goesParams).changes;
+      if (request.ledger) result.ledgerEntries += q.stmt(`DELETE FROM cairn_ledger WHERE tid = ? AND ns = ? AND ${goes('seq')}`).run(tid, ns, ...goesParams).changes;
+      for (const child of request.dropNamespaces ?? []) {
+        const had = q.stmt('SELECT 1 FROM cairn_heads WHERE tid = ? AND ns = ? UNION SELECT 1 FROM cairn_positions WHERE tid = ? AND ns = ?').pluck().get(tid, child, tid, child);
+        if (had === undefined) continue;
+        result.namespaces++;
+        result.items += q
+          .stmt(`DELETE FROM cairn_items WHERE rowid IN (SELECT i.rowid FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND p.items_count > 0)`)
+          .run(tid, child).changes;
+        result.positions += q.stmt('DELETE FROM cairn_positions WHERE tid = ? AND ns = ?').run(tid, child).changes;
+        result.snapshots += q.stmt('DELETE FROM cairn_snapshots WHERE tid = ? AND ns = ?').run(tid, child).changes;
+        result.pendingWrites += q.stmt('DELETE FROM cairn_pending WHERE tid = ? AND ns = ?').run(tid, child).changes;
+        if (request.ledger) result.ledgerEntries += q.stmt('DELETE FROM cairn_ledger WHERE tid = ? AND ns = ?').run(tid, child).changes;
+        q.stmt('DELETE FROM cairn_heads WHERE tid = ? AND ns = ?').run(tid, child);
+      }
+      const putSnapshot = q.stmt('INSERT OR REPLACE INTO cairn_snapshots (tid, ns, seq, body) SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?)');
+      for (const snapshot of [{ seq: base.seq, text: request.snapshot }, ...(request.snapshots ?? [])]) putSnapshot.run(tid, ns, snapshot.seq, snapshot.text, tid, ns, snapshot.seq);
+      q.stmt('UPDATE cairn_heads SET base_seq = ?, base_hash = ? WHERE tid = ? AND ns = ?').run(base.seq, Buffer.from(base.hash, 'hex'), tid, ns);
+      return result;
+    });
   }
 
   protected async readNamespaces(threadId: string): Promise<string[]> {
