@@ -466,9 +466,11 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       )) as Record<string, string>[];
       const snapshots = [{ seq: base.seq, text: request.snapshot }, ...(request.snapshots ?? [])];
       await query(
-        `INSERT INTO ${S} (tid, ns, seq, body)
-          SELECT $1::bigint, $2::text, x.seq, x.body FROM unnest($3::bigint[], $4::text[]) AS x(seq, body)
-          WHERE EXISTS (SELECT 1 FROM ${P} p WHERE p.tid = $1::bigint AND p.ns = $2::text AND p.seq = x.seq)
+        // With the position's tenant, as every snapshot insert: under row-level security a
+        // row without it is invisible to the tenant (see migration 9).
+        `INSERT INTO ${S} (tid, tenant, ns, seq, body)
+          SELECT $1::bigint, p.tenant, $2::text, x.seq, x.body FROM unnest($3::bigint[], $4::text[]) AS x(seq, body)
+          JOIN ${P} p ON p.tid = $1::bigint AND p.ns = $2::text AND p.seq = x.seq
           ON CONFLICT (tid, ns, seq) DO UPDATE SET body = excluded.body`,
         [tid, ns, snapshots.map((x) => x.seq), snapshots.map((x) => x.text)],
       );
