@@ -650,6 +650,17 @@ export class AppRequiredError extends coded('ERR_APP_REQUIRED') {
  */
 export class CrossSiteRequestError extends coded('ERR_CROSS_SITE') {}
 
+/**
+ * An export written redacted (`cairn export` without `--raw` on threads with
+ * redaction rules) given to import: its values are not the stored ones and its chain
+ * cannot verify, so nothing of it is imported.
+ */
+export class RedactedExportError extends coded('ERR_REDACTED_EXPORT') {
+  constructor() {
+    super('this export was written redacted: its values are not the stored ones and its hash chain cannot verify, so it cannot be imported. Nothing was imported. Export again with --raw (exportThreads(engine, ids, { raw: true })) to copy threads.');
+  }
+}
+
 /** An option was out of range or of the wrong type (a limit, a ttl, a cursor...). Nothing was touched. */
 export class InvalidOptionError extends coded('ERR_INVALID_OPTION') {}
 

@@ -63,6 +63,8 @@ export type { EvaluationReport, ThreadEvaluation, EvaluationDivergence, Evaluati
 export type { EvaluatedModelCall } from './runtime/task-scope.js';
 export type { VerifyReport, VerifyProblem, VerifyProblemKind } from './inspect/verify.js';
 export type { ThreadAttempts, AttemptInfo, AttemptOutcome, CommittedPosition } from './inspect/attempts.js';
+export { Redactor, redactValue, redactionRules, REDACTED } from './internal/redaction.js';
+export type { RedactOptions, RedactionRules } from './internal/redaction.js';
 export { Worker } from './runtime/worker.js';
 export type { WorkerOptions, WorkerRunReport } from './runtime/worker.js';
 export type { RunEvent, EventSink } from './runtime/events.js';

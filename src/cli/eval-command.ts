@@ -15,7 +15,8 @@ import type { EvaluationReport, ThreadEvaluation } from '../runtime/evaluate.js'
 import { APP_ARG, APP_HELP, loadApp } from './app-loader.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
 import { outputStyle, plural, print, showValue, table, type OutputStyle } from './format.js';
-import { positiveInteger, statusList } from './options.js';
+import { positiveInteger, RAW_OPTION, statusList } from './options.js';
+import { redactEvaluationReport } from '../inspect/redaction.js';
 
 interface EvalOptions {
   db: string;
@@ -25,6 +26,7 @@ interface EvalOptions {
   tenant?: string;
   limit?: number;
   json?: boolean;
+  raw?: boolean;
 }
 
 /** Registers `cairn eval`. */
@@ -38,6 +40,7 @@ export function registerEvalCommand(program: Command): void {
     .option('--status <list>', 'evaluate the threads with these statuses (comma-separated)', statusList)
     .option('--tenant <tenant>', "evaluate this tenant's threads")
     .option('--limit <n>', 'at most this many listed threads', positiveInteger)
+    .option(...RAW_OPTION)
     .option('--json', 'print JSON: { threads: [{ threadId, outcome, firstDivergence, recorded, evaluated }], summary }')
     .action(async (options: EvalOptions) => {
       const threads = options.threads?.split(',').map((t) => t.trim()).filter(Boolean);
@@ -54,7 +57,9 @@ export function registerEvalCommand(program: Command): void {
       try {
         const { app, dispose } = await loadApp(options.app, engine);
         try {
-          const report = await app.evaluate({ ...(threads?.length ? { threads } : {}), ...(listed ? { query } : {}) });
+          const evaluated = await app.evaluate({ ...(threads?.length ? { threads } : {}), ...(listed ? { query } : {}) });
+          // Diffs and divergence reasons show stored values: under each thread's stored rules and the app's own.
+          const report = await redactEvaluationReport(engine, evaluated, options.raw ? { raw: true } : {}, app.redaction);
           print(style, report, () => human(style, report));
           if (report.summary.diverged || report.summary.failed) process.exitCode = 1;
         } finally {

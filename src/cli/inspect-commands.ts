@@ -8,24 +8,36 @@ import type { Command } from 'commander';
 import { decode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
 import type { LedgerEntry, RecordMeta } from '../contracts/ledger.js';
-import type { MetadataFilter, ThreadKind, ThreadQuery, ThreadStatus } from '../contracts/threads.js';
+import type { MetadataFilter, ThreadKind, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { InvalidOptionError } from '../errors.js';
 import { parseDuration } from '../artifacts/helpers.js';
 import { threadAttempts } from '../inspect/attempts.js';
 import { threadEffects } from '../inspect/effects.js';
 import { threadHistory, threadInterrupts, type PositionInfo } from '../inspect/history.js';
 import { storedState } from '../inspect/stored-state.js';
+import { learnHead, redactLedgerEntry, redactStoredState, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { namespaceHead, seqLabel } from '../inspect/walk.js';
 import { DB_OPTION, openEngine, type EngineAccess } from './engine-url.js';
 import { deprecatedFlag } from './deprecated-flags.js';
-import { kindList, nonNegativeInteger, positiveInteger, statusList, threadOrder, validated } from './options.js';
+import { kindList, nonNegativeInteger, positiveInteger, RAW_OPTION, REDACT_PATTERN_OPTION, statusList, threadOrder, validated } from './options.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
 import { interruptTable, isoTime, outputStyle, plural, print, progress, showValue, table, type OutputStyle } from './format.js';
 
 interface Common {
   db: string;
   json?: boolean;
+}
+
+/** The flags of a command that shows stored data: `--raw`, `--redact-pattern`. */
+interface Shown extends Common {
+  raw?: boolean;
+  redactPattern: string[];
+}
+
+/** What `--raw` and `--redact-pattern` ask for. */
+function choiceOf(options: Shown): RedactionChoice {
+  return { ...(options.raw ? { raw: true } : {}), patterns: options.redactPattern };
 }
 
 /** Runs `fn` on the engine `--db` names, opened read-only unless the command writes. */
@@ -129,10 +141,12 @@ export function registerInspectCommands(program: Command): void {
     .option('--order <order>', "'id' (paged with --after) or 'updatedAt' (most recently updated first)", threadOrder, 'id')
     .option('--after <id>', 'start after this thread id (paging, in id order)')
     .option('--limit <n>', 'at most this many (1 or more)', positiveInteger, 100)
+    .option(...RAW_OPTION)
+    .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print JSON')
     .action(
       (
-        options: Common & { status?: ThreadStatus[]; kind?: ThreadKind[]; tenant?: string; metadata?: MetadataFilter; since?: number; createdSince?: number; order: 'id' | 'updatedAt'; after?: string; limit: number },
+        options: Shown & { status?: ThreadStatus[]; kind?: ThreadKind[]; tenant?: string; metadata?: MetadataFilter; since?: number; createdSince?: number; order: 'id' | 'updatedAt'; after?: string; limit: number },
       ) => {
         if (options.after !== undefined && options.order === 'updatedAt') throw new InvalidOptionError('--after pages in id order; drop --order updatedAt to page.');
         return withEngine(options, async (engine) => {
@@ -147,7 +161,8 @@ export function registerInspectCommands(program: Command): void {
             ...(options.after !== undefined ? { after: options.after } : {}),
             limit: options.limit,
           };
-          const threads = await engine.checkpointer.listThreads(query);
+          // Metadata and error messages are shown under every stored graph's rules.
+          const threads = (await threadRedactor(engine, undefined, choiceOf(options))).value(await engine.checkpointer.listThreads(query)) as ThreadRecord[];
           const style = outputStyle(options);
           out(options, threads, () =>
             threads.length === 0
@@ -166,10 +181,15 @@ export function registerInspectCommands(program: Command): void {
     .command('attempts <thread>')
     .description("a thread's attempts, oldest first: every run start and every retry, with its error, node, seq and time, up to the final success")
     .option(...db)
+    .option(...RAW_OPTION)
+    .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common) =>
+    .action((threadId: string, options: Shown) =>
       withEngine(options, async (engine) => {
-        const story = await threadAttempts(engine.checkpointer, threadId);
+        const raw = await threadAttempts(engine.checkpointer, threadId);
+        const r = await threadRedactor(engine, raw.thread, choiceOf(options));
+        await learnHead(r, engine, threadId);
+        const story = r.value(raw) as typeof raw;
         const style = outputStyle(options);
         out(options, story, () => {
           const { thread, attempts } = story;
@@ -215,12 +235,16 @@ export function registerInspectCommands(program: Command): void {
     .option('--before-seq <n>', 'only positions below this seq (the last seq of the previous page)', nonNegativeInteger)
     .option('--ns <namespace>', "a child run's namespace (listed as 'child' on the steps that ran it)", '')
     .option('--tree', 'draw the branches (forks) as a tree, oldest first')
+    .option(...RAW_OPTION)
+    .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common & { limit: number; beforeSeq?: number; ns: string; tree?: boolean }) =>
+    .action((threadId: string, options: Shown & { limit: number; beforeSeq?: number; ns: string; tree?: boolean }) =>
       withEngine(options, async (engine) => {
         // A namespace the thread does not have is an error here, not an empty page.
         await namespaceHead(engine.checkpointer, threadId, options.ns);
-        const rows = await threadHistory(engine.checkpointer, threadId, { ns: options.ns, limit: options.limit, ...(options.beforeSeq !== undefined ? { beforeSeq: options.beforeSeq } : {}) });
+        const r = await threadRedactor(engine, threadId, choiceOf(options));
+        await learnHead(r, engine, threadId);
+        const rows = r.value(await threadHistory(engine.checkpointer, threadId, { ns: options.ns, limit: options.limit, ...(options.beforeSeq !== undefined ? { beforeSeq: options.beforeSeq } : {}) })) as PositionInfo[];
         const style = outputStyle(options);
         const cells = (r: PositionInfo) => [
           r.kind,
@@ -250,11 +274,16 @@ export function registerInspectCommands(program: Command): void {
     .option(...db)
     .option('--seq <n>', 'position to show (0 or more)', nonNegativeInteger)
     .option('--ns <namespace>', "a child run's namespace (default: the thread's root graph)", '')
+    .option(...RAW_OPTION)
+    .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common & { seq?: number; ns: string }) =>
+    .action((threadId: string, options: Shown & { seq?: number; ns: string }) =>
       withEngine(options, async (engine) => {
-        const view = await storedState(engine.checkpointer, threadId, { ns: options.ns, ...(options.seq !== undefined ? { seq: options.seq } : {}) });
-        const interrupts = await threadInterrupts(engine.checkpointer, threadId, { ns: options.ns, seq: view.seq });
+        const stored = await storedState(engine.checkpointer, threadId, { ns: options.ns, ...(options.seq !== undefined ? { seq: options.seq } : {}) });
+        const r = await threadRedactor(engine, threadId, choiceOf(options));
+        // The state first: what its path rules hide is then hidden in the interrupts too.
+        const view = r.value(redactStoredState(r, stored)) as typeof stored;
+        const interrupts = r.value(await threadInterrupts(engine.checkpointer, threadId, { ns: options.ns, seq: view.seq })) as Awaited<ReturnType<typeof threadInterrupts>>;
         const style = outputStyle(options);
         const where = options.ns ? ` child ${options.ns}` : '';
         out(options, { ...view, interrupts }, () =>
@@ -274,10 +303,15 @@ export function registerInspectCommands(program: Command): void {
     .command('effects <thread>')
     .description("list a thread's effect ledger: intents, outcomes and recorded outputs")
     .option(...db)
+    .option(...RAW_OPTION)
+    .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common) =>
+    .action((threadId: string, options: Shown) =>
       withEngine(options, async (engine) => {
-        const entries = (await threadEffects(engine, threadId)).map(ledgerView);
+        const stored = (await threadEffects(engine, threadId)).map(ledgerView);
+        const r = await threadRedactor(engine, threadId, choiceOf(options));
+        await learnHead(r, engine, threadId);
+        const entries = r.value(stored.map((e) => redactLedgerEntry(r, e))) as typeof stored;
         const style = outputStyle(options);
         out(options, entries, () =>
           entries.length === 0

@@ -20,7 +20,7 @@ import { startInspector } from '../inspector/server.js';
 import { APP_ARG, APP_HELP, loadApp, type LoadedApp } from './app-loader.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore } from './artifact-commands.js';
-import { nonNegativeInteger } from './options.js';
+import { nonNegativeInteger, RAW_OPTION, REDACT_PATTERN_OPTION } from './options.js';
 
 const LOCAL_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
 
@@ -36,10 +36,13 @@ export function registerInspectorCommand(program: Command): void {
     .option(`--app ${APP_ARG}`, `for the actions that run its code (answer an interrupt, replay, fork), ${APP_HELP}`)
     .option('--actor <name>', 'who the actions are recorded as (default: inspector:<os user>)')
     .option('--eval-report <file>', 'show a report cairn eval --json saved on the evaluation page (read-only: nothing runs)')
+    .option(...RAW_OPTION)
+    .option(...REDACT_PATTERN_OPTION)
     .addHelpText(
       'after',
       `
 Read-only by default: the database is opened read-only and every action answers 403.
+Stored values are shown redacted by the rules stored with each thread's graph (and --redact-pattern); --raw shows them as stored.
 
 With --allow-actions the page can, through the same functions as the CLI, recorded as --actor:
   answer a pending interrupt (a form built from its answer schema)   as cairn resume --answer   (needs --app)
@@ -58,7 +61,7 @@ Examples:
   cairn inspect --db ./cairn.db --allow-actions --app ./dist/app.js#app --actor ana
   cairn inspect --db ./cairn.db --eval-report ./eval.json`,
     )
-    .action(async (options: { db: string; artifacts?: string; port: number; host: string; allowActions?: boolean; app?: string; actor?: string; evalReport?: string }) => {
+    .action(async (options: { db: string; artifacts?: string; port: number; host: string; allowActions?: boolean; app?: string; actor?: string; evalReport?: string; raw?: boolean; redactPattern: string[] }) => {
       const allowActions = options.allowActions === true;
       if (!allowActions && (options.app !== undefined || options.actor !== undefined)) throw new InvalidOptionError(`${options.app !== undefined ? '--app' : '--actor'} goes with --allow-actions (the inspector is read-only without it).`);
       const actor = options.actor ?? `inspector:${userInfo().username}`;
@@ -82,6 +85,7 @@ Examples:
         host: options.host,
         ...(artifacts ? { artifacts } : {}),
         ...(evaluationReport ? { evaluationReport } : {}),
+        redaction: { ...(options.raw ? { raw: true } : {}), patterns: options.redactPattern },
         ...(allowActions ? { allowActions, actor, ...(loaded ? { app: loaded.app } : {}) } : {}),
       });
       if (!LOCAL_HOSTS.has(options.host)) {

@@ -10,6 +10,8 @@ import type { Command } from 'commander';
 import type { Engine } from '../contracts/engine.js';
 import { InvalidOptionError } from '../errors.js';
 import { threadDiff, type FieldDiff } from '../inspect/diff.js';
+import { redactDiff, storedRedaction, threadRedactor } from '../inspect/redaction.js';
+import { mergeRules, Redactor } from '../internal/redaction.js';
 import { cancelThread } from '../inspect/cancel.js';
 import { failEffect, resolveEffect } from '../inspect/effects.js';
 import type { App, RunResult } from '../runtime/app.js';
@@ -17,7 +19,7 @@ import type { StateSchema } from '../state/schema.js';
 import { APP_ARG, APP_HELP, loadApp } from './app-loader.js';
 import { DB_OPTION, openEngine, type EngineAccess } from './engine-url.js';
 import { interruptTable, outputStyle, plural, print, showValue, table, type OutputStyle } from './format.js';
-import { jsonObject, jsonValue, nonNegativeInteger } from './options.js';
+import { jsonObject, jsonValue, nonNegativeInteger, RAW_OPTION, REDACT_PATTERN_OPTION } from './options.js';
 
 interface Common {
   db: string;
@@ -55,9 +57,21 @@ function describeResult(style: OutputStyle, verb: string, result: RunResult<Stat
   return lines.join('\n');
 }
 
-/** The JSON form of a run result. */
-function resultJson(result: RunResult<StateSchema>) {
-  return { thread: result.threadId, status: result.status, seq: result.seq, interrupts: result.interrupts, state: result.state };
+/** The JSON form of a run result, redacted by `r` (the state first, so what it hides is hidden in the interrupts too). */
+function resultJson(r: Redactor, result: RunResult<StateSchema>) {
+  const state = r.state(result.state as Record<string, unknown>);
+  return r.value({ thread: result.threadId, status: result.status, seq: result.seq, interrupts: result.interrupts, state }) as {
+    thread: string;
+    status: RunResult<StateSchema>['status'];
+    seq: number;
+    interrupts: RunResult<StateSchema>['interrupts'];
+    state: Record<string, unknown>;
+  };
+}
+
+/** What a command that ran the app shows: the app's own rules and those stored with its graph; nothing hidden with `--raw`. */
+async function appRedactor(app: App<StateSchema>, raw: boolean | undefined): Promise<Redactor> {
+  return raw ? Redactor.none() : new Redactor(mergeRules(app.redaction, await storedRedaction(app.engine.store, app.name)));
 }
 
 /** One field's difference as diff lines: `+ messages[3] {...}`, `~ topic: "a" → "b"`. */
@@ -85,8 +99,9 @@ export function registerOperateCommands(program: Command): void {
     .option('--input <json>', 'writes to state fields merged through the reducers (a JSON object)', jsonObject)
     .option('--interrupt <id>', 'which interrupt this answers (needed when several are pending)')
     .option('--actor <name>', 'who answered (kept in the position)', 'cli')
+    .option(...RAW_OPTION)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common & { app: string; answer?: unknown; input?: Record<string, unknown>; interrupt?: string; actor: string }) => {
+    .action((threadId: string, options: Common & { app: string; answer?: unknown; input?: Record<string, unknown>; interrupt?: string; actor: string; raw?: boolean }) => {
       const hasAnswer = options.answer !== undefined;
       if (hasAnswer === (options.input !== undefined)) throw new InvalidOptionError('give the answer: --answer <json> (what ctx.interrupt resolves to) or --input <json> (state writes), one of them.');
       const style = outputStyle(options);
@@ -99,7 +114,8 @@ export function registerOperateCommands(program: Command): void {
           actor: options.actor,
         } as Parameters<App<StateSchema>['resume']>[0];
         const result = await app.resume(resume);
-        print(style, resultJson(result), () => describeResult(style, 'resumed', result));
+        const shown = resultJson(await appRedactor(app, options.raw), result);
+        print(style, shown, () => describeResult(style, 'resumed', { ...result, interrupts: shown.interrupts }));
       });
     });
 
@@ -110,15 +126,17 @@ export function registerOperateCommands(program: Command): void {
     .option(...DB_OPTION)
     .option('--patch <json>', 'writes applied on top of the state at <seq> (a JSON object)', jsonObject)
     .option('--actor <name>', 'who forked (kept in the position)', 'cli')
+    .option(...RAW_OPTION)
     .option('--json', 'print JSON')
-    .action((threadId: string, seqText: string, options: Common & { app: string; patch?: Record<string, unknown>; actor: string }) => {
+    .action((threadId: string, seqText: string, options: Common & { app: string; patch?: Record<string, unknown>; actor: string; raw?: boolean }) => {
       const seq = seqArgument(seqText, '<seq>');
       const style = outputStyle(options);
       return withApp(options, async (app) => {
         // The patch is checked by the graph's own schema: it is typed as the graph's writes only there.
         const fork = { thread: threadId, seq, actor: options.actor, ...(options.patch ? { patch: options.patch } : {}) } as Parameters<App<StateSchema>['fork']>[0];
         const result = await app.fork(fork);
-        print(style, { ...resultJson(result), forkedFrom: seq }, () => `${describeResult(style, 'forked', result, ` from seq ${seq}`)}\nnew head: seq ${result.seq}`);
+        const shown = resultJson(await appRedactor(app, options.raw), result);
+        print(style, { ...shown, forkedFrom: seq }, () => `${describeResult(style, 'forked', { ...result, interrupts: shown.interrupts }, ` from seq ${seq}`)}\nnew head: seq ${result.seq}`);
       });
     });
 
@@ -129,11 +147,14 @@ export function registerOperateCommands(program: Command): void {
     .option(...DB_OPTION)
     .option('--from <seq>', 'the position to replay from (0 or more)', nonNegativeInteger, 0)
     .option('--to <seq>', 'the position to replay to, on its branch (default: the head)', nonNegativeInteger)
+    .option(...RAW_OPTION)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common & { app: string; from: number; to?: number }) => {
+    .action((threadId: string, options: Common & { app: string; from: number; to?: number; raw?: boolean }) => {
       const style = outputStyle(options);
       return withApp(options, async (app) => {
-        const report = await app.replay({ thread: threadId, from: options.from, ...(options.to !== undefined ? { to: options.to } : {}) });
+        const replayed = await app.replay({ thread: threadId, from: options.from, ...(options.to !== undefined ? { to: options.to } : {}) });
+        // Divergence reasons may quote recorded values.
+        const report = (await appRedactor(app, options.raw)).value(replayed) as typeof replayed;
         const firstBad = report.steps.find((s) => !s.same || s.divergences.length > 0);
         print(style, { ...report, firstDivergence: firstBad ?? null }, () => {
           const { c } = style;
@@ -215,13 +236,17 @@ export function registerOperateCommands(program: Command): void {
     .description("what differs, field by field, between a thread's stored states at two positions")
     .option(...DB_OPTION)
     .option('--ns <namespace>', "a child run's namespace (default: the thread's root graph)", '')
+    .option(...RAW_OPTION)
+    .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print JSON: { fields: [{ field, kind: added | removed | changed | appended, … }] }')
-    .action((threadId: string, a: string, b: string, options: Common & { ns: string }) => {
+    .action((threadId: string, a: string, b: string, options: Common & { ns: string; raw?: boolean; redactPattern: string[] }) => {
       const from = seqArgument(a, '<seqA>');
       const to = seqArgument(b, '<seqB>');
       const style = outputStyle(options);
       return withEngine(options.db, 'read', async (engine) => {
-        const diff = await threadDiff(engine.checkpointer, threadId, { from, to, ns: options.ns });
+        const stored = await threadDiff(engine.checkpointer, threadId, { from, to, ns: options.ns });
+        const r = await threadRedactor(engine, threadId, { ...(options.raw ? { raw: true } : {}), patterns: options.redactPattern });
+        const diff = r.value(redactDiff(r, stored)) as typeof stored;
         print(style, diff, () => {
           const versions = diff.from.schemaVersion === diff.to.schemaVersion ? `schema v${diff.to.schemaVersion}` : `schema v${diff.from.schemaVersion} → v${diff.to.schemaVersion}`;
           const head = `thread ${threadId}${options.ns ? ` child ${options.ns}` : ''}: seq ${from} → seq ${to} (${versions}), ${diff.fields.length ? `${plural(diff.fields.length, 'field')} ${diff.fields.length === 1 ? 'differs' : 'differ'}` : 'no differences'}`;

@@ -11,6 +11,7 @@ import { CairnError } from '../errors.js';
 import { parseDuration } from '../artifacts/helpers.js';
 import { THREAD_KINDS, THREAD_STATUSES } from '../internal/thread-query.js';
 import { deprecationNotice } from './deprecated-flags.js';
+import { compilePattern } from '../internal/redaction.js';
 
 /** Runs a cairn validator inside a flag parser: its error becomes the flag's InvalidArgumentError (its message without the `[cairn]` prefix). */
 function checked<T>(parse: () => T): T {
@@ -101,3 +102,15 @@ export function jsonObject(value: string): Record<string, unknown> {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError(`Write a JSON object of field writes, e.g. '{"approved":true}'.`);
   return parsed as Record<string, unknown>;
 }
+
+/** `--redact-pattern <regex>`, repeatable: a regular expression (JavaScript syntax, no slashes) that must compile and not match the empty string. */
+function redactPattern(value: string, previous: string[] = []): string[] {
+  checked(() => compilePattern(value));
+  return [...previous, value];
+}
+
+/** The flag every command that shows stored data takes to show it intact. */
+export const RAW_OPTION = ['--raw', 'show stored values intact, without the redaction rules (default: redacted)'] as const;
+
+/** The flag that adds patterns to hide, beside the rules stored with the graph. */
+export const REDACT_PATTERN_OPTION = ['--redact-pattern <regex>', 'also hide text matching this regular expression (repeatable)', redactPattern, [] as string[]] as const;

@@ -20,7 +20,7 @@ import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore } from './artifact-com
 import { deprecatedFlag } from './deprecated-flags.js';
 import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
 import { InvalidOptionError } from '../errors.js';
-import { repeatable } from './options.js';
+import { RAW_OPTION, REDACT_PATTERN_OPTION, repeatable } from './options.js';
 import { plural, progress, type Progress } from './format.js';
 
 /** The threads a command names: `--all`, or the ids given (not both, not neither). */
@@ -120,8 +120,10 @@ export function registerTransferCommands(program: Command): void {
     .option(...storeOption)
     .option(`--artifacts ${ARTIFACTS_ARG}`, `also the artifacts they refer to, read from this artifact store: ${ARTIFACTS_HELP}`)
     .option('--out <file>', 'write here instead of stdout')
+    .option(...RAW_OPTION)
+    .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print the summary as JSON (on stdout with --out, else on stderr)')
-    .action(async (ids: string[], options: { db: string; all?: boolean; store: string[][]; artifacts?: string; out?: string; json?: boolean }) => {
+    .action(async (ids: string[], options: { db: string; all?: boolean; store: string[][]; artifacts?: string; out?: string; json?: boolean; raw?: boolean; redactPattern: string[] }) => {
       checkSelection(ids, options.all);
       const engine = await openEngine(options.db, 'read');
       let artifacts: ArtifactStore | undefined;
@@ -131,6 +133,8 @@ export function registerTransferCommands(program: Command): void {
         if (options.artifacts) artifacts = await openArtifactStore(options.artifacts);
         const selected = await threadIds(engine, ids, options.all);
         const exported = exportThreads(engine, selected, {
+          ...(options.raw ? { raw: true } : {}),
+          ...(options.redactPattern.length ? { redactPatterns: options.redactPattern } : {}),
           ...(options.store.length ? { store: options.store } : {}),
           ...(artifacts ? { artifacts } : {}),
         });
@@ -205,7 +209,8 @@ export function registerTransferCommands(program: Command): void {
         if (options.artifacts) from = await openArtifactStore(options.artifacts);
         if (options.toArtifacts) to = await openArtifactStore(options.toArtifacts, { create: true });
         const threads = await threadIds(source, ids, options.all);
-        const records = exportThreads(source, threads, { ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) });
+        // A copy moves the stored values as they are: redaction is for what is shown.
+        const records = exportThreads(source, threads, { raw: true, ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) });
         const report = await importThreads(target, records, to ? { artifacts: to } : {});
         const checks = [];
         const bar = progress(process.stderr.isTTY === true && !options.json && report.threads.length > 1);

@@ -24,15 +24,18 @@
  * without `meta` has none. An importer that knows an older version refuses a newer
  * stream at its header, rather than misreading it and leaving a half-imported thread.
  */
-import type { Checkpointer, PositionItem, StoredPosition, AttemptFailure, PendingWrite } from '../contracts/checkpointer.js';
+import type { Checkpointer, StoredPosition } from '../contracts/checkpointer.js';
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
-import type { LedgerEntry } from '../contracts/ledger.js';
-import type { StoredSignal, ThreadRecord } from '../contracts/threads.js';
+import type { ThreadRecord } from '../contracts/threads.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { decode } from '../codec/tagged-json.js';
-import { ArtifactNotFoundError, CairnError, NotSupportedError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
+import { ArtifactNotFoundError, CairnError, NotSupportedError, RedactedExportError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
+import type { Redactor } from '../internal/redaction.js';
+import { learnHead, threadRedactor, type RedactionChoice } from './redaction.js';
+import { redactTransferRecord } from './transfer-redaction.js';
+import type { TransferRecord } from './transfer-records.js';
 import { findArtifactRefs, parseRefId } from '../artifacts/refs.js';
 import { walkThreadRefs } from './gc.js';
 import { appendedFields, type PositionBody } from '../runtime/position.js';
@@ -46,32 +49,7 @@ const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, TRANSFER_FORMAT_VERSIO
 /** Bytes of artifact per `artifact-chunk` record (before base64). */
 const CHUNK_BYTES = 192 * 1024;
 
-/** One line of an export (`cairn-threads`): the header, then threads with their positions, pending writes, failures and ledger entries, store items, artifacts in chunks, and the end line. */
-export type TransferRecord =
-  | {
-      type: 'header';
-      format: 'cairn-threads';
-      version: 1 | 2 | 3 | 4 | 5;
-      exportedAt: number;
-      engine: string;
-      /** Version 3: the store namespace prefixes whose items follow the threads. */
-      store?: string[][];
-      /** Version 3: whether the artifacts the threads and items refer to follow them. */
-      artifacts?: boolean;
-    }
-  | { type: 'thread'; thread: ThreadRecord }
-  | { type: 'position'; threadId: string; position: StoredPosition; items: PositionItem[]; snapshot: string | null }
-  | { type: 'pending'; threadId: string; write: PendingWrite }
-  | { type: 'failure'; threadId: string; failure: AttemptFailure }
-  /** Version 5: the entry's `meta`, when it has one. */
-  | { type: 'ledger'; threadId: string; entry: LedgerEntry }
-  /** Version 4: one of the thread's signals, in id order, pending or consumed. */
-  | { type: 'signal'; threadId: string; signal: StoredSignal }
-  | { type: 'store'; namespace: string[]; key: string; value: unknown; expiresAt: number | null }
-  /** An artifact's ref and metadata; its bytes follow in `chunks` `artifact-chunk` records. */
-  | { type: 'artifact'; ref: ArtifactRef; metadata: Record<string, string>; chunks: number }
-  | { type: 'artifact-chunk'; id: string; data: string }
-  | { type: 'end'; threads: number; positions: number; signals?: number; storeItems?: number; artifacts?: number };
+export type { TransferRecord } from './transfer-records.js';
 
 /** Options of {@link exportThreads}. */
 export interface ExportOptions {
@@ -79,6 +57,16 @@ export interface ExportOptions {
   store?: string[][];
   /** The artifact store the threads wrote to: every artifact they (and the exported store items) refer to travels too. */
   artifacts?: ArtifactStore;
+  /**
+   * `true`: every value as stored, importable (the chain verifies on the other side).
+   * Default false: when the threads' graphs declare redaction rules (or `redactPatterns`
+   * are given), the export is redacted: values hidden as `cairn show` hides them,
+   * snapshots left out, format `cairn-threads-redacted`, which import refuses
+   * (RedactedExportError). Artifact bytes are never redacted.
+   */
+  raw?: boolean;
+  /** More patterns to hide (regular expression sources), beside the stored rules. */
+  redactPatterns?: readonly string[];
 }
 
 /**
@@ -101,15 +89,24 @@ export async function* exportThreads(engine: Engine, threadIds: string[], option
       throw new NotSupportedError(`thread ${threadId} was compacted by retention: exporting a compacted thread is not supported (an import replays a thread from its first position). Nothing was written.`, { place: { engine: engine.name, thread: threadId } });
     }
   }
+  // Each thread's rules are its graph's; store items are shown under every graph's.
+  const choice: RedactionChoice = { ...(options.raw ? { raw: true } : {}), ...(options.redactPatterns ? { patterns: options.redactPatterns } : {}) };
+  const redactors = new Map<string, Redactor>();
+  for (const threadId of threadIds) redactors.set(threadId, await threadRedactor(engine, threadId, choice));
+  const storeRedactor = await threadRedactor(engine, undefined, choice);
+  const redacted = [...redactors.values()].some((r) => r.active) || (options.store !== undefined && storeRedactor.active);
   yield {
     type: 'header',
-    format: 'cairn-threads',
+    format: redacted ? 'cairn-threads-redacted' : 'cairn-threads',
     version: TRANSFER_FORMAT_VERSION,
     exportedAt: Date.now(),
     engine: engine.name,
     ...(options.store ? { store: options.store } : {}),
     artifacts: options.artifacts !== undefined,
+    ...(redacted ? { redacted: true as const } : {}),
   };
+  let r: Redactor | undefined;
+  const shown = (record: TransferRecord): TransferRecord => (redacted && r?.active ? redactTransferRecord(r, record) : record);
   /** Refs to send with where one was found, by id, in the order first found. */
   const refs = new Map<string, { ref: ArtifactRef; where: string }>();
   const collect = (value: unknown, where: string) => {
@@ -120,22 +117,25 @@ export async function* exportThreads(engine: Engine, threadIds: string[], option
   for (const threadId of threadIds) {
     const thread = await cp.getThread(threadId);
     if (!thread) throw new ThreadNotFoundError(threadId, { engine: engine.name });
-    yield { type: 'thread', thread };
+    r = redactors.get(threadId)!;
+    // What the rules hide in the head state is hidden wherever the thread repeats it, earlier positions included.
+    if (redacted) await learnHead(r, engine, threadId);
+    yield shown({ type: 'thread', thread });
     // The root first ('' sorts first), then each child run's namespace, each in seq order: import replays them in this order.
     for (const ns of await cp.listNamespaces(threadId)) {
       for await (const position of namespacePositions(cp, threadId, ns)) {
         for await (const record of positionRecords(cp, threadId, position)) {
           // A finished task's writes wait in a pending write, outside the positions GC walks.
           if (options.artifacts && record.type === 'pending') collect(decode(record.write.body, `pending write ${record.write.task} of thread ${threadId}`), `thread ${threadId} pending write ${record.write.task}`);
-          yield record;
+          yield shown(record);
         }
         positions++;
       }
     }
-    for (const failure of await cp.listFailures(threadId)) yield { type: 'failure', threadId, failure };
-    for (const entry of await engine.ledger.list(threadId)) yield { type: 'ledger', threadId, entry };
+    for (const failure of await cp.listFailures(threadId)) yield shown({ type: 'failure', threadId, failure });
+    for (const entry of await engine.ledger.list(threadId)) yield shown({ type: 'ledger', threadId, entry });
     for (const signal of await cp.listSignals(threadId)) {
-      yield { type: 'signal', threadId, signal };
+      yield shown({ type: 'signal', threadId, signal });
       signals++;
     }
     if (options.artifacts) {
@@ -144,11 +144,12 @@ export async function* exportThreads(engine: Engine, threadIds: string[], option
     }
   }
   let storeItems = 0;
+  r = storeRedactor;
   for (const prefix of options.store ?? []) {
     for (let cursor: string | null | undefined; ; ) {
       const page = await engine.store.search(prefix, { limit: 500, ...(cursor ? { cursor } : {}) });
       for (const item of page.items) {
-        yield { type: 'store', namespace: item.namespace, key: item.key, value: item.value, expiresAt: item.expiresAt };
+        yield shown({ type: 'store', namespace: item.namespace, key: item.key, value: item.value, expiresAt: item.expiresAt });
         storeItems++;
         collect(item.value, `store ${item.namespace.join('/')}/${item.key}`);
       }
@@ -270,6 +271,7 @@ export async function importThreads(
   for (let record = await next(); record !== undefined; record = await next()) {
     switch (record.type) {
       case 'header':
+        if (record.format === 'cairn-threads-redacted' || record.redacted) throw new RedactedExportError();
         if (record.format !== 'cairn-threads' || !READABLE_VERSIONS.includes(record.version)) {
           throw new CairnError(`not a cairn thread export this version reads (format ${record.format} v${record.version}; reads v${READABLE_VERSIONS.join(', v')}).`);
         }

@@ -16,6 +16,10 @@
  * | `GET /api/threads/:id/verify[?artifacts=1]` | {@link verifyThread}'s report (and, with an artifact store and `artifacts=1`, the artifact check of the thread) |
  * | `GET /api/threads/:id/effects` | the ledger, outcomes decoded |
  * | `GET /api/threads/:id/timeline`, `/graph`, `/ledger` | the richer views' routes: see inspector/views-api |
+ *
+ * Every answer is redacted by the rules stored with the thread's graph (the thread
+ * list by every stored graph's) and the inspector's own patterns, unless it was
+ * started with `redaction: { raw: true }` (inspect/redaction).
  */
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
@@ -28,8 +32,10 @@ import { threadDiff } from '../inspect/diff.js';
 import { threadEffects } from '../inspect/effects.js';
 import { threadHistory, threadInterrupts } from '../inspect/history.js';
 import { storedState } from '../inspect/stored-state.js';
+import { learnHead, redactDiff, redactLedgerEntry, redactStoredState, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
 import { verifyThread } from '../inspect/verify.js';
 import { printable } from '../internal/printable.js';
+import { Redactor } from '../internal/redaction.js';
 import { integer, pageSize } from './params.js';
 import { listThreadPage } from './thread-list.js';
 import { threadOverview } from './thread-overview.js';
@@ -39,6 +45,8 @@ import { answerView, VIEW_ROUTES } from './views-api.js';
 export interface ApiContext {
   engine: Engine;
   artifacts?: ArtifactStore;
+  /** How answers are redacted: the stored rules by default; `raw` shows stored values; `patterns` adds some. */
+  redaction?: RedactionChoice;
 }
 
 /** The key of a stand-in for what JSON cannot carry (`undefined`, `10n`…): `{ "\u0000raw": "10n" }`. A NUL in a key keeps it apart from any real field. */
@@ -61,14 +69,26 @@ function ledgerView(e: LedgerEntry): Omit<LedgerEntry, 'outcome'> & { outcome?: 
 export async function answer(context: ApiContext, pathname: string, params: URLSearchParams): Promise<unknown> {
   const { engine } = context;
   const cp = engine.checkpointer;
-  if (pathname === '/api/threads') return listThreadPage(cp, params);
+  const choice = context.redaction ?? {};
+  if (pathname === '/api/threads') return (await threadRedactor(engine, undefined, choice)).value(await listThreadPage(cp, params));
   const view = /^\/api\/threads\/([^/]+)\/([a-z]+)$/.exec(pathname);
   if (view && (VIEW_ROUTES as readonly string[]).includes(view[2]!)) return answerView(context, decodeURIComponent(view[1]!), view[2] as (typeof VIEW_ROUTES)[number], params);
   const match = /^\/api\/threads\/([^/]+)(?:\/(head|history|state|diff|verify|effects))?$/.exec(pathname);
   if (!match) throw new RouteNotFound(pathname);
   const id = decodeURIComponent(match[1]!);
   const ns = params.get('ns') ?? '';
-  switch (match[2]) {
+  // The head route, polled every second, shows no stored value.
+  const r = match[2] === 'head' ? Redactor.none() : await threadRedactor(engine, id, choice);
+  // Routes that do not show the state still hide what its path rules hide, where they repeat it.
+  if (match[2] !== 'state' && match[2] !== 'diff') await learnHead(r, engine, id);
+  return r.value(await answerRoute(context, r, id, ns, match[2], params));
+}
+
+/** One thread route's answer: its state, ledger outcomes and diff through `r`'s rules (the caller passes the rest through it). */
+async function answerRoute(context: ApiContext, r: Redactor, id: string, ns: string, route: string | undefined, params: URLSearchParams): Promise<unknown> {
+  const { engine } = context;
+  const cp = engine.checkpointer;
+  switch (route) {
     case undefined: {
       return threadOverview(cp, id);
     }
@@ -87,13 +107,13 @@ export async function answer(context: ApiContext, pathname: string, params: URLS
     case 'state': {
       const seq = integer(params, 'seq', 0);
       const view = await storedState(cp, id, { ns, ...(seq !== undefined ? { seq } : {}) });
-      return { ...view, interrupts: await threadInterrupts(cp, id, { ns, seq: view.seq }) };
+      return { ...redactStoredState(r, view), interrupts: await threadInterrupts(cp, id, { ns, seq: view.seq }) };
     }
     case 'diff': {
       const from = integer(params, 'from', 0);
       const to = integer(params, 'to', 0);
       if (from === undefined || to === undefined) throw new InvalidOptionError('diff needs from=<seq> and to=<seq>.');
-      return threadDiff(cp, id, { from, to, ns });
+      return redactDiff(r, await threadDiff(cp, id, { from, to, ns }));
     }
     case 'verify': {
       const report = await verifyThread(engine, id);
@@ -102,8 +122,8 @@ export async function answer(context: ApiContext, pathname: string, params: URLS
       return { ...report, artifacts };
     }
     case 'effects':
-      return { effects: (await threadEffects(engine, id)).map(ledgerView) };
+      return { effects: (await threadEffects(engine, id)).map((e) => redactLedgerEntry(r, ledgerView(e))) };
     default:
-      throw new RouteNotFound(pathname);
+      throw new RouteNotFound(route);
   }
 }

@@ -23,3 +23,4 @@ export type { Inspector, InspectorOptions } from './server.js';
 export { TOKEN_HEADER } from './actions.js';
 export type { ActionsInfo } from './actions.js';
 export { parseEvaluationReport } from './evaluation.js';
+export type { RedactionChoice } from '../inspect/redaction.js';

@@ -45,6 +45,7 @@ import type { EvaluationReport } from '../runtime/evaluate.js';
 import type { StateSchema } from '../state/schema.js';
 import { actionsInfo, checkSameSite, isActionRoute, performAction, readJsonBody, type ActionContext } from './actions.js';
 import { answer, RouteNotFound, viewJson } from './api.js';
+import { redactEvaluationReport, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
 import { ARTIFACT_ROUTE, artifactResponse, NoArtifactStore } from './artifact-route.js';
 import { EVALUATE_ROUTE, SAVED_REPORT_ROUTE, evaluateAction } from './evaluation.js';
 import { access, newToken, tokenCookie } from './auth.js';
@@ -76,6 +77,14 @@ export interface InspectorOptions {
   actor?: string;
   /** A report `cairn eval --json` saved, shown read-only on the evaluation page (`GET /api/evaluation-report`); nothing runs. */
   evaluationReport?: EvaluationReport;
+  /**
+   * What the API shows of stored values. Default: redacted by the rules the runtime
+   * stored with each thread's graph (`compile({ redact })`, fields declared
+   * `redact: true`), plus `patterns` (regular expression sources, as
+   * `cairn inspect --redact-pattern`); `raw: true` shows them as stored
+   * (`cairn inspect --raw`). Artifact bytes are served as stored.
+   */
+  redaction?: RedactionChoice;
 }
 
 /** A running inspector. */
@@ -155,7 +164,16 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const uiDir = options.uiDir ?? DEFAULT_UI_DIR;
   const host = options.host ?? INSPECTOR_HOST;
   let port = options.port ?? INSPECTOR_PORT;
-  const context = { engine: options.engine, ...(options.artifacts ? { artifacts: options.artifacts } : {}) };
+  const redaction = options.redaction ?? {};
+  // Patterns that do not compile are refused here, before the server listens.
+  await threadRedactor(options.engine, undefined, redaction);
+  const context = { engine: options.engine, redaction, ...(options.artifacts ? { artifacts: options.artifacts } : {}) };
+  /** An action's answer, or an error's message: under the rules of the thread it names (every graph's when none). */
+  const shown = async (value: unknown, thread: unknown): Promise<unknown> => (await threadRedactor(options.engine, typeof thread === 'string' ? thread : undefined, redaction)).value(value);
+  const failed = async (response: ServerResponse, error: unknown, thread?: unknown) => {
+    const { status, code, message } = errorStatus(error);
+    sendJson(response, status, { error: { code, message: (await shown(message, thread)) as string } });
+  };
   if (options.app && !options.allowActions) throw new InvalidOptionError('startInspector: app serves the actions that run its code; pass allowActions: true with it.');
   const actions: ActionContext | undefined = options.allowActions
     ? { engine: options.engine, actor: options.actor ?? `inspector:${userInfo().username}`, ...(options.app ? { app: options.app } : {}) }
@@ -169,15 +187,16 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       return;
     }
     const evaluate = url.pathname === EVALUATE_ROUTE;
+    let thread: unknown;
     if (request.method === 'POST' && (evaluate || isActionRoute(url.pathname))) {
       try {
         if (!actions) throw new ActionsDisabledError();
         checkSameSite(request, token);
         const body = await readJsonBody(request);
-        sendJson(response, 200, evaluate ? await evaluateAction(actions, body) : await performAction(actions, url.pathname, body));
+        thread = body.thread;
+        sendJson(response, 200, evaluate ? await redactEvaluationReport(options.engine, await evaluateAction(actions, body), redaction, options.app?.redaction) : await shown(await performAction(actions, url.pathname, body), body.thread));
       } catch (error) {
-        const { status, code, message } = errorStatus(error);
-        sendJson(response, status, { error: { code, message } });
+        await failed(response, error, thread);
       }
       return;
     }
@@ -202,21 +221,19 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         await pipeline(Readable.from(served.body), response);
       } catch (error) {
         if (response.headersSent) return void response.destroy();
-        const { status, code, message } = errorStatus(error);
-        sendJson(response, status, { error: { code, message } });
+        await failed(response, error);
       }
       return;
     }
     if (url.pathname === SAVED_REPORT_ROUTE) {
-      sendJson(response, 200, { report: options.evaluationReport ?? null });
+      sendJson(response, 200, { report: options.evaluationReport ? await redactEvaluationReport(options.engine, options.evaluationReport, redaction) : null });
       return;
     }
     if (url.pathname.startsWith('/api/')) {
       try {
         sendJson(response, 200, await answer(context, url.pathname, url.searchParams));
       } catch (error) {
-        const { status, code, message } = errorStatus(error);
-        sendJson(response, status, { error: { code, message } });
+        await failed(response, error);
       }
       return;
     }

@@ -16,27 +16,31 @@ import { InvalidOptionError } from '../errors.js';
 import { threadGraph } from '../inspect/graph.js';
 import { positionLedger } from '../inspect/position-ledger.js';
 import { threadTimeline } from '../inspect/timeline.js';
+import { learnHead, redactPositionLedger, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
 import { integer, pageSize } from './params.js';
 
 /** The view routes' names, as the last segment of `/api/threads/:id/<name>`. */
 export const VIEW_ROUTES = ['timeline', 'graph', 'ledger'] as const;
 
 /** Answers `GET /api/threads/:id/<route>?params` for one of {@link VIEW_ROUTES}. */
-export async function answerView(context: { engine: Engine }, id: string, route: (typeof VIEW_ROUTES)[number], params: URLSearchParams): Promise<unknown> {
+export async function answerView(context: { engine: Engine; redaction?: RedactionChoice }, id: string, route: (typeof VIEW_ROUTES)[number], params: URLSearchParams): Promise<unknown> {
   const { engine } = context;
   const ns = params.get('ns') ?? '';
+  // Redacted by the thread's stored rules (inspect/redaction), as every thread route is.
+  const r = await threadRedactor(engine, id, context.redaction ?? {});
+  await learnHead(r, engine, id);
   switch (route) {
     case 'timeline': {
       const limit = pageSize(params, INSPECTOR_HISTORY_PAGE);
       const beforeSeq = integer(params, 'beforeSeq', 0);
-      return threadTimeline(engine.checkpointer, id, { ns, limit, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
+      return r.value(await threadTimeline(engine.checkpointer, id, { ns, limit, ...(beforeSeq !== undefined ? { beforeSeq } : {}) }));
     }
     case 'graph':
-      return threadGraph(engine, id);
+      return r.value(await threadGraph(engine, id));
     case 'ledger': {
       const seq = integer(params, 'seq', 0);
       if (seq === undefined) throw new InvalidOptionError('ledger needs seq=<seq>.');
-      return positionLedger(engine, id, { ns, seq });
+      return r.value(redactPositionLedger(r, await positionLedger(engine, id, { ns, seq })));
     }
   }
 }

@@ -36,6 +36,8 @@ import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
 import { TraceSpan } from './tracing.js';
 import { keepOwner, releaseLeftover, releaseOrKeep, takeOwner } from './unreleased-leases.js';
+import { Redactor, redactionRules, type RedactionRules, type RedactOptions } from '../internal/redaction.js';
+import { redactError } from './redacted-errors.js';
 
 /** How a compiled graph stores and runs its threads: `graph(State)...compile(options)`. */
 export interface CompileOptions {
@@ -56,7 +58,7 @@ export interface CompileOptions {
   retry?: Partial<RetryPolicy>;
   /** Lease length; a run renews it while working. Default 30 s. */
   leaseMs?: number;
-  /** Receives every run event. */
+  /** Receives every run event (redacted by `redact` and the schema's redacted fields). */
   onEvent?: EventSink;
   /**
    * OpenTelemetry spans of every run (`cairn.run`, `cairn.superstep`, `cairn.task`, …)
@@ -64,6 +66,22 @@ export interface CompileOptions {
    * on; `false` turns them off (cairn then never loads the API).
    */
   tracing?: boolean;
+  /**
+   * What every face that shows this graph's stored data hides, beside the fields
+   * declared `redact: true`: state paths, recorded outputs and effect outcomes by
+   * name, and patterns matched inside every string. Kept with the graph's description
+   * in the store, so `cairn show`, the inspector and exports apply them without the
+   * code; run events, streams, spans and the messages of errors a run throws apply
+   * them here. Stored values, and what the program reads (`getState`, `stateAt`,
+   * `history`, nodes), stay intact. InvalidOptionError for a path that does not parse
+   * or a pattern that does not compile.
+   *
+   * @example
+   * ```ts
+   * compile({ engine, redact: { paths: ['customer.email', 'messages[*].content'], records: { crm: true }, patterns: [/sk-[A-Za-z0-9]{8,}/] } })
+   * ```
+   */
+  redact?: RedactOptions;
 }
 
 /** Options of {@link App.run} and {@link App.submit}: the thread, its input, and how to wait for it. */
@@ -80,7 +98,14 @@ export interface RunOptions<S extends StateSchema> {
   waitTimeoutMs?: number;
   recursionLimit?: number;
   signal?: AbortSignal;
+  /** Receives this run's events, redacted as `compile({ onEvent })`'s are unless `rawEvents`. */
   onEvent?: EventSink;
+  /**
+   * Hand this call's `onEvent` (and {@link App.stream}'s events) the values as they are,
+   * not redacted: for the program's own consumer, never for a log or a browser.
+   * `compile({ onEvent })` and spans stay redacted. Default false.
+   */
+  rawEvents?: boolean;
   /**
    * Nodes renamed since the thread was written: stored name → node of this graph. A
    * stored next node that is neither in the graph nor mapped is GraphMismatchError.
@@ -206,6 +231,8 @@ export class App<S extends StateSchema> {
   readonly leaseMs: number;
   /** The graph's description kept in the store, once per app instance (see runtime/graph-description). */
   private published?: Promise<void>;
+  /** What the faces hide: `compile({ redact })` and every field declared `redact: true`, of this graph and its child graphs. */
+  readonly redaction: RedactionRules;
 
   constructor(
     readonly schema: S,
@@ -213,6 +240,7 @@ export class App<S extends StateSchema> {
     readonly options: CompileOptions,
   ) {
     this.leaseMs = options.leaseMs ?? LEASE_MS;
+    this.redaction = redactionRules(options.redact, redactedFieldNames(schema, spec));
   }
 
   get engine(): Engine {
@@ -265,6 +293,7 @@ export class App<S extends StateSchema> {
     return streamRun((sink, signal) =>
       this.run({
         ...options,
+        // The stream is this call's own consumer: redacted as its onEvent is, unless rawEvents.
         onEvent: options.onEvent ? (event) => (options.onEvent!(event), sink(event)) : sink,
         signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal,
       }),
@@ -331,13 +360,19 @@ export class App<S extends StateSchema> {
     hold: { renew: boolean; lease?: ThreadLease },
     body: (run: ThreadRun) => Promise<RunOutcome>,
   ): Promise<RunResult<S>> {
-    const sinks = [this.options.onEvent, options.onEvent].filter((s): s is EventSink => s !== undefined);
+    const redactor = new Redactor(this.redaction);
+    const shown = (sink: EventSink | undefined): EventSink | undefined => (sink && redactor.active ? (event) => sink(redactor.value(event) as RunEvent) : sink);
+    const sinks = [shown(this.options.onEvent), options.rawEvents === true ? options.onEvent : shown(options.onEvent)].filter((s): s is EventSink => s !== undefined);
     // No sink: no event objects are even built (the runtime calls emit?.(...)).
     const emit: EventSink | undefined = sinks.length === 0 ? undefined : (event: RunEvent) => sinks.forEach((sink) => sink(event));
     // Asked once per run: with no provider registered (or tracing off) no span exists and nothing below builds one.
-    const trace = this.options.tracing === false ? undefined : await TraceSpan.startRun({ 'cairn.thread.id': options.thread });
-    if (!trace) return this.runHeld(options, hold, body, emit, undefined);
-    return trace.run(() => this.runHeld(options, hold, body, emit, trace));
+    const trace = this.options.tracing === false ? undefined : await TraceSpan.startRun({ 'cairn.thread.id': options.thread }, redactor.active ? (text) => redactor.text(text) : undefined);
+    try {
+      if (!trace) return await this.runHeld(options, hold, body, emit, undefined);
+      return await trace.run(() => this.runHeld(options, hold, body, emit, trace));
+    } catch (error) {
+      throw redactError(error, redactor);
+    }
   }
 
   /** Holds the thread's lease around one run: taken (or the worker's), renewed while it works (`renew`), released after. */
@@ -351,7 +386,7 @@ export class App<S extends StateSchema> {
     // One put-if-absent per app instance: inspection tools draw the graph from it. It is
     // an aid, not part of the run: a store that refuses it does not stop the run, and
     // the run does not wait for it before taking its thread (it is awaited at the end).
-    const published = (this.published ??= publishGraph(this.options.engine.store, describeGraph(this.spec, this.name)).then(
+    const published = (this.published ??= publishGraph(this.options.engine.store, describeGraph(this.spec, this.name, this.redaction)).then(
       () => undefined,
       () => undefined,
     ));
@@ -618,4 +653,11 @@ export class App<S extends StateSchema> {
     timer.unref();
     return () => clearInterval(timer);
   }
+}
+
+/** The fields declared `redact: true` of `schema` and of every child graph under `spec`: their paths apply in every namespace. */
+function redactedFieldNames(schema: StateSchema, spec: GraphSpec, into = new Set<string>()): string[] {
+  for (const name of schema.redactedFields) into.add(name);
+  for (const node of spec.nodes.values()) if (node.child) redactedFieldNames(node.child.schema, node.child.spec, into);
+  return [...into];
 }

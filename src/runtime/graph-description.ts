@@ -18,6 +18,7 @@ import type { Store } from '../contracts/store.js';
 import { sha256Hex } from '../codec/hash.js';
 import { VersionConflictError } from '../errors.js';
 import { GRAPH_NAMESPACE } from '../internal/graphs.js';
+import { hasRules, type RedactionRules } from '../internal/redaction.js';
 import { START, type GraphSpec } from './graph-spec.js';
 
 /** One node of a described graph, in graph order. */
@@ -54,6 +55,12 @@ export interface GraphDescription extends DescribedGraph {
   format: 1;
   /** The graph's name (`compile({ name })`, default `default`), as threads carry it in `metadata.graph`. */
   name: string;
+  /**
+   * What the faces that show stored data hide (`compile({ redact })` and the fields
+   * declared `redact: true`, of the graph and its child graphs), for tools without the
+   * application's code. Absent when nothing is redacted.
+   */
+  redact?: RedactionRules;
 }
 
 /** The shape of `spec`, nodes in graph order, edges by source in graph order (START first). */
@@ -81,15 +88,16 @@ function describe(spec: GraphSpec): DescribedGraph {
 }
 
 /**
- * The JSON description of graph `spec` named `name`.
+ * The JSON description of graph `spec` named `name`, with the redaction rules its
+ * threads' data is shown under, when it has any.
  *
  * @example
  * ```ts
  * const { nodes, edges } = describeGraph(app.spec, app.name);
  * ```
  */
-export function describeGraph(spec: GraphSpec, name = 'default'): GraphDescription {
-  return { format: 1, name, ...describe(spec) };
+export function describeGraph(spec: GraphSpec, name = 'default', redact?: RedactionRules): GraphDescription {
+  return { format: 1, name, ...describe(spec), ...(redact && hasRules(redact) ? { redact } : {}) };
 }
 
 /** 32 hex digits of the SHA-256 of the description's JSON (its fields are built in a fixed order): the graph's version. */

@@ -35,7 +35,7 @@ interface OtelSpan {
   setAttributes(attributes: TraceAttributes): unknown;
   addEvent(name: string, attributes?: TraceAttributes): unknown;
   setStatus(status: { code: number; message?: string }): unknown;
-  recordException(exception: Error | string): unknown;
+  recordException(exception: Error | string | { name: string; message: string; stack?: string }): unknown;
   isRecording(): boolean;
   end(): void;
 }
@@ -87,29 +87,40 @@ export class TraceSpan {
     private readonly tracer: OtelTracer,
     private readonly span: OtelSpan,
     private readonly context: OtelContext,
+    /** The app's redaction of text: every string attribute, event attribute and error message goes through it. */
+    private readonly redact: ((text: string) => string) | undefined,
   ) {}
+
+  /** `attributes` with every string value redacted. */
+  private shown(attributes: TraceAttributes): TraceAttributes {
+    const redact = this.redact;
+    if (!redact) return attributes;
+    const out: TraceAttributes = {};
+    for (const [key, value] of Object.entries(attributes)) out[key] = typeof value === 'string' ? redact(value) : Array.isArray(value) ? (value.map((v) => (typeof v === 'string' ? redact(v) : v)) as typeof value) : value;
+    return out;
+  }
 
   /**
    * The `cairn.run` span of a run, as a child of the caller's active span; undefined
    * when `@opentelemetry/api` is not installed or the span would not record.
    */
-  static async startRun(attributes: TraceAttributes): Promise<TraceSpan | undefined> {
+  static async startRun(attributes: TraceAttributes, redact?: (text: string) => string): Promise<TraceSpan | undefined> {
     const api = loaded === undefined ? await otelApi() : loaded;
     if (!api) return undefined;
     const tracer = api.trace.getTracer(TRACER_NAME);
     const parent = api.context.active();
-    const span = tracer.startSpan('cairn.run', { attributes }, parent);
+    const span = tracer.startSpan('cairn.run', { attributes: redact ? Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, typeof v === 'string' ? redact(v) : v])) : attributes }, parent);
     if (!span.isRecording()) {
       span.end();
       return undefined;
     }
-    return new TraceSpan(api, tracer, span, api.trace.setSpan(parent, span));
+    return new TraceSpan(api, tracer, span, api.trace.setSpan(parent, span), redact);
   }
 
-  /** A span under this one. */
+  /** A span under this one (redacted as this one is). */
   child(name: string, attributes: TraceAttributes): TraceSpan {
-    const span = this.tracer.startSpan(name, { attributes }, this.context);
-    return new TraceSpan(this.api, this.tracer, span, this.api.trace.setSpan(this.context, span));
+    const span = this.tracer.startSpan(name, { attributes: this.shown(attributes) }, this.context);
+    return new TraceSpan(this.api, this.tracer, span, this.api.trace.setSpan(this.context, span), this.redact);
   }
 
   /** Runs `fn` with this span active: what the application instruments inside nests under it. */
@@ -118,19 +129,27 @@ export class TraceSpan {
   }
 
   set(attributes: TraceAttributes): void {
-    this.span.setAttributes(attributes);
+    this.span.setAttributes(this.shown(attributes));
   }
 
   event(name: string, attributes: TraceAttributes): void {
-    this.span.addEvent(name, attributes);
+    this.span.addEvent(name, this.shown(attributes));
   }
 
   /** Marks the span failed: error status with the error's message, its stable `code` as `cairn.error.code`, the exception event. */
   fail(error: unknown): void {
-    const message = error instanceof Error ? error.message : String(error);
+    const raw = error instanceof Error ? error.message : String(error);
+    const message = this.redact ? this.redact(raw) : raw;
     const code = error instanceof Error ? ((error as { code?: unknown }).code ?? error.name) : 'ERR_THROWN';
     this.span.setAttributes({ 'cairn.error.code': String(code) });
-    this.span.recordException(error instanceof Error ? error : message);
+    // Redacted, the exception is recorded as its name, message and stack, each through the rules.
+    this.span.recordException(
+      error instanceof Error
+        ? this.redact
+          ? { name: error.name, message, ...(error.stack ? { stack: this.redact(error.stack) } : {}) }
+          : error
+        : message,
+    );
     this.span.setStatus({ code: this.api.SpanStatusCode.ERROR, message });
   }
 

@@ -47,6 +47,8 @@ export interface ModelField<T, W> {
   readonly reduce: 'replace' | 'append' | ReducerFn<T, W>;
   readonly default?: Default<T>;
   readonly onConflict?: ConflictPolicy;
+  /** Shown as `[redacted]` by every face that shows stored data (see `compile({ redact })`); stored intact. */
+  readonly redact?: true;
   /** Phantom (never set): carries the stored and written types, read by ValueOf / WriteOf. */
   readonly __types?: () => [T, W];
 }
@@ -57,6 +59,8 @@ export interface RuntimeField<T> {
   readonly schema: StandardSchemaV1<unknown, T>;
   readonly compute?: (info: RuntimeInfo) => T;
   readonly default?: Default<T>;
+  /** Shown as `[redacted]` by every face that shows stored data; stored intact. */
+  readonly redact?: true;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -67,6 +71,12 @@ type Out<S extends StandardSchemaV1> = StandardSchemaV1.InferOutput<S>;
 interface ModelOptions<T> {
   default?: Default<T>;
   onConflict?: ConflictPolicy;
+  /**
+   * Hide the field's value wherever stored data is shown (CLI, inspector, exports,
+   * events, spans, error messages): it prints as `[redacted]`. The value is stored and
+   * read by the program (`getState`, nodes) intact.
+   */
+  redact?: boolean;
 }
 
 function model<S extends StandardSchemaV1>(schema: S, options?: ModelOptions<Out<S>> & { reduce?: 'replace' }): ModelField<Out<S>, Out<S>>;
@@ -85,14 +95,16 @@ function model(schema: StandardSchemaV1, options: ModelOptions<unknown> & { redu
     reduce: (options.reduce ?? 'replace') as ModelField<unknown, unknown>['reduce'],
     ...(options.default !== undefined ? { default: options.default } : {}),
     ...(options.onConflict ? { onConflict: options.onConflict } : {}),
+    ...(options.redact === true ? { redact: true as const } : {}),
   };
 }
 
 function runtime<S extends StandardSchemaV1>(
   schema: S,
-  options: { compute?: (info: RuntimeInfo) => Out<S>; default?: Default<Out<S>> } = {},
+  options: { compute?: (info: RuntimeInfo) => Out<S>; default?: Default<Out<S>>; redact?: boolean } = {},
 ): RuntimeField<Out<S>> {
-  return { role: 'runtime', schema, ...options };
+  const { redact, ...rest } = options;
+  return { role: 'runtime', schema, ...rest, ...(redact === true ? { redact: true as const } : {}) };
 }
 
 /** Field builders. */

@@ -86,6 +86,8 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
   /** Field names in declaration order: the order every merge and snapshot uses. */
   readonly fieldNames: readonly string[];
   readonly appendFields: ReadonlySet<string>;
+  /** Fields declared with `redact: true`, in declaration order: shown as `[redacted]` wherever stored data is shown. */
+  readonly redactedFields: readonly string[];
   private readonly upcasters: Record<number, (state: PlainState) => PlainState>;
   private readonly table: Readonly<Record<string, string>>;
 
@@ -102,6 +104,8 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     this.upcasters = definition.upcast ?? {};
     this.fieldNames = Object.keys(definition.fields);
     this.appendFields = new Set(this.fieldNames.filter((n) => (definition.fields[n] as AnyField).role === 'model' && (definition.fields[n] as ModelField<unknown, unknown>).reduce === 'append'));
+
+    this.redactedFields = this.fieldNames.filter((n) => (definition.fields[n] as AnyField).redact === true);
 
     if (!Number.isInteger(this.version) || this.version < 1) {
       throw new SchemaDefinitionError(`state version must be a positive integer, got ${definition.version}.`);
