@@ -206,6 +206,14 @@ export class Redactor {
     return this.value(this.atPaths(state, this.paths)) as T;
   }
 
+  /**
+   * Remembers what the path rules hide in `state` (fields by name), to hide it where
+   * it is repeated (an event, an error message), without building a redacted copy.
+   */
+  learnState(state: Readonly<Record<string, unknown>>): void {
+    if (this.paths.length) this.atPaths(state, this.paths);
+  }
+
   /** One field's value, as {@link Redactor.state} would show it. */
   field(name: string, value: unknown): unknown {
     if (!this.active) return value;

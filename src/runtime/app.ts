@@ -361,6 +361,9 @@ export class App<S extends StateSchema> {
     body: (run: ThreadRun) => Promise<RunOutcome>,
   ): Promise<RunResult<S>> {
     const redactor = new Redactor(this.redaction);
+    // The input's redacted values, hidden from the first event on (and from a validation error that quotes one).
+    const input = (options as { input?: unknown }).input;
+    if (redactor.active && typeof input === 'object' && input !== null) redactor.learnState(input as Record<string, unknown>);
     const shown = (sink: EventSink | undefined): EventSink | undefined => (sink && redactor.active ? (event) => sink(redactor.value(event) as RunEvent) : sink);
     const sinks = [shown(this.options.onEvent), options.rawEvents === true ? options.onEvent : shown(options.onEvent)].filter((s): s is EventSink => s !== undefined);
     // No sink: no event objects are even built (the runtime calls emit?.(...)).
@@ -368,8 +371,10 @@ export class App<S extends StateSchema> {
     // Asked once per run: with no provider registered (or tracing off) no span exists and nothing below builds one.
     const trace = this.options.tracing === false ? undefined : await TraceSpan.startRun({ 'cairn.thread.id': options.thread }, redactor.active ? (text) => redactor.text(text) : undefined);
     try {
-      if (!trace) return await this.runHeld(options, hold, body, emit, undefined);
-      return await trace.run(() => this.runHeld(options, hold, body, emit, trace));
+      // Only path rules learn from the state; patterns need nothing of it.
+      const observe = redactor.rules.paths.length ? (state: Readonly<Record<string, unknown>>) => redactor.learnState(state) : undefined;
+      if (!trace) return await this.runHeld(options, hold, body, emit, undefined, observe);
+      return await trace.run(() => this.runHeld(options, hold, body, emit, trace, observe));
     } catch (error) {
       throw redactError(error, redactor);
     }
@@ -382,6 +387,7 @@ export class App<S extends StateSchema> {
     body: (run: ThreadRun) => Promise<RunOutcome>,
     emit: EventSink | undefined,
     trace: TraceSpan | undefined,
+    observeState: ((state: Readonly<Record<string, unknown>>) => void) | undefined,
   ): Promise<RunResult<S>> {
     // One put-if-absent per app instance: inspection tools draw the graph from it. It is
     // an aid, not part of the run: a store that refuses it does not stop the run, and
@@ -405,6 +411,7 @@ export class App<S extends StateSchema> {
           recursionLimit: options.recursionLimit ?? this.options.recursionLimit ?? RECURSION_LIMIT,
           retry: this.options.retry,
           emit,
+          observeState,
           trace,
           signal,
           nodeMapping: options.nodeMapping ?? {},

@@ -68,6 +68,11 @@ export interface CursorSettings {
   schema: StateSchema;
   snapshotEvery: number;
   emit: EventSink | undefined;
+  /**
+   * Sees the state the cursor holds at each load and commit: the app's redaction
+   * learns the values its path rules hide there, to hide them where events repeat them.
+   */
+  observeState?: ((state: Readonly<Record<string, unknown>>) => void) | undefined;
 }
 
 /** Where a cursor works: its thread's lease, namespace and tenant, and the attempt it starts at. */
@@ -191,6 +196,7 @@ export class ThreadCursor {
     this.texts.clear();
     this.sinceSnapshot = loaded.sinceSnapshot;
     this.rebasePending = loaded.storedVersion !== this.settings.schema.version;
+    this.settings.observeState?.(loaded.state);
     this.settings.emit?.({
       type: 'run.loaded',
       threadId: this.scope.lease.threadId,
@@ -347,6 +353,7 @@ export class ThreadCursor {
     this.texts = texts;
     this.sinceSnapshot = takeSnapshot ? { positions: 0, bytes: 0 } : since;
     this.rebasePending = false;
+    this.settings.observeState?.(state);
     this.settings.emit?.({
       type: 'step.commit',
       threadId: this.scope.lease.threadId,

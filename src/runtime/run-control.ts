@@ -75,6 +75,8 @@ export interface RunSettings {
   recursionLimit: number;
   retry: Partial<RetryPolicy> | undefined;
   emit: EventSink | undefined;
+  /** Sees the state at each load and commit (see CursorSettings.observeState); child runs inherit it. */
+  observeState?: ((state: Readonly<Record<string, unknown>>) => void) | undefined;
   /** The span this run's spans nest under (its `cairn.run`); undefined when tracing is off or nothing records. */
   trace?: TraceSpan | undefined;
   signal: AbortSignal;
