@@ -34,6 +34,7 @@ import { failEffect, resolveEffect } from '../inspect/effects.js';
 import { signalThread } from '../inspect/signal.js';
 import type { App } from '../runtime/app.js';
 import type { StateSchema } from '../state/schema.js';
+import { holdsMarker, REDACTED } from '../internal/redaction.js';
 import { sameToken } from './auth.js';
 
 /** What the actions act on, and who they are recorded as. */
@@ -43,6 +44,21 @@ export interface ActionContext {
   app?: App<StateSchema>;
   /** Recorded as the actor of resumes, forks, failed effects and cancellations. */
   actor: string;
+  /** True when the page is shown redacted values: a write that holds the marker is refused (see {@link refuseMarker}). */
+  redacting?: boolean;
+}
+
+/**
+ * Refuses a write (a fork's patch, a resume's input or answer, an effect's outcome)
+ * that holds the redaction marker while the page shows redacted values: it was edited
+ * from what the page showed, and would replace a stored value with `[redacted]`.
+ */
+function refuseMarker(context: ActionContext, what: string, value: unknown): void {
+  if (context.redacting && holdsMarker(value)) {
+    throw new InvalidOptionError(
+      `the ${what} holds "${REDACTED}", which the page shows in place of stored values: writing it would replace them. Leave the redacted fields out of it, or start the inspector with --raw to edit them.`,
+    );
+  }
 }
 
 /** The header the inspector's page sends its token in: a cross-site form or script cannot set it without the token (and a preflight). */
@@ -176,6 +192,8 @@ export async function performAction(context: ActionContext, pathname: string, bo
       const input = objectOf(body, 'input');
       if (!hasAnswer && input === undefined) throw new InvalidOptionError('give the answer (what ctx.interrupt resolves to) or input (state writes).');
       const interrupt = text(body, 'interrupt');
+      refuseMarker(context, 'input', input);
+      if (hasAnswer) refuseMarker(context, 'answer', body.answer);
       // The input is checked by the graph's own schema: it is typed as the graph's writes only there.
       const resume = { thread, actor, ...(hasAnswer ? { answer: body.answer } : {}), ...(input ? { input } : {}), ...(interrupt ? { interrupt } : {}) } as Parameters<App<StateSchema>['resume']>[0];
       return runView(await app.resume(resume));
@@ -192,6 +210,7 @@ export async function performAction(context: ActionContext, pathname: string, bo
         return { thread, key, resolution: 'failed', status: record.status, error: record.lastError };
       }
       if (!('outcome' in body)) throw new InvalidOptionError('say how the effect ended: outcome (JSON), or failed: true.');
+      refuseMarker(context, 'outcome', body.outcome);
       const entry = await resolveEffect(engine, { thread, idempotencyKey: key, outcome: body.outcome });
       return { thread, key, resolution: 'outcome', name: entry.name };
     }
@@ -204,6 +223,7 @@ export async function performAction(context: ActionContext, pathname: string, bo
       const app = needApp(context, 'forking');
       const seq = seqOf(body, 'seq', true)!;
       const patch = objectOf(body, 'patch');
+      refuseMarker(context, 'patch', patch);
       const fork = { thread, seq, actor, ...(patch ? { patch } : {}) } as Parameters<App<StateSchema>['fork']>[0];
       const forked = await app.fork(fork);
       if (body.run !== true) return { ...runView(forked), forkedFrom: seq };

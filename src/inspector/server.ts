@@ -176,7 +176,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   };
   if (options.app && !options.allowActions) throw new InvalidOptionError('startInspector: app serves the actions that run its code; pass allowActions: true with it.');
   const actions: ActionContext | undefined = options.allowActions
-    ? { engine: options.engine, actor: options.actor ?? `inspector:${userInfo().username}`, ...(options.app ? { app: options.app } : {}) }
+    ? { engine: options.engine, actor: options.actor ?? `inspector:${userInfo().username}`, redacting: redaction.raw !== true, ...(options.app ? { app: options.app } : {}) }
     : undefined;
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {

@@ -354,6 +354,18 @@ export class Redactor {
 }
 
 /**
+ * True when a string inside `value` (keys included) holds the marker: what a form
+ * built from a redacted view sends back. Written as it is, it would replace the stored
+ * value with the marker, so the inspector refuses it.
+ */
+export function holdsMarker(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes(REDACTED);
+  if (typeof value !== 'object' || value === null || depth > 300) return false;
+  if (Array.isArray(value)) return value.some((v) => holdsMarker(v, depth + 1));
+  return Object.entries(value).some(([k, v]) => k.includes(REDACTED) || holdsMarker(v, depth + 1));
+}
+
+/**
  * One value through `rules`, in the place it is shown: as a state (`{ as: 'state' }`,
  * fields by name), a recorded output or an effect outcome (`{ as: 'record' | 'effect',
  * name }`), or anything else (patterns only). A face that shows several values of

@@ -253,7 +253,7 @@ describe('fifty secrets, on SQLite', () => {
 
     const reader = sqlite(db, { readOnly: true });
     try {
-      const faces = {
+      const faces: Record<string, string> = {
         ...(await storageFaces(db, reader, dir, true)),
         events: JSON.stringify(events),
         stream: JSON.stringify(streamed),
@@ -264,7 +264,7 @@ describe('fifty secrets, on SQLite', () => {
       // The faces did show the thread: the markers are where the secrets were.
       expect(faces['cli show --json']).toContain('[redacted]');
       expect(faces['inspector /api/threads/cust-1/state?seq=5']).toContain('[redacted]');
-      for (const face of ['events', 'stream', 'spans', 'errors', 'cli export file', 'cli attempts']) expect(faces[face as keyof typeof faces], face).toContain('[redacted]');
+      for (const face of ['events', 'stream', 'spans', 'errors', 'cli export file', 'cli attempts']) expect(faces[face], face).toContain('[redacted]');
 
       // --raw shows them as stored; a raw export imports and verifies, a redacted one is refused.
       const raw = await cairn(['show', 'cust-1', '--json', '--raw', '--db', db]);
