@@ -101,7 +101,7 @@ describe('redaction choices', () => {
     const [step] = (await app.history({ thread: 't1' })).filter((p) => p.children.length);
     const ns = step!.children[0]!;
     expect((await get(redacted, `/api/threads/t1/state?ns=${encodeURIComponent(ns)}`)).state).toMatchObject({ childSecret: '[redacted]', out: 'done 0' });
-    expect((await app.stateAt({ thread: 't1', ns, seq: 1 })).childSecret).toBe('child-hidden-4242');
+    expect(((await app.stateAt({ thread: 't1', ns, seq: 1 })) as unknown as { childSecret: string }).childSecret).toBe('child-hidden-4242');
   });
 
   it('refuses a fork patch that holds the marker (400, nothing changed); an edit without it goes through, and so does any on a raw inspector', async () => {
