@@ -48,6 +48,11 @@ export function sealedKeyId(text: string): string | null {
   return end < 0 ? null : text.slice(SEALED_PREFIX.length, end);
 }
 
+/** The longest sealed text a plaintext of `plainBytes` UTF-8 bytes can become (a key id of up to 64 characters). */
+export function sealedLength(plainBytes: number): number {
+  return SEALED_PREFIX.length + 65 + Math.ceil((IV_BYTES + plainBytes + TAG_BYTES) / 3) * 4;
+}
+
 /** Seals `plaintext` for the row `aad` names, under `key`. A fresh random IV every time. */
 export function sealText(key: DataKey, plaintext: string, aad: string): string {
   const iv = randomBytes(IV_BYTES);
@@ -93,43 +98,66 @@ export function openText(key: DataKey, text: string, aad: string, where: string)
  * Decrypts many sealed texts under one key without checking their tags (see the
  * module note for why this is sound where it is used): one AES call for the keystream
  * of all of them. Returns the plaintexts in order.
+ *
+ * Every envelope is decoded straight into one buffer, in a slot of whole 16-byte
+ * blocks: four spare bytes, the 12-byte IV, then the ciphertext (so it starts on a
+ * block) and the tag. The counter blocks are written in a second buffer at the same
+ * offsets; one ECB call turns them into the keystream, and one XOR over aligned
+ * 32-bit words decrypts every body. No per-row Buffer, cipher or copy.
  */
 export function openTextsUnchecked(key: DataKey, texts: readonly string[], where: string): string[] {
-  const parts = texts.map((text) => unpack(text, where));
-  // Every body at a 16-byte-aligned offset of one buffer, so that the keystream XOR
-  // runs over whole 32-bit words of two aligned arrays.
-  const offsets = new Array<number>(parts.length);
+  const count = texts.length;
+  if (count === 0) return [];
+  const from = new Array<number>(count);
+  const packedBytes = new Array<number>(count);
+  const slots = new Array<number>(count);
   let size = 0;
-  for (let p = 0; p < parts.length; p++) {
-    offsets[p] = size;
-    size += Math.ceil(parts[p]!.body.length / BLOCK) * BLOCK;
+  for (let p = 0; p < count; p++) {
+    const text = texts[p]!;
+    const start = text.startsWith(SEALED_PREFIX) ? text.indexOf(':', SEALED_PREFIX.length) + 1 : 0;
+    const chars = text.length - start;
+    const bytes = (chars >> 2) * 3 - (text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0);
+    if (start === 0 || chars % 4 !== 0 || bytes < IV_BYTES + TAG_BYTES) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
+    from[p] = start;
+    packedBytes[p] = bytes;
+    slots[p] = size;
+    size += BLOCK + Math.ceil((bytes - IV_BYTES) / BLOCK) * BLOCK;
   }
-  const data = Buffer.alloc(size);
+  // Its own ArrayBuffer (never a pooled slice), so the 32-bit views are aligned.
+  const data = Buffer.from(new ArrayBuffer(size));
+  const words = new Uint32Array(data.buffer, data.byteOffset, size / 4);
   const counters = new Uint32Array(size / 4);
-  const ivWords = new Uint32Array(3);
-  const ivBytes = new Uint8Array(ivWords.buffer);
-  for (let p = 0; p < parts.length; p++) {
-    const { iv, body } = parts[p]!;
-    body.copy(data, offsets[p]);
-    ivBytes.set(iv);
-    const first = offsets[p]! / 4;
-    const blocks = Math.ceil(body.length / BLOCK);
+  for (let p = 0; p < count; p++) {
+    const slot = slots[p]!;
+    const written = data.write(texts[p]!.slice(from[p]), slot + 4, packedBytes[p]!, 'base64');
+    if (written !== packedBytes[p]) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
+    const w = slot / 4;
+    const iv0 = words[w + 1]!;
+    const iv1 = words[w + 2]!;
+    const iv2 = words[w + 3]!;
+    const blocks = Math.ceil((packedBytes[p]! - IV_BYTES - TAG_BYTES) / BLOCK);
     // Counter blocks: iv ‖ 32-bit big-endian counter from 2 (GCM's first data block).
-    for (let b = 0, w = first; b < blocks; b++, w += 4) {
-      counters[w] = ivWords[0]!;
-      counters[w + 1] = ivWords[1]!;
-      counters[w + 2] = ivWords[2]!;
+    for (let b = 0, c = w + 4; b < blocks; b++, c += 4) {
+      counters[c] = iv0;
+      counters[c + 1] = iv1;
+      counters[c + 2] = iv2;
       const n = b + 2;
-      counters[w + 3] = BIG_ENDIAN ? n : ((n & 0xff) << 24) | ((n & 0xff00) << 8) | ((n >>> 8) & 0xff00) | (n >>> 24);
+      counters[c + 3] = BIG_ENDIAN ? n : ((n & 0xff) << 24) | ((n & 0xff00) << 8) | ((n >>> 8) & 0xff00) | (n >>> 24);
     }
   }
   const ecb = createCipheriv('aes-256-ecb', key.key, null);
   ecb.setAutoPadding(false);
-  const stream = ecb.update(new Uint8Array(counters.buffer));
+  let stream = ecb.update(new Uint8Array(counters.buffer));
+  if (stream.byteOffset % 4 !== 0) stream = Buffer.from(stream);
   const streamWords = new Uint32Array(stream.buffer, stream.byteOffset, stream.length / 4);
-  const dataWords = new Uint32Array(data.buffer, data.byteOffset, size / 4);
-  for (let i = 0; i < dataWords.length; i++) dataWords[i]! ^= streamWords[i]!;
-  return parts.map(({ body }, p) => data.toString('utf8', offsets[p]!, offsets[p]! + body.length));
+  const out = new Array<string>(count);
+  for (let p = 0; p < count; p++) {
+    const body = slots[p]! + BLOCK;
+    const length = packedBytes[p]! - IV_BYTES - TAG_BYTES;
+    for (let i = body / 4, end = (body + Math.ceil(length / BLOCK) * BLOCK) / 4; i < end; i++) words[i]! ^= streamWords[i]!;
+    out[p] = data.toString('utf8', body, body + length);
+  }
+  return out;
 }
 
 const BIG_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 0;
