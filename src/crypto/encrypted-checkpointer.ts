@@ -20,6 +20,8 @@ import type {
   Checkpointer,
   CheckpointerCapabilities,
   ClaimRequest,
+  CompactionRequest,
+  CompactionResult,
   HeadAnchor,
   LeaseHolderQuery,
   PendingWrite,
@@ -101,6 +103,7 @@ export const CHECKPOINTER_MEMBERS: Record<keyof Checkpointer, 'wrapped' | 'value
   listSignals: 'wrapped',
   consumeSignal: 'wrapped',
   deleteThread: 'wrapped',
+  compactThread: 'wrapped',
   close: 'wrapped',
 };
 
@@ -119,6 +122,8 @@ export class EncryptedCheckpointer implements Checkpointer {
     this.engine = inner.engine;
     this.capabilities = inner.capabilities;
     this[VERIFYING_READS] = checkEveryItem ? this : new EncryptedCheckpointer(inner, sealer, scopes, true);
+    // Optional in the contract, and probed for (retention skips compaction without it).
+    if (!inner.compactThread) (this as { compactThread?: unknown }).compactThread = undefined;
   }
 
   // ---------------------------------------------------------------- threads and leases
@@ -294,6 +299,20 @@ export class EncryptedCheckpointer implements Checkpointer {
     const result = await this.inner.deleteThread(threadId, options);
     if (result.deleted) this.scopes.forget(threadId);
     return result;
+  }
+
+  async compactThread(lease: ThreadLease, request: CompactionRequest): Promise<CompactionResult> {
+    if (!this.inner.compactThread) throw new NotSupportedError('compactThread is not supported by this engine.', { place: { engine: this.engine } });
+    const key = await this.sealer.keyFor(this.scopes.ofLease(lease));
+    const t = lease.threadId;
+    const { ns } = request;
+    // The base's new snapshot and the rewritten ones are sealed as every snapshot is.
+    const sealed: CompactionRequest = {
+      ...request,
+      snapshot: typeof request.snapshot === 'string' ? sealText(key, request.snapshot, aad.snapshot(t, ns, request.base?.seq)) : request.snapshot,
+      ...(request.snapshots ? { snapshots: request.snapshots.map((s) => ({ ...s, text: sealText(key, s.text, aad.snapshot(t, ns, s.seq)) })) } : {}),
+    };
+    return this.inner.compactThread(lease, sealed);
   }
 
   close(): Promise<void> {
