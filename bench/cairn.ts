@@ -23,8 +23,10 @@
  *   load, after the engine has opened the database (see `children/cairn-load.ts`).
  */
 import Database from 'better-sqlite3';
+import { encrypted, keyFile } from '../dist/crypto/index.js';
 import { sqlite } from '../dist/engines/sqlite/index.js';
 import type { RunEvent } from '../dist/index.js';
+import type { Engine } from '../dist/contracts/engine.js';
 import { CAIRN_THREAD_ID, buildCairnApp } from './cairn-graph.js';
 import { firstLastMeans, medianOfFreshRuns, secondWindowMean } from './measure.js';
 import { checkpointedDbBytes, freshDbPath } from './sqlite-util.js';
@@ -54,6 +56,17 @@ export interface CairnBenchOptions {
    * only: for repeated per-step measurements.
    */
   loads?: boolean;
+  /**
+   * Run on `encrypted(sqlite(file), { keys: keyFile(<file>.keys.json) })`: every
+   * payload sealed with AES-256-GCM (the `cairn-encrypted` contender). The load child
+   * opens a file with a key file beside it encrypted too.
+   */
+  encrypted?: boolean;
+}
+
+/** The key file of an encrypted contender's database: beside it, so its load children find it. */
+export function keyFileOf(dbFile: string): string {
+  return `${dbFile}.keys.json`;
 }
 
 /** The SQLite settings a cairn run actually ran with, read back from its connection. */
@@ -76,16 +89,17 @@ export interface CairnResult extends WorkloadResult {
 const SYNCHRONOUS = ['OFF', 'NORMAL', 'FULL', 'EXTRA'];
 
 /** Run the workload through cairn and measure it. */
-export async function benchCairn({ n, dir, durability, loads = true }: CairnBenchOptions): Promise<CairnResult> {
-  const file = freshDbPath(dir, 'cairn');
-  const engine = sqlite(file, durability ? { durability } : {});
+export async function benchCairn({ n, dir, durability, loads = true, encrypted: sealed = false }: CairnBenchOptions): Promise<CairnResult> {
+  const file = freshDbPath(dir, sealed ? 'cairn-encrypted' : 'cairn');
+  const inner = sqlite(file, durability ? { durability } : {});
+  const engine = sealed ? encrypted(inner, { keys: keyFile(keyFileOf(file)) }) : inner;
   let stepMs: number[];
   let settings: CairnSqliteSettings;
   try {
     // Open the database (pragmas, migrations) outside the timed steps, as the
     // other contenders create their tables untimed.
     await engine.checkpointer.getThread(CAIRN_THREAD_ID);
-    settings = readSettings(engine);
+    settings = readSettings(inner);
     stepMs = await runTimed(engine, n);
   } finally {
     await engine.close();
@@ -111,7 +125,7 @@ export async function benchCairn({ n, dir, durability, loads = true }: CairnBenc
   }
 
   const base = {
-    contender: durability === 'normal' ? 'cairn-normal' : 'cairn',
+    contender: sealed ? 'cairn-encrypted' : durability === 'normal' ? 'cairn-normal' : 'cairn',
     n,
     dbFile: file,
     ...firstLastMeans(stepMs),
@@ -130,7 +144,7 @@ export async function benchCairn({ n, dir, durability, loads = true }: CairnBenc
   const history1000 = await medianOfFreshRuns(LOAD_CHILD, [file, 'history-1000'], CAIRN_LOAD_RUNS, Math.min(1000, n + 1));
 
   const notes = [
-    `graph self-loop, one run; sqlite engine durability=${durability ?? 'full'} (journal_mode=${settings.journal_mode}, synchronous=${settings.synchronous})`,
+    `graph self-loop, one run; ${sealed ? 'encrypted(sqlite), AES-256-GCM, key file; ' : ''}sqlite engine durability=${durability ?? 'full'} (journal_mode=${settings.journal_mode}, synchronous=${settings.synchronous})`,
     `slowest step ${Math.max(...stepMs).toFixed(1)} ms`,
     `${snapshots} snapshots; positions past the last snapshot: head ${sinceSnapshot.head}, mid ${sinceSnapshot.mid}`,
     'head: app.getState; mid: app.stateAt; history: app.history paged by 1000',
@@ -149,7 +163,7 @@ export async function benchCairn({ n, dir, durability, loads = true }: CairnBenc
 }
 
 /** Run the app once to n messages, returning the wall clock of each append step. */
-export async function runTimed(engine: ReturnType<typeof sqlite>, n: number): Promise<number[]> {
+export async function runTimed(engine: Engine, n: number): Promise<number[]> {
   const stepMs: number[] = [];
   let last = 0;
   const onEvent = (e: RunEvent) => {

@@ -10,6 +10,9 @@
  *   with cairn's own `decode` (cairn stores canonical tagged JSON; on plain
  *   JSON `decode` is `JSON.parse` plus one walk of its containers): the cheapest load;
  * - `cairn`: the built package, `sqlite(file)` engine (WAL, synchronous=FULL);
+ * - `cairn-encrypted`: the same on `encrypted(sqlite(file), { keys: keyFile(...) })`
+ *   (cairn/crypto: every payload sealed with AES-256-GCM), judged against `cairn`
+ *   in the same run: per step and head load at most 1.3× (the "encrypted" checks);
  * - `langgraph-default` (N ≤ 1000; its storage grows quadratically) and
  *   `langgraph-delta` (N ≤ 5000): LangGraph.js + SqliteSaver.
  * Every SQLite contender runs journal_mode=WAL, synchronous=FULL.
@@ -25,7 +28,7 @@
  * threads and opening a thread of 10,000 positions, on SQLite and PostgreSQL, beside
  * the raw SELECT of the same rows.
  *
- * Usage: tsx bench/run.ts [--json] [--quick] [--no-postgres] [--no-drivers] [--no-inspector] [--inspector-only] [--n=100,1000] [--only=raw,floor,cairn,langgraph-default,langgraph-delta]
+ * Usage: tsx bench/run.ts [--json] [--quick] [--no-postgres] [--no-drivers] [--no-inspector] [--inspector-only] [--n=100,1000] [--only=raw,floor,cairn,cairn-encrypted,langgraph-default,langgraph-delta]
  *   --json            the same data as JSON on stdout instead of tables
  *   --quick           N = 100 and 1000 only (a smoke run)
  *   --no-postgres     skip the PostgreSQL sections (step commit; the inspector on PostgreSQL)
@@ -68,10 +71,13 @@ const unknown = argv.filter((a) => !['--json', '--quick', '--no-postgres', '--no
 if (unknown.length) throw new Error(`unknown argument(s) ${unknown.join(' ')}; usage: run.ts [--json] [--quick] [--n=...] [--only=...]`);
 
 const SIZES = nArg ? nArg.split(',').map(Number) : quick ? [100, 1000] : [100, 1000, 5000];
-const CONTENDERS = ['raw', 'floor', 'cairn', 'langgraph-default', 'langgraph-delta'] as const;
+const CONTENDERS = ['raw', 'floor', 'cairn', 'cairn-encrypted', 'langgraph-default', 'langgraph-delta'] as const;
 type ContenderKey = (typeof CONTENDERS)[number];
 const wanted = new Set<string>(onlyArg ? onlyArg.split(',') : CONTENDERS);
 for (const name of wanted) if (!(CONTENDERS as readonly string[]).includes(name)) throw new Error(`unknown contender ${name}`);
+
+/** Encryption on may cost at most this much against off, per step and on head load. */
+const ENCRYPTED_GOAL = 1.3;
 
 /** The N the targets are judged at. */
 const TARGET_N = 5000;
@@ -134,9 +140,9 @@ interface SizeReport {
   n: number;
   results: WorkloadResult[];
   /** Every run of raw's and cairn's steps (round 1 is the contender run); the results hold their medians. */
-  stepRounds?: { raw: PerStep[]; cairn: PerStep[] };
-  /** Alternating fresh-process head loads, ms (floor[i] and cairn[i] ran back to back). */
-  headPairs?: { floor: number[]; cairn: number[] };
+  stepRounds?: { raw: PerStep[]; cairn: PerStep[]; encrypted?: PerStep[] };
+  /** Alternating fresh-process head loads, ms (floor[i], cairn[i] and encrypted[i] ran back to back). */
+  headPairs?: { floor?: number[]; cairn: number[]; encrypted?: number[] };
   /** cairn against raw, floor and itself, with the targets. */
   checks: Check[];
   /** LangGraph figure / cairn figure, per LangGraph mode (>1: cairn is better). */
@@ -193,14 +199,18 @@ const perStep = (r: WorkloadResult): PerStep => ({
 async function repeatSteps(n: number, dir: string, results: WorkloadResult[]): Promise<SizeReport['stepRounds']> {
   const raw = results.find((r) => r.contender === 'raw-sqlite');
   const cairn = results.find((r) => r.contender === 'cairn');
-  if (!raw || !cairn || STEP_ROUNDS < 2) return undefined;
-  const rounds = { raw: [perStep(raw)], cairn: [perStep(cairn)] };
+  const sealed = results.find((r) => r.contender === 'cairn-encrypted');
+  if (!cairn || STEP_ROUNDS < 2 || (!raw && !sealed)) return undefined;
+  const rounds: NonNullable<SizeReport['stepRounds']> = { raw: raw ? [perStep(raw)] : [], cairn: [perStep(cairn)], ...(sealed ? { encrypted: [perStep(sealed)] } : {}) };
   for (let round = 2; round <= STEP_ROUNDS; round++) {
-    progress(`[N=${n}] per-step round ${round}/${STEP_ROUNDS}: raw, cairn (steps only)`);
-    rounds.raw.push(perStep(await runChild<WorkloadResult>(CONTENDER_CHILD, ['raw', String(n), dir])));
+    progress(`[N=${n}] per-step round ${round}/${STEP_ROUNDS}: ${[raw && 'raw', 'cairn', sealed && 'cairn-encrypted'].filter(Boolean).join(', ')} (steps only)`);
+    if (raw) rounds.raw.push(perStep(await runChild<WorkloadResult>(CONTENDER_CHILD, ['raw', String(n), dir])));
     rounds.cairn.push(perStep(await runChild<WorkloadResult>(CONTENDER_CHILD, ['cairn', String(n), dir, 'steps-only'])));
+    if (sealed) rounds.encrypted!.push(perStep(await runChild<WorkloadResult>(CONTENDER_CHILD, ['cairn-encrypted', String(n), dir, 'steps-only'])));
   }
-  for (const [result, runs] of [[raw, rounds.raw], [cairn, rounds.cairn]] as const) {
+  const all: [WorkloadResult | undefined, PerStep[]][] = [[raw, rounds.raw], [cairn, rounds.cairn], [sealed, rounds.encrypted ?? []]];
+  for (const [result, runs] of all) {
+    if (!result) continue;
     result.firstMsPerStep = median(runs.map((r) => r.first));
     result.lastMsPerStep = median(runs.map((r) => r.last));
     if (result.secondMsPerStep !== undefined) result.secondMsPerStep = median(runs.map((r) => r.second!));
@@ -208,19 +218,27 @@ async function repeatSteps(n: number, dir: string, results: WorkloadResult[]): P
   return rounds;
 }
 
-/** Floor and cairn head loads in alternating fresh processes. */
+/** Floor, cairn and encrypted cairn head loads in alternating fresh processes (those of them that ran). */
 async function pairHeadLoads(n: number, results: WorkloadResult[]): Promise<SizeReport['headPairs']> {
   const floor = results.find((r) => r.contender === 'one-row-floor');
   const cairn = results.find((r) => r.contender === 'cairn');
-  if (!floor?.dbFile || !cairn?.dbFile) return undefined;
-  progress(`[N=${n}] ${HEAD_PAIRS} paired head loads: floor, cairn`);
-  const pairs = { floor: [] as number[], cairn: [] as number[] };
+  const sealed = results.find((r) => r.contender === 'cairn-encrypted');
+  if (!cairn?.dbFile || (!floor?.dbFile && !sealed?.dbFile)) return undefined;
+  progress(`[N=${n}] ${HEAD_PAIRS} paired head loads: ${[floor?.dbFile && 'floor', 'cairn', sealed?.dbFile && 'cairn-encrypted'].filter(Boolean).join(', ')}`);
+  const pairs: NonNullable<SizeReport['headPairs']> = { cairn: [], ...(floor?.dbFile ? { floor: [] } : {}), ...(sealed?.dbFile ? { encrypted: [] } : {}) };
+  const load = async (file: string) => {
+    const c = await runChild(CAIRN_LOAD_CHILD, [file, 'head']);
+    if (c.count !== n) throw new Error(`paired head loads: loaded ${c.count}, expected ${n}`);
+    return c.ms;
+  };
   for (let i = 0; i < HEAD_PAIRS; i++) {
-    const f = await runChild(ONE_ROW_CHILD, [floor.dbFile, CAIRN_FLOOR_DECODER.module, CAIRN_FLOOR_DECODER.exportName]);
-    const c = await runChild(CAIRN_LOAD_CHILD, [cairn.dbFile, 'head']);
-    if (f.count !== n || c.count !== n) throw new Error(`paired head loads: loaded ${f.count} and ${c.count}, expected ${n}`);
-    pairs.floor.push(f.ms);
-    pairs.cairn.push(c.ms);
+    if (floor?.dbFile) {
+      const f = await runChild(ONE_ROW_CHILD, [floor.dbFile, CAIRN_FLOOR_DECODER.module, CAIRN_FLOOR_DECODER.exportName]);
+      if (f.count !== n) throw new Error(`paired head loads: the floor loaded ${f.count}, expected ${n}`);
+      pairs.floor!.push(f.ms);
+    }
+    pairs.cairn.push(await load(cairn.dbFile));
+    if (sealed?.dbFile) pairs.encrypted!.push(await load(sealed.dbFile));
   }
   return pairs;
 }
@@ -243,7 +261,7 @@ function compare(
       const v = value ?? Number.NaN;
       checks.push({ what, value: v, unit, target, pass: v <= target, ...(info ? { info } : {}) });
     };
-    if (raw && stepRounds) {
+    if (raw && stepRounds?.raw.length) {
       const ratios = stepRounds.cairn.map((c, i) => c.last / stepRounds.raw[i]!.last);
       check(`per-step: cairn last-100 / raw last-100 (median of ${ratios.length} paired runs)`, median(ratios), 'x', 1.5);
       check(`  each run: ${ratios.map((r) => times(r)).join(', ')}`, Number.NaN, 'x', Number.NaN, true);
@@ -251,14 +269,15 @@ function compare(
       check('per-step: cairn last-100 / raw last-100', cairn.lastMsPerStep / raw.lastMsPerStep, 'x', 1.5);
     }
     if (raw) check('DB bytes: cairn / raw', cairn.dbBytes / raw.dbBytes, 'x', 1.3);
-    if (floor && headPairs) {
-      const ratios = headPairs.cairn.map((c, i) => c / headPairs.floor[i]!);
+    if (floor && headPairs?.floor) {
+      const floorLoads = headPairs.floor;
+      const ratios = headPairs.cairn.map((c, i) => c / floorLoads[i]!);
       check(`head load: cairn / floor (cairn decode; median of ${ratios.length} paired loads)`, median(ratios), 'x', 1.5);
       check('  same, the two medians of 5 in the table', cairn.headLoadMs! / floor.headLoadMs!, 'x', 1.5, true);
       // Fresh-process loads on a shared 2-core VM are noisy: the fastest run of
       // each is the least disturbed estimate of the intrinsic cost.
       const fastest = (r: WorkloadResult, paired: number[]) => Math.min(...(r.loadRuns?.head ?? []), ...paired);
-      check('  same, fastest of all runs of each', fastest(cairn, headPairs.cairn) / fastest(floor, headPairs.floor), 'x', 1.5, true);
+      check('  same, fastest of all runs of each', fastest(cairn, headPairs.cairn) / fastest(floor, floorLoads), 'x', 1.5, true);
     } else if (floor) {
       check('head load: cairn / floor (cairn decode)', cairn.headLoadMs! / floor.headLoadMs!, 'x', 1.5);
     }
@@ -267,6 +286,26 @@ function compare(
       check('  same, against steps 101-200 (first 100 carry JIT warm-up)', cairn.lastMsPerStep / cairn.secondMsPerStep, 'x', 1.1, true);
     }
     check(`history, newest ${cairn.history1000Count} positions`, cairn.history1000Ms, 'ms', 20);
+    const sealed = by('cairn-encrypted');
+    if (sealed) {
+      // Encryption on against off, in the same run: paired rounds, as above.
+      if (stepRounds?.encrypted) {
+        const ratios = stepRounds.encrypted.map((e, i) => e.last / stepRounds.cairn[i]!.last);
+        check(`encrypted: per-step cairn-encrypted / cairn last-100 (median of ${ratios.length} paired runs)`, median(ratios), 'x', ENCRYPTED_GOAL);
+        check(`  each run: ${ratios.map((r) => times(r)).join(', ')}`, Number.NaN, 'x', Number.NaN, true);
+      } else {
+        check('encrypted: per-step cairn-encrypted / cairn last-100', sealed.lastMsPerStep / cairn.lastMsPerStep, 'x', ENCRYPTED_GOAL);
+      }
+      if (headPairs?.encrypted) {
+        const sealedLoads = headPairs.encrypted;
+        const ratios = headPairs.cairn.map((c, i) => sealedLoads[i]! / c);
+        check(`encrypted: head load cairn-encrypted / cairn (median of ${ratios.length} paired loads)`, median(ratios), 'x', ENCRYPTED_GOAL);
+        check(`  each pair: ${ratios.map((r) => times(r)).join(', ')}`, Number.NaN, 'x', Number.NaN, true);
+      } else if (sealed.headLoadMs !== undefined && cairn.headLoadMs !== undefined) {
+        check('encrypted: head load cairn-encrypted / cairn', sealed.headLoadMs / cairn.headLoadMs, 'x', ENCRYPTED_GOAL);
+      }
+      check('encrypted: DB bytes cairn-encrypted / cairn (base64 envelopes)', sealed.dbBytes / cairn.dbBytes, 'x', Number.NaN, true);
+    }
   }
   const versusLangGraph: Record<string, Record<string, number>> = {};
   for (const lg of results.filter((r) => r.contender.startsWith('langgraph-'))) {

@@ -798,3 +798,10 @@ export class KeyUnavailableError extends coded('ERR_KEY_UNAVAILABLE') {
     super(`data key ${keyId} is unavailable: ${detail}`, options);
   }
 }
+
+/**
+ * The database holds encrypted rows (it has data keys) and was opened without keys:
+ * pass the key provider (`encrypted(engine, { keys })`; on the command line `--keys
+ * <key file>`, `CAIRN_KEY_FILE` or `CAIRN_MASTER_KEY`). Nothing was read.
+ */
+export class KeysRequiredError extends coded('ERR_KEYS_REQUIRED') {}

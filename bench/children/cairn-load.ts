@@ -12,9 +12,13 @@
  *   OP = head | mid (state at position SEQ) | history (every position, paged
  *        newest-first 1000 at a time with beforeSeq) | history-1000 (the newest
  *        1000 positions, one call)
+ * A DB with a key file beside it (`DB.keys.json`: the `cairn-encrypted` contender's) is
+ * opened as `encrypted(sqlite(DB), { keys: keyFile(DB.keys.json) })`.
  * Prints `{"ms": ..., "count": ...}`: for head/mid the number of messages in
  * the loaded state, for history/history-1000 the number of positions listed.
  */
+import { existsSync } from 'node:fs';
+import { encrypted, keyFile } from '../../dist/crypto/index.js';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
 import { CAIRN_THREAD_ID, buildCairnApp } from '../cairn-graph.js';
 import { makeMessage, type BenchMessage } from '../workload.js';
@@ -25,7 +29,8 @@ if (!file || !op) throw new Error('usage: cairn-load.ts DB head|mid|history|hist
 /** Page size of the full history listing. */
 const HISTORY_PAGE = 1000;
 
-const engine = sqlite(file);
+const keys = `${file}.keys.json`;
+const engine = existsSync(keys) ? encrypted(sqlite(file), { keys: keyFile(keys) }) : sqlite(file);
 const app = buildCairnApp({ engine, n: 0 });
 // Open the database (pragmas, migrations) before the clock.
 await engine.checkpointer.getThread('__bench_open__');

@@ -8,8 +8,8 @@
  * they do when called directly.
  *
  * Usage: node --import tsx bench/children/contender.ts CONTENDER N DIR [steps-only]
- *   CONTENDER = raw | floor | cairn | langgraph-default | langgraph-delta
- *   steps-only (raw, cairn): run and time the steps, measure no load
+ *   CONTENDER = raw | floor | cairn | cairn-encrypted | langgraph-default | langgraph-delta
+ *   steps-only (raw, cairn, cairn-encrypted): run and time the steps, measure no load
  * Prints the contender's result (a `WorkloadResult`, `CairnResult` for cairn)
  * as one JSON line.
  */
@@ -34,6 +34,8 @@ async function run(): Promise<WorkloadResult> {
       return benchOneRowFloor({ n, dir: dir!, decode: CAIRN_FLOOR_DECODER });
     case 'cairn':
       return benchCairn({ n, dir: dir!, loads: !stepsOnly });
+    case 'cairn-encrypted':
+      return benchCairn({ n, dir: dir!, loads: !stepsOnly, encrypted: true });
     case 'langgraph-default':
     case 'langgraph-delta':
       if (stepsOnly) throw new Error('steps-only is for raw and cairn');

@@ -60,6 +60,7 @@ import type {
   ThreadStatus,
 } from '../contracts/threads.js';
 import { MAX_SIGNAL_NAME_LENGTH, MAX_SIGNAL_PAYLOAD_BYTES } from '../defaults.js';
+import { isSealed, sealedLength } from '../crypto/envelope.js';
 import {
   EngineError,
   HeadMovedError,
@@ -150,7 +151,7 @@ export interface ConsumptionToStore {
 }
 
 /** U+0000 (no place in PostgreSQL text) or a lone surrogate (no UTF-8 form): codec text holds neither. */
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+export const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 const finiteTime = (what: string, value: unknown): number => {
   if (typeof value !== 'number' || !Number.isFinite(value)) throw new InvalidOptionError(`${what} must be a finite number of ms since the epoch, got ${String(value)}.`);
@@ -413,7 +414,8 @@ export abstract class BaseCheckpointer implements Checkpointer {
     if (typeof payload !== 'string') throw new InvalidOptionError(`sendSignal: payload must be codec text (a string: encode(value)), got ${typeof payload}.`);
     if (UNSTORABLE.test(payload)) throw new InvalidOptionError('sendSignal: payload holds U+0000 or a lone surrogate, which codec text never does: encode the value with encode(value).');
     const bytes = Buffer.byteLength(payload, 'utf8');
-    if (bytes > MAX_SIGNAL_PAYLOAD_BYTES) {
+    // A sealed payload (an encrypted engine's) was held to the limit before sealing; its envelope may add a third.
+    if (bytes > (isSealed(payload) ? sealedLength(MAX_SIGNAL_PAYLOAD_BYTES) : MAX_SIGNAL_PAYLOAD_BYTES)) {
       throw new InvalidOptionError(`sendSignal: the payload is ${bytes} bytes, over the ${MAX_SIGNAL_PAYLOAD_BYTES}-byte limit. Store big payloads as artifacts and send the ref.`);
     }
     const sentAt = signal.sentAt === undefined ? Date.now() : finiteTime('sendSignal: sentAt', signal.sentAt);

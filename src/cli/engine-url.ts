@@ -11,11 +11,19 @@
  *   DatabaseNotFoundError, as for `read`; an older one is migrated.
  * - `create`: the target of import and copy, `migrate --apply`, a worker's
  *   PostgreSQL database: created if missing.
+ *
+ * With keys (`--keys <key file>`, else `CAIRN_KEY_FILE`, else `CAIRN_MASTER_KEY` for an
+ * environment master key) the engine is opened encrypted (`cairn/crypto`), requiring
+ * encryption. Without them, a database that holds data keys is refused at once with
+ * KeysRequiredError, rather than failing row by row.
  */
 import { existsSync } from 'node:fs';
 import type { Engine } from '../contracts/engine.js';
 import { CLI_POSTGRES_POOL_MAX } from '../defaults.js';
-import { DatabaseNotFoundError, DatabaseOutdatedError, InvalidOptionError } from '../errors.js';
+import { DatabaseNotFoundError, DatabaseOutdatedError, InvalidOptionError, KeysRequiredError } from '../errors.js';
+import { encrypted } from '../crypto/encrypted.js';
+import { envKey, keyFile, type KeyProvider } from '../crypto/key-provider.js';
+import { DATA_KEYS_NS } from '../crypto/keyring.js';
 import { sqlite } from '../engines/sqlite/index.js';
 // Loads no driver: the engine loads pg on its first query.
 import { postgres } from '../engines/postgres/index.js';
@@ -28,6 +36,24 @@ export const ENGINE_URL_HELP = 'a SQLite file path (./cairn.db), a sqlite: or fi
 
 /** The `--db` flag of the commands that open one database, as `command.option(...)` arguments. */
 export const DB_OPTION = ['--db <url>', `the cairn database: ${ENGINE_URL_HELP}`, './cairn.db'] as const;
+
+/** The root program's `--keys` flag, as `program.option(...)` arguments. */
+export const KEYS_OPTION = ['--keys <file>', 'the key file of an encrypted database (else CAIRN_KEY_FILE; CAIRN_MASTER_KEY for an environment master key)'] as const;
+
+let keyFilePath: string | undefined;
+
+/** Sets the key file `--keys` named, for every engine the command opens. */
+export function useKeyFile(path: string | undefined): void {
+  keyFilePath = path;
+}
+
+/** The key provider the command line names: `--keys`, `CAIRN_KEY_FILE`, `CAIRN_MASTER_KEY`; undefined for none. */
+export function cliKeyProvider(): KeyProvider | undefined {
+  const path = keyFilePath ?? process.env.CAIRN_KEY_FILE;
+  if (path) return keyFile(path);
+  if (process.env.CAIRN_MASTER_KEY) return envKey('CAIRN_MASTER_KEY');
+  return undefined;
+}
 
 /** How a PostgreSQL engine's pool is made (ignored for SQLite). */
 export interface OpenEngineOptions {
@@ -65,6 +91,21 @@ function sqlitePath(target: string): string {
  * read-only first).
  */
 export async function openEngine(target: string, access: EngineAccess, options: OpenEngineOptions = {}): Promise<Engine> {
+  const engine = await openPlainEngine(target, access, options);
+  const keys = cliKeyProvider();
+  if (keys) return encrypted(engine, { keys });
+  // One small read: a database with data keys holds sealed rows this command could not
+  // open. Whatever else the read meets (no database yet, an older one) is left to the
+  // command, which meets it where it did before.
+  const keyRows = await engine.store.list(DATA_KEYS_NS, { limit: 1 }).catch(() => []);
+  if (keyRows.length > 0) {
+    await engine.close().catch(() => undefined);
+    throw new KeysRequiredError(`${target} is encrypted (it holds data keys): pass --keys <key file>, or set CAIRN_KEY_FILE or CAIRN_MASTER_KEY.`);
+  }
+  return engine;
+}
+
+async function openPlainEngine(target: string, access: EngineAccess, options: OpenEngineOptions): Promise<Engine> {
   const readOnly = access === 'read';
   if (isPostgresUrl(target)) {
     const { url, schema } = postgresTarget(target);

@@ -4,7 +4,7 @@
  * The `cairn` command line: `demo`, `threads`, `attempts`, `delete-thread`,
  * `history`, `show`, `effects`, `verify`, `diff`, `resume`, `fork`, `replay`,
  * `resolve-effect`, `signal`, `cancel`, `gc`, `retention apply`, `migrate`, `worker`, `export`, `import`, `copy`,
- * `inspect` (the web inspector). Every command names its database with `--db <url>` (a SQLite
+ * `inspect` (the web inspector), `keys rotate`. Every command names its database with `--db <url>` (a SQLite
  * file path, a `sqlite:` / `file:` URL, or `postgres://…#schema`; copy's target is
  * `--to`) and takes `--json`. Renamed flags keep their old spelling for a while,
  * hidden, with a deprecation notice (cli/deprecated-flags).
@@ -30,7 +30,8 @@ import { registerRetentionCommand } from './retention-command.js';
 import { registerInspectorCommand } from './inspector-command.js';
 import { registerImportLangGraphCommand } from './import-langgraph-command.js';
 import { installDeprecatedFlags } from './deprecated-flags.js';
-import { ENGINE_URL_HELP } from './engine-url.js';
+import { registerKeysCommand } from './keys-command.js';
+import { ENGINE_URL_HELP, KEYS_OPTION, useKeyFile } from './engine-url.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 /** Exit code of bad usage. */
@@ -44,9 +45,11 @@ program
   .name('cairn')
   .description('Durable runs for AI agents: inspect and move threads, verify their hash chains, collect artifacts, run workers and the demo.')
   .version(version)
+  .option(...KEYS_OPTION)
+  .hook('preAction', () => useKeyFile(program.opts<{ keys?: string }>().keys))
   .addHelpText(
     'after',
-    `\nDatabases: --db <url> is ${ENGINE_URL_HELP}.\nDurations (--since, --grace, olderThan=, --lease-ms, --poll-ms) are written 500ms, 30s, 15m, 12h, 7d or 2w.`,
+    `\nDatabases: --db <url> is ${ENGINE_URL_HELP}. An encrypted one (cairn/crypto) opens with --keys <key file> (any command), CAIRN_KEY_FILE or CAIRN_MASTER_KEY.\nDurations (--since, --grace, olderThan=, --lease-ms, --poll-ms) are written 500ms, 30s, 15m, 12h, 7d or 2w.`,
   );
 
 program
@@ -72,6 +75,7 @@ registerArtifactCommands(program);
 registerRetentionCommand(program);
 registerSignalCommand(program);
 registerInspectorCommand(program);
+registerKeysCommand(program);
 installDeprecatedFlags(program);
 
 program.parseAsync().catch((error: unknown) => {

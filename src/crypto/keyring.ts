@@ -54,6 +54,8 @@ export interface KeyringOptions {
 export class Keyring implements KeyringApi {
   private readonly clear = new Map<string, { key: DataKey; scope: string; until: number }>();
   private readonly current = new Map<string, { keyId: string; until: number }>();
+  private readonly fetching = new Map<string, Promise<DataKey>>();
+  private readonly finding = new Map<string, Promise<DataKey>>();
   private readonly now: () => number;
   private readonly cacheMs: number;
 
@@ -70,9 +72,18 @@ export class Keyring implements KeyringApi {
   }
 
   /** The scope's current data key, created (and made current) when it has none. */
-  async keyForWrite(scope: string): Promise<DataKey> {
+  keyForWrite(scope: string): Promise<DataKey> {
     const cached = this.current.get(scope);
     if (cached && cached.until > this.now()) return this.keyById(cached.keyId);
+    let pending = this.finding.get(scope);
+    if (!pending) {
+      pending = this.findCurrent(scope).finally(() => this.finding.delete(scope));
+      this.finding.set(scope, pending);
+    }
+    return pending;
+  }
+
+  private async findCurrent(scope: string): Promise<DataKey> {
     for (;;) {
       const item = await this.store.get<CurrentKeyRow>(CURRENT_KEY_NS, scopeDigest(scope));
       if (item) {
@@ -101,9 +112,19 @@ export class Keyring implements KeyringApi {
   }
 
   /** The data key a row names. KeyUnavailableError when it was destroyed or never existed. */
-  async keyById(keyId: string): Promise<DataKey> {
+  keyById(keyId: string): Promise<DataKey> {
     const cached = this.clear.get(keyId);
-    if (cached && cached.until > this.now()) return cached.key;
+    if (cached && cached.until > this.now()) return Promise.resolve(cached.key);
+    // Rows read together name the same key: one fetch and unwrap serves them all.
+    let pending = this.fetching.get(keyId);
+    if (!pending) {
+      pending = this.fetchKey(keyId).finally(() => this.fetching.delete(keyId));
+      this.fetching.set(keyId, pending);
+    }
+    return pending;
+  }
+
+  private async fetchKey(keyId: string): Promise<DataKey> {
     const item = await this.store.get<DataKeyRow>(DATA_KEYS_NS, keyId);
     if (!item) {
       this.clear.delete(keyId);

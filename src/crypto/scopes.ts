@@ -5,6 +5,7 @@
  * store row belongs to the scope the engine's `storeScope(namespace)` names (by
  * default one shared `store` scope, which no tenant erasure destroys).
  */
+import type { Checkpointer } from '../contracts/checkpointer.js';
 import type { DataKey } from './envelope.js';
 import type { KeyProvider } from './key-provider.js';
 
@@ -58,4 +59,16 @@ export interface EngineEncryption {
   readonly required: boolean;
   /** The scope a store row of `namespace` is sealed for. */
   storeScope(namespace: readonly string[]): string;
+}
+
+/**
+ * Where an encrypted engine's checkpointer keeps its verifying view: the same log with
+ * the tag of every row checked, the items of a load included (which the read path
+ * opens in bulk, proven by the snapshot's checksum instead).
+ */
+export const VERIFYING_READS: unique symbol = Symbol.for('cairn.crypto.verifyingReads');
+
+/** The checkpointer `verifyThread` reads through: `cp`'s verifying view when it has one, else `cp`. */
+export function verifyingReads(cp: Checkpointer): Checkpointer {
+  return (cp as { [VERIFYING_READS]?: Checkpointer })[VERIFYING_READS] ?? cp;
 }

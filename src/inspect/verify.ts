@@ -14,6 +14,7 @@
  * base: the base position's hash is the anchor's, and its parent hash is the one its
  * sealed snapshot names. Works on any {@link Checkpointer} and {@link Ledger}.
  */
+import { verifyingReads } from '../crypto/scopes.js';
 import type { Checkpointer, CompactionAnchor, HeadAnchor, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
 import type { Engine } from '../contracts/engine.js';
 import type { LedgerEntry } from '../contracts/ledger.js';
@@ -69,7 +70,9 @@ const BATCH = 500;
  * ```
  */
 export async function verifyThread(source: Engine | Checkpointer, threadId: string): Promise<VerifyReport> {
-  const { cp, ledger } = 'checkpointer' in source ? { cp: source.checkpointer, ledger: source.ledger } : { cp: source, ledger: undefined };
+  const { cp: stored, ledger } = 'checkpointer' in source ? { cp: source.checkpointer, ledger: source.ledger } : { cp: source, ledger: undefined };
+  // On an encrypted engine, every row is opened with its tag checked (a load opens items in bulk).
+  const cp = verifyingReads(stored);
   const thread = await cp.getThread(threadId);
   if (!thread) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
   const entries = ledger ? new Map((await ledger.list(threadId)).map((entry) => [entry.key, entry])) : undefined;

@@ -1,0 +1,364 @@
+/**
+ * @module crypto/encrypted-checkpointer
+ * The thread log of an encrypted engine: every opaque text is sealed before the inner
+ * checkpointer sees it and opened when it comes back. Sealed: position bodies, item
+ * texts, snapshot texts, pending writes, signal payloads and the messages of thread
+ * errors (a failure's message can quote what a node was given). In the clear, because
+ * engines index, filter or order by them: ids, namespaces, seqs, steps, times,
+ * statuses, kinds, tenants, metadata, signal names, error codes, lease holders and
+ * chain hashes (hashes of the plaintext: see `docs/architecture.md`).
+ *
+ * Reads check each row's tag, bound to its identity, except {@link getItems}: the bulk
+ * of a load, opened without tags in one AES call per data key, and proven, as a
+ * plaintext load is, by the snapshot's item checksum below the snapshot (the items
+ * above it come through `getRangeItems`, checked, and the chain hash). `verifyThread`
+ * reads through {@link VERIFYING_READS}, which checks every tag.
+ */
+import type {
+  AcquireRequest,
+  AttemptFailure,
+  Checkpointer,
+  CheckpointerCapabilities,
+  ClaimRequest,
+  CompactionRequest,
+  CompactionResult,
+  HeadAnchor,
+  LeaseHolderQuery,
+  PendingWrite,
+  PositionItem,
+  RangeItem,
+  SeqRange,
+  StepCommit,
+  StoredPosition,
+  ThreadPatch,
+} from '../contracts/checkpointer.js';
+import type {
+  DeleteThreadOptions,
+  DeleteThreadResult,
+  LeaseOwner,
+  SignalConsume,
+  SignalQuery,
+  SignalSend,
+  StoredSignal,
+  ThreadError,
+  ThreadLease,
+  ThreadQuery,
+  ThreadRecord,
+} from '../contracts/threads.js';
+import { UNSTORABLE } from '../checkpointer/base-checkpointer.js';
+import { MAX_SIGNAL_PAYLOAD_BYTES } from '../defaults.js';
+import { NotSupportedError } from '../errors.js';
+import { sealText } from './envelope.js';
+import { VERIFYING_READS } from './scopes.js';
+import { rowAad, type Sealer } from './sealer.js';
+import type { ThreadScopes } from './thread-scopes.js';
+
+function where(threadId: string, ns: string, seq: number, what: string): string {
+  return `thread ${threadId}${ns ? ` ns ${ns}` : ''} seq ${seq} (${what})`;
+}
+
+const aad = {
+  position: (t: string, ns: string, seq: number) => rowAad('position', t, ns, seq),
+  item: (t: string, ns: string, seq: number, field: string, index: number) => rowAad('item', t, ns, seq, field, index),
+  snapshot: (t: string, ns: string, seq: number) => rowAad('snapshot', t, ns, seq),
+  pending: (t: string, ns: string, baseSeq: number, task: string) => rowAad('pending', t, ns, baseSeq, task),
+  signal: (t: string, name: string, sentAt: number) => rowAad('signal', t, name, sentAt),
+  error: (t: string, code: string, at: number) => rowAad('error', t, code, at),
+};
+
+/**
+ * Every member of the contract. A member added to {@link Checkpointer} later fails the
+ * build here until the wrapper handles it, so nothing new can reach storage unsealed
+ * by passing around this class (test/crypto/encrypted.test.ts checks each is wrapped).
+ */
+export const CHECKPOINTER_MEMBERS: Record<keyof Checkpointer, 'wrapped' | 'value'> = {
+  engine: 'value',
+  capabilities: 'value',
+  getThread: 'wrapped',
+  listThreads: 'wrapped',
+  listFailures: 'wrapped',
+  acquireThread: 'wrapped',
+  renewLease: 'wrapped',
+  releaseThread: 'wrapped',
+  updateThread: 'wrapped',
+  commitStep: 'wrapped',
+  getHead: 'wrapped',
+  putSnapshot: 'wrapped',
+  putPendingWrite: 'wrapped',
+  getPendingWrites: 'wrapped',
+  getPosition: 'wrapped',
+  getPositions: 'wrapped',
+  listNamespaces: 'wrapped',
+  listPositions: 'wrapped',
+  getSnapshot: 'wrapped',
+  getSnapshots: 'wrapped',
+  getItems: 'wrapped',
+  getPositionItems: 'wrapped',
+  getRangeItems: 'wrapped',
+  claimThreads: 'wrapped',
+  subscribeRunnable: 'wrapped',
+  nextLeaseExpiry: 'wrapped',
+  leaseHolders: 'wrapped',
+  sendSignal: 'wrapped',
+  listSignals: 'wrapped',
+  consumeSignal: 'wrapped',
+  deleteThread: 'wrapped',
+  compactThread: 'wrapped',
+  close: 'wrapped',
+};
+
+export class EncryptedCheckpointer implements Checkpointer {
+  readonly engine: string;
+  readonly capabilities: CheckpointerCapabilities;
+  /** The same log with every row's tag checked, items included (what `verifyThread` reads). */
+  readonly [VERIFYING_READS]: Checkpointer;
+
+  constructor(
+    private readonly inner: Checkpointer,
+    private readonly sealer: Sealer,
+    private readonly scopes: ThreadScopes,
+    private readonly checkEveryItem = false,
+  ) {
+    this.engine = inner.engine;
+    this.capabilities = inner.capabilities;
+    this[VERIFYING_READS] = checkEveryItem ? this : new EncryptedCheckpointer(inner, sealer, scopes, true);
+    // Optional in the contract, and probed for (retention skips compaction without it).
+    if (!inner.compactThread) (this as { compactThread?: unknown }).compactThread = undefined;
+  }
+
+  // ---------------------------------------------------------------- threads and leases
+
+  async getThread(threadId: string): Promise<ThreadRecord | null> {
+    const thread = await this.inner.getThread(threadId);
+    return thread && this.openThread(thread);
+  }
+
+  async listThreads(query?: ThreadQuery): Promise<ThreadRecord[]> {
+    return Promise.all((await this.inner.listThreads(query)).map((thread) => this.openThread(thread)));
+  }
+
+  async listFailures(threadId: string): Promise<AttemptFailure[]> {
+    return Promise.all((await this.inner.listFailures(threadId)).map((failure) => this.openError(threadId, failure)));
+  }
+
+  async acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease> {
+    return this.openLease(await this.inner.acquireThread(threadId, request));
+  }
+
+  async renewLease(lease: ThreadLease, leaseMs: number): Promise<ThreadLease> {
+    return this.openLease(await this.inner.renewLease(lease, leaseMs));
+  }
+
+  releaseThread(lease: ThreadLease): Promise<void> {
+    return this.inner.releaseThread(lease);
+  }
+
+  async updateThread(lease: ThreadLease, patch: ThreadPatch): Promise<ThreadRecord> {
+    const scope = this.scopes.ofLease(lease);
+    const sealed: ThreadPatch = { ...patch };
+    if (patch.lastError) sealed.lastError = await this.sealError(scope, lease.threadId, patch.lastError);
+    if (patch.failure) sealed.failure = await this.sealError(scope, lease.threadId, patch.failure);
+    return this.openThread(await this.inner.updateThread(lease, sealed));
+  }
+
+  // ---------------------------------------------------------------- the log: writes
+
+  async commitStep(lease: ThreadLease, commit: StepCommit): Promise<void> {
+    const key = await this.sealer.keyFor(this.scopes.ofLease(lease));
+    const t = lease.threadId;
+    const { ns, seq } = commit.position;
+    const sealed: StepCommit = {
+      ...commit,
+      position: { ...commit.position, body: sealText(key, commit.position.body, aad.position(t, ns, seq)) },
+      items: commit.items.map((item) => ({ ...item, text: sealText(key, item.text, aad.item(t, ns, seq, item.field, item.index)) })),
+    };
+    if (commit.snapshot !== undefined) sealed.snapshot = sealText(key, commit.snapshot, aad.snapshot(t, ns, seq));
+    return this.inner.commitStep(lease, sealed);
+  }
+
+  async putSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<void> {
+    const text = await this.sealer.seal(this.scopes.ofLease(lease), snapshot.text, aad.snapshot(lease.threadId, snapshot.ns, snapshot.seq));
+    return this.inner.putSnapshot(lease, { ...snapshot, text });
+  }
+
+  async putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void> {
+    const body = await this.sealer.seal(this.scopes.ofLease(lease), write.body, aad.pending(lease.threadId, write.ns, write.baseSeq, write.task));
+    return this.inner.putPendingWrite(lease, { ...write, body });
+  }
+
+  // ---------------------------------------------------------------- the log: reads
+
+  getHead(threadId: string, ns: string): Promise<HeadAnchor | null> {
+    return this.inner.getHead(threadId, ns);
+  }
+
+  async getPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]> {
+    const writes = await this.inner.getPendingWrites(threadId, ns, baseSeq);
+    return Promise.all(
+      writes.map(async (w) => ({ ...w, body: await this.sealer.open(w.body, aad.pending(threadId, w.ns, w.baseSeq, w.task), where(threadId, w.ns, w.baseSeq, `pending write of ${w.task}`)) })),
+    );
+  }
+
+  async getPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
+    const position = await this.inner.getPosition(threadId, ns, seq);
+    return position && this.openPosition(threadId, position);
+  }
+
+  async getPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]> {
+    return Promise.all((await this.inner.getPositions(threadId, ns, range)).map((p) => this.openPosition(threadId, p)));
+  }
+
+  listNamespaces(threadId: string): Promise<string[]> {
+    return this.inner.listNamespaces(threadId);
+  }
+
+  async listPositions(threadId: string, ns: string, page?: { beforeSeq?: number; limit?: number }): Promise<StoredPosition[]> {
+    return Promise.all((await this.inner.listPositions(threadId, ns, page)).map((p) => this.openPosition(threadId, p)));
+  }
+
+  async getSnapshot(threadId: string, ns: string, ranges: SeqRange[]): Promise<{ seq: number; text: string } | null> {
+    const snapshot = await this.inner.getSnapshot(threadId, ns, ranges);
+    return snapshot && this.openSnapshot(threadId, ns, snapshot);
+  }
+
+  async getSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]> {
+    return Promise.all((await this.inner.getSnapshots(threadId, ns, range)).map((s) => this.openSnapshot(threadId, ns, s)));
+  }
+
+  async getItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
+    if (this.checkEveryItem) {
+      // Each item with its seq and index, so that its tag is checked against its identity.
+      const items: string[] = [];
+      for (const range of ranges) {
+        for (const item of await this.getRangeItems(threadId, ns, range)) if (item.field === field) items.push(item.text);
+      }
+      return items;
+    }
+    const texts = await this.inner.getItems(threadId, ns, field, ranges);
+    return this.sealer.openAllUnchecked(texts, `thread ${threadId}${ns ? ` ns ${ns}` : ''} (items of field "${field}")`);
+  }
+
+  async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
+    const items = await this.inner.getPositionItems(threadId, ns, seq, fields);
+    return Promise.all(items.map((item) => this.openItem(threadId, ns, seq, item)));
+  }
+
+  async getRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]> {
+    const items = await this.inner.getRangeItems(threadId, ns, range);
+    return Promise.all(items.map((item) => this.openItem(threadId, ns, item.seq, item)));
+  }
+
+  // ---------------------------------------------------------------- workers (by capability)
+
+  async claimThreads(request: ClaimRequest): Promise<ThreadLease[]> {
+    if (!this.inner.claimThreads) throw this.unsupported('claimThreads', 'claims');
+    return Promise.all((await this.inner.claimThreads(request)).map((lease) => this.openLease(lease)));
+  }
+
+  subscribeRunnable(listener: (threadId: string) => void): Promise<() => Promise<void>> {
+    if (!this.inner.subscribeRunnable) return Promise.reject(this.unsupported('subscribeRunnable', 'wakeUps'));
+    return this.inner.subscribeRunnable(listener);
+  }
+
+  nextLeaseExpiry(graph?: string): Promise<number | null> {
+    if (!this.inner.nextLeaseExpiry) return Promise.reject(this.unsupported('nextLeaseExpiry', 'leaseExpiry'));
+    return this.inner.nextLeaseExpiry(graph);
+  }
+
+  leaseHolders(query: LeaseHolderQuery): Promise<LeaseOwner[]> {
+    if (!this.inner.leaseHolders) return Promise.reject(this.unsupported('leaseHolders', 'leaseHolders'));
+    return this.inner.leaseHolders(query);
+  }
+
+  // ---------------------------------------------------------------- signals
+
+  async sendSignal(threadId: string, signal: SignalSend): Promise<StoredSignal> {
+    // What the inner engine would refuse in the plaintext (a bad name, payload or time)
+    // goes to it as it is, to be refused there: a sealed payload would hide a bad one.
+    const payload = (signal as { payload?: unknown } | null)?.payload;
+    const sentAt = (signal as { sentAt?: unknown } | null)?.sentAt ?? Date.now();
+    if (typeof payload !== 'string' || typeof (signal as { name?: unknown }).name !== 'string' || typeof sentAt !== 'number' || !Number.isFinite(sentAt) || UNSTORABLE.test(payload) || Buffer.byteLength(payload, 'utf8') > MAX_SIGNAL_PAYLOAD_BYTES) {
+      return this.inner.sendSignal(threadId, signal);
+    }
+    const scope = await this.scopes.of(threadId);
+    const sealed = await this.sealer.seal(scope, payload, aad.signal(threadId, signal.name, sentAt));
+    return this.openSignal(await this.inner.sendSignal(threadId, { ...signal, payload: sealed, sentAt }));
+  }
+
+  async listSignals(threadId: string, query?: SignalQuery): Promise<StoredSignal[]> {
+    return Promise.all((await this.inner.listSignals(threadId, query)).map((s) => this.openSignal(s)));
+  }
+
+  async consumeSignal(lease: ThreadLease, request: SignalConsume): Promise<StoredSignal> {
+    return this.openSignal(await this.inner.consumeSignal(lease, request));
+  }
+
+  // ---------------------------------------------------------------- deletion, lifecycle
+
+  async deleteThread(threadId: string, options?: DeleteThreadOptions): Promise<DeleteThreadResult> {
+    const result = await this.inner.deleteThread(threadId, options);
+    if (result.deleted) this.scopes.forget(threadId);
+    return result;
+  }
+
+  async compactThread(lease: ThreadLease, request: CompactionRequest): Promise<CompactionResult> {
+    if (!this.inner.compactThread) throw new NotSupportedError('compactThread is not supported by this engine.', { place: { engine: this.engine } });
+    const key = await this.sealer.keyFor(this.scopes.ofLease(lease));
+    const t = lease.threadId;
+    const { ns } = request;
+    // The base's new snapshot and the rewritten ones are sealed as every snapshot is.
+    const sealed: CompactionRequest = {
+      ...request,
+      snapshot: typeof request.snapshot === 'string' ? sealText(key, request.snapshot, aad.snapshot(t, ns, request.base?.seq)) : request.snapshot,
+      ...(request.snapshots ? { snapshots: request.snapshots.map((s) => ({ ...s, text: sealText(key, s.text, aad.snapshot(t, ns, s.seq)) })) } : {}),
+    };
+    return this.inner.compactThread(lease, sealed);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  // ---------------------------------------------------------------- opening
+
+  private async openPosition(threadId: string, position: StoredPosition): Promise<StoredPosition> {
+    const body = await this.sealer.open(position.body, aad.position(threadId, position.ns, position.seq), where(threadId, position.ns, position.seq, 'position body'));
+    return { ...position, body };
+  }
+
+  private async openItem<I extends PositionItem>(threadId: string, ns: string, seq: number, item: I): Promise<I> {
+    const text = await this.sealer.open(item.text, aad.item(threadId, ns, seq, item.field, item.index), where(threadId, ns, seq, `item ${item.index} of field "${item.field}"`));
+    return { ...item, text };
+  }
+
+  private async openSnapshot(threadId: string, ns: string, snapshot: { seq: number; text: string }): Promise<{ seq: number; text: string }> {
+    return { ...snapshot, text: await this.sealer.open(snapshot.text, aad.snapshot(threadId, ns, snapshot.seq), where(threadId, ns, snapshot.seq, 'snapshot')) };
+  }
+
+  private async openSignal(signal: StoredSignal): Promise<StoredSignal> {
+    const payload = await this.sealer.open(signal.payload, aad.signal(signal.threadId, signal.name, signal.sentAt), `thread ${signal.threadId} (payload of signal ${signal.id})`);
+    return { ...signal, payload };
+  }
+
+  private async openThread(thread: ThreadRecord): Promise<ThreadRecord> {
+    this.scopes.learn(thread.id, thread.tenant);
+    return thread.lastError ? { ...thread, lastError: await this.openError(thread.id, thread.lastError) } : thread;
+  }
+
+  private async openLease(lease: ThreadLease): Promise<ThreadLease> {
+    return { ...lease, thread: await this.openThread(lease.thread) };
+  }
+
+  private async sealError<E extends ThreadError>(scope: string, threadId: string, error: E): Promise<E> {
+    if (typeof error !== 'object' || typeof error.message !== 'string') return error;
+    return { ...error, message: await this.sealer.seal(scope, error.message, aad.error(threadId, error.code, error.at)) };
+  }
+
+  private async openError<E extends ThreadError>(threadId: string, error: E): Promise<E> {
+    return { ...error, message: await this.sealer.open(error.message, aad.error(threadId, error.code, error.at), `thread ${threadId} (message of error ${error.code})`) };
+  }
+
+  private unsupported(method: string, capability: keyof CheckpointerCapabilities): NotSupportedError {
+    return new NotSupportedError(`${method} is not supported by this engine (capabilities.${capability} is false). Check checkpointer.capabilities before calling it.`, { place: { engine: this.engine } });
+  }
+}
