@@ -271,15 +271,6 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       -- as written, never queried by its fields.
       ALTER TABLE ${s}.cairn_ledger ADD COLUMN meta text;
     `,
-  },  {
-    id: 10,
-    name: 'compaction anchors',
-    sql: (s) => `
-      -- A compacted namespace's base: the seq and chain hash of the oldest position it
-      -- keeps (retention removed those below). NULL: never compacted. Beside the head, in
-      -- the row every read of the namespace looks at anyway.
-      ALTER TABLE ${s}.cairn_heads ADD COLUMN base_seq bigint, ADD COLUMN base_hash bytea;
-    `,
   },
   {
     id: 9,
@@ -323,6 +314,16 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
             THEN ${s}.cairn_uri_decode(substr(key, 8, strpos(key, '/') - 8))
         END
       $fn$;
+    `,
+  },
+  {
+    id: 10,
+    name: 'compaction anchors',
+    sql: (s) => `
+      -- A compacted namespace's base: the seq and chain hash of the oldest position it
+      -- keeps (retention removed those below). NULL: never compacted. Beside the head, in
+      -- the row every read of the namespace looks at anyway.
+      ALTER TABLE ${s}.cairn_heads ADD COLUMN base_seq bigint, ADD COLUMN base_hash bytea;
     `,
   },
 ];
