@@ -43,6 +43,7 @@ import { InvalidOptionError, ThreadBusyError, ThreadNotFoundError } from '../err
 import { findArtifactRefs, isArtifactRef, parseRefId } from '../artifacts/refs.js';
 import { listArtifacts } from '../artifacts/helpers.js';
 import { tenantScope, threadScope } from '../crypto/scopes.js';
+import { DATA_KEYS_NS } from '../crypto/keyring.js';
 import { PIN_NAMESPACE } from '../internal/pins.js';
 import { walkThreadRefs } from './gc.js';
 
@@ -125,6 +126,10 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
   const cp = engine.checkpointer;
   const encryption = engine.encryption;
   const scope = tenant !== undefined ? tenantScope(tenant) : threadScope(null, threadOnly!);
+  // An encrypted database opened without its keys would be erased without destroying them.
+  if (!encryption && (await engine.store.search(DATA_KEYS_NS, { limit: 1 })).items.length) {
+    throw new InvalidOptionError('this database holds encryption keys: open it with them (encrypted(engine, { keys }), or --key-file on the command line), so the erasure destroys its keys too.');
+  }
 
   // The threads to erase.
   const victims: ThreadRecord[] = [];
