@@ -11,7 +11,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,9 +30,9 @@ import { freshS3Store, startS3Server, type S3Server } from '../artifacts/s3-serv
 
 const storeScope = (ns: readonly string[]) => (ns[0] === 'tenants' && ns[1] ? tenantScope(ns[1]) : SHARED_STORE_SCOPE);
 
-async function writeExport(engine: Engine, threads: string[], artifacts: ArtifactStore, path: string): Promise<void> {
+async function writeExport(engine: Engine, tenant: string, threads: string[], artifacts: ArtifactStore, path: string): Promise<void> {
   const out = createWriteStream(path);
-  for await (const record of exportThreads(engine, threads, { store: [['tenants']], artifacts })) out.write(`${encode(record)}\n`);
+  for await (const record of exportThreads(engine, threads, { store: [['tenants', tenant]], artifacts })) out.write(`${encode(record)}\n`);
   await new Promise((resolve) => out.end(resolve));
 }
 
@@ -57,8 +57,8 @@ async function scenario(engine: Engine, plainArtifacts: ArtifactStore, keysPath:
 
   const exportA = join(dir, `${where}-a.jsonl`);
   const exportB = join(dir, `${where}-b.jsonl`);
-  await writeExport(engine, aThreads, artifacts, exportA);
-  await writeExport(engine, bThreads, artifacts, exportB);
+  await writeExport(engine, 'A', aThreads, artifacts, exportA);
+  await writeExport(engine, 'B', bThreads, artifacts, exportB);
   const backups = await backup();
 
   const report = await app.erase({ tenant: 'A' });
@@ -156,7 +156,7 @@ describe('erasure canaries', () => {
              UNION SELECT pg_relation_filepath(t.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_class t ON t.oid = c.reltoastrelid WHERE n.nspname = $1`,
             [pg.schema],
           );
-          const dataDir = (await pg.pool.query<{ d: string }>('SHOW data_directory')).rows[0]!.d;
+          const dataDir = (await pg.pool.query<{ data_directory: string }>('SHOW data_directory')).rows[0]!.data_directory;
           const paths = rels.rows.filter((r) => r.path).map((r) => join(dataDir, r.path));
           expect(paths.length).toBeGreaterThan(10);
           return [...paths, dump('after.sql'), server.directory];
@@ -165,7 +165,6 @@ describe('erasure canaries', () => {
       );
       await engine.close();
       await pg.pool.query(`DROP SCHEMA IF EXISTS "${targetSchema}" CASCADE`);
-      void writeFile;
     });
   });
 });
