@@ -41,8 +41,7 @@ import { BaseArtifactStore } from '../artifacts/base-artifact-store.js';
 import type { BlobSealer } from '../artifacts/backend.js';
 import { DecryptionError, InvalidOptionError } from '../errors.js';
 import { openText, sealText, type DataKey } from './envelope.js';
-import type { Keyring } from './keyring.js';
-import { tenantScope } from './scopes.js';
+import { tenantScope, type KeyringApi } from './scopes.js';
 
 /** The scope of artifacts written through the unscoped store (threads without a tenant, scripts). */
 export const SHARED_ARTIFACT_SCOPE = 'artifacts';
@@ -57,7 +56,7 @@ const TAG_BYTES = 16;
 /** Options of {@link encryptedArtifacts}: the keys, from an encrypted engine or a keyring. */
 export type EncryptedArtifactsOptions =
   | { engine: Pick<Engine, 'encryption'>; required?: boolean }
-  | { keyring: Keyring; required?: boolean };
+  | { keyring: KeyringApi; required?: boolean };
 
 /** The scope an artifact written through a view of `tenant` belongs to. */
 export function artifactScope(tenant: string | null): string {
@@ -82,7 +81,7 @@ export function encryptedArtifacts(store: ArtifactStore, options: EncryptedArtif
     throw new InvalidOptionError(`encryptedArtifacts wraps cairn's artifact stores (fs, s3, memory); the ${store.engine} store is not one of them.`);
   }
   if (store.tenant !== null) throw new InvalidOptionError('encryptedArtifacts wraps the unscoped store; take tenant views of what it returns.');
-  let keyring: Keyring;
+  let keyring: KeyringApi;
   let required: boolean;
   if ('keyring' in options) {
     keyring = options.keyring;
@@ -97,7 +96,7 @@ export function encryptedArtifacts(store: ArtifactStore, options: EncryptedArtif
 }
 
 /** The sealer behind {@link encryptedArtifacts}: segments under the keyring's data keys. */
-export function artifactSealer(keyring: Keyring, required = false): BlobSealer {
+export function artifactSealer(keyring: KeyringApi, required = false): BlobSealer {
   return {
     required,
     seal: (tenant, chunks) => sealBlob(() => keyring.keyForWrite(artifactScope(tenant)), chunks),
