@@ -79,6 +79,11 @@ export interface ArtifactBackend {
   deleteRecord(address: RecordAddress, staleBefore?: number): Promise<boolean>;
   /** Opens the blob, or null when it is missing. */
   openBlob(sha256: string): Promise<BlobReader | null>;
+  /**
+   * Deletes the blob now, whatever its age (an erasure removing the bytes of what it
+   * deleted); the caller has checked that no record points at it. True when deleted.
+   */
+  deleteBlob(sha256: string): Promise<boolean>;
   /** Records of one tenant (`null`: unscoped ones; `undefined`: every tenant), in a stable order. */
   listRecords(options: { tenant: string | null | undefined; cursor: string | undefined; limit: number }): Promise<RecordPage>;
   /** The clock `freshAt` is measured with. */
@@ -87,12 +92,47 @@ export interface ArtifactBackend {
   close(): Promise<void>;
 }
 
+/**
+ * Metadata a sealed record keeps beside its ref (the names are reserved: a put may
+ * not use the `cairn-sealed-` prefix). A sealed artifact's ref keeps the plaintext's
+ * sha256 and size; its bytes live in their own blob, named by the sealed bytes' sha256.
+ */
+export const SEALED_BLOB_META = 'cairn-sealed-blob';
+/** The sealed blob's size in bytes (decimal). */
+export const SEALED_SIZE_META = 'cairn-sealed-size';
+/** The caller's metadata, sealed (absent when there was none). */
+export const SEALED_METADATA_META = 'cairn-sealed-meta';
+export const SEALED_META_PREFIX = 'cairn-sealed-';
+
+/**
+ * Seals the bytes of artifacts at rest: a store made by `encryptedArtifacts`
+ * (`cairn/crypto`) passes every blob it writes and reads through one. The base store
+ * keeps everything else (hashing the plaintext, verification, records, tenancy).
+ */
+export interface BlobSealer {
+  /** Refuse records stored in the clear (written without encryption). */
+  readonly required: boolean;
+  /** The sealed form of `chunks`, for an artifact written through a view of `tenant` (null: the unscoped store). */
+  seal(tenant: string | null, chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array>;
+  /** The plaintext of a sealed blob, segment by segment; DecryptionError on any damage, truncation or reordering. */
+  open(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array>;
+  /** Seals the caller's metadata of the artifact `refId`. */
+  sealMetadata(tenant: string | null, refId: string, metadata: Record<string, string>): Promise<string>;
+  /** Opens what {@link sealMetadata} sealed. */
+  openMetadata(refId: string, sealed: string): Promise<Record<string, string>>;
+}
+
 /** The sha256 of every blob some record (content or named, any tenant) points at: what a blob sweep must keep. */
 export async function referencedDigests(backend: Pick<ArtifactBackend, 'listRecords'>): Promise<Set<string>> {
   const referenced = new Set<string>();
   for (let cursor: string | undefined; ; ) {
     const page = await backend.listRecords({ tenant: undefined, cursor, limit: 1000 });
-    for (const record of page.items) referenced.add(record.ref.sha256);
+    for (const record of page.items) {
+      referenced.add(record.ref.sha256);
+      // A sealed record's bytes are in a blob of their own.
+      const sealed = record.metadata[SEALED_BLOB_META];
+      if (sealed !== undefined) referenced.add(sealed);
+    }
     if (page.cursor === null) return referenced;
     cursor = page.cursor;
   }

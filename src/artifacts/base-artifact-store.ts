@@ -3,6 +3,12 @@
  * The {@link ArtifactStore} contract implemented once over an {@link ArtifactBackend}:
  * validation before any storage call, hashing while staging, verification on
  * every read, tenancy, idempotency by key, freshness for the collector.
+ *
+ * With a {@link BlobSealer} (a store made by `encryptedArtifacts`), every blob is
+ * written sealed and in a blob of its own (named by the sealed bytes' sha256, so two
+ * tenants' identical bytes never share one), and the record keeps the plaintext's
+ * sha256 and size in its ref, the blob's name and size and the sealed metadata beside
+ * it. Reads open the blob through the sealer and verify the plaintext as ever.
  */
 import { createHash } from 'node:crypto';
 import type {
@@ -19,10 +25,22 @@ import type {
   ArtifactSweepReport,
 } from '../contracts/artifact-store.js';
 import { ARTIFACT_PAGE_LIMIT } from '../defaults.js';
-import { AccessDeniedError, ArtifactIntegrityError, ArtifactNotFoundError, CairnError, InvalidOptionError } from '../errors.js';
+import { AccessDeniedError, ArtifactIntegrityError, ArtifactNotFoundError, CairnError, DecryptionError, InvalidOptionError, KeyUnavailableError, PlaintextRowError } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
 import { Lifecycle } from '../internal/lifecycle.js';
-import type { ArtifactBackend, BlobReader, RecordAddress, StoredRecord } from './backend.js';
+import {
+  SEALED_BLOB_META,
+  SEALED_META_PREFIX,
+  SEALED_METADATA_META,
+  SEALED_SIZE_META,
+  referencedDigests,
+  type ArtifactBackend,
+  type BlobReader,
+  type BlobSealer,
+  type RecordAddress,
+  type Staged,
+  type StoredRecord,
+} from './backend.js';
 import { checkArtifactKey, checkMediaType, checkMetadata, checkTenant, formatRefId, parseRefId, type ParsedRefId } from './refs.js';
 import { HashingTap, bodyChunks, cancelBody, iteratorStream } from './streams.js';
 
@@ -32,6 +50,18 @@ interface Shared {
   lifecycle: Lifecycle;
   /** In-process serialisation of writes to one record address. */
   locks: Map<string, Promise<unknown>>;
+  /** Present on an encrypting store: seals every blob written, opens every sealed blob read. */
+  sealer?: BlobSealer;
+}
+
+/** What {@link BaseArtifactStore.purge} removed. */
+export interface ArtifactPurgeReport {
+  /** Records deleted. */
+  records: number;
+  /** Blobs deleted (those no remaining record points at). */
+  blobs: number;
+  /** Bytes of the deleted blobs, as stored. */
+  bytes: number;
 }
 
 /**
@@ -47,6 +77,7 @@ export class BaseArtifactStore implements ArtifactStore {
 
   constructor(backend: ArtifactBackend | Shared, tenant: string | null = null) {
     this.shared = 'lifecycle' in backend ? backend : { backend, lifecycle: new Lifecycle(backend.name, { close: () => backend.close() }), locks: new Map() };
+    // A store may be wrapped once: its views and the wrapped one share the backend and lifecycle.
     this.engine = this.shared.backend.name;
     if (tenant !== null) checkTenant(tenant);
     this.tenant = tenant;
@@ -55,6 +86,20 @@ export class BaseArtifactStore implements ArtifactStore {
   private get store(): ArtifactBackend {
     this.shared.lifecycle.assertOpen();
     return this.shared.backend;
+  }
+
+  /** True when this store seals what it writes (it was made by `encryptedArtifacts`). */
+  get sealed(): boolean {
+    return this.shared.sealer !== undefined;
+  }
+
+  /**
+   * @internal A store over the same backend (and lifecycle: closing one closes both)
+   * that seals with `sealer`: what `encryptedArtifacts` (`cairn/crypto`) returns.
+   */
+  withSealer(sealer: BlobSealer): BaseArtifactStore {
+    if (this.shared.sealer) throw new InvalidOptionError('this artifact store already encrypts: wrap the plain store once.', { place: { engine: this.engine } });
+    return new BaseArtifactStore({ ...this.shared, sealer }, this.tenant);
   }
 
   forTenant(tenant: string): ArtifactStore {
@@ -70,14 +115,37 @@ export class BaseArtifactStore implements ArtifactStore {
     const store = this.store;
     checkMediaType(options?.mediaType);
     checkMetadata(options.metadata);
+    if (this.shared.sealer) return this.putSealed(data, options);
     const { sha256, size } = await this.writeBlob(data, options.signal);
     const address: RecordAddress = { tenant: this.tenant, kind: 'content', name: sha256 };
     // Identical bytes stored before keep their first ref (and media type).
     return this.locked(address, async () => {
       const existing = await store.readRecord(address);
-      if (existing && (await store.freshen(address, existing))) return { ...existing.ref };
+      if (existing && (await store.freshen(address, storageView(existing)))) return { ...existing.ref };
       const ref: ArtifactRef = { id: formatRefId(this.tenant, 'content', sha256), sha256, media_type: options.mediaType, size_bytes: size };
       return this.createRecord(address, ref, options.metadata ?? {});
+    });
+  }
+
+  /** `put` by content on a sealing store: the plaintext is hashed while it is sealed and staged; known bytes drop the staged copy. */
+  private async putSealed(data: ArtifactBody, options: ArtifactPutOptions): Promise<ArtifactRef> {
+    const store = this.store;
+    const written = await this.stageSealed(data, options.signal);
+    const address: RecordAddress = { tenant: this.tenant, kind: 'content', name: written.sha256 };
+    return this.locked(address, async () => {
+      try {
+        const existing = await store.readRecord(address);
+        if (existing && (await store.freshen(address, storageView(existing)))) {
+          await store.discard(written.staged);
+          return { ...existing.ref };
+        }
+        const ref: ArtifactRef = { id: formatRefId(this.tenant, 'content', written.sha256), sha256: written.sha256, media_type: options.mediaType, size_bytes: written.size };
+        await store.commitBlob(written.staged, written.blob);
+        return await this.createRecord(address, ref, await this.sealedMetadata(ref, written, options.metadata));
+      } catch (error) {
+        await store.discard(written.staged);
+        throw error;
+      }
     });
   }
 
@@ -89,9 +157,20 @@ export class BaseArtifactStore implements ArtifactStore {
     const address: RecordAddress = { tenant: this.tenant, kind: 'key', name: key };
     return this.locked(address, async () => {
       const existing = await store.readRecord(address);
-      if (existing && (await store.freshen(address, existing))) {
+      if (existing && (await store.freshen(address, storageView(existing)))) {
         await cancelBody(data);
         return { ...existing.ref };
+      }
+      if (this.shared.sealer) {
+        const written = await this.stageSealed(data, options.signal);
+        const ref: ArtifactRef = { id: formatRefId(this.tenant, 'key', key), sha256: written.sha256, media_type: options.mediaType, size_bytes: written.size };
+        try {
+          await store.commitBlob(written.staged, written.blob);
+        } catch (error) {
+          await store.discard(written.staged);
+          throw error;
+        }
+        return this.createRecord(address, ref, await this.sealedMetadata(ref, written, options.metadata));
       }
       const { sha256, size } = await this.writeBlob(data, options.signal);
       const ref: ArtifactRef = { id: formatRefId(this.tenant, 'key', key), sha256, media_type: options.mediaType, size_bytes: size };
@@ -105,14 +184,14 @@ export class BaseArtifactStore implements ArtifactStore {
     const address: RecordAddress = { tenant: this.tenant, kind: 'key', name: key };
     const record = await store.readRecord(address);
     // Refreshed: a probe's answer usually ends up in a committed position soon.
-    if (!record || !(await store.freshen(address, record))) return null;
+    if (!record || !(await store.freshen(address, storageView(record)))) return null;
     return { ...record.ref };
   }
 
   async stat(ref: ArtifactRef): Promise<ArtifactInfo | null> {
     const store = this.store;
     const record = await store.readRecord(this.address(ref));
-    return record ? info(record) : null;
+    return record ? this.info(record) : null;
   }
 
   async get(ref: ArtifactRef): Promise<Uint8Array> {
@@ -166,6 +245,54 @@ export class BaseArtifactStore implements ArtifactStore {
     return this.locked(address, () => store.deleteRecord(address, options.staleBefore));
   }
 
+  /**
+   * Deletes the records of `refs` and, at once, every blob they pointed at that no
+   * remaining record points at: an erasure's delete, which must not leave the bytes
+   * for a later sweep. Only the unscoped store purges. A blob whose bytes another
+   * write of the very same plaintext is placing at this moment (unsealed stores only;
+   * a sealed blob is never shared) may go with it; that write's ref then fails
+   * verification.
+   */
+  async purge(refs: readonly ArtifactRef[]): Promise<ArtifactPurgeReport> {
+    const store = this.store;
+    if (this.tenant !== null) throw new AccessDeniedError(this.tenant, ['artifacts'], 'purge artifacts', { engine: this.engine });
+    const report: ArtifactPurgeReport = { records: 0, blobs: 0, bytes: 0 };
+    const freed = new Map<string, number>();
+    for (const ref of refs) {
+      const address = this.address(ref);
+      await this.locked(address, async () => {
+        const record = await store.readRecord(address);
+        if (!record) return;
+        const blob = storageView(record).ref;
+        if (await store.deleteRecord(address)) {
+          report.records++;
+          freed.set(blob.sha256, blob.size_bytes);
+        }
+      });
+    }
+    if (freed.size === 0) return report;
+    const referenced = await referencedDigests(store);
+    for (const [digest, size] of freed) {
+      if (referenced.has(digest)) continue;
+      if (await store.deleteBlob(digest)) {
+        report.blobs++;
+        report.bytes += size;
+      }
+    }
+    return report;
+  }
+
+  /**
+   * Where the bytes of `ref` are stored: the blob's name (its sha256) and size, and
+   * whether they are sealed (for tools and tests; never write there). Null when absent.
+   */
+  async storedBlob(ref: ArtifactRef): Promise<{ sha256: string; size: number; sealed: boolean } | null> {
+    const record = await this.store.readRecord(this.address(ref));
+    if (!record) return null;
+    const { sha256, size_bytes } = storageView(record).ref;
+    return { sha256, size: size_bytes, sealed: record.metadata[SEALED_BLOB_META] !== undefined };
+  }
+
   async list(options: ArtifactListOptions = {}): Promise<ArtifactPage> {
     const store = this.store;
     const limit = options.limit ?? ARTIFACT_PAGE_LIMIT;
@@ -175,7 +302,9 @@ export class BaseArtifactStore implements ArtifactStore {
       throw new AccessDeniedError(this.tenant, ['artifacts'], 'list every tenant', { engine: this.engine });
     }
     const page = await store.listRecords({ tenant: options.allTenants ? undefined : this.tenant, cursor: options.cursor, limit });
-    return { items: page.items.map(info), cursor: page.cursor };
+    const items: ArtifactInfo[] = [];
+    for (const record of page.items) items.push(await this.info(record));
+    return { items, cursor: page.cursor };
   }
 
   async now(): Promise<number> {
@@ -237,6 +366,11 @@ export class BaseArtifactStore implements ArtifactStore {
     if (record.ref.sha256 !== ref.sha256 || record.ref.size_bytes !== ref.size_bytes) {
       throw this.integrity(ref, `is stored as ${record.ref.size_bytes} bytes with sha256 ${record.ref.sha256}, but the ref says ${ref.size_bytes} bytes with ${ref.sha256}`);
     }
+    const sealedBlob = record.metadata[SEALED_BLOB_META];
+    if (sealedBlob !== undefined) return this.openSealed(ref, record, sealedBlob);
+    if (this.shared.sealer?.required) {
+      throw new PlaintextRowError(`artifact ${ref.id} is stored in the clear, and this store requires encryption: it was written by a store without it.`, { place: { engine: this.engine } });
+    }
     const reader = await store.openBlob(ref.sha256);
     if (!reader) throw this.integrity(ref, `is referenced but its blob ${ref.sha256} is missing`);
     // A blob of the wrong size is rejected before a byte of it is read.
@@ -292,9 +426,80 @@ export class BaseArtifactStore implements ArtifactStore {
         crashPoint('artifact-after-ref');
         return { ...ref };
       }
-      if (await store.freshen(address, existing)) return { ...existing.ref };
+      if (await store.freshen(address, storageView(existing))) return { ...existing.ref };
     }
     throw new CairnError(`the record of ${ref.id} keeps being created and deleted by other writers; could not store it.`, { place: { engine: this.engine } });
+  }
+
+  /** A sealed record's blob, opened through the sealer: the reader hands out plaintext, decryption failures are integrity errors. */
+  private async openSealed(ref: ArtifactRef, record: StoredRecord, blob: string): Promise<BlobReader> {
+    const sealer = this.shared.sealer;
+    if (!sealer) {
+      throw new KeyUnavailableError('(artifact)', `artifact ${ref.id} is stored sealed: open the artifact store with encryptedArtifacts (cairn/crypto) and the engine's keys to read it.`, { place: { engine: this.engine } });
+    }
+    const reader = await this.store.openBlob(blob);
+    if (!reader) throw this.integrity(ref, `is referenced but its sealed blob ${blob} is missing`);
+    const sealedSize = Number(record.metadata[SEALED_SIZE_META]);
+    if (reader.size !== sealedSize) {
+      await reader.close();
+      throw this.integrity(ref, `has ${reader.size} sealed bytes stored, its record says ${sealedSize}`);
+    }
+    const integrity = (cause: unknown) => this.integrity(ref, 'does not open: its sealed bytes were changed, cut short or reordered', cause);
+    return {
+      size: ref.size_bytes,
+      async *chunks(signal) {
+        try {
+          yield* sealer.open(reader.chunks(signal));
+        } catch (error) {
+          throw DecryptionError.is(error) ? integrity(error) : error;
+        }
+      },
+      close: () => reader.close(),
+    };
+  }
+
+  /** Seals and stages `data`: the plaintext's sha256 and size, the sealed blob's name (its sha256) and size. */
+  private async stageSealed(data: ArtifactBody, signal?: AbortSignal): Promise<{ sha256: string; size: number; blob: string; blobSize: number; staged: Staged }> {
+    const store = this.store;
+    signal?.throwIfAborted();
+    const plain = new HashingTap((index) => index === 1 && crashPoint('artifact-mid-stage'));
+    const sealedTap = new HashingTap();
+    const staged = await store.stage(sealedTap.pipe(this.shared.sealer!.seal(this.tenant, plain.pipe(bodyChunks(data, signal)))), signal);
+    try {
+      signal?.throwIfAborted();
+      crashPoint('artifact-after-stage');
+    } catch (error) {
+      await store.discard(staged);
+      throw error;
+    }
+    return { sha256: plain.digest(), size: plain.size, blob: sealedTap.digest(), blobSize: sealedTap.size, staged };
+  }
+
+  /** The metadata a sealed record keeps: its blob, the blob's size, and the caller's metadata sealed. */
+  private async sealedMetadata(ref: ArtifactRef, written: { blob: string; blobSize: number }, metadata: Record<string, string> | undefined): Promise<Record<string, string>> {
+    const out: Record<string, string> = { [SEALED_BLOB_META]: written.blob, [SEALED_SIZE_META]: String(written.blobSize) };
+    if (metadata && Object.keys(metadata).length) out[SEALED_METADATA_META] = await this.shared.sealer!.sealMetadata(this.tenant, ref.id, metadata);
+    return out;
+  }
+
+  /** A record as the caller sees it: the reserved metadata of a sealed record opened or left out. */
+  private async info(record: StoredRecord): Promise<ArtifactInfo> {
+    const { ref, tenant, freshAt } = record;
+    if (record.metadata[SEALED_BLOB_META] === undefined) return { ref: { ...ref }, tenant, metadata: { ...record.metadata }, freshAt };
+    const sealedMeta = record.metadata[SEALED_METADATA_META];
+    let metadata: Record<string, string> = {};
+    if (sealedMeta !== undefined) {
+      if (!this.shared.sealer) metadata = {};
+      else {
+        try {
+          metadata = await this.shared.sealer.openMetadata(ref.id, sealedMeta);
+        } catch (error) {
+          throw DecryptionError.is(error) ? this.integrity(ref, 'has sealed metadata that does not open', error) : error;
+        }
+      }
+    }
+    for (const name of Object.keys(metadata)) if (name.startsWith(SEALED_META_PREFIX)) delete metadata[name];
+    return { ref: { ...ref }, tenant, metadata, freshAt };
   }
 
   /** Runs `fn` after every earlier call on the same address in this process has settled. */
@@ -313,6 +518,12 @@ export class BaseArtifactStore implements ArtifactStore {
   }
 }
 
-function info(record: StoredRecord): ArtifactInfo {
-  return { ref: { ...record.ref }, tenant: record.tenant, metadata: { ...record.metadata }, freshAt: record.freshAt };
+/**
+ * The record as the backend must see it to refresh or free its blob: a sealed
+ * record's blob is the sealed one (its own name and size), not the plaintext's.
+ */
+function storageView(record: StoredRecord): StoredRecord {
+  const blob = record.metadata[SEALED_BLOB_META];
+  if (blob === undefined) return record;
+  return { ...record, ref: { ...record.ref, sha256: blob, size_bytes: Number(record.metadata[SEALED_SIZE_META]) } };
 }

@@ -148,6 +148,7 @@ export function checkMetadata(metadata: unknown): asserts metadata is Record<str
   let size = 0;
   for (const [name, value] of entries) {
     if (!/^[a-z0-9_-]{1,64}$/.test(name)) throw new InvalidKeyError(`artifact metadata name ${describeValue(name)} must be 1 to 64 of a-z 0-9 _ -.`);
+    if (name.startsWith('cairn-sealed-')) throw new InvalidKeyError(`artifact metadata name ${describeValue(name)} is reserved: names starting "cairn-sealed-" are what an encrypted store keeps.`);
     if (typeof value !== 'string' || LONE_SURROGATE.test(value)) throw new InvalidKeyError(`artifact metadata "${name}" must be a string, got ${describeValue(value)}.`);
     size += name.length + Buffer.byteLength(value);
   }

@@ -3,7 +3,7 @@
  * @module cli/main
  * The `cairn` command line: `demo`, `threads`, `attempts`, `delete-thread`,
  * `history`, `show`, `effects`, `verify`, `diff`, `resume`, `fork`, `replay`,
- * `resolve-effect`, `signal`, `cancel`, `gc`, `retention apply`, `migrate`, `worker`, `export`, `import`, `copy`,
+ * `resolve-effect`, `signal`, `cancel`, `erase`, `gc`, `retention apply`, `migrate`, `worker`, `export`, `import`, `copy`,
  * `inspect` (the web inspector), `keys rotate`. Every command names its database with `--db <url>` (a SQLite
  * file path, a `sqlite:` / `file:` URL, or `postgres://…#schema`; copy's target is
  * `--to`) and takes `--json`. Renamed flags keep their old spelling for a while,
@@ -27,6 +27,7 @@ import { registerTransferCommands } from './transfer-commands.js';
 import { registerArtifactCommands } from './artifact-commands.js';
 import { registerSignalCommand } from './signal-command.js';
 import { registerRetentionCommand } from './retention-command.js';
+import { registerEraseCommand } from './erase-command.js';
 import { registerInspectorCommand } from './inspector-command.js';
 import { registerImportLangGraphCommand } from './import-langgraph-command.js';
 import { installDeprecatedFlags } from './deprecated-flags.js';
@@ -74,6 +75,7 @@ registerImportLangGraphCommand(program);
 registerArtifactCommands(program);
 registerRetentionCommand(program);
 registerSignalCommand(program);
+registerEraseCommand(program);
 registerInspectorCommand(program);
 registerKeysCommand(program);
 installDeprecatedFlags(program);

@@ -209,8 +209,9 @@ export function registerTransferCommands(program: Command): void {
         if (options.artifacts) from = await openArtifactStore(options.artifacts);
         if (options.toArtifacts) to = await openArtifactStore(options.toArtifacts, { create: true });
         const threads = await threadIds(source, ids, options.all);
-        // A copy moves the stored values as they are: redaction is for what is shown.
-        const records = exportThreads(source, threads, { raw: true, ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) });
+        // A copy moves the stored values as they are: redaction is for what is shown. In
+        // process, never written down: not sealed, so a target without the source's keys takes it.
+        const records = exportThreads(source, threads, { raw: true, seal: false, ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) });
         const report = await importThreads(target, records, to ? { artifacts: to } : {});
         const checks = [];
         const bar = progress(process.stderr.isTTY === true && !options.json && report.threads.length > 1);

@@ -72,6 +72,8 @@ export function encrypted(engine: Engine, options: EncryptedOptions): Engine & {
     ledger: new EncryptedLedger(engine.ledger, sealer, scopes),
     store: new EncryptedStore(engine.store, sealer, storeScope),
     encryption,
+    // Erasure's deletes run through the wrapped engine's purge (secure_delete, VACUUM).
+    ...(engine.purging ? { purging: engine.purging } : {}),
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -22,3 +22,5 @@ export type { EngineEncryption } from './scopes.js';
 export { isSealed, sealedKeyId } from './envelope.js';
 export type { DataKey } from './envelope.js';
 export { DecryptionError, PlaintextRowError, KeyUnavailableError } from '../errors.js';
+export { encryptedArtifacts, artifactScope, SHARED_ARTIFACT_SCOPE, ARTIFACT_SEGMENT_BYTES } from './artifacts.js';
+export type { EncryptedArtifactsOptions } from './artifacts.js';

@@ -50,6 +50,8 @@ export type { SignalThreadOptions } from './signal.js';
 export { exportThreads, importThreads } from './transfer.js';
 export { threadRedactor, storedRedaction, redactStoredState, redactDiff, redactLedgerEntry, redactPositionLedger, redactEvaluationReport, learnHead } from './redaction.js';
 export type { RedactionChoice } from './redaction.js';
+export { eraseTenant } from './erase.js';
+export type { EraseOptions, ErasureReport } from './erase.js';
 export type { TransferRecord, ImportReport, ExportOptions, ImportOptions } from './transfer.js';
 export { collectArtifacts, pinArtifact, unpinArtifact, parseRetentionRule, PIN_NAMESPACE } from './gc.js';
 export type { GcOptions, GcReport, GcVictim, GcProgress, PinOptions, RetentionPolicy, ThreadRetentionRule, ArtifactRetentionRule, PositionRetentionRule, StoreRetentionRule } from './gc.js';

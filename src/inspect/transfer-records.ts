@@ -15,7 +15,7 @@ export type TransferRecord =
       type: 'header';
       /** `cairn-threads-redacted` for a redacted export: for reading, never imported. */
       format: 'cairn-threads' | 'cairn-threads-redacted';
-      version: 1 | 2 | 3 | 4 | 5;
+      version: 1 | 2 | 3 | 4 | 5 | 6;
       exportedAt: number;
       engine: string;
       /** Version 3: the store namespace prefixes whose items follow the threads. */
@@ -24,7 +24,13 @@ export type TransferRecord =
       artifacts?: boolean;
       /** Set on a redacted export (then `format` is `cairn-threads-redacted`, which no importer reads). */
       redacted?: true;
+      /** Version 6: every record between the header and the end is sealed. */
+      sealed?: boolean;
     }
+  /** Version 6: a data key the sealed records after it name, wrapped by the key provider's key-encryption key of `scope`. */
+  | { type: 'data-key'; scope: string; id: string; kekId: string; wrapped: string }
+  /** Version 6: one record, sealed (`data`: an envelope of its tagged JSON) under the data key `key` of `scope`. */
+  | { type: 'sealed'; scope: string; key: string; data: string }
   | { type: 'thread'; thread: ThreadRecord }
   | { type: 'position'; threadId: string; position: StoredPosition; items: PositionItem[]; snapshot: string | null }
   | { type: 'pending'; threadId: string; write: PendingWrite }

@@ -19,9 +19,14 @@
  * seq order, the root's first; 3 adds `store` and `artifact` records (and the header
  * says which it holds); 4 adds `signal` records and the thread's `wakeAt`; 5 adds the
  * `meta` of ledger entries (what a recorded output was: model call, tool result; its
- * model, tokens and latency). Import reads all five: a position or pending write
- * without `ns` belongs to the root, a thread without `wakeAt` has none, a ledger entry
- * without `meta` has none. An importer that knows an older version refuses a newer
+ * model, tokens and latency); 6 may be **sealed**: from an encrypted engine every record
+ * but the header and the end travels as a `sealed` record (AES-256-GCM under the data
+ * key of the scope it belongs to: the thread's, the store namespace's, the artifact's),
+ * after a `data-key` record carrying that key as the key provider wrapped it. An import
+ * unwraps it with the same provider (`options.keys`, or the target engine's), so after
+ * an erasure that destroyed the scope's keys the export cannot be opened either. Import
+ * reads all six: a position or pending write without `ns` belongs to the root, a thread
+ * without `wakeAt` has none, a ledger entry without `meta` has none. An importer that knows an older version refuses a newer
  * stream at its header, rather than misreading it and leaving a half-imported thread.
  */
 import type { Checkpointer, StoredPosition } from '../contracts/checkpointer.js';
@@ -30,21 +35,26 @@ import type { Engine } from '../contracts/engine.js';
 import type { ThreadRecord } from '../contracts/threads.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { decode } from '../codec/tagged-json.js';
-import { ArtifactNotFoundError, CairnError, NotSupportedError, RedactedExportError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
+import { decode, encode } from '../codec/tagged-json.js';
+import { ArtifactNotFoundError, CairnError, KeyUnavailableError, NotSupportedError, RedactedExportError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
 import type { Redactor } from '../internal/redaction.js';
 import { learnHead, threadRedactor, type RedactionChoice } from './redaction.js';
 import { redactTransferRecord } from './transfer-redaction.js';
 import type { TransferRecord } from './transfer-records.js';
+import { openText, sealText, type DataKey } from '../crypto/envelope.js';
+import type { KeyProvider } from '../crypto/key-provider.js';
+import { threadScope, tenantScope } from '../crypto/scopes.js';
 import { findArtifactRefs, parseRefId } from '../artifacts/refs.js';
 import { walkThreadRefs } from './gc.js';
 import { appendedFields, type PositionBody } from '../runtime/position.js';
 import { describePosition, namespacePositions } from './walk.js';
 
 /** The format version `exportThreads` writes. */
-export const TRANSFER_FORMAT_VERSION = 5;
+export const TRANSFER_FORMAT_VERSION = 6;
 /** The format versions `importThreads` reads. */
-const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, TRANSFER_FORMAT_VERSION];
+const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, TRANSFER_FORMAT_VERSION];
+/** The scope of artifacts of the unscoped store (as `encryptedArtifacts` seals them). */
+const SHARED_ARTIFACT_SCOPE = 'artifacts';
 
 /** Bytes of artifact per `artifact-chunk` record (before base64). */
 const CHUNK_BYTES = 192 * 1024;
@@ -67,6 +77,34 @@ export interface ExportOptions {
   raw?: boolean;
   /** More patterns to hide (regular expression sources), beside the stored rules. */
   redactPatterns?: readonly string[];
+  /**
+   * Seal the records (format 6) under the engine's data keys. Default: true on an
+   * encrypted engine (an export is a copy an erasure must reach), false otherwise. An
+   * in-process copy that never writes the stream down may pass false.
+   */
+  seal?: boolean;
+}
+
+/** Seals export records under the data keys of their scopes, announcing each key once before its first use. */
+class ExportSealer {
+  private readonly sent = new Set<string>();
+  constructor(private readonly engine: Engine) {}
+
+  async *seal(scope: string, record: TransferRecord): AsyncGenerator<TransferRecord> {
+    const keyring = this.engine.encryption!.keyring;
+    const key = await keyring.keyForWrite(scope);
+    if (!this.sent.has(key.id)) {
+      const row = (await keyring.listKeys(scope)).find((k) => k.id === key.id);
+      if (!row) throw new KeyUnavailableError(key.id, `the keyring holds no wrapped form of the current data key of scope ${JSON.stringify(scope)}.`);
+      yield { type: 'data-key', scope, id: key.id, kekId: row.kekId, wrapped: row.wrapped };
+      this.sent.add(key.id);
+    }
+    yield { type: 'sealed', scope, key: key.id, data: sealText(key, encode(record, 'export record'), exportAad(scope)) };
+  }
+}
+
+function exportAad(scope: string): string {
+  return `cairn-export|${scope}`;
 }
 
 /**
@@ -81,6 +119,31 @@ export interface ExportOptions {
  * ```
  */
 export async function* exportThreads(engine: Engine, threadIds: string[], options: ExportOptions = {}): AsyncGenerator<TransferRecord> {
+  const seal = options.seal ?? engine.encryption !== undefined;
+  if (seal && !engine.encryption) throw new CairnError('exportThreads({ seal: true }) needs an encrypted engine: its data keys seal the records.');
+  if (!seal) {
+    yield* plainExport(engine, threadIds, options, false);
+    return;
+  }
+  const sealer = new ExportSealer(engine);
+  /** The scope of the records that follow, as the plain export announces them. */
+  let scope = '';
+  for await (const record of plainExport(engine, threadIds, options, true)) {
+    if (record.type === 'header' || record.type === 'end') yield record;
+    else if (record.type === 'thread') {
+      scope = threadScope(record.thread.tenant, record.thread.id);
+      yield* sealer.seal(scope, record);
+    } else if (record.type === 'store') yield* sealer.seal(engine.encryption!.storeScope(record.namespace), record);
+    else if (record.type === 'artifact') {
+      const tenant = parseRefId(record.ref.id).tenant;
+      scope = tenant === null ? SHARED_ARTIFACT_SCOPE : tenantScope(tenant);
+      yield* sealer.seal(scope, record);
+    } else yield* sealer.seal(scope, record);
+  }
+}
+
+/** The records of an export in the clear, in order (the header says whether they will be sealed). */
+async function* plainExport(engine: Engine, threadIds: string[], options: ExportOptions, sealed: boolean): AsyncGenerator<TransferRecord> {
   const cp = engine.checkpointer;
   for (const threadId of threadIds) {
     if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: engine.name });
@@ -104,6 +167,7 @@ export async function* exportThreads(engine: Engine, threadIds: string[], option
     ...(options.store ? { store: options.store } : {}),
     artifacts: options.artifacts !== undefined,
     ...(redacted ? { redacted: true as const } : {}),
+    ...(sealed ? { sealed: true } : {}),
   };
   let r: Redactor | undefined;
   const shown = (record: TransferRecord): TransferRecord => (redacted && r?.active ? redactTransferRecord(r, record) : record);
@@ -222,6 +286,23 @@ export interface ImportReport {
 export interface ImportOptions {
   /** Where the stream's artifacts go; without it they are skipped (and counted). */
   artifacts?: ArtifactStore;
+  /** Unwraps a sealed export's data keys: the exporting engine's key provider. Default: the target engine's. */
+  keys?: KeyProvider;
+}
+
+/** The records of a sealed export opened: `data-key` records unwrapped, `sealed` ones opened; the rest as they are. */
+async function* unsealed(records: AsyncIterable<TransferRecord> | Iterable<TransferRecord>, provider: KeyProvider | undefined): AsyncGenerator<TransferRecord> {
+  const keys = new Map<string, DataKey>();
+  for await (const record of records) {
+    if (record.type === 'data-key') {
+      if (!provider) throw new KeyUnavailableError(record.id, 'the export is sealed: import it into an encrypted engine, or pass the key provider it was exported with (options.keys, --keys).');
+      keys.set(record.id, { id: record.id, key: await provider.unwrapKey(record.scope, { kekId: record.kekId, wrapped: record.wrapped }) });
+    } else if (record.type === 'sealed') {
+      const key = keys.get(record.key);
+      if (!key) throw new KeyUnavailableError(record.key, 'the export names a data key it does not carry before this record: it is damaged.');
+      yield decode<TransferRecord>(openText(key, record.data, exportAad(record.scope), `sealed export record of scope ${record.scope}`), 'export record');
+    } else yield record;
+  }
 }
 
 /**
@@ -263,7 +344,7 @@ export async function importThreads(
     current = undefined;
   };
 
-  const iterator = Symbol.asyncIterator in records ? records[Symbol.asyncIterator]() : (records as Iterable<TransferRecord>)[Symbol.iterator]();
+  const iterator = unsealed(records, options.keys ?? engine.encryption?.provider)[Symbol.asyncIterator]();
   const next = async (): Promise<TransferRecord | undefined> => {
     const step = await iterator.next();
     return step.done ? undefined : step.value;
@@ -363,6 +444,9 @@ export async function importThreads(
       case 'artifact-chunk':
         throw new CairnError(`a chunk of artifact ${record.id} outside its artifact: the export is damaged.`);
       case 'end':
+        break;
+      case 'data-key':
+      case 'sealed':
         break;
     }
   }

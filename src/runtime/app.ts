@@ -22,6 +22,7 @@ import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
 import { signalThread } from '../inspect/signal.js';
+import { eraseTenant, type EraseOptions, type ErasureReport } from '../inspect/erase.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
@@ -604,6 +605,25 @@ export class App<S extends StateSchema> {
    * // the run holding cust_42 elsewhere rejects with LeaseLostError at its next commit
    * ```
    */
+  /**
+   * Erases a tenant (`{ tenant }`), or a thread without one (`{ thread }`): its threads
+   * with everything under them (a run holding one is fenced), its store rows, the
+   * artifacts only it referred to (in the artifact store given to compile()), and on
+   * an encrypted engine its keys (crypto-shredding: with a provider that destroys keys,
+   * backups and exports taken before cannot be opened either). Returns what went and
+   * what copies stay readable. See `eraseTenant` in `cairn/inspect`.
+   *
+   * @example
+   * ```ts
+   * const report = await app.erase({ tenant: 'acme' });
+   * console.log(report.threads.length, report.covers.backups ? 'backups covered' : report.notes);
+   * ```
+   */
+  erase(options: Omit<EraseOptions, 'artifacts'> & { artifacts?: ArtifactStore }): Promise<ErasureReport> {
+    const artifacts = options.artifacts ?? this.options.artifacts;
+    return eraseTenant(this.options.engine, { ...options, ...(artifacts ? { artifacts } : {}) });
+  }
+
   cancel(options: CancelThreadOptions): Promise<CancelThreadResult> {
     return cancelThread(this.options.engine, options);
   }

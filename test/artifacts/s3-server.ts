@@ -13,6 +13,8 @@ const FIXTURE = fileURLToPath(new URL('./fixtures/s3-server.mjs', import.meta.ur
 
 export interface S3Server {
   endpoint: string;
+  /** Where the server keeps the objects (to scan their bytes). */
+  directory: string;
   clientConfig: Record<string, unknown>;
   stop(): Promise<void>;
 }
@@ -21,12 +23,12 @@ export async function startS3Server(): Promise<S3Server> {
   const child: ChildProcess = spawn(process.execPath, ['--openssl-legacy-provider', '--no-warnings', FIXTURE], { stdio: ['pipe', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-  const port = await new Promise<number>((resolve, reject) => {
+  const { port, dir } = await new Promise<{ port: number; dir: string }>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString();
       const line = out.split('\n')[0];
-      if (out.includes('\n')) resolve((JSON.parse(line!) as { port: number }).port);
+      if (out.includes('\n')) resolve(JSON.parse(line!) as { port: number; dir: string });
     });
     child.on('exit', (code) => reject(new Error(`s3rver exited ${code}: ${err}`)));
   });
@@ -34,6 +36,7 @@ export async function startS3Server(): Promise<S3Server> {
   const clientConfig = { endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } };
   return {
     endpoint,
+    directory: dir,
     clientConfig,
     stop: () =>
       new Promise<void>((resolve) => {

@@ -112,7 +112,7 @@ describe('cairn export / import', () => {
     expect(exported.code, exported.stderr).toBe(0);
     expect(JSON.parse(exported.stdout)).toEqual({ threads: 2, positions: 10, storeItems: 2, artifacts: 2 });
     const header = decode<TransferRecord>(readFileSync(file, 'utf8').split('\n')[0]!, 'header');
-    expect(header).toMatchObject({ type: 'header', version: 5, store: [['user']], artifacts: true });
+    expect(header).toMatchObject({ type: 'header', version: 6, store: [['user']], artifacts: true });
 
     const imported = await cairn(['import', '--db', targetDb, '--in', file, '--artifacts', targetArtifacts, '--json']);
     expect(imported.code, imported.stderr).toBe(0);

@@ -137,7 +137,7 @@ describe('export and import of child namespaces', () => {
       expect(expected.perNs[1]!.snapshots.filter(Boolean)).toHaveLength(1);
 
       const records = await collect(exportThreads(source, ['t']));
-      expect(records[0]).toMatchObject({ type: 'header', version: 5 });
+      expect(records[0]).toMatchObject({ type: 'header', version: 6 });
       expect(records.filter((r) => r.type === 'position').map((r) => r.type === 'position' && [r.position.ns, r.position.seq])).toEqual([
         ['', 0], ['', 1], ['', 2], [CHILD_NS, 0], [CHILD_NS, 1], [CHILD_NS, 2], [GRANDCHILD_NS, 0], [GRANDCHILD_NS, 1],
       ]);
@@ -184,7 +184,7 @@ describe('export and import of child namespaces', () => {
       expect(expected.idle).toEqual({ status: 'waiting', wakeAt: null, signals: [] });
 
       const records = await collect(exportThreads(source, ['w', 'idle']));
-      expect(records[0]).toMatchObject({ version: 5 });
+      expect(records[0]).toMatchObject({ version: 6 });
       expect(records.filter((r) => r.type === 'signal')).toHaveLength(2);
       expect(records.at(-1)).toEqual({ type: 'end', threads: 2, positions: 3, signals: 2 });
       expect(await importThreads(middle, records)).toMatchObject({ threads: ['w', 'idle'], positions: 3, signals: 2 });
@@ -199,7 +199,7 @@ describe('export and import of child namespaces', () => {
     }
   });
 
-  it("a record's meta (kind, model, tokens, latency) travels SQLite → PostgreSQL in a version 5 export; a version 4 export's entries arrive without one", async () => {
+  it("a record's meta (kind, model, tokens, latency) travels SQLite → PostgreSQL in a version 5 (and later) export; a version 4 export's entries arrive without one", async () => {
     const source = sqlite(tmp());
     const target = await pg.engine();
     const older = sqlite(tmp());
@@ -210,7 +210,7 @@ describe('export and import of child namespaces', () => {
       await source.ledger.writeRecord({ ...base, key: 'r0', kind: 'record', name: 'ai.generate', call: 0, outcome: '"hi"', meta });
       await source.ledger.writeRecord({ ...base, key: 'r1', kind: 'record', name: 'clock', call: 1, outcome: '1' });
       const records = await collect(exportThreads(source, ['m']));
-      expect(records[0]).toMatchObject({ type: 'header', version: 5 });
+      expect(records[0]).toMatchObject({ type: 'header', version: 6 });
       expect(await importThreads(target, records)).toMatchObject({ ledgerEntries: 2 });
       expect(await target.ledger.list('m')).toEqual(await source.ledger.list('m'));
       expect((await target.ledger.get('m', 'r0'))?.meta).toEqual(meta);
@@ -284,8 +284,8 @@ describe('export and import of child namespaces', () => {
   it('refuses a stream of a format version it does not read, before writing anything', async () => {
     const target = sqlite(tmp());
     try {
-      const records = [{ type: 'header', format: 'cairn-threads', version: 6, exportedAt: 0, engine: 'x' }] as unknown as TransferRecord[];
-      await expect(importThreads(target, records)).rejects.toThrow(/v6; reads v1, v2, v3, v4, v5/);
+      const records = [{ type: 'header', format: 'cairn-threads', version: 7, exportedAt: 0, engine: 'x' }] as unknown as TransferRecord[];
+      await expect(importThreads(target, records)).rejects.toThrow(/v7; reads v1, v2, v3, v4, v5, v6/);
       expect(await target.checkpointer.listThreads()).toEqual([]);
     } finally {
       await target.close();

@@ -303,6 +303,18 @@ class FsBackend implements ArtifactBackend {
     return { ref: { id: ref.id, sha256: ref.sha256, media_type: ref.media_type, size_bytes: ref.size_bytes }, tenant, metadata, freshAt: mtime };
   }
 
+  async deleteBlob(digest: string): Promise<boolean> {
+    const path = this.blobPath(digest);
+    try {
+      await unlink(path);
+    } catch (error) {
+      if (errno(error) === 'ENOENT') return false;
+      throw fsFailure('delete', path, error);
+    }
+    await this.syncDir(dirname(path));
+    return true;
+  }
+
   async openBlob(digest: string): Promise<BlobReader | null> {
     const path = this.blobPath(digest);
     let handle: FileHandle;

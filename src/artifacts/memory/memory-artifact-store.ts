@@ -4,6 +4,7 @@
  * durable backends (verification, tenancy, freshness), without durability: a
  * stream put here is held in memory, since memory is where it is stored.
  */
+import { SEALED_BLOB_META } from '../backend.js';
 import type { ArtifactRef, ArtifactSweepReport } from '../../contracts/artifact-store.js';
 import type { ArtifactBackend, ArtifactRecord, BlobReader, RecordAddress, RecordPage, Staged, StoredRecord } from '../backend.js';
 import { BaseArtifactStore } from '../base-artifact-store.js';
@@ -86,6 +87,10 @@ class MemoryBackend implements ArtifactBackend {
     return this.records.delete(key);
   }
 
+  async deleteBlob(sha256: string): Promise<boolean> {
+    return this.blobs.delete(sha256);
+  }
+
   async openBlob(sha256: string): Promise<BlobReader | null> {
     const blob = this.blobs.get(sha256);
     if (!blob) return null;
@@ -113,7 +118,7 @@ class MemoryBackend implements ArtifactBackend {
   }
 
   async sweep(olderThan: number, dryRun: boolean): Promise<ArtifactSweepReport> {
-    const referenced = new Set([...this.records.values()].map((r) => r.ref.sha256));
+    const referenced = new Set([...this.records.values()].flatMap((r) => [r.ref.sha256, r.metadata[SEALED_BLOB_META] ?? r.ref.sha256]));
     const report: ArtifactSweepReport = { blobs: 0, bytes: 0, temps: 0 };
     for (const [sha256, blob] of this.blobs) {
       if (referenced.has(sha256) || blob.freshAt >= olderThan) continue;
@@ -150,7 +155,8 @@ export class MemoryArtifactStore extends BaseArtifactStore {
   corruptForTesting(ref: ArtifactRef | string, bytes: Uint8Array): void {
     const id = typeof ref === 'string' ? ref : ref.id;
     const record = [...this.memory.records.values()].find((r) => r.ref.id === id);
-    const blob = record && this.memory.blobs.get(record.ref.sha256);
+    // A sealed record's bytes are in a blob of their own.
+    const blob = record && this.memory.blobs.get(record.metadata[SEALED_BLOB_META] ?? record.ref.sha256);
     if (blob) blob.bytes = bytes;
   }
 

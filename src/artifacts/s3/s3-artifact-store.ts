@@ -348,6 +348,14 @@ class S3Backend implements ArtifactBackend {
     };
   }
 
+  async deleteBlob(digest: string): Promise<boolean> {
+    const key = this.blobKey(digest);
+    if (!(await this.headObject(key))) return false;
+    await this.deleteObject(key);
+    await this.deleteObject(this.freshKey(key));
+    return true;
+  }
+
   async openBlob(digest: string): Promise<BlobReader | null> {
     const key = this.blobKey(digest);
     const head = await this.headObject(key);

@@ -293,6 +293,35 @@ export class PostgresConnection {
     }
   }
 
+  /**
+   * Runs `work`, then VACUUMs cairn's tables in this schema (with their TOAST tables):
+   * dead tuples are pruned and their space made reusable. `vacuum: 'full'` rewrites
+   * each table into new files instead (an exclusive lock per table while it runs).
+   * A user without the privilege to vacuum gets the report's word for it, not an error.
+   */
+  async purging<T>(work: () => Promise<T>, options: { vacuum?: boolean | 'full' } = {}): Promise<{ result: T; purge: { done: string[]; remains: string[] } }> {
+    const result = await work();
+    const done: string[] = [];
+    const remains: string[] = [];
+    const mode = options.vacuum === false ? null : options.vacuum === 'full' ? 'VACUUM (FULL)' : 'VACUUM';
+    if (mode) {
+      const tables = await this.query<{ name: string }>('list tables', `SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'cairn\\_%' ORDER BY tablename`, [this.schema]);
+      const failed: string[] = [];
+      for (const { name } of tables) {
+        try {
+          await this.query('vacuum', `${mode} ${quoteIdent(this.schema)}.${quoteIdent(name)}`, [], false);
+        } catch (error) {
+          failed.push(`${name} (${(error as Error).message})`);
+        }
+      }
+      done.push(`${mode} of ${tables.length - failed.length} cairn tables in schema ${this.schema}`);
+      if (failed.length) remains.push(`not vacuumed: ${failed.join('; ')}: dead tuples stay until autovacuum reaches them`);
+    } else remains.push('not vacuumed: dead tuples stay in the table files until VACUUM reuses their space');
+    if (mode !== 'VACUUM (FULL)') remains.push('VACUUM prunes dead tuples but does not overwrite every freed byte of a page: vacuum: "full" rewrites the tables into new files');
+    remains.push('the WAL segments, archived WAL, replicas and backups taken before keep earlier versions of the rows');
+    return { result, purge: { done, remains } };
+  }
+
   /** Runs `fn` in a transaction on one connection (BEGIN ... COMMIT, ROLLBACK on any error). */
   async transaction<T>(what: string, fn: (query: TransactionQuery) => Promise<T>): Promise<T> {
     const pool = await this.use();

@@ -54,6 +54,7 @@ export function postgres(source: string | PoolLike, options: PostgresOptions = {
     checkpointer: new PostgresCheckpointer(conn),
     ledger: new PostgresLedger(conn),
     store: new PostgresStore(conn),
+    purging: (work, options) => conn.purging(work, options),
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -51,6 +51,7 @@ export function sqlite(source: string | SqliteHandle, options: SqliteOptions = {
     checkpointer: new SqliteCheckpointer(conn),
     ledger: new SqliteLedger(conn),
     store: new SqliteStore(conn),
+    purging: (work, options) => conn.purging(work, options),
     close,
     [Symbol.asyncDispose]: close,
   };

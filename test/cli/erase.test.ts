@@ -1,0 +1,44 @@
+/** `cairn erase`: without --yes it lists and erases nothing (exit 1); with it, the tenant's threads, store rows and artifacts go and the report says backups are not covered (no encryption). */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { fsArtifacts } from '../../src/artifacts/fs/index.js';
+import { sqlite } from '../../src/engines/sqlite/index.js';
+import { canaries, canaryApp, runTenant } from '../helpers/canary-tenants.js';
+import { cairn } from './run-cli.js';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cairn-cli-erase-'));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+it('cairn erase --tenant: a listing without --yes, the erasure and its report with it; bad usage is refused', async () => {
+  const db = join(dir, 'cairn.db');
+  const engine = sqlite(db);
+  const app = canaryApp(engine, fsArtifacts(join(dir, 'artifacts')));
+  await runTenant(app, 'A', canaries('A'));
+  await runTenant(app, 'B', canaries('B'), 1);
+  await engine.close();
+
+  const dry = await cairn(['erase', '--tenant', 'A', '--db', db, '--artifacts', join(dir, 'artifacts')]);
+  expect(dry.code).toBe(1);
+  expect(dry.stdout).toMatch(/would erase tenant A: 2 threads \(A-t0, A-t1\)\. Nothing erased: pass --yes/);
+
+  const run = await cairn(['erase', '--tenant', 'A', '--db', db, '--artifacts', join(dir, 'artifacts'), '--store', 'tenants/A', '--yes', '--json']);
+  expect(run.code).toBe(0);
+  const report = JSON.parse(run.stdout);
+  expect(report).toMatchObject({ scope: 'tenant:A', threads: ['A-t0', 'A-t1'], store: { items: 1 }, artifacts: { deleted: 1 }, keys: { encrypted: false }, covers: { backups: false } });
+
+  const human = await cairn(['erase', '--thread', 'B-t0', '--db', db]);
+  expect(human.code).toBe(1);
+  const refused = await cairn(['erase', '--thread', 'B-t0', '--db', db, '--yes']);
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toMatch(/belongs to tenant "B"/);
+  expect((await cairn(['erase', '--db', db, '--yes'])).code).not.toBe(0);
+
+  const check = sqlite(db);
+  expect((await check.checkpointer.listThreads()).map((t) => t.id)).toEqual(['B-t0']);
+  await check.close();
+});
