@@ -53,7 +53,7 @@ export function registerEraseCommand(program: Command): void {
     .option('--thread <id>', 'a thread without a tenant to erase')
     .option(`--artifacts ${ARTIFACTS_ARG}`, `the artifact store the threads wrote to: ${ARTIFACTS_HELP}`)
     .option('--store <prefix>', "a store namespace prefix that belongs to the tenant (labels separated by /), repeatable", (value: string, all: string[]) => [...all, value], [] as string[])
-    .option('--vacuum <mode>', 'PostgreSQL: full (VACUUM FULL) or none; default a plain VACUUM')
+    .option('--vacuum <mode>', 'PostgreSQL: full (VACUUM FULL) or none, default a plain VACUUM; SQLite: full runs VACUUM, default none')
     .option('--yes', 'erase (without it: list what would be erased, erase nothing)')
     .option('--json', 'print JSON')
     .action(async (options: EraseFlags) => {

@@ -59,8 +59,9 @@ export interface EraseOptions {
   store?: string[][];
   /**
    * PostgreSQL: `'full'` rewrites cairn's tables (VACUUM FULL, an exclusive lock per
-   * table while it runs), `false` skips the VACUUM; default a plain VACUUM. SQLite
-   * refuses it (InvalidOptionError): VACUUM renumbers rowids cairn's positions point at.
+   * table while it runs), `false` skips the VACUUM; default a plain VACUUM. SQLite:
+   * `true` or `'full'` runs VACUUM, rewriting the file without older row versions left
+   * in pages' free space; default none (it rewrites the whole file).
    */
   vacuum?: boolean | 'full';
   /** Who erases (kept nowhere: the thread is gone; shown in the report). */

@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { END, START, defineState, field, graph } from '../../src/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { verifyThread } from '../../src/inspect/verify.js';
 
@@ -61,6 +63,66 @@ describe.each([['v1.db'], ['v2.db']])('upgrading %s to positions that point at t
       expect(counted).toBe(before.length);
     } finally {
       db.close();
+    }
+  });
+});
+
+describe('migration 11: item rowids survive VACUUM', () => {
+  const Log = z.object({ step: z.number() });
+  const State = defineState({ fields: { n: field.model(z.number(), { default: 0 }), log: field.model(z.array(Log), { reduce: 'append', default: [] }) } });
+  const app = (file: string) => {
+    const engine = sqlite(file);
+    opened.push(engine);
+    return {
+      engine,
+      app: graph(State)
+        .node('step', (s) => ({ n: s.n + 1, log: [{ step: s.n }] }))
+        .edge(START, 'step')
+        .conditionalEdge('step', (s) => (s.n < 6 ? 'step' : END))
+        .compile({ engine, snapshotEvery: 4 }),
+    };
+  };
+
+  it('a database with gaps in its items (a deleted thread) reads and verifies after VACUUM and in a VACUUM INTO copy', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-vacuum-'));
+    const file = join(dir, 'cairn.db');
+    const { engine, app: run } = app(file);
+    for (const id of ['a', 'b', 'c']) await run.run({ thread: id, input: {} });
+    // Thread a's items are the lowest rowids: deleting it leaves the gap a VACUUM would close.
+    await run.deleteThread({ thread: 'a' });
+    const before = await run.getState({ thread: 'c' });
+    await engine.close();
+
+    const db = new Database(file);
+    db.exec('VACUUM');
+    db.exec(`VACUUM INTO '${join(dir, 'copy.db')}'`);
+    db.close();
+    for (const target of [file, join(dir, 'copy.db')]) {
+      const { engine: reopened, app: again } = app(target);
+      for (const id of ['b', 'c']) {
+        const report = await verifyThread(reopened.checkpointer, id);
+        expect(report.ok, `${target} ${id}: ${JSON.stringify(report.problems)}`).toBe(true);
+      }
+      expect(await again.getState({ thread: 'c' })).toEqual(before);
+      await reopened.close();
+    }
+  });
+
+  it('an old file migrated to 11 keeps its items where its positions point, VACUUM or not', async () => {
+    const file = copyOf('v2.db');
+    const engine = sqlite(file);
+    opened.push(engine);
+    const threads = (await engine.checkpointer.listThreads()).map((t) => t.id);
+    await engine.close();
+    const db = new Database(file);
+    expect(db.prepare("SELECT count(*) FROM pragma_table_info('cairn_items') WHERE name = 'id' AND pk = 1").pluck().get()).toBe(1);
+    db.exec('VACUUM');
+    db.close();
+    const reopened = sqlite(file);
+    opened.push(reopened);
+    for (const thread of threads) {
+      const report = await verifyThread(reopened.checkpointer, thread);
+      expect(report.ok, `${thread}: ${JSON.stringify(report.problems)}`).toBe(true);
     }
   });
 });

@@ -13,7 +13,7 @@
  */
 import { existsSync } from 'node:fs';
 import { SQLITE_BUSY_TIMEOUT_MS, SQLITE_MMAP_BYTES } from '../../defaults.js';
-import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidOptionError } from '../../errors.js';
+import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
 import { asSqliteDatabase, driverOf, openDatabase, type SqliteDatabase, type SqliteDriverName, type SqliteHandle, type SqliteStatement } from './driver.js';
 import { migrate, SQLITE_MIGRATIONS } from './migrations.js';
@@ -368,11 +368,11 @@ export class SqliteConnection {
   /**
    * Runs `work` with `secure_delete` on (SQLite overwrites what is deleted with zeros,
    * in the table, its indexes and freed pages), then checkpoints the WAL and truncates
-   * it, so that neither the file nor its WAL keeps the deleted rows. Not VACUUM: it
-   * renumbers the rowids of `cairn_items`, which positions point at by rowid range.
+   * it, so that neither the file nor its WAL keeps the deleted rows. With `vacuum`,
+   * VACUUM then rewrites the whole file, which also drops the older versions of rows
+   * updated before (it needs as much free disk as the file, and time to match).
    */
   async purging<T>(work: () => Promise<T>, options: { vacuum?: boolean | 'full' } = {}): Promise<{ result: T; purge: { done: string[]; remains: string[] } }> {
-    if (options.vacuum) throw new InvalidOptionError('vacuum is not available on SQLite: VACUUM renumbers the rowids of cairn_items, which positions point at; the deletes are overwritten by secure_delete instead.', { place: { engine: 'sqlite' } });
     const db = () => this.db;
     const before = this.run('secure delete', () => String(db().pragma('secure_delete', { simple: true })));
     this.run('secure delete', () => db().pragma('secure_delete = ON'));
@@ -384,13 +384,18 @@ export class SqliteConnection {
     } finally {
       this.run('secure delete', () => db().pragma(`secure_delete = ${before === '1' ? 'ON' : 'OFF'}`));
     }
+    if (options.vacuum) {
+      // Safe since migration 11: items keep their rowids (an INTEGER PRIMARY KEY), which positions point at.
+      this.run('vacuum', () => db().exec('VACUUM'));
+      done.push('VACUUM: the file rewritten, free pages and older row versions dropped');
+    }
     const [busy, frames, moved] = this.run('checkpoint', () => {
       const row = db().pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
       return [row[0]?.busy ?? 0, row[0]?.log ?? 0, row[0]?.checkpointed ?? 0];
     });
     if (busy) remains.push(`the WAL was not truncated (another connection is reading; ${moved} of ${frames} frames checkpointed): the deleted rows' earlier page images stay in ${this.location}-wal until a checkpoint completes (PRAGMA wal_checkpoint(TRUNCATE) when readers are done)`);
     else done.push('WAL checkpointed and truncated to 0 bytes');
-    remains.push('free space inside pages may hold older versions of rows updated or deleted before the erasure (ciphertext on an encrypted engine; in the clear without encryption)');
+    if (!options.vacuum) remains.push('free space inside pages may hold older versions of rows updated or deleted before the erasure (ciphertext on an encrypted engine; in the clear without encryption): vacuum rewrites the file without them');
     remains.push('copies of the file taken before (backups, replicas, filesystem snapshots) are untouched');
     return { result, purge: { done, remains } };
   }

@@ -284,7 +284,8 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       INSERT INTO cairn_thread_metadata (tid, key, type, atom)
         SELECT t.tid, j.key, j.type, j.atom FROM cairn_threads t, json_each(t.metadata) j WHERE j.type NOT IN ('object', 'array');
     `,
-  },  {
+  },
+  {
     id: 10,
     name: 'compaction anchors',
     sql: `
@@ -293,6 +294,29 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       -- the row every read of the namespace looks at anyway.
       ALTER TABLE cairn_heads ADD COLUMN base_seq INTEGER;
       ALTER TABLE cairn_heads ADD COLUMN base_hash BLOB;
+    `,
+  },
+  {
+    id: 11,
+    name: 'item rowids survive VACUUM',
+    sql: `
+      -- Positions point at their items by rowid range (migration 4), and VACUUM (or
+      -- VACUUM INTO, a common way to take a backup) may renumber the rowids of a table
+      -- without an INTEGER PRIMARY KEY: a vacuumed database read wrong items, found by
+      -- the chain as CorruptRecordError. An explicit INTEGER PRIMARY KEY is the rowid
+      -- under its own name, which VACUUM keeps. The rows are copied with their rowids.
+      CREATE TABLE cairn_items_keyed (
+        id    INTEGER PRIMARY KEY,
+        tid   INTEGER NOT NULL,
+        ns    TEXT NOT NULL,
+        field TEXT NOT NULL,
+        seq   INTEGER NOT NULL,
+        idx   INTEGER NOT NULL,
+        body  TEXT NOT NULL
+      );
+      INSERT INTO cairn_items_keyed (id, tid, ns, field, seq, idx, body) SELECT rowid, tid, ns, field, seq, idx, body FROM cairn_items;
+      DROP TABLE cairn_items;
+      ALTER TABLE cairn_items_keyed RENAME TO cairn_items;
     `,
   },
 ];
