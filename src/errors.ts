@@ -779,7 +779,9 @@ export class DecryptionError extends coded('ERR_DECRYPTION') {}
 /**
  * An engine that requires encryption found a row stored in the clear: a writer without
  * encryption (or a misconfigured one) wrote it. Nothing of the row is returned; find the
- * writer, then re-encrypt (`cairn encrypt`) or delete the row.
+ * writer. An engine opened with `encrypted(engine, { keys, require: false })` reads such
+ * rows (and seals everything it writes): the way to read a database that held plaintext
+ * before encryption was turned on.
  */
 export class PlaintextRowError extends coded('ERR_PLAINTEXT_ROW') {}
 
