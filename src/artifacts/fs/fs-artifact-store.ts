@@ -185,16 +185,7 @@ class FsBackend implements ArtifactBackend {
 
   async deleteRecord(address: RecordAddress, staleBefore?: number): Promise<boolean> {
     const path = this.recordPath(address);
-    if (staleBefore === undefined) {
-      try {
-        await unlink(path);
-      } catch (error) {
-        if (errno(error) === 'ENOENT') return false;
-        throw fsFailure('delete', path, error);
-      }
-      await this.syncDir(dirname(path));
-      return true;
-    }
+    if (staleBefore === undefined) return this.unlinkDurably(path);
     return this.deleteIfStale(path, staleBefore);
   }
 
@@ -304,7 +295,11 @@ class FsBackend implements ArtifactBackend {
   }
 
   async deleteBlob(digest: string): Promise<boolean> {
-    const path = this.blobPath(digest);
+    return this.unlinkDurably(this.blobPath(digest));
+  }
+
+  /** Removes `path` and syncs its directory, so the removal survives a crash; false when it was not there. */
+  private async unlinkDurably(path: string): Promise<boolean> {
     try {
       await unlink(path);
     } catch (error) {
