@@ -3,9 +3,10 @@
 # driver. For each version, a Node binary from the npm registry's `node` package
 # (npx -p node@<major>) runs `cairn demo` (default driver choice: better-sqlite3,
 # built for the Node that installed it, does not load there, so node:sqlite is
-# taken) and vitest on the conformance, driver and SQLite crash suites with
-# CAIRN_SQLITE_DRIVER=node:sqlite; the crash suites' child processes inherit both
-# the binary (process.execPath) and the variable.
+# taken) and vitest on the conformance and driver suites and the worked example's
+# SQLite crash suite with CAIRN_SQLITE_DRIVER=node:sqlite; the crash suite's child
+# processes inherit both the binary (process.execPath) and the variable. The other
+# crash suites exercise the runtime, not the driver: they run once, in `npm test`.
 #
 # A version whose binary cannot be installed FAILS the run: nothing is skipped.
 # Usage: scripts/test-node-versions.sh [major...]   (default: 22 24)
@@ -25,10 +26,6 @@ TESTS=(
   test/conformance/driver-failures.sqlite.test.ts
   test/engines/sqlite-drivers.test.ts
   test/engines/sqlite-errors.test.ts
-  test/crash/ai-sdk.crash.test.ts
-  test/crash/interrupt-resume.test.ts
-  test/crash/parallel.crash.test.ts
-  test/crash/subgraph.crash.test.ts
   test/crash/worked-example.crash.test.ts
 )
 

@@ -83,10 +83,8 @@ async function status(c: Case): Promise<string | undefined> {
 /** What the phase's process does, and how a new process picks up after it was killed. */
 async function phase(c: Case, which: Phase, crashAt?: string): Promise<void> {
   if (which === 'wake') await pause(NAP_MS + 50);
-  if (which === 'pay') {
-    await step(c, 'signal', { amount: 7 });
-    await step(c, 'signal', { amount: 9 });
-  }
+  // Both signals from one process: sending is not what is killed here.
+  if (which === 'pay') await step(c, 'signal', [{ amount: 7 }, { amount: 9 }]);
   const mode = which === 'answer' ? 'resume' : 'run';
   const first = await step(c, mode, which === 'answer' ? true : undefined, crashAt);
   if (!crashAt) return;
@@ -195,8 +193,7 @@ describe.each([
     doomed.kill('SIGKILL');
     await killed;
     expect(await status(c)).toBe('waiting');
-    await step(c, 'signal', { amount: 7 });
-    await step(c, 'signal', { amount: 9 });
+    await step(c, 'signal', [{ amount: 7 }, { amount: 9 }]);
     const successor = await runFixture(FIXTURE, args);
     c.lines.push(...successor.lines);
     const result = successor.lines.find((l) => l.type === 'result') as unknown as { status: string; state: { log: unknown } };
