@@ -15,8 +15,8 @@
  * reference every engine agrees with. Versions, expiry, idempotency and the
  * transaction stay the inner engine's.
  *
- * The keyring's namespaces (`['cairn', 'data-keys']`, `['cairn', 'data-key-current']`:
- * wrapped data keys) belong to the engine, not to the application: the keyring writes
+ * The keyring's namespaces (`['cairn', 'data-keys']`, `['cairn', 'data-key-current']`,
+ * `['cairn', 'tenant-keys']`: wrapped data keys and which is current) belong to the engine, not to the application: the keyring writes
  * them through the inner store, and this store neither lists, reads nor writes them.
  */
 import type { Store, StoreCapabilities, StoreItem, StoreOpResult } from '../contracts/store.js';
@@ -28,7 +28,7 @@ import { BaseStore, type ScanQuery } from '../store/base-store.js';
 import { matches } from '../store/filter.js';
 import type { OverwriteRow, PreparedOp, StoredRow } from '../store/rows.js';
 import { isSealed, sealText } from './envelope.js';
-import { CURRENT_KEY_NS, DATA_KEYS_NS } from './keyring.js';
+import { CURRENT_KEY_NS, DATA_KEYS_NS, TENANT_KEYS_NS } from './keyring.js';
 import { rowAad, type Sealer } from './sealer.js';
 
 /** The storage primitives of a {@link BaseStore}, reached on the inner store. */
@@ -47,7 +47,7 @@ const FILTER_PAGE = 500;
 /** A sealed value as the inner store keeps it: a JSON string holding the envelope. */
 const SEALED_JSON = '"~c1:';
 
-const KEYRING_NAMESPACES = [encodeNamespace(DATA_KEYS_NS), encodeNamespace(CURRENT_KEY_NS)];
+const KEYRING_NAMESPACES = [encodeNamespace(DATA_KEYS_NS), encodeNamespace(CURRENT_KEY_NS), encodeNamespace(TENANT_KEYS_NS)];
 
 function keyringRow(ns: string): boolean {
   return KEYRING_NAMESPACES.some((prefix) => ns.startsWith(prefix));

@@ -15,7 +15,7 @@ export { encrypted } from './encrypted.js';
 export type { EncryptedOptions } from './encrypted.js';
 export { keyFile, envKey } from './key-provider.js';
 export type { KeyProvider, WrappedKey } from './key-provider.js';
-export { Keyring, DATA_KEYS_NS, CURRENT_KEY_NS } from './keyring.js';
+export { Keyring, DATA_KEYS_NS, CURRENT_KEY_NS, TENANT_KEYS_NS } from './keyring.js';
 export type { DataKeyRow, KeyringOptions } from './keyring.js';
 export { threadScope, tenantScope, SHARED_STORE_SCOPE, verifyingReads } from './scopes.js';
 export type { EngineEncryption } from './scopes.js';
