@@ -315,11 +315,14 @@ export class Keyring implements KeyringApi {
   async destroyScope(scope: string): Promise<number> {
     const rows = await this.listRows(scope);
     const owner = ownerOf(scope);
+    // Only rows this connection sees: under row-level security a delete of another
+    // tenant's row (an invisible one) is refused, and it is none of this caller's.
+    const owned = owner !== null ? await this.store.get<TenantKeysRow>(TENANT_KEYS_NS, tenantKeysRowKey(owner)) : null;
     await this.provider.destroyScope(scope);
     await this.store.batch([
       ...rows.map((stored) => ({ op: 'delete' as const, namespace: DATA_KEYS_NS, key: stored.storeKey })),
       { op: 'delete' as const, namespace: CURRENT_KEY_NS, key: sharedCurrentKey(scope) },
-      ...(owner !== null ? [{ op: 'delete' as const, namespace: TENANT_KEYS_NS, key: tenantKeysRowKey(owner) }] : []),
+      ...(owned ? [{ op: 'delete' as const, namespace: TENANT_KEYS_NS, key: tenantKeysRowKey(owner!) }] : []),
     ]);
     for (const stored of rows) {
       this.clear.delete(stored.id);
