@@ -305,16 +305,30 @@ export class PostgresConnection {
     const remains: string[] = [];
     const mode = options.vacuum === false ? null : options.vacuum === 'full' ? 'VACUUM (FULL)' : 'VACUUM';
     if (mode) {
-      const tables = await this.query<{ name: string }>('list tables', `SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'cairn\\_%' ORDER BY tablename`, [this.schema]);
+      // VACUUM skips a table the role may not vacuum with a warning, not an error (a
+      // tenant's role under row-level security owns none): ask first, so that the
+      // report does not count those as vacuumed.
+      const tables = await this.query<{ name: string; may: boolean }>(
+        'list tables',
+        `SELECT tablename AS name, (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+           OR pg_has_role(current_user, tableowner, 'USAGE')
+           OR pg_has_role(current_user, (SELECT datdba FROM pg_database WHERE datname = current_database()), 'USAGE') AS may
+         FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'cairn\\_%' ORDER BY tablename`,
+        [this.schema],
+      );
       const failed: string[] = [];
-      for (const { name } of tables) {
+      const notOwned = tables.filter((t) => !t.may).map((t) => t.name);
+      if (notOwned.length) failed.push(`${notOwned.join(', ')} (this role may not vacuum them: run VACUUM as their owner)`);
+      let vacuumed = 0;
+      for (const { name } of tables.filter((t) => t.may)) {
         try {
           await this.query('vacuum', `${mode} ${quoteIdent(this.schema)}.${quoteIdent(name)}`, [], false);
+          vacuumed++;
         } catch (error) {
           failed.push(`${name} (${(error as Error).message})`);
         }
       }
-      done.push(`${mode} of ${tables.length - failed.length} cairn tables in schema ${this.schema}`);
+      done.push(`${mode} of ${vacuumed} cairn tables in schema ${this.schema}`);
       if (failed.length) remains.push(`not vacuumed: ${failed.join('; ')}: dead tuples stay until autovacuum reaches them`);
     } else remains.push('not vacuumed: dead tuples stay in the table files until VACUUM reuses their space');
     if (mode !== 'VACUUM (FULL)') remains.push('VACUUM prunes dead tuples but does not overwrite every freed byte of a page: vacuum: "full" rewrites the tables into new files');
