@@ -5,12 +5,12 @@
  * SQL; with no tenant set it sees nothing. The tenant's engine (`postgres(url,
  * { tenant })`) runs, resumes and lists its threads as usual, refuses another
  * tenant's threads with a typed error, and on a pool passed in leaves no tenant
- * on the connections it gives back. Roles are cluster-wide: each run makes its own,
- * with a unique name, and drops it.
+ * on the connections it gives back. The role is a real NOBYPASSRLS one
+ * (test/helpers/rls-role.ts).
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineState, END, field, graph, START } from '../../src/index.js';
 import type { Engine } from '../../src/contracts/engine.js';
@@ -25,11 +25,12 @@ import { TenantMismatchError } from '../../src/errors.js';
 import { createPool } from '../../src/engines/postgres/driver.js';
 import { cairn } from '../cli/run-cli.js';
 import { PG_URL, usePostgresSchema } from '../helpers/postgres.js';
+import { useRestrictedRole } from '../helpers/rls-role.js';
 
 const db = usePostgresSchema();
-const role = `cairn_rls_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
-/** The test database as the restricted role (trust auth: no password). */
-const roleUrl = PG_URL.replace(/^(postgres(?:ql)?:\/\/)[^@/]*@/, `$1${role}@`);
+const restricted = useRestrictedRole(db);
+const roleUrl = restricted.url;
+const { asTenant, refusal } = restricted;
 
 const State = defineState({
   fields: {
@@ -91,41 +92,12 @@ let admin: pg.Pool;
 let asRole: pg.Pool;
 const s = () => `"${db.schema}"`;
 
-/** `fn` on one connection of the restricted role, in a transaction with `cairn.tenant` set (null: none), rolled back. */
-async function asTenant<T>(tenant: string | null, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await asRole.connect();
-  try {
-    await client.query('BEGIN');
-    if (tenant !== null) await client.query(`SELECT set_config('cairn.tenant', $1, true)`, [tenant]);
-    return await fn(client);
-  } finally {
-    await client.query('ROLLBACK');
-    client.release();
-  }
-}
-
-/** The SQLSTATE `sql` fails with as the role in `tenant` (undefined: it did not fail). */
-async function refusal(tenant: string | null, sql: string, values: unknown[] = []): Promise<string | undefined> {
-  return asTenant(tenant, (client) => client.query(sql, values).then(() => undefined, (error: { code?: string }) => error.code));
-}
-
 beforeAll(async () => {
   admin = db.pool;
-  await admin.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER NOBYPASSRLS`);
-  await admin.query(`GRANT USAGE ON SCHEMA ${s()} TO ${role}`);
-  await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${s()} TO ${role}`);
-  await admin.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA ${s()} TO ${role}`);
-  asRole = new pg.Pool({ connectionString: roleUrl, max: 3 });
-  asRole.on('error', () => undefined);
+  asRole = restricted.pool;
+  // The helper enabled the policies; enabling again is safe, and reports the tables.
   const report = await enableRowLevelSecurity(admin, { schema: db.schema });
   expect(report.tables).toEqual([...TENANT_TABLES]);
-});
-
-afterAll(async () => {
-  await asRole?.end();
-  // The schema is dropped by the helper; the role's grants go with DROP OWNED.
-  await admin.query(`DROP OWNED BY ${role}`).catch(() => undefined);
-  await admin.query(`DROP ROLE IF EXISTS ${role}`);
 });
 
 describe('PostgreSQL row-level security: tenants of one schema', () => {
