@@ -119,13 +119,10 @@ export class Keyring implements KeyringApi {
   private async findCurrent(scope: string): Promise<DataKey> {
     for (;;) {
       const pointer = await this.readCurrent(scope);
-      if (pointer) {
-        const key = await this.keyById(pointer.keyId);
-        // A shared pointer is writable by any tenant: one naming a key of another scope is not this scope's.
-        if (pointer.owned || this.clear.get(key.id)?.scope === scope) {
-          this.current.set(scope, { keyId: pointer.keyId, until: this.now() + this.cacheMs });
-          return key;
-        }
+      const key = pointer ? await this.currentKeyOf(pointer, scope) : null;
+      if (key) {
+        this.current.set(scope, { keyId: key.id, until: this.now() + this.cacheMs });
+        return key;
       }
       try {
         return await this.createCurrent(scope, pointer);
@@ -134,6 +131,23 @@ export class Keyring implements KeyringApi {
         // Another process made the scope's first key: use theirs.
       }
     }
+  }
+
+  /**
+   * The key a current-key row names, when it is a key of `scope`; null when the row is
+   * not to be used, and a new key is made current over it. A shared row is writable by
+   * any tenant's connection: one naming another scope's key, or a key that is not
+   * stored, is not this scope's current key. The tenant's own row naming a key that is
+   * gone is KeyUnavailableError (its keys were destroyed while this ran).
+   */
+  private async currentKeyOf(pointer: CurrentPointer, scope: string): Promise<DataKey | null> {
+    const cached = this.clear.get(pointer.keyId);
+    const found = cached && cached.until > this.now() ? cached : await this.loadKey(pointer.keyId);
+    if (!found) {
+      if (pointer.owned) throw new KeyUnavailableError(pointer.keyId, 'no such data key (its scope was erased, or the row comes from another database).');
+      return null;
+    }
+    return found.scope === scope ? found.key : null;
   }
 
   /** The scope's current-key row: the tenant's own first, then the shared one (all there was before keys were owned). */
@@ -173,14 +187,21 @@ export class Keyring implements KeyringApi {
   }
 
   private async fetchKey(keyId: string): Promise<DataKey> {
+    const found = await this.loadKey(keyId);
+    if (!found) throw new KeyUnavailableError(keyId, 'no such data key (its scope was erased, or the row comes from another database).');
+    return found.key;
+  }
+
+  /** The key unwrapped and held in the clear, with its scope; null when no row of it is stored. */
+  private async loadKey(keyId: string): Promise<{ key: DataKey; scope: string } | null> {
     const row = await this.findKeyRow(keyId);
     if (!row) {
       this.clear.delete(keyId);
-      throw new KeyUnavailableError(keyId, 'no such data key (its scope was erased, or the row comes from another database).');
+      return null;
     }
     const key: DataKey = { id: keyId, key: await this.provider.unwrapKey(row.scope, row) };
     this.clear.set(keyId, { key, scope: row.scope, until: this.now() + this.cacheMs });
-    return key;
+    return { key, scope: row.scope };
   }
 
   /**

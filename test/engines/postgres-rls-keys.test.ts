@@ -205,6 +205,25 @@ describe('encryption at rest under row-level security: a tenant\'s keys are its 
     expect(await committedAs('acme', [[`DELETE FROM ${store} WHERE key = ANY($1)`, [globexKeys]], [`UPDATE ${store} SET value = '"gone"' WHERE key = ANY($1)`, [globexKeys]]])).toEqual([0, 0]);
     expect((await keyRows()).filter((r) => r.tenant === GLOBEX)).toEqual(globexRows);
     expect(await readBack(GLOBEX, ['g-1', 'g-2', 'g-3'])).toEqual(expected(['g-1', 'g-2', 'g-3']));
+
+    // Shared current-key rows (as cairn kept them before) planted by acme for tenants that have no key yet: one naming
+    // a key that does not exist, one naming the shared `store` scope's key. Neither becomes the tenant's current key.
+    const storeKeyId = before.find((r) => r.ns === 'data-keys' && r.value.scope === SHARED_STORE_SCOPE)!.key;
+    const plant = (tenant: string, keyId: string): [string, unknown[]] => [
+      `INSERT INTO ${store} (ns, key, value, version, created_at, updated_at) VALUES (E'cairn\\x1fdata-key-current\\x1f', $1, $2, 1, 0, 0)`,
+      [createHash('sha256').update(tenantScope(tenant)).digest('hex').slice(0, 40), JSON.stringify({ scope: tenantScope(tenant), keyId })],
+    ];
+    expect(await committedAs('acme', [plant('hooli', 'dk-planted0001'), plant('initrode', storeKeyId)])).toEqual([1, 1]);
+    for (const tenant of ['hooli', 'initrode']) {
+      const engine = tenantEngine(tenant);
+      try {
+        await runThread(engine, `${tenant}-1`);
+      } finally {
+        await engine.close();
+      }
+      expect(await sealedUnder(`${tenant}-1`)).toMatch(/^tk-/);
+      expect(await readBack(tenant, [`${tenant}-1`])).toEqual(expected([`${tenant}-1`]));
+    }
   });
 
   it('key rows written before keys were owned still open; rewrap, by the tenant\'s own engine or `cairn keys rotate`, moves them into the tenant\'s rows', async () => {
