@@ -178,6 +178,24 @@ export async function planCompaction(cp: Checkpointer, ledger: Ledger | undefine
   return { ns, base, request, removes, bytes };
 }
 
+/**
+ * Plans the removal of the ledger rows a namespace keeps below its compaction base (a
+ * compaction with `ledger: false` left them): their steps are gone, so no position
+ * binds them and no step runs from them again. The base stays where it is (its own
+ * snapshot is stored again as it is). Null when the namespace was never compacted or
+ * keeps no such row. Reads only.
+ */
+export async function planLedgerBelowBase(cp: Checkpointer, ledger: Ledger, threadId: string, ns: string): Promise<CompactionPlan | null> {
+  const head = await cp.getHead(threadId, ns);
+  if (!head?.base) return null;
+  const below = (await ledger.list(threadId)).filter((entry) => entry.ns === ns && entry.seq < head.base!.seq);
+  const [snapshot] = await cp.getSnapshots(threadId, ns, { from: head.base.seq, to: head.base.seq });
+  if (!below.length || !snapshot) return null;
+  const removes: CompactionResult = { positions: 0, items: 0, snapshots: 0, pendingWrites: 0, ledgerEntries: below.length, namespaces: 0 };
+  const bytes = below.reduce((n, entry) => n + (entry.outcome?.length ?? 0), 0);
+  return { ns, base: head.base, request: { ns, base: head.base, snapshot: snapshot.text, ledger: true }, removes, bytes };
+}
+
 /** Carries out a plan under the thread's lease (one transaction in the engine); returns the rows removed. */
 export function compactNamespace(cp: Checkpointer, lease: ThreadLease, plan: CompactionPlan): Promise<CompactionResult> {
   return cp.compactThread!(lease, plan.request);

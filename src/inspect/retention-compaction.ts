@@ -10,7 +10,8 @@
  *   step, whose records `verify` no longer asks for, and every older one), so the cut
  *   is one past the newest old row's seq. Rows are never removed under a kept position:
  *   a kept position binds every row it used (`verify`), and nothing could serve it a
- *   missing one. What a compaction cannot reach stays and is counted as kept: a row of
+ *   missing one. Rows a compaction with `ledger: false` left below a base are needed by
+ *   nothing: they go alone, the base staying. What a compaction cannot reach stays and is counted as kept: a row of
  *   the step from the head (a failed step that will run again, whose effect outcomes
  *   keep it from repeating a side effect), of a suspended step, or above the newest
  *   snapshot that can be the base.
@@ -28,7 +29,7 @@ import type { ThreadLease, ThreadRecord } from '../contracts/threads.js';
 import { LEASE_MS } from '../defaults.js';
 import { NotSupportedError, ThreadBusyError } from '../errors.js';
 import type { LedgerRetentionRule, PositionRetentionRule } from './gc.js';
-import { compactNamespace, cutByAge, planCompaction, type CompactionPlan, type NoCompaction } from './compact.js';
+import { compactNamespace, cutByAge, planCompaction, planLedgerBelowBase, type CompactionPlan, type NoCompaction } from './compact.js';
 
 export type CheckedPositionRule = PositionRetentionRule & { ms?: number };
 export type CheckedLedgerRule = LedgerRetentionRule & { ms: number };
@@ -93,7 +94,9 @@ async function compactNamespaces(cp: Checkpointer, ledger: Ledger | undefined, t
       namespaces.push({ ns, by: rules.positions ? 'positions' : 'ledger', reason: 'nothing-to-cut' });
       continue;
     }
-    const plan = await planCompaction(cp, ledger, threadId, ns, wanted.cut, { ledger: withLedger });
+    let plan = await planCompaction(cp, ledger, threadId, ns, wanted.cut, { ledger: withLedger });
+    // Old rows only below the base (a `ledger: false` compaction kept them): they go alone.
+    if ('skipped' in plan && plan.skipped === 'nothing-to-cut' && wanted.by === 'ledger' && ledger) plan = (await planLedgerBelowBase(cp, ledger, threadId, ns)) ?? plan;
     if ('skipped' in plan) {
       namespaces.push({ ns, by: wanted.by, reason: plan.skipped });
       continue;

@@ -257,6 +257,34 @@ describe.each(ENGINES)('retention of child namespaces and ledger rows on %s', (n
     expect(third.ledger.compacted).toEqual([]);
   });
 
+  it('a ledger rule removes the rows a `ledger: false` compaction left below the base, the base staying', async () => {
+    const { app } = ledgerApp(ctx.engine, { stopAt: 20 });
+    await app.run({ thread: 'audit' });
+    const cp = ctx.engine.checkpointer;
+    const first = await applyRetention({ checkpointer: cp, ledger: ctx.engine.ledger, policy: { positions: [{ keepLast: 6, ledger: false }] } });
+    const base = first.positions.compacted[0]!.base;
+    expect(first.positions.compacted[0]!.rows.ledgerEntries).toBe(0);
+    const below = (await ctx.engine.ledger.list('audit')).filter((e) => e.seq < base);
+    expect(below.length).toBe(2 * base);
+    expect((await verifyThread(ctx.engine, 'audit')).problems).toEqual([]);
+
+    // Old: the rows written before the first kept step's, so those below the base only.
+    const threshold = Math.min(...(await ctx.engine.ledger.list('audit')).filter((e) => e.seq >= base).map((e) => e.createdAt));
+    const anchor = (await cp.getHead('audit', ''))!.base;
+    const options = { checkpointer: cp, ledger: ctx.engine.ledger, now: threshold + 60_000, policy: { ledger: [{ olderThanMs: 60_000 }] } };
+    const dry = await applyRetention({ ...options, dryRun: true });
+    const real = await applyRetention(options);
+    expect(comparable(dry)).toEqual(comparable(real));
+    expect(real.ledger.compacted).toEqual([{ thread: 'audit', ns: '', base, rows: expect.objectContaining({ positions: 0, items: 0, snapshots: 0, ledgerEntries: 2 * base }) }]);
+    expect(real.ledger.rows.bytes).toBe(below.reduce((n, e) => n + (e.outcome?.length ?? 0), 0));
+    expect(real.ledger.kept).toBe(0);
+    expect((await cp.getHead('audit', ''))!.base).toEqual(anchor);
+    expect((await ctx.engine.ledger.list('audit')).every((e) => e.seq >= base)).toBe(true);
+    expect((await verifyThread(ctx.engine, 'audit')).problems).toEqual([]);
+    expect(await ledgerApp(ctx.reopen()).app.getState({ thread: 'audit' })).toMatchObject({ n: 20 });
+    expect((await applyRetention(options)).ledger.compacted).toEqual([]);
+  });
+
   it('a ledger rule and a positions rule on one thread make one compaction per namespace, at the further cut, child runs included', async () => {
     const { app } = researchApp(ctx.engine);
     await app.run({ thread: 'both' });
