@@ -63,7 +63,7 @@ export function formatRetentionReport(report: RetentionReport): string {
   const row = (kind: string, what: string, detail: string, bytes: number) => lines.push(`  ${kind.padEnd(10)} ${what.padEnd(22)} ${size(bytes).padStart(10)}  ${detail}`);
   row('threads', plural(report.threads.deleted.length, 'thread'), rows(report.threads.rows), report.threads.rows.bytes);
   row('positions', `${namespaces(report.positions.compacted)} compacted`, rows(report.positions.rows), report.positions.rows.bytes);
-  const kept = report.ledger.kept ? `; ${plural(report.ledger.kept, 'old ledger entry', 'old ledger entries')} kept (a kept or resumable step needs them)` : '';
+  const kept = report.ledger.kept ? `; ${plural(report.ledger.kept, 'old ledger entry', 'old ledger entries')} kept (bound to kept or unfinished steps)` : '';
   row('ledger', `${namespaces(report.ledger.compacted)} compacted`, `${rows(report.ledger.rows)}${kept}`, report.ledger.rows.bytes);
   row('store', plural(report.store.items, 'item'), '', report.store.bytes);
   if (report.artifacts) row('artifacts', plural(report.artifacts.count, 'artifact'), `${plural(report.artifacts.gc.scanned, 'artifact')} scanned`, report.artifacts.bytes);
