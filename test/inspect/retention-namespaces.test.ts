@@ -3,7 +3,8 @@
  * - a positions rule compacts long child namespaces (subgraph runs) too, each on its
  *   own keepLast / age: the child verifies, its history and kept positions read as
  *   before, a cut child position is ERR_POSITION_COMPACTED, the parent's replay still
- *   serves the child from its namespace, and a child interrupted part-way resumes;
+ *   serves the child from its namespace, a child interrupted part-way resumes, and a
+ *   failed thread resumes inside its compacted child without running kept steps again;
  * - a base is never an interrupt or resume position of a superstep that stopped
  *   part-way and finished since (the positions after it bind records keyed below it);
  * - a ledger rule removes the ledger rows older than its age with the steps they
@@ -38,12 +39,17 @@ const Research = defineState({
   },
 });
 
-/** plan -> research (a child run of 30 steps, each recording a search; optionally asking at step 20) -> publish. */
-function researchApp(engine: Engine, options: { ask?: boolean } = {}) {
+/** plan -> research (a child run of 30 steps, each recording a search; optionally asking, or failing once, at step 20) -> publish. */
+function researchApp(engine: Engine, options: { ask?: boolean; failOnce?: boolean } = {}) {
   const calls = { search: 0 };
+  let failures = options.failOnce ? 1 : 0;
   const research = graph(Research)
     .node('search', async (s, c) => {
       if (options.ask && s.n === 20) await c.interrupt({ question: 'go on?' }, { answer: z.string() });
+      if (s.n === 20 && failures > 0) {
+        failures--;
+        throw new Error('search engine down');
+      }
       const hit = await c.record('search', async () => (calls.search++, `hit ${s.n + 1} for ${s.question}`));
       return { n: s.n + 1, log: [hit] };
     })
@@ -57,7 +63,7 @@ function researchApp(engine: Engine, options: { ask?: boolean } = {}) {
     .edge('plan', 'research')
     .edge('research', 'publish')
     .edge('publish', END)
-    .compile({ engine, snapshotEvery: 5, recursionLimit: 100 });
+    .compile({ engine, snapshotEvery: 5, recursionLimit: 100, retry: { maxAttempts: 1 } });
   return { app, calls };
 }
 
@@ -176,6 +182,24 @@ describe.each(ENGINES)('retention of child namespaces and ledger rows on %s', (n
     const base = report.positions.compacted.find((c) => c.thread === 'paused')!.base;
     expect(base).toBeLessThan(Math.min(...stopped));
     expect((await verifyThread(ctx.engine, 'paused')).problems).toEqual([]);
+  });
+
+  it('a failed thread whose child run is compacted resumes inside the child: its kept steps are not run again', async () => {
+    const { app, calls } = researchApp(ctx.engine, { failOnce: true });
+    await expect(app.run({ thread: 'down' })).rejects.toThrow(/search engine down/);
+    expect((await app.getThread({ thread: 'down' }))!.status).toBe('failed');
+    const ns = (await ctx.engine.checkpointer.listNamespaces('down')).find((n) => n !== '')!;
+    expect((await ctx.engine.checkpointer.getHead('down', ns))!.seq).toBe(20);
+    const report = await applyRetention({ checkpointer: ctx.engine.checkpointer, ledger: ctx.engine.ledger, policy: { positions: [{ status: 'failed', keepLast: 3 }] } });
+    expect(report.positions.compacted.map((c) => c.ns)).toEqual([ns]);
+    expect((await verifyThread(ctx.engine, 'down')).problems).toEqual([]);
+    expect(calls.search).toBe(20);
+    const result = await app.run({ thread: 'down' });
+    expect(result.status).toBe('completed');
+    expect(result.state.notes).toEqual(['tides: 30 hits', 'published 1']);
+    // Only the failed step and those after it ran: 10 more searches, none again.
+    expect(calls.search).toBe(30);
+    expect((await verifyThread(ctx.engine, 'down')).problems).toEqual([]);
   });
 
   it('a ledger rule removes the rows older than its age with their steps, keeps and counts what a kept or resumable step needs, and a retried step does not repeat its effect', async () => {
