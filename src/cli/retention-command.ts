@@ -2,7 +2,7 @@
  * @module cli/retention-command
  * `cairn retention apply --policy <file.json> [--dry-run]`: a thin face over
  * `applyRetention` (inspect/retention). The policy file is the `RetentionPolicy` as
- * JSON (`threads`, `positions`, `store`, `artifacts` rules; ages as `olderThanMs` or
+ * JSON (`threads`, `positions`, `ledger`, `store`, `artifacts` rules; ages as `olderThanMs` or
  * `olderThan` durations such as `"30d"`), with an optional `graceMs` for artifacts.
  * It prints what goes per kind, with row counts and bytes, and draws a progress bar
  * on a terminal.
@@ -18,7 +18,7 @@ import { DB_OPTION, openEngine } from './engine-url.js';
 import { plural, progress } from './format.js';
 
 /** The keys a policy file may hold. */
-const POLICY_KEYS = ['threads', 'positions', 'store', 'artifacts', 'graceMs', 'grace'];
+const POLICY_KEYS = ['threads', 'positions', 'ledger', 'store', 'artifacts', 'graceMs', 'grace'];
 
 /** Reads and checks a policy file: a JSON object of rule lists (InvalidOptionError otherwise). */
 export function readPolicy(path: string): { policy: RetentionPolicy; graceMs?: number } {
@@ -28,10 +28,10 @@ export function readPolicy(path: string): { policy: RetentionPolicy; graceMs?: n
   } catch (error) {
     throw new InvalidOptionError(`--policy ${path}: ${(error as Error).message}`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidOptionError(`--policy ${path}: a policy is a JSON object with threads, positions, store and artifacts rules.`);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidOptionError(`--policy ${path}: a policy is a JSON object with threads, positions, ledger, store and artifacts rules.`);
   const file = parsed as Record<string, unknown>;
   for (const key of Object.keys(file)) if (!POLICY_KEYS.includes(key)) throw new InvalidOptionError(`--policy ${path}: unknown key "${key}" (allowed: ${POLICY_KEYS.join(', ')}).`);
-  for (const key of ['threads', 'positions', 'store', 'artifacts']) {
+  for (const key of ['threads', 'positions', 'ledger', 'store', 'artifacts']) {
     if (file[key] !== undefined && !Array.isArray(file[key])) throw new InvalidOptionError(`--policy ${path}: "${key}" must be a list of rules.`);
   }
   const grace = file.graceMs ?? file.grace;
@@ -45,20 +45,34 @@ function rows(r: RetentionRows): string {
   return parts.join(', ');
 }
 
+/** `2 threads` when each compaction was a root namespace, `2 threads (3 namespaces)` when child runs were compacted too. */
+function namespaces(compacted: RetentionReport['positions']['compacted']): string {
+  const threads = plural(new Set(compacted.map((c) => c.thread)).size, 'thread');
+  return compacted.some((c) => c.ns !== '') ? `${threads} (${plural(compacted.length, 'namespace')})` : threads;
+}
+
+/** A thread, and its child namespace when it is one: `chat-7 [research:0@4]`. */
+function where(at: { thread: string; ns?: string }): string {
+  return at.ns ? `${at.thread} [${at.ns}]` : at.thread;
+}
+
 /** The human form of a retention report: one line per kind (count, rows, bytes), then what was skipped. */
 export function formatRetentionReport(report: RetentionReport): string {
   const verb = report.dryRun ? 'would remove' : 'removed';
   const lines = [`cairn retention apply${report.dryRun ? ' --dry-run' : ''}: ${verb}`];
   const row = (kind: string, what: string, detail: string, bytes: number) => lines.push(`  ${kind.padEnd(10)} ${what.padEnd(22)} ${size(bytes).padStart(10)}  ${detail}`);
   row('threads', plural(report.threads.deleted.length, 'thread'), rows(report.threads.rows), report.threads.rows.bytes);
-  row('positions', `${plural(report.positions.compacted.length, 'thread')} compacted`, rows(report.positions.rows), report.positions.rows.bytes);
+  row('positions', `${namespaces(report.positions.compacted)} compacted`, rows(report.positions.rows), report.positions.rows.bytes);
+  const kept = report.ledger.kept ? `; ${plural(report.ledger.kept, 'old ledger entry', 'old ledger entries')} kept (bound to kept or unfinished steps)` : '';
+  row('ledger', `${namespaces(report.ledger.compacted)} compacted`, `${rows(report.ledger.rows)}${kept}`, report.ledger.rows.bytes);
   row('store', plural(report.store.items, 'item'), '', report.store.bytes);
   if (report.artifacts) row('artifacts', plural(report.artifacts.count, 'artifact'), `${plural(report.artifacts.gc.scanned, 'artifact')} scanned`, report.artifacts.bytes);
   else lines.push('  artifacts  not collected (no --artifacts)');
   for (const id of report.threads.deleted) lines.push(`  - thread ${id}`);
-  for (const c of report.positions.compacted) lines.push(`  - thread ${c.thread}: positions below ${c.base} (${plural(c.rows.positions, 'position')})`);
-  const skipped = [...report.threads.skipped, ...report.positions.skipped];
-  if (skipped.length) lines.push(`skipped: ${skipped.map((s) => `${s.thread} (${s.reason})`).join(', ')}`);
+  for (const c of report.positions.compacted) lines.push(`  - thread ${where(c)}: positions below ${c.base} (${plural(c.rows.positions, 'position')})`);
+  for (const c of report.ledger.compacted) lines.push(`  - thread ${where(c)}: old ledger entries, with the steps below ${c.base} (${plural(c.rows.ledgerEntries, 'ledger entry', 'ledger entries')}, ${plural(c.rows.positions, 'position')})`);
+  const skipped = [...report.threads.skipped, ...report.positions.skipped, ...report.ledger.skipped];
+  if (skipped.length) lines.push(`skipped: ${skipped.map((s) => `${where(s)} (${s.reason})`).join(', ')}`);
   return lines.join('\n');
 }
 
@@ -74,8 +88,8 @@ export function registerRetentionCommand(program: Command): void {
   const retention = program.command('retention').description('apply a retention policy: old threads, old positions of long threads, store rows, artifacts');
   retention
     .command('apply')
-    .description('delete the threads, compact the positions and expire the store rows a policy file names, then collect the artifacts nothing kept refers to')
-    .requiredOption('--policy <file.json>', 'the policy: {"threads":[…],"positions":[…],"store":[…],"artifacts":[…],"graceMs":…} (see the README)')
+    .description('delete the threads, compact the positions, expire the ledger and store rows a policy file names, then collect the artifacts nothing kept refers to')
+    .requiredOption('--policy <file.json>', 'the policy: {"threads":[…],"positions":[…],"ledger":[…],"store":[…],"artifacts":[…],"graceMs":…} (see the README)')
     .option(...DB_OPTION)
     .option(`--artifacts ${ARTIFACTS_ARG}`, `collect artifacts in this store after the rest: ${ARTIFACTS_HELP}`)
     .option('--dry-run', 'report what would go, with counts and bytes; remove nothing')

@@ -1,10 +1,12 @@
 /**
  * @module inspect/compact
  * Position compaction, the part of retention that shortens a long thread: the
- * positions of the root namespace older than a cut go, the newest snapshot at or before
- * the cut on the head's branch becomes the namespace's base, and the thread record
- * anchors that base (seq and chain hash), so that `verify`, `history`, `getState` and
- * `stateAt` of every kept position still prove and read what is kept.
+ * positions of a namespace (the root's or a child run's) older than a cut go, the
+ * newest snapshot at or before the cut on the head's branch becomes the namespace's
+ * base, and the namespace's anchor names that base (seq and chain hash), so that
+ * `verify`, `history`, `getState` and `stateAt` of every kept position still prove and
+ * read what is kept. Each namespace has its own anchor (`cairn_heads` is keyed by
+ * thread and namespace), so a child run is compacted as the root is.
  *
  * What keeps a kept position readable: the base snapshot is rewritten to hold its
  * append fields' items inline (the log items below the base go with their positions);
@@ -13,8 +15,10 @@
  * go too (nothing could read them), and so do the child runs started by removed steps.
  * A suspended superstep (an interrupted or waiting thread) is never cut into: the cut
  * stays at or below the seq it started from, whose ledger entries and pending writes it
- * reads again. Positions are never rewritten: the chain from the base to the head is
- * the chain that was committed.
+ * reads again; nor is one that stopped part-way and finished since: the base is never
+ * one of its interrupt or resume positions, since the position that finished it binds
+ * records keyed by the seq it started from, below such a base. Positions are never
+ * rewritten: the chain from the base to the head is the chain that was committed.
  */
 import type { Checkpointer, CompactionRequest, CompactionResult, HeadAnchor, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
 import type { Ledger } from '../contracts/ledger.js';
@@ -63,6 +67,9 @@ export async function planCompaction(cp: Checkpointer, ledger: Ledger | undefine
   for (const snapshot of onBranch) {
     const body = openBody(snapshot.text);
     if (body && body.format === SNAPSHOT_FORMAT && typeof body.position === 'string' && typeof body.parent === 'string') {
+      // Not a position of a superstep that stopped part-way (an interrupt, a wait): the
+      // positions that finish it bind records keyed by its origin, below such a base.
+      if (await isSuspended(cp, threadId, ns, snapshot.seq)) continue;
       chosen = { seq: snapshot.seq, body };
       break;
     }
@@ -171,6 +178,24 @@ export async function planCompaction(cp: Checkpointer, ledger: Ledger | undefine
   return { ns, base, request, removes, bytes };
 }
 
+/**
+ * Plans the removal of the ledger rows a namespace keeps below its compaction base (a
+ * compaction with `ledger: false` left them): their steps are gone, so no position
+ * binds them and no step runs from them again. The base stays where it is (its own
+ * snapshot is stored again as it is). Null when the namespace was never compacted or
+ * keeps no such row. Reads only.
+ */
+export async function planLedgerBelowBase(cp: Checkpointer, ledger: Ledger, threadId: string, ns: string): Promise<CompactionPlan | null> {
+  const head = await cp.getHead(threadId, ns);
+  if (!head?.base) return null;
+  const below = (await ledger.list(threadId)).filter((entry) => entry.ns === ns && entry.seq < head.base!.seq);
+  const [snapshot] = await cp.getSnapshots(threadId, ns, { from: head.base.seq, to: head.base.seq });
+  if (!below.length || !snapshot) return null;
+  const removes: CompactionResult = { positions: 0, items: 0, snapshots: 0, pendingWrites: 0, ledgerEntries: below.length, namespaces: 0 };
+  const bytes = below.reduce((n, entry) => n + (entry.outcome?.length ?? 0), 0);
+  return { ns, base: head.base, request: { ns, base: head.base, snapshot: snapshot.text, ledger: true }, removes, bytes };
+}
+
 /** Carries out a plan under the thread's lease (one transaction in the engine); returns the rows removed. */
 export function compactNamespace(cp: Checkpointer, lease: ThreadLease, plan: CompactionPlan): Promise<CompactionResult> {
   return cp.compactThread!(lease, plan.request);
@@ -205,6 +230,11 @@ async function* seqBatches(cp: Checkpointer, threadId: string, ns: string): Asyn
   const [newest] = await cp.listPositions(threadId, ns, { limit: 1 });
   if (!newest) return;
   for (let from = 0; from <= newest.seq; from += BATCH) yield { from, to: Math.min(newest.seq, from + BATCH - 1) };
+}
+
+async function isSuspended(cp: Checkpointer, threadId: string, ns: string, seq: number): Promise<boolean> {
+  const position = await cp.getPosition(threadId, ns, seq);
+  return position !== null && decode<PositionBody>(position.body, `position ${seq} of thread ${threadId}`).suspended !== undefined;
 }
 
 function openBody(text: string): SnapshotBody | null {

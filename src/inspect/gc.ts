@@ -83,13 +83,16 @@ export interface RetentionPolicy {
   positions?: PositionRetentionRule[];
   /** Store rows by namespace prefix and age (see `applyRetention`). */
   store?: StoreRetentionRule[];
+  /** Ledger rows by age: the steps they belong to are compacted away with them (see `applyRetention`). */
+  ledger?: LedgerRetentionRule[];
 }
 
 /**
- * Compacts the root namespace of matching threads: positions older than the cut go
- * (`olderThanMs`: created that long ago; `keepLast`: never the newest this many), the
- * newest snapshot at or before the cut stays as the base. `ledger` (default true): the
- * ledger entries of the removed steps go too.
+ * Compacts every namespace of matching threads (the root's and each child run's, each
+ * on its own): positions older than the cut go (`olderThanMs`: created that long ago;
+ * `keepLast`: never the newest this many of the namespace), the newest snapshot at or
+ * before the cut stays as the base. `ledger` (default true): the ledger entries of the
+ * removed steps go too.
  */
 export interface PositionRetentionRule extends RuleAge {
   status?: ThreadStatus | ThreadStatus[];
@@ -97,6 +100,19 @@ export interface PositionRetentionRule extends RuleAge {
   /** Never the newest this many positions (counted by seq back from the head). */
   keepLast?: number;
   ledger?: boolean;
+}
+
+/**
+ * Removes the ledger rows (recorded outputs, effect intents and outcomes) of matching
+ * threads created more than `olderThanMs` ago, with the steps they belong to: each
+ * namespace holding such a row is compacted past that row's step, as a positions rule
+ * compacts, so every kept position keeps every row it binds. A row a kept position or
+ * a step still to run needs (the step from the head, a suspended step, a step above
+ * the newest snapshot that can be the base) stays, and is counted as kept.
+ */
+export interface LedgerRetentionRule extends RuleAge {
+  status?: ThreadStatus | ThreadStatus[];
+  tenant?: string | string[];
 }
 
 /** Deletes store items under `namespace` (a prefix: `['cache']` covers `['cache', 'a']`) not updated for `olderThanMs`. */

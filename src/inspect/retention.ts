@@ -6,9 +6,13 @@
  *    deleted with everything under them (`Checkpointer.deleteThread`: positions, items,
  *    snapshots, ledger, signals, child namespaces, pins);
  * 2. **positions** (`positions` rules) of long threads are compacted
- *    (`inspect/compact`): the positions older than the cut go with their ledger entries,
- *    the newest snapshot at or before the cut stays as the base the thread record
- *    anchors, so `verify` still proves what is kept;
+ *    (`inspect/compact`), every namespace on its own (the root's and each child run's):
+ *    the positions older than the cut go with their ledger entries, the newest snapshot
+ *    at or before the cut stays as the base the namespace's anchor names, so `verify`
+ *    still proves what is kept. **Ledger** rows (`ledger` rules) older than an age go
+ *    the same way: a namespace holding one is cut past that row's step, so no kept
+ *    position ever names a removed row (one compaction per namespace, at the further
+ *    of the two cuts: see `inspect/retention-compaction`);
  * 3. **store** rows (`store` rules: namespace prefix, age) are deleted;
  * 4. **artifacts** are collected last (`collectArtifacts`, with the `artifacts` rules):
  *    what the deleted threads and compacted positions alone referred to is garbage
@@ -18,20 +22,17 @@
  * rows, counts what would go (rows and characters) and removes nothing; its report is
  * the real run's.
  */
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Checkpointer, CompactionResult } from '../contracts/checkpointer.js';
 import type { Ledger } from '../contracts/ledger.js';
 import type { Store } from '../contracts/store.js';
 import type { ThreadRecord } from '../contracts/threads.js';
-import { LEASE_MS } from '../defaults.js';
-import { InvalidOptionError, NotSupportedError, ThreadBusyError } from '../errors.js';
+import { InvalidOptionError, ThreadBusyError } from '../errors.js';
 import { isGraphNamespace } from '../internal/graphs.js';
 import { collectArtifactsAfter, durationOption, oneOf, ruleAge, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
-import { compactNamespace, cutByAge, planCompaction, type CompactionPlan } from './compact.js';
+import { compactThreadByRules, type CheckedPositionRule, type CompactionRules, type ThreadCompaction } from './retention-compaction.js';
 
-/** Which retention step is under way, and how far it got (`total` when known). */
+/** Which retention step is under way, and how far it got (`total` when known). `positions` covers the compactions of `positions` and `ledger` rules, a thread at a time. */
 export interface RetentionProgress {
   phase: 'threads' | 'positions' | 'store' | 'artifacts';
   done: number;
@@ -66,17 +67,36 @@ export interface RetentionRows {
   bytes: number;
 }
 
-/** One thread left as it was, and why. */
+/** One thread (or, with `ns`, one child namespace of it) left as it was, and why. */
 export interface RetentionSkip {
   thread: string;
+  /** A child run's namespace; absent for the thread (its root namespace, or all of it: `busy`, `not-supported`). */
+  ns?: string;
   reason: 'busy' | 'changed' | 'nothing-to-cut' | 'no-snapshot' | 'legacy-snapshot' | 'not-supported';
+}
+
+/** One namespace compacted: the positions below `base` (and branches not descending from it) went, with `rows`. */
+export interface RetentionCompaction {
+  thread: string;
+  /** '' for the root graph, a child run's (`research:0@4`) otherwise. */
+  ns: string;
+  base: number;
+  rows: RetentionRows;
 }
 
 /** What {@link applyRetention} removed (or, dry run, would), per kind. */
 export interface RetentionReport {
   dryRun: boolean;
   threads: { deleted: string[]; skipped: RetentionSkip[]; rows: RetentionRows };
-  positions: { compacted: { thread: string; ns: string; base: number; rows: RetentionRows }[]; skipped: RetentionSkip[]; rows: RetentionRows };
+  /** Namespaces compacted where a `positions` rule set the cut. */
+  positions: { compacted: RetentionCompaction[]; skipped: RetentionSkip[]; rows: RetentionRows };
+  /**
+   * Namespaces compacted where a `ledger` rule set the cut (further than any positions
+   * rule would): the old ledger rows went with the steps they belong to. `kept`: rows
+   * older than a ledger rule's age that stay, because a kept position binds them or a
+   * step still to run (from the head, or a suspended one) reads them.
+   */
+  ledger: { compacted: RetentionCompaction[]; skipped: RetentionSkip[]; rows: RetentionRows; kept: number };
   store: { items: number; bytes: number };
   /** Null when no artifact store was given. */
   artifacts: { count: number; bytes: number; gc: GcReport } | null;
@@ -95,7 +115,8 @@ function addRows(into: RetentionRows, rows: RetentionRows): void {
 /**
  * Applies a retention policy (see the module documentation for the order and why).
  * InvalidOptionError for a malformed rule (a positions rule without `olderThanMs` or
- * `keepLast`, a store rule without a namespace).
+ * `keepLast`, a ledger rule without `olderThanMs` or without `options.ledger`, a store
+ * rule without a namespace).
  *
  * @example
  * ```ts
@@ -114,6 +135,9 @@ export async function applyRetention(options: RetentionOptions): Promise<Retenti
   const now = options.now ?? Date.now();
   const threadRules = (policy.threads ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
   const positionRules = (policy.positions ?? []).map(checkPositionRule);
+  const ledgerRules = (policy.ledger ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
+  // Without the ledger no row is seen old: the rule would silently do nothing.
+  if (ledgerRules.length && !ledger) throw new InvalidOptionError('a ledger retention rule needs the engine\'s ledger: pass ledger: engine.ledger.');
   const storeRules = (policy.store ?? []).map((r) => {
     if (!Array.isArray(r.namespace) || r.namespace.some((part) => typeof part !== 'string')) throw new InvalidOptionError(`a store retention rule needs namespace: a list of strings (a prefix), got ${JSON.stringify(r.namespace)}.`);
     return { namespace: r.namespace, ms: ruleAge(r) };
@@ -122,6 +146,7 @@ export async function applyRetention(options: RetentionOptions): Promise<Retenti
     dryRun,
     threads: { deleted: [], skipped: [], rows: noRows() },
     positions: { compacted: [], skipped: [], rows: noRows() },
+    ledger: { compacted: [], skipped: [], rows: noRows(), kept: 0 },
     store: { items: 0, bytes: 0 },
     artifacts: null,
   };
@@ -154,30 +179,15 @@ export async function applyRetention(options: RetentionOptions): Promise<Retenti
   }
 
   const retired = new Set(report.threads.deleted);
-  const compacting = threads.filter((t) => !retired.has(t.id) && t.head !== null && positionRules.some((rule) => positionRuleMatches(rule, t)));
+  const compacting = threads.filter((t) => !retired.has(t.id) && t.head !== null && [...positionRules, ...ledgerRules].some((rule) => compactionRuleMatches(rule, t)));
   done = 0;
   for (const thread of compacting) {
-    const rule = positionRules.find((r) => positionRuleMatches(r, thread))!;
-    const outcome = await compactThreadByRule(cp, ledger, thread, rule, now, dryRun);
-    if ('reason' in outcome) report.positions.skipped.push({ thread: thread.id, reason: outcome.reason });
-    else {
-      const rows: RetentionRows = { ...noRows(), ...pick(outcome.result), bytes: outcome.plan.bytes };
-      report.positions.compacted.push({ thread: thread.id, ns: outcome.plan.ns, base: outcome.plan.base.seq, rows });
-      addRows(report.positions.rows, rows);
-      if (dryRun) {
-        const dropped = new Set(outcome.plan.request.drop ?? []);
-        const base = outcome.plan.base.seq;
-        planned.compactions.set(thread.id, [
-          {
-            ns: outcome.plan.ns,
-            goes: (seq) => seq < base || dropped.has(seq),
-            dropNamespaces: outcome.plan.request.dropNamespaces ?? [],
-            ledger: outcome.plan.request.ledger === true,
-            snapshot: outcome.plan.request.snapshot,
-          },
-        ]);
-      }
-    }
+    const rules: CompactionRules = {
+      positions: positionRules.find((r) => compactionRuleMatches(r, thread)),
+      ledger: ledgerRules.find((r) => compactionRuleMatches(r, thread)),
+    };
+    const outcome = await compactThreadByRules(cp, ledger, thread, rules, now, dryRun);
+    recordCompaction(report, thread.id, rules, outcome, dryRun ? planned : undefined);
     options.onProgress?.({ phase: 'positions', done: ++done, total: compacting.length });
   }
 
@@ -269,8 +279,6 @@ async function retire(cp: Checkpointer, listed: ThreadRecord, rules: Parameters<
   }
 }
 
-type CheckedPositionRule = PositionRetentionRule & { ms?: number };
-
 function checkPositionRule(rule: PositionRetentionRule): CheckedPositionRule {
   const { keepLast } = rule;
   const olderThanMs = durationOption('olderThanMs', rule.olderThanMs, rule.olderThan);
@@ -279,55 +287,39 @@ function checkPositionRule(rule: PositionRetentionRule): CheckedPositionRule {
   return { ...rule, ...(olderThanMs !== undefined ? { ms: olderThanMs } : {}) };
 }
 
-function positionRuleMatches(rule: CheckedPositionRule, thread: ThreadRecord): boolean {
+function compactionRuleMatches(rule: { status?: ThreadRecord['status'] | ThreadRecord['status'][]; tenant?: string | string[] }, thread: ThreadRecord): boolean {
   return oneOf(thread.status, rule.status) && (rule.tenant === undefined || (thread.tenant !== null && oneOf(thread.tenant, rule.tenant)));
 }
 
-/**
- * Compacts a thread's root namespace by a rule, under the thread's lease (a live run's
- * lease is never taken: the thread is skipped). The plan is made under the lease, so
- * nothing moves between the plan and the compaction.
- */
-async function compactThreadByRule(
-  cp: Checkpointer,
-  ledger: Ledger | undefined,
-  thread: ThreadRecord,
-  rule: CheckedPositionRule,
-  now: number,
-  dryRun: boolean,
-): Promise<{ reason: RetentionSkip['reason'] } | { plan: CompactionPlan; result: CompactionResult }> {
-  if (!dryRun && !cp.compactThread) return { reason: 'not-supported' };
-  const plan = async () => {
-    const head = await cp.getHead(thread.id, '');
-    if (!head) return { reason: 'nothing-to-cut' } as const;
-    const maxSeq = head.seq - (rule.keepLast ?? 0);
-    const cut = rule.ms === undefined ? maxSeq : await cutByAge(cp, thread.id, '', head, now - rule.ms, maxSeq);
-    if (cut === null || cut <= 0) return { reason: 'nothing-to-cut' } as const;
-    const planned = await planCompaction(cp, ledger, thread.id, '', cut, { ledger: rule.ledger !== false });
-    return 'skipped' in planned ? ({ reason: planned.skipped } as const) : planned;
-  };
-  if (dryRun) {
-    const planned = await plan();
-    return 'reason' in planned ? planned : { plan: planned, result: planned.removes };
+/** Puts one thread's compaction outcome in the report: each namespace under the rule kind that set its cut. */
+function recordCompaction(report: RetentionReport, threadId: string, rules: CompactionRules, outcome: ThreadCompaction, planned: PlannedRemovals | undefined): void {
+  const sections = (['positions', 'ledger'] as const).filter((kind) => rules[kind] !== undefined);
+  if ('reason' in outcome) {
+    for (const kind of sections) report[kind].skipped.push({ thread: threadId, reason: outcome.reason });
+    return;
   }
-  const lease = await cp
-    .acquireThread(thread.id, { owner: { runId: `retention:${randomUUID()}`, pid: process.pid, host: hostname() }, leaseMs: LEASE_MS })
-    .catch((error: unknown) => {
-      if (ThreadBusyError.is(error)) return null;
-      throw error;
-    });
-  if (!lease) return { reason: 'busy' };
-  try {
-    const planned = await plan();
-    if ('reason' in planned) return planned;
-    try {
-      return { plan: planned, result: await compactNamespace(cp, lease, planned) };
-    } catch (error) {
-      if (NotSupportedError.is(error)) return { reason: 'not-supported' };
-      throw error;
+  report.ledger.kept += outcome.kept;
+  const compacted = outcome.namespaces.filter((n) => 'plan' in n);
+  for (const n of outcome.namespaces) {
+    if (!('plan' in n)) {
+      // A child run too short to cut is the common case, not news; a root one is, unless another namespace of the thread was cut.
+      if (n.reason === 'nothing-to-cut' && (n.ns !== '' || compacted.length)) continue;
+      report[n.by].skipped.push({ thread: threadId, ...(n.ns === '' ? {} : { ns: n.ns }), reason: n.reason });
+      continue;
     }
-  } finally {
-    await cp.releaseThread(lease);
+    const rows: RetentionRows = { ...noRows(), ...pick(n.result), bytes: n.plan.bytes };
+    report[n.by].compacted.push({ thread: threadId, ns: n.ns, base: n.plan.base.seq, rows });
+    addRows(report[n.by].rows, rows);
+  }
+  if (planned && compacted.length) {
+    planned.compactions.set(
+      threadId,
+      compacted.map(({ plan }) => {
+        const dropped = new Set(plan.request.drop ?? []);
+        const base = plan.base.seq;
+        return { ns: plan.ns, goes: (seq: number) => seq < base || dropped.has(seq), dropNamespaces: plan.request.dropNamespaces ?? [], ledger: plan.request.ledger === true, snapshot: plan.request.snapshot };
+      }),
+    );
   }
 }
 

@@ -121,6 +121,57 @@ describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on 
     expect(again.artifacts!.count).toBe(0);
   });
 
+  it('compacts a long child run and old ledger rows: the artifacts only their cut positions and rows referred to go, kept refs never dangle, and the dry run reports the same', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-retention-'));
+    dirs.push(dir);
+    const artifacts = fsArtifacts(dir, { fsync: false });
+    const Outer = defineState({ fields: { pages: field.model(z.array(Ref), { reduce: 'append', default: [] }) } });
+    // The child replaces `latest` with a fresh artifact each step and records a fetched
+    // one in the ledger (ctx.recordArtifact): 24 steps, snapshot every 5.
+    const child = graph(State)
+      .node('step', async (s, c) => ({
+        n: s.n + 1,
+        latest: await c.artifacts.put(`child latest ${c.threadId} ${s.n + 1}`, { mediaType: 'text/plain' }),
+        pages: [await c.recordArtifact('fetch', async () => `fetched ${c.threadId} ${s.n + 1}`, { mediaType: 'text/plain' })],
+      }))
+      .edge(START, 'step')
+      .conditionalEdge('step', (s) => (s.n >= 24 ? END : 'step'));
+    const outer = graph(Outer)
+      .subgraph('crawl', child, { output: (r) => ({ pages: r.latest ? [r.latest] : [] }) })
+      .edge(START, 'crawl')
+      .edge('crawl', END)
+      .compile({ engine: ctx.engine, artifacts, snapshotEvery: 5, recursionLimit: 50 });
+    await outer.run({ thread: 'crawler', tenant: 'acme' });
+    const ns = (await ctx.engine.checkpointer.listNamespaces('crawler')).find((n) => n !== '')!;
+    const childState = await outer.getState({ thread: 'crawler', ns });
+    await tick();
+
+    const options = {
+      checkpointer: ctx.engine.checkpointer,
+      ledger: ctx.engine.ledger,
+      store: ctx.engine.store,
+      artifacts,
+      graceMs: 0,
+      now: Date.now() + 60_000,
+      policy: { positions: [{ keepLast: 15 }], ledger: [{ tenant: 'acme', olderThanMs: 1000 }] },
+    };
+    const dry = await applyRetention({ ...options, dryRun: true });
+    const beforeIds = await artifactIds(artifacts);
+    const real = await applyRetention(options);
+    expect(comparable(dry)).toEqual(comparable(real));
+    // Every row is old: the ledger rule cuts the child further than keepLast would.
+    expect(real.ledger.compacted.map((c) => c.ns)).toEqual([ns]);
+    expect(real.ledger.rows.ledgerEntries).toBe(real.ledger.compacted[0]!.base);
+    expect(real.artifacts!.count).toBeGreaterThan(0);
+    expect((await artifactIds(artifacts)).size).toBe(beforeIds.size - real.artifacts!.count);
+    expect((await verifyArtifacts({ artifacts, checkpointer: ctx.engine.checkpointer, store: ctx.engine.store })).dangling).toEqual([]);
+    expect((await verifyThread(ctx.engine, 'crawler')).problems).toEqual([]);
+    expect(await outer.getState({ thread: 'crawler', ns })).toEqual(childState);
+    // Every page the kept child state holds (the items inline in its base snapshot too) is still there.
+    expect(childState.pages).toHaveLength(24);
+    for (const page of childState.pages) expect(await artifacts.stat(page)).not.toBeNull();
+  });
+
   it('skips a thread a run holds, and never cuts into an interrupted thread\'s suspended step', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cairn-retention-'));
     dirs.push(dir);
