@@ -30,8 +30,10 @@ TESTS=(
 )
 
 # The tests and the demo run the built package: build it (with the Node that installed the
-# dependencies) unless dist/ is newer than every source file, as right after `npm test`.
-if [ ! -f dist/index.js ] || [ ! -x dist/cli/main.js ] || [ -n "$(find src package.json tsconfig.json tsconfig.build.json -newer dist/index.js -print -quit)" ]; then
+# dependencies) unless its last build (dist/.tsbuildinfo: the build is incremental, so
+# an unchanged output keeps its old time) is newer than every source file, as right
+# after `npm test`.
+if [ ! -f dist/index.js ] || [ ! -x dist/cli/main.js ] || [ ! -f dist/.tsbuildinfo ] || [ -n "$(find src package.json tsconfig.json tsconfig.build.json -newer dist/.tsbuildinfo -print -quit)" ]; then
   npm run build --silent
 fi
 

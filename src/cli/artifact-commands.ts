@@ -12,6 +12,7 @@ import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import { CairnError } from '../errors.js';
 import { FsArtifactStore } from '../artifacts/fs/index.js';
+import { encryptedArtifacts } from '../crypto/artifacts.js';
 import { parseRefId } from '../artifacts/refs.js';
 import { collectArtifacts, parseRetentionRule, type GcReport, type RetentionPolicy } from '../inspect/gc.js';
 import { parseDuration } from '../artifacts/helpers.js';
@@ -27,8 +28,17 @@ export const ARTIFACTS_ARG = '<dir | s3://bucket/prefix>';
 /** What {@link ARTIFACTS_ARG} takes, for the help. */
 export const ARTIFACTS_HELP = 'a directory (the fs artifact store) or s3://bucket/prefix/?endpoint=…&region=…&path-style=1 (credentials from the AWS environment)';
 
-/** Opens the artifact store a location names; a directory must exist unless `create` (an import's target). */
-export async function openArtifactStore(location: string, options: { create?: boolean } = {}): Promise<ArtifactStore> {
+/**
+ * Opens the artifact store a location names; a directory must exist unless `create` (an
+ * import's target). With the `engine` it serves, an encrypted engine's store opens and
+ * seals blobs with that engine's keys (`encryptedArtifacts`), as the application's does.
+ */
+export async function openArtifactStore(location: string, options: { create?: boolean; engine?: Engine } = {}): Promise<ArtifactStore> {
+  const store = await openPlainArtifactStore(location, options.create === true);
+  return options.engine?.encryption ? encryptedArtifacts(store, { engine: options.engine }) : store;
+}
+
+async function openPlainArtifactStore(location: string, create: boolean): Promise<ArtifactStore> {
   if (location.startsWith('s3://')) {
     const url = new URL(location);
     const prefix = decodeURIComponent(url.pathname.replace(/^\/+/, ''));
@@ -41,7 +51,7 @@ export async function openArtifactStore(location: string, options: { create?: bo
     return s3Artifacts({ bucket: url.hostname, ...(prefix ? { prefix: prefix.endsWith('/') ? prefix : `${prefix}/` } : {}), client });
   }
   const path = location.startsWith('file:') ? location.slice('file:'.length) : location;
-  if (!options.create && !existsSync(path)) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
+  if (!create && !existsSync(path)) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
   return new FsArtifactStore(path);
 }
 
@@ -96,7 +106,7 @@ export function formatArtifactVerifyReport(report: ArtifactVerifyReport): string
 
 /** `cairn verify --artifacts <location>`: called by the verify command after the chain checks. */
 export async function verifyArtifactsCommand(engine: Engine, location: string, options: { json?: boolean; thread?: string }): Promise<ArtifactVerifyReport> {
-  const artifacts = await openArtifactStore(location);
+  const artifacts = await openArtifactStore(location, { engine });
   const bar = progress(process.stderr.isTTY === true && !options.json);
   try {
     return await verifyArtifacts({
@@ -146,7 +156,7 @@ export function registerArtifactCommands(program: Command): void {
         else retention.artifacts!.push(rule.artifacts);
       }
       const engine = await openEngine(options.db, options.dryRun ? 'read' : 'write');
-      const artifacts = await openArtifactStore(options.artifacts);
+      const artifacts = await openArtifactStore(options.artifacts, { engine });
       const bar = progress(process.stderr.isTTY === true && !options.json);
       try {
         const report = await collectArtifacts({

@@ -55,8 +55,15 @@ export function cliKeyProvider(): KeyProvider | undefined {
   return undefined;
 }
 
-/** How a PostgreSQL engine's pool is made (ignored for SQLite). */
+/** How an engine is opened: its keys, and how a PostgreSQL engine's pool is made (ignored for SQLite). */
 export interface OpenEngineOptions {
+  /**
+   * The keys to open it with, instead of the command line's (`--keys`, the environment):
+   * `copy --to-keys` seals its target with keys of its own. `null`: plaintext.
+   */
+  keys?: KeyProvider | null;
+  /** False: plaintext rows are read too (a copy's source, which may be half encrypted). Default true. */
+  requireEncryption?: boolean;
   /** Pool size. Default 4. */
   maxConnections?: number;
   /** `application_name` of the connections. Default `cairn`. */
@@ -92,8 +99,8 @@ function sqlitePath(target: string): string {
  */
 export async function openEngine(target: string, access: EngineAccess, options: OpenEngineOptions = {}): Promise<Engine> {
   const engine = await openPlainEngine(target, access, options);
-  const keys = cliKeyProvider();
-  if (keys) return encrypted(engine, { keys });
+  const keys = options.keys === undefined ? cliKeyProvider() : options.keys;
+  if (keys) return encrypted(engine, { keys, require: options.requireEncryption ?? true });
   // One small read: a database with data keys holds sealed rows this command could not
   // open. Whatever else the read meets (no database yet, an older one) is left to the
   // command, which meets it where it did before.

@@ -62,7 +62,7 @@ export function registerEraseCommand(program: Command): void {
       const vacuum = options.vacuum === undefined ? undefined : options.vacuum === 'full' ? ('full' as const) : options.vacuum === 'none' ? false : null;
       if (vacuum === null) throw new InvalidOptionError(`--vacuum must be full or none, got ${JSON.stringify(options.vacuum)}.`);
       const engine = await openEngine(options.db, 'write');
-      const artifacts = options.artifacts ? await openArtifactStore(options.artifacts) : undefined;
+      const artifacts = options.artifacts ? await openArtifactStore(options.artifacts, { engine }) : undefined;
       try {
         if (!options.yes) {
           const threads = options.thread !== undefined ? [options.thread] : (await engine.checkpointer.listThreads({ tenant: options.tenant!, limit: 1000 })).map((t) => t.id);

@@ -72,7 +72,7 @@ Examples:
       try {
         // Fails now, not on the first page load, when there is no cairn database there.
         await engine.checkpointer.listThreads({ limit: 1 });
-        if (options.artifacts) artifacts = await openArtifactStore(options.artifacts);
+        if (options.artifacts) artifacts = await openArtifactStore(options.artifacts, { engine });
         if (options.app !== undefined) loaded = await loadApp(options.app, engine);
       } catch (error) {
         await artifacts?.close();

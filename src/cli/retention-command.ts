@@ -97,7 +97,7 @@ export function registerRetentionCommand(program: Command): void {
     .action(async (options: RetentionCommandOptions) => {
       const { policy, graceMs } = readPolicy(options.policy);
       const engine = await openEngine(options.db, options.dryRun ? 'read' : 'write');
-      const artifacts = options.artifacts ? await openArtifactStore(options.artifacts) : undefined;
+      const artifacts = options.artifacts ? await openArtifactStore(options.artifacts, { engine }) : undefined;
       const bar = progress(process.stderr.isTTY === true && !options.json);
       try {
         const report = await applyRetention({

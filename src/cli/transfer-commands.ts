@@ -19,6 +19,7 @@ import { verifyThread } from '../inspect/verify.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore } from './artifact-commands.js';
 import { deprecatedFlag } from './deprecated-flags.js';
 import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
+import { keyFile } from '../crypto/key-provider.js';
 import { InvalidOptionError } from '../errors.js';
 import { RAW_OPTION, REDACT_PATTERN_OPTION, repeatable } from './options.js';
 import { plural, progress, type Progress } from './format.js';
@@ -130,7 +131,7 @@ export function registerTransferCommands(program: Command): void {
       let out: NodeJS.WritableStream | undefined;
       let end: Extract<TransferRecord, { type: 'end' }> | undefined;
       try {
-        if (options.artifacts) artifacts = await openArtifactStore(options.artifacts);
+        if (options.artifacts) artifacts = await openArtifactStore(options.artifacts, { engine });
         const selected = await threadIds(engine, ids, options.all);
         const exported = exportThreads(engine, selected, {
           ...(options.raw ? { raw: true } : {}),
@@ -172,7 +173,7 @@ export function registerTransferCommands(program: Command): void {
       const engine = await openEngine(options.db, 'create');
       let artifacts: ArtifactStore | undefined;
       try {
-        if (options.artifacts) artifacts = await openArtifactStore(options.artifacts, { create: true });
+        if (options.artifacts) artifacts = await openArtifactStore(options.artifacts, { create: true, engine });
         const bar = progress(process.stderr.isTTY === true && !options.json);
         let report: ImportReport;
         try {
@@ -197,17 +198,20 @@ export function registerTransferCommands(program: Command): void {
     .option(`--artifacts ${ARTIFACTS_ARG}`, `also copy the artifacts the threads refer to, from this artifact store (with --to-artifacts): ${ARTIFACTS_HELP}`)
     .addOption(deprecatedFlag(`--from-artifacts ${ARTIFACTS_ARG}`, '--artifacts'))
     .option(`--to-artifacts ${ARTIFACTS_ARG}`, 'into this artifact store')
+    .option('--to-keys <file>', 'seal the target with this key file (created if missing), whatever the source is: the way to encrypt a database written in the clear')
     .option('--json', 'print JSON')
-    .action(async (ids: string[], options: { db: string; to: string; all?: boolean; store: string[][]; artifacts?: string; toArtifacts?: string; json?: boolean }) => {
+    .action(async (ids: string[], options: { db: string; to: string; all?: boolean; store: string[][]; artifacts?: string; toArtifacts?: string; toKeys?: string; json?: boolean }) => {
       checkSelection(ids, options.all);
       if ((options.artifacts === undefined) !== (options.toArtifacts === undefined)) throw new InvalidOptionError('--artifacts and --to-artifacts go together: say where the artifacts are and where they go.');
-      const source = await openEngine(options.db, 'read');
-      const target = await openEngine(options.to, 'create');
+      // With --to-keys the source is read as it is: sealed rows with --keys, rows in the clear too.
+      const source = await openEngine(options.db, 'read', options.toKeys ? { requireEncryption: false } : {});
+      const target = await openEngine(options.to, 'create', options.toKeys ? { keys: keyFile(options.toKeys) } : {});
       let from: ArtifactStore | undefined;
       let to: ArtifactStore | undefined;
       try {
-        if (options.artifacts) from = await openArtifactStore(options.artifacts);
-        if (options.toArtifacts) to = await openArtifactStore(options.toArtifacts, { create: true });
+        // An encrypted side's blobs are opened (source) and sealed (target) with its engine's keys.
+        if (options.artifacts) from = await openArtifactStore(options.artifacts, { engine: source });
+        if (options.toArtifacts) to = await openArtifactStore(options.toArtifacts, { create: true, engine: target });
         const threads = await threadIds(source, ids, options.all);
         // A copy moves the stored values as they are: redaction is for what is shown. In
         // process, never written down: not sealed, so a target without the source's keys takes it.

@@ -20,9 +20,16 @@ function newest(dir: string): number {
   return time;
 }
 
+/**
+ * When the last build ran: its build info, which tsc rewrites on every build that
+ * changes anything (the build is incremental, so an output whose text did not change
+ * keeps its old time and is no marker).
+ */
+export const BUILD_MARKER = join(repoRoot, 'dist', '.tsbuildinfo');
+
 export function ensureBuilt(): void {
-  const marker = join(repoRoot, 'dist', 'index.js');
-  if (existsSync(marker) && statSync(marker).mtimeMs >= newest(join(repoRoot, 'src'))) return;
+  const built = existsSync(join(repoRoot, 'dist', 'index.js')) && existsSync(BUILD_MARKER);
+  if (built && statSync(BUILD_MARKER).mtimeMs >= newest(join(repoRoot, 'src'))) return;
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   try {
     execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: repoRoot, stdio: 'pipe' });

@@ -11,6 +11,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ArtifactRef } from '../../src/contracts/artifact-store.js';
 import { FsArtifactStore, fsArtifacts } from '../../src/artifacts/fs/index.js';
 import { hostileArtifactKeys } from '../../src/testing/artifact-store.suite.js';
+import { BUILD_MARKER } from './build.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const distEntry = join(repoRoot, 'dist', 'artifacts', 'fs', 'index.js');
@@ -226,7 +227,7 @@ describe('FsArtifactStore shared by two processes', () => {
     // Rebuild when dist is missing or older than the sources it is built from.
     const sources = ['src/artifacts/fs/fs-artifact-store.ts', 'src/artifacts/fs/index.ts', 'src/artifacts/refs.ts', 'src/artifacts/base-artifact-store.ts', 'src/artifacts/streams.ts', 'src/internal/crash-points.ts', 'src/errors.ts', 'src/internal/lifecycle.ts'];
     const newest = Math.max(...sources.map((s) => statSync(join(repoRoot, s)).mtimeMs));
-    if (existsSync(distEntry) && statSync(distEntry).mtimeMs >= newest) return;
+    if (existsSync(distEntry) && existsSync(BUILD_MARKER) && statSync(BUILD_MARKER).mtimeMs >= newest) return;
     const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
     try {
       execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: repoRoot, stdio: 'pipe' });
