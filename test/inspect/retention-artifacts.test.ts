@@ -17,7 +17,7 @@ import { END, START, graph } from '../../src/runtime/builder.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { fsArtifacts, type FsArtifactStore } from '../../src/artifacts/fs/index.js';
 import { listArtifacts } from '../../src/artifacts/helpers.js';
-import { applyRetention, type RetentionReport } from '../../src/inspect/retention.js';
+import { applyRetention, type RetentionOptions, type RetentionReport } from '../../src/inspect/retention.js';
 import { verifyThread } from '../../src/inspect/verify.js';
 import { verifyArtifacts } from '../../src/inspect/artifact-verify.js';
 import { useEngine } from '../runtime/engines.js';
@@ -59,6 +59,11 @@ async function artifactIds(artifacts: FsArtifactStore): Promise<Set<string>> {
 }
 
 /** The report without what only a real run knows (the artifact store's clock). */
+/** What a retention run over `engine` and `artifacts` takes: no grace, a clock a minute ahead. */
+function retentionOn(engine: Engine, artifacts: FsArtifactStore, policy: RetentionOptions['policy']) {
+  return { checkpointer: engine.checkpointer, ledger: engine.ledger, store: engine.store, artifacts, graceMs: 0, now: Date.now() + 60_000, policy };
+}
+
 const comparable = (r: RetentionReport) => ({ ...r, dryRun: undefined, artifacts: r.artifacts && { count: r.artifacts.count, bytes: r.artifacts.bytes, victims: r.artifacts.gc.victims.map((v) => v.ref.id).sort() } });
 
 describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on %s', (name) => {
@@ -78,15 +83,7 @@ describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on 
     const keptBefore = await a.getState({ thread: 'kept' });
     await tick();
 
-    const options = {
-      checkpointer: ctx.engine.checkpointer,
-      ledger: ctx.engine.ledger,
-      store: ctx.engine.store,
-      artifacts,
-      graceMs: 0,
-      now: Date.now() + 60_000,
-      policy: { threads: [{ tenant: 'gone', olderThanMs: 1000 }], positions: [{ tenant: 'acme', keepLast: 12 }], store: [{ namespace: ['cache'], olderThanMs: 1000 }] },
-    };
+    const options = retentionOn(ctx.engine, artifacts, { threads: [{ tenant: 'gone', olderThanMs: 1000 }], positions: [{ tenant: 'acme', keepLast: 12 }], store: [{ namespace: ['cache'], olderThanMs: 1000 }] });
     const progress: string[] = [];
     const dry = await applyRetention({ ...options, dryRun: true });
     const beforeIds = await artifactIds(artifacts);
@@ -146,15 +143,7 @@ describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on 
     const childState = await outer.getState({ thread: 'crawler', ns });
     await tick();
 
-    const options = {
-      checkpointer: ctx.engine.checkpointer,
-      ledger: ctx.engine.ledger,
-      store: ctx.engine.store,
-      artifacts,
-      graceMs: 0,
-      now: Date.now() + 60_000,
-      policy: { positions: [{ keepLast: 15 }], ledger: [{ tenant: 'acme', olderThanMs: 1000 }] },
-    };
+    const options = retentionOn(ctx.engine, artifacts, { positions: [{ keepLast: 15 }], ledger: [{ tenant: 'acme', olderThanMs: 1000 }] });
     const dry = await applyRetention({ ...options, dryRun: true });
     const beforeIds = await artifactIds(artifacts);
     const real = await applyRetention(options);
