@@ -82,7 +82,16 @@ export interface CairnSaverOptions {
 }
 
 /** A channel's value at a position, as the next put compares with it. */
-type FieldState = { kind: 'set'; text: string } | { kind: 'list'; texts: string[]; since: number | null; checksum: ItemChecksum };
+type FieldState =
+  | { kind: 'set'; text: string }
+  | {
+      kind: 'list';
+      texts: string[];
+      since: number | null;
+      checksum: ItemChecksum;
+      /** A copy of the list the saver was handed when it wrote it (a reducer may push onto its own list): the next put finds the old items by identity, without a lookup per item. */
+      values?: readonly unknown[];
+    };
 
 /** What the saver keeps of the last position it wrote or read in a namespace: what the next put needs of its parent. */
 interface Tip {
@@ -90,6 +99,33 @@ interface Tip {
   id: string;
   fields: Map<string, FieldState>;
   sinceSnapshot: number;
+  /**
+   * The lease this saver committed the tip under (absent for a tip it read). While the
+   * saver still holds that lease (same run id and epoch), nothing else can have written
+   * the thread since: the tip is the namespace's head, with no pending writes but those
+   * `pendingStored` says this saver stored, and the next put reads neither from the engine.
+   */
+  lease?: { runId: string; epoch: number };
+  /** This saver stored a pending write at the tip on its own (see `flushWrites`) since committing it. */
+  pendingStored?: boolean;
+}
+
+/**
+ * One `putWrites` call's writes, encoded, waiting for their commit: the put of the
+ * checkpoint after theirs, when it comes in the same turn of the event loop, commits
+ * them in its own transaction (folded into the new checkpoint, as the engine folds a
+ * parent's pending writes); otherwise they are committed on their own at the next turn.
+ * The call resolves only once they are durable either way.
+ */
+interface DeferredWrite {
+  ns: string;
+  seq: number;
+  writes: LangGraphWrite[];
+  taskId: string;
+  taskPath: string;
+  interrupt: boolean;
+  resolve: () => void;
+  reject: (error: unknown) => void;
 }
 
 /** What a LangGraph run (known by the `signal` of its config, one per run) did so far. */
@@ -128,10 +164,13 @@ export class CairnSaver extends BaseCheckpointSaver {
   private readonly tips = new Map<string, Tip>();
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly runs = new WeakMap<object, RunState>();
-  /** Writes waiting for their checkpoint's put, by thread, namespace and checkpoint id. */
   /** Leases kept between writes, by thread (see `withLease`). */
   private readonly held = new Map<string, { lease: ThreadLease; timer: NodeJS.Timeout }>();
   private readonly awaitedPuts = new Map<string, { landed: Promise<void>; resolve: () => void; waiting: number }>();
+  /** Writes accepted by `putWrites` and not committed yet, by thread, in call order. */
+  private readonly deferred = new Map<string, DeferredWrite[]>();
+  /** Threads whose deferred writes have a flush scheduled. */
+  private readonly flushScheduled = new Set<string>();
   private readonly kind: ThreadKind;
   private readonly snapshotEvery: number;
   private readonly leaseMs: number;
@@ -243,11 +282,36 @@ export class CairnSaver extends BaseCheckpointSaver {
     const run = runKey(config);
     return this.locked(thread, async () => {
       await this.withLease(thread, async (lease) => {
-        const head = await this.cp.getHead(thread, ns);
-        const parentSeq = parentId ? await this.index.seqOf(thread, ns, parentId) : null;
+        const cached = this.tips.get(tipKey(thread, ns));
+        // The tip this saver committed under the lease it still holds is the head: no read needed.
+        const own = cached?.lease && cached.lease.runId === lease.runId && cached.lease.epoch === lease.epoch ? cached : undefined;
+        const head = own ? { seq: own.position.seq, hash: own.position.hash } : await this.cp.getHead(thread, ns);
+        const parentSeq = parentId ? (own && own.id === parentId ? own.position.seq : await this.index.seqOf(thread, ns, parentId)) : null;
         this.checkRun(thread, ns, run, parentSeq, head?.seq ?? null, metadata);
+        // The parent's writes still waiting for their commit land in this one; any others first, on their own.
+        const folded: DeferredWrite[] = [];
+        const foldedPending: PendingWrite[] = [];
+        for (const write of parentSeq === null ? [] : this.takeDeferred(thread, ns, parentSeq)) {
+          try {
+            foldedPending.push(await this.encodePending(write, true));
+            folded.push(write);
+          } catch (error) {
+            // A write that cannot be stored fails its own call, not the checkpoint.
+            write.reject(error);
+          }
+        }
+        await this.storeDeferred(thread, lease);
         const parent = parentSeq === null ? null : await this.parentTip(thread, ns, parentSeq, head);
-        await this.commit(lease, { thread, ns, checkpoint, metadata, newVersions, parentId, parent, expectedHead: head?.seq ?? null });
+        // Pending writes of the parent in the engine: none but those this saver stored itself, when the parent is its own tip.
+        const stored = parent && parent === own && !own.pendingStored ? [] : undefined;
+        try {
+          await this.commit(lease, { thread, ns, checkpoint, metadata, newVersions, parentId, parent, expectedHead: head?.seq ?? null, folded: foldedPending, stored });
+        } catch (error) {
+          // The checkpoint did not land: its parent's writes are still owed, on their own.
+          if (folded.length) this.requeue(thread, folded);
+          throw error;
+        }
+        for (const write of folded) write.resolve();
       });
       if (run) {
         const state = this.runs.get(run);
@@ -265,31 +329,112 @@ export class CairnSaver extends BaseCheckpointSaver {
     const id = config.configurable?.checkpoint_id as string | undefined;
     if (!id) throw new InvalidOptionError('putWrites needs config.configurable.checkpoint_id: writes belong to a checkpoint.', { place: LANGGRAPH });
     const seq = await this.seqOncePut(thread, ns, id);
+    // Queued under the thread's lock, so a put called after this call is settled here folds them in.
     await this.locked(thread, async () => {
-      const stored: StoredWrite[] = [];
-      for (let i = 0; i < writes.length; i++) {
-        const [channel, value] = writes[i]!;
-        const write: StoredWrite = { task: taskId, path: taskPath, idx: WRITES_IDX_MAP[channel] ?? i, channel };
-        // A list is kept as its items' texts: when the checkpoint after this one appends
-        // them to the channel, the folded write points at those items instead of copying them.
-        if (Array.isArray(value)) write.items = await this.values.encodeItems(value);
-        else write.value = await this.values.encode(value);
-        stored.push(write);
-      }
-      // One call's writes are one pending write, so one transaction: a task whose writes
-      // landed only in part would pass for done, and its missing writes (the edge to the
-      // next node, say) would be lost on resume.
-      const pending: PendingWrite = { ns, baseSeq: seq, task: `${taskId}#${stored.map((w) => w.idx).join(',')}`, body: encode({ writes: stored }) };
-      await this.withLease(thread, async (lease) => {
-        await this.cp.putPendingWrite(lease, pending);
-        crashPoint('after-pending-write');
-        // A pending interrupt at the root head is the thread's status, as a cairn run's is.
-        if (ns === '' && writes.some(([channel]) => channel === '__interrupt__')) {
-          const head = await this.cp.getHead(thread, ns);
-          if (head?.seq === seq) await this.cp.updateThread(lease, { status: 'interrupted' });
-        }
+      const landed = new Promise<void>((resolve, reject) => {
+        const queue = this.deferred.get(thread) ?? [];
+        queue.push({ ns, seq, writes, taskId, taskPath, interrupt: ns === '' && writes.some(([channel]) => channel === '__interrupt__'), resolve, reject });
+        this.deferred.set(thread, queue);
+      });
+      this.scheduleFlush(thread);
+      return { landed };
+    }).then(({ landed }) => landed);
+  }
+
+  /**
+   * A deferred call's writes as one cairn pending write. They are encoded when they are
+   * stored, not when handed over: LangGraph's messages reducer gives a written message
+   * its id when it applies the write, so a put (which comes after that) stores the
+   * message as the channel holds it, and the folded write can point at the channel's
+   * item. Writes stored on their own are encoded without being remembered, as they may
+   * still change so.
+   */
+  private async encodePending(write: DeferredWrite, remember: boolean): Promise<PendingWrite> {
+    const stored: StoredWrite[] = [];
+    for (let i = 0; i < write.writes.length; i++) {
+      const [channel, value] = write.writes[i]!;
+      const entry: StoredWrite = { task: write.taskId, path: write.taskPath, idx: WRITES_IDX_MAP[channel] ?? i, channel };
+      // A list is kept as its items' texts: when the checkpoint after this one appends
+      // them to the channel, the folded write points at those items instead of copying them.
+      if (Array.isArray(value)) entry.items = await this.values.encodeItems(value, remember);
+      else entry.value = await this.values.encode(value, remember);
+      stored.push(entry);
+    }
+    // One call's writes are one pending write, so one transaction: a task whose writes
+    // landed only in part would pass for done, and its missing writes (the edge to the
+    // next node, say) would be lost on resume.
+    return { ns: write.ns, baseSeq: write.seq, task: `${write.taskId}#${stored.map((w) => w.idx).join(',')}`, body: encode({ writes: stored }) };
+  }
+
+  /**
+   * Commits the thread's deferred writes on their own at the next turn of the event
+   * loop: a put that follows its task's writes at once (LangGraph puts the next
+   * checkpoint as soon as a superstep's tasks are done) has taken them by then, and a
+   * task whose superstep goes on (a parallel task still running) has its writes durable
+   * one turn after it finished.
+   */
+  private scheduleFlush(thread: string): void {
+    if (this.flushScheduled.has(thread)) return;
+    this.flushScheduled.add(thread);
+    setImmediate(() => {
+      this.flushScheduled.delete(thread);
+      if (!this.deferred.get(thread)?.length) return;
+      void this.locked(thread, async () => {
+        if (!this.deferred.get(thread)?.length) return;
+        // A write that fails rejects its own putWrites call; the flush itself has no caller to tell.
+        await this.withLease(thread, (lease) => this.storeDeferred(thread, lease)).catch(() => undefined);
       });
     });
+  }
+
+  /** The deferred writes of the thread's checkpoint at `seq` of `ns`, taken out of the queue. */
+  private takeDeferred(thread: string, ns: string, seq: number): DeferredWrite[] {
+    const queue = this.deferred.get(thread);
+    if (!queue) return [];
+    const taken = queue.filter((w) => w.ns === ns && w.seq === seq);
+    if (taken.length === 0) return [];
+    const rest = queue.filter((w) => !(w.ns === ns && w.seq === seq));
+    if (rest.length) this.deferred.set(thread, rest);
+    else this.deferred.delete(thread);
+    return taken;
+  }
+
+  /** Puts writes back in front of the queue (their put failed) and schedules their flush. */
+  private requeue(thread: string, writes: DeferredWrite[]): void {
+    this.deferred.set(thread, [...writes, ...(this.deferred.get(thread) ?? [])]);
+    this.scheduleFlush(thread);
+  }
+
+  /** Stores every deferred write of the thread, each as its own pending write (called under the thread's lock and lease). */
+  private async storeDeferred(thread: string, lease: ThreadLease): Promise<void> {
+    const queue = this.deferred.get(thread);
+    if (!queue?.length) return;
+    this.deferred.delete(thread);
+    for (let i = 0; i < queue.length; i++) {
+      const write = queue[i]!;
+      try {
+        await this.cp.putPendingWrite(lease, await this.encodePending(write, false));
+      } catch (error) {
+        // Lost lease, closed engine: neither this write nor the ones after it landed.
+        for (const rest of queue.slice(i)) rest.reject(error);
+        throw error;
+      }
+      crashPoint('after-pending-write');
+      const tip = this.tips.get(tipKey(thread, write.ns));
+      if (tip && tip.position.seq === write.seq) tip.pendingStored = true;
+      try {
+        // A pending interrupt at the root head is the thread's status, as a cairn run's is.
+        if (write.interrupt) {
+          const head = await this.cp.getHead(thread, write.ns);
+          if (head?.seq === write.seq) await this.cp.updateThread(lease, { status: 'interrupted' });
+        }
+      } catch (error) {
+        write.reject(error);
+        for (const rest of queue.slice(i + 1)) rest.reject(error);
+        throw error;
+      }
+      write.resolve();
+    }
   }
 
   /**
@@ -328,6 +473,8 @@ export class CairnSaver extends BaseCheckpointSaver {
   async deleteThread(threadId: string): Promise<void> {
     const thread = String(threadId);
     await this.locked(thread, async () => {
+      // Writes accepted before the delete land first, and go with the thread.
+      if (this.deferred.get(thread)?.length) await this.withLease(thread, (lease) => this.storeDeferred(thread, lease)).catch(() => undefined);
       const held = this.held.get(thread);
       if (held) {
         clearTimeout(held.timer);
@@ -481,6 +628,10 @@ export class CairnSaver extends BaseCheckpointSaver {
       parentId: string | undefined;
       parent: Tip | null;
       expectedHead: number | null;
+      /** The parent's deferred writes this commit lands. */
+      folded: readonly PendingWrite[];
+      /** The parent's pending writes in the engine, when known without reading them. */
+      stored: PendingWrite[] | undefined;
     },
   ): Promise<void> {
     const { thread, ns, checkpoint, metadata, parent } = put;
@@ -495,16 +646,19 @@ export class CairnSaver extends BaseCheckpointSaver {
       const present = Object.hasOwn(values, name) && values[name] !== undefined;
       const value = present ? values[name] : undefined;
       if (Array.isArray(value)) {
-        const texts = await this.values.encodeItems(value);
-        if (previous?.kind === 'list' && extendsList(previous.texts, texts)) {
+        // LangGraph's reducers hand over a new list of the same item objects plus the new
+        // ones: only those are encoded, and the step costs the same at any length.
+        const kept = previous?.kind === 'list' && previous.values && startsWith(value, previous.values) ? previous : undefined;
+        const texts = kept ? kept.texts.concat(await this.values.encodeItems(value.slice(kept.values!.length))) : await this.values.encodeItems(value);
+        if (previous?.kind === 'list' && (kept || extendsList(previous.texts, texts))) {
           const added = texts.slice(previous.texts.length);
           changes[name] = { append: added.length };
           added.forEach((text, i) => items.push({ field: name, index: i, text }));
-          fields.set(name, { kind: 'list', texts, since: previous.since, checksum: previous.checksum.extend(added) });
+          fields.set(name, { kind: 'list', texts, since: previous.since, checksum: previous.checksum.extend(added), values: value.slice() });
         } else {
           changes[name] = { reset: texts.length };
           texts.forEach((text, i) => items.push({ field: name, index: i, text }));
-          fields.set(name, { kind: 'list', texts, since: seq, checksum: ItemChecksum.of(texts) });
+          fields.set(name, { kind: 'list', texts, since: seq, checksum: ItemChecksum.of(texts), values: value.slice() });
         }
         continue;
       }
@@ -534,8 +688,12 @@ export class CairnSaver extends BaseCheckpointSaver {
     if (put.parentId !== undefined) record.parentId = put.parentId;
     if (Object.keys(extra).length) record.extra = extra;
     if (parent) {
-      const pending = await this.cp.getPendingWrites(thread, ns, parent.position.seq);
-      if (pending.length) record.parentWrites = foldWrites(pending.flatMap(pendingWrites), items);
+      const pending = put.stored ?? (await this.cp.getPendingWrites(thread, ns, parent.position.seq));
+      // A deferred write replaces a stored one of the same key, as storing it would have.
+      const byTask = new Map(pending.map((p) => [p.task, p]));
+      for (const write of put.folded) byTask.set(write.task, write);
+      const all = [...byTask.values()].sort((a, b) => (a.task < b.task ? -1 : a.task > b.task ? 1 : 0));
+      if (all.length) record.parentWrites = foldWrites(all.flatMap(pendingWrites), items);
     }
     const body: SaverBody = {
       kind: SOURCE_KINDS[metadata.source] ?? 'step',
@@ -565,10 +723,12 @@ export class CairnSaver extends BaseCheckpointSaver {
     crashPoint('before-commit');
     if (snapshot) crashPoint('inside-snapshot');
     await this.cp.commitStep(lease, { position, items, ...(snapshot ? { snapshot } : {}), status: 'completed', expectedHead: put.expectedHead });
+    // The parent's deferred writes landed with the checkpoint, in its body.
+    for (const _write of put.folded) crashPoint('after-pending-write');
     crashPoint('after-commit');
     this.index.add(thread, ns, id, seq, unsigned.parent);
     this.awaitedPuts.get(`${tipKey(thread, ns)}\u0000${id}`)?.resolve();
-    this.tips.set(tipKey(thread, ns), { position, id, fields, sinceSnapshot: snapshot ? 0 : sinceSnapshot });
+    this.tips.set(tipKey(thread, ns), { position, id, fields, sinceSnapshot: snapshot ? 0 : sinceSnapshot, lease: { runId: lease.runId, epoch: lease.epoch } });
   }
 
   // ------------------------------------------------------------------ runs, leases
@@ -663,6 +823,9 @@ export class CairnSaver extends BaseCheckpointSaver {
 
   /** Gives back every lease this saver keeps (the engine stays open). Further calls take them again. */
   async release(): Promise<void> {
+    for (const thread of [...this.deferred.keys()]) {
+      await this.locked(thread, () => this.withLease(thread, (lease) => this.storeDeferred(thread, lease)).catch(() => undefined));
+    }
     for (const thread of [...this.held.keys()]) {
       await this.locked(thread, async () => {
         const held = this.held.get(thread);
@@ -710,6 +873,13 @@ function requireThread(config: RunnableConfig, call: string): string {
 function runKey(config: RunnableConfig): object | undefined {
   const signal = (config as { signal?: unknown }).signal;
   return typeof signal === 'object' && signal !== null ? signal : undefined;
+}
+
+/** True when `list` begins with the very objects (or equal primitives) of `prefix`. */
+function startsWith(list: readonly unknown[], prefix: readonly unknown[]): boolean {
+  if (list.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (list[i] !== prefix[i]) return false;
+  return true;
 }
 
 function extendsList(stored: readonly string[], next: readonly string[]): boolean {
