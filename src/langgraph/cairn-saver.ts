@@ -51,7 +51,7 @@ import { LEASE_MS, SNAPSHOT_EVERY } from '../defaults.js';
 import { crashPoint } from '../internal/crash-points.js';
 import { CheckpointNotFoundError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
 import { materialize, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
-import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionKind } from '../runtime/position.js';
+import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionBody, type PositionKind } from '../runtime/position.js';
 import { CheckpointIndex } from './checkpoint-index.js';
 import { pageStates, type PositionState } from './position-states.js';
 import { ChannelValues, EMPTY_TEXT, SCALAR, WRAP_KEY, isWrapped } from './channel-values.js';
@@ -239,17 +239,22 @@ export class CairnSaver extends BaseCheckpointSaver {
         let beforeSeq: number | undefined;
         // Decoded items, shared by the tuples of this namespace: each is decoded once.
         const decoded = new WeakMap<object, unknown>();
-        // The positions read so far (a position's child, which holds its folded writes, is read before it).
-        const known = new Map<number, StoredPosition>();
-        await this.index.childrenOf(thread, ns, -1);
+        // What was read so far (a position's child, which holds its folded writes, is read
+        // before it): the positions, and the items of those read with their page.
+        const known: KnownPositions = { bodies: new Map(), items: new Map(), children: new Map() };
+        // The decoded value of each list channel at the newest position yielded: an older one's is a prefix of it.
+        const lists = new Map<string, DecodedList>();
         for (;;) {
           // A page no longer than what is left to yield: a `limit: 1` listing loads one state.
           const size = Math.min(PAGE, left);
           const page = await this.cp.listPositions(thread, ns, { limit: size, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
           const wanted: StoredPosition[] = [];
           const records = new Map<number, LangGraphRecord>();
+          const bodies = new Map<number, PositionBody>();
           for (const position of page) {
-            const record = langGraphRecord(decode(position.body));
+            const body = decode<PositionBody>(position.body);
+            bodies.set(position.seq, body);
+            const record = langGraphRecord(body);
             if (!record) continue;
             if (beforeId !== undefined && !(record.id < beforeId)) continue;
             if (filter && !(await this.metadataMatches(record, filter))) continue;
@@ -257,10 +262,15 @@ export class CairnSaver extends BaseCheckpointSaver {
             records.set(position.seq, record);
           }
           // A filter that keeps few positions loads each alone; otherwise the page rolls forward from its oldest.
-          const states = wanted.length === page.length ? await pageStates(this.cp, thread, ns, page) : await Promise.all(wanted.map((p) => materialize(this.cp, undefined, thread, ns, p.seq)));
-          for (const position of page) known.set(position.seq, position);
+          const states = wanted.length === page.length ? await pageStates(this.cp, thread, ns, page, bodies) : await Promise.all(wanted.map((p) => materialize(this.cp, undefined, thread, ns, p.seq)));
+          // Every listing reads the namespace from its head down, so a position's children are read by the time it is yielded.
+          for (const position of page) {
+            known.bodies.set(position.seq, bodies.get(position.seq)!);
+            if (position.parent !== null) known.children.set(position.parent, [position.seq, ...(known.children.get(position.parent) ?? [])]);
+          }
+          for (const state of states) if ('items' in state && state.items) known.items.set(state.position.seq, state.items);
           for (const state of states) {
-            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, decoded, known);
+            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, decoded, known, lists);
             if (--left <= 0) return;
           }
           if (page.length < size) break;
@@ -492,11 +502,27 @@ export class CairnSaver extends BaseCheckpointSaver {
 
   // ------------------------------------------------------------------ reading
 
-  private async tuple(thread: string, ns: string, loaded: PositionState, record: LangGraphRecord, cache?: WeakMap<object, unknown>, known?: Map<number, StoredPosition>): Promise<CheckpointTuple> {
+  private async tuple(
+    thread: string,
+    ns: string,
+    loaded: PositionState,
+    record: LangGraphRecord,
+    cache?: WeakMap<object, unknown>,
+    known?: KnownPositions,
+    lists?: Map<string, DecodedList>,
+  ): Promise<CheckpointTuple> {
     const channelValues: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(loaded.state)) {
       if (!Object.hasOwn(record.versions, name)) continue;
-      const decoded = await this.fieldValue(value, Object.hasOwn(loaded.appends, name), cache);
+      const isList = Object.hasOwn(loaded.appends, name);
+      const shared = isList ? lists?.get(name) : undefined;
+      if (shared && sharesPrefix(value as unknown[], shared.stored)) {
+        // An older checkpoint of a listing: its items are the first of a newer one's, decoded already.
+        channelValues[name] = shared.decoded.slice(0, (value as unknown[]).length);
+        continue;
+      }
+      const decoded = await this.fieldValue(value, isList, cache);
+      if (isList && lists && Array.isArray(decoded) && !isSingleWrapper(value as unknown[])) lists.set(name, { stored: value as unknown[], decoded });
       if (decoded !== ABSENT) channelValues[name] = decoded;
     }
     const checkpoint: Checkpoint = {
@@ -506,7 +532,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       ts: record.ts,
       channel_values: channelValues,
       channel_versions: { ...record.versions },
-      versions_seen: structuredClone(record.seen),
+      versions_seen: copySeen(record.seen),
     } as Checkpoint;
     const writes = await this.writesOf(thread, ns, loaded.position.seq, known);
     const tuple: CheckpointTuple = {
@@ -532,7 +558,7 @@ export class CairnSaver extends BaseCheckpointSaver {
   private async fieldValue(value: unknown, isList: boolean, cache?: WeakMap<object, unknown>): Promise<unknown> {
     if (isList) {
       const items = value as unknown[];
-      if (items.length === 1 && isWrapper(items[0], SCALAR)) return this.values.decode(items[0]);
+      if (isSingleWrapper(items) && isWrapper(items[0], SCALAR)) return this.values.decode(items[0]);
       if (items.length === 1 && isWrapper(items[0], 'empty')) return ABSENT;
       // Plain items are their own value: only wrapped ones (messages...) are decoded, once each with a cache.
       const out = new Array<unknown>(items.length);
@@ -558,16 +584,17 @@ export class CairnSaver extends BaseCheckpointSaver {
   }
 
   /** A checkpoint's writes: those still pending at it, and those its children folded in; in LangGraph's order. */
-  private async writesOf(thread: string, ns: string, seq: number, known?: Map<number, StoredPosition>): Promise<StoredWrite[]> {
+  private async writesOf(thread: string, ns: string, seq: number, known?: KnownPositions): Promise<StoredWrite[]> {
     const byKey = new Map<string, StoredWrite>();
-    // A listing brought the index up to date once, and holds the positions it read.
-    const children = known ? this.index.knownChildrenOf(thread, ns, seq) : await this.index.childrenOf(thread, ns, seq);
+    // A listing holds the positions it read, the newer ones first, and so each one's children.
+    const children = known ? (known.children.get(seq) ?? []) : await this.index.childrenOf(thread, ns, seq);
     for (const child of children) {
-      const position = known?.get(child) ?? (await this.cp.getPosition(thread, ns, child));
-      const folded = position ? langGraphRecord(decode(position.body))?.parentWrites : undefined;
+      const body = known?.bodies.get(child) ?? (await this.cp.getPosition(thread, ns, child).then((p) => (p ? decode<PositionBody>(p.body) : null)));
+      const folded = body ? langGraphRecord(body)?.parentWrites : undefined;
       if (!folded) continue;
       const fields = [...new Set(folded.filter((w) => w.ref).map((w) => w.channel))].sort();
-      const items = fields.length ? await this.cp.getPositionItems(thread, ns, child, fields) : [];
+      const read = fields.length ? known?.items.get(child) : undefined;
+      const items = !fields.length ? [] : read ? read.filter((item) => fields.includes(item.field)) : await this.cp.getPositionItems(thread, ns, child, fields);
       for (const write of folded) {
         if (write.ref) {
           const [from, count] = write.ref;
@@ -853,6 +880,20 @@ export class CairnSaver extends BaseCheckpointSaver {
   }
 }
 
+/** What a listing read so far: positions' bodies by seq, and the items of those read with their page (checked against the chain). */
+interface KnownPositions {
+  bodies: Map<number, PositionBody>;
+  items: Map<number, PositionItem[]>;
+  /** Seqs of each position's children read so far, oldest first. */
+  children: Map<number, number[]>;
+}
+
+/** A list channel's stored items at a checkpoint of a listing, and their decoded values. */
+interface DecodedList {
+  stored: unknown[];
+  decoded: unknown[];
+}
+
 const HOST = hostname();
 /** Where the adapter's own errors say they come from: `[cairn] [langgraph] …`. */
 const LANGGRAPH = { engine: 'langgraph' } as const;
@@ -875,6 +916,20 @@ function runKey(config: RunnableConfig): object | undefined {
   return typeof signal === 'object' && signal !== null ? signal : undefined;
 }
 
+/** True when `items` are the first items of `longer`, the very same objects. */
+function sharesPrefix(items: readonly unknown[], longer: readonly unknown[]): boolean {
+  if (!Array.isArray(items) || items.length > longer.length) return false;
+  for (let i = items.length - 1; i >= 0; i--) if (items[i] !== longer[i]) return false;
+  return true;
+}
+
+/** A copy of `versions_seen` (two levels of plain numbers and strings): what structuredClone does, for less. */
+function copySeen(seen: LangGraphRecord['seen']): LangGraphRecord['seen'] {
+  const copy: LangGraphRecord['seen'] = {};
+  for (const [node, versions] of Object.entries(seen)) copy[node] = { ...versions };
+  return copy;
+}
+
 /** True when `list` begins with the very objects (or equal primitives) of `prefix`. */
 function startsWith(list: readonly unknown[], prefix: readonly unknown[]): boolean {
   if (list.length < prefix.length) return false;
@@ -886,6 +941,11 @@ function extendsList(stored: readonly string[], next: readonly string[]): boolea
   if (next.length < stored.length) return false;
   for (let i = 0; i < stored.length; i++) if (stored[i] !== next[i]) return false;
   return true;
+}
+
+/** A list field holding one wrapped item that stands for a value that is not a list (or for an emptied channel). */
+function isSingleWrapper(items: readonly unknown[]): boolean {
+  return items.length === 1 && (isWrapper(items[0], SCALAR) || isWrapper(items[0], 'empty'));
 }
 
 function isWrapper(value: unknown, kind: string): boolean {

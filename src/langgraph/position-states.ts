@@ -21,10 +21,15 @@ export interface PositionState {
   state: Record<string, unknown>;
   /** The list fields (append or reset changes on the branch), by name. */
   appends: Record<string, unknown>;
+  /** The position's own items, when they were read with the page (the checkpoint before it points at them from its folded writes). */
+  items?: RangeItem[];
 }
 
-/** The states of `page` (positions of one namespace, newest first, as `listPositions` gives them), newest first. */
-export async function pageStates(cp: Checkpointer, threadId: string, ns: string, page: readonly StoredPosition[]): Promise<PositionState[]> {
+/**
+ * The states of `page` (positions of one namespace, newest first, as `listPositions` gives them), newest first.
+ * `bodies`: the positions' bodies the caller decoded already, by seq.
+ */
+export async function pageStates(cp: Checkpointer, threadId: string, ns: string, page: readonly StoredPosition[], bodies?: ReadonlyMap<number, PositionBody>): Promise<PositionState[]> {
   const ascending = [...page].reverse();
   const linear = ascending.every((p, i) => i === 0 || p.parent === ascending[i - 1]!.seq);
   if (!linear || ascending.length < 3) {
@@ -47,7 +52,7 @@ export async function pageStates(cp: Checkpointer, threadId: string, ns: string,
     if (hashPosition(position, own, previous.hash) !== position.hash) {
       throw new CorruptRecordError(`position ${position.seq} does not match its hash: its row or its items were changed or damaged.`, { place: { engine: cp.engine, thread: threadId, ns, seq: position.seq } });
     }
-    const body = decode<PositionBody>(position.body, `position ${position.seq} of thread ${threadId}`);
+    const body = bodies?.get(position.seq) ?? decode<PositionBody>(position.body, `position ${position.seq} of thread ${threadId}`);
     values = { ...values };
     for (const [name, change] of Object.entries(body.changes)) {
       if ('set' in change) {
@@ -58,7 +63,7 @@ export async function pageStates(cp: Checkpointer, threadId: string, ns: string,
       values[name] = 'append' in change ? [...((values[name] as unknown[] | undefined) ?? []), ...added] : added;
       lists[name] = true;
     }
-    states.push({ position, body, state: values, appends: { ...lists } });
+    states.push({ position, body, state: values, appends: { ...lists }, items: own });
     previous = position;
   }
   return states.reverse();
