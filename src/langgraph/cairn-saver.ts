@@ -55,7 +55,7 @@ import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type Pos
 import { CheckpointIndex } from './checkpoint-index.js';
 import { pageStates, type PositionState } from './position-states.js';
 import { ChannelValues, EMPTY_TEXT, SCALAR, WRAP_KEY, isWrapped } from './channel-values.js';
-import { langGraphRecord, type LangGraphRecord, type SaverBody, type StoredWrite } from './saver-body.js';
+import { foldedWrites, langGraphRecord, type FoldedTask, type FoldedWrite, type LangGraphRecord, type SaverBody, type StoredWrite } from './saver-body.js';
 
 /** Options of {@link CairnSaver}. */
 export interface CairnSaverOptions {
@@ -119,7 +119,9 @@ interface Tip {
  */
 interface DeferredWrite {
   ns: string;
-  seq: number;
+  /** The checkpoint the writes belong to, and its seq once looked up. */
+  id: string;
+  seq: number | undefined;
   writes: LangGraphWrite[];
   taskId: string;
   taskPath: string;
@@ -307,9 +309,9 @@ export class CairnSaver extends BaseCheckpointSaver {
         // The parent's writes still waiting for their commit land in this one; any others first, on their own.
         const folded: DeferredWrite[] = [];
         const foldedPending: PendingWrite[] = [];
-        for (const write of parentSeq === null ? [] : this.takeDeferred(thread, ns, parentSeq)) {
+        for (const write of parentSeq === null || parentId === undefined ? [] : this.takeDeferred(thread, ns, parentId, parentSeq)) {
           try {
-            foldedPending.push(await this.encodePending(write, true));
+            foldedPending.push(await this.encodePending(write, parentSeq!, true));
             folded.push(write);
           } catch (error) {
             // A write that cannot be stored fails its own call, not the checkpoint.
@@ -344,17 +346,14 @@ export class CairnSaver extends BaseCheckpointSaver {
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
     const id = config.configurable?.checkpoint_id as string | undefined;
     if (!id) throw new InvalidOptionError('putWrites needs config.configurable.checkpoint_id: writes belong to a checkpoint.', { place: LANGGRAPH });
-    const seq = await this.seqOncePut(thread, ns, id);
-    // Queued under the thread's lock, so a put called after this call is settled here folds them in.
-    await this.locked(thread, async () => {
-      const landed = new Promise<void>((resolve, reject) => {
-        const queue = this.deferred.get(thread) ?? [];
-        queue.push({ ns, seq, writes, taskId, taskPath, interrupt: ns === '' && writes.some(([channel]) => channel === '__interrupt__'), resolve, reject });
-        this.deferred.set(thread, queue);
-      });
-      this.scheduleFlush(thread);
-      return { landed };
-    }).then(({ landed }) => landed);
+    // Queued at once, so that a put called after this call (LangGraph's next checkpoint) finds them.
+    const landed = new Promise<void>((resolve, reject) => {
+      const queue = this.deferred.get(thread) ?? [];
+      queue.push({ ns, id, seq: undefined, writes, taskId, taskPath, interrupt: ns === '' && writes.some(([channel]) => channel === '__interrupt__'), resolve, reject });
+      this.deferred.set(thread, queue);
+    });
+    this.scheduleFlush(thread);
+    return landed;
   }
 
   /**
@@ -365,7 +364,7 @@ export class CairnSaver extends BaseCheckpointSaver {
    * item. Writes stored on their own are encoded without being remembered, as they may
    * still change so.
    */
-  private async encodePending(write: DeferredWrite, remember: boolean): Promise<PendingWrite> {
+  private async encodePending(write: DeferredWrite, seq: number, remember: boolean): Promise<PendingWrite> {
     const stored: StoredWrite[] = [];
     for (let i = 0; i < write.writes.length; i++) {
       const [channel, value] = write.writes[i]!;
@@ -379,7 +378,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     // One call's writes are one pending write, so one transaction: a task whose writes
     // landed only in part would pass for done, and its missing writes (the edge to the
     // next node, say) would be lost on resume.
-    return { ns: write.ns, baseSeq: write.seq, task: `${write.taskId}#${stored.map((w) => w.idx).join(',')}`, body: encode({ writes: stored }) };
+    return { ns: write.ns, baseSeq: seq, task: `${write.taskId}#${stored.map((w) => w.idx).join(',')}`, body: encode({ writes: stored }) };
   }
 
   /**
@@ -394,25 +393,48 @@ export class CairnSaver extends BaseCheckpointSaver {
     this.flushScheduled.add(thread);
     setImmediate(() => {
       this.flushScheduled.delete(thread);
-      if (!this.deferred.get(thread)?.length) return;
-      void this.locked(thread, async () => {
-        if (!this.deferred.get(thread)?.length) return;
-        // A write that fails rejects its own putWrites call; the flush itself has no caller to tell.
-        await this.withLease(thread, (lease) => this.storeDeferred(thread, lease)).catch(() => undefined);
-      });
+      void this.flush(thread);
     });
   }
 
-  /** The deferred writes of the thread's checkpoint at `seq` of `ns`, taken out of the queue. */
-  private takeDeferred(thread: string, ns: string, seq: number): DeferredWrite[] {
-    const queue = this.deferred.get(thread);
-    if (!queue) return [];
-    const taken = queue.filter((w) => w.ns === ns && w.seq === seq);
-    if (taken.length === 0) return [];
-    const rest = queue.filter((w) => !(w.ns === ns && w.seq === seq));
+  /**
+   * Stores the thread's deferred writes on their own. Each one's checkpoint is found
+   * first, outside the thread's lock: writes can arrive before their checkpoint's put
+   * (LangGraph hands a task's writes over while that put is still queued), which needs
+   * the lock to land; writes of a checkpoint that never lands fail their call.
+   */
+  private async flush(thread: string): Promise<void> {
+    for (const write of [...(this.deferred.get(thread) ?? [])]) {
+      if (write.seq !== undefined) continue;
+      try {
+        write.seq = await this.seqOncePut(thread, write.ns, write.id);
+      } catch (error) {
+        this.dropDeferred(thread, [write]);
+        write.reject(error);
+      }
+    }
+    await this.locked(thread, async () => {
+      if (!this.deferred.get(thread)?.some((w) => w.seq !== undefined)) return;
+      // A write that fails rejects its own putWrites call; the flush itself has no caller to tell.
+      await this.withLease(thread, (lease) => this.storeDeferred(thread, lease)).catch(() => undefined);
+    });
+    // Writes handed over meanwhile, whose checkpoint was not looked up yet.
+    if (this.deferred.get(thread)?.length) this.scheduleFlush(thread);
+  }
+
+  /** The deferred writes of checkpoint `id` of `ns` (the checkpoint at `seq`), taken out of the queue. */
+  private takeDeferred(thread: string, ns: string, id: string, seq: number): DeferredWrite[] {
+    const taken = (this.deferred.get(thread) ?? []).filter((w) => w.ns === ns && w.id === id);
+    this.dropDeferred(thread, taken);
+    for (const write of taken) write.seq = seq;
+    return taken;
+  }
+
+  private dropDeferred(thread: string, writes: readonly DeferredWrite[]): void {
+    if (writes.length === 0) return;
+    const rest = (this.deferred.get(thread) ?? []).filter((w) => !writes.includes(w));
     if (rest.length) this.deferred.set(thread, rest);
     else this.deferred.delete(thread);
-    return taken;
   }
 
   /** Puts writes back in front of the queue (their put failed) and schedules their flush. */
@@ -421,32 +443,30 @@ export class CairnSaver extends BaseCheckpointSaver {
     this.scheduleFlush(thread);
   }
 
-  /** Stores every deferred write of the thread, each as its own pending write (called under the thread's lock and lease). */
+  /**
+   * Stores the thread's deferred writes whose checkpoint is known, each as its own
+   * pending write, in call order (called under the thread's lock and lease). The others
+   * stay queued for the flush, which waits for their checkpoint.
+   */
   private async storeDeferred(thread: string, lease: ThreadLease): Promise<void> {
-    const queue = this.deferred.get(thread);
-    if (!queue?.length) return;
-    this.deferred.delete(thread);
-    for (let i = 0; i < queue.length; i++) {
-      const write = queue[i]!;
+    const ready = (this.deferred.get(thread) ?? []).filter((w) => w.seq !== undefined);
+    this.dropDeferred(thread, ready);
+    for (let i = 0; i < ready.length; i++) {
+      const write = ready[i]!;
+      const seq = write.seq!;
       try {
-        await this.cp.putPendingWrite(lease, await this.encodePending(write, false));
-      } catch (error) {
-        // Lost lease, closed engine: neither this write nor the ones after it landed.
-        for (const rest of queue.slice(i)) rest.reject(error);
-        throw error;
-      }
-      crashPoint('after-pending-write');
-      const tip = this.tips.get(tipKey(thread, write.ns));
-      if (tip && tip.position.seq === write.seq) tip.pendingStored = true;
-      try {
+        await this.cp.putPendingWrite(lease, await this.encodePending(write, seq, false));
+        crashPoint('after-pending-write');
+        const tip = this.tips.get(tipKey(thread, write.ns));
+        if (tip && tip.position.seq === seq) tip.pendingStored = true;
         // A pending interrupt at the root head is the thread's status, as a cairn run's is.
         if (write.interrupt) {
           const head = await this.cp.getHead(thread, write.ns);
-          if (head?.seq === write.seq) await this.cp.updateThread(lease, { status: 'interrupted' });
+          if (head?.seq === seq) await this.cp.updateThread(lease, { status: 'interrupted' });
         }
       } catch (error) {
-        write.reject(error);
-        for (const rest of queue.slice(i + 1)) rest.reject(error);
+        // Lost lease, closed engine, a value that cannot be stored: neither this write nor the ones after it landed.
+        for (const rest of ready.slice(i)) rest.reject(error);
         throw error;
       }
       write.resolve();
@@ -535,7 +555,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       ...(record.extra ?? {}),
       v: record.v,
       id: record.id,
-      ts: record.ts,
+      ts: record.ts ?? new Date(loaded.position.createdAt).toISOString(),
       channel_values: channelValues,
       channel_versions: { ...record.versions },
       versions_seen: copySeen(record.seen),
@@ -544,11 +564,12 @@ export class CairnSaver extends BaseCheckpointSaver {
     const tuple: CheckpointTuple = {
       config: { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.id } },
       checkpoint,
-      metadata: (await this.values.decodeText(record.metadata)) as CheckpointMetadata,
+      metadata: (await this.metadataOf(record)) as CheckpointMetadata,
       pendingWrites: await Promise.all(writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await this.writeValue(w)])),
     };
-    if (record.parentId !== undefined) {
-      tuple.parentConfig = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.parentId } };
+    const parentId = record.parentId ?? (loaded.position.parent === null ? undefined : await this.idAt(thread, ns, loaded.position.parent, known));
+    if (parentId !== undefined) {
+      tuple.parentConfig = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: parentId } };
       // Checkpoints before format 4 kept pending sends as the parent's writes.
       if (record.v < 4 && loaded.position.parent !== null) {
         const sends = (await this.writesOf(thread, ns, loaded.position.parent)).filter((w) => w.channel === TASKS);
@@ -586,7 +607,20 @@ export class CairnSaver extends BaseCheckpointSaver {
   /** A write's value, from its stored form. */
   private async writeValue(write: StoredWrite): Promise<unknown> {
     if (write.items) return Promise.all(write.items.map((text) => this.values.decodeText(text)));
+    if (write.storedItems) return Promise.all(write.storedItems.map((item) => this.values.decode(item)));
+    if (write.value === undefined && 'storedValue' in write) return this.values.decode(write.storedValue);
     return this.values.decodeText(write.value ?? 'null');
+  }
+
+  /** A record's metadata, whichever form it was stored in. */
+  private metadataOf(record: LangGraphRecord): Promise<unknown> {
+    return record.meta !== undefined ? this.values.decode(record.meta) : this.values.decodeText(record.metadata ?? '{}');
+  }
+
+  /** The checkpoint id of the position at `seq` (a parent, whose id the child's record leaves out). */
+  private async idAt(thread: string, ns: string, seq: number, known?: KnownPositions): Promise<string | undefined> {
+    const body = known?.bodies.get(seq) ?? (await this.cp.getPosition(thread, ns, seq).then((p) => (p ? decode<PositionBody>(p.body) : null)));
+    return body ? langGraphRecord(body)?.id : undefined;
   }
 
   /** A checkpoint's writes: those still pending at it, and those its children folded in; in LangGraph's order. */
@@ -596,7 +630,8 @@ export class CairnSaver extends BaseCheckpointSaver {
     const children = known ? (known.children.get(seq) ?? []) : await this.index.childrenOf(thread, ns, seq);
     for (const child of children) {
       const body = known?.bodies.get(child) ?? (await this.cp.getPosition(thread, ns, child).then((p) => (p ? decode<PositionBody>(p.body) : null)));
-      const folded = body ? langGraphRecord(body)?.parentWrites : undefined;
+      const record = body ? langGraphRecord(body) : null;
+      const folded = record ? foldedWrites(record) : undefined;
       if (!folded) continue;
       const fields = [...new Set(folded.filter((w) => w.ref).map((w) => w.channel))].sort();
       const read = fields.length ? known?.items.get(child) : undefined;
@@ -619,7 +654,7 @@ export class CairnSaver extends BaseCheckpointSaver {
   private async metadataMatches(record: LangGraphRecord, filter: Record<string, unknown>): Promise<boolean> {
     const keys = Object.keys(filter);
     if (keys.length === 0) return true;
-    const metadata = (await this.values.decodeText(record.metadata)) as Record<string, unknown>;
+    const metadata = (await this.metadataOf(record)) as Record<string, unknown>;
     for (const key of keys) {
       if (filter[key] === undefined) continue;
       if (!Object.hasOwn(metadata, key) || encode(metadata[key]) !== safeEncode(filter[key])) return false;
@@ -710,15 +745,19 @@ export class CairnSaver extends BaseCheckpointSaver {
     }
 
     const { v, id, ts, channel_values: _values, channel_versions, versions_seen, ...extra } = checkpoint;
+    const created = Date.parse(ts);
+    const createdAt = Number.isFinite(created) ? created : Date.now();
     const record: LangGraphRecord = {
       id,
-      ts,
       v,
       versions: { ...channel_versions },
       seen: structuredClone(versions_seen) as LangGraphRecord['seen'],
-      metadata: await this.values.encode(metadata),
+      meta: new RawJson(await this.values.encode(metadata)),
     };
-    if (put.parentId !== undefined) record.parentId = put.parentId;
+    // What the position says already is not repeated: its time (LangGraph's ts is an ISO
+    // string of it), and its parent's id.
+    if (new Date(createdAt).toISOString() !== ts) record.ts = ts;
+    if (put.parentId !== undefined && parent?.id !== put.parentId) record.parentId = put.parentId;
     if (Object.keys(extra).length) record.extra = extra;
     if (parent) {
       const pending = put.stored ?? (await this.cp.getPendingWrites(thread, ns, parent.position.seq));
@@ -726,7 +765,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       const byTask = new Map(pending.map((p) => [p.task, p]));
       for (const write of put.folded) byTask.set(write.task, write);
       const all = [...byTask.values()].sort((a, b) => (a.task < b.task ? -1 : a.task > b.task ? 1 : 0));
-      if (all.length) record.parentWrites = foldWrites(all.flatMap(pendingWrites), items);
+      if (all.length) record.parentTasks = foldWrites(all.flatMap(pendingWrites), items);
     }
     const body: SaverBody = {
       kind: SOURCE_KINDS[metadata.source] ?? 'step',
@@ -739,7 +778,6 @@ export class CairnSaver extends BaseCheckpointSaver {
     };
     if (setBytes > 0) body.setBytes = setBytes;
     items.sort(comparePositionItems);
-    const created = Date.parse(ts);
     const unsigned = {
       ns,
       seq,
@@ -747,7 +785,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       segment: parent && parent.position.seq === seq - 1 ? parent.position.segment : seq,
       step: Math.max(0, (typeof metadata.step === 'number' ? metadata.step : 0) + 1),
       schemaVersion: SCHEMA_VERSION,
-      createdAt: Number.isFinite(created) ? created : Date.now(),
+      createdAt,
       body: encode(body, 'position body'),
     };
     const position: StoredPosition = { ...unsigned, hash: hashPosition(unsigned, items, parent?.position.hash ?? GENESIS_HASH) };
@@ -961,24 +999,31 @@ function isWrapper(value: unknown, kind: string): boolean {
 }
 
 /**
- * The parent's writes as the child keeps them: a list write whose items the child
- * appended to (or reset) the same channel points at them (`ref`) rather than copying.
+ * The parent's writes as the child keeps them, by task: a list write whose items the
+ * child appended to (or reset) the same channel points at them (`ref`) rather than
+ * copying; other values are kept in place, as the body's own JSON.
  */
-function foldWrites(writes: StoredWrite[], items: readonly PositionItem[]): StoredWrite[] {
+function foldWrites(writes: StoredWrite[], items: readonly PositionItem[]): FoldedTask[] {
   const byField = new Map<string, string[]>();
   for (const item of items) {
     let texts = byField.get(item.field);
     if (!texts) byField.set(item.field, (texts = []));
     texts[item.index] = item.text;
   }
-  return writes.map((write) => {
+  const tasks: FoldedTask[] = [];
+  for (const write of writes) {
+    let task = tasks[tasks.length - 1];
+    if (!task || task.task !== write.task || task.path !== write.path) tasks.push((task = { task: write.task, path: write.path, writes: [] }));
+    const folded: FoldedWrite = { channel: write.channel };
+    if (write.idx !== task.writes.length) folded.idx = write.idx;
     const texts = write.items && byField.get(write.channel);
-    if (!write.items || !texts || write.items.length === 0) return write;
-    const from = findRun(texts, write.items);
-    if (from < 0) return write;
-    const { items: _items, ...rest } = write;
-    return { ...rest, ref: [from, write.items.length] };
-  });
+    const from = write.items && texts && write.items.length > 0 ? findRun(texts, write.items) : -1;
+    if (from >= 0) folded.ref = [from, write.items!.length];
+    else if (write.items) folded.items = write.items.map((text) => new RawJson(text));
+    else folded.value = new RawJson(write.value ?? 'null');
+    task.writes.push(folded);
+  }
+  return tasks;
 }
 
 /** Where `run` occurs in `texts` as a contiguous run, or -1. */
