@@ -53,7 +53,7 @@ import { CheckpointNotFoundError, InvalidOptionError, LeaseLostError, ThreadBusy
 import { materialize, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
 import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionBody, type PositionKind } from '../runtime/position.js';
 import { CheckpointIndex } from './checkpoint-index.js';
-import { pageStates, type PositionState } from './position-states.js';
+import { ListView, pageStates, type PositionState } from './position-states.js';
 import { ChannelValues, EMPTY_TEXT, SCALAR, WRAP_KEY, isWrapped } from './channel-values.js';
 import { foldedWrites, langGraphRecord, type FoldedTask, type FoldedWrite, type LangGraphRecord, type SaverBody, type StoredWrite } from './saver-body.js';
 
@@ -138,8 +138,8 @@ interface RunState {
 }
 
 const SCHEMA_VERSION = 1;
-/** Positions `list` reads (and rolls forward) at once. */
-const PAGE = 500;
+/** Positions `list` reads (and rolls forward) at once: each page loads the state of its oldest position in full. */
+const PAGE = 1000;
 const SOURCE_KINDS: Record<string, PositionKind> = { input: 'input', loop: 'step', update: 'fork', fork: 'fork' };
 
 /**
@@ -244,8 +244,8 @@ export class CairnSaver extends BaseCheckpointSaver {
         // What was read so far (a position's child, which holds its folded writes, is read
         // before it): the positions, and the items of those read with their page.
         const known: KnownPositions = { bodies: new Map(), items: new Map(), children: new Map(), pending: new Map() };
-        // The decoded value of each list channel at the newest position yielded: an older one's is a prefix of it.
-        const lists = new Map<string, DecodedList>();
+        // The decoded items of each list a page shares between its positions (see ListView): each decoded once.
+        const lists = new WeakMap<readonly unknown[], unknown[]>();
         for (;;) {
           // A page no longer than what is left to yield: a `limit: 1` listing loads one state.
           const size = Math.min(PAGE, left);
@@ -535,20 +535,12 @@ export class CairnSaver extends BaseCheckpointSaver {
     record: LangGraphRecord,
     cache?: WeakMap<object, unknown>,
     known?: KnownPositions,
-    lists?: Map<string, DecodedList>,
+    lists?: WeakMap<readonly unknown[], unknown[]>,
   ): Promise<CheckpointTuple> {
     const channelValues: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(loaded.state)) {
       if (!Object.hasOwn(record.versions, name)) continue;
-      const isList = Object.hasOwn(loaded.appends, name);
-      const shared = isList ? lists?.get(name) : undefined;
-      if (shared && sharesPrefix(value as unknown[], shared.stored)) {
-        // An older checkpoint of a listing: its items are the first of a newer one's, decoded already.
-        channelValues[name] = shared.decoded.slice(0, (value as unknown[]).length);
-        continue;
-      }
-      const decoded = await this.fieldValue(value, isList, cache);
-      if (isList && lists && Array.isArray(decoded) && !isSingleWrapper(value as unknown[])) lists.set(name, { stored: value as unknown[], decoded });
+      const decoded = value instanceof ListView ? await this.viewValue(value, lists, cache) : await this.fieldValue(value, Object.hasOwn(loaded.appends, name), cache);
       if (decoded !== ABSENT) channelValues[name] = decoded;
     }
     const checkpoint: Checkpoint = {
@@ -565,7 +557,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       config: { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.id } },
       checkpoint,
       metadata: (await this.metadataOf(record)) as CheckpointMetadata,
-      pendingWrites: await Promise.all(writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await this.writeValue(w)])),
+      pendingWrites: await this.pendingTuples(writes),
     };
     const parentId = record.parentId ?? (loaded.position.parent === null ? undefined : await this.idAt(thread, ns, loaded.position.parent, known));
     if (parentId !== undefined) {
@@ -581,27 +573,54 @@ export class CairnSaver extends BaseCheckpointSaver {
     return tuple;
   }
 
+  /** A list channel's value from a view of a page's shared items: those not decoded yet are, once for the page. */
+  private async viewValue(view: ListView, lists: WeakMap<readonly unknown[], unknown[]> | undefined, cache?: WeakMap<object, unknown>): Promise<unknown> {
+    const first = view.items.slice(0, Math.min(view.length, 1));
+    if (view.length === 1 && isSingleWrapper(first)) return this.fieldValue(first, true, cache);
+    let decoded = lists?.get(view.items);
+    if (!decoded) {
+      decoded = [];
+      lists?.set(view.items, decoded);
+    }
+    if (decoded.length < view.length) decoded.push(...(await this.decodeItems(view.items.slice(decoded.length, view.length), cache)));
+    return decoded.slice(0, view.length);
+  }
+
   /** A channel's value from its stored field (a list field's items, or a set value), or ABSENT for an emptied channel. */
   private async fieldValue(value: unknown, isList: boolean, cache?: WeakMap<object, unknown>): Promise<unknown> {
     if (isList) {
       const items = value as unknown[];
       if (isSingleWrapper(items) && isWrapper(items[0], SCALAR)) return this.values.decode(items[0]);
       if (items.length === 1 && isWrapper(items[0], 'empty')) return ABSENT;
-      // Plain items are their own value: only wrapped ones (messages...) are decoded, once each with a cache.
-      const out = new Array<unknown>(items.length);
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i];
-        if (!isWrapped(item)) out[i] = item;
-        else if (cache?.has(item)) out[i] = cache.get(item);
-        else {
-          out[i] = await this.values.decode(item);
-          cache?.set(item, out[i]);
-        }
-      }
-      return out;
+      return this.decodeItems(items, cache);
     }
     if (isWrapper(value, 'empty')) return ABSENT;
     return this.values.decode(value);
+  }
+
+  /** A list's items from their stored forms: plain items are their own value, wrapped ones (messages...) are decoded, once each with a cache. */
+  private async decodeItems(items: readonly unknown[], cache?: WeakMap<object, unknown>): Promise<unknown[]> {
+    const out = new Array<unknown>(items.length);
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (!isWrapped(item)) out[i] = item;
+      else if (cache?.has(item)) out[i] = cache.get(item);
+      else {
+        out[i] = await this.values.decode(item);
+        cache?.set(item, out[i]);
+      }
+    }
+    return out;
+  }
+
+  /** Writes as LangGraph's pending writes; a plain value folded in a body is its own value, with no await (a history has thousands). */
+  private async pendingTuples(writes: readonly StoredWrite[]): Promise<CheckpointPendingWrite[]> {
+    const out: CheckpointPendingWrite[] = [];
+    for (const w of writes) {
+      const plain = w.value === undefined && !w.items && !w.storedItems && 'storedValue' in w && !isWrapped(w.storedValue);
+      out.push([w.task, w.channel, plain ? w.storedValue : await this.writeValue(w)]);
+    }
+    return out;
   }
 
   /** A write's value, from its stored form. */
@@ -613,8 +632,9 @@ export class CairnSaver extends BaseCheckpointSaver {
   }
 
   /** A record's metadata, whichever form it was stored in. */
-  private metadataOf(record: LangGraphRecord): Promise<unknown> {
-    return record.meta !== undefined ? this.values.decode(record.meta) : this.values.decodeText(record.metadata ?? '{}');
+  private async metadataOf(record: LangGraphRecord): Promise<unknown> {
+    if (record.meta !== undefined) return isWrapped(record.meta) ? this.values.decode(record.meta) : record.meta;
+    return this.values.decodeText(record.metadata ?? '{}');
   }
 
   /** The checkpoint id of the position at `seq` (a parent, whose id the child's record leaves out). */
@@ -934,12 +954,6 @@ interface KnownPositions {
   pending: Map<number, PendingWrite[]>;
 }
 
-/** A list channel's stored items at a checkpoint of a listing, and their decoded values. */
-interface DecodedList {
-  stored: unknown[];
-  decoded: unknown[];
-}
-
 const HOST = hostname();
 /** Where the adapter's own errors say they come from: `[cairn] [langgraph] …`. */
 const LANGGRAPH = { engine: 'langgraph' } as const;
@@ -960,13 +974,6 @@ function requireThread(config: RunnableConfig, call: string): string {
 function runKey(config: RunnableConfig): object | undefined {
   const signal = (config as { signal?: unknown }).signal;
   return typeof signal === 'object' && signal !== null ? signal : undefined;
-}
-
-/** True when `items` are the first items of `longer`, the very same objects. */
-function sharesPrefix(items: readonly unknown[], longer: readonly unknown[]): boolean {
-  if (!Array.isArray(items) || items.length > longer.length) return false;
-  for (let i = items.length - 1; i >= 0; i--) if (items[i] !== longer[i]) return false;
-  return true;
 }
 
 /** A copy of `versions_seen` (two levels of plain numbers and strings): what structuredClone does, for less. */
