@@ -214,6 +214,12 @@ export abstract class BaseCheckpointer implements Checkpointer {
   /** Stores or replaces the task's pending write (fenced); false when the lease no longer holds the thread. */
   protected abstract writePending(lease: ThreadLease, write: PendingWrite): Promise<boolean>;
   protected abstract readPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]>;
+  /** Pending writes whose base seq is in `range`, by base seq then task. Default: one read per seq; engines override it with one query. */
+  protected async readPendingWritesIn(threadId: string, ns: string, range: SeqRange): Promise<PendingWrite[]> {
+    const writes: PendingWrite[] = [];
+    for (let seq = range.from; seq <= range.to; seq++) writes.push(...(await this.readPendingWrites(threadId, ns, seq)));
+    return writes;
+  }
   protected abstract readPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null>;
   protected abstract readPositions(threadId: string, ns: string, range: SeqRange): Promise<StoredPosition[]>;
   protected abstract readNamespaces(threadId: string): Promise<string[]>;
@@ -343,6 +349,10 @@ export abstract class BaseCheckpointer implements Checkpointer {
 
   async putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void> {
     if (!(await this.lifecycle.run(() => this.writePending(lease, write)))) throw this.lost(lease);
+  }
+
+  getPendingWritesIn(threadId: string, ns: string, range: SeqRange): Promise<PendingWrite[]> {
+    return this.lifecycle.run(() => this.readPendingWritesIn(threadId, ns, range));
   }
 
   getPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]> {

@@ -348,6 +348,13 @@ export interface Checkpointer {
   putPendingWrite(lease: ThreadLease, write: PendingWrite): Promise<void>;
   /** Pending writes of the superstep that starts from `baseSeq`, in task order. */
   getPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]>;
+  /**
+   * Pending writes of every superstep that starts from a seq in `range` (inclusive), by
+   * base seq then task: a history's writes in one read instead of one per position.
+   * Optional for checkpointers written before it (callers then read position by position);
+   * every engine of cairn's has it.
+   */
+  getPendingWritesIn?(threadId: string, ns: string, range: SeqRange): Promise<PendingWrite[]>;
 
   /** One position, or null. */
   getPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null>;

@@ -86,6 +86,7 @@ export const CHECKPOINTER_MEMBERS: Record<keyof Checkpointer, 'wrapped' | 'value
   putSnapshot: 'wrapped',
   putPendingWrite: 'wrapped',
   getPendingWrites: 'wrapped',
+  getPendingWritesIn: 'wrapped',
   getPosition: 'wrapped',
   getPositions: 'wrapped',
   listNamespaces: 'wrapped',
@@ -194,6 +195,16 @@ export class EncryptedCheckpointer implements Checkpointer {
 
   async getPendingWrites(threadId: string, ns: string, baseSeq: number): Promise<PendingWrite[]> {
     const writes = await this.inner.getPendingWrites(threadId, ns, baseSeq);
+    return Promise.all(
+      writes.map(async (w) => ({ ...w, body: await this.sealer.open(w.body, aad.pending(threadId, w.ns, w.baseSeq, w.task), where(threadId, w.ns, w.baseSeq, `pending write of ${w.task}`)) })),
+    );
+  }
+
+  async getPendingWritesIn(threadId: string, ns: string, range: SeqRange): Promise<PendingWrite[]> {
+    // An inner checkpointer without the range read is read position by position.
+    const writes = this.inner.getPendingWritesIn
+      ? await this.inner.getPendingWritesIn(threadId, ns, range)
+      : (await Promise.all(Array.from({ length: Math.max(0, range.to - range.from + 1) }, (_, i) => this.inner.getPendingWrites(threadId, ns, range.from + i)))).flat();
     return Promise.all(
       writes.map(async (w) => ({ ...w, body: await this.sealer.open(w.body, aad.pending(threadId, w.ns, w.baseSeq, w.task), where(threadId, w.ns, w.baseSeq, `pending write of ${w.task}`)) })),
     );

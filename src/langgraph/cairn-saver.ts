@@ -51,11 +51,11 @@ import { LEASE_MS, SNAPSHOT_EVERY } from '../defaults.js';
 import { crashPoint } from '../internal/crash-points.js';
 import { CheckpointNotFoundError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
 import { materialize, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
-import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionKind } from '../runtime/position.js';
+import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionBody, type PositionKind } from '../runtime/position.js';
 import { CheckpointIndex } from './checkpoint-index.js';
-import { pageStates, type PositionState } from './position-states.js';
+import { ListView, pageStates, type PositionState } from './position-states.js';
 import { ChannelValues, EMPTY_TEXT, SCALAR, WRAP_KEY, isWrapped } from './channel-values.js';
-import { langGraphRecord, type LangGraphRecord, type SaverBody, type StoredWrite } from './saver-body.js';
+import { foldedWrites, langGraphRecord, type FoldedTask, type FoldedWrite, type LangGraphRecord, type SaverBody, type StoredWrite } from './saver-body.js';
 
 /** Options of {@link CairnSaver}. */
 export interface CairnSaverOptions {
@@ -82,7 +82,16 @@ export interface CairnSaverOptions {
 }
 
 /** A channel's value at a position, as the next put compares with it. */
-type FieldState = { kind: 'set'; text: string } | { kind: 'list'; texts: string[]; since: number | null; checksum: ItemChecksum };
+type FieldState =
+  | { kind: 'set'; text: string }
+  | {
+      kind: 'list';
+      texts: string[];
+      since: number | null;
+      checksum: ItemChecksum;
+      /** A copy of the list the saver was handed when it wrote it (a reducer may push onto its own list): the next put finds the old items by identity, without a lookup per item. */
+      values?: readonly unknown[];
+    };
 
 /** What the saver keeps of the last position it wrote or read in a namespace: what the next put needs of its parent. */
 interface Tip {
@@ -90,6 +99,35 @@ interface Tip {
   id: string;
   fields: Map<string, FieldState>;
   sinceSnapshot: number;
+  /**
+   * The lease this saver committed the tip under (absent for a tip it read). While the
+   * saver still holds that lease (same run id and epoch), nothing else can have written
+   * the thread since: the tip is the namespace's head, with no pending writes but those
+   * `pendingStored` says this saver stored, and the next put reads neither from the engine.
+   */
+  lease?: { runId: string; epoch: number };
+  /** This saver stored a pending write at the tip on its own (see `flushWrites`) since committing it. */
+  pendingStored?: boolean;
+}
+
+/**
+ * One `putWrites` call's writes, encoded, waiting for their commit: the put of the
+ * checkpoint after theirs, when it comes in the same turn of the event loop, commits
+ * them in its own transaction (folded into the new checkpoint, as the engine folds a
+ * parent's pending writes); otherwise they are committed on their own at the next turn.
+ * The call resolves only once they are durable either way.
+ */
+interface DeferredWrite {
+  ns: string;
+  /** The checkpoint the writes belong to, and its seq once looked up. */
+  id: string;
+  seq: number | undefined;
+  writes: LangGraphWrite[];
+  taskId: string;
+  taskPath: string;
+  interrupt: boolean;
+  resolve: () => void;
+  reject: (error: unknown) => void;
 }
 
 /** What a LangGraph run (known by the `signal` of its config, one per run) did so far. */
@@ -100,8 +138,8 @@ interface RunState {
 }
 
 const SCHEMA_VERSION = 1;
-/** Positions `list` reads (and rolls forward) at once. */
-const PAGE = 500;
+/** Positions `list` reads (and rolls forward) at once: each page loads the state of its oldest position in full. */
+const PAGE = 1000;
 const SOURCE_KINDS: Record<string, PositionKind> = { input: 'input', loop: 'step', update: 'fork', fork: 'fork' };
 
 /**
@@ -128,10 +166,13 @@ export class CairnSaver extends BaseCheckpointSaver {
   private readonly tips = new Map<string, Tip>();
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly runs = new WeakMap<object, RunState>();
-  /** Writes waiting for their checkpoint's put, by thread, namespace and checkpoint id. */
   /** Leases kept between writes, by thread (see `withLease`). */
   private readonly held = new Map<string, { lease: ThreadLease; timer: NodeJS.Timeout }>();
   private readonly awaitedPuts = new Map<string, { landed: Promise<void>; resolve: () => void; waiting: number }>();
+  /** Writes accepted by `putWrites` and not committed yet, by thread, in call order. */
+  private readonly deferred = new Map<string, DeferredWrite[]>();
+  /** Threads whose deferred writes have a flush scheduled. */
+  private readonly flushScheduled = new Set<string>();
   private readonly kind: ThreadKind;
   private readonly snapshotEvery: number;
   private readonly leaseMs: number;
@@ -200,17 +241,22 @@ export class CairnSaver extends BaseCheckpointSaver {
         let beforeSeq: number | undefined;
         // Decoded items, shared by the tuples of this namespace: each is decoded once.
         const decoded = new WeakMap<object, unknown>();
-        // The positions read so far (a position's child, which holds its folded writes, is read before it).
-        const known = new Map<number, StoredPosition>();
-        await this.index.childrenOf(thread, ns, -1);
+        // What was read so far (a position's child, which holds its folded writes, is read
+        // before it): the positions, and the items of those read with their page.
+        const known: KnownPositions = { bodies: new Map(), items: new Map(), children: new Map(), pending: new Map() };
+        // The decoded items of each list a page shares between its positions (see ListView): each decoded once.
+        const lists = new WeakMap<readonly unknown[], unknown[]>();
         for (;;) {
           // A page no longer than what is left to yield: a `limit: 1` listing loads one state.
           const size = Math.min(PAGE, left);
           const page = await this.cp.listPositions(thread, ns, { limit: size, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
           const wanted: StoredPosition[] = [];
           const records = new Map<number, LangGraphRecord>();
+          const bodies = new Map<number, PositionBody>();
           for (const position of page) {
-            const record = langGraphRecord(decode(position.body));
+            const body = decode<PositionBody>(position.body);
+            bodies.set(position.seq, body);
+            const record = langGraphRecord(body);
             if (!record) continue;
             if (beforeId !== undefined && !(record.id < beforeId)) continue;
             if (filter && !(await this.metadataMatches(record, filter))) continue;
@@ -218,10 +264,21 @@ export class CairnSaver extends BaseCheckpointSaver {
             records.set(position.seq, record);
           }
           // A filter that keeps few positions loads each alone; otherwise the page rolls forward from its oldest.
-          const states = wanted.length === page.length ? await pageStates(this.cp, thread, ns, page) : await Promise.all(wanted.map((p) => materialize(this.cp, undefined, thread, ns, p.seq)));
-          for (const position of page) known.set(position.seq, position);
+          const states = wanted.length === page.length ? await pageStates(this.cp, thread, ns, page, bodies) : await Promise.all(wanted.map((p) => materialize(this.cp, undefined, thread, ns, p.seq)));
+          // Every listing reads the namespace from its head down, so a position's children are read by the time it is yielded.
+          for (const position of page) {
+            known.bodies.set(position.seq, bodies.get(position.seq)!);
+            if (position.parent !== null) known.children.set(position.parent, [position.seq, ...(known.children.get(position.parent) ?? [])]);
+          }
+          for (const state of states) if ('items' in state && state.items) known.items.set(state.position.seq, state.items);
+          // The page's pending writes in one read, where the engine has it (a read per checkpoint otherwise).
+          if (this.cp.getPendingWritesIn && page.length) {
+            const writes = await this.cp.getPendingWritesIn(thread, ns, { from: page[page.length - 1]!.seq, to: page[0]!.seq });
+            for (const position of page) known.pending.set(position.seq, []);
+            for (const write of writes) known.pending.get(write.baseSeq)?.push(write);
+          }
           for (const state of states) {
-            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, decoded, known);
+            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, decoded, known, lists);
             if (--left <= 0) return;
           }
           if (page.length < size) break;
@@ -243,11 +300,36 @@ export class CairnSaver extends BaseCheckpointSaver {
     const run = runKey(config);
     return this.locked(thread, async () => {
       await this.withLease(thread, async (lease) => {
-        const head = await this.cp.getHead(thread, ns);
-        const parentSeq = parentId ? await this.index.seqOf(thread, ns, parentId) : null;
+        const cached = this.tips.get(tipKey(thread, ns));
+        // The tip this saver committed under the lease it still holds is the head: no read needed.
+        const own = cached?.lease && cached.lease.runId === lease.runId && cached.lease.epoch === lease.epoch ? cached : undefined;
+        const head = own ? { seq: own.position.seq, hash: own.position.hash } : await this.cp.getHead(thread, ns);
+        const parentSeq = parentId ? (own && own.id === parentId ? own.position.seq : await this.index.seqOf(thread, ns, parentId)) : null;
         this.checkRun(thread, ns, run, parentSeq, head?.seq ?? null, metadata);
+        // The parent's writes still waiting for their commit land in this one; any others first, on their own.
+        const folded: DeferredWrite[] = [];
+        const foldedPending: PendingWrite[] = [];
+        for (const write of parentSeq === null || parentId === undefined ? [] : this.takeDeferred(thread, ns, parentId, parentSeq)) {
+          try {
+            foldedPending.push(await this.encodePending(write, parentSeq!, true));
+            folded.push(write);
+          } catch (error) {
+            // A write that cannot be stored fails its own call, not the checkpoint.
+            write.reject(error);
+          }
+        }
+        await this.storeDeferred(thread, lease);
         const parent = parentSeq === null ? null : await this.parentTip(thread, ns, parentSeq, head);
-        await this.commit(lease, { thread, ns, checkpoint, metadata, newVersions, parentId, parent, expectedHead: head?.seq ?? null });
+        // Pending writes of the parent in the engine: none but those this saver stored itself, when the parent is its own tip.
+        const stored = parent && parent === own && !own.pendingStored ? [] : undefined;
+        try {
+          await this.commit(lease, { thread, ns, checkpoint, metadata, newVersions, parentId, parent, expectedHead: head?.seq ?? null, folded: foldedPending, stored });
+        } catch (error) {
+          // The checkpoint did not land: its parent's writes are still owed, on their own.
+          if (folded.length) this.requeue(thread, folded);
+          throw error;
+        }
+        for (const write of folded) write.resolve();
       });
       if (run) {
         const state = this.runs.get(run);
@@ -264,32 +346,131 @@ export class CairnSaver extends BaseCheckpointSaver {
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
     const id = config.configurable?.checkpoint_id as string | undefined;
     if (!id) throw new InvalidOptionError('putWrites needs config.configurable.checkpoint_id: writes belong to a checkpoint.', { place: LANGGRAPH });
-    const seq = await this.seqOncePut(thread, ns, id);
-    await this.locked(thread, async () => {
-      const stored: StoredWrite[] = [];
-      for (let i = 0; i < writes.length; i++) {
-        const [channel, value] = writes[i]!;
-        const write: StoredWrite = { task: taskId, path: taskPath, idx: WRITES_IDX_MAP[channel] ?? i, channel };
-        // A list is kept as its items' texts: when the checkpoint after this one appends
-        // them to the channel, the folded write points at those items instead of copying them.
-        if (Array.isArray(value)) write.items = await this.values.encodeItems(value);
-        else write.value = await this.values.encode(value);
-        stored.push(write);
+    // Queued at once, so that a put called after this call (LangGraph's next checkpoint) finds them.
+    const landed = new Promise<void>((resolve, reject) => {
+      const queue = this.deferred.get(thread) ?? [];
+      queue.push({ ns, id, seq: undefined, writes, taskId, taskPath, interrupt: ns === '' && writes.some(([channel]) => channel === '__interrupt__'), resolve, reject });
+      this.deferred.set(thread, queue);
+    });
+    this.scheduleFlush(thread);
+    return landed;
+  }
+
+  /**
+   * A deferred call's writes as one cairn pending write. They are encoded when they are
+   * stored, not when handed over: LangGraph's messages reducer gives a written message
+   * its id when it applies the write, so a put (which comes after that) stores the
+   * message as the channel holds it, and the folded write can point at the channel's
+   * item. Writes stored on their own are encoded without being remembered, as they may
+   * still change so.
+   */
+  private async encodePending(write: DeferredWrite, seq: number, remember: boolean): Promise<PendingWrite> {
+    const stored: StoredWrite[] = [];
+    for (let i = 0; i < write.writes.length; i++) {
+      const [channel, value] = write.writes[i]!;
+      const entry: StoredWrite = { task: write.taskId, path: write.taskPath, idx: WRITES_IDX_MAP[channel] ?? i, channel };
+      // A list is kept as its items' texts: when the checkpoint after this one appends
+      // them to the channel, the folded write points at those items instead of copying them.
+      if (Array.isArray(value)) entry.items = await this.values.encodeItems(value, remember);
+      else entry.value = await this.values.encode(value, remember);
+      stored.push(entry);
+    }
+    // One call's writes are one pending write, so one transaction: a task whose writes
+    // landed only in part would pass for done, and its missing writes (the edge to the
+    // next node, say) would be lost on resume.
+    return { ns: write.ns, baseSeq: seq, task: `${write.taskId}#${stored.map((w) => w.idx).join(',')}`, body: encode({ writes: stored }) };
+  }
+
+  /**
+   * Commits the thread's deferred writes on their own at the next turn of the event
+   * loop: a put that follows its task's writes at once (LangGraph puts the next
+   * checkpoint as soon as a superstep's tasks are done) has taken them by then, and a
+   * task whose superstep goes on (a parallel task still running) has its writes durable
+   * one turn after it finished.
+   */
+  private scheduleFlush(thread: string): void {
+    if (this.flushScheduled.has(thread)) return;
+    this.flushScheduled.add(thread);
+    setImmediate(() => {
+      this.flushScheduled.delete(thread);
+      void this.flush(thread);
+    });
+  }
+
+  /**
+   * Stores the thread's deferred writes on their own. Each one's checkpoint is found
+   * first, outside the thread's lock: writes can arrive before their checkpoint's put
+   * (LangGraph hands a task's writes over while that put is still queued), which needs
+   * the lock to land; writes of a checkpoint that never lands fail their call.
+   */
+  private async flush(thread: string): Promise<void> {
+    for (const write of [...(this.deferred.get(thread) ?? [])]) {
+      if (write.seq !== undefined) continue;
+      try {
+        write.seq = await this.seqOncePut(thread, write.ns, write.id);
+      } catch (error) {
+        this.dropDeferred(thread, [write]);
+        write.reject(error);
       }
-      // One call's writes are one pending write, so one transaction: a task whose writes
-      // landed only in part would pass for done, and its missing writes (the edge to the
-      // next node, say) would be lost on resume.
-      const pending: PendingWrite = { ns, baseSeq: seq, task: `${taskId}#${stored.map((w) => w.idx).join(',')}`, body: encode({ writes: stored }) };
-      await this.withLease(thread, async (lease) => {
-        await this.cp.putPendingWrite(lease, pending);
+    }
+    await this.locked(thread, async () => {
+      if (!this.deferred.get(thread)?.some((w) => w.seq !== undefined)) return;
+      // A write that fails rejects its own putWrites call; the flush itself has no caller to tell.
+      await this.withLease(thread, (lease) => this.storeDeferred(thread, lease)).catch(() => undefined);
+    });
+    // Writes handed over meanwhile, whose checkpoint was not looked up yet.
+    if (this.deferred.get(thread)?.length) this.scheduleFlush(thread);
+  }
+
+  /** The deferred writes of checkpoint `id` of `ns` (the checkpoint at `seq`), taken out of the queue. */
+  private takeDeferred(thread: string, ns: string, id: string, seq: number): DeferredWrite[] {
+    const taken = (this.deferred.get(thread) ?? []).filter((w) => w.ns === ns && w.id === id);
+    this.dropDeferred(thread, taken);
+    for (const write of taken) write.seq = seq;
+    return taken;
+  }
+
+  private dropDeferred(thread: string, writes: readonly DeferredWrite[]): void {
+    if (writes.length === 0) return;
+    const rest = (this.deferred.get(thread) ?? []).filter((w) => !writes.includes(w));
+    if (rest.length) this.deferred.set(thread, rest);
+    else this.deferred.delete(thread);
+  }
+
+  /** Puts writes back in front of the queue (their put failed) and schedules their flush. */
+  private requeue(thread: string, writes: DeferredWrite[]): void {
+    this.deferred.set(thread, [...writes, ...(this.deferred.get(thread) ?? [])]);
+    this.scheduleFlush(thread);
+  }
+
+  /**
+   * Stores the thread's deferred writes whose checkpoint is known, each as its own
+   * pending write, in call order (called under the thread's lock and lease). The others
+   * stay queued for the flush, which waits for their checkpoint.
+   */
+  private async storeDeferred(thread: string, lease: ThreadLease): Promise<void> {
+    const ready = (this.deferred.get(thread) ?? []).filter((w) => w.seq !== undefined);
+    this.dropDeferred(thread, ready);
+    for (let i = 0; i < ready.length; i++) {
+      const write = ready[i]!;
+      const seq = write.seq!;
+      try {
+        await this.cp.putPendingWrite(lease, await this.encodePending(write, seq, false));
         crashPoint('after-pending-write');
+        const tip = this.tips.get(tipKey(thread, write.ns));
+        if (tip && tip.position.seq === seq) tip.pendingStored = true;
         // A pending interrupt at the root head is the thread's status, as a cairn run's is.
-        if (ns === '' && writes.some(([channel]) => channel === '__interrupt__')) {
-          const head = await this.cp.getHead(thread, ns);
+        if (write.interrupt) {
+          const head = await this.cp.getHead(thread, write.ns);
           if (head?.seq === seq) await this.cp.updateThread(lease, { status: 'interrupted' });
         }
-      });
-    });
+      } catch (error) {
+        // Lost lease, closed engine, a value that cannot be stored: neither this write nor the ones after it landed.
+        for (const rest of ready.slice(i)) rest.reject(error);
+        throw error;
+      }
+      write.resolve();
+    }
   }
 
   /**
@@ -328,6 +509,8 @@ export class CairnSaver extends BaseCheckpointSaver {
   async deleteThread(threadId: string): Promise<void> {
     const thread = String(threadId);
     await this.locked(thread, async () => {
+      // Writes accepted before the delete land first, and go with the thread.
+      if (this.deferred.get(thread)?.length) await this.withLease(thread, (lease) => this.storeDeferred(thread, lease)).catch(() => undefined);
       const held = this.held.get(thread);
       if (held) {
         clearTimeout(held.timer);
@@ -345,31 +528,40 @@ export class CairnSaver extends BaseCheckpointSaver {
 
   // ------------------------------------------------------------------ reading
 
-  private async tuple(thread: string, ns: string, loaded: PositionState, record: LangGraphRecord, cache?: WeakMap<object, unknown>, known?: Map<number, StoredPosition>): Promise<CheckpointTuple> {
+  private async tuple(
+    thread: string,
+    ns: string,
+    loaded: PositionState,
+    record: LangGraphRecord,
+    cache?: WeakMap<object, unknown>,
+    known?: KnownPositions,
+    lists?: WeakMap<readonly unknown[], unknown[]>,
+  ): Promise<CheckpointTuple> {
     const channelValues: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(loaded.state)) {
       if (!Object.hasOwn(record.versions, name)) continue;
-      const decoded = await this.fieldValue(value, Object.hasOwn(loaded.appends, name), cache);
+      const decoded = value instanceof ListView ? await this.viewValue(value, lists, cache) : await this.fieldValue(value, Object.hasOwn(loaded.appends, name), cache);
       if (decoded !== ABSENT) channelValues[name] = decoded;
     }
     const checkpoint: Checkpoint = {
       ...(record.extra ?? {}),
       v: record.v,
       id: record.id,
-      ts: record.ts,
+      ts: record.ts ?? new Date(loaded.position.createdAt).toISOString(),
       channel_values: channelValues,
       channel_versions: { ...record.versions },
-      versions_seen: structuredClone(record.seen),
+      versions_seen: copySeen(record.seen),
     } as Checkpoint;
     const writes = await this.writesOf(thread, ns, loaded.position.seq, known);
     const tuple: CheckpointTuple = {
       config: { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.id } },
       checkpoint,
-      metadata: (await this.values.decodeText(record.metadata)) as CheckpointMetadata,
-      pendingWrites: await Promise.all(writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.channel, await this.writeValue(w)])),
+      metadata: (await this.metadataOf(record)) as CheckpointMetadata,
+      pendingWrites: await this.pendingTuples(writes),
     };
-    if (record.parentId !== undefined) {
-      tuple.parentConfig = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.parentId } };
+    const parentId = record.parentId ?? (loaded.position.parent === null ? undefined : await this.idAt(thread, ns, loaded.position.parent, known));
+    if (parentId !== undefined) {
+      tuple.parentConfig = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: parentId } };
       // Checkpoints before format 4 kept pending sends as the parent's writes.
       if (record.v < 4 && loaded.position.parent !== null) {
         const sends = (await this.writesOf(thread, ns, loaded.position.parent)).filter((w) => w.channel === TASKS);
@@ -381,46 +573,89 @@ export class CairnSaver extends BaseCheckpointSaver {
     return tuple;
   }
 
+  /** A list channel's value from a view of a page's shared items: those not decoded yet are, once for the page. */
+  private async viewValue(view: ListView, lists: WeakMap<readonly unknown[], unknown[]> | undefined, cache?: WeakMap<object, unknown>): Promise<unknown> {
+    const first = view.items.slice(0, Math.min(view.length, 1));
+    if (view.length === 1 && isSingleWrapper(first)) return this.fieldValue(first, true, cache);
+    let decoded = lists?.get(view.items);
+    if (!decoded) {
+      decoded = [];
+      lists?.set(view.items, decoded);
+    }
+    if (decoded.length < view.length) decoded.push(...(await this.decodeItems(view.items.slice(decoded.length, view.length), cache)));
+    return decoded.slice(0, view.length);
+  }
+
   /** A channel's value from its stored field (a list field's items, or a set value), or ABSENT for an emptied channel. */
   private async fieldValue(value: unknown, isList: boolean, cache?: WeakMap<object, unknown>): Promise<unknown> {
     if (isList) {
       const items = value as unknown[];
-      if (items.length === 1 && isWrapper(items[0], SCALAR)) return this.values.decode(items[0]);
+      if (isSingleWrapper(items) && isWrapper(items[0], SCALAR)) return this.values.decode(items[0]);
       if (items.length === 1 && isWrapper(items[0], 'empty')) return ABSENT;
-      // Plain items are their own value: only wrapped ones (messages...) are decoded, once each with a cache.
-      const out = new Array<unknown>(items.length);
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i];
-        if (!isWrapped(item)) out[i] = item;
-        else if (cache?.has(item)) out[i] = cache.get(item);
-        else {
-          out[i] = await this.values.decode(item);
-          cache?.set(item, out[i]);
-        }
-      }
-      return out;
+      return this.decodeItems(items, cache);
     }
     if (isWrapper(value, 'empty')) return ABSENT;
     return this.values.decode(value);
   }
 
+  /** A list's items from their stored forms: plain items are their own value, wrapped ones (messages...) are decoded, once each with a cache. */
+  private async decodeItems(items: readonly unknown[], cache?: WeakMap<object, unknown>): Promise<unknown[]> {
+    const out = new Array<unknown>(items.length);
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (!isWrapped(item)) out[i] = item;
+      else if (cache?.has(item)) out[i] = cache.get(item);
+      else {
+        out[i] = await this.values.decode(item);
+        cache?.set(item, out[i]);
+      }
+    }
+    return out;
+  }
+
+  /** Writes as LangGraph's pending writes; a plain value folded in a body is its own value, with no await (a history has thousands). */
+  private async pendingTuples(writes: readonly StoredWrite[]): Promise<CheckpointPendingWrite[]> {
+    const out: CheckpointPendingWrite[] = [];
+    for (const w of writes) {
+      const plain = w.value === undefined && !w.items && !w.storedItems && 'storedValue' in w && !isWrapped(w.storedValue);
+      out.push([w.task, w.channel, plain ? w.storedValue : await this.writeValue(w)]);
+    }
+    return out;
+  }
+
   /** A write's value, from its stored form. */
   private async writeValue(write: StoredWrite): Promise<unknown> {
     if (write.items) return Promise.all(write.items.map((text) => this.values.decodeText(text)));
+    if (write.storedItems) return Promise.all(write.storedItems.map((item) => this.values.decode(item)));
+    if (write.value === undefined && 'storedValue' in write) return this.values.decode(write.storedValue);
     return this.values.decodeText(write.value ?? 'null');
   }
 
+  /** A record's metadata, whichever form it was stored in. */
+  private async metadataOf(record: LangGraphRecord): Promise<unknown> {
+    if (record.meta !== undefined) return isWrapped(record.meta) ? this.values.decode(record.meta) : record.meta;
+    return this.values.decodeText(record.metadata ?? '{}');
+  }
+
+  /** The checkpoint id of the position at `seq` (a parent, whose id the child's record leaves out). */
+  private async idAt(thread: string, ns: string, seq: number, known?: KnownPositions): Promise<string | undefined> {
+    const body = known?.bodies.get(seq) ?? (await this.cp.getPosition(thread, ns, seq).then((p) => (p ? decode<PositionBody>(p.body) : null)));
+    return body ? langGraphRecord(body)?.id : undefined;
+  }
+
   /** A checkpoint's writes: those still pending at it, and those its children folded in; in LangGraph's order. */
-  private async writesOf(thread: string, ns: string, seq: number, known?: Map<number, StoredPosition>): Promise<StoredWrite[]> {
+  private async writesOf(thread: string, ns: string, seq: number, known?: KnownPositions): Promise<StoredWrite[]> {
     const byKey = new Map<string, StoredWrite>();
-    // A listing brought the index up to date once, and holds the positions it read.
-    const children = known ? this.index.knownChildrenOf(thread, ns, seq) : await this.index.childrenOf(thread, ns, seq);
+    // A listing holds the positions it read, the newer ones first, and so each one's children.
+    const children = known ? (known.children.get(seq) ?? []) : await this.index.childrenOf(thread, ns, seq);
     for (const child of children) {
-      const position = known?.get(child) ?? (await this.cp.getPosition(thread, ns, child));
-      const folded = position ? langGraphRecord(decode(position.body))?.parentWrites : undefined;
+      const body = known?.bodies.get(child) ?? (await this.cp.getPosition(thread, ns, child).then((p) => (p ? decode<PositionBody>(p.body) : null)));
+      const record = body ? langGraphRecord(body) : null;
+      const folded = record ? foldedWrites(record) : undefined;
       if (!folded) continue;
       const fields = [...new Set(folded.filter((w) => w.ref).map((w) => w.channel))].sort();
-      const items = fields.length ? await this.cp.getPositionItems(thread, ns, child, fields) : [];
+      const read = fields.length ? known?.items.get(child) : undefined;
+      const items = !fields.length ? [] : read ? read.filter((item) => fields.includes(item.field)) : await this.cp.getPositionItems(thread, ns, child, fields);
       for (const write of folded) {
         if (write.ref) {
           const [from, count] = write.ref;
@@ -430,7 +665,7 @@ export class CairnSaver extends BaseCheckpointSaver {
         } else byKey.set(`${write.task}#${write.idx}`, write);
       }
     }
-    for (const pending of await this.cp.getPendingWrites(thread, ns, seq)) {
+    for (const pending of known?.pending.get(seq) ?? (await this.cp.getPendingWrites(thread, ns, seq))) {
       for (const write of pendingWrites(pending)) byKey.set(`${write.task}#${write.idx}`, write);
     }
     return [...byKey.values()].sort((a, b) => compareWritesSortKeys([a.path, a.task, a.idx], [b.path, b.task, b.idx]));
@@ -439,7 +674,7 @@ export class CairnSaver extends BaseCheckpointSaver {
   private async metadataMatches(record: LangGraphRecord, filter: Record<string, unknown>): Promise<boolean> {
     const keys = Object.keys(filter);
     if (keys.length === 0) return true;
-    const metadata = (await this.values.decodeText(record.metadata)) as Record<string, unknown>;
+    const metadata = (await this.metadataOf(record)) as Record<string, unknown>;
     for (const key of keys) {
       if (filter[key] === undefined) continue;
       if (!Object.hasOwn(metadata, key) || encode(metadata[key]) !== safeEncode(filter[key])) return false;
@@ -481,6 +716,10 @@ export class CairnSaver extends BaseCheckpointSaver {
       parentId: string | undefined;
       parent: Tip | null;
       expectedHead: number | null;
+      /** The parent's deferred writes this commit lands. */
+      folded: readonly PendingWrite[];
+      /** The parent's pending writes in the engine, when known without reading them. */
+      stored: PendingWrite[] | undefined;
     },
   ): Promise<void> {
     const { thread, ns, checkpoint, metadata, parent } = put;
@@ -495,16 +734,19 @@ export class CairnSaver extends BaseCheckpointSaver {
       const present = Object.hasOwn(values, name) && values[name] !== undefined;
       const value = present ? values[name] : undefined;
       if (Array.isArray(value)) {
-        const texts = await this.values.encodeItems(value);
-        if (previous?.kind === 'list' && extendsList(previous.texts, texts)) {
+        // LangGraph's reducers hand over a new list of the same item objects plus the new
+        // ones: only those are encoded, and the step costs the same at any length.
+        const kept = previous?.kind === 'list' && previous.values && startsWith(value, previous.values) ? previous : undefined;
+        const texts = kept ? kept.texts.concat(await this.values.encodeItems(value.slice(kept.values!.length))) : await this.values.encodeItems(value);
+        if (previous?.kind === 'list' && (kept || extendsList(previous.texts, texts))) {
           const added = texts.slice(previous.texts.length);
           changes[name] = { append: added.length };
           added.forEach((text, i) => items.push({ field: name, index: i, text }));
-          fields.set(name, { kind: 'list', texts, since: previous.since, checksum: previous.checksum.extend(added) });
+          fields.set(name, { kind: 'list', texts, since: previous.since, checksum: previous.checksum.extend(added), values: value.slice() });
         } else {
           changes[name] = { reset: texts.length };
           texts.forEach((text, i) => items.push({ field: name, index: i, text }));
-          fields.set(name, { kind: 'list', texts, since: seq, checksum: ItemChecksum.of(texts) });
+          fields.set(name, { kind: 'list', texts, since: seq, checksum: ItemChecksum.of(texts), values: value.slice() });
         }
         continue;
       }
@@ -523,19 +765,27 @@ export class CairnSaver extends BaseCheckpointSaver {
     }
 
     const { v, id, ts, channel_values: _values, channel_versions, versions_seen, ...extra } = checkpoint;
+    const created = Date.parse(ts);
+    const createdAt = Number.isFinite(created) ? created : Date.now();
     const record: LangGraphRecord = {
       id,
-      ts,
       v,
       versions: { ...channel_versions },
       seen: structuredClone(versions_seen) as LangGraphRecord['seen'],
-      metadata: await this.values.encode(metadata),
+      meta: new RawJson(await this.values.encode(metadata)),
     };
-    if (put.parentId !== undefined) record.parentId = put.parentId;
+    // What the position says already is not repeated: its time (LangGraph's ts is an ISO
+    // string of it), and its parent's id.
+    if (new Date(createdAt).toISOString() !== ts) record.ts = ts;
+    if (put.parentId !== undefined && parent?.id !== put.parentId) record.parentId = put.parentId;
     if (Object.keys(extra).length) record.extra = extra;
     if (parent) {
-      const pending = await this.cp.getPendingWrites(thread, ns, parent.position.seq);
-      if (pending.length) record.parentWrites = foldWrites(pending.flatMap(pendingWrites), items);
+      const pending = put.stored ?? (await this.cp.getPendingWrites(thread, ns, parent.position.seq));
+      // A deferred write replaces a stored one of the same key, as storing it would have.
+      const byTask = new Map(pending.map((p) => [p.task, p]));
+      for (const write of put.folded) byTask.set(write.task, write);
+      const all = [...byTask.values()].sort((a, b) => (a.task < b.task ? -1 : a.task > b.task ? 1 : 0));
+      if (all.length) record.parentTasks = foldWrites(all.flatMap(pendingWrites), items);
     }
     const body: SaverBody = {
       kind: SOURCE_KINDS[metadata.source] ?? 'step',
@@ -548,7 +798,6 @@ export class CairnSaver extends BaseCheckpointSaver {
     };
     if (setBytes > 0) body.setBytes = setBytes;
     items.sort(comparePositionItems);
-    const created = Date.parse(ts);
     const unsigned = {
       ns,
       seq,
@@ -556,7 +805,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       segment: parent && parent.position.seq === seq - 1 ? parent.position.segment : seq,
       step: Math.max(0, (typeof metadata.step === 'number' ? metadata.step : 0) + 1),
       schemaVersion: SCHEMA_VERSION,
-      createdAt: Number.isFinite(created) ? created : Date.now(),
+      createdAt,
       body: encode(body, 'position body'),
     };
     const position: StoredPosition = { ...unsigned, hash: hashPosition(unsigned, items, parent?.position.hash ?? GENESIS_HASH) };
@@ -565,10 +814,12 @@ export class CairnSaver extends BaseCheckpointSaver {
     crashPoint('before-commit');
     if (snapshot) crashPoint('inside-snapshot');
     await this.cp.commitStep(lease, { position, items, ...(snapshot ? { snapshot } : {}), status: 'completed', expectedHead: put.expectedHead });
+    // The parent's deferred writes landed with the checkpoint, in its body.
+    for (const _write of put.folded) crashPoint('after-pending-write');
     crashPoint('after-commit');
     this.index.add(thread, ns, id, seq, unsigned.parent);
     this.awaitedPuts.get(`${tipKey(thread, ns)}\u0000${id}`)?.resolve();
-    this.tips.set(tipKey(thread, ns), { position, id, fields, sinceSnapshot: snapshot ? 0 : sinceSnapshot });
+    this.tips.set(tipKey(thread, ns), { position, id, fields, sinceSnapshot: snapshot ? 0 : sinceSnapshot, lease: { runId: lease.runId, epoch: lease.epoch } });
   }
 
   // ------------------------------------------------------------------ runs, leases
@@ -663,6 +914,9 @@ export class CairnSaver extends BaseCheckpointSaver {
 
   /** Gives back every lease this saver keeps (the engine stays open). Further calls take them again. */
   async release(): Promise<void> {
+    for (const thread of [...this.deferred.keys()]) {
+      await this.locked(thread, () => this.withLease(thread, (lease) => this.storeDeferred(thread, lease)).catch(() => undefined));
+    }
     for (const thread of [...this.held.keys()]) {
       await this.locked(thread, async () => {
         const held = this.held.get(thread);
@@ -690,6 +944,16 @@ export class CairnSaver extends BaseCheckpointSaver {
   }
 }
 
+/** What a listing read so far: positions' bodies by seq, and the items of those read with their page (checked against the chain). */
+interface KnownPositions {
+  bodies: Map<number, PositionBody>;
+  items: Map<number, PositionItem[]>;
+  /** Seqs of each position's children read so far, oldest first. */
+  children: Map<number, number[]>;
+  /** The pending writes of each position read so far, when the engine reads a page's at once. */
+  pending: Map<number, PendingWrite[]>;
+}
+
 const HOST = hostname();
 /** Where the adapter's own errors say they come from: `[cairn] [langgraph] …`. */
 const LANGGRAPH = { engine: 'langgraph' } as const;
@@ -712,10 +976,29 @@ function runKey(config: RunnableConfig): object | undefined {
   return typeof signal === 'object' && signal !== null ? signal : undefined;
 }
 
+/** A copy of `versions_seen` (two levels of plain numbers and strings): what structuredClone does, for less. */
+function copySeen(seen: LangGraphRecord['seen']): LangGraphRecord['seen'] {
+  const copy: LangGraphRecord['seen'] = {};
+  for (const [node, versions] of Object.entries(seen)) copy[node] = { ...versions };
+  return copy;
+}
+
+/** True when `list` begins with the very objects (or equal primitives) of `prefix`. */
+function startsWith(list: readonly unknown[], prefix: readonly unknown[]): boolean {
+  if (list.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (list[i] !== prefix[i]) return false;
+  return true;
+}
+
 function extendsList(stored: readonly string[], next: readonly string[]): boolean {
   if (next.length < stored.length) return false;
   for (let i = 0; i < stored.length; i++) if (stored[i] !== next[i]) return false;
   return true;
+}
+
+/** A list field holding one wrapped item that stands for a value that is not a list (or for an emptied channel). */
+function isSingleWrapper(items: readonly unknown[]): boolean {
+  return items.length === 1 && (isWrapper(items[0], SCALAR) || isWrapper(items[0], 'empty'));
 }
 
 function isWrapper(value: unknown, kind: string): boolean {
@@ -723,24 +1006,31 @@ function isWrapper(value: unknown, kind: string): boolean {
 }
 
 /**
- * The parent's writes as the child keeps them: a list write whose items the child
- * appended to (or reset) the same channel points at them (`ref`) rather than copying.
+ * The parent's writes as the child keeps them, by task: a list write whose items the
+ * child appended to (or reset) the same channel points at them (`ref`) rather than
+ * copying; other values are kept in place, as the body's own JSON.
  */
-function foldWrites(writes: StoredWrite[], items: readonly PositionItem[]): StoredWrite[] {
+function foldWrites(writes: StoredWrite[], items: readonly PositionItem[]): FoldedTask[] {
   const byField = new Map<string, string[]>();
   for (const item of items) {
     let texts = byField.get(item.field);
     if (!texts) byField.set(item.field, (texts = []));
     texts[item.index] = item.text;
   }
-  return writes.map((write) => {
+  const tasks: FoldedTask[] = [];
+  for (const write of writes) {
+    let task = tasks[tasks.length - 1];
+    if (!task || task.task !== write.task || task.path !== write.path) tasks.push((task = { task: write.task, path: write.path, writes: [] }));
+    const folded: FoldedWrite = { channel: write.channel };
+    if (write.idx !== task.writes.length) folded.idx = write.idx;
     const texts = write.items && byField.get(write.channel);
-    if (!write.items || !texts || write.items.length === 0) return write;
-    const from = findRun(texts, write.items);
-    if (from < 0) return write;
-    const { items: _items, ...rest } = write;
-    return { ...rest, ref: [from, write.items.length] };
-  });
+    const from = write.items && texts && write.items.length > 0 ? findRun(texts, write.items) : -1;
+    if (from >= 0) folded.ref = [from, write.items!.length];
+    else if (write.items) folded.items = write.items.map((text) => new RawJson(text));
+    else folded.value = new RawJson(write.value ?? 'null');
+    task.writes.push(folded);
+  }
+  return tasks;
 }
 
 /** Where `run` occurs in `texts` as a contiguous run, or -1. */

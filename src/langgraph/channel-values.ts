@@ -50,8 +50,12 @@ export class ChannelValues {
 
   constructor(private readonly serde: SerializerProtocol) {}
 
-  /** The canonical cairn text of `value`'s stored form. */
-  async encode(value: unknown): Promise<string> {
+  /**
+   * The canonical cairn text of `value`'s stored form. `remember: false` for a value
+   * that may still change in place (a pending write's: LangGraph's messages reducer
+   * gives a written message its id when it applies the write, after it was handed over).
+   */
+  async encode(value: unknown, remember = true): Promise<string> {
     // Only class instances (messages, above all) are remembered: they are not changed in
     // place, while a plain object a node mutated would be read back from a stale text.
     const cacheable = typeof value === 'object' && value !== null && !isPlainContainer(value);
@@ -60,7 +64,7 @@ export class ChannelValues {
       if (known !== undefined) return known;
     }
     const text = await this.encodeFresh(value);
-    if (cacheable) this.texts.set(value, text);
+    if (cacheable && remember) this.texts.set(value, text);
     return text;
   }
 
@@ -71,8 +75,9 @@ export class ChannelValues {
    * ones), so a long list costs a lookup per item, not an encoding. An item object
    * changed in place after it was stored is therefore not seen, as it is not by
    * LangGraph's own delta channels: state is to be replaced, not mutated.
+   * `remember: false` as for {@link encode}.
    */
-  async encodeItems(list: readonly unknown[]): Promise<string[]> {
+  async encodeItems(list: readonly unknown[], remember = true): Promise<string[]> {
     const texts = new Array<string>(list.length);
     for (let i = 0; i < list.length; i++) {
       const item = list[i];
@@ -83,9 +88,9 @@ export class ChannelValues {
           continue;
         }
         const text = await this.encodeFresh(item);
-        this.texts.set(item, text);
+        if (remember) this.texts.set(item, text);
         texts[i] = text;
-      } else texts[i] = await this.encode(item);
+      } else texts[i] = await this.encode(item, remember);
     }
     return texts;
   }

@@ -44,11 +44,6 @@ export class CheckpointIndex {
     return entries.children.get(seq) ?? [];
   }
 
-  /** Seqs of the children of `seq` the index knows, reading nothing (after a {@link childrenOf} brought it up to date). */
-  knownChildrenOf(threadId: string, ns: string, seq: number): number[] {
-    return this.entries(threadId, ns).children.get(seq) ?? [];
-  }
-
   /** Records a position this saver just committed. */
   add(threadId: string, ns: string, id: string, seq: number, parent: number | null): void {
     const entries = this.entries(threadId, ns);

@@ -26,23 +26,55 @@ export interface StoredWrite {
    * the child's items, not twice.
    */
   ref?: [from: number, count: number];
+  /** From a folded write of a body (`parentTasks`): the value's stored form, decoded with the body. */
+  storedValue?: unknown;
+  /** From a folded write of a body: a list value's items' stored forms, decoded with the body. */
+  storedItems?: unknown[];
+}
+
+/**
+ * One task's writes as the child checkpoint keeps them (`parentTasks`): the task id and
+ * path once for all of its writes, each write's value in place (not as a text inside the
+ * text), its index only when it is not the write's place in the list.
+ */
+export interface FoldedTask {
+  task: string;
+  path: string;
+  writes: FoldedWrite[];
+}
+
+/** One write of a {@link FoldedTask}: a value, a list's items, or a `ref` to the child's own items (see {@link StoredWrite.ref}). */
+export interface FoldedWrite {
+  channel: string;
+  idx?: number;
+  value?: unknown;
+  items?: unknown[];
+  ref?: [from: number, count: number];
 }
 
 /** The LangGraph part of a position's body. */
 export interface LangGraphRecord {
   /** The checkpoint id (a uuid6). */
   id: string;
-  /** The checkpoint's `ts`, as given. */
-  ts: string;
+  /** The checkpoint's `ts`, as given; absent when it is the position's `createdAt` as an ISO string (as LangGraph's are). */
+  ts?: string;
   /** The checkpoint format version (`v`). */
   v: number;
   versions: Record<string, string | number>;
   seen: Record<string, Record<string, string | number>>;
-  /** Canonical text of the metadata's stored form. */
-  metadata: string;
-  /** The id of the checkpoint this one was put after, when the caller named one. */
+  /** The metadata's stored form (records written before `meta`: `metadata`, its canonical text). */
+  meta?: unknown;
+  /** Canonical text of the metadata's stored form, in records written before `meta`. */
+  metadata?: string;
+  /**
+   * The id of the checkpoint this one was put after, when the caller named one. Absent
+   * when it is the id of the parent position's checkpoint (records write it only when
+   * the named checkpoint was not found, so that the position has no parent).
+   */
   parentId?: string;
-  /** The parent's pending writes, as they were when this checkpoint landed (cairn folds a parent's writes into its child). */
+  /** The parent's pending writes, as they were when this checkpoint landed (cairn folds a parent's writes into its child), by task. */
+  parentTasks?: FoldedTask[];
+  /** The same, in records written before `parentTasks`: one entry per write, values as texts. */
   parentWrites?: StoredWrite[];
   /** Further checkpoint fields LangGraph may add, kept as given. */
   extra?: Record<string, unknown>;
@@ -57,4 +89,19 @@ export interface SaverBody extends PositionBody {
 export function langGraphRecord(body: PositionBody): LangGraphRecord | null {
   const record = (body as Partial<SaverBody>).langgraph;
   return record && typeof record.id === 'string' ? record : null;
+}
+
+/** The parent's writes a record folded in, as stored writes, whichever form the record has; undefined when none. */
+export function foldedWrites(record: LangGraphRecord): StoredWrite[] | undefined {
+  if (record.parentWrites) return record.parentWrites;
+  if (!record.parentTasks) return undefined;
+  return record.parentTasks.flatMap(({ task, path, writes }) =>
+    writes.map((w, i): StoredWrite => {
+      const write: StoredWrite = { task, path, idx: w.idx ?? i, channel: w.channel };
+      if (w.ref) write.ref = w.ref;
+      else if (w.items) write.storedItems = w.items;
+      else write.storedValue = w.value ?? null;
+      return write;
+    }),
+  );
 }

@@ -55,6 +55,7 @@ export const CHECKPOINTER_CALLS = {
   putSnapshot: ({ engine, lease }) => engine.checkpointer.putSnapshot(lease, { ns: '', seq: 0, text: '{}' }),
   putPendingWrite: ({ engine, lease }) => engine.checkpointer.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'n:0', body: '{}' }),
   getPendingWrites: ({ engine }) => engine.checkpointer.getPendingWrites('t1', '', 0),
+  getPendingWritesIn: ({ engine }) => engine.checkpointer.getPendingWritesIn!('t1', '', range),
   getPosition: ({ engine }) => engine.checkpointer.getPosition('t1', '', 0),
   getPositions: ({ engine }) => engine.checkpointer.getPositions('t1', '', range),
   listNamespaces: ({ engine }) => engine.checkpointer.listNamespaces('t1'),

@@ -3,8 +3,10 @@
  * StateGraph on a SQLite file is killed inside a node, just before and just after a
  * checkpoint's commit, and after a task's pending writes; a new process goes on from
  * the latest checkpoint. Nodes whose checkpoint landed are not run again, the final
- * messages equal a crash-free run's, and the thread verifies. The processes run the
- * BUILT package (dist/).
+ * messages equal a crash-free run's, and the thread verifies. In a parallel superstep,
+ * a task that finished before the process died (its writes handed over, the
+ * superstep's checkpoint not put yet) is not run again. The processes run the BUILT
+ * package (dist/).
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +18,7 @@ import { verifyThread } from '../../dist/inspect/index.js';
 import { runFixture, type FixtureRun } from './crash-setup.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/langgraph-process.mjs', import.meta.url));
+const PARALLEL = fileURLToPath(new URL('../fixtures/langgraph-parallel-process.mjs', import.meta.url));
 const THREAD = 'report_1';
 const NODES = ['plan', 'research', 'write', 'review'];
 
@@ -57,6 +60,29 @@ describe('LangGraph on CairnSaver, killed mid-run and resumed in a new process',
     try {
       const report = await verifyThread(engine, THREAD);
       expect(report.ok).toBe(true);
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
+describe('LangGraph on CairnSaver, killed inside a parallel superstep', () => {
+  it("keeps the writes of the task that finished: it is not run again, and the run ends as a crash-free one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-crash-langgraph-parallel-'));
+    const clean = await runFixture(PARALLEL, [join(dir, 'reference.db'), THREAD]);
+    expect(computed([clean]).sort()).toEqual(['fast', 'merge', 'plan', 'slow']);
+    const db = join(dir, 'cairn.db');
+    const crashed = await runFixture(PARALLEL, [db, THREAD, 'slow']);
+    expect(crashed.signal).toBe('SIGKILL');
+    expect(computed([crashed]).sort()).toEqual(['fast', 'plan', 'slow']);
+    const resumed = await runFixture(PARALLEL, [db, THREAD]);
+    expect(resumed.stderr).toBe('');
+    // fast's writes were durable before slow was killed: only slow and what follows run again.
+    expect(computed([resumed]).sort()).toEqual(['merge', 'slow']);
+    expect(result(resumed)?.messages).toEqual(result(clean)!.messages);
+    const engine = sqlite(db);
+    try {
+      expect((await verifyThread(engine, THREAD)).ok).toBe(true);
     } finally {
       await engine.close();
     }

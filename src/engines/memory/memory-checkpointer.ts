@@ -340,6 +340,14 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     return [...row.pending.values()].filter((w) => w.ns === ns && w.baseSeq === baseSeq).sort((a, b) => (a.task < b.task ? -1 : 1));
   }
 
+  protected override async readPendingWritesIn(threadId: string, ns: string, range: SeqRange): Promise<PendingWrite[]> {
+    const row = this.threads.get(threadId);
+    if (!row) return [];
+    return [...row.pending.values()]
+      .filter((w) => w.ns === ns && w.baseSeq >= range.from && w.baseSeq <= range.to)
+      .sort((a, b) => a.baseSeq - b.baseSeq || (a.task < b.task ? -1 : a.task > b.task ? 1 : 0));
+  }
+
   protected async readPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
     const p = this.threads.get(threadId)?.positions.get(ns)?.get(seq);
     return p ? { ...p } : null;

@@ -419,6 +419,11 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     return rows.map((r) => ({ ns, baseSeq, task: r.task, body: r.body }));
   }
 
+  protected override async readPendingWritesIn(threadId: string, ns: string, range: SeqRange): Promise<PendingWrite[]> {
+    const rows = await this.conn.query<{ base_seq: string | number; task: string; body: string }>('getPendingWritesIn', this.sql.pendingIn, [threadId, ns, range.from, range.to]);
+    return rows.map((r) => ({ ns, baseSeq: Number(r.base_seq), task: r.task, body: r.body }));
+  }
+
   protected async readPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
     const [row] = await this.conn.query<PositionRow>('getPosition', this.sql.position, [threadId, ns, seq]);
     return row ? positionOf(ns, row) : null;
@@ -725,6 +730,7 @@ function statements(conn: PostgresConnection) {
       RETURNING 1`,
 
     pending: `SELECT task, body FROM ${W} WHERE tid = ${tidOf} AND ns = $2::text AND base_seq = $3::bigint ORDER BY task`,
+    pendingIn: `SELECT base_seq, task, body FROM ${W} WHERE tid = ${tidOf} AND ns = $2::text AND base_seq BETWEEN $3::bigint AND $4::bigint ORDER BY base_seq, task`,
 
     failures: `SELECT body FROM ${F} WHERE tid = ${tidOf} ORDER BY id`,
 

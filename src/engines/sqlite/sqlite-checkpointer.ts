@@ -567,6 +567,20 @@ export class SqliteCheckpointer extends BaseCheckpointer {
     return rows.map((r) => ({ ns, baseSeq, task: r.task, body: r.body }));
   }
 
+  protected override async readPendingWritesIn(threadId: string, ns: string, range: SeqRange): Promise<PendingWrite[]> {
+    const rows = this.conn.read('getPendingWritesIn', (q) => {
+      const tid = q.tid(threadId);
+      return tid === undefined
+        ? []
+        : (q.stmt('SELECT base_seq, task, body FROM cairn_pending WHERE tid = ? AND ns = ? AND base_seq BETWEEN ? AND ? ORDER BY base_seq, task').all(tid, ns, range.from, range.to) as {
+            base_seq: number;
+            task: string;
+            body: string;
+          }[]);
+    });
+    return rows.map((r) => ({ ns, baseSeq: r.base_seq, task: r.task, body: r.body }));
+  }
+
   protected async readPosition(threadId: string, ns: string, seq: number): Promise<StoredPosition | null> {
     const row = this.conn.read('getPosition', (q) => {
       const tid = q.tid(threadId);

@@ -153,6 +153,23 @@ export function commitTests(suite: CheckpointerSuiteContext): void {
       expect(await cp.getPendingWrites('missing', '', 0)).toEqual([]);
     });
 
+    it('lists the writes of a range of base seqs in one read, by base seq then task, of that namespace only', async () => {
+      const lease = await create('t1');
+      await cp.putPendingWrite(lease, { ns: '', baseSeq: 3, task: 'a:0', body: '{"v":"3a"}' });
+      await cp.putPendingWrite(lease, { ns: '', baseSeq: 1, task: 'b:0', body: '{"v":"1b"}' });
+      await cp.putPendingWrite(lease, { ns: '', baseSeq: 1, task: 'a:0', body: '{"v":"1a"}' });
+      await cp.putPendingWrite(lease, { ns: '', baseSeq: 5, task: 'a:0', body: '{"v":"outside"}' });
+      await cp.putPendingWrite(lease, { ns: 'child|n:0', baseSeq: 2, task: 'a:0', body: '{"v":"other ns"}' });
+      expect(await cp.getPendingWritesIn!('t1', '', { from: 1, to: 4 })).toEqual([
+        { ns: '', baseSeq: 1, task: 'a:0', body: '{"v":"1a"}' },
+        { ns: '', baseSeq: 1, task: 'b:0', body: '{"v":"1b"}' },
+        { ns: '', baseSeq: 3, task: 'a:0', body: '{"v":"3a"}' },
+      ]);
+      expect(await cp.getPendingWritesIn!('t1', 'child|n:0', { from: 0, to: 9 })).toEqual([{ ns: 'child|n:0', baseSeq: 2, task: 'a:0', body: '{"v":"other ns"}' }]);
+      expect(await cp.getPendingWritesIn!('t1', '', { from: 6, to: 9 })).toEqual([]);
+      expect(await cp.getPendingWritesIn!('missing', '', { from: 0, to: 9 })).toEqual([]);
+    });
+
     it('are deleted by the commit whose parent is their baseSeq, and only those', async () => {
       const lease = await create('t1');
       await commitLine(lease, 0);
