@@ -70,6 +70,16 @@ interface StoredKeyRow {
 /** How long a data key stays in the clear in this process after it was last fetched. */
 const CLEAR_KEY_TTL_MS = 60_000;
 
+/** The promise of `make()` under `key` in `pending` while it runs: callers at the same time share one. */
+function shared<T>(pending: Map<string, Promise<T>>, key: string, make: () => Promise<T>): Promise<T> {
+  let promise = pending.get(key);
+  if (!promise) {
+    promise = make().finally(() => pending.delete(key));
+    pending.set(key, promise);
+  }
+  return promise;
+}
+
 export interface KeyringOptions {
   /** Clock for the in-memory key cache (tests). */
   now?: () => number;
@@ -108,12 +118,7 @@ export class Keyring implements KeyringApi {
   keyForWrite(scope: string): Promise<DataKey> {
     const cached = this.current.get(scope);
     if (cached && cached.until > this.now()) return this.keyById(cached.keyId);
-    let pending = this.finding.get(scope);
-    if (!pending) {
-      pending = this.findCurrent(scope).finally(() => this.finding.delete(scope));
-      this.finding.set(scope, pending);
-    }
-    return pending;
+    return shared(this.finding, scope, () => this.findCurrent(scope));
   }
 
   private async findCurrent(scope: string): Promise<DataKey> {
@@ -178,12 +183,7 @@ export class Keyring implements KeyringApi {
     const cached = this.clear.get(keyId);
     if (cached && cached.until > this.now()) return Promise.resolve(cached.key);
     // Rows read together name the same key: one fetch and unwrap serves them all.
-    let pending = this.fetching.get(keyId);
-    if (!pending) {
-      pending = this.fetchKey(keyId).finally(() => this.fetching.delete(keyId));
-      this.fetching.set(keyId, pending);
-    }
-    return pending;
+    return shared(this.fetching, keyId, () => this.fetchKey(keyId));
   }
 
   private async fetchKey(keyId: string): Promise<DataKey> {

@@ -9,7 +9,7 @@
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fsArtifacts } from '../../src/artifacts/fs/index.js';
@@ -48,7 +48,7 @@ function holds(paths: string[], text: string): boolean {
 
 /** The database file and whatever WAL is beside it. */
 function dbFiles(db: string): string[] {
-  return readdirSync(dir).filter((name) => name.startsWith(db.split('/').pop()!)).map((name) => join(dir, name));
+  return readdirSync(dir).filter((name) => name.startsWith(basename(db))).map((name) => join(dir, name));
 }
 
 describe('cairn copy --to-keys', () => {

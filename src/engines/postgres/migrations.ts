@@ -14,7 +14,7 @@
  * database's locale, which the store's label-bounded prefix scan depends on.
  */
 import { EngineError } from '../../errors.js';
-import type { PoolLike } from './driver.js';
+import type { PoolClientLike, PoolLike } from './driver.js';
 
 /** One step of the PostgreSQL schema: its id, its name and its statements. */
 export interface PostgresMigration {
@@ -342,15 +342,7 @@ export function quoteIdent(name: string): string {
  */
 export async function migrate(pool: PoolLike, schema: string, migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS): Promise<number[]> {
   const s = quoteIdent(schema);
-  const client = await pool.connect();
-  // A connection that dies while held reports it as an 'error' event too: the failed
-  // query already says so, the event must not become an uncaught exception.
-  const ignore = () => undefined;
-  client.on?.('error', ignore);
-  let failed = true;
-  try {
-    await client.query({ text: 'BEGIN' });
-    await client.query({ text: `SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, values: [schema] });
+  return underSchemaLock(pool, schema, async (client) => {
     // Under the lock, so two first-time openers do not race CREATE SCHEMA. Checked first
     // because an existing schema must not need the CREATE privilege on the database.
     const exists = await client.query({ text: 'SELECT 1 FROM pg_namespace WHERE nspname = $1', values: [schema] });
@@ -384,9 +376,29 @@ export async function migrate(pool: PoolLike, schema: string, migrations: readon
       });
       done.push(migration.id);
     }
+    return done;
+  });
+}
+
+/**
+ * `work` in one transaction on one connection, holding the schema's migration lock
+ * (an advisory transaction lock keyed by {@link LOCK_CLASS} and the schema's name):
+ * committed when it returns, rolled back when it throws.
+ */
+export async function underSchemaLock<T>(pool: PoolLike, schema: string, work: (client: PoolClientLike) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  // A connection that dies while held reports it as an 'error' event too: the failed
+  // query already says so, the event must not become an uncaught exception.
+  const ignore = () => undefined;
+  client.on?.('error', ignore);
+  let failed = true;
+  try {
+    await client.query({ text: 'BEGIN' });
+    await client.query({ text: `SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, values: [schema] });
+    const result = await work(client);
     await client.query({ text: 'COMMIT' });
     failed = false;
-    return done;
+    return result;
   } finally {
     // A connection that cannot even roll back is broken: destroy it rather than pool it.
     const broken = failed ? await client.query({ text: 'ROLLBACK' }).then(() => false, () => true) : false;

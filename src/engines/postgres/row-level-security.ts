@@ -23,7 +23,7 @@
  */
 import { EngineError } from '../../errors.js';
 import { createPool, type PoolLike } from './driver.js';
-import { LOCK_CLASS, migrate, quoteIdent } from './migrations.js';
+import { migrate, quoteIdent, underSchemaLock } from './migrations.js';
 
 /** The setting policies compare rows with: the tenant of the connection's work (`postgres(url, { tenant })` sets it). */
 export const TENANT_SETTING = 'cairn.tenant';
@@ -175,29 +175,14 @@ async function withSchemaLock<T>(source: string | PoolLike, schema: string, fn: 
   const pool = typeof source === 'string' ? createPool(source, 1) : source;
   try {
     await migrate(pool, schema);
-    const client = await pool.connect();
-    const ignore = () => undefined;
-    client.on?.('error', ignore);
-    let failed = true;
-    try {
-      await client.query({ text: 'BEGIN' });
-      await client.query({ text: `SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext($1))`, values: [schema] });
-      const result = await fn(async (text) => (await client.query({ text })).rows);
-      await client.query({ text: 'COMMIT' });
-      failed = false;
-      return result;
-    } catch (error) {
+    return await underSchemaLock(pool, schema, (client) => fn(async (text) => (await client.query({ text })).rows)).catch((error: unknown) => {
       const code = (error as { code?: unknown }).code;
       throw new EngineError(
         `changing row-level security on schema ${schema} failed${typeof code === 'string' ? ` (${code})` : ''}: ${(error as Error).message}` +
           (code === '42501' ? ' Run it as the owner of cairn\'s tables, or a superuser.' : ''),
         { cause: error, place: { engine: 'postgres' } },
       );
-    } finally {
-      const broken = failed ? await client.query({ text: 'ROLLBACK' }).then(() => false, () => true) : false;
-      client.off?.('error', ignore);
-      client.release(broken);
-    }
+    });
   } finally {
     if (typeof source === 'string') await pool.end();
   }
