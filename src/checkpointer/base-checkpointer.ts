@@ -33,6 +33,7 @@ import type {
   Checkpointer,
   CheckpointerCapabilities,
   ClaimRequest,
+  CommittedEffect,
   CompactionRequest,
   CompactionResult,
   HeadAnchor,
@@ -74,6 +75,7 @@ import {
   ThreadNotFoundError,
 } from '../errors.js';
 import { checkSignalName, checkThreadId } from '../internal/keys.js';
+import { checkMeta } from '../ledger/base-ledger.js';
 import { describeHolder, holderIsLive, type HeldThread } from '../internal/lease.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
 import { normalizeIfStatus, normalizeThreadQuery, type NormalizedThreadQuery } from '../internal/thread-query.js';
@@ -157,6 +159,39 @@ const finiteTime = (what: string, value: unknown): number => {
   if (typeof value !== 'number' || !Number.isFinite(value)) throw new InvalidOptionError(`${what} must be a finite number of ms since the epoch, got ${String(value)}.`);
   return value;
 };
+
+/**
+ * The effects a commit carries, checked before anything is written: an array of
+ * `effect` entries of the lease's thread, with distinct keys, storable strings (no
+ * U+0000, no lone surrogate), non-negative integer seqs and call indexes, finite times
+ * and a readable `meta`.
+ */
+function checkCommittedEffects(threadId: string, effects: readonly CommittedEffect[], engine: string): void {
+  if (!Array.isArray(effects)) throw new InvalidOptionError('commitStep: effects must be an array of committed effects.');
+  const keys = new Set<string>();
+  for (const effect of effects) {
+    if (effect === null || typeof effect !== 'object') throw new InvalidOptionError('commitStep: each effect must be a ledger entry with its outcome and completedAt.');
+    const at = `commitStep: effect ${JSON.stringify(effect.key)}`;
+    if (effect.threadId !== threadId) throw new InvalidOptionError(`${at} is of thread ${JSON.stringify(effect.threadId)}, not of the lease's thread ${JSON.stringify(threadId)}.`);
+    if (effect.kind !== 'effect') throw new InvalidOptionError(`${at} has kind ${JSON.stringify(effect.kind)}: a commit carries only 'effect' entries (records go through ledger.writeRecord).`);
+    for (const field of ['key', 'name', 'ns', 'node', 'task', 'outcome'] as const) {
+      const value = effect[field];
+      if (typeof value !== 'string' || UNSTORABLE.test(value)) throw new InvalidOptionError(`${at}: ${field} must be a string without U+0000 or lone surrogates, got ${typeof value}.`);
+    }
+    if (effect.key === '') throw new InvalidOptionError('commitStep: an effect has an empty key.');
+    if (effect.argsDigest !== null && (typeof effect.argsDigest !== 'string' || UNSTORABLE.test(effect.argsDigest))) {
+      throw new InvalidOptionError(`${at}: argsDigest must be null or a string without U+0000 or lone surrogates.`);
+    }
+    for (const field of ['seq', 'call'] as const) {
+      if (!Number.isSafeInteger(effect[field]) || effect[field] < 0) throw new InvalidOptionError(`${at}: ${field} must be an integer, 0 or more, got ${String(effect[field])}.`);
+    }
+    finiteTime(`${at}: createdAt`, effect.createdAt);
+    finiteTime(`${at}: completedAt`, effect.completedAt);
+    if (effect.meta !== undefined && effect.meta !== null) checkMeta(effect.meta, effect.key, engine);
+    if (keys.has(effect.key)) throw new InvalidOptionError(`${at} is given twice: each effect of a commit has its own key.`);
+    keys.add(effect.key);
+  }
+}
 
 /**
  * The {@link Checkpointer} contract over storage primitives. Every public method
@@ -331,6 +366,7 @@ export abstract class BaseCheckpointer implements Checkpointer {
   }
 
   async commitStep(lease: ThreadLease, commit: StepCommit): Promise<void> {
+    if (commit.effects !== undefined) checkCommittedEffects(lease.threadId, commit.effects, this.engine);
     const refusal = await this.lifecycle.run(() => this.commit(lease, commit));
     if (!refusal) return;
     if (refusal.reason === 'lease') throw this.lost(lease);

@@ -8,8 +8,10 @@
  *
  * Contract for every implementation:
  * - **Atomicity**: {@link Checkpointer.commitStep} writes the position, its
- *   items, its snapshot, the head advance, the thread status and the removal of
- *   the folded-in pending writes in one transaction: all of it or none of it.
+ *   items, its snapshot, the head advance, the thread status, the removal of
+ *   the folded-in pending writes and the ledger entries of the effects it carries
+ *   ({@link StepCommit.effects}) in one transaction: all of it or none of it. A
+ *   refused commit (LeaseLostError, HeadMovedError) writes no ledger row either.
  * - **Fencing**: every write that takes a {@link ThreadLease} checks, in the same
  *   transaction, that the lease's `runId` and `epoch` still hold the thread; if
  *   not it throws {@link LeaseLostError} and writes nothing.
@@ -51,6 +53,7 @@ import type {
   ThreadStatus,
   ThreadError,
 } from './threads.js';
+import type { NewLedgerEntry } from './ledger.js';
 
 /** A position as stored: fixed columns the engine indexes, plus an opaque canonical body. */
 export interface StoredPosition {
@@ -170,7 +173,21 @@ export interface StepCommit {
   signalsSeen?: number;
   /** The namespace's head when the step started (null before its first position); `position.seq` is that + 1. */
   expectedHead: number | null;
+  /**
+   * Effects whose intent and outcome are written with the step (`ctx.effect(..., { commit: 'with-step' })`),
+   * in the commit's transaction: each is stored as a done `effect` entry of the ledger. Where the thread
+   * already has an entry of that key: an intent gets this outcome (done), a done entry is kept as it is
+   * (the first observation stands, as Ledger.writeOutcome does).
+   */
+  effects?: CommittedEffect[];
 }
+
+/**
+ * An effect a {@link StepCommit} writes to the ledger, intent and outcome at once: an
+ * entry of kind `effect` of the lease's thread, with its outcome (canonical tagged
+ * JSON) and the time it was observed. Keys are distinct within one commit.
+ */
+export type CommittedEffect = NewLedgerEntry & { outcome: string; completedAt: number };
 
 /** The finished work of one task in a superstep that has not committed yet. */
 export interface PendingWrite {
@@ -321,8 +338,9 @@ export interface Checkpointer {
   /**
    * Commits one step boundary atomically (fenced, head-checked): the position, its
    * items, its snapshot, the namespace's head anchor (`position.seq` and
-   * `position.hash`), the thread status and the removal of the folded-in pending
-   * writes. See {@link StepCommit}.
+   * `position.hash`), the thread status, the removal of the folded-in pending
+   * writes and the ledger entries of its effects. See {@link StepCommit}. InvalidOptionError,
+   * and nothing written, for an effect that is not a storable `effect` entry of the lease's thread.
    */
   commitStep(lease: ThreadLease, commit: StepCommit): Promise<void>;
   /**

@@ -85,7 +85,7 @@ const KINDS = new Set(['model', 'tool', 'other']);
 const COUNTS = ['inputTokens', 'outputTokens', 'totalTokens'] as const;
 
 /** A meta the inspector and an import can read back: a known kind, strings and finite numbers where the contract says. */
-function checkMeta(meta: RecordMeta, key: string, engine: string): void {
+export function checkMeta(meta: RecordMeta, key: string, engine: string): void {
   const bad = (what: string) => {
     throw new InvalidOptionError(`ledger entry ${key}: meta.${what}. A RecordMeta is { kind: 'model' | 'tool' | 'other', model?, provider?, usage?, latencyMs? }.`, { place: { engine } });
   };
