@@ -9,6 +9,7 @@ import type {
   AttemptFailure,
   CheckpointerCapabilities,
   ClaimRequest,
+  CommittedEffect,
   CompactionRequest,
   CompactionResult,
   HeadAnchor,
@@ -62,6 +63,8 @@ export interface MemoryThreadCascade {
   dropKeys(ns: string, suffix: string): number;
   /** Deletes the thread's ledger entries of namespace `ns` whose step seq `drop` says goes; returns how many. */
   dropLedgerSteps?(threadId: string, ns: string, drop: (seq: number) => boolean): number;
+  /** Stores the ledger entries of the effects a step commit carries (see {@link StepCommit.effects}). */
+  commitEffects?(effects: readonly CommittedEffect[]): void;
 }
 
 /**
@@ -269,6 +272,7 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     if (commit.items.length) mapOf(row.items, ns).set(position.seq, commit.items.map((i) => ({ ...i })));
     if (commit.snapshot !== undefined) mapOf(row.snapshots, ns).set(position.seq, commit.snapshot);
     for (const key of [...row.pending.keys()]) if (key.startsWith(`${ns}\u0000${position.parent}\u0000`)) row.pending.delete(key);
+    if (commit.effects?.length) this.cascade?.commitEffects?.(commit.effects);
     if (ns === '') {
       row.record.head = position.seq;
       row.record.status = commit.status;

@@ -28,6 +28,7 @@ export function memory(): Engine {
     dropLedger: (threadId) => ledger.dropThread(threadId),
     dropKeys: (ns, suffix) => store.dropKeys(ns, suffix),
     dropLedgerSteps: (threadId, ns, drop) => ledger.dropSteps(threadId, ns, drop),
+    commitEffects: (effects) => ledger.putCommitted(effects),
   });
   const close = () => lifecycle.close();
   return { name: 'memory', checkpointer, ledger, store, close, [Symbol.asyncDispose]: close };

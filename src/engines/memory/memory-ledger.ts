@@ -2,6 +2,7 @@
  * @module engines/memory/memory-ledger
  * The effect ledger in process memory.
  */
+import type { CommittedEffect } from '../../contracts/checkpointer.js';
 import type { LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
 import type { ThreadLease } from '../../contracts/threads.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
@@ -83,6 +84,28 @@ export class MemoryLedger extends BaseLedger {
       if (this.entries.get(id)?.kind === 'record') this.entries.delete(id);
     }
     return true;
+  }
+
+  /**
+   * Stores the effects a step commit carries (the engine's `commitStep`, in its turn):
+   * each as a done entry; an intent of the key becomes done with the effect's outcome,
+   * a done entry is kept.
+   */
+  putCommitted(effects: readonly CommittedEffect[]): void {
+    for (const effect of effects) {
+      const id = this.id(effect.threadId, effect.key);
+      const existing = this.entries.get(id);
+      if (existing) {
+        if (existing.status !== 'done') {
+          existing.status = 'done';
+          existing.outcome = effect.outcome;
+          existing.completedAt = effect.completedAt;
+        }
+        continue;
+      }
+      const { meta, outcome, completedAt, ...fields } = effect;
+      this.entries.set(id, copy({ ...fields, status: 'done', outcome, completedAt, ...(meta ? { meta } : {}) }));
+    }
   }
 
   /** Deletes every entry of a thread (the engine's `deleteThread`); returns how many. */
