@@ -62,8 +62,8 @@ function metaOf(text: string | null | undefined): { meta?: RecordMeta } {
   }
 }
 
-/** The values of a new entry in {@link LEDGER_COLUMNS} order. */
-export function ledgerRowValues(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null): unknown[] {
+/** The values of a new entry in {@link LEDGER_COLUMNS} order; a done entry's `completedAt` defaults to its `createdAt`. */
+export function ledgerRowValues(entry: NewLedgerEntry, status: 'intent' | 'done', outcome: string | null, completedAt: number = entry.createdAt): unknown[] {
   return [
     entry.key,
     entry.kind,
@@ -77,7 +77,7 @@ export function ledgerRowValues(entry: NewLedgerEntry, status: 'intent' | 'done'
     status,
     outcome,
     entry.createdAt,
-    status === 'done' ? entry.createdAt : null,
+    status === 'done' ? completedAt : null,
     entry.meta ? JSON.stringify(entry.meta) : null,
   ];
 }

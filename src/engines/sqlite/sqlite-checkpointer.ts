@@ -54,6 +54,7 @@ import {
 } from '../../internal/sql-rows.js';
 import type { NormalizedThreadQuery } from '../../internal/thread-query.js';
 import type { SqliteConnection, SqliteQueries } from './connection.js';
+import { writeCommittedEffects } from './sqlite-ledger.js';
 
 /** A thread row as SQLite returns it. */
 interface SqliteThreadRow extends ThreadRow, HolderRow {
@@ -487,6 +488,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       if (position.parent !== null) {
         q.stmt('DELETE FROM cairn_pending WHERE tid = ? AND ns = ? AND base_seq = ?').run(tid, position.ns, position.parent);
       }
+      if (commit.effects?.length) writeCommittedEffects(q, tid, commit.effects);
       // The thread row changes only when the status or the wake time does (start and end of a run, a wait).
       if (position.ns === '') {
         const wakeAt = wakeAtFor(commit.status, commit.wakeAt ?? null, null, { seen: commit.signalsSeen, newest: held.last_signal, now: Date.now() });

@@ -3,11 +3,26 @@
  * The effect ledger on SQLite: each write is its own durable transaction, so an
  * intent is on disk before the effect runs and an outcome before the step commits.
  */
+import type { CommittedEffect, StepCommit } from '../../contracts/checkpointer.js';
 import type { LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
 import type { ThreadLease } from '../../contracts/threads.js';
 import { LEDGER_COLUMNS, ledgerEntryOf, ledgerRowValues, type LedgerRow } from '../../internal/ledger-rows.js';
 import { BaseLedger } from '../../ledger/base-ledger.js';
-import type { SqliteConnection } from './connection.js';
+import type { SqliteConnection, SqliteQueries } from './connection.js';
+
+/**
+ * The upsert of an effect a step commit carries (see {@link StepCommit.effects}): a done
+ * entry, or, where the key exists, an intent made done with this outcome (a done entry is
+ * kept). Parameters: tid, then {@link ledgerRowValues}.
+ */
+const COMMITTED_EFFECT = `INSERT INTO cairn_ledger (tid, ${LEDGER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (tid, key) DO UPDATE SET status = 'done', outcome = excluded.outcome, completed_at = excluded.completed_at WHERE cairn_ledger.status = 'intent'`;
+
+/** Writes the effects of a step commit, inside the commit's transaction (`q`), under the thread's `tid`. */
+export function writeCommittedEffects(q: SqliteQueries, tid: number, effects: readonly CommittedEffect[]): void {
+  const upsert = q.stmt(COMMITTED_EFFECT);
+  for (const effect of effects) upsert.run(tid, ...ledgerRowValues(effect, 'done', effect.outcome, effect.completedAt));
+}
 
 /**
  * The effect ledger contract on SQLite. `sqlite(...)` builds one.
