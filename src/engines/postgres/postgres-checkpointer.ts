@@ -34,6 +34,7 @@ import { heldOf, positionOf, rangeClause, signalOf, threadOf, type HolderRow, ty
 import type { NormalizedThreadQuery } from '../../internal/thread-query.js';
 import { constraintOf, isConnectionLoss, sqlState, type PostgresConnection } from './connection.js';
 import { quoteIdent } from './migrations.js';
+import { committedEffectsCte, committedEffectValues } from './postgres-ledger.js';
 
 /** A thread row as read: `bigint` columns arrive as strings. */
 interface PgThreadRow extends ThreadRow, HolderRow {
@@ -323,7 +324,7 @@ export class PostgresCheckpointer extends BaseCheckpointer {
 
   protected async commit(lease: ThreadLease, commit: StepCommit): Promise<CommitRefusal | undefined> {
     const { position, items } = commit;
-    const values = [
+    const values: unknown[] = [
       lease.threadId,
       lease.runId,
       lease.epoch,
@@ -346,18 +347,22 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       commit.wakeAt ?? null,
       commit.signalsSeen ?? null,
     ];
+    // Only a commit with effects pays for the ledger upsert; the others run the statement as it always was.
+    const withEffects = commit.effects !== undefined && commit.effects.length > 0;
+    if (withEffects) values.push(...committedEffectValues(commit.effects!));
+    const statement = withEffects ? this.sql.commitWithEffects : this.sql.commit;
     let rows: unknown[];
     try {
       if (commit.snapshot !== undefined && crashInsideSnapshotArmed()) {
         // Crash tests only: the same statement in an explicit transaction, so the process
         // can die after the snapshot is written and before it is durable.
         rows = await this.conn.transaction('commitStep', async (query) => {
-          const written = await query(this.sql.commit, values);
+          const written = await query(statement, values);
           crashPoint('inside-snapshot');
           return written;
         });
       } else {
-        rows = await this.conn.query('commitStep', this.sql.commit, values);
+        rows = await this.conn.query('commitStep', statement, values);
       }
     } catch (error) {
       // Two commits that both passed the head check: the key refused the second.
@@ -367,7 +372,7 @@ export class PostgresCheckpointer extends BaseCheckpointer {
         // position at that seq, with our hash, means it did; otherwise sending it again
         // is safe (it is fenced and head-checked like the first).
         if ((await this.readPosition(lease.threadId, position.ns, position.seq))?.hash === position.hash) return undefined;
-        rows = await this.conn.query('commitStep', this.sql.commit, values);
+        rows = await this.conn.query('commitStep', statement, values);
       } else throw error;
     }
     if (rows.length === 1) return undefined;
@@ -558,6 +563,55 @@ function statements(conn: PostgresConnection) {
   /** The database's clock in ms: every lease is set and judged on it. */
   const dbNow = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 
+  // The whole step boundary in one statement, so one round trip and one implicit transaction.
+  //
+  // Why a takeover cannot slip between the fence and the insert at READ COMMITTED:
+  // `fence` takes a FOR SHARE lock on the thread row, and a takeover is an UPDATE of
+  // that row (FOR NO KEY UPDATE, which conflicts with FOR SHARE; FOR KEY SHARE would
+  // not). If the takeover committed first, the locking read re-checks run_id and epoch
+  // on the newest row version, finds the new epoch, returns nothing, and so nothing
+  // below inserts. If it is in flight, the lock waits for it, then the same. If the
+  // fence locks first, the takeover waits until this statement's transaction has
+  // committed, and its successor reads a head that includes this position.
+  //
+  // `head` is one backward step on the positions' key (never max() over a join, which
+  // scans the whole thread). It reads the statement's snapshot: a concurrent commit of the same lease that
+  // it misses loses on the (tid, ns, seq) key instead (mapped to HeadMovedError).
+  // The thread row is written only when the root status changes (start and end of a run).
+  const commitSteps = `
+      WITH fence AS (
+        SELECT tid, tenant, status, wake_at, last_signal FROM ${T} WHERE ${fenced} FOR SHARE
+      ), wake AS (
+        -- The thread's wake time once this commit lands (see ThreadPatch in update).
+        SELECT CASE
+          WHEN $18::text <> 'waiting' THEN NULL
+          WHEN $21::bigint IS NOT NULL AND fence.last_signal > $21::bigint THEN least($20::bigint, ${dbNow})
+          ELSE $20::bigint END AS at
+        FROM fence
+      ), head AS (
+        SELECT (SELECT h.seq FROM ${H} h WHERE h.tid = fence.tid AND h.ns = $4::text) AS seq FROM fence
+      ), pos AS (
+        INSERT INTO ${P} (tid, tenant, ns, seq, parent, segment, step, schema_version, created_at, body, hash)
+        SELECT fence.tid, fence.tenant, $4::text, $5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::integer, $10::bigint, $11::text, decode($12::text, 'hex')
+        FROM fence, head
+        WHERE head.seq IS NOT DISTINCT FROM $13::bigint AND $5::bigint = coalesce(head.seq, -1) + 1
+        RETURNING tid, tenant
+      ), items AS (
+        INSERT INTO ${I} (tid, tenant, ns, field, seq, idx, body)
+        SELECT pos.tid, pos.tenant, $4::text, u.field, $5::bigint, u.idx, u.body
+        FROM pos, unnest($14::text[], $15::integer[], $16::text[]) AS u (field, idx, body)
+      ), anchor AS (
+        INSERT INTO ${H} (tid, tenant, ns, seq, hash, created_at) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, decode($12::text, 'hex'), $10::bigint FROM pos
+        ON CONFLICT (tid, ns) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at
+      ), snapshot AS (
+        INSERT INTO ${S} (tid, tenant, ns, seq, body) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, $17::text FROM pos WHERE $17::text IS NOT NULL
+      ), folded AS (
+        DELETE FROM ${W} w USING pos WHERE w.tid = pos.tid AND w.ns = $4::text AND w.base_seq = $6::bigint
+      ), status AS (
+        UPDATE ${T} t SET status = $18::text, wake_at = wake.at, updated_at = $19::bigint
+        FROM pos, fence, wake WHERE t.tid = pos.tid AND $4::text = '' AND (fence.status <> $18::text OR fence.wake_at IS DISTINCT FROM wake.at)
+      )`;
+
   return {
     threadSelect,
     threadColumns,
@@ -656,54 +710,13 @@ function statements(conn: PostgresConnection) {
       )
       SELECT ${threadColumns}, h.seq AS head, h.created_at AS head_at FROM t ${headJoin}`,
 
-    // The whole step boundary in one statement, so one round trip and one implicit transaction.
-    //
-    // Why a takeover cannot slip between the fence and the insert at READ COMMITTED:
-    // `fence` takes a FOR SHARE lock on the thread row, and a takeover is an UPDATE of
-    // that row (FOR NO KEY UPDATE, which conflicts with FOR SHARE; FOR KEY SHARE would
-    // not). If the takeover committed first, the locking read re-checks run_id and epoch
-    // on the newest row version, finds the new epoch, returns nothing, and so nothing
-    // below inserts. If it is in flight, the lock waits for it, then the same. If the
-    // fence locks first, the takeover waits until this statement's transaction has
-    // committed, and its successor reads a head that includes this position.
-    //
-    // `head` is one backward step on the positions' key (never max() over a join, which
-    // scans the whole thread). It reads the statement's snapshot: a concurrent commit of the same lease that
-    // it misses loses on the (tid, ns, seq) key instead (mapped to HeadMovedError).
-    // The thread row is written only when the root status changes (start and end of a run).
-    commit: `
-      WITH fence AS (
-        SELECT tid, tenant, status, wake_at, last_signal FROM ${T} WHERE ${fenced} FOR SHARE
-      ), wake AS (
-        -- The thread's wake time once this commit lands (see ThreadPatch in update).
-        SELECT CASE
-          WHEN $18::text <> 'waiting' THEN NULL
-          WHEN $21::bigint IS NOT NULL AND fence.last_signal > $21::bigint THEN least($20::bigint, ${dbNow})
-          ELSE $20::bigint END AS at
-        FROM fence
-      ), head AS (
-        SELECT (SELECT h.seq FROM ${H} h WHERE h.tid = fence.tid AND h.ns = $4::text) AS seq FROM fence
-      ), pos AS (
-        INSERT INTO ${P} (tid, tenant, ns, seq, parent, segment, step, schema_version, created_at, body, hash)
-        SELECT fence.tid, fence.tenant, $4::text, $5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::integer, $10::bigint, $11::text, decode($12::text, 'hex')
-        FROM fence, head
-        WHERE head.seq IS NOT DISTINCT FROM $13::bigint AND $5::bigint = coalesce(head.seq, -1) + 1
-        RETURNING tid, tenant
-      ), items AS (
-        INSERT INTO ${I} (tid, tenant, ns, field, seq, idx, body)
-        SELECT pos.tid, pos.tenant, $4::text, u.field, $5::bigint, u.idx, u.body
-        FROM pos, unnest($14::text[], $15::integer[], $16::text[]) AS u (field, idx, body)
-      ), anchor AS (
-        INSERT INTO ${H} (tid, tenant, ns, seq, hash, created_at) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, decode($12::text, 'hex'), $10::bigint FROM pos
-        ON CONFLICT (tid, ns) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at
-      ), snapshot AS (
-        INSERT INTO ${S} (tid, tenant, ns, seq, body) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, $17::text FROM pos WHERE $17::text IS NOT NULL
-      ), folded AS (
-        DELETE FROM ${W} w USING pos WHERE w.tid = pos.tid AND w.ns = $4::text AND w.base_seq = $6::bigint
-      ), status AS (
-        UPDATE ${T} t SET status = $18::text, wake_at = wake.at, updated_at = $19::bigint
-        FROM pos, fence, wake WHERE t.tid = pos.tid AND $4::text = '' AND (fence.status <> $18::text OR fence.wake_at IS DISTINCT FROM wake.at)
-      )
+    commit: `${commitSteps}
+      SELECT tid FROM pos`,
+
+    // The same statement with the ledger upsert of the commit's effects (StepCommit.effects):
+    // still one round trip and one transaction, their rows inserted from `pos` (so a refused
+    // commit writes none) with the thread's tenant (row-level security). Parameters from $22.
+    commitWithEffects: `${commitSteps}, ${committedEffectsCte(L, 'pos', 22)}
       SELECT tid FROM pos`,
 
     diagnose: `

@@ -3,12 +3,44 @@
  * The effect ledger on PostgreSQL: each write is one autocommitted statement, so an
  * intent is durable before the effect runs and an outcome before the step commits.
  */
+import type { CommittedEffect, StepCommit } from '../../contracts/checkpointer.js';
 import type { LedgerEntry, NewLedgerEntry } from '../../contracts/ledger.js';
 import type { ThreadLease } from '../../contracts/threads.js';
 import { EngineError } from '../../errors.js';
 import { LEDGER_COLUMNS, ledgerEntryOf, ledgerRowValues, type LedgerRow } from '../../internal/ledger-rows.js';
 import { BaseLedger } from '../../ledger/base-ledger.js';
 import type { PostgresConnection } from './connection.js';
+
+/** The SQL type of each of {@link LEDGER_COLUMNS} (as `insert` casts its parameters). */
+const LEDGER_TYPES: Record<string, string> = {
+  key: 'text', kind: 'text', name: 'text', ns: 'text', seq: 'bigint', node: 'text', task: 'text', call: 'integer',
+  args_digest: 'text', status: 'text', outcome: 'text', created_at: 'bigint', completed_at: 'bigint', meta: 'text',
+};
+const COLUMNS = LEDGER_COLUMNS.split(', ');
+
+/**
+ * The CTE (`effects AS (...)`) of a step commit that upserts the effects it carries (see
+ * {@link StepCommit.effects}) into the ledger table `L`: one row per effect, from the
+ * columns' arrays at parameters `first`.. ({@link committedEffectValues}), under the tid
+ * and tenant of each row of `from` (the commit's inserted position: none when the commit
+ * is refused, so then no entry is written). A new key is a done entry; an intent of the
+ * key becomes done with the effect's outcome; a done entry is kept.
+ */
+export function committedEffectsCte(L: string, from: string, first: number): string {
+  const arrays = COLUMNS.map((column, i) => `$${first + i}::${LEDGER_TYPES[column]}[]`).join(', ');
+  return `effects AS (
+        INSERT INTO ${L} AS l (tid, tenant, ${LEDGER_COLUMNS})
+        SELECT ${from}.tid, ${from}.tenant, ${COLUMNS.map((c) => `e.${c}`).join(', ')}
+        FROM ${from}, unnest(${arrays}) AS e (${LEDGER_COLUMNS})
+        ON CONFLICT (tid, key) DO UPDATE SET status = 'done', outcome = excluded.outcome, completed_at = excluded.completed_at WHERE l.status = 'intent'
+      )`;
+}
+
+/** The parameters of {@link committedEffectsCte}: one array per ledger column, the effects' values in order. */
+export function committedEffectValues(effects: readonly CommittedEffect[]): unknown[][] {
+  const rows = effects.map((effect) => ledgerRowValues(effect, 'done', effect.outcome, effect.completedAt));
+  return COLUMNS.map((_, i) => rows.map((row) => row[i]));
+}
 
 /**
  * The effect ledger contract on PostgreSQL. `postgres(...)` builds one.
