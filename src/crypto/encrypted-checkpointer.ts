@@ -2,8 +2,9 @@
  * @module crypto/encrypted-checkpointer
  * The thread log of an encrypted engine: every opaque text is sealed before the inner
  * checkpointer sees it and opened when it comes back. Sealed: position bodies, item
- * texts, snapshot texts, pending writes, signal payloads and the messages of thread
- * errors (a failure's message can quote what a node was given). In the clear, because
+ * texts, snapshot texts, pending writes, signal payloads, the outcomes of the effects a
+ * commit carries (sealed as the encrypted ledger seals an outcome) and the messages of
+ * thread errors (a failure's message can quote what a node was given). In the clear, because
  * engines index, filter or order by them: ids, namespaces, seqs, steps, times,
  * statuses, kinds, tenants, metadata, signal names, error codes, lease holders and
  * chain hashes (hashes of the plaintext: see `docs/architecture.md`).
@@ -48,6 +49,7 @@ import type {
 import { UNSTORABLE } from '../checkpointer/base-checkpointer.js';
 import { MAX_SIGNAL_PAYLOAD_BYTES } from '../defaults.js';
 import { NotSupportedError } from '../errors.js';
+import { outcomeAad } from './encrypted-ledger.js';
 import { sealText } from './envelope.js';
 import { VERIFYING_READS } from './scopes.js';
 import { rowAad, type Sealer } from './sealer.js';
@@ -174,6 +176,16 @@ export class EncryptedCheckpointer implements Checkpointer {
       items: commit.items.map((item) => ({ ...item, text: sealText(key, item.text, aad.item(t, ns, seq, item.field, item.index)) })),
     };
     if (commit.snapshot !== undefined) sealed.snapshot = sealText(key, commit.snapshot, aad.snapshot(t, ns, seq));
+    // Each effect's outcome as the encrypted ledger seals one (the thread's scope, bound to
+    // (thread, key)), so that ledger.get opens it. An outcome the engine would refuse in the
+    // clear (not a string, U+0000, a lone surrogate) is handed over as it is, to be refused.
+    if (Array.isArray(commit.effects)) {
+      sealed.effects = commit.effects.map((effect) =>
+        typeof effect?.outcome === 'string' && !UNSTORABLE.test(effect.outcome) && typeof effect.threadId === 'string'
+          ? { ...effect, outcome: sealText(key, effect.outcome, outcomeAad(effect.threadId, effect.key)) }
+          : effect,
+      );
+    }
     return this.inner.commitStep(lease, sealed);
   }
 

@@ -11,7 +11,8 @@ import type { ThreadLease } from '../contracts/threads.js';
 import { rowAad, type Sealer } from './sealer.js';
 import type { ThreadScopes } from './thread-scopes.js';
 
-const outcomeAad = (threadId: string, key: string) => rowAad('outcome', threadId, key);
+/** The associated data of a ledger entry's outcome: its thread and key (the encrypted checkpointer seals a commit's effects with it too). */
+export const outcomeAad = (threadId: string, key: string) => rowAad('outcome', threadId, key);
 
 /** Every member of the contract: one added to {@link Ledger} later fails the build here until it is wrapped. */
 export const LEDGER_MEMBERS: Record<keyof Ledger, 'wrapped' | 'value'> = {
