@@ -155,6 +155,36 @@ describe('encrypted(sqlite(...))', () => {
     expect(rows[0]!.body.startsWith('~c1:')).toBe(false);
   });
 
+  it("seals the outcomes of a commit's effects as the ledger seals an outcome: ledger.get reads them, the file holds none, require mode refuses a plaintext writer's", async () => {
+    const { engine, file, keys } = fresh();
+    const cp = engine.checkpointer;
+    const owner = { runId: 'r', pid: process.pid, host: 'h' };
+    const lease = await cp.acquireThread('t1', { owner, leaseMs: 60_000, create: { kind: 'task', tenant: 'acme', metadata: {} } });
+    const effect = (threadId: string, key: string, outcome: string) =>
+      ({ threadId, key, kind: 'effect', name: 'send', ns: '', seq: 0, node: 'n', task: 'n:0', call: 0, argsDigest: null, createdAt: 1, outcome, completedAt: 2 }) as const;
+    const { outcome: _o, completedAt: _c, ...intent } = effect('t1', 'intended', '');
+    await engine.ledger.writeIntent(intent);
+    const position = { ns: '', seq: 0, parent: null, segment: 0, step: 0, schemaVersion: 1, createdAt: 1, body: '{"kind":"input"}', hash: 'ab'.repeat(32) };
+    const effects = [effect('t1', 'fresh', encode(`${CANARY}-fresh`)), effect('t1', 'intended', encode(`${CANARY}-intended`))];
+    await cp.commitStep(lease, { position, items: [], status: 'running', expectedHead: null, effects });
+    expect((await engine.ledger.get('t1', 'fresh'))!).toMatchObject({ status: 'done', outcome: encode(`${CANARY}-fresh`), completedAt: 2 });
+    expect((await engine.ledger.get('t1', 'intended'))!).toMatchObject({ status: 'done', outcome: encode(`${CANARY}-intended`) });
+    await engine.close();
+    const raw = rawContents(file);
+    expect(raw.cells).not.toContain(CANARY);
+    expect(raw.bytes).not.toContain(CANARY);
+
+    // A writer without encryption commits an effect in the clear: require mode refuses to read it.
+    const plain = sqlite(file);
+    const clear = await plain.checkpointer.acquireThread('t2', { owner, leaseMs: 60_000, create: { kind: 'task', tenant: null, metadata: {} } });
+    await plain.checkpointer.commitStep(clear, { position, items: [], status: 'running', expectedHead: null, effects: [effect('t2', 'clear', encode('in the clear'))] });
+    await plain.close();
+    const again = encrypted(sqlite(file), { keys });
+    cleanup.push(() => again.close());
+    await expect(again.ledger.get('t2', 'clear')).rejects.toThrow(PlaintextRowError);
+    expect((await again.ledger.get('t1', 'fresh'))!.outcome).toBe(encode(`${CANARY}-fresh`));
+  });
+
   it('a ciphertext copied into another row, or a flipped byte, is DecryptionError or CorruptRecordError, never wrong state', async () => {
     const { engine, file } = fresh();
     const app = canaryApp(engine, 4);

@@ -247,6 +247,29 @@ describe('PostgreSQL row-level security: tenants of one schema', () => {
     }
   });
 
+  it("a step commit's effects are written under the policies: ledger rows of the thread's tenant, seen by it alone", async () => {
+    await db.empty();
+    const acme = postgres(roleUrl, { schema: db.schema, tenant: 'acme', max: 1 });
+    const globex = postgres(roleUrl, { schema: db.schema, tenant: 'globex', max: 1 });
+    try {
+      const lease = await acme.checkpointer.acquireThread('acme-fx', {
+        owner: { runId: randomUUID(), pid: process.pid, host: 'rls-test' },
+        leaseMs: 10_000,
+        create: { kind: 'task', tenant: 'acme', metadata: {} },
+      });
+      const effect = { threadId: 'acme-fx', key: 'n:0#0', kind: 'effect' as const, name: 'send', ns: '', seq: 0, node: 'n', task: 'n:0', call: 0, argsDigest: null, createdAt: 1, outcome: '"sent"', completedAt: 2 };
+      const position = { ns: '', seq: 0, parent: null, segment: 0, step: 0, schemaVersion: 1, createdAt: 1, body: '{}', hash: 'ab'.repeat(32) };
+      await acme.checkpointer.commitStep(lease, { position, items: [], status: 'running', expectedHead: null, effects: [effect] });
+      expect(await acme.ledger.get('acme-fx', 'n:0#0')).toMatchObject({ status: 'done', outcome: '"sent"', completedAt: 2 });
+      expect(await globex.ledger.get('acme-fx', 'n:0#0')).toBeNull();
+      const { rows } = await admin.query(`SELECT tenant, status FROM ${s()}.cairn_ledger`);
+      expect(rows).toEqual([{ tenant: 'acme', status: 'done' }]);
+    } finally {
+      await acme.close();
+      await globex.close();
+    }
+  });
+
   it('a tenant\'s engine refuses another tenant\'s thread even where the policies do not hide it', async () => {
     await db.empty();
     // The superuser bypasses row-level security: the engine's own check is what refuses.

@@ -1,14 +1,15 @@
 /**
  * @module testing/checkpointer/commits
  * Checkpointer conformance. Step commits: atomic position, items, snapshot, head anchor and
- * status; the head check (no silent forks, no overwrite, no gap), per-namespace heads, and the
- * pending writes a commit folds in.
+ * status; the head check (no silent forks, no overwrite, no gap), per-namespace heads, the
+ * pending writes a commit folds in, and the ledger entries of the effects a commit carries.
  * Registered by {@link checkpointerSuite}, inside its describe block.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Checkpointer } from '../../contracts/checkpointer.js';
-import { HeadMovedError, LeaseLostError } from '../../errors.js';
-import { commitOf, expectError, fakeHash, forked, item, linearPosition } from './fixtures.js';
+import type { LedgerEntry } from '../../contracts/ledger.js';
+import { HeadMovedError, InvalidOptionError, LeaseLostError } from '../../errors.js';
+import { commitOf, committedEffect, expectError, fakeHash, forked, item, linearPosition } from './fixtures.js';
 import type { CheckpointerSuiteContext } from './context.js';
 
 /** Registers the tests of this feature. */
@@ -196,6 +197,111 @@ export function commitTests(suite: CheckpointerSuiteContext): void {
       await create('b');
       await cp.putPendingWrite(a, { ns: '', baseSeq: 0, task: 'x:0', body: '{}' });
       expect(await cp.getPendingWrites('b', '', 0)).toEqual([]);
+    });
+  });
+
+  describe('commitStep with effects', () => {
+    beforeEach(() => {
+      cp = suite.cp;
+    });
+
+    /** The done entry a committed effect reads back as. */
+    const doneEntry = (effect: ReturnType<typeof committedEffect>): LedgerEntry => {
+      const { outcome, completedAt, ...entry } = effect;
+      return { ...entry, status: 'done', outcome, completedAt };
+    };
+
+    it('stores each effect as a done entry of the ledger, with its outcome, createdAt and completedAt', async () => {
+      const lease = await create('t1');
+      const charge = committedEffect('t1', 'n:0#0', { argsDigest: 'd1', createdAt: 1_000, completedAt: 1_250 });
+      const mail = committedEffect('t1', 'n:0#1', { name: 'mail', call: 1, outcome: '"sent ü"', createdAt: 1_001, completedAt: 1_300 });
+      await cp.commitStep(lease, commitOf(linearPosition(0), null, { items: [item('m', 0, '"a"')], effects: [mail, charge] }));
+      expect(await cp.getPosition('t1', '', 0)).toEqual(linearPosition(0));
+      const { ledger } = suite.engine;
+      expect(await ledger.get('t1', 'n:0#0')).toEqual(doneEntry(charge));
+      expect(await ledger.get('t1', 'n:0#1')).toEqual(doneEntry(mail));
+      expect(await ledger.listForTask('t1', '', 0, 'n:0')).toEqual([doneEntry(charge), doneEntry(mail)]);
+      // Another namespace's commit, with an effect of its own step.
+      const child = committedEffect('t1', 'c:0#0', { ns: 'sub:0@0', task: 'c:0', node: 'c' });
+      await cp.commitStep(lease, commitOf(linearPosition(0, { ns: 'sub:0@0', hash: fakeHash(50) }), null, { effects: [child] }));
+      expect(await ledger.listForTask('t1', 'sub:0@0', 0, 'c:0')).toEqual([doneEntry(child)]);
+      expect(await ledger.list('t1')).toHaveLength(3);
+    });
+
+    it('a commit refused for a lost lease or a moved head writes no ledger entry', async () => {
+      const { stale, fresh } = await takenOver('t1');
+      await expectError(() => cp.commitStep(stale, commitOf(linearPosition(0), null, { effects: [committedEffect('t1', 'lost')] })), LeaseLostError);
+      expect(await suite.engine.ledger.get('t1', 'lost')).toBeNull();
+      await commitLine(fresh, 1);
+      for (const wrong of [null, 0, 5]) {
+        await expectError(() => cp.commitStep(fresh, commitOf(linearPosition(2), wrong, { effects: [committedEffect('t1', `moved-${wrong}`)] })), HeadMovedError);
+        expect(await suite.engine.ledger.get('t1', `moved-${wrong}`)).toBeNull();
+      }
+      // A position already at that seq (two commits that both passed the head check): refused too.
+      await expectError(() => cp.commitStep(fresh, commitOf(linearPosition(1, { hash: fakeHash(999) }), 1, { effects: [committedEffect('t1', 'taken')] })), HeadMovedError);
+      expect(await suite.engine.ledger.list('t1')).toEqual([]);
+      await cp.commitStep(fresh, commitOf(linearPosition(2), 1, { effects: [committedEffect('t1', 'landed', { seq: 1 })] }));
+      expect((await suite.engine.ledger.list('t1')).map((e) => e.key)).toEqual(['landed']);
+    });
+
+    it('makes an intent of the same key done with the commit’s outcome; a done entry keeps its first outcome', async () => {
+      const lease = await create('t1');
+      const { ledger } = suite.engine;
+      const { outcome: _o, completedAt: _c, ...entry } = committedEffect('t1', 'k');
+      const intent = await ledger.writeIntent({ ...entry, key: 'intent', createdAt: 900 });
+      await ledger.writeIntent({ ...entry, key: 'done', createdAt: 901 });
+      await ledger.writeOutcome('t1', 'done', '"first"', 950);
+      const effects = [
+        committedEffect('t1', 'intent', { createdAt: 1_000, outcome: '"from the commit"', completedAt: 1_100 }),
+        committedEffect('t1', 'done', { outcome: '"second"', completedAt: 1_200 }),
+      ];
+      await cp.commitStep(lease, commitOf(linearPosition(0), null, { effects }));
+      expect(await ledger.get('t1', 'intent')).toEqual({ ...intent, status: 'done', outcome: '"from the commit"', completedAt: 1_100 });
+      expect(await ledger.get('t1', 'done')).toMatchObject({ status: 'done', outcome: '"first"', createdAt: 901, completedAt: 950 });
+      // A recorded output of the key is kept as well (it is done).
+      await ledger.writeRecord({ ...entry, kind: 'record', key: 'record', outcome: '"recorded"' });
+      await cp.commitStep(lease, commitOf(linearPosition(1), 0, { effects: [committedEffect('t1', 'record', { outcome: '"effect"' })] }));
+      expect(await ledger.get('t1', 'record')).toMatchObject({ kind: 'record', status: 'done', outcome: '"recorded"' });
+    });
+
+    it('a commit without effects (or with none) leaves the ledger as it is', async () => {
+      const lease = await create('t1');
+      const { ledger } = suite.engine;
+      const { outcome: _o, completedAt: _c, ...entry } = committedEffect('t1', 'pending');
+      const intent = await ledger.writeIntent(entry);
+      await cp.commitStep(lease, commitOf(linearPosition(0), null));
+      await cp.commitStep(lease, commitOf(linearPosition(1), 0, { effects: [] }));
+      expect(await ledger.list('t1')).toEqual([intent]);
+      expect(await cp.getHead('t1', '')).toEqual({ seq: 1, hash: linearPosition(1).hash });
+    });
+
+    it('refuses effects that are not storable effect entries of the lease’s thread with InvalidOptionError, and writes nothing', async () => {
+      const lease = await create('t1');
+      await create('t2');
+      const bad: [string, unknown][] = [
+        ['another thread', committedEffect('t2', 'k')],
+        ['a record', committedEffect('t1', 'k', { kind: 'record' })],
+        ['an outcome that is not a string', committedEffect('t1', 'k', { outcome: { ok: true } as unknown as string })],
+        ['an outcome with U+0000', committedEffect('t1', 'k', { outcome: '"a\u0000b"' })],
+        ['a lone surrogate in the key', committedEffect('t1', 'k\uD800')],
+        ['an empty key', committedEffect('t1', '')],
+        ['a completedAt that is not finite', committedEffect('t1', 'k', { completedAt: Number.NaN })],
+        ['a createdAt that is not a number', committedEffect('t1', 'k', { createdAt: '1' as unknown as number })],
+        ['a fractional seq', committedEffect('t1', 'k', { seq: 0.5 })],
+        ['a negative call', committedEffect('t1', 'k', { call: -1 })],
+        ['a bad meta', committedEffect('t1', 'k', { meta: { kind: 'nope' } as never })],
+        ['not an object', null],
+      ];
+      for (const [what, effect] of bad) {
+        const code = await cp.commitStep(lease, commitOf(linearPosition(0), null, { effects: [effect as never] })).then(() => 'resolved', (error: { code?: unknown }) => error.code);
+        expect(code, what).toBe(InvalidOptionError.code);
+      }
+      const twice = committedEffect('t1', 'twice');
+      await expectError(() => cp.commitStep(lease, commitOf(linearPosition(0), null, { effects: [twice, { ...twice, call: 1 }] })), InvalidOptionError);
+      await expectError(() => cp.commitStep(lease, commitOf(linearPosition(0), null, { effects: 'k' as never })), InvalidOptionError);
+      expect(await cp.getHead('t1', '')).toBeNull();
+      expect(await suite.engine.ledger.list('t1')).toEqual([]);
+      expect(await suite.engine.ledger.list('t2')).toEqual([]);
     });
   });
 

@@ -4,7 +4,7 @@
  * stand-in positions and commits, lease lengths, and the error check they share.
  */
 import { spawnSync } from 'node:child_process';
-import type { PositionItem, StepCommit, StoredPosition } from '../../contracts/checkpointer.js';
+import type { CommittedEffect, PositionItem, StepCommit, StoredPosition } from '../../contracts/checkpointer.js';
 import type { LeaseOwner } from '../../contracts/threads.js';
 
 export { expectError, sleep } from '../suite-kit.js';
@@ -55,6 +55,11 @@ export function forked(seq: number, parent: number, extra: Partial<StoredPositio
 
 export function item(field: string, index: number, text: string): PositionItem {
   return { field, index, text };
+}
+
+/** An effect a commit carries: a done `effect` entry of task `n:0` of step `seq`, with its outcome and time. */
+export function committedEffect(threadId: string, key: string, extra: Partial<CommittedEffect> = {}): CommittedEffect {
+  return { threadId, key, kind: 'effect', name: 'charge', ns: '', seq: 0, node: 'n', task: 'n:0', call: 0, argsDigest: null, createdAt: 1_000, outcome: '{"ok":true}', completedAt: 1_005, ...extra };
 }
 
 export function commitOf(position: StoredPosition, expectedHead: number | null, extra: Partial<StepCommit> = {}): StepCommit {
