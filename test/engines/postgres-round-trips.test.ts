@@ -2,7 +2,7 @@
  * One round trip per step commit on PostgreSQL: every query the engine sends goes
  * through a counting wrapper of its pool (pool.query and the query of every client
  * it checks out), and a successful commitStep (position, items, snapshot, folded
- * pending writes, status change) sends exactly one. A failed commit sends a second,
+ * pending writes, status change, effects for the ledger) sends exactly one. A failed commit sends a second,
  * cheap query to say why, and only then. Also prints the median time of a commit
  * next to a raw one-row INSERT on the same pool.
  */
@@ -59,7 +59,11 @@ describe('PostgreSQL engine: round trips per step commit', () => {
       await cp.commitStep(lease, { position: position(0), items: [], status: 'running', expectedHead: null });
       await cp.putPendingWrite(lease, { ns: '', baseSeq: 0, task: 'a:0', body: '{}' });
 
-      // Everything one commit can carry: items, a snapshot, a pending write folded in, a status change.
+      const effect = { threadId: 't1', kind: 'effect' as const, name: 'send', ns: '', seq: 0, node: 'a', task: 'a:0', argsDigest: null, createdAt: 1, completedAt: 2 };
+      const { completedAt: _c, ...intent } = effect;
+      await engine.ledger.writeIntent({ ...intent, key: 'a:0#0', call: 0 });
+
+      // Everything one commit can carry: items, a snapshot, a pending write folded in, a status change, effects (one new, one completing an intent).
       pool.sent.length = 0;
       await cp.commitStep(lease, {
         position: position(1),
@@ -71,8 +75,16 @@ describe('PostgreSQL engine: round trips per step commit', () => {
         snapshot: '{"snap":1}',
         status: 'completed',
         expectedHead: 0,
+        effects: [
+          { ...effect, key: 'a:0#0', call: 0, outcome: '"sent"' },
+          { ...effect, key: 'a:0#1', call: 1, outcome: '"also sent"' },
+        ],
       });
       expect(pool.sent).toHaveLength(1);
+      expect((await engine.ledger.listForTask('t1', '', 0, 'a:0')).map((e) => [e.key, e.status, e.outcome])).toEqual([
+        ['a:0#0', 'done', '"sent"'],
+        ['a:0#1', 'done', '"also sent"'],
+      ]);
 
       // And it all landed.
       expect(await cp.getThread('t1')).toMatchObject({ head: 1, status: 'completed' });
@@ -84,6 +96,12 @@ describe('PostgreSQL engine: round trips per step commit', () => {
       pool.sent.length = 0;
       await cp.commitStep(lease, { position: position(2), items: [{ field: 'messages', index: 0, text: '"c"' }], status: 'completed', expectedHead: 1 });
       expect(pool.sent).toHaveLength(1);
+      // A commit without effects (or with none) sends the statement without the ledger upsert.
+      expect(pool.sent[0]).not.toContain('cairn_ledger');
+      pool.sent.length = 0;
+      await cp.commitStep(lease, { position: position(3), items: [], status: 'completed', expectedHead: 2, effects: [] });
+      expect(pool.sent).toHaveLength(1);
+      expect(pool.sent[0]).not.toContain('cairn_ledger');
     } finally {
       await engine.close();
     }
