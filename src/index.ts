@@ -72,7 +72,7 @@ export type { RetryPolicy } from './runtime/retry.js';
 export { DEFAULT_RETRY } from './runtime/retry.js';
 
 // Inside a node
-export type { NodeContext, EffectSpec, EffectMode, NodeStore, NodeWriteOptions, InterruptOptions, RecordOptions, WaitForOptions, WaitResult } from './runtime/task-scope.js';
+export type { NodeContext, EffectSpec, EffectMode, EffectCommit, NodeStore, NodeWriteOptions, InterruptOptions, RecordOptions, WaitForOptions, WaitResult } from './runtime/task-scope.js';
 export type { RecordKind, RecordMeta, TokenUsage } from './contracts/ledger.js';
 export { currentNode } from './runtime/current-node.js';
 export type { RunStream, StreamEvent } from './runtime/stream.js';

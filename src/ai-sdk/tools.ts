@@ -13,7 +13,7 @@
  * concurrently and take their indices in the order the model listed them.
  */
 import type { Tool, ToolExecutionOptions, ToolSet } from 'ai';
-import type { EffectMode } from '../runtime/effects.js';
+import type { EffectCommit, EffectMode } from '../runtime/effects.js';
 import { currentNode } from '../runtime/current-node.js';
 
 /**
@@ -89,6 +89,8 @@ export interface EffectToolOptions<INPUT, OUTPUT> {
   probe?: (key: string, input: INPUT) => Promise<OUTPUT | null | undefined>;
   /** `atMostOnce`: with no probe, an intent without an outcome puts the thread in `needs_attention` instead of running again. */
   mode?: EffectMode;
+  /** `with-step`: intent and outcome written by the step's commit (see `EffectSpec.commit`); not with a probe or `atMostOnce`. */
+  commit?: EffectCommit;
 }
 
 /**
@@ -120,6 +122,7 @@ export function effectTool<INPUT, OUTPUT, T extends Tool<INPUT, OUTPUT>>(definit
           args: input,
           ...(options.key ? { idempotencyKey: options.key(input) } : {}),
           ...(options.mode ? { mode: options.mode } : {}),
+          ...(options.commit ? { commit: options.commit } : {}),
           run: async () => settled(execute(input, callOptions)),
           ...(probe ? { probe: async (key: string) => wrapFound(await probe(key, input)) } : {}),
         });

@@ -9,7 +9,7 @@
  * only once that has landed; a failed commit unstages the merge.
  */
 import type { ArtifactRef } from '../contracts/artifact-store.js';
-import { comparePositionItems, type Checkpointer, type PositionItem, type StoredPosition } from '../contracts/checkpointer.js';
+import { comparePositionItems, type Checkpointer, type CommittedEffect, type PositionItem, type StoredPosition } from '../contracts/checkpointer.js';
 import type { ThreadLease, ThreadStatus } from '../contracts/threads.js';
 import { findArtifactRefs } from '../artifacts/refs.js';
 import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
@@ -46,6 +46,8 @@ export interface Draft {
   next: string[];
   records?: CallRef[];
   effects?: CallRef[];
+  /** The ledger entries of the step's `commit: 'with-step'` effects, written by its commit. */
+  committedEffects?: CommittedEffect[];
   input?: string;
   interrupts?: PendingInterrupt[];
   waits?: PendingWait[];
@@ -341,7 +343,8 @@ export class ThreadCursor {
     const status = positionStatus(body);
     crashPoint('before-commit', nodes);
     const waiting = status === 'waiting' ? { wakeAt: wakeTime(body.waits), ...(this.scope.signalsSeen && body.waits!.some((w) => w.kind === 'signal') ? { signalsSeen: this.scope.signalsSeen() } : {}) } : {};
-    await this.cp.commitStep(this.scope.lease, { position, items, ...(snapshot ? { snapshot } : {}), status, ...waiting, expectedHead: this.lastSeq });
+    const committedEffects = draft.committedEffects?.length ? { effects: draft.committedEffects } : {};
+    await this.cp.commitStep(this.scope.lease, { position, items, ...(snapshot ? { snapshot } : {}), status, ...waiting, ...committedEffects, expectedHead: this.lastSeq });
     crashPoint('after-commit', nodes);
 
     this.current = { position, body };

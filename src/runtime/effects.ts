@@ -1,8 +1,12 @@
 /**
  * @module runtime/effects
  * The shape of a side effect as a node declares it (`ctx.effect(name, spec)`), shared
- * by the task scope that runs it and the node store whose writes are effects.
+ * by the task scope that runs it and the node store whose writes are effects, and what
+ * becomes of a `commit: 'with-step'` effect's entry when the step's commit does not take it.
  */
+import type { CommittedEffect } from '../contracts/checkpointer.js';
+import type { Ledger, LedgerEntry } from '../contracts/ledger.js';
+import { InvalidOptionError, type ErrorPlace } from '../errors.js';
 
 /** How an effect is recovered when it has an intent and no outcome. */
 export type EffectMode = 'atLeastOnce' | 'atMostOnce';
@@ -19,4 +23,50 @@ export interface EffectSpec<T> {
   probe?: (idempotencyKey: string) => T | null | undefined | Promise<T | null | undefined>;
   /** `atLeastOnce` (default): without a probe, re-run with the same key. `atMostOnce`: stop for a person instead. */
   mode?: EffectMode;
+  /**
+   * When the effect's intent and outcome reach the ledger. `separately` (default): the
+   * intent is durable before `run` is called and the outcome right after, each its own
+   * commit, so a crash anywhere later in the node finds the outcome and does not run the
+   * effect again. `with-step`: both are written by the step's commit, in its transaction
+   * (one commit per step instead of three). A stop before that commit (a crash, a lost
+   * lease) runs the effect again with the same key, so the external system must honour
+   * the key; a node that throws, stops at an interrupt or a wait, or a step that waits
+   * on a sibling task, writes them to the ledger first, as `separately` would. Only with
+   * `atLeastOnce` and no `probe`: both rely on an intent that is durable before the call.
+   */
+  commit?: EffectCommit;
+}
+
+/** When an effect's intent and outcome reach the ledger: see {@link EffectSpec.commit}. */
+export type EffectCommit = 'separately' | 'with-step';
+
+/** Refuses a `commit` option the effect cannot keep: `with-step` leaves no intent to recover by, which a probe and `atMostOnce` need. */
+export function checkEffectCommit(name: string, spec: EffectSpec<unknown>, place: ErrorPlace): void {
+  const { commit } = spec;
+  if (commit === undefined || commit === 'separately') return;
+  if (commit !== 'with-step') throw new InvalidOptionError(`effect "${name}": commit must be 'separately' or 'with-step', not ${JSON.stringify(commit)}.`, { place });
+  if (spec.probe !== undefined || spec.mode === 'atMostOnce') {
+    throw new InvalidOptionError(
+      `effect "${name}": commit: 'with-step' writes no intent before the call, and ${spec.probe !== undefined ? 'a probe' : "mode: 'atMostOnce'"} needs one to recover by; leave commit out (or 'separately').`,
+      { place },
+    );
+  }
+}
+
+/** A held `with-step` entry as the ledger would read it back once committed. */
+export function doneEntry(held: CommittedEffect): LedgerEntry {
+  return { ...held, status: 'done' };
+}
+
+/**
+ * Writes `with-step` entries the step's commit will not take (the node stopped or
+ * failed, or its result is kept while a sibling runs) as `separately` would have: the
+ * intent, then the outcome. Their call already happened; what matters is that a
+ * re-execution finds the outcome and does not run the effect again.
+ */
+export async function writeCommittedEffects(ledger: Ledger, entries: readonly CommittedEffect[]): Promise<void> {
+  for (const { outcome, completedAt, ...intent } of entries) {
+    await ledger.writeIntent(intent);
+    await ledger.writeOutcome(intent.threadId, intent.key, outcome, completedAt);
+  }
 }

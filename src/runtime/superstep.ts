@@ -9,6 +9,7 @@
  * is only what `env` gives it: how a task runs (called, or served from the ledger),
  * whether finished tasks are kept while siblings run, and what staging a merge does.
  */
+import type { CommittedEffect } from '../contracts/checkpointer.js';
 import type { StateSchema } from '../state/schema.js';
 import { GraphMismatchError, type ErrorPlace } from '../errors.js';
 import { own } from '../internal/own.js';
@@ -39,6 +40,12 @@ export interface Suspension {
 /** What a task's execution gives back: its result as stored, or, when it stopped part-way, why. */
 export interface TaskOutcome extends StoredTaskResult {
   suspended?: Suspension;
+  /**
+   * Its `commit: 'with-step'` effects, for the step's commit to write. In memory only:
+   * a result that is kept instead (for a sibling, or a suspended superstep) has them
+   * written to the ledger first ({@link StepEnv.writeEffects}).
+   */
+  committedEffects?: CommittedEffect[];
 }
 
 /**
@@ -79,6 +86,8 @@ export interface StepEnv {
    * the tasks whose reads went stale again on fresh data (bounded); a replay does not.
    */
   revalidate?: (tasks: Task[], results: TaskOutcome[], origin: number, carried: Carried) => Promise<void>;
+  /** Writes `with-step` effect entries to the ledger (a live run; a replay runs no effect). */
+  writeEffects?: (entries: CommittedEffect[]) => Promise<void>;
   /** Applies a merge to the state the step started from: what routing and interrupts see. */
   stage(merged: MergeResult): Readonly<State>;
   /** Undoes `stage` when the step stops before its commit. */
@@ -132,7 +141,11 @@ export async function superstep(env: StepEnv, head: Head, state: Readonly<State>
   const origin = head.body.suspended?.origin ?? head.position.seq;
   const carried: Carried = { answers: head.body.suspended?.answers ?? {}, waits: head.body.waits ?? [] };
   const results = await runTasks(env, tasks, head, origin, state, carried);
-  if (results.some((r) => r.suspended)) return { kind: 'suspend', draft: suspendedDraft(head, tasks, results, origin) };
+  if (results.some((r) => r.suspended)) {
+    // The finished tasks are kept in the suspended position, their effects in the ledger.
+    for (const result of results) await writeHeldEffects(env, result);
+    return { kind: 'suspend', draft: suspendedDraft(head, tasks, results, origin) };
+  }
   await env.revalidate?.(tasks, results, origin, carried);
 
   const writers: Writer[] = tasks.map((task, i) => ({ name: task.node.name, writes: results[i]!.writes }));
@@ -158,6 +171,7 @@ export async function superstep(env: StepEnv, head: Head, state: Readonly<State>
         next,
         records: results.flatMap((r) => r.records),
         effects: results.flatMap((r) => r.effects),
+        committedEffects: results.flatMap((r) => r.committedEffects ?? []),
         interrupts,
         ...(children.length ? { children } : {}),
       },
@@ -190,7 +204,10 @@ async function runTasks(env: StepEnv, tasks: Task[], head: Head, origin: number,
       unfinished--;
       // Only worth a write when a sibling is still running: otherwise the step commits next.
       // A suspended task has not finished: it goes on when it is answered or woken.
-      if (env.pending && tasks.length > 1 && unfinished > 0 && !result.suspended) await env.pending.save(base, task.id, stored(result));
+      if (env.pending && tasks.length > 1 && unfinished > 0 && !result.suspended) {
+        await writeHeldEffects(env, result);
+        await env.pending.save(base, task.id, stored(result));
+      }
       return result;
     }),
   );
@@ -199,10 +216,18 @@ async function runTasks(env: StepEnv, tasks: Task[], head: Head, origin: number,
   return settled.map((s) => (s as PromiseFulfilledResult<TaskOutcome>).value);
 }
 
-/** The result as it is stored (without the in-memory suspension). */
+/** The result as it is stored (without the in-memory suspension and effect entries). */
 function stored(result: TaskOutcome): StoredTaskResult {
-  const { suspended: _suspended, ...kept } = result;
+  const { suspended: _suspended, committedEffects: _committed, ...kept } = result;
   return kept;
+}
+
+/** A result that will not reach the step's commit as it is: its `with-step` effects go to the ledger now. */
+async function writeHeldEffects(env: StepEnv, result: TaskOutcome): Promise<void> {
+  if (!result.committedEffects?.length) return;
+  if (!env.writeEffects) throw new Error('a superstep without a ledger ran with-step effects'); // a replay calls no effect
+  await env.writeEffects(result.committedEffects);
+  delete result.committedEffects;
 }
 
 /**

@@ -16,6 +16,7 @@ import type { StateSchema } from '../state/schema.js';
 import type { EventSink } from './events.js';
 import type { ChildSpec } from './graph-spec.js';
 import { findStaleRead } from './node-store.js';
+import { writeCommittedEffects } from './effects.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
 import type { Carried, Task, TaskOutcome, TaskRunner } from './superstep.js';
 import { TaskScope, type SignalQueue } from './task-scope.js';
@@ -104,13 +105,23 @@ export class LiveTaskRunner implements TaskRunner {
           const run = () => withinNode(scope, () => task.node.fn(view, scope as never));
           const writes = await (span ? span.within(run) : run());
           await scope.settle();
-          if (scope.pause) return pausedOutcome(scope, task, origin, span);
-          return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts, reads: scope.validatedReads };
+          if (scope.pause) return await pausedOutcome(scope, task, origin, span);
+          const committed = scope.takeWithStepEffects();
+          return {
+            writes: (writes as Record<string, unknown> | undefined) ?? undefined,
+            records: scope.records,
+            effects: scope.effects,
+            interrupts: scope.interrupts,
+            reads: scope.validatedReads,
+            ...(committed.length ? { committedEffects: committed } : {}),
+          };
         } catch (caught) {
           let error = caught;
           await scope.settle();
+          // The effects it ran stay done whatever comes next (a retry, a resume), as `separately` ones do.
+          await scope.writeWithStepEffects();
           // Stopped at an interrupt call or a wait (whatever the node did with the stop): not a failure.
-          if (scope.pause) return pausedOutcome(scope, task, origin, span);
+          if (scope.pause) return await pausedOutcome(scope, task, origin, span);
           if (NeedsAttentionError.is(error)) throw failed(span, error);
           // A node stopped by the run's signal did not fail: the step is redone on resume.
           if (o.signal.aborted) throw failed(span, stoppedBy(o.signal, o.lease.threadId, place));
@@ -167,6 +178,7 @@ export class LiveTaskRunner implements TaskRunner {
       if (round >= MAX_STALE_RERUNS) throw new StaleReadLimitError(tasks[first]!.node.name, round, stale[first]!, place);
       for (const [i, s] of stale.entries()) {
         if (!s) continue;
+        await writeCommittedEffects(o.engine.ledger, results[i]!.committedEffects ?? []);
         await o.discardRecords(results[i]!.records.map((r) => r.key));
         results[i] = await this.run(tasks[i]!, origin, state, carried);
       }
@@ -179,7 +191,9 @@ export class LiveTaskRunner implements TaskRunner {
  * but what its calls recorded in the ledger; the superstep waits on it, addressed
  * `<seq the superstep started from>:<task>:call:<n>`.
  */
-function pausedOutcome(scope: TaskScope, task: Task, origin: number, span: TraceSpan | undefined): TaskOutcome {
+async function pausedOutcome(scope: TaskScope, task: Task, origin: number, span: TraceSpan | undefined): Promise<TaskOutcome> {
+  // What it ran before it stopped is served when it runs again: in the ledger now, not with a commit.
+  await scope.writeWithStepEffects();
   const pause = scope.pause!;
   span?.set({ 'cairn.task.suspended': pause.kind });
   const id = `${origin}:${task.id}:call:${pause.call}`;

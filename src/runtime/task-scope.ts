@@ -17,7 +17,8 @@
  */
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import { storeValue, type StoreValueOptions } from '../artifacts/helpers.js';
-import type { Ledger, LedgerEntry, RecordMeta } from '../contracts/ledger.js';
+import type { CommittedEffect } from '../contracts/checkpointer.js';
+import type { Ledger, LedgerEntry, NewLedgerEntry, RecordMeta } from '../contracts/ledger.js';
 import type { Store } from '../contracts/store.js';
 import { sha256Hex } from '../codec/hash.js';
 import { decode, encode } from '../codec/tagged-json.js';
@@ -32,7 +33,7 @@ import {
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
 import { withinCall } from './current-node.js';
-import type { EffectSpec } from './effects.js';
+import { checkEffectCommit, doneEntry, writeCommittedEffects, type EffectSpec } from './effects.js';
 import type { EventSink } from './events.js';
 import type { CallRef, PendingWait } from './position.js';
 import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
@@ -41,7 +42,7 @@ import { recordMetaAttributes, type RecordAttributes, type TraceSpan } from './t
 import { AnswerChecked, AnswerUnchecked, NodeSuspended, validateAnswer, validateWith, type SignalQueue, type TaskPause } from './pauses.js';
 import { describeSchema } from '../state/schema.js';
 
-export type { EffectSpec, EffectMode } from './effects.js';
+export type { EffectSpec, EffectMode, EffectCommit } from './effects.js';
 export type { NodeStore, NodeWriteOptions, ValidatedRead } from './node-store.js';
 export type { NodeContext, InterruptOptions, RecordOptions, WaitForOptions, WaitResult } from './node-context.js';
 export { NodeSuspended, probeOutcome, type AnswerProbe, type QueuedSignal, type SignalQueue, type TaskPause } from './pauses.js';
@@ -208,6 +209,8 @@ export class TaskScope implements NodeContext {
   private readonly reran = new Map<string, 'probe_absent_reran' | 'reran'>();
   /** Keys of the records this execution read or wrote (discarded if it fails). */
   readonly recordKeys: string[] = [];
+  /** Effects run with `commit: 'with-step'` whose entries no ledger write has taken yet, by key. */
+  private readonly withStep = new Map<string, CommittedEffect>();
   /** Payloads passed to `ctx.interruptAfter`, in call order. */
   readonly interrupts: unknown[] = [];
   /** The call the node stopped at, if it did. */
@@ -560,7 +563,23 @@ export class TaskScope implements NodeContext {
     return value;
   }
 
+  /**
+   * The entries of this execution's `commit: 'with-step'` effects, handed to the step's
+   * commit (which then owns them: they are not written again by {@link writeWithStepEffects}).
+   */
+  takeWithStepEffects(): CommittedEffect[] {
+    const entries = [...this.withStep.values()];
+    this.withStep.clear();
+    return entries;
+  }
+
+  /** Writes this execution's `commit: 'with-step'` effects to the ledger now: the node stopped, failed or waits on a sibling. */
+  async writeWithStepEffects(): Promise<void> {
+    await writeCommittedEffects(this.options.ledger, this.takeWithStepEffects());
+  }
+
   private doEffect<T>(call: number, name: string, spec: EffectSpec<T>): Promise<T> {
+    checkEffectCommit(name, spec, this.options.place);
     const key = spec.idempotencyKey ?? this.derivedKey('eff', call);
     const trace = this.options.trace;
     if (!trace) return this.effectAt(call, key, name, spec, undefined);
@@ -573,7 +592,10 @@ export class TaskScope implements NodeContext {
     const base = { threadId: this.threadId, at: 0, node: this.node, key, name };
     const now = () => ({ ...base, at: Date.now() });
 
-    let entry = (await this.ledgerEntries()).get(key) ?? (spec.idempotencyKey !== undefined ? await ledger.get(this.threadId, key) : null);
+    const withStep = spec.commit === 'with-step';
+    // A caller's key used twice in one execution finds the first call's entry, in the ledger or still held for the commit.
+    const held = this.withStep.get(key);
+    let entry = held ? doneEntry(held) : ((await this.ledgerEntries()).get(key) ?? (spec.idempotencyKey !== undefined ? await ledger.get(this.threadId, key) : null));
     if (entry && entry.kind !== 'effect') throw new EffectConflictError(key, `the key is already used by a recorded output "${entry.name}".`, place);
     if (entry && argsDigest !== null && entry.argsDigest !== null && entry.argsDigest !== argsDigest) {
       throw new EffectConflictError(key, `re-executed with different arguments than its recorded intent (effect "${name}").`, place);
@@ -609,6 +631,15 @@ export class TaskScope implements NodeContext {
       }
       rerun = true;
       this.reran.set(key, spec.probe ? 'probe_absent_reran' : 'reran');
+    } else if (withStep) {
+      // Nothing is written before the call: intent and outcome go with the step's commit.
+      const intent = this.entryBase(key, 'effect', name, call, argsDigest);
+      crashPoint('before-effect', this.node);
+      emit?.({ ...now(), type: 'effect.run', rerun: false });
+      span?.set({ 'cairn.effect.outcome': 'ran' });
+      const result = await withinCall(() => (span ? span.within(() => spec.run(key)) : spec.run(key)));
+      crashPoint('after-effect', this.node);
+      return this.holdForCommit(intent, result);
     } else {
       crashPoint('before-intent', this.node);
       entry = await ledger.writeIntent(this.entryBase(key, 'effect', name, call, argsDigest));
@@ -644,6 +675,15 @@ export class TaskScope implements NodeContext {
     const recovery = source === 'probe' ? 'probe_found' : this.reran.get(key);
     this.effects.push({ key, name, digest: sha256Hex(text), ...(recovery ? { recovery } : {}) });
     this.options.emit?.({ type: 'effect.outcome', threadId: this.threadId, at: Date.now(), node: this.node, key, name, source });
+    return result;
+  }
+
+  /** A `commit: 'with-step'` effect ran: its entry waits for the step's commit, its ref goes in the position now. */
+  private holdForCommit<T>(intent: NewLedgerEntry, result: T): T {
+    const text = encode(result, `outcome of effect "${intent.name}"`);
+    this.withStep.set(intent.key, { ...intent, outcome: text, completedAt: Date.now() });
+    this.effects.push({ key: intent.key, name: intent.name, digest: sha256Hex(text) });
+    this.options.emit?.({ type: 'effect.outcome', threadId: this.threadId, at: Date.now(), node: this.node, key: intent.key, name: intent.name, source: 'run' });
     return result;
   }
 
