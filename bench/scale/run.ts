@@ -16,7 +16,9 @@
  *
  * Flags: --threads T (1000), --steps S (10), --workers 1,2,4,8, --concurrency c (8),
  * --recovery-steps N (1000), --memory-threads M (1000), --quick (T = 200, N = 400,
- * M = 200), --no-dbos, --no-raw, --no-recovery, --no-memory, --dbos-poll-ms (20), --json.
+ * M = 200), --no-dbos, --no-raw, --no-recovery, --no-memory, --dbos-poll-ms (20), --json,
+ * --effect-commit with-step|separately (with-step: each step's effect is written by its
+ * commit, one commit per step as a DBOS step; separately: intent and outcome each their own).
  * Memory: one Worker process running M threads at once, its peak resident set size.
  */
 import { cpus, loadavg } from 'node:os';
@@ -78,6 +80,10 @@ function parseFlags(argv: string[]): Flags {
   flags.threads = int('--threads', flags.threads);
   flags.steps = int('--steps', flags.steps);
   flags.concurrency = int('--concurrency', flags.concurrency);
+  const effectCommit = value('--effect-commit') ?? 'with-step';
+  if (effectCommit !== 'with-step' && effectCommit !== 'separately') throw new Error(`--effect-commit takes with-step or separately, got ${effectCommit}`);
+  // Read by the workflow in this process and in every contender process it starts.
+  process.env.CAIRN_BENCH_EFFECT_COMMIT = effectCommit;
   flags.recoverySteps = int('--recovery-steps', flags.recoverySteps);
   flags.dbosPollMs = int('--dbos-poll-ms', flags.dbosPollMs);
   if (flags.memoryThreads) flags.memoryThreads = int('--memory-threads', flags.memoryThreads);
@@ -103,7 +109,7 @@ async function main(): Promise<void> {
   const admin = new pg.Pool({ connectionString: url, max: 1 });
   const server = await startEffectServer();
   const settings = (await admin.query(`SELECT current_setting('synchronous_commit') AS sc, version() AS v`)).rows[0] as { sc: string; v: string };
-  log(`bench:scale on ${database} (${settings.v.split(' ').slice(0, 2).join(' ')}, synchronous_commit=${settings.sc}): T=${flags.threads} threads × S=${flags.steps} steps, concurrency ${flags.concurrency} per process`);
+  log(`bench:scale on ${database} (${settings.v.split(' ').slice(0, 2).join(' ')}, synchronous_commit=${settings.sc}): T=${flags.threads} threads × S=${flags.steps} steps, concurrency ${flags.concurrency} per process, effects commit ${process.env.CAIRN_BENCH_EFFECT_COMMIT}`);
   log(`machine: ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} at the start (figures on a loaded machine are lower and noisier)`);
   if (flags.dbos) log(`DBOS Transact queue polling lowered to ${flags.dbosPollMs} ms (default 1000 ms).`);
   const results: Measurement[] = [];
