@@ -1,13 +1,13 @@
 /**
  * @module bench/scale/processes
- * Contender processes of `bench:scale`: start one (child.ts through tsx, with an IPC
- * channel), wait for its messages, and make sure none outlives the bench.
+ * Contender processes of `bench:scale`: start one (child.ts, transpiled to plain
+ * JavaScript, with an IPC channel), wait for its messages, and make sure none outlives
+ * the bench.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { ChildConfig, ChildMessage, ChildReport, ParentMessage } from './child.js';
+import { compiledChild } from './compiled-child.js';
 
-const CHILD = fileURLToPath(new URL('./child.ts', import.meta.url));
 const live = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const child of live) child.kill('SIGKILL');
@@ -24,7 +24,7 @@ export class ContenderProcess {
   onDone: ((id: string) => void) | undefined;
 
   constructor(config: ChildConfig) {
-    this.child = fork(CHILD, [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(compiledChild(), [JSON.stringify(config)], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     live.add(this.child);
     this.exited = new Promise((resolve) =>
       this.child.on('exit', (code) => {

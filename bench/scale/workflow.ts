@@ -3,7 +3,7 @@
  * The workflow every contender runs: S steps, each making one keyed effect against
  * the local HTTP server and appending a ~1 KB item. In cairn, a node that loops S
  * times (`ctx.effect` with its derived key and `commit: 'with-step'`, an `append` field); in DBOS the same as
- * S `DBOS.runStep` calls whose outputs are the items (see dbos-worker.ts).
+ * S `DBOS.runStep` calls whose outputs are the items (see child.ts).
  */
 import { z } from 'zod';
 import { END, START, defineState, field, graph } from '../../dist/index.js';
