@@ -13,7 +13,7 @@
  * concurrently and take their indices in the order the model listed them.
  */
 import type { Tool, ToolExecutionOptions, ToolSet } from 'ai';
-import type { EffectCommit, EffectMode } from '../runtime/effects.js';
+import { checkEffectCommit, type EffectCommit, type EffectMode } from '../runtime/effects.js';
 import { currentNode } from '../runtime/current-node.js';
 
 /**
@@ -109,6 +109,8 @@ export function effectTool<INPUT, OUTPUT, T extends Tool<INPUT, OUTPUT>>(definit
   const execute = definition.execute as Execute | undefined;
   if (!execute) throw new TypeError('[cairn] [ai-sdk] effectTool needs a tool with execute: a tool the client answers has no side effect here to record.');
   const name = options.name ?? 'tool:effect';
+  // A commit the effect cannot keep is refused here, where the tool is defined, not at its first call inside a model's loop.
+  checkEffectCommit(name, options, undefined);
   const yields = isAsyncGenerator(execute);
   const mark: EffectMark = { named: options.name !== undefined, rename: (renamed) => effectTool(definition, { ...options, name: renamed }) };
   return {

@@ -41,7 +41,7 @@ export interface EffectSpec<T> {
 export type EffectCommit = 'separately' | 'with-step';
 
 /** Refuses a `commit` option the effect cannot keep: `with-step` leaves no intent to recover by, which a probe and `atMostOnce` need. */
-export function checkEffectCommit(name: string, spec: EffectSpec<unknown>, place: ErrorPlace): void {
+export function checkEffectCommit(name: string, spec: { commit?: unknown; probe?: unknown; mode?: EffectMode }, place: ErrorPlace | undefined): void {
   const { commit } = spec;
   if (commit === undefined || commit === 'separately') return;
   if (commit !== 'with-step') throw new InvalidOptionError(`effect "${name}": commit must be 'separately' or 'with-step', not ${JSON.stringify(commit)}.`, { place });

@@ -358,6 +358,39 @@ describe.each(ENGINES)('cairn/ai-sdk on %s', (name) => {
     expect(runs).toBe(1);
     expect(await ctx.engine.ledger.get('r', 'refund:o-9')).toMatchObject({ kind: 'effect', name: 'refund', status: 'done' });
   });
+
+  it("effectTool with commit: 'with-step' writes its entry with the step, and the retry of a node that failed after it is served", async () => {
+    let runs = 0;
+    let fail = true;
+    const notify = effectTool(tool({ inputSchema: z.object({ team: z.string() }), execute: async ({ team }) => (runs++, { notified: team }) }), {
+      name: 'notify',
+      key: ({ team }) => `notify:${team}`,
+      commit: 'with-step',
+    });
+    const app = graph(State)
+      .node('n', async () => {
+        const out = await notify.execute!({ team: 'ops' }, { toolCallId: 'c', messages: [], context: {} } as never);
+        if (fail) throw new Error('failed after the tool');
+        return { reply: JSON.stringify(out) };
+      })
+      .edge(START, 'n')
+      .edge('n', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+    await expect(app.run({ thread: 'w' })).rejects.toThrow(/failed after the tool/);
+    fail = false;
+    expect((await app.run({ thread: 'w' })).state.reply).toBe('{"notified":"ops"}');
+    expect(runs).toBe(1);
+    expect(await ctx.engine.ledger.get('w', 'notify:ops')).toMatchObject({ kind: 'effect', name: 'notify', status: 'done' });
+  });
+});
+
+describe('cairn/ai-sdk effectTool options', () => {
+  it("refuses commit: 'with-step' with a probe or atMostOnce where the tool is defined", () => {
+    const definition = tool({ inputSchema: z.object({}), execute: async () => 'ok' });
+    expect(() => effectTool(definition, { commit: 'with-step', probe: async () => null })).toThrow(/with-step.*probe/);
+    expect(() => effectTool(definition, { commit: 'with-step', mode: 'atMostOnce' })).toThrow(/with-step.*atMostOnce/);
+    expect(() => effectTool(definition, { commit: 'with-step' })).not.toThrow();
+  });
 });
 
 describe('cairn/ai-sdk usage', () => {
