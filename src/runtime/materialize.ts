@@ -201,7 +201,9 @@ export async function materialize(
   for (const range of ranges) {
     if (range.to < start) continue;
     const clipped = { from: Math.max(range.from, start), to: range.to };
-    const [positions, items] = await Promise.all([cp.getPositions(threadId, ns, clipped), cp.getRangeItems(threadId, ns, clipped)]);
+    // A range of the loaded position alone (a thread's first position, a snapshot at the head) is read already.
+    const known = clipped.from === position.seq && clipped.to === position.seq;
+    const [positions, items] = await Promise.all([known ? [position] : cp.getPositions(threadId, ns, clipped), cp.getRangeItems(threadId, ns, clipped)]);
     chain.push(...positions);
     for (const item of items) {
       let list = itemsBySeq.get(item.seq);
