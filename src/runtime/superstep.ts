@@ -146,10 +146,15 @@ export async function superstep(env: StepEnv, head: Head, state: Readonly<State>
     for (const result of results) await writeHeldEffects(env, result);
     return { kind: 'suspend', draft: suspendedDraft(head, tasks, results, origin) };
   }
-  await env.revalidate?.(tasks, results, origin, carried);
-
-  const writers: Writer[] = tasks.map((task, i) => ({ name: task.node.name, writes: results[i]!.writes }));
-  const merged = await mergeWrites(schema, state, writers, place);
+  let merged: MergeResult;
+  try {
+    await env.revalidate?.(tasks, results, origin, carried);
+    const writers: Writer[] = tasks.map((task, i) => ({ name: task.node.name, writes: results[i]!.writes }));
+    merged = await mergeWrites(schema, state, writers, place);
+  } catch (error) {
+    await keepHeldEffects(env, results);
+    throw error;
+  }
   const staged = env.stage(merged);
   try {
     const ran = tasks.map((t) => t.node.name);
@@ -178,6 +183,7 @@ export async function superstep(env: StepEnv, head: Head, state: Readonly<State>
     };
   } catch (error) {
     env.unstage();
+    await keepHeldEffects(env, results);
     throw error;
   }
 }
@@ -220,6 +226,16 @@ async function runTasks(env: StepEnv, tasks: Task[], head: Head, origin: number,
 function stored(result: TaskOutcome): StoredTaskResult {
   const { suspended: _suspended, committedEffects: _committed, ...kept } = result;
   return kept;
+}
+
+/**
+ * The superstep failed after its tasks ran (a stale-read limit, a merge or a route that
+ * threw): their `with-step` effects go to the ledger, so the step's next execution is
+ * served them. A write that fails here leaves the effect to run again under its key,
+ * which is what `with-step` allows; the superstep's own error is the one reported.
+ */
+async function keepHeldEffects(env: StepEnv, results: TaskOutcome[]): Promise<void> {
+  for (const result of results) await writeHeldEffects(env, result).catch(() => undefined);
 }
 
 /** A result that will not reach the step's commit as it is: its `with-step` effects go to the ledger now. */

@@ -3,7 +3,7 @@
  * written by the step's commit, in its transaction, so a step with one effect is one
  * commit. Proven on memory, SQLite and PostgreSQL: the ledger holds the done entry once
  * the step committed and nothing before; every way a result leaves the happy path (the
- * node throws and retries, stops at an interrupt, waits on a sibling, revalidates)
+ * node throws and retries, stops at an interrupt, waits on a sibling, its merge fails)
  * writes the entry first, so the effect is served, not run again; the options it
  * cannot keep are refused. The crash cases SIGKILL a real process on a SQLite file.
  */
@@ -147,6 +147,24 @@ describe.each(ENGINES)("effects with commit: 'with-step' on %s", (name) => {
     expect([...state.receipts].sort()).toEqual(['fast', 'slow']);
     expect(runs).toHaveLength(2);
     expect((await app.verify({ thread: 't1' })).ok).toBe(true);
+  });
+
+  it('a step whose merge fails after the effect (a write the schema refuses) keeps it: the next run is served', async () => {
+    let runs = 0;
+    let badWrite = true;
+    const app = graph(State)
+      .node('charge', async (_s, c) => {
+        const receipt = await c.effect('charge', { commit: 'with-step', run: () => `receipt-${++runs}` });
+        return badWrite ? { n: 'not a number' as never, receipts: [receipt] } : { receipts: [receipt] };
+      })
+      .edge(START, 'charge')
+      .edge('charge', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+    expect(await caught(() => app.run({ thread: 't1' }))).toBeInstanceOf(Error);
+    expect((await ctx.engine.ledger.list('t1')).map((e) => e.status)).toEqual(['done']);
+    badWrite = false;
+    expect((await app.run({ thread: 't1' })).state.receipts).toEqual(['receipt-1']);
+    expect(runs).toBe(1);
   });
 
   it('a caller key used twice in one node is run once', async () => {
