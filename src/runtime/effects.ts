@@ -30,8 +30,9 @@ export interface EffectSpec<T> {
    * effect again. `with-step`: both are written by the step's commit, in its transaction
    * (one commit per step instead of three). A stop before that commit (a crash, a lost
    * lease) runs the effect again with the same key, so the external system must honour
-   * the key; a node that throws, stops at an interrupt or a wait, or a step that waits
-   * on a sibling task, writes them to the ledger first, as `separately` would. Only with
+   * the key; a node that throws, stops at an interrupt or a wait, finishes while a
+   * sibling task still runs, or a step that fails before its commit, writes them to the
+   * ledger first, as `separately` would. Only with
    * `atLeastOnce` and no `probe`: both rely on an intent that is durable before the call.
    */
   commit?: EffectCommit;
