@@ -66,7 +66,7 @@ const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 export function applyEffect(url: string, key: string): Promise<void> {
   const target = new URL('/apply', url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { 'idempotency-key': key } }, (res) => {
+    const req = request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { 'idempotency-key': key, 'content-length': '0' } }, (res) => {
       res.resume(); // drain the (empty) body so the socket returns to the agent
       res.on('end', () => (res.statusCode! >= 200 && res.statusCode! < 300 ? resolve() : reject(new Error(`effect server answered ${res.statusCode}`))));
       res.on('error', reject);
