@@ -191,7 +191,8 @@ describe.each(ENGINES)("effects with commit: 'with-step' on %s", (name) => {
         .edge('charge', END)
         .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
       const error = await caught(() => app.run({ thread: `t-${JSON.stringify(spec)}` }));
-      expect(InvalidOptionError.is((error as { cause?: unknown }).cause) || InvalidOptionError.is(error)).toBe(true);
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error.code).toBe('ERR_INVALID_OPTION');
       expect(ran).toBe(false);
     }
   });
