@@ -17,8 +17,12 @@ export interface EffectServer {
   duplicates(): number;
   /** Forgets every key (between measurements). */
   reset(): void;
-  /** Called with the count of applied keys after each new one. */
-  onApply: ((applied: number, key: string) => void) | undefined;
+  /**
+   * Called with the count of applied keys after each new one, and when the connection
+   * that carried it was opened (ms, `performance.now()` time origin): a request already
+   * in flight from a killed process arrives on a connection older than the kill.
+   */
+  onApply: ((applied: number, key: string, connectedAt: number) => void) | undefined;
   close(): Promise<void>;
 }
 
@@ -47,8 +51,10 @@ export async function startEffectServer(): Promise<EffectServer> {
     requests.set(key, seen + 1);
     if (seen > 0) duplicates++;
     res.writeHead(seen === 0 ? 201 : 200).end();
-    if (seen === 0) self.onApply?.(requests.size, key);
+    if (seen === 0) self.onApply?.(requests.size, key, connectedAt.get(req.socket) ?? 0);
   });
+  const connectedAt = new WeakMap<object, number>();
+  server.on('connection', (socket) => connectedAt.set(socket, performance.timeOrigin + performance.now()));
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   self.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -135,7 +135,8 @@ async function heldThreads(shape: RecoveryShape, server: EffectServer, count: nu
     rescuer.send({ type: 'go' });
     const killedAt = await killed;
     const appliedAtKill = server.applied();
-    const firstEffect = new Promise<number>((resolve) => (server.onApply = () => resolve(now())));
+    // The rescuer's first effect: requests the victim had in flight arrive on its older connections.
+    const firstEffect = new Promise<number>((resolve) => (server.onApply = (_applied, _key, connectedAt) => connectedAt > killedAt && resolve(now())));
     const completedAt = await allDone([rescuer], count - victim.done.length, 60_000);
     if (server.applied() !== total) throw new Error(`held threads: ${server.applied()} of ${total} effects landed`);
     return { left: total - appliedAtKill, firstEffect: (await firstEffect) - killedAt, completed: completedAt - killedAt };
