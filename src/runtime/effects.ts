@@ -32,8 +32,8 @@ export interface EffectSpec<T> {
    * lease) runs the effect again with the same key, so the external system must honour
    * the key; a node that throws, stops at an interrupt or a wait, finishes while a
    * sibling task still runs, or a step that fails before its commit, writes them to the
-   * ledger first, as `separately` would. Only with
-   * `atLeastOnce` and no `probe`: both rely on an intent that is durable before the call.
+   * ledger first, as `separately` would. Only with `atLeastOnce` and no `probe`: both of
+   * those rely on an intent that is durable before the call.
    */
   commit?: EffectCommit;
 }
