@@ -71,13 +71,13 @@ async function submit(url: string, schema: string, steps: number, effectUrl: str
   }
 }
 
-/** Kills `victim` with SIGKILL once the server has applied `atApplied` keys; resolves with the time. */
-function killAt(server: EffectServer, victim: ContenderProcess, atApplied: number): Promise<number> {
+/** Sends `victim` `signal` once the server has applied `atApplied` keys; resolves with the time. */
+function signalAt(server: EffectServer, victim: ContenderProcess, atApplied: number, signal: NodeJS.Signals): Promise<number> {
   return new Promise((resolve) => {
     server.onApply = (applied) => {
       if (applied < atApplied) return;
       server.onApply = undefined;
-      victim.child.kill('SIGKILL');
+      victim.child.kill(signal);
       resolve(now());
     };
   });
@@ -93,7 +93,7 @@ async function oneThread(shape: RecoveryShape, server: EffectServer, mode: 'rest
   const processes = [victim, ...(standby ? [standby] : [])];
   try {
     await Promise.all(processes.map((p) => p.ready));
-    const killed = killAt(server, victim, n / 2);
+    const killed = signalAt(server, victim, n / 2, 'SIGKILL');
     victim.send({ type: 'go' });
     // The standby starts once the victim holds the thread, so it cannot take it first.
     if (standby) {
@@ -118,22 +118,38 @@ async function oneThread(shape: RecoveryShape, server: EffectServer, mode: 'rest
   }
 }
 
-async function heldThreads(shape: RecoveryShape, server: EffectServer, count: number): Promise<{ left: number; firstEffect: number; completed: number }> {
-  const schema = 'recovery_held';
-  const config: ChildConfig = { mode: 'cairn', url: shape.url, schema, steps: shape.steps, concurrency: count, poolSize: shape.poolSize, effectUrl: shape.effectUrl, leaseMs: LEASE_MS };
-  const ids = Array.from({ length: count }, (_, i) => `held${String(i).padStart(3, '0')}`);
+/**
+ * `count` threads (`<prefix>000`…) held by one worker process and a second one started
+ * once the first holds them: `signal` goes to the first when half of all the steps'
+ * effects have landed. Resolves once it was sent, with both processes (the caller exits them).
+ */
+async function victimAndRescuer(shape: RecoveryShape, server: EffectServer, options: { prefix: string; count: number; leaseMs: number; signal: NodeJS.Signals }) {
+  const schema = `recovery_${options.prefix}`;
+  const config: ChildConfig = { mode: 'cairn', url: shape.url, schema, steps: shape.steps, concurrency: options.count, poolSize: shape.poolSize, effectUrl: shape.effectUrl, leaseMs: options.leaseMs };
+  const ids = Array.from({ length: options.count }, (_, i) => `${options.prefix}${String(i).padStart(3, '0')}`);
   await submit(shape.url, schema, shape.steps, shape.effectUrl, ids);
   server.reset();
   const victim = new ContenderProcess(config);
   const rescuer = new ContenderProcess(config);
+  const total = options.count * shape.steps;
   try {
     await Promise.all([victim.ready, rescuer.ready]);
-    const total = count * shape.steps;
-    const killed = killAt(server, victim, Math.floor(total / 2));
+    const signalled = signalAt(server, victim, Math.floor(total / 2), options.signal);
     victim.send({ type: 'go' });
     while (server.applied() === 0) await new Promise((r) => setTimeout(r, 1));
     rescuer.send({ type: 'go' });
-    const killedAt = await killed;
+    return { schema, ids, total, victim, rescuer, signalledAt: await signalled };
+  } catch (error) {
+    server.onApply = undefined;
+    await Promise.all([victim.exit(), rescuer.exit()]);
+    throw error;
+  }
+}
+
+async function heldThreads(shape: RecoveryShape, server: EffectServer, count: number): Promise<{ left: number; firstEffect: number; completed: number }> {
+  const pair = await victimAndRescuer(shape, server, { prefix: 'held', count, leaseMs: LEASE_MS, signal: 'SIGKILL' });
+  const { total, victim, rescuer, signalledAt: killedAt } = pair;
+  try {
     const appliedAtKill = server.applied();
     // The rescuer's first effect: requests the victim had in flight arrive on its older connections.
     const firstEffect = new Promise<number>((resolve) => (server.onApply = (_applied, _key, connectedAt) => connectedAt > killedAt && resolve(now())));
@@ -149,28 +165,9 @@ async function heldThreads(shape: RecoveryShape, server: EffectServer, count: nu
 const STOP_LEASE_MS = 2_000;
 
 async function stoppedPastLease(shape: RecoveryShape, server: EffectServer, count: number): Promise<{ completed: number; rejected: number; stale: number }> {
-  const schema = 'recovery_stopped';
-  const config: ChildConfig = { mode: 'cairn', url: shape.url, schema, steps: shape.steps, concurrency: count, poolSize: shape.poolSize, effectUrl: shape.effectUrl, leaseMs: STOP_LEASE_MS };
-  const ids = Array.from({ length: count }, (_, i) => `stopped${String(i).padStart(3, '0')}`);
-  await submit(shape.url, schema, shape.steps, shape.effectUrl, ids);
-  server.reset();
-  const victim = new ContenderProcess(config);
-  const rescuer = new ContenderProcess(config);
+  const pair = await victimAndRescuer(shape, server, { prefix: 'stopped', count, leaseMs: STOP_LEASE_MS, signal: 'SIGSTOP' });
+  const { schema, ids, total, victim, rescuer, signalledAt: stopped } = pair;
   try {
-    await Promise.all([victim.ready, rescuer.ready]);
-    const total = count * shape.steps;
-    const stoppedAt = new Promise<number>((resolve) => {
-      server.onApply = (applied) => {
-        if (applied < Math.floor(total / 2)) return;
-        server.onApply = undefined;
-        victim.child.kill('SIGSTOP');
-        resolve(now());
-      };
-    });
-    victim.send({ type: 'go' });
-    while (server.applied() === 0) await new Promise((r) => setTimeout(r, 1));
-    rescuer.send({ type: 'go' });
-    const stopped = await stoppedAt;
     const completedAt = await allDone([rescuer], count - victim.done.length, 60_000);
     const errorsBefore = victim.errors.length;
     victim.child.kill('SIGCONT');
