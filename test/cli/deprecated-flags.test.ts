@@ -4,29 +4,16 @@
  * stderr, and is hidden from the help. Both spellings at once is bad usage (exit 2),
  * and so is a required flag given under neither.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fsArtifacts } from '../../src/artifacts/fs/index.js';
-import { sqlite } from '../../src/engines/sqlite/index.js';
-import { workedExample } from '../../src/testing/worked-example.js';
+import { describe, expect, it } from 'vitest';
 import { cairn } from './run-cli.js';
+import { useWorkedExampleDb } from './worked-db.js';
 
 let dir: string;
 let db: string;
 let artifacts: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'cairn-cli-deprecated-'));
-  db = join(dir, 'cairn.db');
-  artifacts = join(dir, 'artifacts');
-  const engine = sqlite(db);
-  await workedExample({ engine, artifacts: fsArtifacts(artifacts) }).run({ thread: 'cust_42', input: { customerId: 'cust_42' } });
-  await engine.close();
-});
-
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+useWorkedExampleDb('cairn-cli-deprecated-', (files) => ({ dir, db, artifacts } = files));
 
 /** The deprecation lines of a run's stderr. */
 const notices = (stderr: string) => stderr.split('\n').filter((line) => line.includes(' is deprecated: '));

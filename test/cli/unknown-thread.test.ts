@@ -4,32 +4,19 @@
  * `ok nope: 0 positions`), exit 1; an export of it writes no file, a copy imports
  * nothing. A child-run namespace that is not there is named the same way.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fsArtifacts } from '../../src/artifacts/fs/index.js';
-import { sqlite } from '../../src/engines/sqlite/index.js';
-import { workedExample } from '../../src/testing/worked-example.js';
+import { describe, expect, it } from 'vitest';
 import { cairn } from './run-cli.js';
+import { useWorkedExampleDb } from './worked-db.js';
 
 let dir: string;
 let db: string;
 let artifacts: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'cairn-cli-nope-'));
-  db = join(dir, 'cairn.db');
-  artifacts = join(dir, 'artifacts');
-  const engine = sqlite(db);
-  await workedExample({ engine, artifacts: fsArtifacts(artifacts) }).run({ thread: 'cust_42', input: { customerId: 'cust_42' } });
-  await engine.close();
-});
-
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+useWorkedExampleDb('cairn-cli-nope-', (files) => ({ dir, db, artifacts } = files));
 
 describe('an unknown thread', () => {
-  // DB and ARTIFACTS stand for the files made in beforeAll.
+  // DB and ARTIFACTS stand for the files useWorkedExampleDb made.
   const commands: string[][] = [
     ['verify', 'nope', '--db', 'DB'],
     ['verify', 'nope', '--db', 'DB', '--json'],

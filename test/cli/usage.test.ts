@@ -4,29 +4,13 @@
  * stderr and exit 2, before any database is opened (a driver's "datatype mismatch",
  * a silently ignored `--limit -5` or a `seq NaN` never reach the user).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fsArtifacts } from '../../src/artifacts/fs/index.js';
-import { sqlite } from '../../src/engines/sqlite/index.js';
-import { workedExample } from '../../src/testing/worked-example.js';
+import { describe, expect, it } from 'vitest';
 import { cairn } from './run-cli.js';
+import { useWorkedExampleDb } from './worked-db.js';
 
-let dir: string;
 let db: string;
 let artifacts: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'cairn-cli-usage-'));
-  db = join(dir, 'cairn.db');
-  artifacts = join(dir, 'artifacts');
-  const engine = sqlite(db);
-  await workedExample({ engine, artifacts: fsArtifacts(artifacts) }).run({ thread: 'cust_42', input: { customerId: 'cust_42' } });
-  await engine.close();
-});
-
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+useWorkedExampleDb('cairn-cli-usage-', (files) => ({ db, artifacts } = files));
 
 describe('bad usage exits 2 with a message naming the flag', () => {
   const cases: [string[], string][] = [
