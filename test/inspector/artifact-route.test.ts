@@ -124,3 +124,58 @@ describe('the artifact route', () => {
     expect((await get(inspector, 'key:note.txt', '&seq=7')).status).toBe(404);
   });
 });
+
+describe('the artifact route under redaction rules', () => {
+  const Secret = defineState({ fields: { owner: field.model(z.string()), files: field.model(z.array(Ref), { default: [] }) } });
+  const NOTES: [string, string, string][] = [
+    ['secret.txt', 'text/plain', 'key sk-abcdefgh for Jane Roe'],
+    ['secret.json', 'application/json', '{"token":"sk-12345678","owner":"Jane Roe"}'],
+    ['secret.csv', 'text/csv', 'token\nsk-abcdefgh\n'],
+    ['secret.png', 'image/png', 'PNGsk-abcdefgh'],
+  ];
+  let redacting: Inspector;
+  let raw: Inspector;
+  const fetchNote = (server: Inspector, name: string, extra = '') => fetch(`http://127.0.0.1:${server.port}/api/threads/s/artifact?id=${encodeURIComponent(`key:${name}`)}${extra}&token=${server.token}`);
+
+  beforeAll(async () => {
+    await graph(Secret)
+      .node('write', async (_s, ctx) => ({ files: await Promise.all(NOTES.map(([name, mediaType, body]) => ctx.artifacts.putNamed(name, body, { mediaType }))) }))
+      .edge(START, 'write')
+      .edge('write', END)
+      .compile({ engine, artifacts, name: 'secret-notes', redact: { paths: ['owner'], patterns: [/sk-[a-z0-9]{8}/] } })
+      .run({ thread: 's', input: { owner: 'Jane Roe' } });
+    redacting = await startInspector({ engine, artifacts, uiDir: join(dir, 'no-ui') });
+    raw = await startInspector({ engine, artifacts, uiDir: join(dir, 'no-ui'), redaction: { raw: true } });
+  });
+
+  afterAll(async () => {
+    await redacting?.close();
+    await raw?.close();
+  });
+
+  it('hides the patterns and the values path rules hide in text and JSON, inline and downloaded, and says so', async () => {
+    for (const [name, extra] of [['secret.txt', ''], ['secret.json', ''], ['secret.csv', ''], ['secret.txt', '&download=1']] as const) {
+      const response = await fetchNote(redacting, name, extra);
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      expect(text, name).not.toContain('sk-');
+      expect(text, name).toContain('[redacted]');
+      expect(response.headers.get('x-cairn-redacted')).toBe('true');
+      expect(Number(response.headers.get('content-length'))).toBe(Buffer.byteLength(text));
+    }
+    expect(await (await fetchNote(redacting, 'secret.txt')).text()).not.toContain('Jane Roe');
+    expect(await (await fetchNote(redacting, 'secret.json')).text()).not.toContain('Jane Roe');
+  });
+
+  it('serves the stored bytes with --raw, and binary types as stored', async () => {
+    const stored = await fetchNote(raw, 'secret.txt');
+    expect(await stored.text()).toBe('key sk-abcdefgh for Jane Roe');
+    expect(stored.headers.get('x-cairn-redacted')).toBeNull();
+    const image = await fetchNote(redacting, 'secret.png');
+    expect(Buffer.from(await image.arrayBuffer()).toString()).toBe('PNGsk-abcdefgh');
+    // A text artifact nothing matches goes out unchanged and unmarked.
+    const plain = await get(redacting, 'key:note.txt');
+    expect(await plain.text()).toBe('hello');
+    expect(plain.headers.get('x-cairn-redacted')).toBeNull();
+  });
+});
