@@ -667,6 +667,12 @@ export class InvalidOptionError extends coded('ERR_INVALID_OPTION') {}
 /** Artifact bytes do not match their reference's sha256 or size. The bytes are not returned. */
 export class ArtifactIntegrityError extends coded('ERR_ARTIFACT_INTEGRITY') {}
 
+/**
+ * A text artifact too long to read whole to redact it (the inspector, a redacted export):
+ * refused rather than shown or written in the clear. Show it raw, or leave artifacts out.
+ */
+export class ArtifactTooLargeToRedactError extends coded('ERR_ARTIFACT_TOO_LARGE_TO_REDACT') {}
+
 /** No artifact with this ref or key in the store (or it was collected). */
 export class ArtifactNotFoundError extends coded('ERR_ARTIFACT_NOT_FOUND') {}
 

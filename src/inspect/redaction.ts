@@ -15,9 +15,11 @@
  * const view = redactStoredState(r, await storedState(engine.checkpointer, 'cust_42'));
  * ```
  */
+import type { ArtifactRef } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { Store } from '../contracts/store.js';
 import type { ThreadRecord } from '../contracts/threads.js';
+import { ArtifactTooLargeToRedactError } from '../errors.js';
 import { GRAPH_NAMESPACE } from '../internal/graphs.js';
 import { compilePattern, mergeRules, Redactor, type RedactionRules } from '../internal/redaction.js';
 import type { EvaluationReport, ThreadEvaluation } from '../runtime/evaluate.js';
@@ -134,4 +136,28 @@ export async function redactEvaluationReport(engine: Pick<Engine, 'checkpointer'
     threads.push(r.value(shown) as ThreadEvaluation);
   }
   return { ...report, threads };
+}
+
+/** The longest text artifact read whole to redact it (16 MiB): longer ones are refused, not shown in the clear. */
+export const MAX_REDACTED_TEXT_BYTES = 16 * 1024 * 1024;
+
+/** Types whose bytes are text a person reads (any `text/*`, JSON and `+json`): what redaction rules apply to. Images and other binary types are not redacted. */
+export function redactsAsText(mediaType: string): boolean {
+  const type = mediaType.split(';')[0]!.trim().toLowerCase();
+  return type.startsWith('text/') || type === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(type);
+}
+
+/**
+ * A text artifact's bytes through `r`: the patterns, and the values path rules hid in
+ * the states `r` has seen. ArtifactTooLargeToRedactError past {@link MAX_REDACTED_TEXT_BYTES}.
+ */
+export async function redactArtifactText(r: Redactor, ref: ArtifactRef, bytes: AsyncIterable<Uint8Array>): Promise<{ bytes: Buffer; changed: boolean }> {
+  if (ref.size_bytes > MAX_REDACTED_TEXT_BYTES) {
+    throw new ArtifactTooLargeToRedactError(`artifact ${ref.id} is ${ref.size_bytes} bytes of text, more than the ${MAX_REDACTED_TEXT_BYTES} that are redacted whole: show it raw (--raw) or leave artifacts out.`);
+  }
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of bytes) chunks.push(chunk);
+  const text = Buffer.concat(chunks).toString('utf8');
+  const shown = r.text(text);
+  return { bytes: Buffer.from(shown, 'utf8'), changed: shown !== text };
 }

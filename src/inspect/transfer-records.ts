@@ -40,7 +40,11 @@ export type TransferRecord =
   /** Version 4: one of the thread's signals, in id order, pending or consumed. */
   | { type: 'signal'; threadId: string; signal: StoredSignal }
   | { type: 'store'; namespace: string[]; key: string; value: unknown; expiresAt: number | null }
-  /** An artifact's ref and metadata; its bytes follow in `chunks` `artifact-chunk` records. */
-  | { type: 'artifact'; ref: ArtifactRef; metadata: Record<string, string>; chunks: number }
+  /**
+   * An artifact's ref and metadata; its bytes follow in `chunks` `artifact-chunk` records.
+   * `redacted`: a redacted export's text artifact whose bytes its rules changed (they no
+   * longer match the ref's sha256; such an export is never imported).
+   */
+  | { type: 'artifact'; ref: ArtifactRef; metadata: Record<string, string>; chunks: number; redacted?: true }
   | { type: 'artifact-chunk'; id: string; data: string }
   | { type: 'end'; threads: number; positions: number; signals?: number; storeItems?: number; artifacts?: number };

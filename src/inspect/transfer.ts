@@ -38,7 +38,7 @@ import { randomUUID } from 'node:crypto';
 import { decode, encode } from '../codec/tagged-json.js';
 import { ArtifactNotFoundError, CairnError, KeyUnavailableError, NotSupportedError, RedactedExportError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
 import type { Redactor } from '../internal/redaction.js';
-import { learnHead, threadRedactor, type RedactionChoice } from './redaction.js';
+import { learnHead, redactArtifactText, redactsAsText, threadRedactor, type RedactionChoice } from './redaction.js';
 import { redactTransferRecord } from './transfer-redaction.js';
 import type { TransferRecord } from './transfer-records.js';
 import { openText, sealText, type DataKey } from '../crypto/envelope.js';
@@ -72,7 +72,8 @@ export interface ExportOptions {
    * Default false: when the threads' graphs declare redaction rules (or `redactPatterns`
    * are given), the export is redacted: values hidden as `cairn show` hides them,
    * snapshots left out, format `cairn-threads-redacted`, which import refuses
-   * (RedactedExportError). Artifact bytes are never redacted.
+   * (RedactedExportError). Text and JSON artifact bytes go through the same rules;
+   * images and other binary artifacts are written as stored.
    */
   raw?: boolean;
   /** More patterns to hide (regular expression sources), beside the stored rules. */
@@ -171,10 +172,10 @@ async function* plainExport(engine: Engine, threadIds: string[], options: Export
   };
   let r: Redactor | undefined;
   const shown = (record: TransferRecord): TransferRecord => (redacted && r?.active ? redactTransferRecord(r, record) : record);
-  /** Refs to send with where one was found, by id, in the order first found. */
-  const refs = new Map<string, { ref: ArtifactRef; where: string }>();
+  /** Refs to send with where one was found (and, in a redacted export, the rules of that thread), by id, in the order first found. */
+  const refs = new Map<string, { ref: ArtifactRef; where: string; redactor: Redactor | undefined }>();
   const collect = (value: unknown, where: string) => {
-    for (const ref of findArtifactRefs(value)) if (!refs.has(ref.id)) refs.set(ref.id, { ref, where });
+    for (const ref of findArtifactRefs(value)) if (!refs.has(ref.id)) refs.set(ref.id, { ref, where, redactor: redacted && r?.active ? r : undefined });
   };
   let positions = 0;
   let signals = 0;
@@ -223,16 +224,20 @@ async function* plainExport(engine: Engine, threadIds: string[], options: Export
   }
   let artifacts = 0;
   if (options.artifacts) {
-    for (const { ref, where } of refs.values()) {
-      yield* artifactRecords(options.artifacts, ref, where);
+    for (const { ref, where, redactor } of refs.values()) {
+      yield* artifactRecords(options.artifacts, ref, where, redactor);
       artifacts++;
     }
   }
   yield { type: 'end', threads: threadIds.length, positions, ...(signals ? { signals } : {}), ...(options.store ? { storeItems } : {}), ...(options.artifacts ? { artifacts } : {}) };
 }
 
-/** One artifact as records: its ref and metadata, then its verified bytes in base64 chunks of CHUNK_BYTES. */
-async function* artifactRecords(store: ArtifactStore, ref: ArtifactRef, where: string): AsyncGenerator<TransferRecord> {
+/**
+ * One artifact as records: its ref and metadata, then its verified bytes in base64 chunks
+ * of CHUNK_BYTES. With `redactor` (a redacted export) a text artifact's bytes go through
+ * its rules first, as the inspector shows them (`redacted: true` when that changed them).
+ */
+async function* artifactRecords(store: ArtifactStore, ref: ArtifactRef, where: string, redactor?: Redactor): AsyncGenerator<TransferRecord> {
   const info = await store.stat(ref);
   if (!info || info.ref.sha256 !== ref.sha256 || info.ref.size_bytes !== ref.size_bytes) {
     throw new ArtifactNotFoundError(
@@ -240,6 +245,12 @@ async function* artifactRecords(store: ArtifactStore, ref: ArtifactRef, where: s
         'Export without artifacts, or from the artifact store the threads wrote to.',
       { place: { engine: store.engine } },
     );
+  }
+  if (redactor && redactsAsText(ref.media_type)) {
+    const { bytes, changed } = await redactArtifactText(redactor, ref, await store.stream(ref, { verify: 'during' }));
+    yield { type: 'artifact', ref, metadata: info.metadata, chunks: Math.ceil(bytes.byteLength / CHUNK_BYTES), ...(changed ? { redacted: true as const } : {}) };
+    for (let at = 0; at < bytes.byteLength; at += CHUNK_BYTES) yield { type: 'artifact-chunk', id: ref.id, data: bytes.subarray(at, at + CHUNK_BYTES).toString('base64') };
+    return;
   }
   yield { type: 'artifact', ref, metadata: info.metadata, chunks: Math.ceil(ref.size_bytes / CHUNK_BYTES) };
   let pending = new Uint8Array(0);

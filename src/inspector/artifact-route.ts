@@ -16,13 +16,13 @@
  * and `+json` type, inline or downloaded) goes through the thread's redaction rules
  * (its patterns, and the values its path rules hide in the state) unless the inspector
  * shows stored values raw; a changed answer says so (`x-cairn-redacted: true`), and its
- * `x-cairn-sha256` still names the stored bytes. Text longer than
- * {@link MAX_REDACTED_TEXT_BYTES} is not read whole to redact it: it is refused (413)
- * rather than served in the clear. Images and other binary types are served as stored.
+ * `x-cairn-sha256` still names the stored bytes. Text too long to read whole
+ * (ArtifactTooLargeToRedactError) is refused (413) rather than served in the clear.
+ * Images and other binary types are served as stored.
  */
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
-import { learnHead, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
+import { learnHead, redactArtifactText, redactsAsText, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
 import { openThreadArtifact } from '../inspect/thread-artifact.js';
 import { integer } from './params.js';
 
@@ -35,18 +35,6 @@ export interface ArtifactRouteContext {
 
 /** The inspector was started without an artifact store: there is nothing to read artifacts from. */
 export class NoArtifactStore extends Error {}
-
-/** A text artifact too long to redact whole: refused, never served in the clear. */
-export class ArtifactTooLargeToRedact extends Error {}
-
-/** The longest text artifact the inspector reads whole to redact (16 MiB). */
-export const MAX_REDACTED_TEXT_BYTES = 16 * 1024 * 1024;
-
-/** Types whose bytes are text a person reads: what redaction rules apply to. */
-function isText(mediaType: string): boolean {
-  const type = mediaType.split(';')[0]!.trim().toLowerCase();
-  return type.startsWith('text/') || type === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(type);
-}
 
 /** A response to write: status, headers and the body's chunks (the first already read, so verification is behind us). */
 export interface ArtifactResponse {
@@ -99,20 +87,14 @@ export async function artifactResponse(context: ArtifactRouteContext, threadId: 
     'x-cairn-sha256': ref.sha256,
     'x-cairn-media-type': encodeURIComponent(ref.media_type),
   };
-  if (isText(ref.media_type)) {
+  if (redactsAsText(ref.media_type)) {
     const redactor = await threadRedactor(context.engine, threadId, context.redaction);
     if (redactor.active) {
-      if (ref.size_bytes > MAX_REDACTED_TEXT_BYTES) {
-        await reader.cancel().catch(() => undefined);
-        throw new ArtifactTooLargeToRedact(`artifact ${ref.id} is ${ref.size_bytes} bytes of text, more than the ${MAX_REDACTED_TEXT_BYTES} the inspector redacts: start it with --raw to see it as stored.`);
-      }
       await learnHead(redactor, context.engine, threadId);
-      const text = await readAll(first, reader);
-      const shown = redactor.text(text);
-      const bytes = Buffer.from(shown, 'utf8');
+      const { bytes, changed } = await redactArtifactText(redactor, ref, rest(first, reader));
       return {
         status: 200,
-        headers: { ...headers, 'content-length': String(bytes.length), ...(shown !== text ? { 'x-cairn-redacted': 'true' } : {}) },
+        headers: { ...headers, 'content-length': String(bytes.length), ...(changed ? { 'x-cairn-redacted': 'true' } : {}) },
         body: (async function* () {
           yield bytes;
         })(),
@@ -137,13 +119,17 @@ export async function artifactResponse(context: ArtifactRouteContext, threadId: 
   return { status: 200, headers, body: body(), cancel: () => reader.cancel().catch(() => undefined) };
 }
 
-/** The rest of a verified stream after its first chunk, as UTF-8 text. */
-async function readAll(first: { done: boolean; value?: Uint8Array }, reader: { read(): Promise<{ done: boolean; value?: Uint8Array }> }): Promise<string> {
-  const chunks: Uint8Array[] = [];
+/** A verified stream from its first chunk on (a text that is redacted whole); the reader is let go of when a read fails. */
+async function* rest(first: { done: boolean; value?: Uint8Array }, reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> }): AsyncIterable<Uint8Array> {
   let next = first;
-  while (!next.done) {
-    if (next.value) chunks.push(next.value);
-    next = await reader.read();
+  let done = false;
+  try {
+    while (!next.done) {
+      if (next.value) yield next.value;
+      next = await reader.read();
+    }
+    done = true;
+  } finally {
+    if (!done) await reader.cancel().catch(() => undefined);
   }
-  return Buffer.concat(chunks).toString('utf8');
 }

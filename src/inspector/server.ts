@@ -20,6 +20,7 @@ import {
   ActionsDisabledError,
   AppRequiredError,
   ArtifactIntegrityError,
+  ArtifactTooLargeToRedactError,
   ArtifactNotFoundError,
   CairnError,
   CrossSiteRequestError,
@@ -46,7 +47,7 @@ import type { StateSchema } from '../state/schema.js';
 import { actionsInfo, checkSameSite, isActionRoute, performAction, readJsonBody, type ActionContext } from './actions.js';
 import { answer, RouteNotFound, viewJson } from './api.js';
 import { redactEvaluationReport, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
-import { ARTIFACT_ROUTE, ArtifactTooLargeToRedact, artifactResponse, NoArtifactStore } from './artifact-route.js';
+import { ARTIFACT_ROUTE, artifactResponse, NoArtifactStore } from './artifact-route.js';
 import { EVALUATE_ROUTE, SAVED_REPORT_ROUTE, evaluateAction } from './evaluation.js';
 import { access, newToken, tokenCookie } from './auth.js';
 import { DEFAULT_UI_DIR, uiFile } from './static-files.js';
@@ -107,7 +108,7 @@ function errorStatus(error: unknown): { status: number; code: string; message: s
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof RouteNotFound) return { status: 404, code: 'ERR_NO_ROUTE', message: `no API route ${message}` };
   if (error instanceof NoArtifactStore) return { status: 404, code: 'ERR_NO_ARTIFACT_STORE', message };
-  if (error instanceof ArtifactTooLargeToRedact) return { status: 413, code: 'ERR_ARTIFACT_TOO_LARGE_TO_REDACT', message };
+  if (ArtifactTooLargeToRedactError.is(error)) return { status: 413, code: error.code, message };
   if (ArtifactIntegrityError.is(error)) return { status: 409, code: error.code, message };
   if (ArtifactNotFoundError.is(error)) return { status: 404, code: error.code, message };
   const code = CairnError.is(error) ? (error as CairnError & { code: string }).code : 'ERR_INTERNAL';

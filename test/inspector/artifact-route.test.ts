@@ -5,7 +5,9 @@
  * `application/octet-stream` attachments; every answer has a sandboxing CSP; an id
  * the state does not hold is 404 (a caller cannot name bytes the thread does not
  * refer to); damaged bytes are 409 with no byte sent; without `--artifacts` it says
- * how to start the inspector; a HEAD answers the headers only.
+ * how to start the inspector; a HEAD answers the headers only. Under a graph's redaction
+ * rules, text and JSON artifacts are served (and exported) redacted, binary ones as
+ * stored, and `--raw` serves the stored bytes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +18,7 @@ import { fsArtifacts } from '../../src/artifacts/fs/index.js';
 import type { ArtifactStore } from '../../src/contracts/artifact-store.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { memory } from '../../src/engines/memory/index.js';
+import { exportThreads } from '../../src/inspect/transfer.js';
 import { downloadName, servedType } from '../../src/inspector/artifact-route.js';
 import { startInspector, type Inspector } from '../../src/inspector/index.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -165,6 +168,26 @@ describe('the artifact route under redaction rules', () => {
     }
     expect(await (await fetchNote(redacting, 'secret.txt')).text()).not.toContain('Jane Roe');
     expect(await (await fetchNote(redacting, 'secret.json')).text()).not.toContain('Jane Roe');
+  });
+
+  it('a redacted export writes text artifacts through the same rules, binary ones as stored; a raw export the stored bytes', async () => {
+    const bytesOf = async (raw: boolean) => {
+      const out = new Map<string, { redacted: boolean; bytes: string }>();
+      for await (const record of exportThreads(engine, ['s'], { artifacts, raw })) {
+        if (record.type === 'artifact') out.set(record.ref.id, { redacted: record.redacted === true, bytes: '' });
+        if (record.type === 'artifact-chunk') out.get(record.id)!.bytes += Buffer.from(record.data, 'base64').toString();
+      }
+      return out;
+    };
+    const redactedExport = await bytesOf(false);
+    for (const name of ['secret.txt', 'secret.json', 'secret.csv']) {
+      const { redacted, bytes } = redactedExport.get(`key:${name}`)!;
+      expect(redacted, name).toBe(true);
+      expect(bytes, name).not.toContain('sk-');
+      expect(bytes, name).not.toContain('Jane Roe');
+    }
+    expect(redactedExport.get('key:secret.png')).toEqual({ redacted: false, bytes: 'PNGsk-abcdefgh' });
+    expect((await bytesOf(true)).get('key:secret.txt')).toEqual({ redacted: false, bytes: 'key sk-abcdefgh for Jane Roe' });
   });
 
   it('serves the stored bytes with --raw, and binary types as stored', async () => {
