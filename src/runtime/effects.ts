@@ -65,7 +65,7 @@ export function doneEntry(held: CommittedEffect): LedgerEntry {
  * intent, then the outcome. Their call already happened; what matters is that a
  * re-execution finds the outcome and does not run the effect again.
  */
-export async function writeCommittedEffects(ledger: Ledger, entries: readonly CommittedEffect[]): Promise<void> {
+export async function writeEffectsToLedger(ledger: Ledger, entries: readonly CommittedEffect[]): Promise<void> {
   for (const { outcome, completedAt, ...intent } of entries) {
     await ledger.writeIntent(intent);
     await ledger.writeOutcome(intent.threadId, intent.key, outcome, completedAt);

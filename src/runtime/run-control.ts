@@ -45,7 +45,7 @@ import { runSubgraphTask, type ChildRunner, type RunOutcome } from './child-run.
 import { ThreadCursor, positionStatus, wakeTime, type Head } from './cursor.js';
 import { ThreadSignals } from './signal-queue.js';
 import type { EventSink } from './events.js';
-import { writeCommittedEffects } from './effects.js';
+import { writeEffectsToLedger } from './effects.js';
 import { START, nextNodes, type ChildSpec, type GraphSpec } from './graph-spec.js';
 import { checkUnanchored } from './materialize.js';
 import { mergeWrites, noChanges, type MergeResult } from './merge.js';
@@ -392,7 +392,7 @@ export class ThreadRun implements ChildRunner {
       ...(settings.emit ? { emit: settings.emit } : {}),
       pending: this.pendingWrites(),
       revalidate: (tasks, results, origin, carried) => runner.revalidate(tasks, results, origin, cursor.state, carried),
-      writeEffects: (entries) => writeCommittedEffects(settings.engine.ledger, entries),
+      writeEffects: (entries) => writeEffectsToLedger(settings.engine.ledger, entries),
       stage: (merged) => cursor.stage(merged),
       unstage: () => cursor.unstage(),
     };

@@ -16,7 +16,7 @@ import type { StateSchema } from '../state/schema.js';
 import type { EventSink } from './events.js';
 import type { ChildSpec } from './graph-spec.js';
 import { findStaleRead } from './node-store.js';
-import { writeCommittedEffects } from './effects.js';
+import { writeEffectsToLedger } from './effects.js';
 import { resolveRetry, retryDelay, type RetryPolicy } from './retry.js';
 import type { Carried, Task, TaskOutcome, TaskRunner } from './superstep.js';
 import { TaskScope, type SignalQueue } from './task-scope.js';
@@ -178,7 +178,7 @@ export class LiveTaskRunner implements TaskRunner {
       if (round >= MAX_STALE_RERUNS) throw new StaleReadLimitError(tasks[first]!.node.name, round, stale[first]!, place);
       for (const [i, s] of stale.entries()) {
         if (!s) continue;
-        await writeCommittedEffects(o.engine.ledger, results[i]!.committedEffects ?? []);
+        await writeEffectsToLedger(o.engine.ledger, results[i]!.committedEffects ?? []);
         await o.discardRecords(results[i]!.records.map((r) => r.key));
         results[i] = await this.run(tasks[i]!, origin, state, carried);
       }

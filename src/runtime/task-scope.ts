@@ -33,7 +33,7 @@ import {
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
 import { withinCall } from './current-node.js';
-import { checkEffectCommit, doneEntry, writeCommittedEffects, type EffectSpec } from './effects.js';
+import { checkEffectCommit, doneEntry, writeEffectsToLedger, type EffectSpec } from './effects.js';
 import type { EventSink } from './events.js';
 import type { CallRef, PendingWait } from './position.js';
 import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
@@ -575,7 +575,7 @@ export class TaskScope implements NodeContext {
 
   /** Writes this execution's `commit: 'with-step'` effects to the ledger now: the node stopped, failed or waits on a sibling. */
   async writeWithStepEffects(): Promise<void> {
-    await writeCommittedEffects(this.options.ledger, this.takeWithStepEffects());
+    await writeEffectsToLedger(this.options.ledger, this.takeWithStepEffects());
   }
 
   private doEffect<T>(call: number, name: string, spec: EffectSpec<T>): Promise<T> {
