@@ -10,7 +10,8 @@
  * any other row, of the same kind or not, fails its tag.
  */
 import { DecryptionError, PlaintextRowError } from '../errors.js';
-import { isSealed, openText, openTextsUnchecked, sealText, sealedKeyId, type DataKey } from './envelope.js';
+import { openTextsUnchecked } from './bulk-open.js';
+import { isSealed, openText, sealText, sealedKeyId, type DataKey } from './envelope.js';
 import type { Keyring } from './keyring.js';
 
 /** The associated data of a row: its kind and identity. */
