@@ -3,7 +3,8 @@
 # driver. For each version, a Node binary from the npm registry's `node` package
 # (npx -p node@<major>) runs `cairn demo` (default driver choice: better-sqlite3,
 # built for the Node that installed it, does not load there, so node:sqlite is
-# taken) and vitest on the conformance and driver suites with
+# taken) and vitest on the conformance and driver suites (the encrypted SQLite engine's
+# too: node:sqlite hands its sealed BLOBs back as Uint8Array) with
 # CAIRN_SQLITE_DRIVER=node:sqlite, and on the first version the worked example's SQLite
 # crash suite too (its child processes inherit both the binary, process.execPath, and
 # the variable). The other crash suites exercise the runtime, not the driver: they run
@@ -27,6 +28,7 @@ TESTS=(
   test/conformance/driver-failures.sqlite.test.ts
   test/engines/sqlite-drivers.test.ts
   test/engines/sqlite-errors.test.ts
+  test/crypto/checkpointer.encrypted-sqlite.test.ts
 )
 # The worked example's SQLite crash suite on the first version only: it proves the
 # driver keeps a killed run's commits; the other versions run the same driver code.

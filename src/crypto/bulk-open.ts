@@ -13,20 +13,24 @@
 import { isAscii } from 'node:buffer';
 import { createCipheriv } from 'node:crypto';
 import { DecryptionError } from '../errors.js';
-import { IV_BYTES, SEALED_PREFIX, TAG_BYTES, type DataKey } from './envelope.js';
+import { IV_BYTES, SEALED_PREFIX, TAG_BYTES, sealedKeyId, type DataKey } from './envelope.js';
+import { sealedBytesHeader, sealedBytesHeaderFor, sealedBytesKeyId } from './sealed-bytes.js';
 
 const BLOCK = 16;
 
 /**
- * Decrypts many sealed texts under one key without checking their tags. Returns the
- * plaintexts in order.
+ * Decrypts many sealed rows under one key without checking their tags, and returns the
+ * plaintexts in order, or null when some row names another key (the caller groups the
+ * rows by key then). A row is the sealed text or the sealed bytes an engine stored it as
+ * (crypto/sealed-bytes, as the SQLite engine does): bytes are copied in as they are, a
+ * text's base64 decoded.
  *
- * Everything happens in one WebAssembly memory, with no per-row Buffer, cipher or copy:
- * each envelope is decoded into its slot of whole 16-byte blocks in the data region
- * (four spare bytes, the 12-byte IV, then the ciphertext, so that it starts on a
- * block, and the tag); the kernel writes each row's counter blocks (`iv ‖ n`, from 2)
- * at the same offset of the counter region, reading the slots from a table after it;
- * one ECB call turns the counters into the keystream, written back over them; the
+ * Everything happens in one WebAssembly memory, with no per-row Buffer, cipher or copy
+ * but the row's own: each row gets a slot of whole 16-byte blocks in the data region,
+ * its ciphertext starting on a block (the body offset), its IV right before it and,
+ * for sealed bytes, their header before that. The kernel checks every header names the
+ * key; writes each row's counter blocks (`iv ‖ n`, from 2) at the body's offset in the
+ * counter region; AES-ECB turns them into the keystream, written back over them; the
  * kernel XORs it into the data and zeroes what is not a body.
  *
  * Then, when every body is ASCII (JSON mostly is), the whole data region is read as one
@@ -34,64 +38,107 @@ const BLOCK = 16;
  * by one cost more than the decryption, most of it in the garbage collector moving them.
  * Otherwise each body is decoded as UTF-8 on its own.
  */
-export function openTextsUnchecked(key: DataKey, texts: readonly string[], where: string): string[] {
-  const count = texts.length;
+export function openTextsUnchecked(key: DataKey, rows: readonly (string | Uint8Array)[], where: string): string[] | null {
+  const count = rows.length;
   if (count === 0) return [];
+  const textPrefix = `${SEALED_PREFIX}${key.id}:`;
+  const expected = sealedBytesHeaderFor(key.id);
+  // Per row: where its base64 starts (-1 for bytes), the length of iv ‖ ciphertext ‖ tag,
+  // and the body offset.
   const from = new Array<number>(count);
   const packedBytes = new Array<number>(count);
-  const slots = new Array<number>(count);
+  const bodies = new Array<number>(count);
   let size = 0;
   for (let p = 0; p < count; p++) {
-    const text = texts[p]!;
-    const start = text.startsWith(SEALED_PREFIX) ? text.indexOf(':', SEALED_PREFIX.length) + 1 : 0;
-    const chars = text.length - start;
-    const bytes = (chars >> 2) * 3 - (text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0);
-    if (start === 0 || chars % 4 !== 0 || bytes < IV_BYTES + TAG_BYTES) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
-    from[p] = start;
+    const row = rows[p]!;
+    let bytes: number;
+    let header = 0;
+    if (typeof row === 'string') {
+      if (!row.startsWith(textPrefix)) return anotherKey(row, where);
+      const chars = row.length - textPrefix.length;
+      bytes = chars % 4 !== 0 ? -1 : (chars >> 2) * 3 - (row.endsWith('==') ? 2 : row.endsWith('=') ? 1 : 0);
+      from[p] = textPrefix.length;
+    } else {
+      header = sealedBytesHeader(row);
+      bytes = header < 0 ? -1 : row.length - header;
+      from[p] = -1;
+    }
+    if (bytes < IV_BYTES + TAG_BYTES) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
     packedBytes[p] = bytes;
-    slots[p] = size;
-    // The slot holds the tag too, after the body: whole blocks from the IV's end.
-    size += BLOCK + Math.ceil((bytes - IV_BYTES) / BLOCK) * BLOCK;
+    const body = size + blocksOf(header + IV_BYTES);
+    bodies[p] = body;
+    // The tag stays in the slot, after the body.
+    size = body + blocksOf(bytes - IV_BYTES);
   }
-  // Data at [0, size), counters then keystream at [size, 2 size), the slot table after:
-  // (slot, body blocks, body length) per row.
+  // Data at [0, size), counters then keystream at [size, 2 size), the row table after,
+  // then the header every sealed-bytes row must have.
   const tableAt = 2 * size;
-  const memory = new wasm.Memory({ initial: Math.ceil((tableAt + 12 * count) / 65_536) });
+  const expectedAt = tableAt + 16 * count;
+  const memory = new wasm.Memory({ initial: Math.ceil((expectedAt + expected.length) / 65_536) });
   const data = Buffer.from(memory.buffer, 0, size);
-  const table = new Int32Array(memory.buffer, tableAt, 3 * count);
+  const table = new Int32Array(memory.buffer, tableAt, 4 * count);
+  Buffer.from(memory.buffer, expectedAt, expected.length).set(expected);
   for (let p = 0; p < count; p++) {
-    const written = data.write(texts[p]!.slice(from[p]), slots[p]! + 4, packedBytes[p]!, 'base64');
-    if (written !== packedBytes[p]) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
+    const row = rows[p]!;
+    const ivAt = bodies[p]! - IV_BYTES;
+    let headerAt = -1;
+    if (typeof row !== 'string') {
+      headerAt = ivAt - (row.length - packedBytes[p]!);
+      data.set(row, headerAt);
+    } else if (data.write(row.slice(from[p]), ivAt, packedBytes[p]!, 'base64') !== packedBytes[p]) {
+      throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
+    }
     const length = packedBytes[p]! - IV_BYTES - TAG_BYTES;
-    table[3 * p] = slots[p]!;
-    table[3 * p + 1] = Math.ceil(length / BLOCK);
-    table[3 * p + 2] = length;
+    table[4 * p] = bodies[p]!;
+    table[4 * p + 1] = Math.ceil(length / BLOCK);
+    table[4 * p + 2] = length;
+    table[4 * p + 3] = headerAt;
   }
   const kernel = kernelOver(memory);
+  const stranger = kernel.k(tableAt, count, expectedAt, expected.length);
+  if (stranger >= 0) return anotherKey(rows[stranger]!, where);
   kernel.c(tableAt, count, size);
+  // ECB a slice at a time: each output is small enough to stay in cache until copied back.
   const ecb = createCipheriv('aes-256-ecb', key.key, null);
   ecb.setAutoPadding(false);
-  const counters = Buffer.from(memory.buffer, size, size);
-  counters.set(ecb.update(counters));
+  for (let at = size; at < 2 * size; at += ECB_SLICE) {
+    const slice = Buffer.from(memory.buffer, at, Math.min(ECB_SLICE, 2 * size - at));
+    slice.set(ecb.update(slice));
+  }
   kernel.x(0, size, size);
   kernel.z(tableAt, count, size);
   const out = new Array<string>(count);
   if (isAscii(data)) {
     const all = data.toString('latin1');
-    for (let p = 0; p < count; p++) out[p] = all.slice(slots[p]! + BLOCK, slots[p]! + BLOCK + table[3 * p + 2]!);
+    for (let p = 0; p < count; p++) out[p] = all.slice(bodies[p], bodies[p]! + table[4 * p + 2]!);
   } else {
-    for (let p = 0; p < count; p++) out[p] = data.toString('utf8', slots[p]! + BLOCK, slots[p]! + BLOCK + table[3 * p + 2]!);
+    for (let p = 0; p < count; p++) out[p] = data.toString('utf8', bodies[p], bodies[p]! + table[4 * p + 2]!);
   }
   return out;
 }
 
+/** A row under another key means null (the caller groups by key); a row under none is malformed. */
+function anotherKey(row: string | Uint8Array, where: string): null {
+  if ((typeof row === 'string' ? sealedKeyId(row) : sealedBytesKeyId(row)) === null) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
+  return null;
+}
+
+/** Bytes of keystream made per AES call: a multiple of the block. */
+const ECB_SLICE = 64 * 1024;
+
+/** `n` bytes rounded up to whole blocks. */
+function blocksOf(n: number): number {
+  return Math.ceil(n / BLOCK) * BLOCK;
+}
+
 /**
  * bulk-open.wat compiled: `x(a, b, n)` XORs memory[b, b + n) into memory[a, a + n);
+ * `k(table, rows, expected, length)` finds a row whose header is not the expected one;
  * `c(table, rows, counters)` writes the counter blocks of the rows the table lists;
  * `z(table, rows, size)` zeroes [0, size) outside their bodies.
  */
 const KERNEL_WASM = Buffer.from(
-  'AGFzbQEAAAABBwFgA39/fwACCgEBbQNtZW0CAAEDBAMAAAAHDQMBeAAAAWMAAQF6AAIKtwIDMwEBfwJAA0AgAyACTw0BIAAgA2ogACADaikDACABIANqKQMAhTcDACADQQhqIQMMAAsLC68BAwR/AX4CfyAAIAFBDGxqIQMCQANAIAAgA08NASAAKAIAIQQgBEEEaikDACEHIARBDGooAgAhCCACIARqQRBqIQUgBSAAKAIEQQR0aiEGQQIhCQJAA0AgBSAGTw0BIAUgBzcDACAFIAg2AgggBSAJQRh0IAlBgP4DcUEIdHIgCUEIdkGA/gNxIAlBGHZycjYCDCAJQQFqIQkgBUEQaiEFDAALCyAAQQxqIQAMAAsLC1ABA38gACABQQxsaiEDAkADQCAAIANPDQEgACgCAEEQaiEFIARBACAFIARr/AsAIAUgACgCCGohBCAAQQxqIQAMAAsLIARBACACIARr/AsACw==',
+  'AGFzbQEAAAABDwJgA39/fwBgBH9/f38BfwIKAQFtA21lbQIAAQMFBAABAAAHEQQBeAAAAWsAAQFjAAIBegADCpUDBDMBAX8CQANAIAMgAk8NASAAIANqIAAgA2opAwAgASADaikDAIU3AwAgA0EIaiEDDAALCwtjAQN/AkADQCAEIAFPDQEgACgCDCEFIAVBAE4EQEEAIQYCQANAIAYgA08NASAFIAZqLQAAIAIgBmotAABHBEAgBA8LIAZBAWohBgwACwsLIABBEGohACAEQQFqIQQMAAsLQX8LrAEDBH8BfgJ/IAAgAUEEdGohAwJAA0AgACADTw0BIAAoAgAhBCAEQQxrKQMAIQcgBEEEaygCACEIIAIgBGohBSAFIAAoAgRBBHRqIQZBAiEJAkADQCAFIAZPDQEgBSAHNwMAIAUgCDYCCCAFIAlBGHQgCUGA/gNxQQh0ciAJQQh2QYD+A3EgCUEYdnJyNgIMIAlBAWohCSAFQRBqIQUMAAsLIABBEGohAAwACwsLTQEDfyAAIAFBBHRqIQMCQANAIAAgA08NASAAKAIAIQUgBEEAIAUgBGv8CwAgBSAAKAIIaiEEIABBEGohAAwACwsgBEEAIAIgBGv8CwAL',
   'base64',
 );
 
@@ -106,6 +153,7 @@ interface WasmApi {
 }
 interface Kernel {
   x(a: number, b: number, n: number): void;
+  k(table: number, rows: number, expected: number, length: number): number;
   c(table: number, rows: number, counters: number): void;
   z(table: number, rows: number, size: number): void;
 }

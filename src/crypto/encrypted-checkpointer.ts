@@ -51,6 +51,7 @@ import { MAX_SIGNAL_PAYLOAD_BYTES } from '../defaults.js';
 import { NotSupportedError } from '../errors.js';
 import { outcomeAad } from './encrypted-ledger.js';
 import { sealText } from './envelope.js';
+import { ITEMS_AS_STORED, type ItemsAsStored } from './sealed-bytes.js';
 import { VERIFYING_READS } from './scopes.js';
 import { rowAad, type Sealer } from './sealer.js';
 import type { ThreadScopes } from './thread-scopes.js';
@@ -257,8 +258,10 @@ export class EncryptedCheckpointer implements Checkpointer {
       }
       return items;
     }
-    const texts = await this.inner.getItems(threadId, ns, field, ranges);
-    return this.sealer.openAllUnchecked(texts, `thread ${threadId}${ns ? ` ns ${ns}` : ''} (items of field "${field}")`);
+    // Sealed items as the bytes the engine keeps them as, where it offers them (SQLite).
+    const asStored = (this.inner as Partial<ItemsAsStored>)[ITEMS_AS_STORED];
+    const rows = asStored ? await asStored.call(this.inner, threadId, ns, field, ranges) : await this.inner.getItems(threadId, ns, field, ranges);
+    return this.sealer.openAllUnchecked(rows, `thread ${threadId}${ns ? ` ns ${ns}` : ''} (items of field "${field}")`);
   }
 
   async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {

@@ -12,6 +12,7 @@
 import { DecryptionError, PlaintextRowError } from '../errors.js';
 import { openTextsUnchecked } from './bulk-open.js';
 import { isSealed, openText, sealText, sealedKeyId, type DataKey } from './envelope.js';
+import { sealedBytesKeyId } from './sealed-bytes.js';
 import type { Keyring } from './keyring.js';
 
 /** The associated data of a row: its kind and identity. */
@@ -47,31 +48,31 @@ export class Sealer {
 
   /**
    * Opens many rows of one read (a field's items) without their tags: one key lookup
-   * per data key, one AES call per key (see `openTextsUnchecked`). Plaintext rows as in
+   * per data key, one AES call per key (see `openTextsUnchecked`). A row is a text or
+   * the sealed bytes an engine stored it as (crypto/sealed-bytes). Plaintext rows as in
    * {@link open}.
    */
-  async openAllUnchecked(texts: readonly string[], where: string): Promise<string[]> {
-    if (texts.length === 0) return [];
-    const first = sealedKeyId(texts[0]!);
-    // The common case: every row sealed under one key (no rotation inside the range).
-    if (first !== null && texts.every((text) => text.startsWith(`~c1:${first}:`))) {
-      return openTextsUnchecked(await this.keyOf(texts[0]!, where), texts, where);
-    }
-    const out = new Array<string>(texts.length);
+  async openAllUnchecked(rows: readonly (string | Uint8Array)[], where: string): Promise<string[]> {
+    if (rows.length === 0) return [];
+    // The common case: every row sealed under the first row's key (no rotation inside
+    // the range), which the bulk opener checks as it goes.
+    const first = rowKeyId(rows[0]!);
+    const opened = first === null ? null : openTextsUnchecked(await this.keyring.keyById(first), rows, where);
+    if (opened) return opened;
+    const out = new Array<string>(rows.length);
     const byKey = new Map<string, number[]>();
-    texts.forEach((text, i) => {
-      const id = sealedKeyId(text);
-      if (id === null) out[i] = this.plain(text, where);
+    rows.forEach((row, i) => {
+      const id = rowKeyId(row);
+      if (id === null) out[i] = typeof row === 'string' ? this.plain(row, where) : malformed(where);
       else {
         let list = byKey.get(id);
         if (!list) byKey.set(id, (list = []));
         list.push(i);
       }
     });
-    for (const [, indexes] of byKey) {
-      const key = await this.keyOf(texts[indexes[0]!]!, where);
-      const opened = openTextsUnchecked(key, indexes.map((i) => texts[i]!), where);
-      indexes.forEach((i, j) => (out[i] = opened[j]!));
+    for (const [id, indexes] of byKey) {
+      const texts = openTextsUnchecked(await this.keyring.keyById(id), indexes.map((i) => rows[i]!), where)!;
+      indexes.forEach((i, j) => (out[i] = texts[j]!));
     }
     return out;
   }
@@ -88,4 +89,13 @@ export class Sealer {
     if (id === null) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
     return this.keyring.keyById(id);
   }
+}
+
+/** The key id a row of a bulk read names: a text's envelope or sealed bytes; null for plaintext (or bytes that are not sealed). */
+function rowKeyId(row: string | Uint8Array): string | null {
+  return typeof row === 'string' ? sealedKeyId(row) : sealedBytesKeyId(row);
+}
+
+function malformed(where: string): never {
+  throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
 }

@@ -7,6 +7,7 @@
  */
 import type { SeqRange, StoredPosition } from '../contracts/checkpointer.js';
 import type { StoredSignal, ThreadRecord } from '../contracts/threads.js';
+import { textOfStored } from '../crypto/sealed-bytes.js';
 import type { OverwriteRow, StoredRow } from '../store/rows.js';
 import type { HeldThread } from './lease.js';
 
@@ -48,7 +49,8 @@ export interface PositionRow {
   step: Int;
   schema_version: number;
   created_at: Int;
-  body: string;
+  /** Text, or (SQLite) a sealed body as its bytes (crypto/sealed-bytes). */
+  body: string | Uint8Array;
   hash: Uint8Array | string;
 }
 
@@ -118,7 +120,7 @@ export function positionOf(ns: string, row: PositionRow): StoredPosition {
     step: Number(row.step),
     schemaVersion: row.schema_version,
     createdAt: Number(row.created_at),
-    body: row.body,
+    body: textOfStored(row.body),
     hash: typeof row.hash === 'string' ? row.hash : Buffer.from(row.hash.buffer, row.hash.byteOffset, row.hash.byteLength).toString('hex'),
   };
 }

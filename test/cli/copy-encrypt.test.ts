@@ -14,6 +14,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fsArtifacts } from '../../src/artifacts/fs/index.js';
 import { encrypted, keyFile } from '../../src/crypto/index.js';
+import { textOfStored } from '../../src/crypto/sealed-bytes.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { workedExample } from '../../src/testing/worked-example.js';
 import { cairn } from './run-cli.js';
@@ -69,10 +70,11 @@ describe('cairn copy --to-keys', () => {
     // Every byte the target wrote: the database (checkpointed) and the artifact directory.
     const handle = new Database(sealed);
     handle.pragma('wal_checkpoint(TRUNCATE)');
-    const bodies = handle.prepare('SELECT body FROM cairn_positions').pluck().all() as string[];
+    const bodies = handle.prepare('SELECT body FROM cairn_positions').pluck().all() as (string | Buffer)[];
     handle.close();
     expect(bodies.length).toBeGreaterThan(0);
-    expect(bodies.every((body) => body.startsWith('~c1:'))).toBe(true);
+    // Sealed, and kept as the envelope's bytes (crypto/sealed-bytes).
+    expect(bodies.every((body) => Buffer.isBuffer(body) && textOfStored(body).startsWith('~c1:'))).toBe(true);
     expect(holds(dbFiles(sealed), CANARY)).toBe(false);
     expect(holds(dbFiles(sealed), STORE_CANARY)).toBe(false);
     expect(holds([join(dir, 'sealed-artifacts')], CANARY)).toBe(false);

@@ -4,6 +4,9 @@ import wabt from 'wabt';
 import { describe, expect, it } from 'vitest';
 import { BULK_OPEN_KERNEL, openTextsUnchecked } from '../../src/crypto/bulk-open.js';
 import { openText, sealText } from '../../src/crypto/envelope.js';
+import type { Keyring } from '../../src/crypto/keyring.js';
+import { sealedToBytes } from '../../src/crypto/sealed-bytes.js';
+import { Sealer } from '../../src/crypto/sealer.js';
 import { DecryptionError } from '../../src/errors.js';
 
 const key = { id: 'dk-test', key: randomBytes(32) };
@@ -40,11 +43,30 @@ describe('the bulk opener', () => {
     expect(() => openTextsUnchecked(key, [good, '~c1:dk-test:AAAA'], 'items')).toThrow(DecryptionError);
     expect(() => openTextsUnchecked(key, [good, good.slice(0, -1)], 'items')).toThrow(DecryptionError);
     expect(() => openTextsUnchecked(key, ['{"plain":true}'], 'items')).toThrow(DecryptionError);
+    expect(() => openTextsUnchecked(key, [good, Buffer.from([0xc1, 7, 1, 2])], 'items')).toThrow(DecryptionError);
+    expect(() => openTextsUnchecked(key, [good, sealedToBytes(good)!.subarray(0, 30)], 'items')).toThrow(DecryptionError);
   });
 
-  it('under the wrong key it returns other bytes, never the plaintext', () => {
+  it('under other key material of the same id it returns other bytes, never the plaintext', () => {
     const sealed = sealText(key, 'the secret text', 'a');
-    const [opened] = openTextsUnchecked({ id: 'dk-test', key: randomBytes(32) }, [sealed], 'items');
+    const [opened] = openTextsUnchecked({ id: 'dk-test', key: randomBytes(32) }, [sealed], 'items')!;
     expect(opened).not.toBe('the secret text');
+  });
+
+  it('takes sealed bytes as they are, beside texts, in any mix', () => {
+    const texts = Array.from({ length: 120 }, (_, i) => JSON.stringify({ i, s: i % 7 === 0 ? 'ç'.repeat(i) : 'a'.repeat(i) }));
+    const sealed = texts.map((t, i) => sealText(key, t, `aad${i}`));
+    const rows = sealed.map((s, i) => (i % 3 === 0 ? s : sealedToBytes(s)!));
+    expect(openTextsUnchecked(key, rows, 'items')).toEqual(texts);
+    expect(openTextsUnchecked(key, sealed.map((s) => sealedToBytes(s)!), 'items')).toEqual(texts);
+  });
+
+  it('a row under another key (text or bytes) makes it return null; the sealer then opens each under its own key', async () => {
+    const other = { id: 'dk-other-key', key: randomBytes(32) };
+    const rows = [sealText(key, 'one', 'a'), sealedToBytes(sealText(other, 'two', 'a'))!, sealText(other, 'three', 'a'), sealedToBytes(sealText(key, 'four', 'a'))!];
+    expect(openTextsUnchecked(key, rows, 'items')).toBeNull();
+    expect(openTextsUnchecked(key, [rows[0]!, rows[2]!], 'items')).toBeNull();
+    const keyring = { keyById: async (id: string) => (id === key.id ? key : other) } as unknown as Keyring;
+    expect(await new Sealer(keyring, true).openAllUnchecked(rows, 'items')).toEqual(['one', 'two', 'three', 'four']);
   });
 });

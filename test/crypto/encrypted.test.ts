@@ -21,6 +21,7 @@ import type { Engine } from '../../src/contracts/engine.js';
 import { CHECKPOINTER_MEMBERS } from '../../src/crypto/encrypted-checkpointer.js';
 import { LEDGER_MEMBERS } from '../../src/crypto/encrypted-ledger.js';
 import { encrypted, keyFile, threadScope } from '../../src/crypto/index.js';
+import { textOfStored } from '../../src/crypto/sealed-bytes.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { CorruptRecordError, DecryptionError, PlaintextRowError } from '../../src/errors.js';
 import { END, START, defineState, field, graph } from '../../src/index.js';
@@ -149,10 +150,11 @@ describe('encrypted(sqlite(...))', () => {
     await canaryApp(migrating, 3).run({ thread: 'clear', input: { secret: 'again' } });
     // The new step was sealed; the old rows stay as they were until rewritten.
     const bodies = new Database(file, { readonly: true });
-    const rows = bodies.prepare("SELECT p.seq, p.body FROM cairn_positions p JOIN cairn_threads t ON t.tid = p.tid WHERE t.id = 'clear' ORDER BY p.seq").all() as { seq: number; body: string }[];
+    const rows = bodies.prepare("SELECT p.seq, p.body FROM cairn_positions p JOIN cairn_threads t ON t.tid = p.tid WHERE t.id = 'clear' ORDER BY p.seq").all() as { seq: number; body: string | Buffer }[];
     bodies.close();
-    expect(rows.at(-1)!.body.startsWith('~c1:')).toBe(true);
-    expect(rows[0]!.body.startsWith('~c1:')).toBe(false);
+    // SQLite keeps a sealed body as its bytes (crypto/sealed-bytes), a plaintext one as text.
+    expect(Buffer.isBuffer(rows.at(-1)!.body) && textOfStored(rows.at(-1)!.body).startsWith('~c1:')).toBe(true);
+    expect(rows[0]!.body).toMatch(/^\{/);
   });
 
   it("seals the outcomes of a commit's effects as the ledger seals an outcome: ledger.get reads them, the file holds none, require mode refuses a plaintext writer's", async () => {
@@ -255,7 +257,7 @@ describe('encrypted(sqlite(...))', () => {
     const rotated = await again.encryption.keyring.rotateDataKey(scope);
     await canaryApp(again, 3).run({ thread: 't', input: { secret: 'again' } });
     const db = new Database(file, { readonly: true });
-    const bodies = db.prepare('SELECT body FROM cairn_positions ORDER BY seq').pluck().all() as string[];
+    const bodies = (db.prepare('SELECT body FROM cairn_positions ORDER BY seq').pluck().all() as (string | Buffer)[]).map(textOfStored);
     db.close();
     expect(bodies.at(-1)!.startsWith(`~c1:${rotated.id}:`)).toBe(true);
     expect(bodies[0]!.startsWith(`~c1:${firstKey}:`)).toBe(true);

@@ -36,6 +36,7 @@ import type {
 } from '../../contracts/checkpointer.js';
 import { comparePositionItems } from '../../contracts/checkpointer.js';
 import type { DeleteThreadResult, LeaseOwner, SignalQuery, StoredSignal, ThreadLease, ThreadRecord, ThreadStatus } from '../../contracts/threads.js';
+import { ITEMS_AS_STORED, storedForm, textOfStored } from '../../crypto/sealed-bytes.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { holderIsLive } from '../../internal/lease.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
@@ -206,7 +207,7 @@ function fewUpdatedSince(db: SqliteQueries, from: number): boolean {
 }
 
 /** `(seq BETWEEN ? AND ?) OR ...` for the ranges (never empty), with its parameters. */
-const seqRanges = (ranges: SeqRange[], column = 'seq') => rangeClause(ranges, column, () => '?');
+const seqRanges = (ranges: readonly SeqRange[], column = 'seq') => rangeClause(ranges, column, () => '?');
 
 /**
  * The thread log contract on SQLite. `sqlite(...)` builds one; construct it yourself
@@ -459,7 +460,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
         // The runtime hands them over sorted (it hashed them in that order); other callers may not.
         const ordered = inOrder(items) ? items : [...items].sort(comparePositionItems);
         for (const item of ordered) {
-          const { lastInsertRowid } = insert.run(tid, position.ns, item.field, position.seq, item.index, item.text);
+          const { lastInsertRowid } = insert.run(tid, position.ns, item.field, position.seq, item.index, storedForm(item.text));
           itemsFrom ??= lastInsertRowid;
         }
       }
@@ -472,7 +473,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
         position.step,
         position.schemaVersion,
         position.createdAt,
-        position.body,
+        storedForm(position.body),
         hash,
         itemsFrom,
         items.length,
@@ -482,7 +483,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       if (head === null) q.stmt(SQL.insertAnchor).run(tid, position.ns, position.seq, hash, position.createdAt);
       else q.stmt(SQL.moveAnchor).run(position.seq, hash, position.createdAt, tid, position.ns);
       if (commit.snapshot !== undefined) {
-        q.stmt('INSERT INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, position.ns, position.seq, commit.snapshot);
+        q.stmt('INSERT INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, position.ns, position.seq, storedForm(commit.snapshot));
         crashPoint('inside-snapshot');
       }
       if (position.parent !== null) {
@@ -547,7 +548,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       if (tid === undefined) return 'lease';
       const exists = q.stmt('SELECT 1 FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?').pluck().get(tid, snapshot.ns, snapshot.seq);
       if (exists === undefined) return 'position';
-      q.stmt('INSERT OR REPLACE INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, snapshot.ns, snapshot.seq, snapshot.text);
+      q.stmt('INSERT OR REPLACE INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, snapshot.ns, snapshot.seq, storedForm(snapshot.text));
       return 'stored';
     });
   }
@@ -642,7 +643,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
         q.stmt('DELETE FROM cairn_heads WHERE tid = ? AND ns = ?').run(tid, child);
       }
       const putSnapshot = q.stmt('INSERT OR REPLACE INTO cairn_snapshots (tid, ns, seq, body) SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?)');
-      for (const snapshot of [{ seq: base.seq, text: request.snapshot }, ...(request.snapshots ?? [])]) putSnapshot.run(tid, ns, snapshot.seq, snapshot.text, tid, ns, snapshot.seq);
+      for (const snapshot of [{ seq: base.seq, text: request.snapshot }, ...(request.snapshots ?? [])]) putSnapshot.run(tid, ns, snapshot.seq, storedForm(snapshot.text), tid, ns, snapshot.seq);
       q.stmt('UPDATE cairn_heads SET base_seq = ?, base_hash = ? WHERE tid = ? AND ns = ?').run(base.seq, Buffer.from(base.hash, 'hex'), tid, ns);
       return result;
     });
@@ -675,22 +676,33 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       const tid = q.tid(threadId);
       if (tid === undefined) return undefined;
       return q.stmt(`SELECT seq, body FROM cairn_snapshots WHERE tid = ? AND ns = ? AND (${where.sql}) ORDER BY seq DESC LIMIT 1`).get(tid, ns, ...where.params) as
-        | { seq: number; body: string }
+        | { seq: number; body: string | Uint8Array }
         | undefined;
     });
-    return row ? { seq: row.seq, text: row.body } : null;
+    return row ? { seq: row.seq, text: textOfStored(row.body) } : null;
   }
 
   protected async readSnapshots(threadId: string, ns: string, range: SeqRange): Promise<{ seq: number; text: string }[]> {
     const rows = this.conn.read('getSnapshots', (q) => {
       const tid = q.tid(threadId);
       if (tid === undefined) return [];
-      return q.stmt('SELECT seq, body FROM cairn_snapshots WHERE tid = ? AND ns = ? AND seq BETWEEN ? AND ? ORDER BY seq').all(tid, ns, range.from, range.to) as { seq: number; body: string }[];
+      return q.stmt('SELECT seq, body FROM cairn_snapshots WHERE tid = ? AND ns = ? AND seq BETWEEN ? AND ? ORDER BY seq').all(tid, ns, range.from, range.to) as { seq: number; body: string | Uint8Array }[];
     });
-    return rows.map((row) => ({ seq: row.seq, text: row.body }));
+    return rows.map((row) => ({ seq: row.seq, text: textOfStored(row.body) }));
   }
 
   protected async readItems(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
+    const bodies = this.readStoredItems(threadId, ns, field, ranges);
+    for (let i = 0; i < bodies.length; i++) if (typeof bodies[i] !== 'string') bodies[i] = textOfStored(bodies[i]!);
+    return bodies as string[];
+  }
+
+  /** getItems with sealed items as the bytes they are stored as (see crypto/sealed-bytes). */
+  [ITEMS_AS_STORED](threadId: string, ns: string, field: string, ranges: readonly SeqRange[]): Promise<(string | Uint8Array)[]> {
+    return this.lifecycle.run(async () => (ranges.length === 0 ? [] : this.readStoredItems(threadId, ns, field, ranges)));
+  }
+
+  private readStoredItems(threadId: string, ns: string, field: string, ranges: readonly SeqRange[]): (string | Uint8Array)[] {
     const where = seqRanges(ranges, 'p.seq');
     // Walks the positions in seq order and, inside each, its items by ascending rowid,
     // which commitStep made index order. Ordering by seq alone lets SQLite stream the
@@ -701,7 +713,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       return q
         .stmt(`SELECT i.body FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND p.items_count > 0 AND (${where.sql}) AND i.field = ? ORDER BY p.seq`)
         .pluck()
-        .all(tid, ns, ...where.params, field) as string[];
+        .all(tid, ns, ...where.params, field) as (string | Uint8Array)[];
     });
   }
 
@@ -712,10 +724,10 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       return q.stmt(`SELECT i.field, i.idx, i.body FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND p.seq = ? ORDER BY i.idx`).all(tid, ns, seq) as {
         field: string;
         idx: number;
-        body: string;
+        body: string | Uint8Array;
       }[];
     });
-    return fields.flatMap((field) => rows.filter((r) => r.field === field).map((r) => ({ field, index: r.idx, text: r.body })));
+    return fields.flatMap((field) => rows.filter((r) => r.field === field).map((r) => ({ field, index: r.idx, text: textOfStored(r.body) })));
   }
 
   protected async readRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]> {
@@ -727,9 +739,9 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       return q
         .stmt(`SELECT p.seq, i.field, i.idx, i.body FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND p.items_count > 0 AND p.seq BETWEEN ? AND ? ORDER BY p.seq, i.rowid`)
         .raw()
-        .all(tid, ns, range.from, range.to) as [number, string, number, string][];
+        .all(tid, ns, range.from, range.to) as [number, string, number, string | Uint8Array][];
     });
-    return rows.map(([seq, field, index, text]) => ({ seq, field, index, text }));
+    return rows.map(([seq, field, index, body]) => ({ seq, field, index, text: textOfStored(body) }));
   }
 }
 
