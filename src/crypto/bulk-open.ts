@@ -5,7 +5,7 @@
  * (about 12 µs each, 60 ms for a 5,000-item list).
  *
  * GCM encrypts with CTR from the block after the IV's first counter, so the keystream
- * of every row is AES over counter blocks: one ECB call makes all of them. Rows opened
+ * of every row is AES over counter blocks: AES-ECB over all of them makes it. Rows opened
  * this way are still proven by what proves plaintext rows (the chain hash of each
  * position above the snapshot, the snapshot's item checksum below it); `verify` opens
  * every row with its tag.
