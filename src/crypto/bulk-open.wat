@@ -8,16 +8,16 @@
 (module
   (import "m" "mem" (memory 1))
 
-  ;; x(a, b, n): memory[a, a + n) ^= memory[b, b + n), eight bytes at a time (n a multiple of 8).
+  ;; x(a, b, n): memory[a, a + n) ^= memory[b, b + n), sixteen bytes at a time (n a multiple of 16).
   (func (export "x") (param $a i32) (param $b i32) (param $n i32)
     (local $i i32)
     (block $done
       (loop $next
         (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
-        (i64.store (i32.add (local.get $a) (local.get $i))
-          (i64.xor (i64.load (i32.add (local.get $a) (local.get $i)))
-                   (i64.load (i32.add (local.get $b) (local.get $i)))))
-        (local.set $i (i32.add (local.get $i) (i32.const 8)))
+        (v128.store (i32.add (local.get $a) (local.get $i))
+          (v128.xor (v128.load (i32.add (local.get $a) (local.get $i)))
+                    (v128.load (i32.add (local.get $b) (local.get $i)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
         (br $next))))
 
   ;; k(table, rows, expected, length): the index of the first row whose header is not the
@@ -47,32 +47,31 @@
 
   ;; c(table, rows, counters): for each row, its IV at memory[body - 12, body) and its
   ;; `blocks` counter blocks written from counters + body: IV ‖ big-endian 32-bit counter,
-  ;; from 2 (GCM's first data block).
+  ;; from 2 (GCM's first data block), a block a store.
   (func (export "c") (param $table i32) (param $rows i32) (param $counters i32)
     (local $end i32) (local $body i32) (local $out i32) (local $last i32)
-    (local $iv0 i64) (local $iv1 i32) (local $n i32)
+    (local $iv v128) (local $n i32)
     (local.set $end (i32.add (local.get $table) (i32.shl (local.get $rows) (i32.const 4))))
     (block $rowsDone
       (loop $row
         (br_if $rowsDone (i32.ge_u (local.get $table) (local.get $end)))
         (local.set $body (i32.load (local.get $table)))
-        (local.set $iv0 (i64.load (i32.sub (local.get $body) (i32.const 12))))
-        (local.set $iv1 (i32.load (i32.sub (local.get $body) (i32.const 4))))
+        ;; the IV and the body's first four bytes, which lane 3 (the counter) replaces
+        (local.set $iv (v128.load (i32.sub (local.get $body) (i32.const 12))))
         (local.set $out (i32.add (local.get $counters) (local.get $body)))
         (local.set $last (i32.add (local.get $out) (i32.shl (i32.load offset=4 (local.get $table)) (i32.const 4))))
         (local.set $n (i32.const 2))
         (block $blocksDone
           (loop $block
             (br_if $blocksDone (i32.ge_u (local.get $out) (local.get $last)))
-            (i64.store (local.get $out) (local.get $iv0))
-            (i32.store offset=8 (local.get $out) (local.get $iv1))
             ;; the counter big-endian: WebAssembly memory is little-endian on every host
-            (i32.store offset=12 (local.get $out)
-              (i32.or
-                (i32.or (i32.shl (local.get $n) (i32.const 24))
-                        (i32.shl (i32.and (local.get $n) (i32.const 0xff00)) (i32.const 8)))
-                (i32.or (i32.and (i32.shr_u (local.get $n) (i32.const 8)) (i32.const 0xff00))
-                        (i32.shr_u (local.get $n) (i32.const 24)))))
+            (v128.store (local.get $out)
+              (i32x4.replace_lane 3 (local.get $iv)
+                (i32.or
+                  (i32.or (i32.shl (local.get $n) (i32.const 24))
+                          (i32.shl (i32.and (local.get $n) (i32.const 0xff00)) (i32.const 8)))
+                  (i32.or (i32.and (i32.shr_u (local.get $n) (i32.const 8)) (i32.const 0xff00))
+                          (i32.shr_u (local.get $n) (i32.const 24))))))
             (local.set $n (i32.add (local.get $n) (i32.const 1)))
             (local.set $out (i32.add (local.get $out) (i32.const 16)))
             (br $block)))
