@@ -11,7 +11,7 @@
  * every row with its tag.
  */
 import { isAscii } from 'node:buffer';
-import { createCipheriv } from 'node:crypto';
+import { createCipheriv, createDecipheriv } from 'node:crypto';
 import { DecryptionError } from '../errors.js';
 import { IV_BYTES, SEALED_PREFIX, TAG_BYTES, sealedKeyId, type DataKey } from './envelope.js';
 import { sealedBytesHeader, sealedBytesHeaderFor, sealedBytesKeyId } from './sealed-bytes.js';
@@ -41,6 +41,7 @@ const BLOCK = 16;
 export function openTextsUnchecked(key: DataKey, rows: readonly (string | Uint8Array)[], where: string): string[] | null {
   const count = rows.length;
   if (count === 0) return [];
+  if (!wasm) return openEachRowUnchecked(key, rows, where);
   const textPrefix = `${SEALED_PREFIX}${key.id}:`;
   const expected = sealedBytesHeaderFor(key.id);
   // Per row: where its base64 starts (-1 for bytes), the length of iv ‖ ciphertext ‖ tag,
@@ -117,6 +118,38 @@ export function openTextsUnchecked(key: DataKey, rows: readonly (string | Uint8A
   return out;
 }
 
+/**
+ * {@link openTextsUnchecked} without WebAssembly (`node --jitless` has none): each row
+ * decrypted with an AES-CTR cipher of its own from GCM's first data counter, the same
+ * plaintext without the tag, at about 5 µs a row.
+ */
+export function openEachRowUnchecked(key: DataKey, rows: readonly (string | Uint8Array)[], where: string): string[] | null {
+  const textPrefix = `${SEALED_PREFIX}${key.id}:`;
+  const expected = sealedBytesHeaderFor(key.id);
+  const out = new Array<string>(rows.length);
+  const counter = Buffer.alloc(BLOCK);
+  for (let p = 0; p < rows.length; p++) {
+    const row = rows[p]!;
+    let packed: Buffer;
+    if (typeof row === 'string') {
+      if (!row.startsWith(textPrefix)) return anotherKey(row, where);
+      const encoded = row.slice(textPrefix.length);
+      packed = Buffer.from(encoded, 'base64');
+      if (encoded.length % 4 !== 0 || packed.length !== (encoded.length >> 2) * 3 - (encoded.endsWith('==') ? 2 : encoded.endsWith('=') ? 1 : 0)) packed = Buffer.alloc(0);
+    } else {
+      const all = Buffer.from(row.buffer, row.byteOffset, row.length);
+      if (sealedBytesHeader(all) !== expected.length || !all.subarray(0, expected.length).equals(expected)) return anotherKey(row, where);
+      packed = all.subarray(expected.length);
+    }
+    if (packed.length < IV_BYTES + TAG_BYTES) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
+    packed.copy(counter, 0, 0, IV_BYTES);
+    counter.writeUInt32BE(2, IV_BYTES);
+    const ctr = createDecipheriv('aes-256-ctr', key.key, counter);
+    out[p] = Buffer.concat([ctr.update(packed.subarray(IV_BYTES, packed.length - TAG_BYTES)), ctr.final()]).toString('utf8');
+  }
+  return out;
+}
+
 /** A row under another key means null (the caller groups by key); a row under none is malformed. */
 function anotherKey(row: string | Uint8Array, where: string): null {
   if ((typeof row === 'string' ? sealedKeyId(row) : sealedBytesKeyId(row)) === null) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
@@ -158,12 +191,13 @@ interface Kernel {
   c(table: number, rows: number, counters: number): void;
   z(table: number, rows: number, size: number): void;
 }
-const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+/** Absent under `node --jitless`: then rows are opened one by one ({@link openEachRowUnchecked}). */
+const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
 let kernelModule: object | undefined;
 
 function kernelOver(memory: WasmMemory): Kernel {
-  kernelModule ??= new wasm.Module(KERNEL_WASM);
-  return new wasm.Instance(kernelModule, { m: { mem: memory } }).exports as unknown as Kernel;
+  kernelModule ??= new wasm!.Module(KERNEL_WASM);
+  return new wasm!.Instance(kernelModule, { m: { mem: memory } }).exports as unknown as Kernel;
 }
 
 /** The compiled kernel, for the test that checks it against bulk-open.wat. */

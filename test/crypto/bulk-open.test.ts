@@ -1,13 +1,21 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import wabt from 'wabt';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BULK_OPEN_KERNEL, openTextsUnchecked } from '../../src/crypto/bulk-open.js';
+import wabt from 'wabt';
+import { z } from 'zod';
+import { BULK_OPEN_KERNEL, openEachRowUnchecked, openTextsUnchecked } from '../../src/crypto/bulk-open.js';
 import { openText, sealText } from '../../src/crypto/envelope.js';
+import { encrypted } from '../../src/crypto/index.js';
 import type { Keyring } from '../../src/crypto/keyring.js';
 import { sealedToBytes } from '../../src/crypto/sealed-bytes.js';
 import { Sealer } from '../../src/crypto/sealer.js';
+import { sqlite } from '../../src/engines/sqlite/index.js';
 import { DecryptionError } from '../../src/errors.js';
+import { END, START, defineState, field, graph } from '../../src/index.js';
+import { freshKeys } from './encrypted-engines.js';
 
 const key = { id: 'dk-test', key: randomBytes(32) };
 
@@ -59,6 +67,37 @@ describe('the bulk opener', () => {
     const rows = sealed.map((s, i) => (i % 3 === 0 ? s : sealedToBytes(s)!));
     expect(openTextsUnchecked(key, rows, 'items')).toEqual(texts);
     expect(openTextsUnchecked(key, sealed.map((s) => sealedToBytes(s)!), 'items')).toEqual(texts);
+  });
+
+  it('without WebAssembly the row-by-row opener gives the same plaintexts, null for another key, DecryptionError for a malformed row', () => {
+    const texts = Array.from({ length: 60 }, (_, i) => JSON.stringify({ i, s: i % 5 === 0 ? 'ñ'.repeat(i) : 'b'.repeat(i) }));
+    const rows = texts.map((t, i) => (i % 2 ? sealText(key, t, 'a') : sealedToBytes(sealText(key, t, 'a'))!));
+    expect(openEachRowUnchecked(key, rows, 'items')).toEqual(texts);
+    expect(openEachRowUnchecked(key, rows, 'items')).toEqual(openTextsUnchecked(key, rows, 'items'));
+    expect(openEachRowUnchecked({ id: 'dk-other', key: key.key }, rows, 'items')).toBeNull();
+    expect(() => openEachRowUnchecked(key, [`~c1:dk-test:AAA`], 'items')).toThrow(DecryptionError);
+    expect(() => openEachRowUnchecked(key, [Buffer.from([0xc1, 7, 1])], 'items')).toThrow(DecryptionError);
+  });
+
+  it('an encrypted SQLite load works in a process without WebAssembly (node --jitless)', async () => {
+    const { dir, keys, path } = freshKeys();
+    try {
+      const file = join(dir, 'cairn.db');
+      const engine = encrypted(sqlite(file), { keys });
+      const State = defineState({ fields: { notes: field.model(z.array(z.string()), { reduce: 'append', default: [] }), n: field.model(z.number(), { default: 0 }) } });
+      await graph(State)
+        .node('step', async (s) => ({ notes: [`note ${s.n} ✓`], n: s.n + 1 }))
+        .edge(START, 'step')
+        .conditionalEdge('step', (s) => (s.n < 6 ? 'step' : END))
+        .compile({ engine })
+        .run({ thread: 't' });
+      await engine.close();
+      const script = fileURLToPath(new URL('../fixtures/jitless-load.mjs', import.meta.url));
+      const out = execFileSync(process.execPath, ['--jitless', script, file, path, 't', 'notes'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      expect(JSON.parse(out)).toEqual({ webAssembly: false, items: Array.from({ length: 6 }, (_, n) => JSON.stringify(`note ${n} ✓`)) });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a row under another key (text or bytes) makes it return null; the sealer then opens each under its own key', async () => {
