@@ -13,7 +13,7 @@
 import { isAscii } from 'node:buffer';
 import { createCipheriv, createDecipheriv } from 'node:crypto';
 import { DecryptionError } from '../errors.js';
-import { IV_BYTES, SEALED_PREFIX, TAG_BYTES, sealedKeyId, type DataKey } from './envelope.js';
+import { IV_BYTES, SEALED_PREFIX, TAG_BYTES, type DataKey } from './envelope.js';
 import { sealedBytesHeader, sealedBytesHeaderFor, sealedBytesKeyId } from './sealed-bytes.js';
 
 const BLOCK = 16;
@@ -150,9 +150,13 @@ export function openEachRowUnchecked(key: DataKey, rows: readonly (string | Uint
   return out;
 }
 
-/** A row under another key means null (the caller groups by key); a row under none is malformed. */
+/**
+ * A row under another key, or a plaintext text (an engine that does not require encryption
+ * reads those), means null: the caller sorts the rows out one by one. Bytes that are not
+ * sealed bytes are malformed.
+ */
 function anotherKey(row: string | Uint8Array, where: string): null {
-  if ((typeof row === 'string' ? sealedKeyId(row) : sealedBytesKeyId(row)) === null) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
+  if (typeof row !== 'string' && sealedBytesKeyId(row) === null) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
   return null;
 }
 

@@ -13,7 +13,7 @@ import type { Keyring } from '../../src/crypto/keyring.js';
 import { sealedToBytes } from '../../src/crypto/sealed-bytes.js';
 import { Sealer } from '../../src/crypto/sealer.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
-import { DecryptionError } from '../../src/errors.js';
+import { DecryptionError, PlaintextRowError } from '../../src/errors.js';
 import { END, START, defineState, field, graph } from '../../src/index.js';
 import { freshKeys } from './encrypted-engines.js';
 
@@ -46,11 +46,12 @@ describe('the bulk opener', () => {
     expect(openTextsUnchecked(key, mixed.map((t) => sealText(key, t, 'a')), 'items')).toEqual(mixed);
   });
 
-  it('a truncated or malformed row among good ones is DecryptionError', () => {
+  it('a truncated or malformed row among good ones is DecryptionError; a plaintext one is left to the caller', () => {
     const good = sealText(key, 'fine', 'a');
     expect(() => openTextsUnchecked(key, [good, '~c1:dk-test:AAAA'], 'items')).toThrow(DecryptionError);
     expect(() => openTextsUnchecked(key, [good, good.slice(0, -1)], 'items')).toThrow(DecryptionError);
-    expect(() => openTextsUnchecked(key, ['{"plain":true}'], 'items')).toThrow(DecryptionError);
+    // A plaintext row is the caller's to judge (PlaintextRowError, or read as it is).
+    expect(openTextsUnchecked(key, ['{"plain":true}'], 'items')).toBeNull();
     expect(() => openTextsUnchecked(key, [good, Buffer.from([0xc1, 7, 1, 2])], 'items')).toThrow(DecryptionError);
     expect(() => openTextsUnchecked(key, [good, sealedToBytes(good)!.subarray(0, 30)], 'items')).toThrow(DecryptionError);
   });
@@ -107,5 +108,14 @@ describe('the bulk opener', () => {
     expect(openTextsUnchecked(key, [rows[0]!, rows[2]!], 'items')).toBeNull();
     const keyring = { keyById: async (id: string) => (id === key.id ? key : other) } as unknown as Keyring;
     expect(await new Sealer(keyring, true).openAllUnchecked(rows, 'items')).toEqual(['one', 'two', 'three', 'four']);
+  });
+
+  it('a plaintext row after sealed ones is PlaintextRowError where encryption is required, and read as it is where it is not', async () => {
+    const rows = [sealedToBytes(sealText(key, '"one"', 'a'))!, '"two"', sealText(key, '"three"', 'a')];
+    expect(openTextsUnchecked(key, rows, 'items')).toBeNull();
+    expect(openEachRowUnchecked(key, rows, 'items')).toBeNull();
+    const keyring = { keyById: async () => key } as unknown as Keyring;
+    await expect(new Sealer(keyring, true).openAllUnchecked(rows, 'items')).rejects.toThrow(PlaintextRowError);
+    expect(await new Sealer(keyring, false).openAllUnchecked(rows, 'items')).toEqual(['"one"', '"two"', '"three"']);
   });
 });
