@@ -408,6 +408,14 @@ export abstract class BaseCheckpointer implements Checkpointer {
   }
 
   listPositions(threadId: string, ns: string, page: { beforeSeq?: number; limit?: number } = {}): Promise<StoredPosition[]> {
+    // An engine would read a negative limit as none (SQLite's LIMIT -1) and a string as 0 rows.
+    const { beforeSeq, limit } = page;
+    if (beforeSeq !== undefined && !(Number.isSafeInteger(beforeSeq) && beforeSeq >= 0)) {
+      return Promise.reject(new InvalidOptionError(`listPositions: beforeSeq must be a seq (an integer, 0 or more), got ${String(beforeSeq)}.`));
+    }
+    if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0)) {
+      return Promise.reject(new InvalidOptionError(`listPositions: limit must be an integer, 0 or more, got ${String(limit)}.`));
+    }
     return this.lifecycle.run(() => this.readPositionPage(threadId, ns, page));
   }
 

@@ -17,7 +17,7 @@ import type { Engine } from '../contracts/engine.js';
 import type { DeleteThreadOptions, DeleteThreadResult, StoredSignal, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { encode } from '../codec/tagged-json.js';
 import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
-import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, InvalidOptionError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
@@ -509,6 +509,7 @@ export class App<S extends StateSchema> {
    * ```
    */
   async stateAt(options: StateAtOptions): Promise<StateOf<S>> {
+    if (!Number.isSafeInteger(options.seq) || options.seq < 0) throw new InvalidOptionError(`stateAt: seq must be a position's seq (an integer, 0 or more), got ${JSON.stringify(options.seq) ?? String(options.seq)}.`);
     const ns = options.ns ?? '';
     if (!(await this.options.engine.checkpointer.getThread(options.thread))) throw new ThreadNotFoundError(options.thread, { engine: this.options.engine.name });
     const schema = this.schemaOf(ns, options.thread);
@@ -534,6 +535,10 @@ export class App<S extends StateSchema> {
    * nothing, and reports step by step whether it reached the stored states.
    */
   replay(options: ReplayOptions): Promise<ReplayReport> {
+    for (const [name, seq] of Object.entries({ from: options.from, ...(options.to !== undefined ? { to: options.to } : {}) })) {
+      if (!(Number.isSafeInteger(seq) && seq >= 0)) return Promise.reject(new InvalidOptionError(`replay: ${name} must be a position's seq (an integer, 0 or more), got ${String(seq)}.`));
+    }
+    if (options.to !== undefined && options.from > options.to) return Promise.reject(new InvalidOptionError(`replay: from (${options.from}) is after to (${options.to}): a replay runs forward from one position to a later one on its branch.`));
     return replayThread({ schema: this.schema, spec: this.spec, engine: this.options.engine, artifacts: this.options.artifacts }, options.thread, {
       from: options.from,
       ...(options.to !== undefined ? { to: options.to } : {}),
