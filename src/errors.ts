@@ -186,6 +186,21 @@ export class SchemaFromFutureError extends coded('ERR_SCHEMA_FROM_FUTURE') {
   }
 }
 
+/**
+ * An upcaster threw, or returned something that is not a state object, while bringing
+ * a stored checkpoint to the current version. Nothing was read; the stored rows are
+ * unchanged (fix the upcaster and read again). `cause` is what it threw.
+ */
+export class UpcastError extends coded('ERR_UPCAST') {
+  constructor(
+    readonly fromVersion: number,
+    message: string,
+    options: { place?: ErrorPlace; cause?: unknown } = {},
+  ) {
+    super(`upcast[${fromVersion}] (schema version ${fromVersion} to ${fromVersion + 1}) ${message} Nothing was read; the stored rows are unchanged.`, options);
+  }
+}
+
 /** The state definition itself is inconsistent (missing upcaster, bad version numbers...). */
 export class SchemaDefinitionError extends coded('ERR_SCHEMA_DEFINITION') {}
 

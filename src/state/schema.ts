@@ -28,6 +28,7 @@ import {
   SchemaFromFutureError,
   SchemaTooOldError,
   StateValidationError,
+  UpcastError,
   type ErrorPlace,
 } from '../errors.js';
 import { MAX_FIELD_BYTES } from '../defaults.js';
@@ -170,7 +171,18 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
   upcast(state: PlainState, storedVersion: number, place?: ErrorPlace): PlainState {
     this.checkReadable(storedVersion, place);
     let current = state;
-    for (let v = storedVersion; v < this.version; v++) current = (this.upcasters[v] as (s: PlainState) => PlainState)(current);
+    for (let v = storedVersion; v < this.version; v++) {
+      let next: unknown;
+      try {
+        next = (this.upcasters[v] as (s: PlainState) => PlainState)(current);
+      } catch (err) {
+        throw new UpcastError(v, `threw: ${err instanceof Error ? err.message : String(err)}.`, { ...(place ? { place } : {}), cause: err });
+      }
+      if (typeof next !== 'object' || next === null || Array.isArray(next) || next instanceof Promise) {
+        throw new UpcastError(v, `returned ${next instanceof Promise ? 'a Promise (upcasters run synchronously)' : Array.isArray(next) ? 'an array' : String(next)}, not a state object.`, place ? { place } : {});
+      }
+      current = next as PlainState;
+    }
     return this.withDefaults(current);
   }
 

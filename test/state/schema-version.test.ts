@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { SchemaDefinitionError, SchemaFromFutureError, SchemaTooOldError } from '../../src/errors.js';
+import { SchemaDefinitionError, SchemaFromFutureError, SchemaTooOldError, UpcastError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -160,6 +160,28 @@ describe.each(ENGINES)('schema versions on %s', (name) => {
     expect(error.storedVersion).toBe(2);
     expect(error.currentVersion).toBe(1);
     await expect(old.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_SCHEMA_FROM_FUTURE' });
+  });
+
+  it('an upcaster that throws, or returns something that is not a state, is UpcastError naming the version; nothing is written', async () => {
+    await v1App(ctx.engine).run({ thread: 't' });
+    const before = await bodies(ctx.engine, 't');
+    const broken = (upcast: (s: Record<string, unknown>) => unknown) =>
+      graph(defineState({ version: 2, fields: V2.fields, upcast: { 1: upcast as (s: Record<string, unknown>) => Record<string, unknown> } }))
+        .node('a', () => ({}))
+        .edge(START, 'a')
+        .edge('a', END)
+        .compile({ engine: ctx.reopen(), retry: fast });
+    const threw = (await caught(() => broken(() => { throw new Error('no name here'); }).getState({ thread: 't' }))) as UpcastError;
+    expect(threw).toBeInstanceOf(UpcastError);
+    expect(threw.code).toBe('ERR_UPCAST');
+    expect(threw.fromVersion).toBe(1);
+    expect(threw.message).toMatch(/upcast\[1\].*threw: no name here/);
+    expect((threw.cause as Error).message).toBe('no name here');
+    for (const result of [null, 42, [1], Promise.resolve({})]) {
+      await expect(broken(() => result).getState({ thread: 't' })).rejects.toThrow(UpcastError);
+    }
+    await expect(broken(() => { throw new Error('x'); }).run({ thread: 't' })).rejects.toThrow(UpcastError);
+    expect(await bodies(ctx.engine, 't')).toEqual(before);
   });
 });
 
