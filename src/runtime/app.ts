@@ -35,7 +35,7 @@ import { evaluateThreads, type EvaluationReport, type EvaluationSelection } from
 import { streamRun, type RunStream } from './stream.js';
 import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
-import { TraceSpan } from './tracing.js';
+import { TraceSpan, preloadTracing } from './tracing.js';
 import { keepOwner, releaseLeftover, releaseOrKeep, takeOwner } from './unreleased-leases.js';
 import { Redactor, redactionRules, type RedactionRules, type RedactOptions } from '../internal/redaction.js';
 import { redactError } from './redacted-errors.js';
@@ -337,6 +337,15 @@ export class App<S extends StateSchema> {
    */
   async submit(options: RunOptions<S>): Promise<RunResult<S>> {
     return this.withRun(options, { renew: false }, (run) => run.submit(options.input as Record<string, unknown> | undefined));
+  }
+
+  /**
+   * @internal Loads ahead what this app's first run would load on its way (the
+   * OpenTelemetry API, unless `tracing: false`): a {@link Worker} calls it as it
+   * starts, so that the first thread it claims does not wait for the import.
+   */
+  prepareRuns(): void {
+    if (this.options.tracing !== false) preloadTracing();
   }
 
   /** Runs a thread a worker has claimed (the lease is the worker's; it is released at the end). */

@@ -78,6 +78,16 @@ async function otelApi(): Promise<OtelApi | null> {
 }
 
 /**
+ * Starts importing `@opentelemetry/api` now, ahead of the first run that asks for it
+ * (a worker does this as it starts, while it connects and claims, so that its first
+ * run does not wait for the import). Never fails: not installed is remembered as
+ * the first run would remember it.
+ */
+export function preloadTracing(): void {
+  if (loaded === undefined) void otelApi();
+}
+
+/**
  * One span of a run, with what its children need: the API, the tracer and the
  * context the span is active in. Only ever created for a recording span.
  */

@@ -104,6 +104,8 @@ export class Worker {
     if (!cp.capabilities.claims) {
       throw new CairnError(`the ${cp.engine} engine cannot hand threads to workers: use postgres(url) (or sqlite(file) on one machine).`);
     }
+    // The first run's imports load while the worker connects and claims.
+    this.app.prepareRuns();
     this.holders = cp.capabilities.leaseHolders ? new HolderWatch(cp, this.app.name) : undefined;
     // The same-host holders are listed before the first claim, so that it already takes
     // the threads of those that died (a worker started after a crash finds them at once).
