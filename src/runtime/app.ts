@@ -22,16 +22,18 @@ import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
 import { signalThread } from '../inspect/signal.js';
-import { eraseTenant, type EraseOptions, type ErasureReport } from '../inspect/erase.js';
-import { verifyThread, type VerifyReport } from '../inspect/verify.js';
+// Maintenance and inspection that no run needs (verify, replay, evaluate, erase) is
+// imported where it is called, so a process that only runs threads never loads it.
+import type { EraseOptions, ErasureReport } from '../inspect/erase.js';
+import type { VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import { describeGraph, publishGraph } from './graph-description.js';
 import { namespaceGraph, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PendingWait } from './position.js';
-import { replayThread, type ReplayReport } from './replay.js';
-import { evaluateThreads, type EvaluationReport, type EvaluationSelection } from './evaluate.js';
+import type { ReplayReport } from './replay.js';
+import type { EvaluationReport, EvaluationSelection } from './evaluate.js';
 import { streamRun, type RunStream } from './stream.js';
 import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
@@ -542,7 +544,8 @@ export class App<S extends StateSchema> {
    * every recorded output and effect outcome, calling nothing external and writing
    * nothing, and reports step by step whether it reached the stored states.
    */
-  replay(options: ReplayOptions): Promise<ReplayReport> {
+  async replay(options: ReplayOptions): Promise<ReplayReport> {
+    const { replayThread } = await import('./replay.js');
     return replayThread({ schema: this.schema, spec: this.spec, engine: this.options.engine, artifacts: this.options.artifacts }, options.thread, {
       from: options.from,
       ...(options.to !== undefined ? { to: options.to } : {}),
@@ -564,8 +567,9 @@ export class App<S extends StateSchema> {
    * console.log(report.summary); // { threads: 20, same: 14, diverged: 6, failed: 0, recorded: {…}, evaluated: {…} }
    * ```
    */
-  evaluate(options: EvaluateOptions): Promise<EvaluationReport> {
+  async evaluate(options: EvaluateOptions): Promise<EvaluationReport> {
     const code = options.with ?? this;
+    const { evaluateThreads } = await import('./evaluate.js');
     return evaluateThreads(
       { schema: code.schema, spec: code.spec, engine: this.options.engine, artifacts: this.options.artifacts },
       { ...(options.threads ? { threads: options.threads } : {}), ...(options.query ? { query: options.query } : {}) },
@@ -577,7 +581,8 @@ export class App<S extends StateSchema> {
    * namespace, the heads the thread record anchors, the snapshots and the ledger rows
    * the positions use. ThreadNotFoundError for a missing thread.
    */
-  verify(options: ThreadOption): Promise<VerifyReport> {
+  async verify(options: ThreadOption): Promise<VerifyReport> {
+    const { verifyThread } = await import('../inspect/verify.js');
     return verifyThread(this.options.engine, options.thread);
   }
 
@@ -628,8 +633,9 @@ export class App<S extends StateSchema> {
    * console.log(report.threads.length, report.covers.backups ? 'backups covered' : report.notes);
    * ```
    */
-  erase(options: Omit<EraseOptions, 'artifacts'> & { artifacts?: ArtifactStore }): Promise<ErasureReport> {
+  async erase(options: Omit<EraseOptions, 'artifacts'> & { artifacts?: ArtifactStore }): Promise<ErasureReport> {
     const artifacts = options.artifacts ?? this.options.artifacts;
+    const { eraseTenant } = await import('../inspect/erase.js');
     return eraseTenant(this.options.engine, { ...options, ...(artifacts ? { artifacts } : {}) });
   }
 
