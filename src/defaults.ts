@@ -115,9 +115,11 @@ export const INSPECTOR_EVAL_MAX = 200;
 /**
  * How often an idle worker looks whether a process holding leases on its host died,
  * ms: a local check (no database round trip), so a SIGKILLed worker's threads are
- * taken over this soon after its death, not when its leases expire.
+ * taken over this soon after its death, not when its leases expire. Each look is one
+ * `kill(pid, 0)` per holder, only while the worker is idle and a holder is listed: a
+ * hundred a second cost next to nothing, and halve the wait of a takeover against 50 ms.
  */
-export const WORKER_HOLDER_CHECK_MS = 50;
+export const WORKER_HOLDER_CHECK_MS = 10;
 
 /** How often an idle worker asks the database which processes of its host hold leases, ms. */
 export const WORKER_HOLDER_REFRESH_MS = 1_000;

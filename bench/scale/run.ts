@@ -16,7 +16,8 @@
  *
  * Flags: --threads T (1000), --steps S (10), --workers 1,2,4,8, --concurrency c (8),
  * --recovery-steps N (1000), --memory-threads M (1000), --quick (T = 200, N = 400,
- * M = 200), --no-dbos, --no-raw, --no-recovery, --no-memory, --dbos-poll-ms (20), --json,
+ * M = 200), --no-dbos, --no-raw, --no-recovery, --no-memory, --recovery-only (the takeover
+ * times alone: no throughput or memory measurement), --dbos-poll-ms (20), --json,
  * --effect-commit with-step|separately (with-step: each step's effect is written by its
  * commit, one commit per step as a DBOS step; separately: intent and outcome each their own).
  * Memory: one Worker process running M threads at once, its peak resident set size.
@@ -45,6 +46,8 @@ interface Flags {
   dbosPollMs: number;
   json: boolean;
   quick: boolean;
+  /** Only the takeover times: no throughput run (of any contender) and no memory figure. */
+  recoveryOnly: boolean;
 }
 
 function parseFlags(argv: string[]): Flags {
@@ -62,6 +65,7 @@ function parseFlags(argv: string[]): Flags {
     dbosPollMs: 20,
     json: argv.includes('--json'),
     quick,
+    recoveryOnly: argv.includes('--recovery-only'),
   };
   const value = (name: string) => {
     const at = argv.indexOf(name);
@@ -90,6 +94,11 @@ function parseFlags(argv: string[]): Flags {
   const workers = value('--workers');
   if (workers) flags.workers = workers.split(',').map((w) => Number(w));
   if (flags.workers.some((w) => !Number.isInteger(w) || w < 1)) throw new Error(`--workers takes a list like 1,2,4,8`);
+  if (flags.recoveryOnly) {
+    if (!flags.recovery) throw new Error('--recovery-only and --no-recovery leave nothing to measure');
+    flags.workers = [];
+    flags.memoryThreads = 0;
+  }
   return flags;
 }
 
@@ -109,9 +118,13 @@ async function main(): Promise<void> {
   const admin = new pg.Pool({ connectionString: url, max: 1 });
   const server = await startEffectServer();
   const settings = (await admin.query(`SELECT current_setting('synchronous_commit') AS sc, version() AS v`)).rows[0] as { sc: string; v: string };
-  log(`bench:scale on ${database} (${settings.v.split(' ').slice(0, 2).join(' ')}, synchronous_commit=${settings.sc}): T=${flags.threads} threads × S=${flags.steps} steps, concurrency ${flags.concurrency} per process, effects commit ${process.env.CAIRN_BENCH_EFFECT_COMMIT}`);
+  log(
+    flags.recoveryOnly
+      ? `bench:scale on ${database} (${settings.v.split(' ').slice(0, 2).join(' ')}, synchronous_commit=${settings.sc}): takeover times only, effects commit ${process.env.CAIRN_BENCH_EFFECT_COMMIT}`
+      : `bench:scale on ${database} (${settings.v.split(' ').slice(0, 2).join(' ')}, synchronous_commit=${settings.sc}): T=${flags.threads} threads × S=${flags.steps} steps, concurrency ${flags.concurrency} per process, effects commit ${process.env.CAIRN_BENCH_EFFECT_COMMIT}`,
+  );
   log(`machine: ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} at the start (figures on a loaded machine are lower and noisier)`);
-  if (flags.dbos) log(`DBOS Transact queue polling lowered to ${flags.dbosPollMs} ms (default 1000 ms).`);
+  if (flags.dbos && flags.workers.length) log(`DBOS Transact queue polling lowered to ${flags.dbosPollMs} ms (default 1000 ms).`);
   const results: Measurement[] = [];
   let recovery: RecoveryFigures | undefined;
   let memory: Measurement | undefined;
@@ -185,9 +198,11 @@ async function main(): Promise<void> {
     );
     return;
   }
-  console.log('');
-  console.log('ratios (steps/s; goals: cairn ≥ 3× DBOS, ≥ 0.6× raw):');
-  for (const r of ratios) console.log(`  W=${r.workers}: cairn/DBOS ${fmt(r.cairnOverDbos)}×  cairn/raw ${fmt(r.cairnOverRaw)}×`);
+  if (ratios.length) {
+    console.log('');
+    console.log('ratios (steps/s; goals: cairn ≥ 3× DBOS, ≥ 0.6× raw):');
+    for (const r of ratios) console.log(`  W=${r.workers}: cairn/DBOS ${fmt(r.cairnOverDbos)}×  cairn/raw ${fmt(r.cairnOverRaw)}×`);
+  }
   if (memory) {
     const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
     console.log('');

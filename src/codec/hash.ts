@@ -4,8 +4,18 @@
  * `hash(position) = H(parent hash ‖ header ‖ body ‖ appended items)`.
  * The input is framed with lengths so that no two different records hash alike.
  */
-import { createHash } from 'node:crypto';
+import * as nodeCrypto from 'node:crypto';
 import zlib from 'node:zlib';
+
+/**
+ * Lowercase hex SHA-256 through `crypto.hash` (one call, no Hash object: a third of
+ * the cost for the short texts a step hashes) where the runtime has it (Node.js
+ * 20.12+), else through `createHash`. Same bytes either way: strings as UTF-8.
+ */
+const sha256: (data: string | Uint8Array) => string =
+  typeof (nodeCrypto as { hash?: unknown }).hash === 'function'
+    ? (data) => (nodeCrypto as unknown as { hash(algorithm: string, data: string | Uint8Array, encoding: 'hex'): string }).hash('sha256', data, 'hex')
+    : (data) => nodeCrypto.createHash('sha256').update(data).digest('hex');
 
 /** Hash of the (virtual) parent of a thread's first position. */
 export const GENESIS_HASH = '0'.repeat(64);
@@ -16,7 +26,7 @@ export const GENESIS_HASH = '0'.repeat(64);
  * @example `sha256Hex('abc') // 'ba7816bf…'`
  */
 export function sha256Hex(data: string | Uint8Array): string {
-  return createHash('sha256').update(data).digest('hex');
+  return sha256(data);
 }
 
 /** What the chain hashes for one position. */
@@ -35,7 +45,7 @@ export function chainHash(input: ChainInput): string {
   // One string, one update: each part prefixed by its UTF-16 length (unambiguous framing).
   let framed = `${input.parentHash}${frame(input.header)}${frame(input.body)}`;
   for (const item of input.items) framed += frame(item.field) + frame(item.text);
-  return createHash('sha256').update(framed).digest('hex');
+  return sha256(framed);
 }
 
 function frame(text: string): string {

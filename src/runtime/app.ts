@@ -22,20 +22,22 @@ import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
 import { signalThread } from '../inspect/signal.js';
-import { eraseTenant, type EraseOptions, type ErasureReport } from '../inspect/erase.js';
-import { verifyThread, type VerifyReport } from '../inspect/verify.js';
+// Maintenance and inspection that no run needs (verify, replay, evaluate, erase) is
+// imported where it is called, so a process that only runs threads never loads it.
+import type { EraseOptions, ErasureReport } from '../inspect/erase.js';
+import type { VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import { describeGraph, publishGraph } from './graph-description.js';
 import { namespaceGraph, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PendingWait } from './position.js';
-import { replayThread, type ReplayReport } from './replay.js';
-import { evaluateThreads, type EvaluationReport, type EvaluationSelection } from './evaluate.js';
+import type { ReplayReport } from './replay.js';
+import type { EvaluationReport, EvaluationSelection } from './evaluate.js';
 import { streamRun, type RunStream } from './stream.js';
 import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
-import { TraceSpan } from './tracing.js';
+import { TraceSpan, preloadTracing } from './tracing.js';
 import { keepOwner, releaseLeftover, releaseOrKeep, takeOwner } from './unreleased-leases.js';
 import { Redactor, redactionRules, type RedactionRules, type RedactOptions } from '../internal/redaction.js';
 import { redactError } from './redacted-errors.js';
@@ -339,6 +341,15 @@ export class App<S extends StateSchema> {
     return this.withRun(options, { renew: false }, (run) => run.submit(options.input as Record<string, unknown> | undefined));
   }
 
+  /**
+   * @internal Loads ahead what this app's first run would load on its way (the
+   * OpenTelemetry API, unless `tracing: false`): a {@link Worker} calls it as it
+   * starts, so that the first thread it claims does not wait for the import.
+   */
+  prepareRuns(): void {
+    if (this.options.tracing !== false) preloadTracing();
+  }
+
   /** Runs a thread a worker has claimed (the lease is the worker's; it is released at the end). */
   async runClaimed(lease: ThreadLease, options: { signal?: AbortSignal; onEvent?: EventSink } = {}): Promise<RunResult<S>> {
     return this.withRun({ thread: lease.threadId, ...options }, { renew: true, lease }, (run) => run.execute(undefined));
@@ -534,11 +545,12 @@ export class App<S extends StateSchema> {
    * every recorded output and effect outcome, calling nothing external and writing
    * nothing, and reports step by step whether it reached the stored states.
    */
-  replay(options: ReplayOptions): Promise<ReplayReport> {
+  async replay(options: ReplayOptions): Promise<ReplayReport> {
     for (const [name, seq] of Object.entries({ from: options.from, ...(options.to !== undefined ? { to: options.to } : {}) })) {
-      if (!(Number.isSafeInteger(seq) && seq >= 0)) return Promise.reject(new InvalidOptionError(`replay: ${name} must be a position's seq (an integer, 0 or more), got ${String(seq)}.`));
+      if (!(Number.isSafeInteger(seq) && seq >= 0)) throw new InvalidOptionError(`replay: ${name} must be a position's seq (an integer, 0 or more), got ${String(seq)}.`);
     }
-    if (options.to !== undefined && options.from > options.to) return Promise.reject(new InvalidOptionError(`replay: from (${options.from}) is after to (${options.to}): a replay runs forward from one position to a later one on its branch.`));
+    if (options.to !== undefined && options.from > options.to) throw new InvalidOptionError(`replay: from (${options.from}) is after to (${options.to}): a replay runs forward from one position to a later one on its branch.`);
+    const { replayThread } = await import('./replay.js');
     return replayThread({ schema: this.schema, spec: this.spec, engine: this.options.engine, artifacts: this.options.artifacts }, options.thread, {
       from: options.from,
       ...(options.to !== undefined ? { to: options.to } : {}),
@@ -560,8 +572,9 @@ export class App<S extends StateSchema> {
    * console.log(report.summary); // { threads: 20, same: 14, diverged: 6, failed: 0, recorded: {…}, evaluated: {…} }
    * ```
    */
-  evaluate(options: EvaluateOptions): Promise<EvaluationReport> {
+  async evaluate(options: EvaluateOptions): Promise<EvaluationReport> {
     const code = options.with ?? this;
+    const { evaluateThreads } = await import('./evaluate.js');
     return evaluateThreads(
       { schema: code.schema, spec: code.spec, engine: this.options.engine, artifacts: this.options.artifacts },
       { ...(options.threads ? { threads: options.threads } : {}), ...(options.query ? { query: options.query } : {}) },
@@ -573,7 +586,8 @@ export class App<S extends StateSchema> {
    * namespace, the heads the thread record anchors, the snapshots and the ledger rows
    * the positions use. ThreadNotFoundError for a missing thread.
    */
-  verify(options: ThreadOption): Promise<VerifyReport> {
+  async verify(options: ThreadOption): Promise<VerifyReport> {
+    const { verifyThread } = await import('../inspect/verify.js');
     return verifyThread(this.options.engine, options.thread);
   }
 
@@ -624,8 +638,9 @@ export class App<S extends StateSchema> {
    * console.log(report.threads.length, report.covers.backups ? 'backups covered' : report.notes);
    * ```
    */
-  erase(options: Omit<EraseOptions, 'artifacts'> & { artifacts?: ArtifactStore }): Promise<ErasureReport> {
+  async erase(options: Omit<EraseOptions, 'artifacts'> & { artifacts?: ArtifactStore }): Promise<ErasureReport> {
     const artifacts = options.artifacts ?? this.options.artifacts;
+    const { eraseTenant } = await import('../inspect/erase.js');
     return eraseTenant(this.options.engine, { ...options, ...(artifacts ? { artifacts } : {}) });
   }
 

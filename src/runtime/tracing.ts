@@ -6,9 +6,10 @@
  *
  * Why it is built this way:
  * - `@opentelemetry/api` is an optional peer dependency: it is imported lazily, with a
- *   dynamic `import()` the first time a run starts, and the result (the module, or
- *   "not installed") is kept for the process. `import 'cairn'` never loads it, and an
- *   application without it pays one failed import, once.
+ *   dynamic `import()` the first time a run starts (or as a `Worker` starts,
+ *   ahead of its first run), and the result (the module, or "not installed") is kept
+ *   for the process. `import 'cairn'` never loads it, and an application without it
+ *   pays one failed import, once.
  * - Whether anything records is asked once per run, not per step: the run's root span
  *   is started, and when it does not record (no provider registered, so the API's
  *   no-op provider made it; or a sampler dropped it) it is ended and the run carries
@@ -75,6 +76,16 @@ async function otelApi(): Promise<OtelApi | null> {
     () => (loaded = null),
   );
   return loading;
+}
+
+/**
+ * Starts importing `@opentelemetry/api` now, ahead of the first run that asks for it
+ * (a worker does this as it starts, while it connects and claims, so that its first
+ * run does not wait for the import). Never fails: not installed is remembered as
+ * the first run would remember it.
+ */
+export function preloadTracing(): void {
+  if (loaded === undefined) void otelApi();
 }
 
 /**

@@ -104,8 +104,15 @@ export class Worker {
     if (!cp.capabilities.claims) {
       throw new CairnError(`the ${cp.engine} engine cannot hand threads to workers: use postgres(url) (or sqlite(file) on one machine).`);
     }
+    // The first run's imports load while the worker connects and claims.
+    this.app.prepareRuns();
     this.holders = cp.capabilities.leaseHolders ? new HolderWatch(cp, this.app.name) : undefined;
-    const unsubscribe = cp.capabilities.wakeUps ? await cp.subscribeRunnable!(() => this.wakeUp()) : undefined;
+    // The same-host holders are listed before the first claim, so that it already takes
+    // the threads of those that died (a worker started after a crash finds them at once).
+    const [unsubscribe] = await Promise.all([
+      cp.capabilities.wakeUps ? cp.subscribeRunnable!(() => this.wakeUp()) : undefined,
+      this.holders?.refresh().catch((error: unknown) => this.options.onError?.(error)),
+    ]);
     try {
       while (!this.stopping) {
         const free = this.concurrency - this.active.size;

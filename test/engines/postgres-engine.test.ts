@@ -77,11 +77,16 @@ describe('PostgreSQL engine: opening, closing, failing', () => {
 
   it('retries opening on the next call after a failed open', async () => {
     // Opening itself tries 4 times on a lost connection; fail all of them.
+    // (The first statement of each try fails: a current schema is checked on the pool, without a connection of its own.)
     let failures = 4;
+    const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     const flaky: PoolLike = {
-      query: (config: PgQueryConfig) => db.pool.query(config),
+      query: async (config: PgQueryConfig) => {
+        if (failures-- > 0) throw refused();
+        return db.pool.query(config);
+      },
       connect: async () => {
-        if (failures-- > 0) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+        if (failures-- > 0) throw refused();
         return db.pool.connect();
       },
       end: async () => undefined,

@@ -185,4 +185,30 @@ describe('PostgreSQL engine: round trips per step commit', () => {
       await engine.close();
     }
   });
+
+  it('opening a schema that is already current sends two reads on the pool: no transaction, no migration lock', async () => {
+    await pg.empty();
+    const pool = counting(pg.pool);
+    const engine = postgres(pool, { schema: pg.schema });
+    try {
+      await engine.checkpointer.getThread('t1');
+      expect(pool.sent).toHaveLength(3);
+      expect(pool.sent[0]).toMatch(/to_regclass/);
+      expect(pool.sent[1]).toMatch(/FROM "[^"]+"\.cairn_migrations/);
+      expect(pool.sent.some((text) => /^BEGIN|advisory/.test(text))).toBe(false);
+    } finally {
+      await engine.close();
+    }
+    // A schema not made yet is made under the lock, as before.
+    const fresh = `${pg.schema}_fresh`;
+    const again = counting(pg.pool);
+    const other = postgres(again, { schema: fresh });
+    try {
+      expect(await other.checkpointer.getThread('t1')).toBeNull();
+      expect(again.sent.some((text) => /advisory/.test(text))).toBe(true);
+    } finally {
+      await other.close();
+      await pg.pool.query(`DROP SCHEMA IF EXISTS "${fresh}" CASCADE`);
+    }
+  });
 });

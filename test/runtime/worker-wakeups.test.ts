@@ -3,7 +3,8 @@
  * it is still claiming or asking for the earliest lease expiry (the window in which
  * a wake-up used to be lost until the next slow poll), and a claim that fails is
  * reported and tried again rather than swallowed; a process of this host that holds
- * a thread and dies wakes it too.
+ * a thread and dies wakes it too, and one already dead when the worker starts is named
+ * in its first claim.
  */
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
@@ -144,6 +145,34 @@ describe('worker wake-ups', () => {
       expect(Date.now() - killedAt).toBeLessThan(3_000);
     } finally {
       holder.kill('SIGKILL');
+      await worker.stop();
+      await running;
+    }
+  });
+
+  it('a worker started after a holder of this host died takes its thread in its first claim, without a claim that misses it first', async () => {
+    const engine = memory();
+    await appOn(engine).submit({ thread: 'orphan', input: {} });
+    const holder = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    await engine.checkpointer.acquireThread('orphan', { owner: { runId: 'crashed-run', pid: holder.pid!, host: hostname() }, leaseMs: HOUR });
+    holder.kill('SIGKILL');
+    await new Promise((r) => holder.once('exit', r));
+    const real = engine.checkpointer;
+    const claims: string[][] = [];
+    const wrapped = withCheckpointer(engine, {
+      claimThreads: async (request) => {
+        claims.push((request.deadHolders ?? []).map((h) => h.runId));
+        return real.claimThreads!(request);
+      },
+    });
+    const done: string[] = [];
+    const worker = new Worker(appOn(wrapped), { pollMs: HOUR, onRun: (r) => done.push(`${r.threadId}:${r.status}`) });
+    const running = worker.run();
+    try {
+      for (let i = 0; i < 300 && !done.length; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(done).toEqual(['orphan:completed']);
+      expect(claims[0]).toEqual(['crashed-run']);
+    } finally {
       await worker.stop();
       await running;
     }
