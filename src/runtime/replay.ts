@@ -174,6 +174,14 @@ async function reexecute(
     return undefined;
   }
   if (divergences.length) return undefined;
+  // A call the stored step made that the code under replay no longer makes: the run
+  // would not do what it did (a skipped model call, an effect that would not happen).
+  for (const [key, ref] of served) {
+    if (!runner.used.has(key)) {
+      divergences.push({ node: stored.body.nodes.join(','), call: -1, name: ref.name, kind: 'not-called', reason: `the stored run made the call "${ref.name}" (key ${key}) in this step; the code no longer does` });
+    }
+  }
+  if (divergences.length) return undefined;
   if (outcome.kind !== 'step') {
     const reason = outcome.kind === 'pause' ? `the graph now pauses before ${outcome.draft.interrupts!.map((i) => i.node).join(', ')}` : 'a node or a child run would stop at an interrupt or a wait';
     divergences.push({ node: parent.body.next.join(','), call: -1, name: 'interrupt', kind: 'pause', reason });
@@ -198,6 +206,9 @@ async function reexecute(
  * served is a divergence, recorded here, and the task gives nothing.
  */
 class ReplayTaskRunner implements TaskRunner {
+  /** Keys of the recorded calls the replayed tasks made (served, or made anew by an evaluation). */
+  readonly used = new Set<string>();
+
   constructor(
     private readonly settings: ReplaySettings,
     private readonly threadId: string,
@@ -242,6 +253,9 @@ class ReplayTaskRunner implements TaskRunner {
         // A divergence the node caught (an agent library hands a tool's error back to the model) is reported all the same.
         if (scope.divergence) throw scope.divergence;
       }
+      // Served calls are among the refs; a model call an evaluation made anew only among the record keys.
+      for (const ref of [...scope.records, ...scope.effects]) this.used.add(ref.key);
+      for (const key of scope.recordKeys) this.used.add(key);
       return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts };
     } catch (error) {
       if (error instanceof ReplayDivergence) this.divergences.push({ node: error.node, call: error.call, name: error.callName, kind: error.kind, reason: error.reason });

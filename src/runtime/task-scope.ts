@@ -159,6 +159,7 @@ const artifactAttributes: RecordAttributes<ArtifactRef> = (ref) => ({ 'cairn.art
  * - `not-recorded`: nothing was recorded for this call;
  * - `effect-not-recorded`: the record holds no observed outcome for this effect;
  * - `effect-other-arguments`: the effect was asked with other arguments than its recorded intent;
+ * - `not-called`: the recorded run made a call (a record or an effect) in this step that the code no longer makes;
  * - `pause`: an interrupt, sleep or wait the recorded run has no result for;
  * - `next`: the step would go to other nodes than the run went to;
  * - `graph-changed`: a node the run went through is gone;
@@ -172,6 +173,7 @@ export type DivergenceKind =
   | 'not-recorded'
   | 'effect-not-recorded'
   | 'effect-other-arguments'
+  | 'not-called'
   | 'pause'
   | 'next'
   | 'graph-changed'
