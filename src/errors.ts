@@ -443,9 +443,11 @@ export class RunCancelledError extends coded('ERR_RUN_CANCELLED') {
 /** A thread has an unfinished run started with different input. */
 export class RunInProgressError extends coded('ERR_RUN_IN_PROGRESS') {
   constructor(readonly threadId: string, place?: ErrorPlace) {
-    super(`has an unfinished run started with other input. Call run({ thread }) without input to resume it first.`, {
-      place: { ...place, thread: threadId },
-    });
+    super(
+      `has an unfinished run started with other input. Call run({ thread }) without input to resume (or retry) it; ` +
+        `to run it again from an earlier position with corrected values, fork it there: fork({ thread, seq, patch }) starts a new branch and keeps the old one.`,
+      { place: { ...place, thread: threadId } },
+    );
   }
 }
 
