@@ -15,7 +15,11 @@ function checkText(kind: string, value: unknown, max: number): asserts value is 
   if (typeof value !== 'string' || value.length === 0) throw new InvalidKeyError(`${kind} must be a non-empty string, got ${JSON.stringify(value)}.`);
   if (value.length > max) throw new InvalidKeyError(`${kind} is ${value.length} characters long; the limit is ${max}.`);
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(value)) throw new InvalidKeyError(`${kind} ${JSON.stringify(value)} contains a control character.`);
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(value)) throw new InvalidKeyError(`${kind} ${JSON.stringify(value)} contains a control character.`);
+  // Shown in a terminal or a page, these reorder the text after them: a name could pass for another.
+  if (/[\u202a-\u202e\u2066-\u2069]/.test(value)) {
+    throw new InvalidKeyError(`${kind} ${JSON.stringify(value)} contains a bidirectional control character (U+202A-U+202E, U+2066-U+2069), which would reorder how it is shown.`);
+  }
   // A lone surrogate has no UTF-8 form: a database would store U+FFFD instead, so the
   // name read back (or listed) would differ from the one written.
   if (LONE_SURROGATE.test(value)) throw new InvalidKeyError(`${kind} ${JSON.stringify(value)} contains a lone UTF-16 surrogate (not valid Unicode).`);

@@ -364,6 +364,9 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
       ['newline', 'a\nb'],
       ['unit separator', 'a\u001fb'],
       ['DEL', 'a\u007fb'],
+      ['a C1 control', 'a\u0085b'],
+      ['a right-to-left override', 'invoice\u202Efdp.exe'],
+      ['a bidirectional isolate', 'a\u2067b'],
       ['513 characters', 'x'.repeat(513)],
     ];
     for (const [label, id] of hostile) {

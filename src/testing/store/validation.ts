@@ -44,6 +44,7 @@ export function validationTests(suite: StoreSuiteContext): void {
     const badKeys: [string, unknown][] = [
       ['empty', ''],
       ['a control character', 'a\tb'],
+      ['a right-to-left override', 'a\u202Eb'],
       ['the separator \\u001f', 'a\u001fb'],
       ['over 1024 characters', 'k'.repeat(1025)],
       ['not a string', 42],
