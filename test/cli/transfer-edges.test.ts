@@ -1,0 +1,53 @@
+/**
+ * `cairn export`, `import` and `copy` at their edges, as a careful user meets them: a
+ * truncated or empty export file is refused (exit 1, one line, nothing imported), a
+ * copy into a target that holds one of the threads copies none of them.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cairn } from './run-cli.js';
+import { useWorkedExampleDb } from './worked-db.js';
+
+let dir: string;
+let db: string;
+useWorkedExampleDb('cairn-cli-transfer-edges-', (files) => ({ dir, db } = files));
+
+/** The ids `cairn threads` lists in `database`. */
+async function threadsIn(database: string): Promise<string[]> {
+  const run = await cairn(['threads', '--db', database, '--json']);
+  expect(run.code, run.stderr).toBe(0);
+  return (JSON.parse(run.stdout) as { id: string }[]).map((t) => t.id);
+}
+
+describe('cairn import of a file that is not a whole export', () => {
+  it('refuses a truncated export (cut inside the thread, or before its end line) and imports nothing of it', async () => {
+    const file = join(dir, 'whole.jsonl');
+    expect((await cairn(['export', 'cust_42', '--db', db, '--raw', '--out', file])).code).toBe(0);
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    for (const keep of [3, 5, lines.length - 1]) {
+      const cut = join(dir, `cut-${keep}.jsonl`);
+      writeFileSync(cut, lines.slice(0, keep).join('\n') + '\n');
+      const target = join(dir, `cut-${keep}.db`);
+      const run = await cairn(['import', '--db', target, '--in', cut]);
+      expect(run.code, `${keep} lines: ${run.stdout}`).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/truncated/);
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+      expect(await threadsIn(target)).toEqual([]);
+    }
+  });
+
+  it('refuses an empty file, and a file holding only the header', async () => {
+    const empty = join(dir, 'empty.jsonl');
+    writeFileSync(empty, '');
+    const run = await cairn(['import', '--db', join(dir, 'empty.db'), '--in', empty]);
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim()).toBe('[cairn] not a cairn export: the stream is empty (no header record). Nothing was imported.');
+    const header = join(dir, 'header.jsonl');
+    writeFileSync(header, readFileSync(join(dir, 'whole.jsonl'), 'utf8').split('\n')[0] + '\n');
+    const only = await cairn(['import', '--db', join(dir, 'header.db'), '--in', header]);
+    expect(only.code).toBe(1);
+    expect(only.stderr).toMatch(/ends before its end record, after 0 threads and 0 positions: it is truncated/);
+  });
+});
