@@ -20,7 +20,7 @@ import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore } from './artifact-com
 import { deprecatedFlag } from './deprecated-flags.js';
 import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
 import { keyFile } from '../crypto/key-provider.js';
-import { InvalidOptionError } from '../errors.js';
+import { InvalidOptionError, ThreadExistsError } from '../errors.js';
 import { RAW_OPTION, REDACT_PATTERN_OPTION, repeatable } from './options.js';
 import { plural, progress, type Progress } from './format.js';
 
@@ -213,6 +213,10 @@ export function registerTransferCommands(program: Command): void {
         if (options.artifacts) from = await openArtifactStore(options.artifacts, { engine: source });
         if (options.toArtifacts) to = await openArtifactStore(options.toArtifacts, { create: true, engine: target });
         const threads = await threadIds(source, ids, options.all);
+        // Every clash before the first write: a copy is done whole or not at all.
+        const clashes: string[] = [];
+        for (const id of threads) if (await target.checkpointer.getThread(id)) clashes.push(id);
+        if (clashes.length) throw new ThreadExistsError(clashes, target.name);
         // A copy moves the stored values as they are: redaction is for what is shown. In
         // process, never written down: not sealed, so a target without the source's keys takes it.
         const records = exportThreads(source, threads, { raw: true, seal: false, ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) });

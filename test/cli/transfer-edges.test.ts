@@ -6,6 +6,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { memoryArtifacts } from '../../src/engines/memory/index.js';
+import { sqlite } from '../../src/engines/sqlite/index.js';
+import { workedExample } from '../../src/testing/worked-example.js';
 import { cairn } from './run-cli.js';
 import { useWorkedExampleDb } from './worked-db.js';
 
@@ -49,5 +52,29 @@ describe('cairn import of a file that is not a whole export', () => {
     const only = await cairn(['import', '--db', join(dir, 'header.db'), '--in', header]);
     expect(only.code).toBe(1);
     expect(only.stderr).toMatch(/ends before its end record, after 0 threads and 0 positions: it is truncated/);
+  });
+});
+
+describe('cairn copy into a target that holds some of the threads', () => {
+  it('copies none of them, names every clash, and a rerun after removing them copies all', async () => {
+    const source = join(dir, 'three.db');
+    const engine = sqlite(source);
+    const app = workedExample({ engine, artifacts: memoryArtifacts() });
+    for (const [n, id] of ['a', 'b', 'c'].entries()) await app.run({ thread: id, input: { customerId: `cust_${n + 1}` } });
+    await engine.close();
+    const target = join(dir, 'holds-b-c.db');
+    for (const id of ['b', 'c']) expect((await cairn(['copy', id, '--db', source, '--to', target])).code).toBe(0);
+
+    const run = await cairn(['copy', '--all', '--db', source, '--to', target]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.trim()).toBe('[cairn] threads b, c already exist in the sqlite engine: import refuses to merge histories. Nothing was imported. Delete them there, or import the others.');
+    expect(await threadsIn(target)).toEqual(['b', 'c']);
+
+    for (const id of ['b', 'c']) expect((await cairn(['delete-thread', id, '--db', target])).code).toBe(0);
+    const again = await cairn(['copy', '--all', '--db', source, '--to', target]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/^copied 3 threads/);
+    expect(await threadsIn(target)).toEqual(['a', 'b', 'c']);
   });
 });
