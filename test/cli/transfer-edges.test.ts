@@ -3,7 +3,7 @@
  * truncated or empty export file is refused (exit 1, one line, nothing imported), a
  * copy into a target that holds one of the threads copies none of them.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { memoryArtifacts } from '../../src/engines/memory/index.js';
@@ -76,5 +76,62 @@ describe('cairn copy into a target that holds some of the threads', () => {
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/^copied 3 threads/);
     expect(await threadsIn(target)).toEqual(['a', 'b', 'c']);
+  });
+});
+
+describe('one line, not a stack trace', () => {
+  const oneLine = (run: { stderr: string }) => {
+    expect(run.stderr.trim().split('\n'), run.stderr).toHaveLength(1);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  };
+
+  it('export --out into a folder that does not exist, or onto a folder: exit 2, no file', async () => {
+    const run = await cairn(['export', 'cust_42', '--db', db, '--out', join(dir, 'nope', 'x.jsonl')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(`[cairn] --out ${join(dir, 'nope', 'x.jsonl')}: cannot write it (its folder does not exist).`);
+    const onto = await cairn(['export', 'cust_42', '--db', db, '--out', dir]);
+    expect(onto.code).toBe(2);
+    expect(onto.stderr).toMatch(/cannot write it \(it is a folder\)/);
+  });
+
+  it('import --in a file that does not exist: exit 2, and no database is created', async () => {
+    const target = join(dir, 'never.db');
+    const run = await cairn(['import', '--db', target, '--in', join(dir, 'missing.jsonl')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(`[cairn] --in ${join(dir, 'missing.jsonl')}: cannot read it (there is no such file).`);
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it('--keys naming a file that is not JSON (exit 2), or no file (exit 1, says there is none)', async () => {
+    const sealed = join(dir, 'sealed.db');
+    expect((await cairn(['copy', 'cust_42', '--db', db, '--to', sealed, '--to-keys', join(dir, 'keys.json')])).code).toBe(0);
+    const notJson = join(dir, 'main.ts');
+    writeFileSync(notJson, 'export const x = 1;\n');
+    const bad = await cairn(['show', 'cust_42', '--db', sealed, '--keys', notJson]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim()).toBe(`[cairn] ${notJson} is not a cairn key file: it is not JSON.`);
+    const none = await cairn(['show', 'cust_42', '--db', sealed, '--keys', join(dir, 'nope.json')]);
+    expect(none.code).toBe(1);
+    oneLine(none);
+    expect(none.stderr).toContain(`there is no key file at ${join(dir, 'nope.json')} (no such file)`);
+    expect(existsSync(join(dir, 'nope.json'))).toBe(false);
+  });
+
+  it('import-langgraph --from a file that is not a database: exit 1, says so', async () => {
+    const app = join(dir, 'app.ts');
+    writeFileSync(app, 'export const app = 1;\n'.repeat(100));
+    const run = await cairn(['import-langgraph', '--from', app, '--db', join(dir, 'lg.db')]);
+    expect(run.code).toBe(1);
+    oneLine(run);
+    expect(run.stderr).toContain(`no LangGraph checkpoint database at ${app}: the file is not a SQLite database`);
+  });
+
+  it('under --json a failure is {"error": {"code", "message"}} on stderr', async () => {
+    const run = await cairn(['import', '--db', join(dir, 'j.db'), '--in', join(dir, 'missing.jsonl'), '--json']);
+    expect(run.code).toBe(2);
+    expect(JSON.parse(run.stderr)).toEqual({ error: { code: 'ERR_INVALID_OPTION', message: `[cairn] --in ${join(dir, 'missing.jsonl')}: cannot read it (there is no such file).` } });
+    const nope = await cairn(['verify', 'nope', '--db', db, '--json']);
+    expect(nope.code).toBe(1);
+    expect(JSON.parse(nope.stderr)).toEqual({ error: { code: 'ERR_THREAD_NOT_FOUND', message: '[cairn] [sqlite] thread nope: no such thread.' } });
   });
 });
