@@ -678,6 +678,29 @@ export class RedactedExportError extends coded('ERR_REDACTED_EXPORT') {
   }
 }
 
+/**
+ * A stream given to import is not a whole cairn export: it is empty or does not start
+ * with a header, it ends before its end record (a truncated file, a cut between two
+ * threads), a thread's positions stop before the head its thread record declares, or
+ * its counts or order do not add up (damaged). Nothing of it was left imported.
+ */
+export class InvalidExportError extends coded('ERR_INVALID_EXPORT') {}
+
+/**
+ * Import (`cairn import`, `cairn copy`) was given threads the target already holds: it
+ * refuses to merge histories. `threadIds` lists every clash found. Nothing was imported.
+ */
+export class ThreadExistsError extends coded('ERR_THREAD_EXISTS') {
+  constructor(
+    readonly threadIds: string[],
+    engine: string,
+  ) {
+    super(
+      `${threadIds.length === 1 ? `thread ${threadIds[0]} already exists` : `threads ${threadIds.join(', ')} already exist`} in the ${engine} engine: import refuses to merge histories. Nothing was imported. Delete ${threadIds.length === 1 ? 'it' : 'them'} there, or import the others.`,
+    );
+  }
+}
+
 /** An option was out of range or of the wrong type (a limit, a ttl, a cursor...). Nothing was touched. */
 export class InvalidOptionError extends coded('ERR_INVALID_OPTION') {}
 

@@ -12,7 +12,9 @@
  * Exit codes, for scripts: 0 ok; 1 a negative result or a failure (damage found,
  * nothing deleted or cancelled, no such thread or database, an engine error); 2 bad usage (an
  * unknown command or flag, a flag value that does not parse, flags that do not go
- * together), reported before anything is opened.
+ * together), reported before anything is opened. Under `--json` a command's failure is
+ * printed on stderr as `{"error": {"code", "message"}}` (the code of the cairn error,
+ * ERR_UNEXPECTED for anything else).
  */
 import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
@@ -37,6 +39,8 @@ import { ENGINE_URL_HELP, KEYS_OPTION, useKeyFile } from './engine-url.js';
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 /** Exit code of bad usage. */
 const USAGE = 2;
+/** The command being run was given --json: its failure is printed as JSON too. */
+let json = false;
 
 const program = new Command();
 // Before any subcommand is added: they copy it. Commander then throws its parse errors
@@ -47,7 +51,10 @@ program
   .description('Durable runs for AI agents: inspect and move threads, verify their hash chains, collect artifacts, run workers and the demo.')
   .version(version)
   .option(...KEYS_OPTION)
-  .hook('preAction', () => useKeyFile(program.opts<{ keys?: string }>().keys))
+  .hook('preAction', (_program, command) => {
+    json = command.opts<{ json?: unknown }>().json === true;
+    useKeyFile(program.opts<{ keys?: string }>().keys);
+  })
   .addHelpText(
     'after',
     `\nDatabases: --db <url> is ${ENGINE_URL_HELP}. An encrypted one (cairn/crypto) opens with --keys <key file> (any command), CAIRN_KEY_FILE or CAIRN_MASTER_KEY.\nDurations (--since, --grace, olderThan=, --lease-ms, --poll-ms) are written 500ms, 30s, 15m, 12h, 7d or 2w.`,
@@ -86,7 +93,12 @@ program.parseAsync().catch((error: unknown) => {
     process.exitCode = error.exitCode === 0 ? 0 : USAGE;
     return;
   }
-  process.stderr.write(`${CairnError.is(error) ? error.message : (error as Error).stack ?? String(error)}\n`);
+  if (json) {
+    // {"error": {"code", "message"}} on stderr, for a script that parses what --json prints.
+    const code = CairnError.is(error) ? error.code : 'ERR_UNEXPECTED';
+    const message = CairnError.is(error) ? error.message : error instanceof Error ? error.message : String(error);
+    process.stderr.write(JSON.stringify({ error: { code, message } }) + '\n');
+  } else process.stderr.write(`${CairnError.is(error) ? error.message : (error as Error).stack ?? String(error)}\n`);
   // A value cairn refused (an option, an id) is bad usage too; everything else is a failure.
   process.exitCode = InvalidOptionError.is(error) || InvalidKeyError.is(error) ? USAGE : 1;
 });

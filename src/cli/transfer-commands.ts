@@ -9,7 +9,8 @@
  * `--to`, `--from-artifacts`) still work, with a deprecation notice.
  */
 import type { Command } from 'commander';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { closeSync, createReadStream, createWriteStream, fstatSync, openSync } from 'node:fs';
+import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { decode, encode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
@@ -20,7 +21,7 @@ import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore } from './artifact-com
 import { deprecatedFlag } from './deprecated-flags.js';
 import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
 import { keyFile } from '../crypto/key-provider.js';
-import { InvalidOptionError } from '../errors.js';
+import { CairnError, InvalidOptionError, ThreadExistsError } from '../errors.js';
 import { RAW_OPTION, REDACT_PATTERN_OPTION, repeatable } from './options.js';
 import { plural, progress, type Progress } from './format.js';
 
@@ -95,8 +96,45 @@ async function closeAll(...closables: ({ close(): Promise<void> } | undefined)[]
   for (const c of closables.reverse()) await c?.close();
 }
 
-async function* readLines(path: string | undefined): AsyncGenerator<TransferRecord> {
-  const input = path ? createReadStream(path, 'utf8') : process.stdin;
+/** Opens a file a flag names (`--in` to read, `--out` to write), or says in one line why it cannot: before anything else is opened or created. */
+function openFile(flag: string, path: string, mode: 'r' | 'w'): number {
+  let fd: number;
+  try {
+    fd = openSync(path, mode);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? (mode === 'r' ? 'there is no such file' : 'its folder does not exist') : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a folder' : (code ?? (error as Error).message);
+    throw new InvalidOptionError(`${flag} ${path}: cannot ${mode === 'r' ? 'read' : 'write'} it (${why}).`, { cause: error });
+  }
+  if (fstatSync(fd).isDirectory()) {
+    closeSync(fd);
+    throw new InvalidOptionError(`${flag} ${path}: cannot ${mode === 'r' ? 'read' : 'write'} it (it is a folder).`);
+  }
+  return fd;
+}
+
+/** The stream to write an export to: the `--out` file (its errors end the export with one line), else stdout. */
+function exportOutput(path: string | undefined): NodeJS.WritableStream & { drained?(): Promise<void>; finish?(): Promise<void> } {
+  if (!path) return process.stdout;
+  const stream = createWriteStream('', { fd: openFile('--out', path, 'w') });
+  // Kept for the export to report where it waits on the stream (drain, end), in one line.
+  let failed: CairnError | undefined;
+  stream.on('error', (error: NodeJS.ErrnoException) => (failed ??= new CairnError(`--out ${path}: writing the export failed (${error.code ?? error.message}).`, { cause: error })));
+  return Object.assign(stream, {
+    async drained() {
+      if (!failed) await Promise.race([once(stream, 'drain'), once(stream, 'close')]);
+      if (failed) throw failed;
+    },
+    async finish() {
+      // end's callback runs once the file is flushed, or on an error.
+      if (!failed) await new Promise<void>((resolve) => stream.end(() => resolve()));
+      if (failed) throw failed;
+    },
+  });
+}
+
+async function* readLines(fd: number | undefined): AsyncGenerator<TransferRecord> {
+  const input = fd !== undefined ? createReadStream('', { fd, encoding: 'utf8' }) : process.stdin;
   for await (const line of createInterface({ input, crlfDelay: Infinity })) if (line.trim()) yield decode<TransferRecord>(line, 'export line');
 }
 
@@ -128,7 +166,7 @@ export function registerTransferCommands(program: Command): void {
       checkSelection(ids, options.all);
       const engine = await openEngine(options.db, 'read');
       let artifacts: ArtifactStore | undefined;
-      let out: NodeJS.WritableStream | undefined;
+      let out: ReturnType<typeof exportOutput> | undefined;
       let end: Extract<TransferRecord, { type: 'end' }> | undefined;
       try {
         if (options.artifacts) artifacts = await openArtifactStore(options.artifacts, { engine });
@@ -145,15 +183,15 @@ export function registerTransferCommands(program: Command): void {
         // The file is created with the first record: a thread that is not there leaves none.
         try {
           for await (const record of records) {
-            out ??= options.out ? createWriteStream(options.out) : process.stdout;
-            if (!out.write(encode(record) + '\n')) await new Promise((resolve) => out!.once('drain', resolve));
+            out ??= exportOutput(options.out);
+            if (!out.write(encode(record) + '\n')) await (out.drained ? out.drained() : new Promise((resolve) => out!.once('drain', resolve)));
             if (record.type === 'end') end = record;
           }
         } finally {
           bar.done();
         }
       } finally {
-        if (options.out && out) await new Promise<void>((resolve) => out!.end(() => resolve()));
+        if (out?.finish) await out.finish();
         await closeAll(engine, artifacts);
       }
       const summary = { threads: end!.threads, positions: end!.positions, ...(end!.storeItems !== undefined ? { storeItems: end!.storeItems } : {}), ...(end!.artifacts !== undefined ? { artifacts: end!.artifacts } : {}) };
@@ -170,6 +208,8 @@ export function registerTransferCommands(program: Command): void {
     .option(`--artifacts ${ARTIFACTS_ARG}`, `store the export's artifacts in this artifact store (without it they are skipped): ${ARTIFACTS_HELP}`)
     .option('--json', 'print JSON')
     .action(async (options: { db: string; in?: string; artifacts?: string; json?: boolean }) => {
+      // The input first: a file that is not there creates no database.
+      const input = options.in !== undefined ? openFile('--in', options.in, 'r') : undefined;
       const engine = await openEngine(options.db, 'create');
       let artifacts: ArtifactStore | undefined;
       try {
@@ -177,7 +217,7 @@ export function registerTransferCommands(program: Command): void {
         const bar = progress(process.stderr.isTTY === true && !options.json);
         let report: ImportReport;
         try {
-          report = await importThreads(engine, countingThreads(readLines(options.in), bar, 'importing threads'), artifacts ? { artifacts } : {});
+          report = await importThreads(engine, countingThreads(readLines(input), bar, 'importing threads'), artifacts ? { artifacts } : {});
         } finally {
           bar.done();
         }
@@ -213,6 +253,10 @@ export function registerTransferCommands(program: Command): void {
         if (options.artifacts) from = await openArtifactStore(options.artifacts, { engine: source });
         if (options.toArtifacts) to = await openArtifactStore(options.toArtifacts, { create: true, engine: target });
         const threads = await threadIds(source, ids, options.all);
+        // Every clash before the first write: a copy is done whole or not at all.
+        const clashes: string[] = [];
+        for (const id of threads) if (await target.checkpointer.getThread(id)) clashes.push(id);
+        if (clashes.length) throw new ThreadExistsError(clashes, target.name);
         // A copy moves the stored values as they are: redaction is for what is shown. In
         // process, never written down: not sealed, so a target without the source's keys takes it.
         const records = exportThreads(source, threads, { raw: true, seal: false, ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) });

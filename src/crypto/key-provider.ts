@@ -84,6 +84,8 @@ interface KeyFileContents {
 export function keyFile(path: string): KeyProvider {
   if (typeof path !== 'string' || path === '') throw new InvalidOptionError('keyFile(path) needs the path of the key file.');
   let contents: KeyFileContents | null = null;
+  /** The file was not there when last read (it is created by the first key it stores). */
+  let absent = false;
 
   function load(): KeyFileContents {
     if (contents) return contents;
@@ -91,11 +93,19 @@ export function keyFile(path: string): KeyProvider {
     try {
       text = readFileSync(path, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') throw new InvalidOptionError(`the key file ${path} cannot be read (${code ?? (err as Error).message}).`, { cause: err });
+      absent = true;
       return (contents = { version: 1, scopes: {} });
     }
-    const parsed = JSON.parse(text) as KeyFileContents;
-    if (parsed.version !== 1 || typeof parsed.scopes !== 'object') throw new InvalidOptionError(`${path} is not a cairn key file.`);
+    absent = false;
+    let parsed: KeyFileContents | null;
+    try {
+      parsed = JSON.parse(text) as KeyFileContents | null;
+    } catch (err) {
+      throw new InvalidOptionError(`${path} is not a cairn key file: it is not JSON.`, { cause: err });
+    }
+    if (typeof parsed !== 'object' || parsed === null || parsed.version !== 1 || typeof parsed.scopes !== 'object' || parsed.scopes === null) throw new InvalidOptionError(`${path} is not a cairn key file.`);
     return (contents = parsed);
   }
   function save(next: KeyFileContents): void {
@@ -135,6 +145,7 @@ export function keyFile(path: string): KeyProvider {
         contents = null;
         kek = load().scopes[scope]?.find((k) => k.id === wrapped.kekId);
       }
+      if (!kek && absent) throw new KeyUnavailableError(wrapped.kekId, `there is no key file at ${path} (no such file): pass the key file the data was encrypted with.`);
       if (!kek) throw new KeyUnavailableError(wrapped.kekId, `the key file ${path} holds no key-encryption key ${wrapped.kekId} for scope ${JSON.stringify(scope)} (destroyed by an erasure, or another key file).`);
       return unwrapWith(Buffer.from(kek.key, 'base64'), scope, wrapped.wrapped, wrapped.kekId);
     },

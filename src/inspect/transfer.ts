@@ -28,6 +28,10 @@
  * reads all six: a position or pending write without `ns` belongs to the root, a thread
  * without `wakeAt` has none, a ledger entry without `meta` has none. An importer that knows an older version refuses a newer
  * stream at its header, rather than misreading it and leaving a half-imported thread.
+ * Every version ends with an `end` record counting the threads, positions, signals,
+ * store items and artifacts before it: import checks the stream against it (and each
+ * thread's positions against the head its record declares), so a file cut anywhere,
+ * between two threads too, is refused rather than imported as a shorter history.
  */
 import type { Checkpointer, StoredPosition } from '../contracts/checkpointer.js';
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
@@ -36,7 +40,7 @@ import type { ThreadRecord } from '../contracts/threads.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { decode, encode } from '../codec/tagged-json.js';
-import { ArtifactNotFoundError, CairnError, KeyUnavailableError, NotSupportedError, RedactedExportError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
+import { ArtifactNotFoundError, CairnError, InvalidExportError, KeyUnavailableError, NotSupportedError, RedactedExportError, ThreadExistsError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
 import type { Redactor } from '../internal/redaction.js';
 import { learnHead, redactArtifactText, redactsAsText, threadRedactor, type RedactionChoice } from './redaction.js';
 import { redactTransferRecord } from './transfer-redaction.js';
@@ -55,6 +59,9 @@ export const TRANSFER_FORMAT_VERSION = 6;
 const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, TRANSFER_FORMAT_VERSION];
 /** The scope of artifacts of the unscoped store (as `encryptedArtifacts` seals them). */
 const SHARED_ARTIFACT_SCOPE = 'artifacts';
+
+/** `1 thread`, `2 threads`. */
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** Bytes of artifact per `artifact-chunk` record (before base64). */
 const CHUNK_BYTES = 192 * 1024;
@@ -318,8 +325,12 @@ async function* unsealed(records: AsyncIterable<TransferRecord> | Iterable<Trans
 
 /**
  * Writes exported threads into `engine` (store items too, and artifacts into
- * `options.artifacts`). A thread that already exists there is refused (nothing of it
- * is written), and so is a store item that exists. Positions are committed in seq
+ * `options.artifacts`). A thread that already exists there is refused
+ * (ThreadExistsError), and so is a store item that exists. The stream must be a whole
+ * export: a header first, each thread's positions up to the head its record declares,
+ * and the end record with counts that match (InvalidExportError for an empty, cut or
+ * damaged stream). An import is whole or nothing: when it fails, the threads and store
+ * items it wrote are deleted again (artifacts it stored are left for GC). Positions are committed in seq
  * order with their stored bodies and hashes, so `verify` passes on the target as on
  * the source; the thread keeps its createdAt and updatedAt. An artifact is stored
  * under its own id and checked against its ref.
@@ -342,6 +353,11 @@ export async function importThreads(
   const finish = async () => {
     if (!current) return;
     const { thread, lease } = current;
+    // The thread record names its root head: a stream cut inside the thread stops short of it.
+    const reached = current.heads.get('') ?? null;
+    if (reached !== thread.head) {
+      throw new InvalidExportError(`thread ${thread.id} declares head ${thread.head}, but its positions ${reached === null ? 'are missing' : `stop at ${reached}`}: the export is truncated or damaged. Nothing of it was imported.`);
+    }
     // Last: every commit and update before it stamped its own time.
     // The wake time too: a signal imported into a waiting thread made it due.
     await cp.updateThread(lease, {
@@ -360,18 +376,75 @@ export async function importThreads(
     const step = await iterator.next();
     return step.done ? undefined : step.value;
   };
-  for (let record = await next(); record !== undefined; record = await next()) {
+  /** Store items this import created, to take back when it fails. */
+  const putItems: { namespace: string[]; key: string }[] = [];
+  /**
+   * What the stream held since its header, to check against its end record (every
+   * exporter, from version 1 on, ends with one). `undefined` before the first header
+   * and after an end: another header may start another export there (files concatenated).
+   */
+  let seen: { threads: number; positions: number; signals: number; storeItems: number; artifacts: number } | undefined;
+  let headers = 0;
+  try {
+    for (let record = await next(); record !== undefined; record = await next()) {
+      if (record.type !== 'header' && !seen) {
+        throw new InvalidExportError(
+          headers === 0
+            ? `not a cairn export: it starts with a ${JSON.stringify(record.type)} record, not a header. Nothing was imported.`
+            : `a ${JSON.stringify(record.type)} record after the end record: the export is damaged. Nothing of it was imported.`,
+        );
+      }
+      await importRecord(record);
+    }
+    if (headers === 0) throw new InvalidExportError('not a cairn export: the stream is empty (no header record). Nothing was imported.');
+    if (seen) {
+      await finish();
+      throw new InvalidExportError(
+        `the export ends before its end record, after ${plural(seen.threads, 'thread')} and ${plural(seen.positions, 'position')}: it is truncated (the rest of the file is missing). Nothing of it was imported.`,
+      );
+    }
+  } catch (error) {
+    await undo(error);
+    throw error;
+  }
+  return report;
+
+  /** Takes back what this import wrote (threads and store items; artifacts are left to GC): an export is imported whole or not at all. */
+  async function undo(error: unknown): Promise<void> {
+    const failures: unknown[] = [];
+    const attempt = async (step: () => Promise<unknown>) => {
+      try {
+        await step();
+      } catch (e) {
+        failures.push(e);
+      }
+    };
+    const lease = current?.lease;
+    current = undefined;
+    for (const id of report.threads) await attempt(() => cp.deleteThread(id, lease && lease.thread.id === id ? { lease } : {}));
+    if (lease) await attempt(() => cp.releaseThread(lease));
+    for (const item of putItems) await attempt(() => engine.store.delete(item.namespace, item.key));
+    if (failures.length && error instanceof Error) {
+      error.message += ` Taking back what the import wrote failed too (${failures.map((f) => (f as Error).message ?? String(f)).join('; ')}): threads ${report.threads.join(', ')} may be left partly imported; delete them.`;
+    }
+  }
+
+  async function importRecord(record: TransferRecord): Promise<void> {
     switch (record.type) {
       case 'header':
+        if (seen) throw new InvalidExportError('a second header before the end record: the export is damaged. Nothing of it was imported.');
         if (record.format === 'cairn-threads-redacted' || record.redacted) throw new RedactedExportError();
         if (record.format !== 'cairn-threads' || !READABLE_VERSIONS.includes(record.version)) {
-          throw new CairnError(`not a cairn thread export this version reads (format ${record.format} v${record.version}; reads v${READABLE_VERSIONS.join(', v')}).`);
+          throw new InvalidExportError(`not a cairn thread export this version reads (format ${record.format} v${record.version}; reads v${READABLE_VERSIONS.join(', v')}).`);
         }
+        headers++;
+        seen = { threads: 0, positions: 0, signals: 0, storeItems: 0, artifacts: 0 };
         break;
       case 'thread': {
         await finish();
         const { thread } = record;
-        if (await cp.getThread(thread.id)) throw new CairnError(`thread ${thread.id} already exists in the ${engine.name} engine: import refuses to merge histories.`);
+        seen!.threads++;
+        if (await cp.getThread(thread.id)) throw new ThreadExistsError([thread.id], engine.name);
         const lease = await cp.acquireThread(thread.id, {
           owner: { runId: randomUUID(), pid: process.pid, host: hostname() },
           leaseMs: 5 * 60_000,
@@ -382,7 +455,7 @@ export async function importThreads(
         break;
       }
       case 'position': {
-        if (!current || current.thread.id !== record.threadId) throw new CairnError(`position of thread ${record.threadId} before its thread record.`);
+        const current = held(record.threadId, 'position');
         // A version 1 export may carry no ns: its positions are the root's.
         const position = { ...record.position, ns: record.position.ns ?? '' };
         // Only root commits set the thread's status; the root head's carries the exported one.
@@ -397,16 +470,18 @@ export async function importThreads(
         });
         current.heads.set(position.ns, position.seq);
         report.positions++;
+        seen!.positions++;
         break;
       }
       case 'pending':
-        await cp.putPendingWrite(current!.lease, { ...record.write, ns: record.write.ns ?? '' });
+        await cp.putPendingWrite(held(record.threadId, 'pending write').lease, { ...record.write, ns: record.write.ns ?? '' });
         break;
       case 'failure':
-        await cp.updateThread(current!.lease, { failure: record.failure });
+        await cp.updateThread(held(record.threadId, 'failure').lease, { failure: record.failure });
         break;
       case 'ledger': {
         const { entry } = record;
+        held(entry.threadId, 'ledger entry');
         const base = { threadId: entry.threadId, key: entry.key, kind: entry.kind, name: entry.name, ns: entry.ns, seq: entry.seq, node: entry.node, task: entry.task, call: entry.call, argsDigest: entry.argsDigest, createdAt: entry.createdAt, ...(entry.meta ? { meta: entry.meta } : {}) };
         if (entry.kind === 'record') await engine.ledger.writeRecord({ ...base, outcome: entry.outcome ?? 'null' });
         else {
@@ -417,17 +492,20 @@ export async function importThreads(
         break;
       }
       case 'signal': {
-        if (!current || current.thread.id !== record.threadId) throw new CairnError(`signal of thread ${record.threadId} before its thread record.`);
+        const current = held(record.threadId, 'signal');
         const { signal } = record;
+        if (signal.threadId !== record.threadId) throw new InvalidExportError(`a signal record of thread ${record.threadId} holds a signal of thread ${signal.threadId}: the export is damaged. Nothing of it was imported.`);
         // Ids are handed out 1, 2, 3… and the export lists them all in order: sent again in that order, each gets its own.
         const sent = await cp.sendSignal(signal.threadId, { name: signal.name, payload: signal.payload, sentAt: signal.sentAt });
-        if (sent.id !== signal.id) throw new CairnError(`signal ${signal.id} of thread ${signal.threadId} arrived as signal ${sent.id}: the export is damaged or out of order.`);
+        if (sent.id !== signal.id) throw new InvalidExportError(`signal ${signal.id} of thread ${signal.threadId} arrived as signal ${sent.id}: the export is damaged or out of order. Nothing of it was imported.`);
         if (signal.consumedBy !== null) await cp.consumeSignal(current.lease, { id: sent.id, by: signal.consumedBy, consumedAt: signal.consumedAt ?? signal.sentAt });
         report.signals++;
+        seen!.signals++;
         break;
       }
       case 'store': {
         await finish();
+        seen!.storeItems++;
         const ttlMs = record.expiresAt === null ? undefined : record.expiresAt - Date.now();
         // Expired since the export: it would read as absent there too.
         if (ttlMs !== undefined && ttlMs <= 0) break;
@@ -435,13 +513,15 @@ export async function importThreads(
           await engine.store.put(record.namespace, record.key, record.value, { ifVersion: 0, ...(ttlMs !== undefined ? { ttlMs } : {}) });
         } catch (error) {
           if (!VersionConflictError.is(error)) throw error;
-          throw new CairnError(`store item ${record.namespace.join('/')}/${record.key} already exists in the ${engine.name} engine: import refuses to overwrite it.`, { cause: error });
+          throw new CairnError(`store item ${record.namespace.join('/')}/${record.key} already exists in the ${engine.name} engine: import refuses to overwrite it. Nothing was imported.`, { cause: error });
         }
+        putItems.push({ namespace: record.namespace, key: record.key });
         report.storeItems++;
         break;
       }
       case 'artifact': {
         await finish();
+        seen!.artifacts++;
         const chunks = chunksOf(record, next);
         if (!options.artifacts) {
           await chunks.drain();
@@ -453,16 +533,38 @@ export async function importThreads(
         break;
       }
       case 'artifact-chunk':
-        throw new CairnError(`a chunk of artifact ${record.id} outside its artifact: the export is damaged.`);
-      case 'end':
+        throw new InvalidExportError(`a chunk of artifact ${record.id} outside its artifact: the export is damaged. Nothing of it was imported.`);
+      case 'end': {
+        await finish();
+        const counted = seen!;
+        // What the exporter counted, against what arrived (signals since version 4, store items and artifacts when it sent them).
+        const expected: [string, number, number | undefined][] = [
+          ['threads', counted.threads, record.threads],
+          ['positions', counted.positions, record.positions],
+          ['signals', counted.signals, record.signals ?? 0],
+          ['store items', counted.storeItems, record.storeItems],
+          ['artifacts', counted.artifacts, record.artifacts],
+        ];
+        const wrong = expected.filter(([, got, want]) => want !== undefined && got !== want);
+        if (wrong.length) {
+          throw new InvalidExportError(`the export's end record counts ${wrong.map(([what, got, want]) => `${want} ${what} (it holds ${got})`).join(', ')}: records are missing or were added. Nothing of it was imported.`);
+        }
+        seen = undefined;
         break;
+      }
       case 'data-key':
       case 'sealed':
         break;
     }
   }
-  await finish();
-  return report;
+
+  /** The thread being imported, which a record of thread `threadId` must belong to (its thread record comes first). */
+  function held(threadId: string, what: string): NonNullable<typeof current> {
+    if (!current || current.thread.id !== threadId) {
+      throw new InvalidExportError(`a ${what} of thread ${threadId} ${current ? `among the records of thread ${current.thread.id}` : 'before its thread record'}: the export is damaged or out of order. Nothing of it was imported.`);
+    }
+    return current;
+  }
 }
 
 /** The bytes of an `artifact` record, from the `artifact-chunk` records after it; read to the last one even if the consumer stops early. */

@@ -74,9 +74,17 @@ async function load<T>(name: string): Promise<T> {
 async function openSqlite(path: string): Promise<LangGraphSource> {
   if (!existsSync(path)) throw new LangGraphSourceNotFoundError(path, 'there is no such file.');
   const { SqliteSaver } = await load<typeof import('@langchain/langgraph-checkpoint-sqlite')>('@langchain/langgraph-checkpoint-sqlite');
-  const saver = SqliteSaver.fromConnString(path);
+  let saver: InstanceType<typeof SqliteSaver> | undefined;
+  let table: unknown;
+  try {
+    saver = SqliteSaver.fromConnString(path);
+    table = saver.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'").get();
+  } catch (error) {
+    // A file that is not a SQLite database (SQLITE_NOTADB), or one that does not open (a folder).
+    saver?.db.close();
+    throw new LangGraphSourceNotFoundError(path, `the file is not a SQLite database (${(error as Error).message}).`);
+  }
   const db = saver.db;
-  const table = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'").get();
   if (!table) {
     db.close();
     throw new LangGraphSourceNotFoundError(path, 'the file has no checkpoints table (SqliteSaver).');

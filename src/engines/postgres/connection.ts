@@ -19,7 +19,7 @@
  */
 import { createHash } from 'node:crypto';
 import { POSTGRES_LISTEN_RETRY_MS, POSTGRES_POOL_MAX } from '../../defaults.js';
-import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidKeyError } from '../../errors.js';
+import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidKeyError, InvalidOptionError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
 import { checkTenant } from '../../artifacts/refs.js';
 import { createPool, type PoolClientLike, type PoolLike } from './driver.js';
@@ -134,6 +134,26 @@ function connectHint(error: unknown): string {
 }
 
 /**
+ * Refuses, at once, a connection string the driver would misread: `not a url` is taken
+ * as a host name relative to a base and fails later as "getaddrinfo ENOTFOUND base".
+ * A `postgres://` or `postgresql://` URL (or the driver's `socket:` form) passes.
+ */
+function checkUrl(url: string): void {
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:' && protocol !== 'socket:') {
+    throw new InvalidOptionError(
+      `postgres(url): ${JSON.stringify(maskUrl(url))} does not parse as a PostgreSQL URL: write postgres://user:password@host:port/database (or pass a pg.Pool).`,
+      { place: { engine: 'postgres' } },
+    );
+  }
+}
+
+/**
  * The pool, schema and lifecycle shared by one engine's checkpointer, ledger and store.
  *
  * @example `const conn = new PostgresConnection('postgres://app@db/app', { schema: 'cairn', max: 20 });`
@@ -155,6 +175,7 @@ export class PostgresConnection {
     private readonly options: PostgresOptions = {},
   ) {
     this.ownsPool = typeof source === 'string';
+    if (typeof source === 'string') checkUrl(source);
     this.lifecycle = new Lifecycle('postgres', { open: () => this.open(), close: () => this.end() });
     this.schema = options.schema ?? 'public';
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(this.schema)) {

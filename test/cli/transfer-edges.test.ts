@@ -1,0 +1,137 @@
+/**
+ * `cairn export`, `import` and `copy` at their edges, as a careful user meets them: a
+ * truncated or empty export file is refused (exit 1, one line, nothing imported), a
+ * copy into a target that holds one of the threads copies none of them.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { memoryArtifacts } from '../../src/engines/memory/index.js';
+import { sqlite } from '../../src/engines/sqlite/index.js';
+import { workedExample } from '../../src/testing/worked-example.js';
+import { cairn } from './run-cli.js';
+import { useWorkedExampleDb } from './worked-db.js';
+
+let dir: string;
+let db: string;
+useWorkedExampleDb('cairn-cli-transfer-edges-', (files) => ({ dir, db } = files));
+
+/** The ids `cairn threads` lists in `database`. */
+async function threadsIn(database: string): Promise<string[]> {
+  const run = await cairn(['threads', '--db', database, '--json']);
+  expect(run.code, run.stderr).toBe(0);
+  return (JSON.parse(run.stdout) as { id: string }[]).map((t) => t.id);
+}
+
+describe('cairn import of a file that is not a whole export', () => {
+  it('refuses a truncated export (cut inside the thread, or before its end line) and imports nothing of it', async () => {
+    const file = join(dir, 'whole.jsonl');
+    expect((await cairn(['export', 'cust_42', '--db', db, '--raw', '--out', file])).code).toBe(0);
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    for (const keep of [3, 5, lines.length - 1]) {
+      const cut = join(dir, `cut-${keep}.jsonl`);
+      writeFileSync(cut, lines.slice(0, keep).join('\n') + '\n');
+      const target = join(dir, `cut-${keep}.db`);
+      const run = await cairn(['import', '--db', target, '--in', cut]);
+      expect(run.code, `${keep} lines: ${run.stdout}`).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(/truncated/);
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+      expect(await threadsIn(target)).toEqual([]);
+    }
+  });
+
+  it('refuses an empty file, and a file holding only the header', async () => {
+    const empty = join(dir, 'empty.jsonl');
+    writeFileSync(empty, '');
+    const run = await cairn(['import', '--db', join(dir, 'empty.db'), '--in', empty]);
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim()).toBe('[cairn] not a cairn export: the stream is empty (no header record). Nothing was imported.');
+    const header = join(dir, 'header.jsonl');
+    writeFileSync(header, readFileSync(join(dir, 'whole.jsonl'), 'utf8').split('\n')[0] + '\n');
+    const only = await cairn(['import', '--db', join(dir, 'header.db'), '--in', header]);
+    expect(only.code).toBe(1);
+    expect(only.stderr).toMatch(/ends before its end record, after 0 threads and 0 positions: it is truncated/);
+  });
+});
+
+describe('cairn copy into a target that holds some of the threads', () => {
+  it('copies none of them, names every clash, and a rerun after removing them copies all', async () => {
+    const source = join(dir, 'three.db');
+    const engine = sqlite(source);
+    const app = workedExample({ engine, artifacts: memoryArtifacts() });
+    for (const [n, id] of ['a', 'b', 'c'].entries()) await app.run({ thread: id, input: { customerId: `cust_${n + 1}` } });
+    await engine.close();
+    const target = join(dir, 'holds-b-c.db');
+    for (const id of ['b', 'c']) expect((await cairn(['copy', id, '--db', source, '--to', target])).code).toBe(0);
+
+    const run = await cairn(['copy', '--all', '--db', source, '--to', target]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.trim()).toBe('[cairn] threads b, c already exist in the sqlite engine: import refuses to merge histories. Nothing was imported. Delete them there, or import the others.');
+    expect(await threadsIn(target)).toEqual(['b', 'c']);
+
+    for (const id of ['b', 'c']) expect((await cairn(['delete-thread', id, '--db', target])).code).toBe(0);
+    const again = await cairn(['copy', '--all', '--db', source, '--to', target]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/^copied 3 threads/);
+    expect(await threadsIn(target)).toEqual(['a', 'b', 'c']);
+  });
+});
+
+describe('one line, not a stack trace', () => {
+  const oneLine = (run: { stderr: string }) => {
+    expect(run.stderr.trim().split('\n'), run.stderr).toHaveLength(1);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  };
+
+  it('export --out into a folder that does not exist, or onto a folder: exit 2, no file', async () => {
+    const run = await cairn(['export', 'cust_42', '--db', db, '--out', join(dir, 'nope', 'x.jsonl')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(`[cairn] --out ${join(dir, 'nope', 'x.jsonl')}: cannot write it (its folder does not exist).`);
+    const onto = await cairn(['export', 'cust_42', '--db', db, '--out', dir]);
+    expect(onto.code).toBe(2);
+    expect(onto.stderr).toMatch(/cannot write it \(it is a folder\)/);
+  });
+
+  it('import --in a file that does not exist: exit 2, and no database is created', async () => {
+    const target = join(dir, 'never.db');
+    const run = await cairn(['import', '--db', target, '--in', join(dir, 'missing.jsonl')]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(`[cairn] --in ${join(dir, 'missing.jsonl')}: cannot read it (there is no such file).`);
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it('--keys naming a file that is not JSON (exit 2), or no file (exit 1, says there is none)', async () => {
+    const sealed = join(dir, 'sealed.db');
+    expect((await cairn(['copy', 'cust_42', '--db', db, '--to', sealed, '--to-keys', join(dir, 'keys.json')])).code).toBe(0);
+    const notJson = join(dir, 'main.ts');
+    writeFileSync(notJson, 'export const x = 1;\n');
+    const bad = await cairn(['show', 'cust_42', '--db', sealed, '--keys', notJson]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim()).toBe(`[cairn] ${notJson} is not a cairn key file: it is not JSON.`);
+    const none = await cairn(['show', 'cust_42', '--db', sealed, '--keys', join(dir, 'nope.json')]);
+    expect(none.code).toBe(1);
+    oneLine(none);
+    expect(none.stderr).toContain(`there is no key file at ${join(dir, 'nope.json')} (no such file)`);
+    expect(existsSync(join(dir, 'nope.json'))).toBe(false);
+  });
+
+  it('import-langgraph --from a file that is not a database: exit 1, says so', async () => {
+    const app = join(dir, 'app.ts');
+    writeFileSync(app, 'export const app = 1;\n'.repeat(100));
+    const run = await cairn(['import-langgraph', '--from', app, '--db', join(dir, 'lg.db')]);
+    expect(run.code).toBe(1);
+    oneLine(run);
+    expect(run.stderr).toContain(`no LangGraph checkpoint database at ${app}: the file is not a SQLite database`);
+  });
+
+  it('under --json a failure is {"error": {"code", "message"}} on stderr', async () => {
+    const run = await cairn(['import', '--db', join(dir, 'j.db'), '--in', join(dir, 'missing.jsonl'), '--json']);
+    expect(run.code).toBe(2);
+    expect(JSON.parse(run.stderr)).toEqual({ error: { code: 'ERR_INVALID_OPTION', message: `[cairn] --in ${join(dir, 'missing.jsonl')}: cannot read it (there is no such file).` } });
+    const nope = await cairn(['verify', 'nope', '--db', db, '--json']);
+    expect(nope.code).toBe(1);
+    expect(JSON.parse(nope.stderr)).toEqual({ error: { code: 'ERR_THREAD_NOT_FOUND', message: '[cairn] [sqlite] thread nope: no such thread.' } });
+  });
+});

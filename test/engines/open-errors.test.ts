@@ -1,0 +1,48 @@
+/**
+ * What is handed to an engine, a key provider or a LangGraph source and cannot work is
+ * refused with a typed cairn error in one sentence, not the driver's own failure: a
+ * PostgreSQL URL that does not parse, a key file that is not JSON or not there, a
+ * LangGraph source that is not a SQLite database.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { keyFile } from '../../src/crypto/key-provider.js';
+import { postgres } from '../../src/engines/postgres/index.js';
+import { InvalidOptionError, KeyUnavailableError, LangGraphSourceNotFoundError } from '../../src/errors.js';
+import { openLangGraphSource } from '../../src/langgraph/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'cairn-open-errors-'));
+
+describe('refused with a typed error', () => {
+  it('postgres(url) with a URL that does not parse: InvalidOptionError at once', async () => {
+    for (const url of ['not a url', 'localhost:5432/test', 'mysql://u@h/db']) {
+      expect(() => postgres(url), url).toThrow(InvalidOptionError);
+      expect(() => postgres(url)).toThrow(/does not parse as a PostgreSQL URL: write postgres:\/\/user:password@host:port\/database/);
+    }
+    for (const url of ['postgres://u@127.0.0.1:1/db', 'postgresql://u:secret@127.0.0.1:1/db']) await postgres(url).close();
+  });
+
+  it('a key file that is not JSON is not a key file (InvalidOptionError); one that is not there says so', async () => {
+    const notJson = join(dir, 'main.ts');
+    writeFileSync(notJson, 'export const x = 1;\n');
+    await expect(keyFile(notJson).unwrapKey('thread:t', { kekId: 'kek-1', wrapped: 'x' })).rejects.toThrow(InvalidOptionError);
+    await expect(keyFile(notJson).unwrapKey('thread:t', { kekId: 'kek-1', wrapped: 'x' })).rejects.toThrow(`${notJson} is not a cairn key file: it is not JSON.`);
+    const nullJson = join(dir, 'null.json');
+    writeFileSync(nullJson, 'null');
+    await expect(keyFile(nullJson).unwrapKey('thread:t', { kekId: 'kek-1', wrapped: 'x' })).rejects.toThrow(`${nullJson} is not a cairn key file.`);
+    const missing = join(dir, 'nope.json');
+    const error = await keyFile(missing).unwrapKey('thread:t', { kekId: 'kek-1', wrapped: 'x' }).catch((e: unknown) => e);
+    expect(KeyUnavailableError.is(error)).toBe(true);
+    expect((error as Error).message).toContain(`there is no key file at ${missing} (no such file)`);
+  });
+
+  it('a LangGraph source that is not a SQLite database: LangGraphSourceNotFoundError', async () => {
+    const text = join(dir, 'app.ts');
+    writeFileSync(text, 'export const app = 1;\n'.repeat(100));
+    await expect(openLangGraphSource(text)).rejects.toThrow(LangGraphSourceNotFoundError);
+    await expect(openLangGraphSource(text)).rejects.toThrow(/the file is not a SQLite database \(file is not a database\)/);
+    await expect(openLangGraphSource(dir)).rejects.toThrow(LangGraphSourceNotFoundError);
+  });
+});
