@@ -596,11 +596,10 @@ export class TaskScope implements NodeContext {
     // A caller's key used twice in one execution finds the first call's entry, in the ledger or still held for the commit.
     const held = this.withStep.get(key);
     let entry = held ? doneEntry(held) : ((await this.ledgerEntries()).get(key) ?? (spec.idempotencyKey !== undefined ? await ledger.get(this.threadId, key) : null));
-    if (entry && entry.kind !== 'effect') throw new EffectConflictError(key, `the key is already used by a recorded output "${entry.name}".`, place);
-    if (entry && argsDigest !== null && entry.argsDigest !== null && entry.argsDigest !== argsDigest) {
-      throw new EffectConflictError(key, `re-executed with different arguments than its recorded intent (effect "${name}").`, place);
-    }
-    if ((this.options.replay || this.options.probe) && (entry?.status !== 'done' || entry.name !== name)) {
+    const replaying = Boolean(this.options.replay || this.options.probe);
+    // In replay (or an answer check) an entry of another name is a divergence, reported below.
+    if (entry) this.checkSameEffect(entry, key, name, argsDigest, !replaying);
+    if (replaying && (entry?.status !== 'done' || entry.name !== name)) {
       if (entry?.status === 'done') this.unservable(call, name, 'other-call', `recorded as "${entry.name}"`);
       this.unservable(call, name, 'effect-not-recorded', entry ? 'the effect has no recorded outcome' : 'no such effect was recorded');
     }
@@ -643,6 +642,8 @@ export class TaskScope implements NodeContext {
     } else {
       crashPoint('before-intent', this.node);
       entry = await ledger.writeIntent(this.entryBase(key, 'effect', name, call, argsDigest));
+      // The first write of a key wins: an entry another effect wrote since the entries were read comes back here.
+      this.checkSameEffect(entry, key, name, argsDigest, true);
       // Already done: another execution (one that took the thread over) ran it since the entries were read.
       if (entry.status === 'done' && entry.kind === 'effect') return serve(entry);
       crashPoint('after-intent', this.node);
@@ -655,6 +656,27 @@ export class TaskScope implements NodeContext {
     const result = await withinCall(() => (span ? span.within(() => spec.run(key)) : spec.run(key)));
     crashPoint('after-effect', this.node);
     return this.finishEffect(key, name, result, 'run');
+  }
+
+  /**
+   * A found entry is this effect's only when it is an effect of the same name and, when
+   * both have one, the same arguments: served otherwise, another effect's outcome would
+   * pass for this one's (a refund answered with the charge it shares a key with) and
+   * this one would never run.
+   */
+  private checkSameEffect(entry: LedgerEntry, key: string, name: string, argsDigest: string | null, byName: boolean): void {
+    const { place } = this.options;
+    if (entry.kind !== 'effect') throw new EffectConflictError(key, `the key is already used by a recorded output "${entry.name}".`, place);
+    if (byName && entry.name !== name) {
+      throw new EffectConflictError(
+        key,
+        `the key is already used by effect "${entry.name}" (node "${entry.node}"), and effect "${name}" asks for it: two different effects share one idempotency key. Give each effect its own key; nothing was run.`,
+        place,
+      );
+    }
+    if (argsDigest !== null && entry.argsDigest !== null && entry.argsDigest !== argsDigest) {
+      throw new EffectConflictError(key, `re-executed with different arguments than its recorded intent (effect "${name}").`, place);
+    }
   }
 
   /** Replay mode: a served value must be the one the stored position was committed with. */

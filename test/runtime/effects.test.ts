@@ -181,6 +181,69 @@ describe.each(ENGINES)('effects on %s', (name) => {
     });
   });
 
+  describe('one key, two effects', () => {
+    /** START -> charge -> refund -> END, both effects under the caller's key `order-42`, with `refund`'s name and args given. */
+    function sharedKeyApp(refund: { name: string; args: unknown }) {
+      const ran: string[] = [];
+      const app = graph(State)
+        .node('charge', async (_s, c) => ({
+          trail: [await c.effect('charge', { idempotencyKey: 'order-42', args: { amount: 100 }, run: () => (ran.push('charge'), 'charged 100') })],
+        }))
+        .node('refund', async (_s, c) => ({
+          trail: [await c.effect(refund.name, { idempotencyKey: 'order-42', args: refund.args, run: () => (ran.push('refund'), 'refunded 100') })],
+        }))
+        .edge(START, 'charge')
+        .edge('charge', 'refund')
+        .edge('refund', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      return { app, ran };
+    }
+
+    it('an effect of another name under a key already done is EffectConflictError naming both, not served the other\'s outcome', async () => {
+      const { app, ran } = sharedKeyApp({ name: 'refund', args: { amount: 100 } });
+      const error = await caught(() => app.run({ thread: 't' }));
+      expect(EffectConflictError.is(error)).toBe(true);
+      expect((error as EffectConflictError).effectKey).toBe('order-42');
+      expect(error.message).toContain('"charge"');
+      expect(error.message).toContain('"refund"');
+      expect(ran).toEqual(['charge']);
+      expect((await effectsOf('t')).map((e) => e.name)).toEqual(['charge']);
+    });
+
+    it('the same name under the key with other args (both declared) is EffectConflictError', async () => {
+      const { app, ran } = sharedKeyApp({ name: 'charge', args: { amount: 5 } });
+      expect(EffectConflictError.is(await caught(() => app.run({ thread: 't' })))).toBe(true);
+      expect(ran).toEqual(['charge']);
+    });
+
+    it('an intent of another name left without an outcome is a conflict too, and is not run again', async () => {
+      let broken = true;
+      const ran: string[] = [];
+      const app = graph(State)
+        .node('charge', async (_s, c) => ({
+          trail: [await c.effect('charge', { idempotencyKey: 'order-42', run: () => { ran.push('charge'); if (broken) throw new Error('half-way'); return 'charged'; } })],
+        }))
+        .edge(START, 'charge')
+        .edge('charge', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      await expect(app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
+      broken = false;
+      const other = graph(State)
+        .node('charge', async (_s, c) => ({ trail: [await c.effect('refund', { idempotencyKey: 'order-42', run: () => (ran.push('refund'), 'refunded') })] }))
+        .edge(START, 'charge')
+        .edge('charge', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      expect(EffectConflictError.is(await caught(() => other.run({ thread: 't' })))).toBe(true);
+      expect(ran).toEqual(['charge']);
+    });
+
+    it('the same effect (name and args) under the key is still served its outcome', async () => {
+      const { app, ran } = sharedKeyApp({ name: 'charge', args: { amount: 100 } });
+      expect((await app.run({ thread: 't' })).state.trail).toEqual(['charged 100', 'charged 100']);
+      expect(ran).toEqual(['charge']);
+    });
+  });
+
   describe('ledger hit', () => {
     it('an effect whose outcome is in the ledger is not run again when its node is retried; the stored outcome is returned', async () => {
       let failures = 1;
