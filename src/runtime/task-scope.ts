@@ -18,7 +18,7 @@
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import { storeValue, type StoreValueOptions } from '../artifacts/helpers.js';
 import type { CommittedEffect } from '../contracts/checkpointer.js';
-import type { Ledger, LedgerEntry, NewLedgerEntry, RecordMeta } from '../contracts/ledger.js';
+import type { Ledger, LedgerEntry, NewLedgerEntry, RecordKind, RecordMeta } from '../contracts/ledger.js';
 import type { Store } from '../contracts/store.js';
 import { sha256Hex } from '../codec/hash.js';
 import { decode, encode } from '../codec/tagged-json.js';
@@ -33,7 +33,7 @@ import {
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
 import { withinCall } from './current-node.js';
-import { checkEffectCommit, doneEntry, writeEffectsToLedger, type EffectSpec } from './effects.js';
+import { checkEffectSpec, doneEntry, writeEffectsToLedger, type EffectSpec } from './effects.js';
 import type { EventSink } from './events.js';
 import type { CallRef, PendingWait } from './position.js';
 import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
@@ -132,6 +132,9 @@ export function derivedCallKey(kind: 'rec' | 'eff' | 'int' | 'wait', threadId: s
  * named, what `options.describe` read off the value, and the call's wall time. A
  * describe that throws is the node's bug, reported as such, not a lost record.
  */
+/** The kinds a record can be: what inspection and `cairn usage` group calls by. */
+const RECORD_KINDS: readonly RecordKind[] = ['model', 'tool', 'other'];
+
 function recordMeta<T>(options: RecordOptions<T>, value: T, latencyMs: number, place: ErrorPlace): RecordMeta {
   let described: Partial<RecordMeta> | undefined;
   try {
@@ -140,6 +143,9 @@ function recordMeta<T>(options: RecordOptions<T>, value: T, latencyMs: number, p
     throw new InvalidOptionError(`ctx.record's describe threw: ${(error as Error).message ?? String(error)}.`, { place, cause: error });
   }
   const meta: RecordMeta = { kind: described?.kind ?? options.kind ?? 'other' };
+  if (!RECORD_KINDS.includes(meta.kind)) {
+    throw new InvalidOptionError(`ctx.record's describe gave kind ${JSON.stringify(meta.kind)}; a record is ${RECORD_KINDS.map((k) => `'${k}'`).join(', ')}.`, { place });
+  }
   const model = described?.model ?? options.model;
   const provider = described?.provider ?? options.provider;
   if (model !== undefined) meta.model = model;
@@ -266,6 +272,13 @@ export class TaskScope implements NodeContext {
   }
 
   record<T>(name: string, fn: () => T | Promise<T>, options: RecordOptions<T> = {}): Promise<T> {
+    // Refused at the call, before a key is taken: a TypeError from inside the call would be retried as if the call had failed.
+    if (typeof fn !== 'function') {
+      return Promise.reject(new InvalidOptionError(`ctx.record("${name}") takes the function whose value it records, not ${String(fn)}.`, { place: this.options.place }));
+    }
+    if (options.kind !== undefined && !RECORD_KINDS.includes(options.kind)) {
+      return Promise.reject(new InvalidOptionError(`ctx.record("${name}"): kind must be ${RECORD_KINDS.map((k) => `'${k}'`).join(', ')}, not ${JSON.stringify(options.kind)}.`, { place: this.options.place }));
+    }
     return this.recordCall(name, fn, options, undefined);
   }
 
@@ -275,6 +288,11 @@ export class TaskScope implements NodeContext {
   }
 
   effect<T>(name: string, spec: EffectSpec<T>): Promise<T> {
+    try {
+      checkEffectSpec(name, spec, this.options.place);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return this.track(this.calling((call) => this.doEffect(call, name, spec)));
   }
 
@@ -579,7 +597,6 @@ export class TaskScope implements NodeContext {
   }
 
   private doEffect<T>(call: number, name: string, spec: EffectSpec<T>): Promise<T> {
-    checkEffectCommit(name, spec, this.options.place);
     const key = spec.idempotencyKey ?? this.derivedKey('eff', call);
     const trace = this.options.trace;
     if (!trace) return this.effectAt(call, key, name, spec, undefined);

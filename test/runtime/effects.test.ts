@@ -10,7 +10,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { EffectConflictError, NeedsAttentionError } from '../../src/errors.js';
+import { EffectConflictError, InvalidOptionError, NeedsAttentionError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -241,6 +241,68 @@ describe.each(ENGINES)('effects on %s', (name) => {
       const { app, ran } = sharedKeyApp({ name: 'charge', args: { amount: 100 } });
       expect((await app.run({ thread: 't' })).state.trail).toEqual(['charged 100', 'charged 100']);
       expect(ran).toEqual(['charge']);
+    });
+  });
+
+  describe('the spec', () => {
+    /** One node calling `effect('pay', spec)` with a retry policy that would retry anything but cairn's errors. */
+    async function refused(spec: unknown) {
+      let attempts = 0;
+      const app = graph(State)
+        .node('pay', async (_s, c) => {
+          attempts++;
+          return { outcome: await c.effect<string>('pay', spec as EffectSpec<string>) };
+        })
+        .edge(START, 'pay')
+        .edge('pay', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 3, initialDelayMs: 0 } });
+      const thread = `t-${attempts}-${Math.random()}`;
+      const error = await caught(() => app.run({ thread }));
+      return { error, attempts, effects: await effectsOf(thread) };
+    }
+
+    it('a misspelt or unknown mode is InvalidOptionError at the call, and the effect does not run', async () => {
+      for (const mode of ['atmostonce', 'bogus', 1]) {
+        let ran = false;
+        const { error, attempts, effects } = await refused({ mode, run: () => ((ran = true), 'paid') });
+        expect(InvalidOptionError.is(error)).toBe(true);
+        expect(error.message).toContain("'atLeastOnce' or 'atMostOnce'");
+        expect(ran).toBe(false);
+        expect(attempts).toBe(1);
+        expect(effects).toEqual([]);
+      }
+    });
+
+    it('a missing run is InvalidOptionError at the call, not a TypeError retried three times', async () => {
+      for (const spec of [{}, { run: 'pay' }, null]) {
+        const { error, attempts, effects } = await refused(spec);
+        expect(InvalidOptionError.is(error)).toBe(true);
+        expect(error.message).toContain('effect "pay"');
+        expect(attempts).toBe(1);
+        expect(effects).toEqual([]);
+      }
+    });
+
+    it("an empty or non-string idempotencyKey, or a probe that is not a function, is InvalidOptionError and nothing is written", async () => {
+      for (const spec of [{ idempotencyKey: '' }, { idempotencyKey: 42 }, { probe: 'yes' }]) {
+        let ran = false;
+        const { error, effects } = await refused({ ...spec, run: () => ((ran = true), 'paid') });
+        expect(InvalidOptionError.is(error)).toBe(true);
+        expect(ran).toBe(false);
+        expect(effects).toEqual([]);
+      }
+    });
+
+    it('the two modes, a key and a probe are accepted as before', async () => {
+      const modes = ['atLeastOnce', 'atMostOnce', undefined] as const;
+      const app = graph(State)
+        .node('pay', async (_s, c) => ({
+          trail: await Promise.all(modes.map((mode) => c.effect(`pay-${String(mode)}`, { mode, idempotencyKey: `k-${String(mode)}`, probe: () => null, run: () => `paid ${String(mode)}` }))),
+        }))
+        .edge(START, 'pay')
+        .edge('pay', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      expect((await app.run({ thread: 't' })).state.trail).toEqual(['paid atLeastOnce', 'paid atMostOnce', 'paid undefined']);
     });
   });
 
