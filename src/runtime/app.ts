@@ -38,6 +38,7 @@ import { ThreadRun, type RunOutcome } from './run-control.js';
 import { TraceSpan } from './tracing.js';
 import { keepOwner, releaseLeftover, releaseOrKeep, takeOwner } from './unreleased-leases.js';
 import { Redactor, redactionRules, type RedactionRules, type RedactOptions } from '../internal/redaction.js';
+import { checkNewThread } from '../internal/thread-query.js';
 import { redactError } from './redacted-errors.js';
 
 /** How a compiled graph stores and runs its threads: `graph(State)...compile(options)`. */
@@ -390,6 +391,9 @@ export class App<S extends StateSchema> {
     trace: TraceSpan | undefined,
     observeState: ((state: Readonly<Record<string, unknown>>) => void) | undefined,
   ): Promise<RunResult<S>> {
+    // Checked as given, before the graph's name joins the metadata and before anything is
+    // written: a thread stores only a kind, tenant and metadata it can be listed and read back by.
+    if (options.create !== false && !hold.lease) checkNewThread(options);
     // One put-if-absent per app instance: inspection tools draw the graph from it. It is
     // an aid, not part of the run: a store that refuses it does not stop the run, and
     // the run does not wait for it before taking its thread (it is awaited at the end).
