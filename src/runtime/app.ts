@@ -17,7 +17,7 @@ import type { Engine } from '../contracts/engine.js';
 import type { DeleteThreadOptions, DeleteThreadResult, StoredSignal, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { encode } from '../codec/tagged-json.js';
 import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
-import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, InvalidOptionError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
@@ -37,7 +37,7 @@ import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
 import { TraceSpan } from './tracing.js';
 import { keepOwner, releaseLeftover, releaseOrKeep, takeOwner } from './unreleased-leases.js';
-import { Redactor, redactionRules, type RedactionRules, type RedactOptions } from '../internal/redaction.js';
+import { parsePath, Redactor, redactionRules, type RedactionRules, type RedactOptions } from '../internal/redaction.js';
 import { checkNewThread } from '../internal/thread-query.js';
 import { redactError } from './redacted-errors.js';
 
@@ -76,7 +76,8 @@ export interface CompileOptions {
    * code; run events, streams, spans and the messages of errors a run throws apply
    * them here. Stored values, and what the program reads (`getState`, `stateAt`,
    * `history`, nodes), stay intact. InvalidOptionError for a path that does not parse
-   * or a pattern that does not compile.
+   * or does not start at a field of the state (or of a child graph's), or a pattern
+   * that does not compile.
    *
    * @example
    * ```ts
@@ -241,8 +242,13 @@ export class App<S extends StateSchema> {
     readonly spec: GraphSpec,
     readonly options: CompileOptions,
   ) {
+    const engine = (options as Partial<CompileOptions> | undefined)?.engine;
+    if (engine === null || typeof engine !== 'object' || !engine.checkpointer || !engine.ledger || !engine.store) {
+      throw new InvalidOptionError(`compile() needs an engine to keep the graph's threads in: compile({ engine: sqlite('./cairn.db') }) (or memory(), postgres(url)); got ${engine === undefined ? 'none' : String(engine)}.`);
+    }
     this.leaseMs = options.leaseMs ?? LEASE_MS;
     this.redaction = redactionRules(options.redact, redactedFieldNames(schema, spec));
+    checkRedactPaths(options.redact?.paths ?? [], stateKeyNames(schema, spec));
   }
 
   get engine(): Engine {
@@ -683,6 +689,29 @@ export class App<S extends StateSchema> {
     }, Math.max(50, Math.floor(this.leaseMs / 3)));
     timer.unref();
     return () => clearInterval(timer);
+  }
+}
+
+/** The state keys (fields and derived values) of `schema` and of every child graph under `spec`: where a redact path may start. */
+function stateKeyNames(schema: StateSchema, spec: GraphSpec, into = new Set<string>()): Set<string> {
+  for (const name of [...schema.fieldNames, ...Object.keys(schema.derived)]) into.add(name);
+  for (const node of spec.nodes.values()) if (node.child) stateKeyNames(node.child.schema, node.child.spec, into);
+  return into;
+}
+
+/**
+ * A redact path whose first segment names no state key would hide nothing, and a typo
+ * (`custmer.email`) would leave the value it meant shown everywhere: refused at compile.
+ * A first segment `*` matches every field.
+ */
+function checkRedactPaths(paths: readonly string[], keys: ReadonlySet<string>): void {
+  for (const path of paths) {
+    const [first] = parsePath(path);
+    if (first && 'any' in first) continue;
+    if (first && 'key' in first && keys.has(first.key)) continue;
+    throw new InvalidOptionError(
+      `redact path ${JSON.stringify(path)} starts at ${first && 'key' in first ? `"${first.key}"` : 'a list index'}, which is no field of the state (nor of a child graph's). Its fields: ${[...keys].join(', ')}.`,
+    );
   }
 }
 
