@@ -249,7 +249,11 @@ export class App<S extends StateSchema> {
     this.leaseMs = options.leaseMs ?? LEASE_MS;
     this.redaction = redactionRules(options.redact, redactedFieldNames(schema, spec));
     checkRedactPaths(options.redact?.paths ?? [], stateKeyNames(schema, spec));
+    this.defaultsChecked = checkDefaults(schema, spec);
   }
+
+  /** Set while some field default is being validated asynchronously: the first run awaits it. */
+  private defaultsChecked: Promise<void> | undefined;
 
   get engine(): Engine {
     return this.options.engine;
@@ -400,6 +404,7 @@ export class App<S extends StateSchema> {
     // Checked as given, before the graph's name joins the metadata and before anything is
     // written: a thread stores only a kind, tenant and metadata it can be listed and read back by.
     if (options.create !== false && !hold.lease) checkNewThread(options);
+    if (this.defaultsChecked) await this.defaultsChecked;
     // One put-if-absent per app instance: inspection tools draw the graph from it. It is
     // an aid, not part of the run: a store that refuses it does not stop the run, and
     // the run does not wait for it before taking its thread (it is awaited at the end).
@@ -690,6 +695,21 @@ export class App<S extends StateSchema> {
     timer.unref();
     return () => clearInterval(timer);
   }
+}
+
+/** Each field default of `schema` and of every child graph under `spec` checked against its schema: sync errors thrown, async ones in the promise. */
+function checkDefaults(schema: StateSchema, spec: GraphSpec): Promise<void> | undefined {
+  const pending: Promise<void>[] = [];
+  const walk = (s: StateSchema, g: GraphSpec) => {
+    const checked = s.checkDefaults();
+    if (checked) pending.push(checked);
+    for (const node of g.nodes.values()) if (node.child) walk(node.child.schema, node.child.spec);
+  };
+  walk(schema, spec);
+  if (!pending.length) return undefined;
+  const all = Promise.all(pending).then(() => undefined);
+  all.catch(() => undefined);
+  return all;
 }
 
 /** The state keys (fields and derived values) of `schema` and of every child graph under `spec`: where a redact path may start. */
