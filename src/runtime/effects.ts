@@ -13,7 +13,11 @@ export type EffectMode = 'atLeastOnce' | 'atMostOnce';
 
 /** A side effect, as passed to `ctx.effect`. */
 export interface EffectSpec<T> {
-  /** Idempotency key. Default: derived from (thread, namespace, step, task, call index). */
+  /**
+   * Idempotency key, a non-empty string. Default: derived from (thread, namespace, step,
+   * task, call index). One key is one effect: another effect (another name) asking for a
+   * key already used in the thread is EffectConflictError, not served the first one's outcome.
+   */
   idempotencyKey?: string;
   /** The effect's arguments: their digest is kept with the intent, and a re-execution with other arguments is an error. */
   args?: unknown;

@@ -8,7 +8,9 @@
  * The side-effect invariant, as `ctx.effect` enforces it:
  * 1. the key is the caller's, or derived from (thread, namespace, step, task, call index):
  *    the same on every re-execution;
- * 2. an outcome already in the ledger is returned and nothing is called;
+ * 2. an outcome already in the ledger is returned and nothing is called, when it is
+ *    this effect's: an entry of another effect name (or, both declared, other
+ *    arguments) under the key is EffectConflictError, and nothing is called either;
  * 3. the intent is durable before `run` is called;
  * 4. the outcome is durable before the step can commit (the runner awaits every call);
  * 5. an intent without an outcome is recovered: `probe(key)` → found: recorded; absent:
