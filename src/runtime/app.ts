@@ -92,8 +92,11 @@ export interface RunOptions<S extends StateSchema> {
   thread: string;
   /** Writes merged into the state before the first node runs (a new run). Omit to resume. */
   input?: UpdateOf<S>;
+  /** What a new thread is for (default `task`): one of the kinds `listThreads` filters on, else InvalidOptionError. */
   kind?: ThreadKind;
+  /** A new thread's tenant: 1 to 256 characters without control characters (InvalidKeyError otherwise), as artifact refs and tenant-scoped engines take. */
   tenant?: string;
+  /** A new thread's metadata: plain JSON (no bigint, function, symbol, undefined, NaN, Date, class instance or cycle: InvalidOptionError naming the key). */
   metadata?: Record<string, unknown>;
   /** When another run holds the thread: `throw` ThreadBusyError (default) or `wait` for it. */
   onBusy?: 'throw' | 'wait';
