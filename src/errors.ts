@@ -505,7 +505,11 @@ export class NeedsAttentionError extends coded('ERR_NEEDS_ATTENTION') {
   }
 }
 
-/** The same effect key was used with different arguments: the code or input diverged. */
+/**
+ * One effect key was asked for by an effect it does not belong to: with different arguments
+ * (the code or input diverged), or by an effect of another name (two effects given one
+ * idempotency key). Nothing was run.
+ */
 export class EffectConflictError extends coded('ERR_EFFECT_CONFLICT') {
   constructor(readonly effectKey: string, detail: string, place?: ErrorPlace) {
     super(`effect key ${effectKey}: ${detail}`, { place });

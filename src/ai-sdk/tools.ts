@@ -13,8 +13,9 @@
  * concurrently and take their indices in the order the model listed them.
  */
 import type { Tool, ToolExecutionOptions, ToolSet } from 'ai';
-import { checkEffectCommit, type EffectCommit, type EffectMode } from '../runtime/effects.js';
+import { checkEffectCommit, checkEffectMode, type EffectCommit, type EffectMode } from '../runtime/effects.js';
 import { currentNode } from '../runtime/current-node.js';
+import { InvalidOptionError } from '../errors.js';
 
 /**
  * Marks a tool {@link effectTool} made an effect: {@link recordedTools} does not record
@@ -48,6 +49,11 @@ export interface RecordedToolsOptions {
  * ```
  */
 export function recordedTools<T extends ToolSet>(tools: T, options: RecordedToolsOptions = {}): T {
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
+    throw new InvalidOptionError(`recordedTools takes a tool set (an object of tools by name, as generateText's tools), not ${Array.isArray(tools) ? 'an array' : String(tools)}.`, {
+      place: { engine: 'ai-sdk' },
+    });
+  }
   const out: Record<string, unknown> = {};
   for (const [toolName, definition] of Object.entries(tools)) {
     const execute = definition.execute as Execute | undefined;
@@ -109,8 +115,12 @@ export function effectTool<INPUT, OUTPUT, T extends Tool<INPUT, OUTPUT>>(definit
   const execute = definition.execute as Execute | undefined;
   if (!execute) throw new TypeError('[cairn] [ai-sdk] effectTool needs a tool with execute: a tool the client answers has no side effect here to record.');
   const name = options.name ?? 'tool:effect';
-  // A commit the effect cannot keep is refused here, where the tool is defined, not at its first call inside a model's loop.
-  checkEffectCommit(name, options, undefined);
+  // A mode or commit the effect cannot keep is refused here, where the tool is defined, not at its first call inside a model's loop.
+  if (options.key !== undefined && typeof options.key !== 'function') {
+    throw new InvalidOptionError(`effectTool "${name}": key is a function from the tool's input to its idempotency key, not ${JSON.stringify(options.key)}.`, { place: { engine: 'ai-sdk' } });
+  }
+  checkEffectMode(name, options.mode, { engine: 'ai-sdk' });
+  checkEffectCommit(name, options, { engine: 'ai-sdk' });
   const yields = isAsyncGenerator(execute);
   const mark: EffectMark = { named: options.name !== undefined, rename: (renamed) => effectTool(definition, { ...options, name: renamed }) };
   return {

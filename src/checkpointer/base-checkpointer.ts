@@ -78,7 +78,7 @@ import { checkSignalName, checkThreadId } from '../internal/keys.js';
 import { checkMeta } from '../ledger/base-ledger.js';
 import { describeHolder, holderIsLive, type HeldThread } from '../internal/lease.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
-import { normalizeIfStatus, normalizeThreadQuery, type NormalizedThreadQuery } from '../internal/thread-query.js';
+import { checkNewThread, normalizeIfStatus, normalizeThreadQuery, type NormalizedThreadQuery } from '../internal/thread-query.js';
 
 export type { HeldThread };
 
@@ -334,6 +334,7 @@ export abstract class BaseCheckpointer implements Checkpointer {
 
   async acquireThread(threadId: string, request: AcquireRequest): Promise<ThreadLease> {
     checkThreadId(threadId);
+    if (request.create) checkNewThread(request.create, 'acquireThread');
     return this.lifecycle.run(() =>
       this.acquire(threadId, request, (held) => {
         if (!held) {

@@ -2,10 +2,12 @@
  * @module internal/thread-query
  * Validation of a {@link ThreadQuery} and of `deleteThread`'s options, done once for
  * every engine so they all refuse the same malformed input with the same message,
- * plus the in-memory matcher and order (the reference the SQL engines agree with).
+ * plus the in-memory matcher and order (the reference the SQL engines agree with),
+ * and of a new thread's kind, tenant and metadata, so that what is stored can be listed.
  */
 import type { ThreadKind, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { InvalidOptionError } from '../errors.js';
+import { checkTenant } from '../artifacts/refs.js';
 import { compareCodePoints } from './keys.js';
 
 export const THREAD_STATUSES: readonly ThreadStatus[] = ['running', 'interrupted', 'completed', 'failed', 'needs_attention', 'waiting'];
@@ -169,4 +171,57 @@ export function isAfterCursor(thread: ThreadRecord, q: NormalizedThreadQuery): b
     return thread.updatedAt < after.updatedAt! || (thread.updatedAt === after.updatedAt && compareCodePoints(thread.id, after.id) > 0);
   }
   return compareCodePoints(thread.id, after.id) > 0;
+}
+
+/**
+ * Validates what a new thread is created with, before anything is stored and alike on
+ * every engine: a kind {@link ThreadKind} names (one listThreads can filter on), a
+ * tenant by the rule artifact refs and tenant-scoped engines use (1 to 256 characters,
+ * no control characters: InvalidKeyError, as for a thread id), and metadata of plain
+ * JSON (InvalidOptionError naming the key). Metadata is stored as JSON: a bigint failed
+ * in the driver, a function or an undefined value was dropped on SQLite and PostgreSQL
+ * and refused by the memory engine's clone, a Date came back a string.
+ */
+export function checkNewThread(attrs: { kind?: unknown; tenant?: unknown; metadata?: unknown }, call = 'run'): void {
+  const { kind, tenant, metadata } = attrs;
+  if (kind !== undefined && !THREAD_KINDS.includes(kind as ThreadKind)) {
+    throw new InvalidOptionError(`${call}: kind ${JSON.stringify(kind) ?? String(kind)} is not one of ${THREAD_KINDS.join(', ')}.`);
+  }
+  if (tenant !== undefined && tenant !== null) checkTenant(tenant);
+  if (metadata === undefined) return;
+  if (!isPlainObject(metadata)) throw new InvalidOptionError(`${call}: metadata must be a plain object of JSON values, not ${describeJson(metadata)}.`);
+  checkJson(metadata, 'metadata', new Set(), call);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+function describeJson(value: unknown): string {
+  if (typeof value === 'bigint') return `a bigint (${value}n)`;
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'symbol') return 'a symbol';
+  if (value === undefined) return 'undefined';
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'object' && value !== null) return `an instance of ${(value as object).constructor?.name ?? 'a class'}`;
+  return typeof value;
+}
+
+/** `value` at `path` is plain JSON: null, a boolean, a finite number, a string, an array or a plain object of those, without cycles. */
+function checkJson(value: unknown, path: string, ancestors: Set<object>, call: string): void {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return;
+  if (typeof value === 'number' && Number.isFinite(value)) return;
+  const refused = (what: string) =>
+    new InvalidOptionError(`${call}: ${path} is ${what}; thread metadata is plain JSON (null, booleans, finite numbers, strings, arrays and plain objects). Nothing was stored.`);
+  if (typeof value !== 'object' || !(Array.isArray(value) || isPlainObject(value))) throw refused(describeJson(value));
+  if (ancestors.has(value)) throw refused('a cycle (it contains itself)');
+  ancestors.add(value);
+  if (Array.isArray(value)) value.forEach((item, i) => checkJson(item, `${path}[${i}]`, ancestors, call));
+  else {
+    if (Object.getOwnPropertySymbols(value).length) throw refused('an object with symbol keys');
+    for (const [key, item] of Object.entries(value)) checkJson(item, `${path}.${key}`, ancestors, call);
+  }
+  ancestors.delete(value);
 }

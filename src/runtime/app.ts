@@ -39,7 +39,8 @@ import type { RetryPolicy } from './retry.js';
 import { ThreadRun, type RunOutcome } from './run-control.js';
 import { TraceSpan, preloadTracing } from './tracing.js';
 import { keepOwner, releaseLeftover, releaseOrKeep, takeOwner } from './unreleased-leases.js';
-import { Redactor, redactionRules, type RedactionRules, type RedactOptions } from '../internal/redaction.js';
+import { parsePath, Redactor, redactionRules, type RedactionRules, type RedactOptions } from '../internal/redaction.js';
+import { checkNewThread } from '../internal/thread-query.js';
 import { redactError } from './redacted-errors.js';
 
 /** How a compiled graph stores and runs its threads: `graph(State)...compile(options)`. */
@@ -77,7 +78,8 @@ export interface CompileOptions {
    * code; run events, streams, spans and the messages of errors a run throws apply
    * them here. Stored values, and what the program reads (`getState`, `stateAt`,
    * `history`, nodes), stay intact. InvalidOptionError for a path that does not parse
-   * or a pattern that does not compile.
+   * or does not start at a field of the state (or of a child graph's), or a pattern
+   * that does not compile.
    *
    * @example
    * ```ts
@@ -92,8 +94,11 @@ export interface RunOptions<S extends StateSchema> {
   thread: string;
   /** Writes merged into the state before the first node runs (a new run). Omit to resume. */
   input?: UpdateOf<S>;
+  /** What a new thread is for (default `task`): one of the kinds `listThreads` filters on, else InvalidOptionError. */
   kind?: ThreadKind;
+  /** A new thread's tenant: 1 to 256 characters without control characters (InvalidKeyError otherwise), as artifact refs and tenant-scoped engines take. */
   tenant?: string;
+  /** A new thread's metadata: plain JSON (no bigint, function, symbol, undefined, NaN, Date, class instance or cycle: InvalidOptionError naming the key). */
   metadata?: Record<string, unknown>;
   /** When another run holds the thread: `throw` ThreadBusyError (default) or `wait` for it. */
   onBusy?: 'throw' | 'wait';
@@ -242,9 +247,18 @@ export class App<S extends StateSchema> {
     readonly spec: GraphSpec,
     readonly options: CompileOptions,
   ) {
+    const engine = (options as Partial<CompileOptions> | undefined)?.engine;
+    if (engine === null || typeof engine !== 'object' || !engine.checkpointer || !engine.ledger || !engine.store) {
+      throw new InvalidOptionError(`compile() needs an engine to keep the graph's threads in: compile({ engine: sqlite('./cairn.db') }) (or memory(), postgres(url)); got ${engine === undefined ? 'none' : String(engine)}.`);
+    }
     this.leaseMs = options.leaseMs ?? LEASE_MS;
     this.redaction = redactionRules(options.redact, redactedFieldNames(schema, spec));
+    checkRedactPaths(options.redact?.paths ?? [], stateKeyNames(schema, spec));
+    this.defaultsChecked = checkDefaults(schema, spec);
   }
+
+  /** Set while some field default is being validated asynchronously: the first run awaits it. */
+  private defaultsChecked: Promise<void> | undefined;
 
   get engine(): Engine {
     return this.options.engine;
@@ -401,6 +415,10 @@ export class App<S extends StateSchema> {
     trace: TraceSpan | undefined,
     observeState: ((state: Readonly<Record<string, unknown>>) => void) | undefined,
   ): Promise<RunResult<S>> {
+    // Checked as given, before the graph's name joins the metadata and before anything is
+    // written: a thread stores only a kind, tenant and metadata it can be listed and read back by.
+    if (options.create !== false && !hold.lease) checkNewThread(options);
+    if (this.defaultsChecked) await this.defaultsChecked;
     // One put-if-absent per app instance: inspection tools draw the graph from it. It is
     // an aid, not part of the run: a store that refuses it does not stop the run, and
     // the run does not wait for it before taking its thread (it is awaited at the end).
@@ -699,6 +717,44 @@ export class App<S extends StateSchema> {
     }, Math.max(50, Math.floor(this.leaseMs / 3)));
     timer.unref();
     return () => clearInterval(timer);
+  }
+}
+
+/** Each field default of `schema` and of every child graph under `spec` checked against its schema: sync errors thrown, async ones in the promise. */
+function checkDefaults(schema: StateSchema, spec: GraphSpec): Promise<void> | undefined {
+  const pending: Promise<void>[] = [];
+  const walk = (s: StateSchema, g: GraphSpec) => {
+    const checked = s.checkDefaults();
+    if (checked) pending.push(checked);
+    for (const node of g.nodes.values()) if (node.child) walk(node.child.schema, node.child.spec);
+  };
+  walk(schema, spec);
+  if (!pending.length) return undefined;
+  const all = Promise.all(pending).then(() => undefined);
+  all.catch(() => undefined);
+  return all;
+}
+
+/** The state keys (fields and derived values) of `schema` and of every child graph under `spec`: where a redact path may start. */
+function stateKeyNames(schema: StateSchema, spec: GraphSpec, into = new Set<string>()): Set<string> {
+  for (const name of [...schema.fieldNames, ...Object.keys(schema.derived)]) into.add(name);
+  for (const node of spec.nodes.values()) if (node.child) stateKeyNames(node.child.schema, node.child.spec, into);
+  return into;
+}
+
+/**
+ * A redact path whose first segment names no state key would hide nothing, and a typo
+ * (`custmer.email`) would leave the value it meant shown everywhere: refused at compile.
+ * A first segment `*` matches every field.
+ */
+function checkRedactPaths(paths: readonly string[], keys: ReadonlySet<string>): void {
+  for (const path of paths) {
+    const [first] = parsePath(path);
+    if (first && 'any' in first) continue;
+    if (first && 'key' in first && keys.has(first.key)) continue;
+    throw new InvalidOptionError(
+      `redact path ${JSON.stringify(path)} starts at ${first && 'key' in first ? `"${first.key}"` : 'a list index'}, which is no field of the state (nor of a child graph's). Its fields: ${[...keys].join(', ')}.`,
+    );
   }
 }
 

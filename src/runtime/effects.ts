@@ -13,7 +13,11 @@ export type EffectMode = 'atLeastOnce' | 'atMostOnce';
 
 /** A side effect, as passed to `ctx.effect`. */
 export interface EffectSpec<T> {
-  /** Idempotency key. Default: derived from (thread, namespace, step, task, call index). */
+  /**
+   * Idempotency key, a non-empty string. Default: derived from (thread, namespace, step,
+   * task, call index). One key is one effect: another effect (another name) asking for a
+   * key already used in the thread is EffectConflictError, not served the first one's outcome.
+   */
   idempotencyKey?: string;
   /** The effect's arguments: their digest is kept with the intent, and a re-execution with other arguments is an error. */
   args?: unknown;
@@ -40,6 +44,43 @@ export interface EffectSpec<T> {
 
 /** When an effect's intent and outcome reach the ledger: see {@link EffectSpec.commit}. */
 export type EffectCommit = 'separately' | 'with-step';
+
+const MODES: readonly string[] = ['atLeastOnce', 'atMostOnce'] satisfies EffectMode[];
+
+/** A value as a message shows it: a string quoted, a function as `a function`. */
+function shown(value: unknown): string {
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'string') return JSON.stringify(value);
+  return String(value);
+}
+
+/**
+ * Refuses a `mode` that is not one of the two: a misspelt one ('atmostonce') would
+ * otherwise be taken for the default and re-run an effect meant to run at most once.
+ */
+export function checkEffectMode(name: string, mode: unknown, place: ErrorPlace | undefined): void {
+  if (mode !== undefined && !MODES.includes(mode as string)) {
+    throw new InvalidOptionError(`effect "${name}": mode must be ${MODES.map((m) => `'${m}'`).join(' or ')}, not ${shown(mode)}.`, { place });
+  }
+}
+
+/**
+ * Refuses a spec `ctx.effect` cannot keep, at the call and before anything is written:
+ * a missing `run`, an empty or non-string key, an unknown mode, a probe that is not a
+ * function, a commit it cannot honour. These are programming errors (cairn errors, so
+ * the default retry policy does not retry them).
+ */
+export function checkEffectSpec(name: string, spec: unknown, place: ErrorPlace | undefined): void {
+  if (spec === null || typeof spec !== 'object') throw new InvalidOptionError(`effect "${name}": ctx.effect takes a spec object with run, not ${shown(spec)}.`, { place });
+  const { run, idempotencyKey, probe, mode } = spec as Partial<Record<keyof EffectSpec<unknown>, unknown>>;
+  if (typeof run !== 'function') throw new InvalidOptionError(`effect "${name}": spec.run must be the function that performs the effect, not ${shown(run)}.`, { place });
+  if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey.length === 0)) {
+    throw new InvalidOptionError(`effect "${name}": idempotencyKey must be a non-empty string (or left out for a derived one), not ${shown(idempotencyKey)}.`, { place });
+  }
+  if (probe !== undefined && typeof probe !== 'function') throw new InvalidOptionError(`effect "${name}": probe must be a function, not ${shown(probe)}.`, { place });
+  checkEffectMode(name, mode, place);
+  checkEffectCommit(name, spec as { commit?: unknown; probe?: unknown; mode?: EffectMode }, place);
+}
 
 /** Refuses a `commit` option the effect cannot keep: `with-step` leaves no intent to recover by, which a probe and `atMostOnce` need. */
 export function checkEffectCommit(name: string, spec: { commit?: unknown; probe?: unknown; mode?: EffectMode }, place: ErrorPlace | undefined): void {

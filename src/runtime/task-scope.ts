@@ -8,7 +8,9 @@
  * The side-effect invariant, as `ctx.effect` enforces it:
  * 1. the key is the caller's, or derived from (thread, namespace, step, task, call index):
  *    the same on every re-execution;
- * 2. an outcome already in the ledger is returned and nothing is called;
+ * 2. an outcome already in the ledger is returned and nothing is called, when it is
+ *    this effect's: an entry of another effect name (or, both declared, other
+ *    arguments) under the key is EffectConflictError, and nothing is called either;
  * 3. the intent is durable before `run` is called;
  * 4. the outcome is durable before the step can commit (the runner awaits every call);
  * 5. an intent without an outcome is recovered: `probe(key)` → found: recorded; absent:
@@ -18,7 +20,7 @@
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import { storeValue, type StoreValueOptions } from '../artifacts/helpers.js';
 import type { CommittedEffect } from '../contracts/checkpointer.js';
-import type { Ledger, LedgerEntry, NewLedgerEntry, RecordMeta } from '../contracts/ledger.js';
+import type { Ledger, LedgerEntry, NewLedgerEntry, RecordKind, RecordMeta } from '../contracts/ledger.js';
 import type { Store } from '../contracts/store.js';
 import { sha256Hex } from '../codec/hash.js';
 import { decode, encode } from '../codec/tagged-json.js';
@@ -33,7 +35,7 @@ import {
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
 import { withinCall } from './current-node.js';
-import { checkEffectCommit, doneEntry, writeEffectsToLedger, type EffectSpec } from './effects.js';
+import { checkEffectSpec, doneEntry, writeEffectsToLedger, type EffectSpec } from './effects.js';
 import type { EventSink } from './events.js';
 import type { CallRef, PendingWait } from './position.js';
 import { TaskStore, type NodeStore, type ValidatedRead } from './node-store.js';
@@ -132,6 +134,9 @@ export function derivedCallKey(kind: 'rec' | 'eff' | 'int' | 'wait', threadId: s
  * named, what `options.describe` read off the value, and the call's wall time. A
  * describe that throws is the node's bug, reported as such, not a lost record.
  */
+/** The kinds a record can be: what inspection and `cairn usage` group calls by. */
+const RECORD_KINDS: readonly RecordKind[] = ['model', 'tool', 'other'];
+
 function recordMeta<T>(options: RecordOptions<T>, value: T, latencyMs: number, place: ErrorPlace): RecordMeta {
   let described: Partial<RecordMeta> | undefined;
   try {
@@ -140,6 +145,9 @@ function recordMeta<T>(options: RecordOptions<T>, value: T, latencyMs: number, p
     throw new InvalidOptionError(`ctx.record's describe threw: ${(error as Error).message ?? String(error)}.`, { place, cause: error });
   }
   const meta: RecordMeta = { kind: described?.kind ?? options.kind ?? 'other' };
+  if (!RECORD_KINDS.includes(meta.kind)) {
+    throw new InvalidOptionError(`ctx.record's describe gave kind ${JSON.stringify(meta.kind)}; a record is ${RECORD_KINDS.map((k) => `'${k}'`).join(', ')}.`, { place });
+  }
   const model = described?.model ?? options.model;
   const provider = described?.provider ?? options.provider;
   if (model !== undefined) meta.model = model;
@@ -268,6 +276,13 @@ export class TaskScope implements NodeContext {
   }
 
   record<T>(name: string, fn: () => T | Promise<T>, options: RecordOptions<T> = {}): Promise<T> {
+    // Refused at the call, before a key is taken: a TypeError from inside the call would be retried as if the call had failed.
+    if (typeof fn !== 'function') {
+      return Promise.reject(new InvalidOptionError(`ctx.record("${name}") takes the function whose value it records, not ${String(fn)}.`, { place: this.options.place }));
+    }
+    if (options.kind !== undefined && !RECORD_KINDS.includes(options.kind)) {
+      return Promise.reject(new InvalidOptionError(`ctx.record("${name}"): kind must be ${RECORD_KINDS.map((k) => `'${k}'`).join(', ')}, not ${JSON.stringify(options.kind)}.`, { place: this.options.place }));
+    }
     return this.recordCall(name, fn, options, undefined);
   }
 
@@ -277,6 +292,11 @@ export class TaskScope implements NodeContext {
   }
 
   effect<T>(name: string, spec: EffectSpec<T>): Promise<T> {
+    try {
+      checkEffectSpec(name, spec, this.options.place);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return this.track(this.calling((call) => this.doEffect(call, name, spec)));
   }
 
@@ -581,7 +601,6 @@ export class TaskScope implements NodeContext {
   }
 
   private doEffect<T>(call: number, name: string, spec: EffectSpec<T>): Promise<T> {
-    checkEffectCommit(name, spec, this.options.place);
     const key = spec.idempotencyKey ?? this.derivedKey('eff', call);
     const trace = this.options.trace;
     if (!trace) return this.effectAt(call, key, name, spec, undefined);
@@ -598,11 +617,10 @@ export class TaskScope implements NodeContext {
     // A caller's key used twice in one execution finds the first call's entry, in the ledger or still held for the commit.
     const held = this.withStep.get(key);
     let entry = held ? doneEntry(held) : ((await this.ledgerEntries()).get(key) ?? (spec.idempotencyKey !== undefined ? await ledger.get(this.threadId, key) : null));
-    if (entry && entry.kind !== 'effect') throw new EffectConflictError(key, `the key is already used by a recorded output "${entry.name}".`, place);
-    if (entry && argsDigest !== null && entry.argsDigest !== null && entry.argsDigest !== argsDigest) {
-      throw new EffectConflictError(key, `re-executed with different arguments than its recorded intent (effect "${name}").`, place);
-    }
-    if ((this.options.replay || this.options.probe) && (entry?.status !== 'done' || entry.name !== name)) {
+    const replaying = Boolean(this.options.replay || this.options.probe);
+    // In replay (or an answer check) an entry of another name is a divergence, reported below.
+    if (entry) this.checkSameEffect(entry, key, name, argsDigest, !replaying);
+    if (replaying && (entry?.status !== 'done' || entry.name !== name)) {
       if (entry?.status === 'done') this.unservable(call, name, 'other-call', `recorded as "${entry.name}"`);
       this.unservable(call, name, 'effect-not-recorded', entry ? 'the effect has no recorded outcome' : 'no such effect was recorded');
     }
@@ -645,6 +663,8 @@ export class TaskScope implements NodeContext {
     } else {
       crashPoint('before-intent', this.node);
       entry = await ledger.writeIntent(this.entryBase(key, 'effect', name, call, argsDigest));
+      // The first write of a key wins: an entry another effect wrote since the entries were read comes back here.
+      this.checkSameEffect(entry, key, name, argsDigest, true);
       // Already done: another execution (one that took the thread over) ran it since the entries were read.
       if (entry.status === 'done' && entry.kind === 'effect') return serve(entry);
       crashPoint('after-intent', this.node);
@@ -657,6 +677,27 @@ export class TaskScope implements NodeContext {
     const result = await withinCall(() => (span ? span.within(() => spec.run(key)) : spec.run(key)));
     crashPoint('after-effect', this.node);
     return this.finishEffect(key, name, result, 'run');
+  }
+
+  /**
+   * A found entry is this effect's only when it is an effect of the same name and, when
+   * both have one, the same arguments: served otherwise, another effect's outcome would
+   * pass for this one's (a refund answered with the charge it shares a key with) and
+   * this one would never run.
+   */
+  private checkSameEffect(entry: LedgerEntry, key: string, name: string, argsDigest: string | null, byName: boolean): void {
+    const { place } = this.options;
+    if (entry.kind !== 'effect') throw new EffectConflictError(key, `the key is already used by a recorded output "${entry.name}".`, place);
+    if (byName && entry.name !== name) {
+      throw new EffectConflictError(
+        key,
+        `the key is already used by effect "${entry.name}" (node "${entry.node}"), and effect "${name}" asks for it: two different effects share one idempotency key. Give each effect its own key; nothing was run.`,
+        place,
+      );
+    }
+    if (argsDigest !== null && entry.argsDigest !== null && entry.argsDigest !== argsDigest) {
+      throw new EffectConflictError(key, `re-executed with different arguments than its recorded intent (effect "${name}").`, place);
+    }
   }
 
   /** Replay mode: a served value must be the one the stored position was committed with. */

@@ -254,6 +254,40 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     return values;
   }
 
+  /** `true` once every default passed synchronously; the promise while (or after) some are checked asynchronously. */
+  private defaultsChecked: Promise<void> | true | undefined;
+
+  /**
+   * Checks each field's literal default against the field's own schema, once per schema:
+   * a default the schema refuses (`field.model(z.number(), { default: 'x' })`) would be
+   * stored into every new thread, since defaults are not writes and are not validated
+   * on the way in. It is checked as a node's write of the same value would be. Throws
+   * SchemaDefinitionError naming the field; returns a promise only
+   * when some schema validates asynchronously (a Standard Schema may), for the first run
+   * to await. A default given as a function is not called here: it may read the clock
+   * or make an id, and runs when a state is made.
+   */
+  checkDefaults(): Promise<void> | undefined {
+    if (this.defaultsChecked === true) return undefined;
+    if (this.defaultsChecked) return this.defaultsChecked;
+    const pending: Promise<void>[] = [];
+    for (const name of this.fieldNames) {
+      const f = this.fields[name] as AnyField;
+      if (f.default === undefined || typeof f.default === 'function') continue;
+      const result = (f.schema as StandardSchemaV1)['~standard'].validate(f.default);
+      if (result instanceof Promise) pending.push(result.then((settled) => refuseDefault(name, settled)));
+      else refuseDefault(name, result);
+    }
+    if (!pending.length) {
+      this.defaultsChecked = true;
+      return undefined;
+    }
+    this.defaultsChecked = Promise.all(pending).then(() => undefined);
+    // Awaited by the first run; a schema never run must not raise an unhandled rejection.
+    this.defaultsChecked.catch(() => undefined);
+    return this.defaultsChecked;
+  }
+
   /** Validates a value against a field's schema; returns the schema's output. */
   async validate(name: string, value: unknown, place?: ErrorPlace): Promise<unknown> {
     const schema = (this.fields[name] as AnyField).schema as StandardSchemaV1;
@@ -274,6 +308,12 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
 }
 
 /** JSON Schema keywords that describe a value without constraining it: not part of a fingerprint. */
+function refuseDefault(name: string, result: StandardSchemaV1.Result<unknown>): void {
+  if (!result.issues) return;
+  const detail = result.issues.map((i) => (i.path?.length ? `${i.path.map((p) => (typeof p === 'object' ? String(p.key) : String(p))).join('.')}: ` : '') + i.message).join('; ');
+  throw new SchemaDefinitionError(`the default of field "${name}" fails the field's own schema: ${detail}. Give a default the schema accepts (or none).`);
+}
+
 const ANNOTATIONS = new Set(['$schema', '$id', '$comment', 'title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly']);
 
 function withoutAnnotations(value: unknown): unknown {

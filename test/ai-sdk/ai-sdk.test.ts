@@ -19,6 +19,17 @@ import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
 import type { LedgerEntry } from '../../src/contracts/ledger.js';
+import { InvalidOptionError } from '../../src/errors.js';
+
+/** What `fn` threw (it must throw). */
+function caughtSync(fn: () => unknown): Error & { code?: string } {
+  try {
+    fn();
+  } catch (error) {
+    return error as Error & { code?: string };
+  }
+  throw new Error('expected a throw');
+}
 import { ENGINES, useEngine } from '../runtime/engines.js';
 import { agentModel, textModel, textParts, textResult as textResultOf, usage } from './mock-models.js';
 
@@ -390,6 +401,26 @@ describe('cairn/ai-sdk effectTool options', () => {
     expect(() => effectTool(definition, { commit: 'with-step', probe: async () => null })).toThrow(/with-step.*probe/);
     expect(() => effectTool(definition, { commit: 'with-step', mode: 'atMostOnce' })).toThrow(/with-step.*atMostOnce/);
     expect(() => effectTool(definition, { commit: 'with-step' })).not.toThrow();
+  });
+
+  it('refuses a misspelt mode, and a key that is not a function, where the tool is defined', () => {
+    const definition = tool({ inputSchema: z.object({}), execute: async () => 'ok' });
+    for (const mode of ['atmostonce', 'bogus']) {
+      const error = caughtSync(() => effectTool(definition, { name: 'pay', mode: mode as 'atMostOnce' }));
+      expect(InvalidOptionError.is(error)).toBe(true);
+      expect(error.message).toContain(`"${mode}"`);
+    }
+    expect(InvalidOptionError.is(caughtSync(() => effectTool(definition, { key: 'order-1' as unknown as () => string })))).toBe(true);
+    expect(() => effectTool(definition, { mode: 'atMostOnce' })).not.toThrow();
+  });
+});
+
+describe('cairn/ai-sdk recordedTools options', () => {
+  it('refuses what is not a tool set with InvalidOptionError, not a TypeError', () => {
+    for (const tools of [null, undefined, 'weather', []]) {
+      expect(InvalidOptionError.is(caughtSync(() => recordedTools(tools as never)))).toBe(true);
+    }
+    expect(recordedTools({})).toEqual({});
   });
 });
 

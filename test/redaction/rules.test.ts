@@ -7,6 +7,11 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/errors.js';
 import { mergeRules, REDACTED, Redactor, redactionRules, redactValue } from '../../src/internal/redaction.js';
+import { z } from 'zod';
+import { defineState } from '../../src/state/schema.js';
+import { field } from '../../src/state/fields.js';
+import { END, START, graph } from '../../src/runtime/builder.js';
+import { memory } from '../../src/engines/memory/index.js';
 
 describe('path rules', () => {
   const rules = redactionRules({ paths: ['customer.email', 'messages[*].content', 'cards[1]', 'profile.*'] }, ['apiKey']);
@@ -79,5 +84,40 @@ describe('rules', () => {
     expect(() => redactionRules({ paths: ['a..b'] })).toThrow(InvalidOptionError);
     expect(() => redactionRules({ patterns: ['(unclosed'] })).toThrow(InvalidOptionError);
     expect(() => redactionRules({ patterns: [/x*/] })).toThrow(/empty string/);
+  });
+});
+
+describe('compile({ redact: { paths } })', () => {
+  const Child = defineState({ fields: { answer: field.model(z.string(), { default: '' }) } });
+  const State = defineState({
+    fields: { customer: field.model(z.object({ email: z.string() }), { default: { email: '' } }), notes: field.model(z.array(z.string()), { default: [] }) },
+    derived: { count: (s: { notes: string[] }) => s.notes.length },
+  });
+  const child = graph(Child).node('c', () => ({})).edge(START, 'c').edge('c', END);
+  const compile = (paths: string[]) =>
+    graph(State)
+      .node('a', () => ({}))
+      .subgraph('research', child)
+      .edge(START, 'a')
+      .edge('a', 'research')
+      .edge('research', END)
+      .compile({ engine: memory(), redact: { paths } });
+
+  it('refuses a path whose first segment is no field, naming the path and the fields', () => {
+    for (const path of ['custmer.email', 'Customer', '[0].email']) {
+      let error: unknown;
+      try {
+        compile([path]);
+      } catch (e) {
+        error = e;
+      }
+      expect(InvalidOptionError.is(error), path).toBe(true);
+      expect((error as Error).message).toContain(JSON.stringify(path));
+      expect((error as Error).message).toContain('customer, notes, count, answer');
+    }
+  });
+
+  it("takes paths that start at a field, a derived value, a child graph's field, or *", () => {
+    expect(() => compile(['customer.email', 'customer.typo', 'notes[*]', 'count', 'answer', '*.email'])).not.toThrow();
   });
 });

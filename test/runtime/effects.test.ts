@@ -10,7 +10,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { EffectConflictError, NeedsAttentionError } from '../../src/errors.js';
+import { EffectConflictError, InvalidOptionError, NeedsAttentionError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -178,6 +178,131 @@ describe.each(ENGINES)('effects on %s', (name) => {
         .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
       expect((await app.run({ thread: 't' })).state.trail).toEqual(['paid-1', 'paid-1']);
       expect(runs).toBe(1);
+    });
+  });
+
+  describe('one key, two effects', () => {
+    /** START -> charge -> refund -> END, both effects under the caller's key `order-42`, with `refund`'s name and args given. */
+    function sharedKeyApp(refund: { name: string; args: unknown }) {
+      const ran: string[] = [];
+      const app = graph(State)
+        .node('charge', async (_s, c) => ({
+          trail: [await c.effect('charge', { idempotencyKey: 'order-42', args: { amount: 100 }, run: () => (ran.push('charge'), 'charged 100') })],
+        }))
+        .node('refund', async (_s, c) => ({
+          trail: [await c.effect(refund.name, { idempotencyKey: 'order-42', args: refund.args, run: () => (ran.push('refund'), 'refunded 100') })],
+        }))
+        .edge(START, 'charge')
+        .edge('charge', 'refund')
+        .edge('refund', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      return { app, ran };
+    }
+
+    it('an effect of another name under a key already done is EffectConflictError naming both, not served the other\'s outcome', async () => {
+      const { app, ran } = sharedKeyApp({ name: 'refund', args: { amount: 100 } });
+      const error = await caught(() => app.run({ thread: 't' }));
+      expect(EffectConflictError.is(error)).toBe(true);
+      expect((error as EffectConflictError).effectKey).toBe('order-42');
+      expect(error.message).toContain('"charge"');
+      expect(error.message).toContain('"refund"');
+      expect(ran).toEqual(['charge']);
+      expect((await effectsOf('t')).map((e) => e.name)).toEqual(['charge']);
+    });
+
+    it('the same name under the key with other args (both declared) is EffectConflictError', async () => {
+      const { app, ran } = sharedKeyApp({ name: 'charge', args: { amount: 5 } });
+      expect(EffectConflictError.is(await caught(() => app.run({ thread: 't' })))).toBe(true);
+      expect(ran).toEqual(['charge']);
+    });
+
+    it('an intent of another name left without an outcome is a conflict too, and is not run again', async () => {
+      let broken = true;
+      const ran: string[] = [];
+      const app = graph(State)
+        .node('charge', async (_s, c) => ({
+          trail: [await c.effect('charge', { idempotencyKey: 'order-42', run: () => { ran.push('charge'); if (broken) throw new Error('half-way'); return 'charged'; } })],
+        }))
+        .edge(START, 'charge')
+        .edge('charge', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      await expect(app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
+      broken = false;
+      const other = graph(State)
+        .node('charge', async (_s, c) => ({ trail: [await c.effect('refund', { idempotencyKey: 'order-42', run: () => (ran.push('refund'), 'refunded') })] }))
+        .edge(START, 'charge')
+        .edge('charge', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      expect(EffectConflictError.is(await caught(() => other.run({ thread: 't' })))).toBe(true);
+      expect(ran).toEqual(['charge']);
+    });
+
+    it('the same effect (name and args) under the key is still served its outcome', async () => {
+      const { app, ran } = sharedKeyApp({ name: 'charge', args: { amount: 100 } });
+      expect((await app.run({ thread: 't' })).state.trail).toEqual(['charged 100', 'charged 100']);
+      expect(ran).toEqual(['charge']);
+    });
+  });
+
+  describe('the spec', () => {
+    /** One node calling `effect('pay', spec)` with a retry policy that would retry anything but cairn's errors. */
+    async function refused(spec: unknown) {
+      let attempts = 0;
+      const app = graph(State)
+        .node('pay', async (_s, c) => {
+          attempts++;
+          return { outcome: await c.effect<string>('pay', spec as EffectSpec<string>) };
+        })
+        .edge(START, 'pay')
+        .edge('pay', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 3, initialDelayMs: 0 } });
+      const thread = `t-${attempts}-${Math.random()}`;
+      const error = await caught(() => app.run({ thread }));
+      return { error, attempts, effects: await effectsOf(thread) };
+    }
+
+    it('a misspelt or unknown mode is InvalidOptionError at the call, and the effect does not run', async () => {
+      for (const mode of ['atmostonce', 'bogus', 1]) {
+        let ran = false;
+        const { error, attempts, effects } = await refused({ mode, run: () => ((ran = true), 'paid') });
+        expect(InvalidOptionError.is(error)).toBe(true);
+        expect(error.message).toContain("'atLeastOnce' or 'atMostOnce'");
+        expect(ran).toBe(false);
+        expect(attempts).toBe(1);
+        expect(effects).toEqual([]);
+      }
+    });
+
+    it('a missing run is InvalidOptionError at the call, not a TypeError retried three times', async () => {
+      for (const spec of [{}, { run: 'pay' }, null]) {
+        const { error, attempts, effects } = await refused(spec);
+        expect(InvalidOptionError.is(error)).toBe(true);
+        expect(error.message).toContain('effect "pay"');
+        expect(attempts).toBe(1);
+        expect(effects).toEqual([]);
+      }
+    });
+
+    it("an empty or non-string idempotencyKey, or a probe that is not a function, is InvalidOptionError and nothing is written", async () => {
+      for (const spec of [{ idempotencyKey: '' }, { idempotencyKey: 42 }, { probe: 'yes' }]) {
+        let ran = false;
+        const { error, effects } = await refused({ ...spec, run: () => ((ran = true), 'paid') });
+        expect(InvalidOptionError.is(error)).toBe(true);
+        expect(ran).toBe(false);
+        expect(effects).toEqual([]);
+      }
+    });
+
+    it('the two modes, a key and a probe are accepted as before', async () => {
+      const modes = ['atLeastOnce', 'atMostOnce', undefined] as const;
+      const app = graph(State)
+        .node('pay', async (_s, c) => ({
+          trail: await Promise.all(modes.map((mode) => c.effect(`pay-${String(mode)}`, { mode, idempotencyKey: `k-${String(mode)}`, probe: () => null, run: () => `paid ${String(mode)}` }))),
+        }))
+        .edge(START, 'pay')
+        .edge('pay', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      expect((await app.run({ thread: 't' })).state.trail).toEqual(['paid atLeastOnce', 'paid atMostOnce', 'paid undefined']);
     });
   });
 

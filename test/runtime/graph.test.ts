@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { GraphDefinitionError, GraphMismatchError, RecursionLimitError, UnknownNodeError } from '../../src/errors.js';
+import { GraphDefinitionError, GraphMismatchError, InvalidOptionError, RecursionLimitError, UnknownNodeError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -247,6 +247,23 @@ describe.each(ENGINES)('graph runtime on %s', (name) => {
         .edge('a', END)
         .edge('ghost' as never, 'a');
       expect(() => builder.compile({ engine: ctx.engine })).toThrow(UnknownNodeError);
+    });
+
+    it('compile without an engine is InvalidOptionError saying one is needed, not a TypeError', () => {
+      const builder = graph(State)
+        .node('a', () => ({}))
+        .edge(START, 'a')
+        .edge('a', END);
+      for (const options of [{}, { engine: null }, { engine: 'sqlite' }, undefined]) {
+        let error: unknown;
+        try {
+          builder.compile(options as never);
+        } catch (e) {
+          error = e;
+        }
+        expect(InvalidOptionError.is(error)).toBe(true);
+        expect((error as Error).message).toMatch(/needs an engine/);
+      }
     });
 
     it('a graph without an entry is a GraphDefinitionError', () => {

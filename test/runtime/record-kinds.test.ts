@@ -60,6 +60,30 @@ describe.each(ENGINES)('record kinds on %s', (name) => {
     expect(after.interrupt).not.toHaveProperty('meta');
   });
 
+  it('an unknown kind (given, or from describe) or a missing function is InvalidOptionError at the call, not retried, and nothing is recorded', async () => {
+    const cases: [string, (c: { record: (...a: never[]) => Promise<unknown> }) => Promise<unknown>][] = [
+      ['kind', (c) => (c.record as (n: string, f: () => unknown, o: object) => Promise<unknown>)('chat', () => 'hi', { kind: 'modle' })],
+      ['describe', (c) => (c.record as (n: string, f: () => unknown, o: object) => Promise<unknown>)('chat', () => 'hi', { describe: () => ({ kind: 'llm' }) })],
+      ['fn', (c) => (c.record as (n: string, f: unknown) => Promise<unknown>)('chat', undefined)],
+    ];
+    for (const [label, call] of cases) {
+      let attempts = 0;
+      const app = graph(State)
+        .node('agent', async (_s, c) => {
+          attempts++;
+          await call(c as never);
+          return { log: ['done'] };
+        })
+        .edge(START, 'agent')
+        .edge('agent', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 3, initialDelayMs: 0 } });
+      const error = await caught(() => app.run({ thread: label }));
+      expect(error.code, label).toBe('ERR_INVALID_OPTION');
+      expect(attempts, label).toBe(1);
+      expect(await ctx.engine.ledger.list(label), label).toEqual([]);
+    }
+  });
+
   it('a describe that throws fails the node with InvalidOptionError naming it', async () => {
     const app = graph(State)
       .node('n', async (_s, c) => ({

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { PositionNotFoundError, RunInProgressError, ThreadBusyError, ThreadNotFoundError } from '../../src/errors.js';
+import { InvalidKeyError, InvalidOptionError, PositionNotFoundError, RunInProgressError, ThreadBusyError, ThreadNotFoundError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -189,6 +189,80 @@ describe.each(ENGINES)('threads on %s', (name) => {
       await app.run({ thread: 't', kind: 'conversation', tenant: 'acme', metadata: { source: 'test' } });
       expect(await app.getThread({ thread: 't' })).toMatchObject({ id: 't', kind: 'conversation', tenant: 'acme', metadata: { source: 'test' }, status: 'completed', head: 2 });
       expect(await app.getThread({ thread: 'nope' })).toBeNull();
+    });
+
+    /** Runs `options` on a new thread and returns what was refused; the thread must not exist after. */
+    async function refusedThread(options: Record<string, unknown>) {
+      const { app, runs } = twoNodes();
+      const error = await caught(() => app.run({ thread: 't', ...options } as never));
+      expect(await ctx.engine.checkpointer.getThread('t')).toBeNull();
+      expect(await ctx.engine.checkpointer.listThreads()).toEqual([]);
+      expect(runs).toEqual({ a: 0, b: 0 });
+      return error;
+    }
+
+    it('a kind listThreads does not know is InvalidOptionError before anything is stored', async () => {
+      for (const kind of ['bogus', 'Task', 1]) {
+        const error = await refusedThread({ kind });
+        expect(InvalidOptionError.is(error)).toBe(true);
+        expect(error.message).toContain('conversation, task, session, workflow');
+      }
+      // Each kind listThreads accepts creates a thread listThreads finds by it.
+      const { app } = twoNodes();
+      for (const kind of ['conversation', 'task', 'session', 'workflow'] as const) await app.run({ thread: kind, kind });
+      for (const kind of ['conversation', 'task', 'session', 'workflow'] as const) expect((await app.listThreads({ kind })).map((t) => t.id)).toEqual([kind]);
+    });
+
+    it('an empty, over-long or control-character tenant is InvalidKeyError (the tenant rule of artifact refs and tenant-scoped engines) before anything is stored', async () => {
+      for (const tenant of ['', 'x'.repeat(100_000), 'x'.repeat(257), 'ac\nme', 42]) {
+        expect(InvalidKeyError.is(await refusedThread({ tenant }))).toBe(true);
+      }
+      const { app } = twoNodes();
+      await app.run({ thread: 'long', tenant: 'x'.repeat(256) });
+      expect((await app.getThread({ thread: 'long' }))!.tenant).toBe('x'.repeat(256));
+    });
+
+    it('metadata that is not plain JSON is InvalidOptionError naming the key, before anything is stored, on every engine', async () => {
+      const cyclic: Record<string, unknown> = { a: 1 };
+      cyclic.self = cyclic;
+      class Order {
+        id = 1;
+      }
+      const cases: [unknown, string][] = [
+        [{ f: 10n }, 'metadata.f'],
+        [{ f: () => 1 }, 'metadata.f'],
+        [{ f: Symbol('s') }, 'metadata.f'],
+        [{ f: undefined }, 'metadata.f'],
+        [{ nested: { list: [1, { deep: 2n }] } }, 'metadata.nested.list[1].deep'],
+        [{ c: cyclic }, 'metadata.c.self'],
+        [{ order: new Order() }, 'metadata.order'],
+        [{ at: new Date(0) }, 'metadata.at'],
+        [{ n: Number.NaN }, 'metadata.n'],
+        ['queue=support', 'metadata'],
+        [[1, 2], 'metadata'],
+      ];
+      for (const [metadata, path] of cases) {
+        const error = await refusedThread({ metadata });
+        expect(InvalidOptionError.is(error), path).toBe(true);
+        expect(error.message, path).toContain(path);
+      }
+      const { app } = twoNodes();
+      const plain = { queue: 'support', n: 1.5, ok: false, none: null, tags: ['a', { b: [] }], nested: Object.assign(Object.create(null) as object, { x: 1 }) };
+      await app.run({ thread: 'plain', metadata: plain });
+      expect((await app.getThread({ thread: 'plain' }))!.metadata).toMatchObject({ queue: 'support', n: 1.5, ok: false, none: null, tags: ['a', { b: [] }], nested: { x: 1 } });
+    });
+
+    it('the checkpointer itself refuses such a new thread, for every caller of acquireThread', async () => {
+      const owner = { runId: 'r', pid: 1, host: 'h' };
+      for (const create of [
+        { kind: 'bogus', tenant: null, metadata: {} },
+        { kind: 'task', tenant: '', metadata: {} },
+        { kind: 'task', tenant: null, metadata: { f: 10n } },
+      ]) {
+        const error = await caught(() => ctx.engine.checkpointer.acquireThread('t', { owner, leaseMs: 1000, create: create as never }));
+        expect(InvalidOptionError.is(error) || InvalidKeyError.is(error)).toBe(true);
+      }
+      expect(await ctx.engine.checkpointer.getThread('t')).toBeNull();
     });
   });
 

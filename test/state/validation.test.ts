@@ -8,8 +8,9 @@
  * rejected case the head does not move and no position is written.
  */
 import { describe, expect, it } from 'vitest';
+import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { z } from 'zod';
-import { StateTooLargeError, StateValidationError, UnencodableValueError } from '../../src/errors.js';
+import { SchemaDefinitionError, StateTooLargeError, StateValidationError, UnencodableValueError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -152,6 +153,55 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
       expect((await app.run({ thread: 't1' })).state).toEqual({ list: ['d', 'x'], n: 42 });
       expect((await app.run({ thread: 't2' })).state).toEqual({ list: ['d', 'x'], n: 42 });
       expect((await app.stateAt({ thread: 't2', seq: 0 })).list).toEqual(['d']);
+    });
+  });
+
+  describe('field defaults', () => {
+    const oneNode = <S extends Parameters<typeof graph>[0]>(State: S) => graph(State).node('a', () => ({})).edge(START, 'a').edge('a', END);
+
+    it('a default its schema refuses is SchemaDefinitionError naming the field at compile, before any thread is stored', () => {
+      const State = defineState({ fields: { n: field.model(z.number(), { default: 'x' as unknown as number }), ok: field.model(z.string(), { default: '' }) } });
+      let error: unknown;
+      try {
+        oneNode(State).compile({ engine: ctx.engine });
+      } catch (e) {
+        error = e;
+      }
+      expect(SchemaDefinitionError.is(error)).toBe(true);
+      expect((error as Error).message).toContain('field "n"');
+    });
+
+    it("a child graph's bad default is refused when the parent compiles", () => {
+      const Child = defineState({ fields: { tags: field.model(z.array(z.string()), { default: [1] as unknown as string[] }) } });
+      const Parent = defineState({ fields: { done: field.model(z.boolean(), { default: false }) } });
+      const builder = graph(Parent).subgraph('child', oneNode(Child)).edge(START, 'child').edge('child', END);
+      expect(() => builder.compile({ engine: ctx.engine })).toThrow(/field "tags"/);
+    });
+
+    it('a schema that validates asynchronously is checked before the first run stores anything', async () => {
+      const asyncNumber: StandardSchemaV1<unknown, number> = {
+        '~standard': {
+          version: 1 as const,
+          vendor: 'test',
+          validate: async (value: unknown) => (typeof value === 'number' ? { value } : { issues: [{ message: 'not a number' }] }),
+        },
+      };
+      const Bad = defineState({ fields: { n: field.model(asyncNumber, { default: 'x' as unknown as number }) } });
+      const app = oneNode(Bad).compile({ engine: ctx.engine });
+      const error = await caught(() => app.run({ thread: 't' }));
+      expect(SchemaDefinitionError.is(error)).toBe(true);
+      expect(error.message).toContain('not a number');
+      expect(await app.getThread({ thread: 't' })).toBeNull();
+
+      const Good = defineState({ fields: { n: field.model(asyncNumber, { default: 1 }) } });
+      expect((await oneNode(Good).compile({ engine: ctx.engine }).run({ thread: 'u' })).status).toBe('completed');
+    });
+
+    it('defaults the schema accepts, and defaults given as functions, compile as before', () => {
+      const State = defineState({
+        fields: { n: field.model(z.number(), { default: 0 }), list: field.model(z.array(z.string()), { reduce: 'append', default: [] }), at: field.model(z.number(), { default: () => Date.now() }) },
+      });
+      expect(() => oneNode(State).compile({ engine: ctx.engine })).not.toThrow();
     });
   });
 

@@ -140,10 +140,28 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
     });
 
     it('tenant null matches the threads without a tenant', async () => {
-      await threads([{ id: 'a', tenant: 'acme' }, { id: 'b', tenant: null }, { id: 'c', tenant: '' }, { id: 'd', tenant: null }]);
+      await threads([{ id: 'a', tenant: 'acme' }, { id: 'b', tenant: null }, { id: 'd', tenant: null }]);
       expect(await ids({ tenant: null })).toEqual(['b', 'd']);
-      expect(await ids({ tenant: '' })).toEqual(['c']);
+      // '' is no tenant a thread can be created with, and not taken for null either.
+      expect(await ids({ tenant: '' })).toEqual([]);
       expect(await ids({ tenant: 'acme' })).toEqual(['a']);
+    });
+
+    it('a new thread with an unknown kind, an empty or over-long tenant, or metadata that is not plain JSON is refused, and nothing is created', async () => {
+      for (const create of [
+        { kind: 'bogus', tenant: null, metadata: {} },
+        { kind: 'task', tenant: '', metadata: {} },
+        { kind: 'task', tenant: 'x'.repeat(257), metadata: {} },
+        { kind: 'task', tenant: null, metadata: { f: 10n } },
+        { kind: 'task', tenant: null, metadata: { f: () => 1 } },
+      ]) {
+        const error = await cp.acquireThread('t', { owner: remoteOwner(), leaseMs: LONG_LEASE, create: create as never }).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(InvalidOptionError.is(error) || InvalidKeyError.is(error), JSON.stringify(create, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))).toBe(true);
+      }
+      expect(await cp.getThread('t')).toBeNull();
     });
 
     it('metadata: equality on top-level keys, every key given must match, a missing key never does', async () => {
