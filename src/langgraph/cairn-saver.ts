@@ -49,13 +49,30 @@ import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { RawJson, decode, encode } from '../codec/tagged-json.js';
 import { LEASE_MS, SNAPSHOT_EVERY } from '../defaults.js';
 import { crashPoint } from '../internal/crash-points.js';
-import { CheckpointNotFoundError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
-import { materialize, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
+import { CheckpointNotFoundError, CorruptRecordError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
+import { materialize, type ChainLink, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
 import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionBody, type PositionKind } from '../runtime/position.js';
 import { CheckpointIndex } from './checkpoint-index.js';
 import { ListView, pageStates, type PositionState } from './position-states.js';
 import { ChannelValues, EMPTY_TEXT, SCALAR, WRAP_KEY, isWrapped } from './channel-values.js';
-import { foldedWrites, langGraphRecord, type FoldedTask, type FoldedWrite, type LangGraphRecord, type SaverBody, type StoredWrite } from './saver-body.js';
+import {
+  CHECKPOINT_FORMAT,
+  foldedWrites,
+  impliedMetadata,
+  isFullRecord,
+  langGraphRecord,
+  metadataRest,
+  recordVersions,
+  seenDelta,
+  versionsDelta,
+  type FoldedTask,
+  type FoldedWrite,
+  type LangGraphRecord,
+  type RecordVersions,
+  type SaverBody,
+  type Seen,
+  type StoredWrite,
+} from './saver-body.js';
 
 /** Options of {@link CairnSaver}. */
 export interface CairnSaverOptions {
@@ -98,6 +115,8 @@ interface Tip {
   position: StoredPosition;
   id: string;
   fields: Map<string, FieldState>;
+  /** The tip's versions and versions seen in full: what the next record keeps its difference from. */
+  record: RecordVersions | undefined;
   sinceSnapshot: number;
   /**
    * The lease this saver committed the tip under (absent for a tip it read). While the
@@ -218,8 +237,9 @@ export class CairnSaver extends BaseCheckpointSaver {
       this.index.forget(thread);
       return this.getTuple(config);
     }
-    if (head) this.tips.set(tipKey(thread, ns), await this.tipOf(loaded, record));
-    return this.tuple(thread, ns, loaded, record);
+    const versions = await this.versionsAt(thread, ns, loaded.position.seq, linksOf(loaded.chain));
+    if (head) this.tips.set(tipKey(thread, ns), this.tipOf(loaded, record, versions));
+    return this.tuple(thread, ns, loaded, record, versions);
   }
 
   /**
@@ -246,6 +266,8 @@ export class CairnSaver extends BaseCheckpointSaver {
         const known: KnownPositions = { bodies: new Map(), items: new Map(), children: new Map(), pending: new Map() };
         // The decoded items of each list a page shares between its positions (see ListView): each decoded once.
         const lists = new WeakMap<readonly unknown[], unknown[]>();
+        // Each position's versions in full, once rolled forward (see versionsAt).
+        const versionsCache = new Map<number, RecordVersions>();
         for (;;) {
           // A page no longer than what is left to yield: a `limit: 1` listing loads one state.
           const size = Math.min(PAGE, left);
@@ -259,7 +281,7 @@ export class CairnSaver extends BaseCheckpointSaver {
             const record = langGraphRecord(body);
             if (!record) continue;
             if (beforeId !== undefined && !(record.id < beforeId)) continue;
-            if (filter && !(await this.metadataMatches(record, filter))) continue;
+            if (filter && !(await this.metadataMatches(record, position, body.kind, filter))) continue;
             wanted.push(position);
             records.set(position.seq, record);
           }
@@ -277,8 +299,13 @@ export class CairnSaver extends BaseCheckpointSaver {
             for (const position of page) known.pending.set(position.seq, []);
             for (const write of writes) known.pending.get(write.baseSeq)?.push(write);
           }
+          // What the versions of the page's positions roll forward from: the page, and the chains its loads read.
+          const links = new Map<number, ChainLink>();
+          for (const state of states) for (const link of state.chain ?? []) links.set(link.position.seq, link);
+          for (const position of page) links.set(position.seq, { position, body: bodies.get(position.seq)! });
           for (const state of states) {
-            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, decoded, known, lists);
+            const versions = await this.versionsAt(thread, ns, state.position.seq, links, versionsCache);
+            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, versions, decoded, known, lists);
             if (--left <= 0) return;
           }
           if (page.length < size) break;
@@ -533,37 +560,38 @@ export class CairnSaver extends BaseCheckpointSaver {
     ns: string,
     loaded: PositionState,
     record: LangGraphRecord,
+    versions: RecordVersions,
     cache?: WeakMap<object, unknown>,
     known?: KnownPositions,
     lists?: WeakMap<readonly unknown[], unknown[]>,
   ): Promise<CheckpointTuple> {
     const channelValues: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(loaded.state)) {
-      if (!Object.hasOwn(record.versions, name)) continue;
+      if (!Object.hasOwn(versions.versions, name)) continue;
       const decoded = value instanceof ListView ? await this.viewValue(value, lists, cache) : await this.fieldValue(value, Object.hasOwn(loaded.appends, name), cache);
       if (decoded !== ABSENT) channelValues[name] = decoded;
     }
     const checkpoint: Checkpoint = {
       ...(record.extra ?? {}),
-      v: record.v,
+      v: record.v ?? CHECKPOINT_FORMAT,
       id: record.id,
       ts: record.ts ?? new Date(loaded.position.createdAt).toISOString(),
       channel_values: channelValues,
-      channel_versions: { ...record.versions },
-      versions_seen: copySeen(record.seen),
+      channel_versions: { ...versions.versions },
+      versions_seen: copySeen(versions.seen),
     } as Checkpoint;
     const writes = await this.writesOf(thread, ns, loaded.position.seq, known);
     const tuple: CheckpointTuple = {
       config: { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.id } },
       checkpoint,
-      metadata: (await this.metadataOf(record)) as CheckpointMetadata,
+      metadata: (await this.metadataOf(record, loaded.position, loaded.body.kind)) as CheckpointMetadata,
       pendingWrites: await this.pendingTuples(writes),
     };
     const parentId = record.parentId ?? (loaded.position.parent === null ? undefined : await this.idAt(thread, ns, loaded.position.parent, known));
     if (parentId !== undefined) {
       tuple.parentConfig = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: parentId } };
       // Checkpoints before format 4 kept pending sends as the parent's writes.
-      if (record.v < 4 && loaded.position.parent !== null) {
+      if ((record.v ?? CHECKPOINT_FORMAT) < 4 && loaded.position.parent !== null) {
         const sends = (await this.writesOf(thread, ns, loaded.position.parent)).filter((w) => w.channel === TASKS);
         checkpoint.channel_values[TASKS] = await Promise.all(sends.map((w) => this.writeValue(w)));
         const versions = Object.values(checkpoint.channel_versions);
@@ -631,10 +659,48 @@ export class CairnSaver extends BaseCheckpointSaver {
     return this.values.decodeText(write.value ?? 'null');
   }
 
-  /** A record's metadata, whichever form it was stored in. */
-  private async metadataOf(record: LangGraphRecord): Promise<unknown> {
+  /** A record's metadata, whichever form it was stored in (`position` and `kind`: its position's, which say what `m` leaves out). */
+  private async metadataOf(record: LangGraphRecord, position: StoredPosition, kind: string): Promise<unknown> {
     if (record.meta !== undefined) return isWrapped(record.meta) ? this.values.decode(record.meta) : record.meta;
-    return this.values.decodeText(record.metadata ?? '{}');
+    if (record.metadata !== undefined) return this.values.decodeText(record.metadata);
+    const rest = record.m === undefined ? {} : isWrapped(record.m) ? await this.values.decode(record.m) : record.m;
+    return { ...impliedMetadata(kind, position.step), ...(rest as Record<string, unknown>) };
+  }
+
+  /**
+   * The versions and versions seen of the checkpoint at `seq`, in full: its record's, or
+   * its parent's (and so on back to a full record) rolled forward. `links`: positions
+   * read already (a load's chain, a listing's page), by seq; `cache`: versions found so
+   * far, by seq. A load's chain starts at a full record (a snapshot's position, or the
+   * namespace's first), so a parent neither gives is read only for a chain that starts
+   * at a snapshot the saver did not write.
+   */
+  private async versionsAt(thread: string, ns: string, seq: number, links: ReadonlyMap<number, ChainLink>, cache?: Map<number, RecordVersions>): Promise<RecordVersions> {
+    const walked: { seq: number; record: LangGraphRecord; changed: string[] }[] = [];
+    let found: RecordVersions | undefined;
+    for (let at: number | null = seq; at !== null; ) {
+      found = cache?.get(at);
+      if (found) break;
+      const link: ChainLink | undefined = links.get(at) ?? (await this.linkAt(thread, ns, at));
+      const record = link ? langGraphRecord(link.body) : null;
+      if (!link || !record) throw new CorruptRecordError(`the checkpoint at position ${seq} keeps its versions as a difference from its ancestors' versions, but position ${at} ${link ? 'holds no checkpoint' : 'is missing'}.`, { place: { engine: this.cp.engine, thread, ns, seq } });
+      walked.push({ seq: at, record, changed: Object.keys(link.body.changes) });
+      if (isFullRecord(record)) break;
+      at = link.position.parent;
+    }
+    for (let i = walked.length - 1; i >= 0; i--) {
+      const { seq: at, record, changed } = walked[i]!;
+      found = recordVersions(record, changed, found);
+      if (!found) throw new CorruptRecordError(`the checkpoint at position ${at} keeps its versions as a difference from its parent's, but it has no parent.`, { place: { engine: this.cp.engine, thread, ns, seq: at } });
+      cache?.set(at, found);
+    }
+    return found!;
+  }
+
+  /** A position and its decoded body, read on its own. */
+  private async linkAt(thread: string, ns: string, seq: number): Promise<ChainLink | undefined> {
+    const position = await this.cp.getPosition(thread, ns, seq);
+    return position ? { position, body: decode<PositionBody>(position.body, `position ${seq} of thread ${thread}`) } : undefined;
   }
 
   /** The checkpoint id of the position at `seq` (a parent, whose id the child's record leaves out). */
@@ -671,10 +737,10 @@ export class CairnSaver extends BaseCheckpointSaver {
     return [...byKey.values()].sort((a, b) => compareWritesSortKeys([a.path, a.task, a.idx], [b.path, b.task, b.idx]));
   }
 
-  private async metadataMatches(record: LangGraphRecord, filter: Record<string, unknown>): Promise<boolean> {
+  private async metadataMatches(record: LangGraphRecord, position: StoredPosition, kind: string, filter: Record<string, unknown>): Promise<boolean> {
     const keys = Object.keys(filter);
     if (keys.length === 0) return true;
-    const metadata = (await this.metadataOf(record)) as Record<string, unknown>;
+    const metadata = (await this.metadataOf(record, position, kind)) as Record<string, unknown>;
     for (const key of keys) {
       if (filter[key] === undefined) continue;
       if (!Object.hasOwn(metadata, key) || encode(metadata[key]) !== safeEncode(filter[key])) return false;
@@ -690,10 +756,10 @@ export class CairnSaver extends BaseCheckpointSaver {
     if (cached && cached.position.seq === seq && (head?.seq !== seq || cached.position.hash === head.hash)) return cached;
     const loaded = await materialize(this.cp, undefined, thread, ns, seq, head?.seq === seq ? { head } : {});
     const record = langGraphRecord(loaded.body);
-    return this.tipOf(loaded, record);
+    return this.tipOf(loaded, record, record ? await this.versionsAt(thread, ns, seq, linksOf(loaded.chain)) : undefined);
   }
 
-  private async tipOf(loaded: LoadedPosition, record: LangGraphRecord | null): Promise<Tip> {
+  private tipOf(loaded: LoadedPosition, record: LangGraphRecord | null, versions: RecordVersions | undefined): Tip {
     const fields = new Map<string, FieldState>();
     for (const [name, value] of Object.entries(loaded.state)) {
       const cursor = loaded.appends[name];
@@ -702,7 +768,7 @@ export class CairnSaver extends BaseCheckpointSaver {
         fields.set(name, { kind: 'list', texts, since: cursor.since, checksum: loaded.checksums.get(name) ?? ItemChecksum.of(texts) });
       } else fields.set(name, { kind: 'set', text: encode(value) });
     }
-    return { position: loaded.position, id: record?.id ?? '', fields, sinceSnapshot: loaded.sinceSnapshot.positions };
+    return { position: loaded.position, id: record?.id ?? '', fields, record: versions, sinceSnapshot: loaded.sinceSnapshot.positions };
   }
 
   private async commit(
@@ -767,13 +833,25 @@ export class CairnSaver extends BaseCheckpointSaver {
     const { v, id, ts, channel_values: _values, channel_versions, versions_seen, ...extra } = checkpoint;
     const created = Date.parse(ts);
     const createdAt = Number.isFinite(created) ? created : Date.now();
-    const record: LangGraphRecord = {
-      id,
-      v,
-      versions: { ...channel_versions },
-      seen: structuredClone(versions_seen) as LangGraphRecord['seen'],
-      meta: new RawJson(await this.values.encode(metadata)),
-    };
+    const kind = SOURCE_KINDS[metadata.source] ?? 'step';
+    const step = Math.max(0, (typeof metadata.step === 'number' ? metadata.step : 0) + 1);
+    const sinceSnapshot = (parent?.sinceSnapshot ?? 0) + 1;
+    const snapshotHere = sinceSnapshot >= this.snapshotEvery;
+    const full: RecordVersions = { versions: { ...channel_versions }, seen: copySeen(versions_seen) };
+    const record: LangGraphRecord = { id };
+    if (v !== CHECKPOINT_FORMAT) record.v = v;
+    // Versions as their difference from the parent's, but at a snapshot (where loads and
+    // compaction bases start) and at a namespace's first position: there, in full.
+    const from = snapshotHere ? undefined : parent?.record;
+    if (from) Object.assign(record, versionsDelta(from.versions, Object.keys(changes), full.versions));
+    else record.versions = full.versions;
+    const seen = from ? seenDelta(from.seen, full.seen) : null;
+    if (!seen) record.seen = full.seen;
+    else if (Object.keys(seen).length) record.ds = seen;
+    // Metadata without what the position says (its step, its source, no parents).
+    const rest = Object.getPrototypeOf(metadata) === Object.prototype ? metadataRest(metadata as Record<string, unknown>, kind, step) : null;
+    if (!rest) record.meta = new RawJson(await this.values.encode(metadata));
+    else if (Object.keys(rest).length) record.m = new RawJson(await this.values.encode(rest));
     // What the position says already is not repeated: its time (LangGraph's ts is an ISO
     // string of it), and its parent's id.
     if (new Date(createdAt).toISOString() !== ts) record.ts = ts;
@@ -788,7 +866,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       if (all.length) record.parentTasks = foldWrites(all.flatMap(pendingWrites), items);
     }
     const body: SaverBody = {
-      kind: SOURCE_KINDS[metadata.source] ?? 'step',
+      kind,
       nodes: [],
       attempt: 1,
       lease: lease.epoch,
@@ -803,14 +881,13 @@ export class CairnSaver extends BaseCheckpointSaver {
       seq,
       parent: parent?.position.seq ?? null,
       segment: parent && parent.position.seq === seq - 1 ? parent.position.segment : seq,
-      step: Math.max(0, (typeof metadata.step === 'number' ? metadata.step : 0) + 1),
+      step,
       schemaVersion: SCHEMA_VERSION,
       createdAt,
       body: encode(body, 'position body'),
     };
     const position: StoredPosition = { ...unsigned, hash: hashPosition(unsigned, items, parent?.position.hash ?? GENESIS_HASH) };
-    const sinceSnapshot = (parent?.sinceSnapshot ?? 0) + 1;
-    const snapshot = sinceSnapshot >= this.snapshotEvery ? snapshotText(position, parent?.position.hash ?? GENESIS_HASH, fields) : undefined;
+    const snapshot = snapshotHere ? snapshotText(position, parent?.position.hash ?? GENESIS_HASH, fields) : undefined;
     crashPoint('before-commit');
     if (snapshot) crashPoint('inside-snapshot');
     await this.cp.commitStep(lease, { position, items, ...(snapshot ? { snapshot } : {}), status: 'completed', expectedHead: put.expectedHead });
@@ -819,7 +896,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     crashPoint('after-commit');
     this.index.add(thread, ns, id, seq, unsigned.parent);
     this.awaitedPuts.get(`${tipKey(thread, ns)}\u0000${id}`)?.resolve();
-    this.tips.set(tipKey(thread, ns), { position, id, fields, sinceSnapshot: snapshot ? 0 : sinceSnapshot, lease: { runId: lease.runId, epoch: lease.epoch } });
+    this.tips.set(tipKey(thread, ns), { position, id, fields, record: full, sinceSnapshot: snapshot ? 0 : sinceSnapshot, lease: { runId: lease.runId, epoch: lease.epoch } });
   }
 
   // ------------------------------------------------------------------ runs, leases
@@ -944,6 +1021,11 @@ export class CairnSaver extends BaseCheckpointSaver {
   }
 }
 
+/** A load's chain by seq. */
+function linksOf(chain: readonly ChainLink[] | undefined): Map<number, ChainLink> {
+  return new Map((chain ?? []).map((link) => [link.position.seq, link]));
+}
+
 /** What a listing read so far: positions' bodies by seq, and the items of those read with their page (checked against the chain). */
 interface KnownPositions {
   bodies: Map<number, PositionBody>;
@@ -977,8 +1059,8 @@ function runKey(config: RunnableConfig): object | undefined {
 }
 
 /** A copy of `versions_seen` (two levels of plain numbers and strings): what structuredClone does, for less. */
-function copySeen(seen: LangGraphRecord['seen']): LangGraphRecord['seen'] {
-  const copy: LangGraphRecord['seen'] = {};
+function copySeen(seen: Seen): Seen {
+  const copy: Seen = {};
   for (const [node, versions] of Object.entries(seen)) copy[node] = { ...versions };
   return copy;
 }

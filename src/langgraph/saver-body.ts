@@ -52,20 +52,52 @@ export interface FoldedWrite {
   ref?: [from: number, count: number];
 }
 
-/** The LangGraph part of a position's body. */
+/** A checkpoint's channel versions. */
+export type Versions = Record<string, string | number>;
+/** A checkpoint's versions seen, by node. */
+export type Seen = Record<string, Versions>;
+
+/** The LangGraph checkpoint format version records leave out (`v` absent). */
+export const CHECKPOINT_FORMAT = 4;
+
+/**
+ * The LangGraph part of a position's body.
+ *
+ * Versions and versions seen are kept in full (`versions`, `seen`) by a namespace's
+ * first position, by every position the saver wrote a snapshot at (so a load, which
+ * starts at the nearest snapshot, and a compaction base, which is one, always start
+ * from a full record), and by every record written before the short form. Other
+ * records keep only what differs from their parent's, once the parent's are rolled
+ * forward by what LangGraph does at each step (see {@link impliedVersions}):
+ * `dv`/`xv` for the versions, `ds` for the versions seen. Metadata likewise leaves
+ * out what the position says (see {@link metadataRest}).
+ */
 export interface LangGraphRecord {
   /** The checkpoint id (a uuid6). */
   id: string;
   /** The checkpoint's `ts`, as given; absent when it is the position's `createdAt` as an ISO string (as LangGraph's are). */
   ts?: string;
-  /** The checkpoint format version (`v`). */
-  v: number;
-  versions: Record<string, string | number>;
-  seen: Record<string, Record<string, string | number>>;
+  /** The checkpoint format version (`v`); absent when it is {@link CHECKPOINT_FORMAT}. */
+  v?: number;
+  /** The channel versions in full; absent in a record that keeps only their difference from the parent's (`dv`, `xv`). */
+  versions?: Versions;
+  /** The versions seen in full; absent in a record that keeps only their difference from the parent's (`ds`). */
+  seen?: Seen;
+  /** Channel versions that are not the implied ones (see {@link impliedVersions}), when `versions` is absent. */
+  dv?: Versions;
+  /** Channels of the implied versions the checkpoint does not have, when `versions` is absent. */
+  xv?: string[];
+  /** Versions seen that differ from the parent's (each node's entries merged over the parent's), when `seen` is absent. */
+  ds?: Seen;
   /** The metadata's stored form (records written before `meta`: `metadata`, its canonical text). */
   meta?: unknown;
   /** Canonical text of the metadata's stored form, in records written before `meta`. */
   metadata?: string;
+  /**
+   * The metadata's stored form without what the position says (see {@link metadataRest});
+   * a record with none of `meta`, `metadata` and `m` has only what the position says.
+   */
+  m?: unknown;
   /**
    * The id of the checkpoint this one was put after, when the caller named one. Absent
    * when it is the id of the parent position's checkpoint (records write it only when
@@ -78,6 +110,124 @@ export interface LangGraphRecord {
   parentWrites?: StoredWrite[];
   /** Further checkpoint fields LangGraph may add, kept as given. */
   extra?: Record<string, unknown>;
+}
+
+/** A checkpoint's versions and versions seen, in full. */
+export interface RecordVersions {
+  versions: Versions;
+  seen: Seen;
+}
+
+/**
+ * The versions a checkpoint has when LangGraph did what it does at a step: every
+ * channel the step changed (the position's `changes`, which are the put's
+ * `newVersions`) takes the next version after the parent's highest
+ * (`getNextVersion(maxChannelVersion(...))`, numbers counting up), the others keep the
+ * parent's. Versions that are not numbers imply nothing new: those are kept as given.
+ */
+export function impliedVersions(parent: Versions, changed: readonly string[]): Versions {
+  const implied: Versions = { ...parent };
+  if (changed.length === 0) return implied;
+  let max = 0;
+  for (const version of Object.values(parent)) {
+    if (typeof version !== 'number') return implied;
+    if (version > max) max = version;
+  }
+  for (const name of changed) implied[name] = max + 1;
+  return implied;
+}
+
+/** How `actual` differs from the implied versions: the versions to set (`dv`) and the channels to drop (`xv`). */
+export function versionsDelta(parent: Versions, changed: readonly string[], actual: Versions): { dv?: Versions; xv?: string[] } {
+  const implied = impliedVersions(parent, changed);
+  const delta: { dv?: Versions; xv?: string[] } = {};
+  for (const [name, version] of Object.entries(actual)) {
+    if (Object.hasOwn(implied, name) && implied[name] === version) continue;
+    (delta.dv ??= {})[name] = version;
+  }
+  for (const name of Object.keys(implied)) if (!Object.hasOwn(actual, name)) (delta.xv ??= []).push(name);
+  return delta;
+}
+
+/** How `actual` differs from the parent's versions seen, or null when a node or an entry went (the record then keeps them in full). */
+export function seenDelta(parent: Seen, actual: Seen): Seen | null {
+  for (const [node, versions] of Object.entries(parent)) {
+    const now = actual[node];
+    if (!Object.hasOwn(actual, node) || typeof now !== 'object' || now === null) return null;
+    for (const name of Object.keys(versions)) if (!Object.hasOwn(now, name)) return null;
+  }
+  const delta: Seen = {};
+  for (const [node, versions] of Object.entries(actual)) {
+    const before = Object.hasOwn(parent, node) ? parent[node]! : undefined;
+    let changed: Versions | undefined = before ? undefined : {};
+    for (const [name, version] of Object.entries(versions)) {
+      if (before && Object.hasOwn(before, name) && before[name] === version) continue;
+      (changed ??= {})[name] = version;
+    }
+    if (changed) delta[node] = changed;
+  }
+  return delta;
+}
+
+/**
+ * A record's versions and versions seen in full: its own, or its parent's rolled
+ * forward by its changed channels (`changed`, its position's `changes`) and its deltas.
+ * Undefined when the record keeps a delta and `parent` is not given.
+ */
+export function recordVersions(record: LangGraphRecord, changed: readonly string[], parent: RecordVersions | undefined): RecordVersions | undefined {
+  let versions = record.versions;
+  if (!versions) {
+    if (!parent) return undefined;
+    versions = impliedVersions(parent.versions, changed);
+    if (record.dv) Object.assign(versions, record.dv);
+    for (const name of record.xv ?? []) delete versions[name];
+  }
+  let seen = record.seen;
+  if (!seen) {
+    if (!parent) return undefined;
+    seen = {};
+    for (const [node, entries] of Object.entries(parent.seen)) seen[node] = { ...entries };
+    for (const [node, entries] of Object.entries(record.ds ?? {})) seen[node] = { ...(seen[node] ?? {}), ...entries };
+  }
+  return { versions, seen };
+}
+
+/** True when the record keeps its versions and versions seen in full (nothing of its parent's is needed). */
+export function isFullRecord(record: LangGraphRecord): boolean {
+  return record.versions !== undefined && record.seen !== undefined;
+}
+
+/** The `source` a position's kind says (the saver maps `loop` to `step` and `input` to `input`; `update` and `fork` both to `fork`). */
+const SOURCE_OF_KIND: Record<string, string> = { step: 'loop', input: 'input' };
+
+/**
+ * What the position says of a checkpoint's metadata: its `step` (the position's step
+ * less one), its `source` (from the position's kind, where that names one source) and
+ * `parents: {}`. Only for metadata that has all three keys of its own.
+ */
+export function impliedMetadata(kind: string, positionStep: number): Record<string, unknown> {
+  const implied: Record<string, unknown> = { step: positionStep - 1, parents: {} };
+  if (Object.hasOwn(SOURCE_OF_KIND, kind)) implied.source = SOURCE_OF_KIND[kind];
+  return implied;
+}
+
+/**
+ * The metadata without what the position says (see {@link impliedMetadata}), or null
+ * when it does not have `source`, `step` and `parents` of its own (it is then kept whole).
+ */
+export function metadataRest(metadata: Record<string, unknown>, kind: string, positionStep: number): Record<string, unknown> | null {
+  if (!['source', 'step', 'parents'].every((key) => Object.hasOwn(metadata, key))) return null;
+  const implied = impliedMetadata(kind, positionStep);
+  const rest: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(metadata)) {
+    if (key === 'parents' ? isEmptyPlainObject(value) : Object.hasOwn(implied, key) && implied[key] === value) continue;
+    rest[key] = value;
+  }
+  return rest;
+}
+
+function isEmptyPlainObject(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype && Object.keys(value).length === 0;
 }
 
 /** A position body written by the saver. */

@@ -3,8 +3,11 @@
  * checkpoint's transaction when its put follows at once, and on their own otherwise
  * (durable before putWrites resolves either way); the record leaves out what the
  * position holds already (its time, its parent's id) and keeps the folded writes by
- * task; records in the earlier form (ts, metadata text, parentId, parentWrites) are
- * still read; a list a reducer changed in place is stored as it is.
+ * task, its versions, versions seen and metadata as their difference from what its
+ * parent and its position say (in full at a namespace's first position and at each
+ * snapshot); records in the earlier forms (ts, metadata text, parentId, parentWrites,
+ * versions in full) are still read, and extended; a list a reducer changed in place
+ * is stored as it is.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,8 +20,10 @@ import { memory } from '../../src/engines/memory/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { CairnSaver } from '../../src/langgraph/index.js';
 import { hashPosition } from '../../src/runtime/position.js';
+import { compactNamespace, planCompaction } from '../../src/inspect/compact.js';
 import type { StoredPosition } from '../../src/contracts/checkpointer.js';
 import type { SaverBody } from '../../src/langgraph/saver-body.js';
+import type { CheckpointMetadata } from '@langchain/langgraph-checkpoint';
 
 const owner = { runId: 'writer', pid: process.pid, host: 'here' };
 const loop = (step: number) => ({ source: 'loop' as const, step, parents: {} });
@@ -90,7 +95,8 @@ describe('CairnSaver records', () => {
     const record = decode<SaverBody>((await engine.checkpointer.getPosition('t', '', 1))!.body).langgraph;
     expect(record.ts).toBeUndefined();
     expect(record.parentId).toBeUndefined();
-    expect(record.meta).toEqual(loop(1));
+    // The metadata is what the position says (its step, a loop step, no parents): nothing of it is kept.
+    expect([record.meta, record.metadata, record.m]).toEqual([undefined, undefined, undefined]);
     // A ts that is not the position's time, and a parent that was not found, are kept.
     const odd = { ...checkpoint(ID(3), { log: ['a', 'b', 'c'] }, { log: 3 }), ts: 'yesterday' };
     await saver.put(config(ID(2)), odd, loop(2), { log: 3 });
@@ -158,6 +164,98 @@ describe('CairnSaver records', () => {
       [ID(2), 0],
       [ID(1), 1],
     ]);
+
+    // A checkpoint put on top of them keeps its versions as their difference from the old record's.
+    const next = { ...checkpoint(ID(3), { route: 'third' }, { route: 3 }), versions_seen: { node: { route: 2 } } };
+    await saver.put(config(ID(2)), next, loop(2), { route: 3 });
+    const record = decode<SaverBody>((await cp.getPosition('t', '', 2))!.body).langgraph;
+    expect([record.versions, record.seen, record.dv]).toEqual([undefined, undefined, undefined]);
+    const reread = await new CairnSaver({ engine }).getTuple(config());
+    expect(reread?.checkpoint.channel_versions).toEqual({ route: 3 });
+    expect(reread?.checkpoint.versions_seen).toEqual({ node: { route: 2 } });
+    expect(reread?.metadata).toEqual(loop(2));
+    await engine.close();
+  });
+
+  it("keeps versions, versions seen and metadata as their difference from what the parent and the position say, whole at snapshots, and reads back what was put", async () => {
+    const engine = memory();
+    const saver = new CairnSaver({ engine, snapshotEvery: 3 });
+    // Steps as LangGraph takes them (changed channels take the next version after the
+    // highest), and steps that do not: a version set apart, a string version, a channel
+    // and a node's entry that go, metadata with keys of its own or another source.
+    type Step = { versions: Record<string, string | number>; seen: Record<string, Record<string, string | number>>; metadata: CheckpointMetadata; changed: string[] };
+    const steps: Step[] = [
+      { versions: { __start__: 1 }, seen: { __input__: {} }, metadata: { source: 'input', step: -1, parents: {} }, changed: ['__start__'] },
+      { versions: { __start__: 2, log: 2, route: 2 }, seen: { __input__: {}, __start__: { __start__: 1 } }, metadata: loop(0), changed: ['__start__', 'log', 'route'] },
+      { versions: { __start__: 2, log: 3, route: 3 }, seen: { __input__: {}, __start__: { __start__: 1 }, node: { route: 2 } }, metadata: loop(1), changed: ['log', 'route'] },
+      { versions: { __start__: 2, log: 4, route: 7 }, seen: { __input__: {}, __start__: { __start__: 1 }, node: { route: 3 } }, metadata: { ...loop(2), writes: { node: 1 } } as CheckpointMetadata, changed: ['log', 'route'] },
+      { versions: { __start__: 2, log: 8, route: 8 }, seen: { __input__: {}, node: { route: 7 } }, metadata: { source: 'update', step: 3, parents: {} }, changed: ['log', 'route'] },
+      { versions: { log: 9, route: 9 }, seen: { __input__: {}, node: { route: 8, log: 8 } }, metadata: { source: 'loop', step: 9, parents: { '': 'x' } }, changed: ['log', 'route'] },
+      { versions: { log: '00010.a', route: 9 }, seen: { __input__: {}, node: { route: 9 } }, metadata: loop(5), changed: ['log'] },
+      { versions: { log: '00011.b', route: '00011.b' }, seen: { __input__: {}, node: { route: '00010.a' } }, metadata: loop(6), changed: ['log', 'route'] },
+      { versions: { log: '00011.b', route: '00011.b', extra: 1 }, seen: { __input__: {}, node: { route: '00011.b' } }, metadata: { source: 'fork', step: 7, parents: {} }, changed: [] },
+    ];
+    const ids: string[] = [];
+    for (const [i, step] of steps.entries()) {
+      const log = Array.from({ length: i + 1 }, (_, k) => `entry ${k}`);
+      const put = { ...checkpoint(ID(i + 1), { log, route: `r${i}` }, {}), channel_versions: step.versions, versions_seen: step.seen };
+      const newVersions = Object.fromEntries(step.changed.map((name) => [name, step.versions[name]!]));
+      await saver.put(config(ids[i - 1]), put, step.metadata, newVersions);
+      ids.push(ID(i + 1));
+    }
+    const records = await Promise.all(steps.map(async (_, seq) => decode<SaverBody>((await engine.checkpointer.getPosition('t', '', seq))!.body).langgraph));
+    // In full at the first position and where a snapshot was taken (every third); a difference elsewhere.
+    expect(records.map((r) => r.versions !== undefined)).toEqual([true, false, true, false, false, true, false, false, true]);
+    expect(records[1]).not.toHaveProperty('dv');
+    expect(records[3]!.dv).toEqual({ route: 7 });
+    expect(records[4]!.seen).toBeDefined();
+    expect(records[3]!.ds).toEqual({ node: { route: 3 } });
+    expect(records[2]).not.toHaveProperty('m');
+    expect(records[3]!.m).toEqual({ writes: { node: 1 } });
+
+    for (const reader of [new CairnSaver({ engine }), saver]) {
+      for (const [i, step] of steps.entries()) {
+        const tuple = await reader.getTuple(config(ids[i]));
+        expect([tuple?.checkpoint.channel_versions, tuple?.checkpoint.versions_seen, tuple?.metadata]).toEqual([step.versions, step.seen, step.metadata]);
+      }
+      const listed = [];
+      for await (const t of reader.list(config())) listed.push([t.checkpoint.channel_versions, t.checkpoint.versions_seen, t.metadata]);
+      expect(listed).toEqual(steps.map((step) => [step.versions, step.seen, step.metadata]).reverse());
+      const filtered = [];
+      for await (const t of reader.list(config(), { filter: { source: 'loop', step: 5 } })) filtered.push(t.checkpoint.id);
+      expect(filtered).toEqual([ID(7)]);
+    }
+    // A branch from an old checkpoint keeps its difference from that checkpoint's.
+    const fork = { ...checkpoint(ID(20), { log: ['entry 0', 'entry 1', 'other'], route: 'fork' }, {}), channel_versions: { __start__: 2, log: 4, route: 4 }, versions_seen: { __input__: {}, __start__: { __start__: 1 }, node: { route: 3 } } };
+    await new CairnSaver({ engine }).put(config(ID(3)), fork, loop(2), { log: 4, route: 4 });
+    const forked = decode<SaverBody>((await engine.checkpointer.getPosition('t', '', steps.length))!.body).langgraph;
+    expect([forked.versions, forked.dv]).toEqual([undefined, undefined]);
+    const branch = await new CairnSaver({ engine }).getTuple(config(ID(20)));
+    expect([branch?.checkpoint.channel_versions, branch?.checkpoint.versions_seen, branch?.parentConfig?.configurable?.checkpoint_id]).toEqual([fork.channel_versions, fork.versions_seen, ID(3)]);
+    await engine.close();
+  });
+
+  it('reads every checkpoint a compaction keeps: its base holds its versions in full', async () => {
+    const engine = memory();
+    const saver = new CairnSaver({ engine, snapshotEvery: 3 });
+    const put: Checkpoint[] = [];
+    for (let i = 0; i < 10; i++) {
+      const c = { ...checkpoint(ID(i + 1), { log: Array.from({ length: i + 1 }, (_, k) => k) }, { log: i + 1 }), versions_seen: { node: { log: i } } };
+      await saver.put(config(put[i - 1]?.id), c, loop(i), { log: i + 1 });
+      put.push(c);
+    }
+    await saver.release();
+    const plan = await planCompaction(engine.checkpointer, undefined, 't', '', 7);
+    if (!('base' in plan)) throw new Error(`no compaction: ${plan.skipped}`);
+    expect(plan.base.seq).toBe(5);
+    const lease = await engine.checkpointer.acquireThread('t', { owner, leaseMs: 10_000 });
+    await compactNamespace(engine.checkpointer, lease, plan);
+    await engine.checkpointer.releaseThread(lease);
+    const reader = new CairnSaver({ engine });
+    const listed = [];
+    for await (const t of reader.list(config())) listed.push([t.checkpoint.id, t.checkpoint.channel_versions, t.checkpoint.versions_seen]);
+    expect(listed).toEqual(put.slice(5).map((c) => [c.id, c.channel_versions, c.versions_seen]).reverse());
+    expect((await reader.getTuple(config(ID(6))))?.checkpoint.versions_seen).toEqual({ node: { log: 5 } });
     await engine.close();
   });
 
