@@ -62,13 +62,14 @@ import {
   isFullRecord,
   langGraphRecord,
   metadataRest,
-  recordVersions,
+  resolveRecord,
+  sameTaskShape,
   seenDelta,
   versionsDelta,
   type FoldedTask,
   type FoldedWrite,
   type LangGraphRecord,
-  type RecordVersions,
+  type ResolvedRecord,
   type SaverBody,
   type Seen,
   type StoredWrite,
@@ -115,8 +116,8 @@ interface Tip {
   position: StoredPosition;
   id: string;
   fields: Map<string, FieldState>;
-  /** The tip's versions and versions seen in full: what the next record keeps its difference from. */
-  record: RecordVersions | undefined;
+  /** The tip's record resolved (versions, versions seen, folded writes): what the next record keeps its difference from. */
+  record: ResolvedRecord | undefined;
   sinceSnapshot: number;
   /**
    * The lease this saver committed the tip under (absent for a tip it read). While the
@@ -237,9 +238,10 @@ export class CairnSaver extends BaseCheckpointSaver {
       this.index.forget(thread);
       return this.getTuple(config);
     }
-    const versions = await this.versionsAt(thread, ns, loaded.position.seq, linksOf(loaded.chain));
-    if (head) this.tips.set(tipKey(thread, ns), this.tipOf(loaded, record, versions));
-    return this.tuple(thread, ns, loaded, record, versions);
+    const resolving: Resolving = { links: linksOf(loaded.chain), cache: new Map() };
+    const resolved = await this.resolvedAt(thread, ns, loaded.position.seq, resolving.links, resolving.cache);
+    if (head) this.tips.set(tipKey(thread, ns), this.tipOf(loaded, record, resolved));
+    return this.tuple(thread, ns, loaded, record, resolved, resolving);
   }
 
   /**
@@ -266,8 +268,8 @@ export class CairnSaver extends BaseCheckpointSaver {
         const known: KnownPositions = { bodies: new Map(), items: new Map(), children: new Map(), pending: new Map() };
         // The decoded items of each list a page shares between its positions (see ListView): each decoded once.
         const lists = new WeakMap<readonly unknown[], unknown[]>();
-        // Each position's versions in full, once rolled forward (see versionsAt).
-        const versionsCache = new Map<number, RecordVersions>();
+        // Each position's record resolved (see resolvedAt), and what records resolve from: the pages, and the chains their loads read.
+        const resolving: Resolving = { links: new Map(), cache: new Map() };
         for (;;) {
           // A page no longer than what is left to yield: a `limit: 1` listing loads one state.
           const size = Math.min(PAGE, left);
@@ -299,13 +301,11 @@ export class CairnSaver extends BaseCheckpointSaver {
             for (const position of page) known.pending.set(position.seq, []);
             for (const write of writes) known.pending.get(write.baseSeq)?.push(write);
           }
-          // What the versions of the page's positions roll forward from: the page, and the chains its loads read.
-          const links = new Map<number, ChainLink>();
-          for (const state of states) for (const link of state.chain ?? []) links.set(link.position.seq, link);
-          for (const position of page) links.set(position.seq, { position, body: bodies.get(position.seq)! });
+          for (const state of states) for (const link of state.chain ?? []) resolving.links.set(link.position.seq, link);
+          for (const position of page) resolving.links.set(position.seq, { position, body: bodies.get(position.seq)! });
           for (const state of states) {
-            const versions = await this.versionsAt(thread, ns, state.position.seq, links, versionsCache);
-            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, versions, decoded, known, lists);
+            const resolved = await this.resolvedAt(thread, ns, state.position.seq, resolving.links, resolving.cache);
+            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, resolved, resolving, decoded, known, lists);
             if (--left <= 0) return;
           }
           if (page.length < size) break;
@@ -560,7 +560,8 @@ export class CairnSaver extends BaseCheckpointSaver {
     ns: string,
     loaded: PositionState,
     record: LangGraphRecord,
-    versions: RecordVersions,
+    versions: ResolvedRecord,
+    resolving: Resolving,
     cache?: WeakMap<object, unknown>,
     known?: KnownPositions,
     lists?: WeakMap<readonly unknown[], unknown[]>,
@@ -580,7 +581,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       channel_versions: { ...versions.versions },
       versions_seen: copySeen(versions.seen),
     } as Checkpoint;
-    const writes = await this.writesOf(thread, ns, loaded.position.seq, known);
+    const writes = await this.writesOf(thread, ns, loaded.position.seq, known, resolving);
     const tuple: CheckpointTuple = {
       config: { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.id } },
       checkpoint,
@@ -675,9 +676,9 @@ export class CairnSaver extends BaseCheckpointSaver {
    * namespace's first), so a parent neither gives is read only for a chain that starts
    * at a snapshot the saver did not write.
    */
-  private async versionsAt(thread: string, ns: string, seq: number, links: ReadonlyMap<number, ChainLink>, cache?: Map<number, RecordVersions>): Promise<RecordVersions> {
+  private async resolvedAt(thread: string, ns: string, seq: number, links: ReadonlyMap<number, ChainLink>, cache?: Map<number, ResolvedRecord>): Promise<ResolvedRecord> {
     const walked: { seq: number; record: LangGraphRecord; changed: string[] }[] = [];
-    let found: RecordVersions | undefined;
+    let found: ResolvedRecord | undefined;
     for (let at: number | null = seq; at !== null; ) {
       found = cache?.get(at);
       if (found) break;
@@ -690,7 +691,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     }
     for (let i = walked.length - 1; i >= 0; i--) {
       const { seq: at, record, changed } = walked[i]!;
-      found = recordVersions(record, changed, found);
+      found = resolveRecord(record, changed, found);
       if (!found) throw new CorruptRecordError(`the checkpoint at position ${at} keeps its versions as a difference from its parent's, but it has no parent.`, { place: { engine: this.cp.engine, thread, ns, seq: at } });
       cache?.set(at, found);
     }
@@ -709,15 +710,25 @@ export class CairnSaver extends BaseCheckpointSaver {
     return body ? langGraphRecord(body)?.id : undefined;
   }
 
-  /** A checkpoint's writes: those still pending at it, and those its children folded in; in LangGraph's order. */
-  private async writesOf(thread: string, ns: string, seq: number, known?: KnownPositions): Promise<StoredWrite[]> {
+  /**
+   * A checkpoint's writes: those still pending at it, and those its children folded in;
+   * in LangGraph's order. `resolving`: what a child's record that keeps its folded writes
+   * as the parent's shape (`tl`) resolves from.
+   */
+  private async writesOf(thread: string, ns: string, seq: number, known?: KnownPositions, resolving: Resolving = { links: new Map(), cache: new Map() }): Promise<StoredWrite[]> {
     const byKey = new Map<string, StoredWrite>();
     // A listing holds the positions it read, the newer ones first, and so each one's children.
     const children = known ? (known.children.get(seq) ?? []) : await this.index.childrenOf(thread, ns, seq);
     for (const child of children) {
-      const body = known?.bodies.get(child) ?? (await this.cp.getPosition(thread, ns, child).then((p) => (p ? decode<PositionBody>(p.body) : null)));
+      let body = known?.bodies.get(child) ?? resolving.links.get(child)?.body;
+      if (!body) {
+        const link = await this.linkAt(thread, ns, child);
+        if (link) resolving.links.set(child, link);
+        body = link?.body;
+      }
       const record = body ? langGraphRecord(body) : null;
-      const folded = record ? foldedWrites(record) : undefined;
+      const tasks = record?.tl ? (await this.resolvedAt(thread, ns, child, resolving.links, resolving.cache)).tasks : undefined;
+      const folded = record ? foldedWrites(record, tasks) : undefined;
       if (!folded) continue;
       const fields = [...new Set(folded.filter((w) => w.ref).map((w) => w.channel))].sort();
       const read = fields.length ? known?.items.get(child) : undefined;
@@ -756,10 +767,10 @@ export class CairnSaver extends BaseCheckpointSaver {
     if (cached && cached.position.seq === seq && (head?.seq !== seq || cached.position.hash === head.hash)) return cached;
     const loaded = await materialize(this.cp, undefined, thread, ns, seq, head?.seq === seq ? { head } : {});
     const record = langGraphRecord(loaded.body);
-    return this.tipOf(loaded, record, record ? await this.versionsAt(thread, ns, seq, linksOf(loaded.chain)) : undefined);
+    return this.tipOf(loaded, record, record ? await this.resolvedAt(thread, ns, seq, linksOf(loaded.chain)) : undefined);
   }
 
-  private tipOf(loaded: LoadedPosition, record: LangGraphRecord | null, versions: RecordVersions | undefined): Tip {
+  private tipOf(loaded: LoadedPosition, record: LangGraphRecord | null, versions: ResolvedRecord | undefined): Tip {
     const fields = new Map<string, FieldState>();
     for (const [name, value] of Object.entries(loaded.state)) {
       const cursor = loaded.appends[name];
@@ -837,7 +848,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     const step = Math.max(0, (typeof metadata.step === 'number' ? metadata.step : 0) + 1);
     const sinceSnapshot = (parent?.sinceSnapshot ?? 0) + 1;
     const snapshotHere = sinceSnapshot >= this.snapshotEvery;
-    const full: RecordVersions = { versions: { ...channel_versions }, seen: copySeen(versions_seen) };
+    const full: ResolvedRecord = { versions: { ...channel_versions }, seen: copySeen(versions_seen), tasks: [] };
     const record: LangGraphRecord = { id };
     if (v !== CHECKPOINT_FORMAT) record.v = v;
     // Versions as their difference from the parent's, but at a snapshot (where loads and
@@ -863,7 +874,12 @@ export class CairnSaver extends BaseCheckpointSaver {
       const byTask = new Map(pending.map((p) => [p.task, p]));
       for (const write of put.folded) byTask.set(write.task, write);
       const all = [...byTask.values()].sort((a, b) => (a.task < b.task ? -1 : a.task > b.task ? 1 : 0));
-      if (all.length) record.parentTasks = foldWrites(all.flatMap(pendingWrites), items);
+      if (all.length) full.tasks = foldWrites(all.flatMap(pendingWrites), items);
+    }
+    // Writes folded as the parent's were (the same node's, to the same channels, with the same values or refs): their task ids only.
+    if (full.tasks?.length) {
+      if (from?.tasks && sameTaskShape(full.tasks, from.tasks, encode)) record.tl = full.tasks.map((task) => task.task);
+      else record.parentTasks = full.tasks;
     }
     const body: SaverBody = {
       kind,
@@ -1019,6 +1035,12 @@ export class CairnSaver extends BaseCheckpointSaver {
     });
     return next;
   }
+}
+
+/** What records resolve from (see `resolvedAt`): positions read, by seq, and the records resolved so far, by seq. */
+interface Resolving {
+  links: Map<number, ChainLink>;
+  cache: Map<number, ResolvedRecord>;
 }
 
 /** A load's chain by seq. */

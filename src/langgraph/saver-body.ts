@@ -69,8 +69,9 @@ export const CHECKPOINT_FORMAT = 4;
  * from a full record), and by every record written before the short form. Other
  * records keep only what differs from their parent's, once the parent's are rolled
  * forward by what LangGraph does at each step (see {@link impliedVersions}):
- * `dv`/`xv` for the versions, `ds` for the versions seen. Metadata likewise leaves
- * out what the position says (see {@link metadataRest}).
+ * `dv`/`xv` for the versions, `ds` for the versions seen, and `tl` for folded writes
+ * shaped as the parent's were. Metadata likewise leaves out what the position says
+ * (see {@link metadataRest}).
  */
 export interface LangGraphRecord {
   /** The checkpoint id (a uuid6). */
@@ -106,16 +107,24 @@ export interface LangGraphRecord {
   parentId?: string;
   /** The parent's pending writes, as they were when this checkpoint landed (cairn folds a parent's writes into its child), by task. */
   parentTasks?: FoldedTask[];
+  /**
+   * In place of `parentTasks` when they are the parent record's (its `parentTasks`, or
+   * its own `tl` resolved) but for the task ids: those ids, in order. A loop's steps fold
+   * the same node's writes to the same channels, step after step.
+   */
+  tl?: string[];
   /** The same, in records written before `parentTasks`: one entry per write, values as texts. */
   parentWrites?: StoredWrite[];
   /** Further checkpoint fields LangGraph may add, kept as given. */
   extra?: Record<string, unknown>;
 }
 
-/** A checkpoint's versions and versions seen, in full. */
-export interface RecordVersions {
+/** What a record says once rolled forward from its ancestors': versions and versions seen in full, and its folded writes by task. */
+export interface ResolvedRecord {
   versions: Versions;
   seen: Seen;
+  /** The record's `parentTasks` (none: `[]`), or undefined for a record that keeps them in the earlier form (`parentWrites`). */
+  tasks: FoldedTask[] | undefined;
 }
 
 /**
@@ -170,11 +179,12 @@ export function seenDelta(parent: Seen, actual: Seen): Seen | null {
 }
 
 /**
- * A record's versions and versions seen in full: its own, or its parent's rolled
- * forward by its changed channels (`changed`, its position's `changes`) and its deltas.
- * Undefined when the record keeps a delta and `parent` is not given.
+ * A record resolved: its versions and versions seen in full (its own, or its parent's
+ * rolled forward by its changed channels, `changed`, its position's `changes`, and its
+ * deltas) and its folded writes (its own, or the parent's with its task ids). Undefined
+ * when the record needs its parent's and `parent` is not given (or does not fit).
  */
-export function recordVersions(record: LangGraphRecord, changed: readonly string[], parent: RecordVersions | undefined): RecordVersions | undefined {
+export function resolveRecord(record: LangGraphRecord, changed: readonly string[], parent: ResolvedRecord | undefined): ResolvedRecord | undefined {
   let versions = record.versions;
   if (!versions) {
     if (!parent) return undefined;
@@ -189,12 +199,24 @@ export function recordVersions(record: LangGraphRecord, changed: readonly string
     for (const [node, entries] of Object.entries(parent.seen)) seen[node] = { ...entries };
     for (const [node, entries] of Object.entries(record.ds ?? {})) seen[node] = { ...(seen[node] ?? {}), ...entries };
   }
-  return { versions, seen };
+  let tasks: FoldedTask[] | undefined;
+  if (record.tl) {
+    if (!parent?.tasks || parent.tasks.length !== record.tl.length) return undefined;
+    tasks = parent.tasks.map((task, i) => ({ ...task, task: record.tl![i]! }));
+  } else tasks = record.parentTasks ?? (record.parentWrites ? undefined : []);
+  return { versions, seen, tasks };
 }
 
-/** True when the record keeps its versions and versions seen in full (nothing of its parent's is needed). */
+/** True when the record needs nothing of its parent's to be resolved. */
 export function isFullRecord(record: LangGraphRecord): boolean {
-  return record.versions !== undefined && record.seen !== undefined;
+  return record.versions !== undefined && record.seen !== undefined && record.tl === undefined;
+}
+
+/** True when two records' folded writes are the same but for their task ids (compared as stored). */
+export function sameTaskShape(a: readonly FoldedTask[], b: readonly FoldedTask[], encode: (value: unknown) => string): boolean {
+  if (a.length !== b.length || a.length === 0) return false;
+  const shape = (tasks: readonly FoldedTask[]) => encode(tasks.map(({ path, writes }) => ({ path, writes })));
+  return shape(a) === shape(b);
 }
 
 /** The `source` a position's kind says (the saver maps `loop` to `step` and `input` to `input`; `update` and `fork` both to `fork`). */
@@ -241,11 +263,16 @@ export function langGraphRecord(body: PositionBody): LangGraphRecord | null {
   return record && typeof record.id === 'string' ? record : null;
 }
 
-/** The parent's writes a record folded in, as stored writes, whichever form the record has; undefined when none. */
-export function foldedWrites(record: LangGraphRecord): StoredWrite[] | undefined {
+/**
+ * The parent's writes a record folded in, as stored writes, whichever form the record
+ * has; undefined when none. `tasks`: the record's folded tasks resolved (see
+ * {@link ResolvedRecord}), needed for a record that keeps `tl`.
+ */
+export function foldedWrites(record: LangGraphRecord, tasks?: readonly FoldedTask[]): StoredWrite[] | undefined {
   if (record.parentWrites) return record.parentWrites;
-  if (!record.parentTasks) return undefined;
-  return record.parentTasks.flatMap(({ task, path, writes }) =>
+  const folded = tasks ?? record.parentTasks;
+  if (!folded) return undefined;
+  return folded.flatMap(({ task, path, writes }) =>
     writes.map((w, i): StoredWrite => {
       const write: StoredWrite = { task, path, idx: w.idx ?? i, channel: w.channel };
       if (w.ref) write.ref = w.ref;

@@ -235,6 +235,34 @@ describe('CairnSaver records', () => {
     await engine.close();
   });
 
+  it("keeps writes folded as the parent's were (same task path, channels and values) as their task ids, whole at snapshots", async () => {
+    const engine = memory();
+    const saver = new CairnSaver({ engine, snapshotEvery: 4 });
+    const ids = Array.from({ length: 7 }, (_, i) => ID(i + 1));
+    const expected: unknown[][] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const log = Array.from({ length: i + 1 }, (_, k) => `entry ${k}`);
+      if (i > 0) {
+        // The same node writes one new entry and the same route, from step 5 on another one.
+        const route = i >= 5 ? 'elsewhere' : 'next';
+        const writes = saver.putWrites(config(ids[i - 1]), [['log', [log[i]]], ['route', route]], `task-${i}`, 'path-x');
+        expected.push([[`task-${i}`, 'log', [log[i]]], [`task-${i}`, 'route', route]]);
+        await Promise.all([writes, saver.put(config(ids[i - 1]), checkpoint(ids[i]!, { log, route }, { log: i + 1, route: i + 1 }), loop(i), { log: i + 1, route: i + 1 })]);
+      } else await saver.put(config(), checkpoint(ids[i]!, { log, route: 'start' }, { log: 1, route: 1 }), loop(0), { log: 1, route: 1 });
+    }
+    const records = await Promise.all(ids.map(async (_, seq) => decode<SaverBody>((await engine.checkpointer.getPosition('t', '', seq))!.body).langgraph));
+    // seq 1: the first folded writes; 2: the same shape; 3: a snapshot (whole); 4: as 3's; 5: another value; 6: as 5's.
+    expect(records.map((r) => (r.tl ? 'tl' : r.parentTasks ? 'whole' : '-'))).toEqual(['-', 'whole', 'tl', 'whole', 'tl', 'whole', 'tl']);
+    expect(records[2]!.tl).toEqual(['task-2']);
+    for (const reader of [new CairnSaver({ engine }), saver]) {
+      for (let i = 0; i < ids.length - 1; i++) expect((await reader.getTuple(config(ids[i])))?.pendingWrites).toEqual(expected[i]);
+      const listed = [];
+      for await (const t of reader.list(config())) listed.push(t.pendingWrites);
+      expect(listed).toEqual([[], ...expected.slice().reverse()]);
+    }
+    await engine.close();
+  });
+
   it('reads every checkpoint a compaction keeps: its base holds its versions in full', async () => {
     const engine = memory();
     const saver = new CairnSaver({ engine, snapshotEvery: 3 });
