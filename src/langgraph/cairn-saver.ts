@@ -64,7 +64,9 @@ import {
   metadataRest,
   resolveRecord,
   sameTaskShape,
+  seenAsParents,
   seenDelta,
+  changedOf,
   versionsDelta,
   type FoldedTask,
   type FoldedWrite,
@@ -804,7 +806,6 @@ export class CairnSaver extends BaseCheckpointSaver {
     const fields = new Map(parent?.fields ?? []);
     const changes: Record<string, FieldChange> = {};
     const items: PositionItem[] = [];
-    let setBytes = 0;
     const values = checkpoint.channel_values as Record<string, unknown>;
     for (const name of Object.keys(put.newVersions).sort()) {
       const previous = fields.get(name);
@@ -837,7 +838,6 @@ export class CairnSaver extends BaseCheckpointSaver {
         continue;
       }
       changes[name] = { set: new RawJson(text) };
-      setBytes += text.length;
       fields.set(name, { kind: 'set', text });
     }
 
@@ -858,7 +858,12 @@ export class CairnSaver extends BaseCheckpointSaver {
     else record.versions = full.versions;
     const seen = from ? seenDelta(from.seen, full.seen) : null;
     if (!seen) record.seen = full.seen;
-    else if (Object.keys(seen).length) record.ds = seen;
+    else {
+      // The same node again on the same trigger (a loop's steps): said by `dl` alone.
+      if (seenAsParents(seen, from!)) record.dl = 1;
+      else if (Object.keys(seen).length) record.ds = seen;
+      full.seenChanged = changedOf(seen);
+    }
     // Metadata without what the position says (its step, its source, no parents).
     const rest = Object.getPrototypeOf(metadata) === Object.prototype ? metadataRest(metadata as Record<string, unknown>, kind, step) : null;
     if (!rest) record.meta = new RawJson(await this.values.encode(metadata));
@@ -890,7 +895,6 @@ export class CairnSaver extends BaseCheckpointSaver {
       next: [],
       langgraph: record,
     };
-    if (setBytes > 0) body.setBytes = setBytes;
     items.sort(comparePositionItems);
     const unsigned = {
       ns,

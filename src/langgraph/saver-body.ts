@@ -69,7 +69,7 @@ export const CHECKPOINT_FORMAT = 4;
  * from a full record), and by every record written before the short form. Other
  * records keep only what differs from their parent's, once the parent's are rolled
  * forward by what LangGraph does at each step (see {@link impliedVersions}):
- * `dv`/`xv` for the versions, `ds` for the versions seen, and `tl` for folded writes
+ * `dv`/`xv` for the versions, `ds` (or `dl`) for the versions seen, and `tl` for folded writes
  * shaped as the parent's were. Metadata likewise leaves out what the position says
  * (see {@link metadataRest}).
  */
@@ -90,6 +90,12 @@ export interface LangGraphRecord {
   xv?: string[];
   /** Versions seen that differ from the parent's (each node's entries merged over the parent's), when `seen` is absent. */
   ds?: Seen;
+  /**
+   * In place of `ds` (value 1): the versions seen are the parent's with the entries the
+   * parent record changed (see {@link ResolvedRecord.seenChanged}) each set to the
+   * parent's version of its channel: the same node ran again, on the same trigger.
+   */
+  dl?: 1;
   /** The metadata's stored form (records written before `meta`: `metadata`, its canonical text). */
   meta?: unknown;
   /** Canonical text of the metadata's stored form, in records written before `meta`. */
@@ -125,6 +131,8 @@ export interface ResolvedRecord {
   seen: Seen;
   /** The record's `parentTasks` (none: `[]`), or undefined for a record that keeps them in the earlier form (`parentWrites`). */
   tasks: FoldedTask[] | undefined;
+  /** The versions-seen entries the record changed from its parent's, by node (undefined for a record that keeps them in full). */
+  seenChanged?: Record<string, string[]>;
 }
 
 /**
@@ -193,18 +201,57 @@ export function resolveRecord(record: LangGraphRecord, changed: readonly string[
     for (const name of record.xv ?? []) delete versions[name];
   }
   let seen = record.seen;
+  let seenChanged: Record<string, string[]> | undefined;
   if (!seen) {
     if (!parent) return undefined;
     seen = {};
     for (const [node, entries] of Object.entries(parent.seen)) seen[node] = { ...entries };
-    for (const [node, entries] of Object.entries(record.ds ?? {})) seen[node] = { ...(seen[node] ?? {}), ...entries };
+    if (record.dl) {
+      if (!parent.seenChanged) return undefined;
+      for (const [node, channels] of Object.entries(parent.seenChanged)) {
+        const entries = (seen[node] = { ...(seen[node] ?? {}) });
+        for (const channel of channels) {
+          if (!Object.hasOwn(parent.versions, channel)) return undefined;
+          entries[channel] = parent.versions[channel]!;
+        }
+      }
+      seenChanged = parent.seenChanged;
+    } else {
+      for (const [node, entries] of Object.entries(record.ds ?? {})) seen[node] = { ...(seen[node] ?? {}), ...entries };
+      seenChanged = changedOf(record.ds ?? {});
+    }
   }
   let tasks: FoldedTask[] | undefined;
   if (record.tl) {
     if (!parent?.tasks || parent.tasks.length !== record.tl.length) return undefined;
     tasks = parent.tasks.map((task, i) => ({ ...task, task: record.tl![i]! }));
   } else tasks = record.parentTasks ?? (record.parentWrites ? undefined : []);
-  return { versions, seen, tasks };
+  return { versions, seen, tasks, ...(seenChanged ? { seenChanged } : {}) };
+}
+
+/** The entries a versions-seen delta changes, by node. */
+export function changedOf(delta: Seen): Record<string, string[]> {
+  const changed: Record<string, string[]> = {};
+  for (const [node, entries] of Object.entries(delta)) changed[node] = Object.keys(entries).sort();
+  return changed;
+}
+
+/**
+ * True when a versions-seen delta changes the same entries as the parent record did
+ * (`seenChanged`), each to the parent's version of its channel: `dl` then says it all.
+ */
+export function seenAsParents(delta: Seen, parent: ResolvedRecord): boolean {
+  const before = parent.seenChanged;
+  if (!before) return false;
+  const nodes = Object.keys(delta);
+  if (nodes.length === 0 || nodes.length !== Object.keys(before).length) return false;
+  for (const node of nodes) {
+    const channels = Object.keys(delta[node]!).sort();
+    const had = Object.hasOwn(before, node) ? before[node]! : undefined;
+    if (!had || had.length !== channels.length || channels.some((channel, i) => channel !== had[i])) return false;
+    for (const channel of channels) if (!Object.hasOwn(parent.versions, channel) || parent.versions[channel] !== delta[node]![channel]) return false;
+  }
+  return true;
 }
 
 /** True when the record needs nothing of its parent's to be resolved. */

@@ -235,6 +235,29 @@ describe('CairnSaver records', () => {
     await engine.close();
   });
 
+  it('says "the same node ran again on the same trigger" with dl, and reads the versions seen back', async () => {
+    const engine = memory();
+    const saver = new CairnSaver({ engine });
+    const put: Checkpoint[] = [];
+    for (let i = 0; i < 6; i++) {
+      // As LangGraph's loop: the node saw the parent's version of its trigger; at step 4 it also saw another channel.
+      const seen: Record<string, Record<string, number>> = i === 0 ? {} : { node: { route: i, ...(i >= 4 ? { other: 1 } : {}) } };
+      const c = { ...checkpoint(ID(i + 1), { route: `r${i}` }, { route: i + 1, other: 1 }), versions_seen: seen };
+      await saver.put(config(put[i - 1]?.id), c, loop(i), i === 0 ? { route: 1, other: 1 } : { route: i + 1 });
+      put.push(c);
+    }
+    const records = await Promise.all(put.map(async (_, seq) => decode<SaverBody>((await engine.checkpointer.getPosition('t', '', seq))!.body).langgraph));
+    expect(records.map((r) => (r.seen ? 'whole' : r.dl ? 'dl' : r.ds ? 'ds' : '-'))).toEqual(['whole', 'ds', 'dl', 'dl', 'ds', 'ds']);
+    expect(records[5]!.ds).toEqual({ node: { route: 5 } });
+    for (const reader of [new CairnSaver({ engine }), saver]) {
+      for (const c of put) expect((await reader.getTuple(config(c.id)))?.checkpoint.versions_seen).toEqual(c.versions_seen);
+      const listed = [];
+      for await (const t of reader.list(config())) listed.push(t.checkpoint.versions_seen);
+      expect(listed).toEqual(put.map((c) => c.versions_seen).reverse());
+    }
+    await engine.close();
+  });
+
   it("keeps writes folded as the parent's were (same task path, channels and values) as their task ids, whole at snapshots", async () => {
     const engine = memory();
     const saver = new CairnSaver({ engine, snapshotEvery: 4 });
