@@ -57,6 +57,7 @@ import { ListView, pageStates, type PositionState } from './position-states.js';
 import { ChannelValues, EMPTY_TEXT, SCALAR, WRAP_KEY, isWrapped } from './channel-values.js';
 import {
   CHECKPOINT_FORMAT,
+  derivedTaskId,
   foldedWrites,
   impliedMetadata,
   isFullRecord,
@@ -679,7 +680,7 @@ export class CairnSaver extends BaseCheckpointSaver {
    * at a snapshot the saver did not write.
    */
   private async resolvedAt(thread: string, ns: string, seq: number, links: ReadonlyMap<number, ChainLink>, cache?: Map<number, ResolvedRecord>): Promise<ResolvedRecord> {
-    const walked: { seq: number; record: LangGraphRecord; changed: string[] }[] = [];
+    const walked: { seq: number; step: number; record: LangGraphRecord; changed: string[] }[] = [];
     let found: ResolvedRecord | undefined;
     for (let at: number | null = seq; at !== null; ) {
       found = cache?.get(at);
@@ -687,13 +688,13 @@ export class CairnSaver extends BaseCheckpointSaver {
       const link: ChainLink | undefined = links.get(at) ?? (await this.linkAt(thread, ns, at));
       const record = link ? langGraphRecord(link.body) : null;
       if (!link || !record) throw new CorruptRecordError(`the checkpoint at position ${seq} keeps its versions as a difference from its ancestors' versions, but position ${at} ${link ? 'holds no checkpoint' : 'is missing'}.`, { place: { engine: this.cp.engine, thread, ns, seq } });
-      walked.push({ seq: at, record, changed: Object.keys(link.body.changes) });
+      walked.push({ seq: at, step: link.position.step, record, changed: Object.keys(link.body.changes) });
       if (isFullRecord(record)) break;
       at = link.position.parent;
     }
     for (let i = walked.length - 1; i >= 0; i--) {
-      const { seq: at, record, changed } = walked[i]!;
-      found = resolveRecord(record, changed, found);
+      const { seq: at, step, record, changed } = walked[i]!;
+      found = resolveRecord(record, changed, found, { ns, step });
       if (!found) throw new CorruptRecordError(`the checkpoint at position ${at} keeps its versions as a difference from its parent's, but it has no parent.`, { place: { engine: this.cp.engine, thread, ns, seq: at } });
       cache?.set(at, found);
     }
@@ -848,7 +849,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     const step = Math.max(0, (typeof metadata.step === 'number' ? metadata.step : 0) + 1);
     const sinceSnapshot = (parent?.sinceSnapshot ?? 0) + 1;
     const snapshotHere = sinceSnapshot >= this.snapshotEvery;
-    const full: ResolvedRecord = { versions: { ...channel_versions }, seen: copySeen(versions_seen), tasks: [] };
+    const full: ResolvedRecord = { id, versions: { ...channel_versions }, seen: copySeen(versions_seen), tasks: [] };
     const record: LangGraphRecord = { id };
     if (v !== CHECKPOINT_FORMAT) record.v = v;
     // Versions as their difference from the parent's, but at a snapshot (where loads and
@@ -883,7 +884,11 @@ export class CairnSaver extends BaseCheckpointSaver {
     }
     // Writes folded as the parent's were (the same node's, to the same channels, with the same values or refs): their task ids only.
     if (full.tasks?.length) {
-      if (from?.tasks && sameTaskShape(full.tasks, from.tasks, encode)) record.tl = full.tasks.map((task) => task.task);
+      if (from?.tasks && sameTaskShape(full.tasks, from.tasks, encode)) {
+        // Each id LangGraph derives (a pull task's, from the parent's id) is 0: derived again on read.
+        const context = { ns, step: step - 1, parentId: parent!.id, seenChanged: full.seenChanged };
+        record.tl = full.tasks.map((task) => (derivedTaskId(task.path, context) === task.task ? 0 : task.task));
+      }
       else record.parentTasks = full.tasks;
     }
     const body: SaverBody = {

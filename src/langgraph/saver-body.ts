@@ -6,6 +6,7 @@
  * writes of its parent that it folded in. Channel values are not here: they are
  * the position's `changes` (set values, and list items stored once each).
  */
+import { createHash } from 'node:crypto';
 import type { PositionBody } from '../runtime/position.js';
 
 /** One LangGraph pending write as stored: the task, its path, the write's index and channel, and the value's text. */
@@ -115,10 +116,11 @@ export interface LangGraphRecord {
   parentTasks?: FoldedTask[];
   /**
    * In place of `parentTasks` when they are the parent record's (its `parentTasks`, or
-   * its own `tl` resolved) but for the task ids: those ids, in order. A loop's steps fold
-   * the same node's writes to the same channels, step after step.
+   * its own `tl` resolved) but for the task ids: those ids, in order, each `0` when it is
+   * the id LangGraph derives for the task (see {@link derivedTaskId}). A loop's steps
+   * fold the same node's writes to the same channels, step after step.
    */
-  tl?: string[];
+  tl?: (string | 0)[];
   /** The same, in records written before `parentTasks`: one entry per write, values as texts. */
   parentWrites?: StoredWrite[];
   /** Further checkpoint fields LangGraph may add, kept as given. */
@@ -127,6 +129,8 @@ export interface LangGraphRecord {
 
 /** What a record says once rolled forward from its ancestors': versions and versions seen in full, and its folded writes by task. */
 export interface ResolvedRecord {
+  /** The checkpoint id. */
+  id: string;
   versions: Versions;
   seen: Seen;
   /** The record's `parentTasks` (none: `[]`), or undefined for a record that keeps them in the earlier form (`parentWrites`). */
@@ -189,10 +193,11 @@ export function seenDelta(parent: Seen, actual: Seen): Seen | null {
 /**
  * A record resolved: its versions and versions seen in full (its own, or its parent's
  * rolled forward by its changed channels, `changed`, its position's `changes`, and its
- * deltas) and its folded writes (its own, or the parent's with its task ids). Undefined
+ * deltas) and its folded writes (its own, or the parent's with its task ids). `place`:
+ * the record's namespace and position step (what derived task ids are derived from). Undefined
  * when the record needs its parent's and `parent` is not given (or does not fit).
  */
-export function resolveRecord(record: LangGraphRecord, changed: readonly string[], parent: ResolvedRecord | undefined): ResolvedRecord | undefined {
+export function resolveRecord(record: LangGraphRecord, changed: readonly string[], parent: ResolvedRecord | undefined, place: { ns: string; step: number }): ResolvedRecord | undefined {
   let versions = record.versions;
   if (!versions) {
     if (!parent) return undefined;
@@ -224,9 +229,51 @@ export function resolveRecord(record: LangGraphRecord, changed: readonly string[
   let tasks: FoldedTask[] | undefined;
   if (record.tl) {
     if (!parent?.tasks || parent.tasks.length !== record.tl.length) return undefined;
-    tasks = parent.tasks.map((task, i) => ({ ...task, task: record.tl![i]! }));
+    tasks = [];
+    for (const [i, task] of parent.tasks.entries()) {
+      const id = record.tl[i] === 0 ? derivedTaskId(task.path, { ns: place.ns, step: place.step - 1, parentId: parent.id, seenChanged }) : record.tl[i];
+      if (id === undefined) return undefined;
+      tasks.push({ ...task, task: id });
+    }
   } else tasks = record.parentTasks ?? (record.parentWrites ? undefined : []);
-  return { versions, seen, tasks, ...(seenChanged ? { seenChanged } : {}) };
+  return { id: record.id, versions, seen, tasks, ...(seenChanged ? { seenChanged } : {}) };
+}
+
+/** What a task id is derived from besides the task's path (see {@link derivedTaskId}). */
+export interface TaskContext {
+  ns: string;
+  /** The step of the checkpoint the writes were folded into (its metadata's `step`). */
+  step: number;
+  /** The id of the checkpoint the writes belong to (the task ran from it). */
+  parentId: string;
+  /** The versions-seen entries the checkpoint changed, by node (see {@link ResolvedRecord.seenChanged}). */
+  seenChanged: Record<string, string[]> | undefined;
+}
+
+const PULL_PATH = '~__pregel_pull, ';
+
+/**
+ * The id LangGraph gives a pull task (a node run because a trigger channel changed):
+ * `uuid5(JSON.stringify([ns|node, step, node, "__pregel_pull", [trigger]]), checkpoint
+ * id)`, as its `_prepareSingleTask` does, for a task whose path names the node and
+ * whose checkpoint's versions seen changed one entry of that node (its trigger).
+ * Undefined when the task is not such a one. A record keeps `0` for an id only when
+ * this gives that very id back, so a derivation that does not match LangGraph's
+ * only keeps the id as it is.
+ */
+export function derivedTaskId(path: string, context: TaskContext): string | undefined {
+  if (!path.startsWith(PULL_PATH)) return undefined;
+  const node = path.slice(PULL_PATH.length);
+  const triggers = context.seenChanged && Object.hasOwn(context.seenChanged, node) ? context.seenChanged[node]! : undefined;
+  if (!triggers || triggers.length !== 1) return undefined;
+  const namespace = context.parentId.replace(/-/g, '');
+  if (!/^[0-9a-f]{32}$/.test(namespace)) return undefined;
+  const name = JSON.stringify([context.ns === '' ? node : `${context.ns}|${node}`, String(context.step), node, '__pregel_pull', [triggers[0]]]);
+  const hash = createHash('sha1').update(Buffer.from(namespace, 'hex')).update(name, 'utf8').digest();
+  hash[6] = (hash[6]! & 0x0f) | 0x50;
+  hash[8] = (hash[8]! & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 /** The entries a versions-seen delta changes, by node. */

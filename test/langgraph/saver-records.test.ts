@@ -12,7 +12,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { emptyCheckpoint, type Checkpoint } from '@langchain/langgraph-checkpoint';
+import { emptyCheckpoint, uuid5, type Checkpoint } from '@langchain/langgraph-checkpoint';
 import { describe, expect, it } from 'vitest';
 import { GENESIS_HASH } from '../../src/codec/hash.js';
 import { decode, encode } from '../../src/codec/tagged-json.js';
@@ -22,7 +22,7 @@ import { CairnSaver } from '../../src/langgraph/index.js';
 import { hashPosition } from '../../src/runtime/position.js';
 import { compactNamespace, planCompaction } from '../../src/inspect/compact.js';
 import type { StoredPosition } from '../../src/contracts/checkpointer.js';
-import type { SaverBody } from '../../src/langgraph/saver-body.js';
+import { derivedTaskId, type SaverBody } from '../../src/langgraph/saver-body.js';
 import type { CheckpointMetadata } from '@langchain/langgraph-checkpoint';
 
 const owner = { runId: 'writer', pid: process.pid, host: 'here' };
@@ -282,6 +282,36 @@ describe('CairnSaver records', () => {
       const listed = [];
       for await (const t of reader.list(config())) listed.push(t.pendingWrites);
       expect(listed).toEqual([[], ...expected.slice().reverse()]);
+    }
+    await engine.close();
+  });
+
+  it("keeps 0 for a task id that is LangGraph's own derivation (a pull task from its checkpoint's id), and gives the id back", async () => {
+    const engine = memory();
+    const saver = new CairnSaver({ engine });
+    const ids = Array.from({ length: 5 }, (_, i) => `1f1ee1f4-a767-64b1-83e5-3fb739c1c7${String(i).padStart(2, '0')}`);
+    const taskIds: string[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const seen: Record<string, Record<string, number>> = i === 0 ? {} : { node: { route: i } };
+      const c = { ...checkpoint(ids[i]!, { route: `r${i}` }, { route: i + 1 }), versions_seen: seen };
+      if (i === 0) {
+        await saver.put(config(), c, loop(0), { route: 1 });
+        continue;
+      }
+      // What LangGraph's algo gives the node's pull task prepared from the parent at step i (at step 3, an id of another making).
+      const task = i === 3 ? 'not-derived' : uuid5(JSON.stringify(['node', String(i), 'node', '__pregel_pull', ['route']]), ids[i - 1]!);
+      taskIds.push(task);
+      const writes = saver.putWrites(config(ids[i - 1]), [['route', 'next']], task, '~__pregel_pull, node');
+      await Promise.all([writes, saver.put(config(ids[i - 1]), c, loop(i), { route: i + 1 })]);
+    }
+    const records = await Promise.all(ids.map(async (_, seq) => decode<SaverBody>((await engine.checkpointer.getPosition('t', '', seq))!.body).langgraph));
+    expect(records.map((r) => r.tl ?? r.parentTasks?.map((t) => t.task))).toEqual([undefined, [taskIds[0]], [0], ['not-derived'], [0]]);
+    expect(derivedTaskId('~__pregel_pull, node', { ns: 'sub:1', step: 7, parentId: ids[0]!, seenChanged: { node: ['route'] } })).toBe(uuid5(JSON.stringify(['sub:1|node', '7', 'node', '__pregel_pull', ['route']]), ids[0]!));
+    for (const reader of [new CairnSaver({ engine }), saver]) {
+      for (let i = 0; i < ids.length - 1; i++) expect((await reader.getTuple(config(ids[i])))?.pendingWrites).toEqual([[taskIds[i], 'route', 'next']]);
+      const listed = [];
+      for await (const t of reader.list(config())) listed.push(t.pendingWrites?.[0]?.[0]);
+      expect(listed).toEqual([undefined, ...taskIds.slice().reverse()]);
     }
     await engine.close();
   });
