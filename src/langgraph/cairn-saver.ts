@@ -307,7 +307,7 @@ export class CairnSaver extends BaseCheckpointSaver {
           for (const state of states) for (const link of state.chain ?? []) resolving.links.set(link.position.seq, link);
           for (const position of page) resolving.links.set(position.seq, { position, body: bodies.get(position.seq)! });
           for (const state of states) {
-            const resolved = await this.resolvedAt(thread, ns, state.position.seq, resolving.links, resolving.cache);
+            const resolved = resolving.cache.get(state.position.seq) ?? (await this.resolvedAt(thread, ns, state.position.seq, resolving.links, resolving.cache));
             yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, resolved, resolving, decoded, known, lists);
             if (--left <= 0) return;
           }
@@ -730,7 +730,7 @@ export class CairnSaver extends BaseCheckpointSaver {
         body = link?.body;
       }
       const record = body ? langGraphRecord(body) : null;
-      const tasks = record?.tl ? (await this.resolvedAt(thread, ns, child, resolving.links, resolving.cache)).tasks : undefined;
+      const tasks = record?.tl ? (resolving.cache.get(child) ?? (await this.resolvedAt(thread, ns, child, resolving.links, resolving.cache))).tasks : undefined;
       const folded = record ? foldedWrites(record, tasks) : undefined;
       if (!folded) continue;
       const fields = [...new Set(folded.filter((w) => w.ref).map((w) => w.channel))].sort();

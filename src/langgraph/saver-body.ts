@@ -6,6 +6,7 @@
  * writes of its parent that it folded in. Channel values are not here: they are
  * the position's `changes` (set values, and list items stored once each).
  */
+import * as crypto from 'node:crypto';
 import { createHash } from 'node:crypto';
 import type { PositionBody } from '../runtime/position.js';
 
@@ -209,8 +210,8 @@ export function resolveRecord(record: LangGraphRecord, changed: readonly string[
   let seenChanged: Record<string, string[]> | undefined;
   if (!seen) {
     if (!parent) return undefined;
-    seen = {};
-    for (const [node, entries] of Object.entries(parent.seen)) seen[node] = { ...entries };
+    // The nodes it changes are copied; the others are the parent's own objects (resolved records are never changed in place).
+    seen = { ...parent.seen };
     if (record.dl) {
       if (!parent.seenChanged) return undefined;
       for (const [node, channels] of Object.entries(parent.seenChanged)) {
@@ -252,6 +253,21 @@ export interface TaskContext {
 
 const PULL_PATH = '~__pregel_pull, ';
 
+/** Node's one-shot digest where it has it (20.12+): a history derives a thousand ids, and a Hash object costs more than the digest. */
+const hashOnce = (crypto as { hash?: (algorithm: string, data: Buffer, encoding: 'buffer') => Buffer }).hash;
+
+function sha1(data: Buffer): Buffer {
+  return hashOnce ? hashOnce('sha1', data, 'buffer') : createHash('sha1').update(data).digest();
+}
+
+/** The 16 bytes of a uuid in its canonical form (lowercase hex, dashes at 8-4-4-4-12), or undefined. */
+function uuidBytes(id: string): Buffer | undefined {
+  if (id.length !== 36 || id[8] !== '-' || id[13] !== '-' || id[18] !== '-' || id[23] !== '-') return undefined;
+  const hex = id.slice(0, 8) + id.slice(9, 13) + id.slice(14, 18) + id.slice(19, 23) + id.slice(24);
+  if (!/^[0-9a-f]{32}$/.test(hex)) return undefined;
+  return Buffer.from(hex, 'hex');
+}
+
 /**
  * The id LangGraph gives a pull task (a node run because a trigger channel changed):
  * `uuid5(JSON.stringify([ns|node, step, node, "__pregel_pull", [trigger]]), checkpoint
@@ -266,10 +282,13 @@ export function derivedTaskId(path: string, context: TaskContext): string | unde
   const node = path.slice(PULL_PATH.length);
   const triggers = context.seenChanged && Object.hasOwn(context.seenChanged, node) ? context.seenChanged[node]! : undefined;
   if (!triggers || triggers.length !== 1) return undefined;
-  const namespace = context.parentId.replace(/-/g, '');
-  if (!/^[0-9a-f]{32}$/.test(namespace)) return undefined;
-  const name = JSON.stringify([context.ns === '' ? node : `${context.ns}|${node}`, String(context.step), node, '__pregel_pull', [triggers[0]]]);
-  const hash = createHash('sha1').update(Buffer.from(namespace, 'hex')).update(name, 'utf8').digest();
+  const namespace = uuidBytes(context.parentId);
+  if (!namespace) return undefined;
+  const name = Buffer.from(JSON.stringify([context.ns === '' ? node : `${context.ns}|${node}`, String(context.step), node, '__pregel_pull', [triggers[0]]]), 'utf8');
+  const data = Buffer.allocUnsafe(16 + name.length);
+  namespace.copy(data, 0);
+  name.copy(data, 16);
+  const hash = sha1(data);
   hash[6] = (hash[6]! & 0x0f) | 0x50;
   hash[8] = (hash[8]! & 0x3f) | 0x80;
   const hex = hash.subarray(0, 16).toString('hex');
