@@ -1092,7 +1092,8 @@ function runKey(config: RunnableConfig): object | undefined {
 /** A copy of `versions_seen` (two levels of plain numbers and strings): what structuredClone does, for less. */
 function copySeen(seen: Seen): Seen {
   const copy: Seen = {};
-  for (const [node, versions] of Object.entries(seen)) copy[node] = { ...versions };
+  // for...in, not Object.entries: no array per call (a history copies a thousand).
+  for (const node in seen) copy[node] = { ...seen[node] };
   return copy;
 }
 

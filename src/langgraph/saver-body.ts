@@ -151,7 +151,8 @@ export function impliedVersions(parent: Versions, changed: readonly string[]): V
   const implied: Versions = { ...parent };
   if (changed.length === 0) return implied;
   let max = 0;
-  for (const version of Object.values(parent)) {
+  for (const name in parent) {
+    const version = parent[name];
     if (typeof version !== 'number') return implied;
     if (version > max) max = version;
   }
@@ -214,7 +215,8 @@ export function resolveRecord(record: LangGraphRecord, changed: readonly string[
     seen = { ...parent.seen };
     if (record.dl) {
       if (!parent.seenChanged) return undefined;
-      for (const [node, channels] of Object.entries(parent.seenChanged)) {
+      for (const node in parent.seenChanged) {
+        const channels = parent.seenChanged[node]!;
         const entries = (seen[node] = { ...(seen[node] ?? {}) });
         for (const channel of channels) {
           if (!Object.hasOwn(parent.versions, channel)) return undefined;
