@@ -7,6 +7,8 @@
  * `DeltaChannel`) and `PostgresSaver`. The graph, the run and the step timing are
  * those of bench/langgraph.ts (one run of a self-looping node, `durability: "sync"`,
  * a step from one node update to the next), so only the saver differs.
+ * `cairn-sqlite-8k` is CairnSaver on a SQLite file created with 8 KiB pages
+ * (`sqlite(path, { pageSize: 8192 })`), which packs ~1 KB messages seven to a page.
  *
  * Figures per saver and N: ms per step over the first and the last 100 steps, the
  * database's bytes (SQLite: main + WAL after `wal_checkpoint(TRUNCATE)`; PostgreSQL:
@@ -34,7 +36,7 @@ import { LANGGRAPH_THREAD_ID, buildAppendGraph, runTimed, type LangGraphMode } f
 import { firstLastMeans } from './measure.js';
 import { payloadBytes } from './workload.js';
 
-export const SAVERS = ['cairn-sqlite', 'sqlite-default', 'sqlite-delta', 'cairn-postgres', 'postgres-default'] as const;
+export const SAVERS = ['cairn-sqlite', 'cairn-sqlite-8k', 'sqlite-default', 'sqlite-delta', 'cairn-postgres', 'postgres-default'] as const;
 export type SaverKey = (typeof SAVERS)[number];
 
 /** Savers that store the whole list at every step: N beyond this takes hours and gigabytes. */
@@ -67,12 +69,15 @@ async function contender(key: SaverKey, dir: string): Promise<Contender> {
   const file = join(mkdtempSync(join(dir, `${key}-`)), 'db.sqlite');
   const schema = `bench_${key.replace('-', '_')}_${process.pid}_${Date.now()}`;
   switch (key) {
-    case 'cairn-sqlite': {
-      const engines = [sqlite(file)];
+    case 'cairn-sqlite':
+    case 'cairn-sqlite-8k': {
+      // cairn-sqlite-8k: the same on a file created with 8 KiB pages (`sqlite(path, { pageSize: 8192 })`).
+      const options = key === 'cairn-sqlite-8k' ? { pageSize: 8192 } : {};
+      const engines = [sqlite(file, options)];
       return {
         mode: 'default',
         saver: new CairnSaver({ engine: engines[0]! }),
-        reopen: async () => new CairnSaver({ engine: engines[engines.push(sqlite(file)) - 1]! }),
+        reopen: async () => new CairnSaver({ engine: engines[engines.push(sqlite(file, options)) - 1]! }),
         bytes: async () => {
           for (const e of engines) await e.close();
           engines.length = 0;
@@ -239,7 +244,7 @@ export function printSavers(results: SaverResult[]): void {
   }
   for (const cairn of results.filter((r) => r.saver.startsWith('cairn-'))) {
     // Each cairn saver against LangGraph's savers on the same engine (SQLite with SQLite, PostgreSQL with PostgreSQL).
-    const engine = cairn.saver.slice('cairn-'.length);
+    const engine = cairn.saver.slice('cairn-'.length).replace(/-8k$/, '');
     for (const other of results.filter((r) => r.saver.startsWith(`${engine}-`) && r.n === cairn.n)) {
       const ratios = [
         ['first-100', other.firstMsPerStep / cairn.firstMsPerStep],

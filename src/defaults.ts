@@ -123,3 +123,10 @@ export const WORKER_HOLDER_CHECK_MS = 10;
 
 /** How often an idle worker asks the database which processes of its host hold leases, ms. */
 export const WORKER_HOLDER_REFRESH_MS = 1_000;
+
+/**
+ * Page size of a SQLite file cairn creates, bytes: SQLite's own default. `sqlite(path,
+ * { pageSize: 8192 })` packs ~1 KB items better (seven a page where 4 KiB holds three
+ * and leaves a quarter empty) at the cost of writing twice the bytes per commit.
+ */
+export const SQLITE_PAGE_SIZE = 4096;

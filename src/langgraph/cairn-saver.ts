@@ -49,13 +49,34 @@ import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { RawJson, decode, encode } from '../codec/tagged-json.js';
 import { LEASE_MS, SNAPSHOT_EVERY } from '../defaults.js';
 import { crashPoint } from '../internal/crash-points.js';
-import { CheckpointNotFoundError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
-import { materialize, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
+import { CheckpointNotFoundError, CorruptRecordError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
+import { materialize, type ChainLink, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
 import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionBody, type PositionKind } from '../runtime/position.js';
 import { CheckpointIndex } from './checkpoint-index.js';
 import { ListView, pageStates, type PositionState } from './position-states.js';
 import { ChannelValues, EMPTY_TEXT, SCALAR, WRAP_KEY, isWrapped } from './channel-values.js';
-import { foldedWrites, langGraphRecord, type FoldedTask, type FoldedWrite, type LangGraphRecord, type SaverBody, type StoredWrite } from './saver-body.js';
+import {
+  CHECKPOINT_FORMAT,
+  derivedTaskId,
+  foldedWrites,
+  impliedMetadata,
+  isFullRecord,
+  langGraphRecord,
+  metadataRest,
+  resolveRecord,
+  sameTaskShape,
+  seenAsParents,
+  seenDelta,
+  changedOf,
+  versionsDelta,
+  type FoldedTask,
+  type FoldedWrite,
+  type LangGraphRecord,
+  type ResolvedRecord,
+  type SaverBody,
+  type Seen,
+  type StoredWrite,
+} from './saver-body.js';
 
 /** Options of {@link CairnSaver}. */
 export interface CairnSaverOptions {
@@ -98,6 +119,8 @@ interface Tip {
   position: StoredPosition;
   id: string;
   fields: Map<string, FieldState>;
+  /** The tip's record resolved (versions, versions seen, folded writes): what the next record keeps its difference from. */
+  record: ResolvedRecord | undefined;
   sinceSnapshot: number;
   /**
    * The lease this saver committed the tip under (absent for a tip it read). While the
@@ -218,8 +241,10 @@ export class CairnSaver extends BaseCheckpointSaver {
       this.index.forget(thread);
       return this.getTuple(config);
     }
-    if (head) this.tips.set(tipKey(thread, ns), await this.tipOf(loaded, record));
-    return this.tuple(thread, ns, loaded, record);
+    const resolving: Resolving = { links: linksOf(loaded.chain), cache: new Map() };
+    const resolved = await this.resolvedAt(thread, ns, loaded.position.seq, resolving.links, resolving.cache);
+    if (head) this.tips.set(tipKey(thread, ns), this.tipOf(loaded, record, resolved));
+    return this.tuple(thread, ns, loaded, record, resolved, resolving);
   }
 
   /**
@@ -246,6 +271,8 @@ export class CairnSaver extends BaseCheckpointSaver {
         const known: KnownPositions = { bodies: new Map(), items: new Map(), children: new Map(), pending: new Map() };
         // The decoded items of each list a page shares between its positions (see ListView): each decoded once.
         const lists = new WeakMap<readonly unknown[], unknown[]>();
+        // Each position's record resolved (see resolvedAt), and what records resolve from: the pages, and the chains their loads read.
+        const resolving: Resolving = { links: new Map(), cache: new Map() };
         for (;;) {
           // A page no longer than what is left to yield: a `limit: 1` listing loads one state.
           const size = Math.min(PAGE, left);
@@ -259,7 +286,7 @@ export class CairnSaver extends BaseCheckpointSaver {
             const record = langGraphRecord(body);
             if (!record) continue;
             if (beforeId !== undefined && !(record.id < beforeId)) continue;
-            if (filter && !(await this.metadataMatches(record, filter))) continue;
+            if (filter && !(await this.metadataMatches(record, position, body.kind, filter))) continue;
             wanted.push(position);
             records.set(position.seq, record);
           }
@@ -277,8 +304,11 @@ export class CairnSaver extends BaseCheckpointSaver {
             for (const position of page) known.pending.set(position.seq, []);
             for (const write of writes) known.pending.get(write.baseSeq)?.push(write);
           }
+          for (const state of states) for (const link of state.chain ?? []) resolving.links.set(link.position.seq, link);
+          for (const position of page) resolving.links.set(position.seq, { position, body: bodies.get(position.seq)! });
           for (const state of states) {
-            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, decoded, known, lists);
+            const resolved = resolving.cache.get(state.position.seq) ?? (await this.resolvedAt(thread, ns, state.position.seq, resolving.links, resolving.cache));
+            yield await this.tuple(thread, ns, state, records.get(state.position.seq)!, resolved, resolving, decoded, known, lists);
             if (--left <= 0) return;
           }
           if (page.length < size) break;
@@ -533,37 +563,39 @@ export class CairnSaver extends BaseCheckpointSaver {
     ns: string,
     loaded: PositionState,
     record: LangGraphRecord,
+    versions: ResolvedRecord,
+    resolving: Resolving,
     cache?: WeakMap<object, unknown>,
     known?: KnownPositions,
     lists?: WeakMap<readonly unknown[], unknown[]>,
   ): Promise<CheckpointTuple> {
     const channelValues: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(loaded.state)) {
-      if (!Object.hasOwn(record.versions, name)) continue;
+      if (!Object.hasOwn(versions.versions, name)) continue;
       const decoded = value instanceof ListView ? await this.viewValue(value, lists, cache) : await this.fieldValue(value, Object.hasOwn(loaded.appends, name), cache);
       if (decoded !== ABSENT) channelValues[name] = decoded;
     }
     const checkpoint: Checkpoint = {
       ...(record.extra ?? {}),
-      v: record.v,
+      v: record.v ?? CHECKPOINT_FORMAT,
       id: record.id,
       ts: record.ts ?? new Date(loaded.position.createdAt).toISOString(),
       channel_values: channelValues,
-      channel_versions: { ...record.versions },
-      versions_seen: copySeen(record.seen),
+      channel_versions: { ...versions.versions },
+      versions_seen: copySeen(versions.seen),
     } as Checkpoint;
-    const writes = await this.writesOf(thread, ns, loaded.position.seq, known);
+    const writes = await this.writesOf(thread, ns, loaded.position.seq, known, resolving);
     const tuple: CheckpointTuple = {
       config: { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: record.id } },
       checkpoint,
-      metadata: (await this.metadataOf(record)) as CheckpointMetadata,
+      metadata: (await this.metadataOf(record, loaded.position, loaded.body.kind)) as CheckpointMetadata,
       pendingWrites: await this.pendingTuples(writes),
     };
     const parentId = record.parentId ?? (loaded.position.parent === null ? undefined : await this.idAt(thread, ns, loaded.position.parent, known));
     if (parentId !== undefined) {
       tuple.parentConfig = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: parentId } };
       // Checkpoints before format 4 kept pending sends as the parent's writes.
-      if (record.v < 4 && loaded.position.parent !== null) {
+      if ((record.v ?? CHECKPOINT_FORMAT) < 4 && loaded.position.parent !== null) {
         const sends = (await this.writesOf(thread, ns, loaded.position.parent)).filter((w) => w.channel === TASKS);
         checkpoint.channel_values[TASKS] = await Promise.all(sends.map((w) => this.writeValue(w)));
         const versions = Object.values(checkpoint.channel_versions);
@@ -631,10 +663,48 @@ export class CairnSaver extends BaseCheckpointSaver {
     return this.values.decodeText(write.value ?? 'null');
   }
 
-  /** A record's metadata, whichever form it was stored in. */
-  private async metadataOf(record: LangGraphRecord): Promise<unknown> {
+  /** A record's metadata, whichever form it was stored in (`position` and `kind`: its position's, which say what `m` leaves out). */
+  private async metadataOf(record: LangGraphRecord, position: StoredPosition, kind: string): Promise<unknown> {
     if (record.meta !== undefined) return isWrapped(record.meta) ? this.values.decode(record.meta) : record.meta;
-    return this.values.decodeText(record.metadata ?? '{}');
+    if (record.metadata !== undefined) return this.values.decodeText(record.metadata);
+    const rest = record.m === undefined ? {} : isWrapped(record.m) ? await this.values.decode(record.m) : record.m;
+    return { ...impliedMetadata(kind, position.step), ...(rest as Record<string, unknown>) };
+  }
+
+  /**
+   * The versions and versions seen of the checkpoint at `seq`, in full: its record's, or
+   * its parent's (and so on back to a full record) rolled forward. `links`: positions
+   * read already (a load's chain, a listing's page), by seq; `cache`: versions found so
+   * far, by seq. A load's chain starts at a full record (a snapshot's position, or the
+   * namespace's first), so a parent neither gives is read only for a chain that starts
+   * at a snapshot the saver did not write.
+   */
+  private async resolvedAt(thread: string, ns: string, seq: number, links: ReadonlyMap<number, ChainLink>, cache?: Map<number, ResolvedRecord>): Promise<ResolvedRecord> {
+    const walked: { seq: number; step: number; record: LangGraphRecord; changed: string[] }[] = [];
+    let found: ResolvedRecord | undefined;
+    for (let at: number | null = seq; at !== null; ) {
+      found = cache?.get(at);
+      if (found) break;
+      const link: ChainLink | undefined = links.get(at) ?? (await this.linkAt(thread, ns, at));
+      const record = link ? langGraphRecord(link.body) : null;
+      if (!link || !record) throw new CorruptRecordError(`the checkpoint at position ${seq} keeps its versions as a difference from its ancestors' versions, but position ${at} ${link ? 'holds no checkpoint' : 'is missing'}.`, { place: { engine: this.cp.engine, thread, ns, seq } });
+      walked.push({ seq: at, step: link.position.step, record, changed: Object.keys(link.body.changes) });
+      if (isFullRecord(record)) break;
+      at = link.position.parent;
+    }
+    for (let i = walked.length - 1; i >= 0; i--) {
+      const { seq: at, step, record, changed } = walked[i]!;
+      found = resolveRecord(record, changed, found, { ns, step });
+      if (!found) throw new CorruptRecordError(`the checkpoint at position ${at} keeps its versions as a difference from its parent's, but it has no parent.`, { place: { engine: this.cp.engine, thread, ns, seq: at } });
+      cache?.set(at, found);
+    }
+    return found!;
+  }
+
+  /** A position and its decoded body, read on its own. */
+  private async linkAt(thread: string, ns: string, seq: number): Promise<ChainLink | undefined> {
+    const position = await this.cp.getPosition(thread, ns, seq);
+    return position ? { position, body: decode<PositionBody>(position.body, `position ${seq} of thread ${thread}`) } : undefined;
   }
 
   /** The checkpoint id of the position at `seq` (a parent, whose id the child's record leaves out). */
@@ -643,15 +713,25 @@ export class CairnSaver extends BaseCheckpointSaver {
     return body ? langGraphRecord(body)?.id : undefined;
   }
 
-  /** A checkpoint's writes: those still pending at it, and those its children folded in; in LangGraph's order. */
-  private async writesOf(thread: string, ns: string, seq: number, known?: KnownPositions): Promise<StoredWrite[]> {
+  /**
+   * A checkpoint's writes: those still pending at it, and those its children folded in;
+   * in LangGraph's order. `resolving`: what a child's record that keeps its folded writes
+   * as the parent's shape (`tl`) resolves from.
+   */
+  private async writesOf(thread: string, ns: string, seq: number, known?: KnownPositions, resolving: Resolving = { links: new Map(), cache: new Map() }): Promise<StoredWrite[]> {
     const byKey = new Map<string, StoredWrite>();
     // A listing holds the positions it read, the newer ones first, and so each one's children.
     const children = known ? (known.children.get(seq) ?? []) : await this.index.childrenOf(thread, ns, seq);
     for (const child of children) {
-      const body = known?.bodies.get(child) ?? (await this.cp.getPosition(thread, ns, child).then((p) => (p ? decode<PositionBody>(p.body) : null)));
+      let body = known?.bodies.get(child) ?? resolving.links.get(child)?.body;
+      if (!body) {
+        const link = await this.linkAt(thread, ns, child);
+        if (link) resolving.links.set(child, link);
+        body = link?.body;
+      }
       const record = body ? langGraphRecord(body) : null;
-      const folded = record ? foldedWrites(record) : undefined;
+      const tasks = record?.tl ? (resolving.cache.get(child) ?? (await this.resolvedAt(thread, ns, child, resolving.links, resolving.cache))).tasks : undefined;
+      const folded = record ? foldedWrites(record, tasks) : undefined;
       if (!folded) continue;
       const fields = [...new Set(folded.filter((w) => w.ref).map((w) => w.channel))].sort();
       const read = fields.length ? known?.items.get(child) : undefined;
@@ -671,10 +751,10 @@ export class CairnSaver extends BaseCheckpointSaver {
     return [...byKey.values()].sort((a, b) => compareWritesSortKeys([a.path, a.task, a.idx], [b.path, b.task, b.idx]));
   }
 
-  private async metadataMatches(record: LangGraphRecord, filter: Record<string, unknown>): Promise<boolean> {
+  private async metadataMatches(record: LangGraphRecord, position: StoredPosition, kind: string, filter: Record<string, unknown>): Promise<boolean> {
     const keys = Object.keys(filter);
     if (keys.length === 0) return true;
-    const metadata = (await this.metadataOf(record)) as Record<string, unknown>;
+    const metadata = (await this.metadataOf(record, position, kind)) as Record<string, unknown>;
     for (const key of keys) {
       if (filter[key] === undefined) continue;
       if (!Object.hasOwn(metadata, key) || encode(metadata[key]) !== safeEncode(filter[key])) return false;
@@ -690,10 +770,10 @@ export class CairnSaver extends BaseCheckpointSaver {
     if (cached && cached.position.seq === seq && (head?.seq !== seq || cached.position.hash === head.hash)) return cached;
     const loaded = await materialize(this.cp, undefined, thread, ns, seq, head?.seq === seq ? { head } : {});
     const record = langGraphRecord(loaded.body);
-    return this.tipOf(loaded, record);
+    return this.tipOf(loaded, record, record ? await this.resolvedAt(thread, ns, seq, linksOf(loaded.chain)) : undefined);
   }
 
-  private async tipOf(loaded: LoadedPosition, record: LangGraphRecord | null): Promise<Tip> {
+  private tipOf(loaded: LoadedPosition, record: LangGraphRecord | null, versions: ResolvedRecord | undefined): Tip {
     const fields = new Map<string, FieldState>();
     for (const [name, value] of Object.entries(loaded.state)) {
       const cursor = loaded.appends[name];
@@ -702,7 +782,7 @@ export class CairnSaver extends BaseCheckpointSaver {
         fields.set(name, { kind: 'list', texts, since: cursor.since, checksum: loaded.checksums.get(name) ?? ItemChecksum.of(texts) });
       } else fields.set(name, { kind: 'set', text: encode(value) });
     }
-    return { position: loaded.position, id: record?.id ?? '', fields, sinceSnapshot: loaded.sinceSnapshot.positions };
+    return { position: loaded.position, id: record?.id ?? '', fields, record: versions, sinceSnapshot: loaded.sinceSnapshot.positions };
   }
 
   private async commit(
@@ -727,7 +807,6 @@ export class CairnSaver extends BaseCheckpointSaver {
     const fields = new Map(parent?.fields ?? []);
     const changes: Record<string, FieldChange> = {};
     const items: PositionItem[] = [];
-    let setBytes = 0;
     const values = checkpoint.channel_values as Record<string, unknown>;
     for (const name of Object.keys(put.newVersions).sort()) {
       const previous = fields.get(name);
@@ -760,20 +839,36 @@ export class CairnSaver extends BaseCheckpointSaver {
         continue;
       }
       changes[name] = { set: new RawJson(text) };
-      setBytes += text.length;
       fields.set(name, { kind: 'set', text });
     }
 
     const { v, id, ts, channel_values: _values, channel_versions, versions_seen, ...extra } = checkpoint;
     const created = Date.parse(ts);
     const createdAt = Number.isFinite(created) ? created : Date.now();
-    const record: LangGraphRecord = {
-      id,
-      v,
-      versions: { ...channel_versions },
-      seen: structuredClone(versions_seen) as LangGraphRecord['seen'],
-      meta: new RawJson(await this.values.encode(metadata)),
-    };
+    const kind = SOURCE_KINDS[metadata.source] ?? 'step';
+    const step = Math.max(0, (typeof metadata.step === 'number' ? metadata.step : 0) + 1);
+    const sinceSnapshot = (parent?.sinceSnapshot ?? 0) + 1;
+    const snapshotHere = sinceSnapshot >= this.snapshotEvery;
+    const full: ResolvedRecord = { id, versions: { ...channel_versions }, seen: copySeen(versions_seen), tasks: [] };
+    const record: LangGraphRecord = { id };
+    if (v !== CHECKPOINT_FORMAT) record.v = v;
+    // Versions as their difference from the parent's, but at a snapshot (where loads and
+    // compaction bases start) and at a namespace's first position: there, in full.
+    const from = snapshotHere ? undefined : parent?.record;
+    if (from) Object.assign(record, versionsDelta(from.versions, Object.keys(changes), full.versions));
+    else record.versions = full.versions;
+    const seen = from ? seenDelta(from.seen, full.seen) : null;
+    if (!seen) record.seen = full.seen;
+    else {
+      // The same node again on the same trigger (a loop's steps): said by `dl` alone.
+      if (seenAsParents(seen, from!)) record.dl = 1;
+      else if (Object.keys(seen).length) record.ds = seen;
+      full.seenChanged = changedOf(seen);
+    }
+    // Metadata without what the position says (its step, its source, no parents).
+    const rest = Object.getPrototypeOf(metadata) === Object.prototype ? metadataRest(metadata as Record<string, unknown>, kind, step) : null;
+    if (!rest) record.meta = new RawJson(await this.values.encode(metadata));
+    else if (Object.keys(rest).length) record.m = new RawJson(await this.values.encode(rest));
     // What the position says already is not repeated: its time (LangGraph's ts is an ISO
     // string of it), and its parent's id.
     if (new Date(createdAt).toISOString() !== ts) record.ts = ts;
@@ -785,10 +880,19 @@ export class CairnSaver extends BaseCheckpointSaver {
       const byTask = new Map(pending.map((p) => [p.task, p]));
       for (const write of put.folded) byTask.set(write.task, write);
       const all = [...byTask.values()].sort((a, b) => (a.task < b.task ? -1 : a.task > b.task ? 1 : 0));
-      if (all.length) record.parentTasks = foldWrites(all.flatMap(pendingWrites), items);
+      if (all.length) full.tasks = foldWrites(all.flatMap(pendingWrites), items);
+    }
+    // Writes folded as the parent's were (the same node's, to the same channels, with the same values or refs): their task ids only.
+    if (full.tasks?.length) {
+      if (from?.tasks && sameTaskShape(full.tasks, from.tasks, encode)) {
+        // Each id LangGraph derives (a pull task's, from the parent's id) is 0: derived again on read.
+        const context = { ns, step: step - 1, parentId: parent!.id, seenChanged: full.seenChanged };
+        record.tl = full.tasks.map((task) => (derivedTaskId(task.path, context) === task.task ? 0 : task.task));
+      }
+      else record.parentTasks = full.tasks;
     }
     const body: SaverBody = {
-      kind: SOURCE_KINDS[metadata.source] ?? 'step',
+      kind,
       nodes: [],
       attempt: 1,
       lease: lease.epoch,
@@ -796,21 +900,19 @@ export class CairnSaver extends BaseCheckpointSaver {
       next: [],
       langgraph: record,
     };
-    if (setBytes > 0) body.setBytes = setBytes;
     items.sort(comparePositionItems);
     const unsigned = {
       ns,
       seq,
       parent: parent?.position.seq ?? null,
       segment: parent && parent.position.seq === seq - 1 ? parent.position.segment : seq,
-      step: Math.max(0, (typeof metadata.step === 'number' ? metadata.step : 0) + 1),
+      step,
       schemaVersion: SCHEMA_VERSION,
       createdAt,
       body: encode(body, 'position body'),
     };
     const position: StoredPosition = { ...unsigned, hash: hashPosition(unsigned, items, parent?.position.hash ?? GENESIS_HASH) };
-    const sinceSnapshot = (parent?.sinceSnapshot ?? 0) + 1;
-    const snapshot = sinceSnapshot >= this.snapshotEvery ? snapshotText(position, parent?.position.hash ?? GENESIS_HASH, fields) : undefined;
+    const snapshot = snapshotHere ? snapshotText(position, parent?.position.hash ?? GENESIS_HASH, fields) : undefined;
     crashPoint('before-commit');
     if (snapshot) crashPoint('inside-snapshot');
     await this.cp.commitStep(lease, { position, items, ...(snapshot ? { snapshot } : {}), status: 'completed', expectedHead: put.expectedHead });
@@ -819,7 +921,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     crashPoint('after-commit');
     this.index.add(thread, ns, id, seq, unsigned.parent);
     this.awaitedPuts.get(`${tipKey(thread, ns)}\u0000${id}`)?.resolve();
-    this.tips.set(tipKey(thread, ns), { position, id, fields, sinceSnapshot: snapshot ? 0 : sinceSnapshot, lease: { runId: lease.runId, epoch: lease.epoch } });
+    this.tips.set(tipKey(thread, ns), { position, id, fields, record: full, sinceSnapshot: snapshot ? 0 : sinceSnapshot, lease: { runId: lease.runId, epoch: lease.epoch } });
   }
 
   // ------------------------------------------------------------------ runs, leases
@@ -944,6 +1046,17 @@ export class CairnSaver extends BaseCheckpointSaver {
   }
 }
 
+/** What records resolve from (see `resolvedAt`): positions read, by seq, and the records resolved so far, by seq. */
+interface Resolving {
+  links: Map<number, ChainLink>;
+  cache: Map<number, ResolvedRecord>;
+}
+
+/** A load's chain by seq. */
+function linksOf(chain: readonly ChainLink[] | undefined): Map<number, ChainLink> {
+  return new Map((chain ?? []).map((link) => [link.position.seq, link]));
+}
+
 /** What a listing read so far: positions' bodies by seq, and the items of those read with their page (checked against the chain). */
 interface KnownPositions {
   bodies: Map<number, PositionBody>;
@@ -977,9 +1090,10 @@ function runKey(config: RunnableConfig): object | undefined {
 }
 
 /** A copy of `versions_seen` (two levels of plain numbers and strings): what structuredClone does, for less. */
-function copySeen(seen: LangGraphRecord['seen']): LangGraphRecord['seen'] {
-  const copy: LangGraphRecord['seen'] = {};
-  for (const [node, versions] of Object.entries(seen)) copy[node] = { ...versions };
+function copySeen(seen: Seen): Seen {
+  const copy: Seen = {};
+  // for...in, not Object.entries: no array per call (a history copies a thousand).
+  for (const node in seen) copy[node] = { ...seen[node] };
   return copy;
 }
 

@@ -11,7 +11,7 @@ import type { Checkpointer, RangeItem, StoredPosition } from '../contracts/check
 import { comparePositionItems } from '../contracts/checkpointer.js';
 import { decode } from '../codec/tagged-json.js';
 import { CorruptRecordError } from '../errors.js';
-import { materialize } from '../runtime/materialize.js';
+import { materialize, type ChainLink } from '../runtime/materialize.js';
 import { hashPosition, type PositionBody } from '../runtime/position.js';
 
 /**
@@ -35,6 +35,8 @@ export interface PositionState {
   appends: Record<string, unknown>;
   /** The position's own items, when they were read with the page (the checkpoint before it points at them from its folded writes). */
   items?: RangeItem[];
+  /** The chain a load of this position read (see `LoadedPosition.chain`), for a position loaded rather than rolled forward to. */
+  chain?: readonly ChainLink[];
 }
 
 /**

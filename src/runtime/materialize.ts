@@ -75,6 +75,18 @@ export interface LoadedPosition {
   checksums: Map<string, ItemChecksum>;
   /** Positions and set-value characters since the last snapshot on this branch (the snapshot policy's inputs). */
   sinceSnapshot: { positions: number; bytes: number };
+  /**
+   * The positions the load read and proved, oldest first (the snapshot's own position
+   * first when there is one, the loaded position last), with their decoded bodies:
+   * what a caller that keeps its own record along the branch rolls forward from.
+   */
+  chain?: readonly ChainLink[];
+}
+
+/** One position of a load's chain and its decoded body. */
+export interface ChainLink {
+  position: StoredPosition;
+  body: PositionBody;
 }
 
 /** Options of {@link materialize}. */
@@ -317,6 +329,7 @@ export async function materialize(
     appends,
     checksums,
     sinceSnapshot: { positions: sincePositions, bytes: sinceBytes },
+    chain: chain.map((link, i) => ({ position: link, body: bodies[i]! })),
   };
 }
 
