@@ -304,7 +304,7 @@ function compare(
       } else if (sealed.headLoadMs !== undefined && cairn.headLoadMs !== undefined) {
         check('encrypted: head load cairn-encrypted / cairn', sealed.headLoadMs / cairn.headLoadMs, 'x', ENCRYPTED_GOAL);
       }
-      check('encrypted: DB bytes cairn-encrypted / cairn (base64 envelopes)', sealed.dbBytes / cairn.dbBytes, 'x', Number.NaN, true);
+      check('encrypted: DB bytes cairn-encrypted / cairn (sealed rows stored as bytes)', sealed.dbBytes / cairn.dbBytes, 'x', Number.NaN, true);
     }
   }
   const versusLangGraph: Record<string, Record<string, number>> = {};
