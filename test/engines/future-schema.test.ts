@@ -45,7 +45,7 @@ async function refusal(engine: Engine, what: (engine: Engine) => Promise<unknown
 function expectFromFuture(error: unknown, latest: number) {
   expect(DatabaseFromFutureError.is(error), String(error)).toBe(true);
   expect((error as DatabaseFromFutureError).code).toBe('ERR_DATABASE_FROM_FUTURE');
-  expect(error).toMatchObject({ unknown: [12_000, 12_001], latest });
+  expect(error).toMatchObject({ newer: [12_000, 12_001], latest });
   expect(String(error)).toContain(`migrated by a newer cairn (migration 12001 "more"; this cairn knows up to ${latest})`);
   expect(String(error)).toContain('Upgrade cairn here');
 }
