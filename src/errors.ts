@@ -817,6 +817,32 @@ export class DatabaseOutdatedError extends coded('ERR_DATABASE_OUTDATED') {
   }
 }
 
+/**
+ * The database was migrated by a newer cairn: it records migrations this cairn does
+ * not know, so this cairn can neither read it reliably nor write it without damaging
+ * what the newer one keeps there. Refused when an engine opens it, for reading or for
+ * writing. Nothing was changed.
+ */
+export class DatabaseFromFutureError extends coded('ERR_DATABASE_FROM_FUTURE') {
+  constructor(
+    readonly location: string,
+    /** Ids of the recorded migrations this cairn does not know (a newer cairn's). */
+    readonly newer: number[],
+    /** The newest migration this cairn knows. */
+    readonly latest: number,
+    place?: ErrorPlace,
+    /** The name the newest unknown migration was recorded with, when known. */
+    newestName?: string,
+  ) {
+    const newest = Math.max(...newer);
+    super(
+      `the cairn database at ${location} was migrated by a newer cairn (migration ${newest}${newestName ? ` ${JSON.stringify(newestName)}` : ''}; this cairn knows up to ${latest}): ` +
+        `this cairn neither reads nor writes it. Upgrade cairn here${place?.engine === 'postgres' ? ', or point this process at another schema' : ''}. Nothing was changed.`,
+      { place },
+    );
+  }
+}
+
 // ---------------------------------------------------------------- encryption at rest
 
 /**

@@ -25,8 +25,11 @@ interface EraseFlags {
 /** The report for a person. */
 function describe(report: ErasureReport): string {
   const r = report.rows;
+  const headline = report.found
+    ? `erased ${report.scope}: ${plural(report.threads.length, 'thread')}${report.fenced.length ? ` (${report.fenced.length} taken from a live run)` : ''}`
+    : `erased ${report.scope}: nothing found: no threads, store rows, artifacts or data keys of tenant ${JSON.stringify(report.tenant)}. Check the name (erasing again is harmless).`;
   const lines = [
-    `erased ${report.scope}: ${plural(report.threads.length, 'thread')}${report.fenced.length ? ` (${report.fenced.length} taken from a live run)` : ''}`,
+    headline,
     `  rows: ${r.positions} positions, ${r.items} items, ${r.snapshots} snapshots, ${r.pendingWrites} pending writes, ${r.failures} failures, ${r.ledgerEntries} ledger entries, ${r.signals} signals, ${r.pins} pins`,
     `  store: ${plural(report.store.items, 'item')} in ${plural(report.store.namespaces.length, 'namespace')}, ${plural(report.store.pins, 'global pin')}`,
     report.artifacts
@@ -66,7 +69,8 @@ export function registerEraseCommand(program: Command): void {
       try {
         if (!options.yes) {
           const threads = options.thread !== undefined ? [options.thread] : (await engine.checkpointer.listThreads({ tenant: options.tenant!, limit: 1000 })).map((t) => t.id);
-          print(style, { erased: false, threads }, () => `would erase ${options.tenant !== undefined ? `tenant ${options.tenant}` : `thread ${options.thread}`}: ${plural(threads.length, 'thread')}${threads.length ? ` (${threads.slice(0, 10).join(', ')}${threads.length > 10 ? ', …' : ''})` : ''}. Nothing erased: pass --yes.`);
+          const none = threads.length === 0 ? ' (no thread of this tenant was found: check the name; its store rows and keys are looked for with --yes)' : '';
+          print(style, { erased: false, threads }, () => `would erase ${options.tenant !== undefined ? `tenant ${options.tenant}` : `thread ${options.thread}`}: ${plural(threads.length, 'thread')}${threads.length ? ` (${threads.slice(0, 10).join(', ')}${threads.length > 10 ? ', …' : ''})` : none}. Nothing erased: pass --yes.`);
           process.exitCode = 1;
           return;
         }

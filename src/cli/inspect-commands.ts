@@ -15,7 +15,7 @@ import { threadAttempts } from '../inspect/attempts.js';
 import { threadEffects } from '../inspect/effects.js';
 import { threadHistory, threadInterrupts, type PositionInfo } from '../inspect/history.js';
 import { storedState } from '../inspect/stored-state.js';
-import { learnHead, redactLedgerEntry, redactStoredState, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
+import { learnErrorHeads, learnHead, redactLedgerEntry, redactStoredState, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
 import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { namespaceHead, seqLabel } from '../inspect/walk.js';
 import { DB_OPTION, openEngine, type EngineAccess } from './engine-url.js';
@@ -161,8 +161,12 @@ export function registerInspectCommands(program: Command): void {
             ...(options.after !== undefined ? { after: options.after } : {}),
             limit: options.limit,
           };
-          // Metadata and error messages are shown under every stored graph's rules.
-          const threads = (await threadRedactor(engine, undefined, choiceOf(options))).value(await engine.checkpointer.listThreads(query)) as ThreadRecord[];
+          // Metadata and error messages are shown under every stored graph's rules, with what
+          // they hide in each failed thread's head learned (its error may quote it).
+          const listed = await engine.checkpointer.listThreads(query);
+          const r = await threadRedactor(engine, undefined, choiceOf(options));
+          await learnErrorHeads(r, engine, listed);
+          const threads = r.value(listed) as ThreadRecord[];
           const style = outputStyle(options);
           out(options, threads, () =>
             threads.length === 0

@@ -8,9 +8,10 @@
  */
 import type { Command } from 'commander';
 import type { Engine } from '../contracts/engine.js';
+import type { ThreadRecord } from '../contracts/threads.js';
 import { InvalidOptionError } from '../errors.js';
 import { threadDiff, type FieldDiff } from '../inspect/diff.js';
-import { redactDiff, storedRedaction, threadRedactor } from '../inspect/redaction.js';
+import { learnErrorHeads, redactDiff, storedRedaction, threadRedactor } from '../inspect/redaction.js';
 import { mergeRules, Redactor } from '../internal/redaction.js';
 import { cancelThread } from '../inspect/cancel.js';
 import { failEffect, resolveEffect } from '../inspect/effects.js';
@@ -34,6 +35,16 @@ async function withEngine<T>(db: string, access: EngineAccess, fn: (engine: Engi
   } finally {
     await engine.close();
   }
+}
+
+/**
+ * What a command prints of thread `thread`'s record (its error): under every stored
+ * graph's rules, with what they hide in its head learned, as `cairn threads` shows it.
+ */
+async function shownRecord<T>(engine: Engine, thread: Pick<ThreadRecord, 'id' | 'lastError'>, value: T): Promise<T> {
+  const r = await threadRedactor(engine, undefined);
+  await learnErrorHeads(r, engine, [thread]);
+  return r.value(value) as T;
 }
 
 /** Runs `fn` with the application `--app` names, on the engine `--db` names. */
@@ -202,7 +213,8 @@ export function registerOperateCommands(program: Command): void {
       return withEngine(options.db, 'write', async (engine) => {
         if (options.failed) {
           const thread = await failEffect(engine, { thread: threadId, idempotencyKey: key, actor: options.actor, ...(options.message !== undefined ? { message: options.message } : {}) });
-          print(style, { thread: threadId, key, resolution: 'failed', status: thread.status, error: thread.lastError }, () => `recorded effect ${key} of thread ${threadId} as failed; the thread is now ${style.c.red(thread.status)}: ${thread.lastError?.message ?? ''}`);
+          const shown = await shownRecord(engine, thread, { thread: threadId, key, resolution: 'failed', status: thread.status, error: thread.lastError });
+          print(style, shown, () => `recorded effect ${key} of thread ${threadId} as failed; the thread is now ${style.c.red(thread.status)}: ${shown.error?.message ?? ''}`);
           return;
         }
         const entry = await resolveEffect(engine, { thread: threadId, idempotencyKey: key, outcome: options.outcome });
@@ -221,9 +233,11 @@ export function registerOperateCommands(program: Command): void {
       const style = outputStyle(options);
       return withEngine(options.db, 'write', async (engine) => {
         const result = await cancelThread(engine, { thread: threadId, actor: options.actor, ...(options.reason !== undefined ? { reason: options.reason } : {}) });
-        print(style, { thread: threadId, cancelled: result.cancelled, status: result.thread.status, error: result.thread.lastError }, () =>
+        // A thread that had already failed is answered with its own error: shown as `cairn threads` shows it.
+        const shown = await shownRecord(engine, result.thread, { thread: threadId, cancelled: result.cancelled, status: result.thread.status, error: result.thread.lastError });
+        print(style, shown, () =>
           result.cancelled
-            ? `cancelled thread ${threadId}; it is now ${style.c.red(result.thread.status)}: ${result.thread.lastError?.message ?? ''}`
+            ? `cancelled thread ${threadId}; it is now ${style.c.red(result.thread.status)}: ${shown.error?.message ?? ''}`
             : `thread ${threadId} is ${result.status}: nothing to cancel`,
         );
         // As delete-thread: nothing done is a negative result for scripts.

@@ -10,7 +10,7 @@
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { InvalidOptionError } from '../errors.js';
-import type { RetentionPolicy } from '../inspect/gc.js';
+import { checkRetentionPolicy, type RetentionPolicy } from '../inspect/gc.js';
 import { applyRetention, type RetentionReport, type RetentionRows } from '../inspect/retention.js';
 import { parseDuration } from '../artifacts/helpers.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore, size } from './artifact-commands.js';
@@ -20,7 +20,11 @@ import { plural, progress } from './format.js';
 /** The keys a policy file may hold. */
 const POLICY_KEYS = ['threads', 'positions', 'ledger', 'store', 'artifacts', 'graceMs', 'grace'];
 
-/** Reads and checks a policy file: a JSON object of rule lists (InvalidOptionError otherwise). */
+/**
+ * Reads and checks a policy file: a JSON object of rule lists and an optional grace,
+ * every rule checked as `applyRetention` checks it (InvalidOptionError otherwise,
+ * naming the file, the rule and the value).
+ */
 export function readPolicy(path: string): { policy: RetentionPolicy; graceMs?: number } {
   let parsed: unknown;
   try {
@@ -31,11 +35,16 @@ export function readPolicy(path: string): { policy: RetentionPolicy; graceMs?: n
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidOptionError(`--policy ${path}: a policy is a JSON object with threads, positions, ledger, store and artifacts rules.`);
   const file = parsed as Record<string, unknown>;
   for (const key of Object.keys(file)) if (!POLICY_KEYS.includes(key)) throw new InvalidOptionError(`--policy ${path}: unknown key "${key}" (allowed: ${POLICY_KEYS.join(', ')}).`);
-  for (const key of ['threads', 'positions', 'ledger', 'store', 'artifacts']) {
-    if (file[key] !== undefined && !Array.isArray(file[key])) throw new InvalidOptionError(`--policy ${path}: "${key}" must be a list of rules.`);
+  const { graceMs: ms, grace: deprecated, ...rules } = file;
+  let policy: RetentionPolicy;
+  try {
+    policy = checkRetentionPolicy(rules);
+  } catch (error) {
+    if (!InvalidOptionError.is(error)) throw error;
+    throw new InvalidOptionError(`--policy ${path}: ${error.message.replace(/^\[cairn\] /, '')}`);
   }
-  const grace = file.graceMs ?? file.grace;
-  return { policy: file as RetentionPolicy, ...(grace !== undefined ? { graceMs: parseDuration(grace as string | number) } : {}) };
+  const grace = ms ?? deprecated;
+  return { policy, ...(grace !== undefined ? { graceMs: parseDuration(grace as string | number) } : {}) };
 }
 
 function rows(r: RetentionRows): string {

@@ -100,6 +100,12 @@ export interface ErasureReport {
   covers: { backups: boolean; exports: boolean; artifactCopies: boolean };
   /** What is not covered, in words. */
   notes: string[];
+  /**
+   * False when nothing of the scope was found: no thread, no store row, no pin, no
+   * artifact and no data key (a mistyped tenant, or one erased before). Erasing again
+   * is safe and finds nothing, so this is how a caller tells a typo from an erasure.
+   */
+  found: boolean;
   actor: string;
 }
 
@@ -110,7 +116,8 @@ const ZERO_ROWS: DeletedThreadRows = { positions: 0, items: 0, snapshots: 0, pen
  * module documentation for what goes, in which order, and what copies stay readable.
  * InvalidOptionError without exactly one of them, or for a thread that has a tenant;
  * ThreadNotFoundError for a missing thread. A tenant with nothing left is erased
- * again harmlessly (its keys are destroyed, nothing else is found).
+ * again harmlessly (its keys are destroyed, nothing else is found); a tenant of which
+ * nothing at all was found is reported with `found: false`.
  *
  * @example
  * ```ts
@@ -273,6 +280,8 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
       artifactCopies: providerDestroys && options.artifacts !== undefined && threadOnly === undefined,
     },
     notes,
+    found:
+      result.deleted.length > 0 || result.fenced.length > 0 || result.items > 0 || result.pins > 0 || (result.artifacts?.deleted ?? 0) > 0 || (result.artifacts?.keptShared ?? 0) > 0 || result.destroyed > 0,
     actor: options.actor ?? 'erase',
   };
 }

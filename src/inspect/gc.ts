@@ -264,6 +264,7 @@ export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
 export async function collectArtifactsAfter(options: GcOptions, planned: PlannedRemovals | undefined): Promise<GcReport> {
   const { checkpointer, artifacts, store, ledger } = options;
   if (artifacts.tenant !== null) throw new InvalidOptionError('collectArtifacts needs the unscoped artifact store (it sees every tenant), not a tenant view.');
+  if (options.retention !== undefined) checkRetentionPolicy(options.retention);
   const grace = durationOption('graceMs', options.graceMs, options.grace) ?? GC_GRACE_MS;
   const threadRules = (options.retention?.threads ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
   const artifactRules = (options.retention?.artifacts ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
@@ -542,6 +543,94 @@ export function parseRetentionRule(text: string): { threads: ThreadRetentionRule
     return { threads: { olderThanMs, ...(fields.status ? { status: one(fields.status) as ThreadStatus } : {}), ...(fields.tenant ? { tenant: one(fields.tenant)! } : {}) } };
   }
   return { artifacts: { olderThanMs, ...(fields.mediaType ? { mediaType: one(fields.mediaType)! } : {}), ...(fields.tenant ? { tenant: one(fields.tenant)! } : {}) } };
+}
+
+/** The rule kinds of a {@link RetentionPolicy}, each with the keys its rules may hold. */
+const RULE_KEYS: Record<keyof RetentionPolicy, readonly string[]> = {
+  threads: ['status', 'tenant', 'olderThanMs', 'olderThan'],
+  artifacts: ['mediaType', 'tenant', 'olderThanMs', 'olderThan'],
+  positions: ['status', 'tenant', 'olderThanMs', 'olderThan', 'keepLast', 'ledger'],
+  store: ['namespace', 'olderThanMs', 'olderThan'],
+  ledger: ['status', 'tenant', 'olderThanMs', 'olderThan'],
+};
+
+/**
+ * Checks a whole retention policy before anything runs: a misspelt key, status or age
+ * would otherwise make a rule match nothing, and a retention run that removes nothing
+ * looks like one that found nothing to remove. InvalidOptionError naming the rule
+ * (`threads[0]`) and the value for: a key that is not a rule kind, a kind that is not a
+ * list, a rule that is not an object or holds a key its kind does not have, a status
+ * that is not a ThreadStatus, a tenant or media type that is not a string (or a
+ * non-empty list of them), an age (`olderThanMs`, `olderThan`) that is not a duration of
+ * 0 or more, a rule without one where its kind needs it, a `keepLast` that is not a
+ * whole number of 1 or more, a `ledger` that is not a boolean, a store `namespace` that
+ * is not a list of strings.
+ *
+ * @example
+ * ```ts
+ * checkRetentionPolicy({ threads: [{ status: 'complete', olderThanMs: 0 }] });
+ * // InvalidOptionError: retention policy threads[0]: unknown status "complete" (one of running, …)
+ * ```
+ */
+export function checkRetentionPolicy(policy: unknown): RetentionPolicy {
+  if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
+    throw new InvalidOptionError(`a retention policy is an object of rule lists (${Object.keys(RULE_KEYS).join(', ')}), got ${JSON.stringify(policy)}.`);
+  }
+  const kinds = Object.keys(RULE_KEYS) as (keyof RetentionPolicy)[];
+  for (const [kind, rules] of Object.entries(policy)) {
+    if (!(kinds as string[]).includes(kind)) throw new InvalidOptionError(`retention policy: unknown key "${kind}" (allowed: ${kinds.join(', ')}).`);
+    if (rules === undefined) continue;
+    if (!Array.isArray(rules)) throw new InvalidOptionError(`retention policy: "${kind}" must be a list of rules, got ${JSON.stringify(rules)}.`);
+    rules.forEach((rule: unknown, i) => checkRule(kind as keyof RetentionPolicy, `${kind}[${i}]`, rule));
+  }
+  return policy as RetentionPolicy;
+}
+
+function checkRule(kind: keyof RetentionPolicy, name: string, rule: unknown): void {
+  const refuse = (why: string): never => {
+    throw new InvalidOptionError(`retention policy ${name}: ${why}.`);
+  };
+  if (typeof rule !== 'object' || rule === null || Array.isArray(rule)) return refuse(`a rule is an object, got ${JSON.stringify(rule)}`);
+  const r = rule as Record<string, unknown>;
+  const allowed = RULE_KEYS[kind];
+  for (const key of Object.keys(r)) if (!allowed.includes(key)) refuse(`unknown key "${key}" (allowed: ${allowed.join(', ')})`);
+  const strings = (key: string, check?: (value: string) => void) => {
+    const value = r[key];
+    if (value === undefined) return;
+    const list = Array.isArray(value) ? value : [value];
+    if (list.length === 0) refuse(`${key} is an empty list, which matches nothing: leave ${key} out to match every one`);
+    for (const item of list) {
+      if (typeof item !== 'string') refuse(`${key} must be a string or a list of strings, got ${JSON.stringify(value)}`);
+      check?.(item);
+    }
+  };
+  strings('status', (status) => {
+    if (!(THREAD_STATUSES as readonly string[]).includes(status)) refuse(`unknown status ${JSON.stringify(status)} (one of ${THREAD_STATUSES.join(', ')})`);
+  });
+  strings('tenant');
+  strings('mediaType');
+  if (r.olderThanMs !== undefined && (typeof r.olderThanMs !== 'number' || !Number.isFinite(r.olderThanMs) || r.olderThanMs < 0)) {
+    refuse(`olderThanMs must be a number of milliseconds (0 or more), got ${JSON.stringify(r.olderThanMs)}`);
+  }
+  if (r.olderThan !== undefined) {
+    if (typeof r.olderThan !== 'number' && typeof r.olderThan !== 'string') refuse(`olderThan must be a duration (30d, 12h) or a number of ms (0 or more), got ${JSON.stringify(r.olderThan)}`);
+    try {
+      parseDuration(r.olderThan as number | string);
+    } catch {
+      refuse(`olderThan must be a duration (30d, 12h) or a number of ms (0 or more), got ${JSON.stringify(r.olderThan)}`);
+    }
+  }
+  const age = r.olderThanMs ?? r.olderThan;
+  if (r.keepLast !== undefined && (typeof r.keepLast !== 'number' || !Number.isSafeInteger(r.keepLast) || r.keepLast < 1)) {
+    refuse(`keepLast must be a whole number of positions (1 or more), got ${JSON.stringify(r.keepLast)}`);
+  }
+  if (r.ledger !== undefined && typeof r.ledger !== 'boolean') refuse(`ledger must be true or false, got ${JSON.stringify(r.ledger)}`);
+  if (kind === 'store' && (!Array.isArray(r.namespace) || r.namespace.some((part) => typeof part !== 'string'))) {
+    refuse(`a store rule needs namespace: a list of strings (a prefix), got ${JSON.stringify(r.namespace)}`);
+  }
+  if (kind === 'positions') {
+    if (age === undefined && r.keepLast === undefined) refuse('a positions rule needs olderThanMs or keepLast (or both)');
+  } else if (age === undefined) refuse('needs olderThanMs (an age: 0 for every age)');
 }
 
 /** A duration option given in ms (`name`) or, deprecated, under its old name as ms or a duration text. */

@@ -53,7 +53,7 @@ export type { RedactionChoice } from './redaction.js';
 export { eraseTenant } from './erase.js';
 export type { EraseOptions, ErasureReport } from './erase.js';
 export type { TransferRecord, ImportReport, ExportOptions, ImportOptions } from './transfer.js';
-export { collectArtifacts, pinArtifact, unpinArtifact, parseRetentionRule, PIN_NAMESPACE } from './gc.js';
+export { checkRetentionPolicy, collectArtifacts, pinArtifact, unpinArtifact, parseRetentionRule, PIN_NAMESPACE } from './gc.js';
 export type { GcOptions, GcReport, GcVictim, GcProgress, PinOptions, RetentionPolicy, ThreadRetentionRule, ArtifactRetentionRule, PositionRetentionRule, LedgerRetentionRule, StoreRetentionRule } from './gc.js';
 export { applyRetention } from './retention.js';
 export type { RetentionOptions, RetentionReport, RetentionRows, RetentionSkip, RetentionCompaction, RetentionProgress } from './retention.js';

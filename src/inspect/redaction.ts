@@ -124,6 +124,18 @@ export async function learnHead(r: Redactor, engine: Pick<Engine, 'checkpointer'
   }
 }
 
+/**
+ * Teaches `r` what its path rules hide in the head state of each of `threads` that
+ * holds an error, for faces that list thread records (the CLI's `threads`, the
+ * inspector's thread list, an action's answer): a node's error message often quotes
+ * the state it failed on, and a list shows no state to learn it from. One head read
+ * per listed thread with an error; nothing when the rules have no paths.
+ */
+export async function learnErrorHeads(r: Redactor, engine: Pick<Engine, 'checkpointer'>, threads: readonly Pick<ThreadRecord, 'id' | 'lastError'>[]): Promise<void> {
+  if (!r.active || r.rules.paths.length === 0) return;
+  for (const thread of threads) if (thread.lastError) await learnHead(r, engine, thread.id);
+}
+
 /** An evaluation report: each thread's diff (stored → evaluated) under its thread's rules, then every text. */
 export async function redactEvaluationReport(engine: Pick<Engine, 'checkpointer' | 'store'>, report: EvaluationReport, choice: RedactionChoice = {}, extra?: RedactionRules): Promise<EvaluationReport> {
   if (choice.raw) return report;

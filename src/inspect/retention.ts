@@ -29,7 +29,7 @@ import type { Store } from '../contracts/store.js';
 import type { ThreadRecord } from '../contracts/threads.js';
 import { InvalidOptionError, ThreadBusyError } from '../errors.js';
 import { isGraphNamespace } from '../internal/graphs.js';
-import { collectArtifactsAfter, durationOption, oneOf, ruleAge, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
+import { checkRetentionPolicy, collectArtifactsAfter, durationOption, oneOf, ruleAge, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
 import { compactThreadByRules, type CheckedPositionRule, type CompactionRules, type ThreadCompaction } from './retention-compaction.js';
 
 /** Which retention step is under way, and how far it got (`total` when known). `positions` covers the compactions of `positions` and `ledger` rules, a thread at a time. */
@@ -114,9 +114,11 @@ function addRows(into: RetentionRows, rows: RetentionRows): void {
 
 /**
  * Applies a retention policy (see the module documentation for the order and why).
- * InvalidOptionError for a malformed rule (a positions rule without `olderThanMs` or
- * `keepLast`, a ledger rule without `olderThanMs` or without `options.ledger`, a store
- * rule without a namespace).
+ * The whole policy is checked first ({@link checkRetentionPolicy}): InvalidOptionError,
+ * with nothing removed, for an unknown key, a status that is not a ThreadStatus, a
+ * malformed age or count, a positions rule without `olderThanMs` or `keepLast`, a rule
+ * of another kind without an age, a store rule without a namespace, or a ledger rule
+ * without `options.ledger`.
  *
  * @example
  * ```ts
@@ -130,7 +132,9 @@ function addRows(into: RetentionRows, rows: RetentionRows): void {
  * ```
  */
 export async function applyRetention(options: RetentionOptions): Promise<RetentionReport> {
-  const { checkpointer: cp, ledger, store, policy } = options;
+  const { checkpointer: cp, ledger, store } = options;
+  // Whole, before anything runs: a misspelt key or status would make its rule match nothing.
+  const policy = checkRetentionPolicy(options.policy);
   const dryRun = options.dryRun === true;
   const now = options.now ?? Date.now();
   const threadRules = (policy.threads ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));

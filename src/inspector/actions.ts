@@ -74,6 +74,12 @@ export function isActionRoute(pathname: string): boolean {
   return ACTION.test(pathname);
 }
 
+/** The thread an action's route names, or undefined when `pathname` is not one. */
+export function actionThread(pathname: string): string | undefined {
+  const match = ACTION.exec(pathname);
+  return match ? decodeURIComponent(match[1]!) : undefined;
+}
+
 /**
  * Refuses a request the inspector's own page did not send: it must carry the token in
  * {@link TOKEN_HEADER} (a custom header: another site's form cannot send one, and its

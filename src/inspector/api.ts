@@ -32,7 +32,7 @@ import { threadDiff } from '../inspect/diff.js';
 import { threadEffects } from '../inspect/effects.js';
 import { threadHistory, threadInterrupts } from '../inspect/history.js';
 import { storedState } from '../inspect/stored-state.js';
-import { learnHead, redactDiff, redactLedgerEntry, redactStoredState, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
+import { learnErrorHeads, learnHead, redactDiff, redactLedgerEntry, redactStoredState, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
 import { verifyThread } from '../inspect/verify.js';
 import { printable } from '../internal/printable.js';
 import { Redactor } from '../internal/redaction.js';
@@ -70,7 +70,13 @@ export async function answer(context: ApiContext, pathname: string, params: URLS
   const { engine } = context;
   const cp = engine.checkpointer;
   const choice = context.redaction ?? {};
-  if (pathname === '/api/threads') return (await threadRedactor(engine, undefined, choice)).value(await listThreadPage(cp, params));
+  if (pathname === '/api/threads') {
+    // Under every stored graph's rules, with what they hide in each failed thread's head learned (its error may quote it).
+    const page = await listThreadPage(cp, params);
+    const r = await threadRedactor(engine, undefined, choice);
+    await learnErrorHeads(r, engine, page.threads);
+    return r.value(page);
+  }
   const view = /^\/api\/threads\/([^/]+)\/([a-z]+)$/.exec(pathname);
   if (view && (VIEW_ROUTES as readonly string[]).includes(view[2]!)) return answerView(context, decodeURIComponent(view[1]!), view[2] as (typeof VIEW_ROUTES)[number], params);
   const match = /^\/api\/threads\/([^/]+)(?:\/(head|history|state|diff|verify|effects))?$/.exec(pathname);

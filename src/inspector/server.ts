@@ -44,9 +44,9 @@ import {
 import type { App } from '../runtime/app.js';
 import type { EvaluationReport } from '../runtime/evaluate.js';
 import type { StateSchema } from '../state/schema.js';
-import { actionsInfo, checkSameSite, isActionRoute, performAction, readJsonBody, type ActionContext } from './actions.js';
+import { actionsInfo, actionThread, checkSameSite, isActionRoute, performAction, readJsonBody, type ActionContext } from './actions.js';
 import { answer, RouteNotFound, viewJson } from './api.js';
-import { redactEvaluationReport, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
+import { learnHead, redactEvaluationReport, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
 import { ARTIFACT_ROUTE, artifactResponse, NoArtifactStore } from './artifact-route.js';
 import { EVALUATE_ROUTE, SAVED_REPORT_ROUTE, evaluateAction } from './evaluation.js';
 import { access, newToken, tokenCookie } from './auth.js';
@@ -172,6 +172,17 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const context = { engine: options.engine, redaction, ...(options.artifacts ? { artifacts: options.artifacts } : {}) };
   /** An action's answer, or an error's message: under the rules of the thread it names (every graph's when none). */
   const shown = async (value: unknown, thread: unknown): Promise<unknown> => (await threadRedactor(options.engine, typeof thread === 'string' ? thread : undefined, redaction)).value(value);
+  /**
+   * An action's answer: under every stored graph's rules, with what they hide in the
+   * head of the thread it acted on learned (a cancel of a failed thread answers with its
+   * error, which may quote the state).
+   */
+  const shownAction = async (value: unknown, pathname: string): Promise<unknown> => {
+    const r = await threadRedactor(options.engine, undefined, redaction);
+    const thread = actionThread(pathname);
+    if (thread !== undefined) await learnHead(r, options.engine, thread);
+    return r.value(value);
+  };
   const failed = async (response: ServerResponse, error: unknown, thread?: unknown) => {
     const { status, code, message } = errorStatus(error);
     sendJson(response, status, { error: { code, message: (await shown(message, thread)) as string } });
@@ -196,7 +207,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         checkSameSite(request, token);
         const body = await readJsonBody(request);
         thread = body.thread;
-        sendJson(response, 200, evaluate ? await redactEvaluationReport(options.engine, await evaluateAction(actions, body), redaction, options.app?.redaction) : await shown(await performAction(actions, url.pathname, body), body.thread));
+        sendJson(response, 200, evaluate ? await redactEvaluationReport(options.engine, await evaluateAction(actions, body), redaction, options.app?.redaction) : await shownAction(await performAction(actions, url.pathname, body), url.pathname));
       } catch (error) {
         await failed(response, error, thread);
       }

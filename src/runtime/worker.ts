@@ -21,7 +21,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { ThreadLease } from '../contracts/threads.js';
 import { WORKER_CLAIM_RETRY_MS, WORKER_CONCURRENCY, WORKER_POLL_MS } from '../defaults.js';
-import { CairnError } from '../errors.js';
+import { CairnError, InvalidOptionError } from '../errors.js';
 import type { StateSchema } from '../state/schema.js';
 import type { App } from './app.js';
 import type { EventSink } from './events.js';
@@ -29,7 +29,7 @@ import { HolderWatch } from './holder-watch.js';
 
 /** How many threads a {@link Worker} runs at once, its leases, and where its events and errors go. */
 export interface WorkerOptions {
-  /** Threads run at once. Default 4. */
+  /** Threads run at once: a whole number, 1 or more (InvalidOptionError otherwise). Default 4. */
   concurrency?: number;
   /** Lease of a claimed thread; the run renews it. Default: the app's (`compile({ leaseMs })`). */
   leaseMs?: number;
@@ -52,6 +52,9 @@ export interface WorkerRunReport {
   message?: string;
 }
 
+
+/** An option's value in a message: numbers as written (NaN, Infinity), the rest as JSON. */
+const shown = (value: unknown): string => (typeof value === 'number' ? String(value) : JSON.stringify(value));
 
 class WorkerStopping extends Error {
   constructor() {
@@ -88,7 +91,16 @@ export class Worker {
     readonly app: App<StateSchema>,
     private readonly options: WorkerOptions = {},
   ) {
-    this.concurrency = options.concurrency ?? WORKER_CONCURRENCY;
+    // A worker that may run no thread (0, a negative or fractional count) would claim nothing, ever, and say nothing.
+    const concurrency = options.concurrency ?? WORKER_CONCURRENCY;
+    if (typeof concurrency !== 'number' || !Number.isSafeInteger(concurrency) || concurrency < 1) {
+      throw new InvalidOptionError(`Worker: concurrency must be a whole number of threads run at once (1 or more), got ${shown(concurrency)}.`);
+    }
+    for (const name of ['leaseMs', 'pollMs'] as const) {
+      const ms = options[name];
+      if (ms !== undefined && (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0)) throw new InvalidOptionError(`Worker: ${name} must be a number of milliseconds above 0, got ${shown(ms)}.`);
+    }
+    this.concurrency = concurrency;
     this.leaseMs = options.leaseMs ?? app.leaseMs;
     this.pollMs = options.pollMs ?? WORKER_POLL_MS;
   }

@@ -29,7 +29,7 @@ it('cairn erase --tenant: a listing without --yes, the erasure and its report wi
   const run = await cairn(['erase', '--tenant', 'A', '--db', db, '--artifacts', join(dir, 'artifacts'), '--store', 'tenants/A', '--yes', '--json']);
   expect(run.code).toBe(0);
   const report = JSON.parse(run.stdout);
-  expect(report).toMatchObject({ scope: 'tenant:A', threads: ['A-t0', 'A-t1'], store: { items: 1 }, artifacts: { deleted: 1 }, keys: { encrypted: false }, covers: { backups: false } });
+  expect(report).toMatchObject({ scope: 'tenant:A', threads: ['A-t0', 'A-t1'], store: { items: 1 }, artifacts: { deleted: 1 }, keys: { encrypted: false }, covers: { backups: false }, found: true });
 
   const human = await cairn(['erase', '--thread', 'B-t0', '--db', db]);
   expect(human.code).toBe(1);
@@ -41,4 +41,29 @@ it('cairn erase --tenant: a listing without --yes, the erasure and its report wi
   const check = sqlite(db);
   expect((await check.checkpointer.listThreads()).map((t) => t.id)).toEqual(['B-t0']);
   await check.close();
+});
+
+it('cairn erase --tenant of a tenant with nothing stored says nothing was found, and still exits 0 (an erasure is safe to retry)', async () => {
+  const db = join(dir, 'typo.db');
+  const engine = sqlite(db);
+  const app = canaryApp(engine, fsArtifacts(join(dir, 'typo-artifacts')));
+  await runTenant(app, 'A', canaries('A'));
+  await engine.close();
+
+  const dry = await cairn(['erase', '--tenant', 'nope', '--db', db]);
+  expect(dry.code).toBe(1);
+  expect(dry.stdout).toContain('would erase tenant nope: 0 threads (no thread of this tenant was found: check the name');
+  const human = await cairn(['erase', '--tenant', 'nope', '--db', db, '--yes']);
+  expect(human.code, human.stderr).toBe(0);
+  expect(human.stdout).toContain('erased tenant:nope: nothing found: no threads, store rows, artifacts or data keys of tenant "nope". Check the name');
+  const json = await cairn(['erase', '--tenant', 'nope', '--db', db, '--artifacts', join(dir, 'typo-artifacts'), '--store', 'tenants/nope', '--yes', '--json']);
+  expect(json.code, json.stderr).toBe(0);
+  expect(JSON.parse(json.stdout)).toMatchObject({ scope: 'tenant:nope', threads: [], store: { items: 0 }, artifacts: { deleted: 0 }, found: false });
+
+  // The real tenant is found; erased again, nothing of it is left to find.
+  const first = await cairn(['erase', '--tenant', 'A', '--db', db, '--store', 'tenants/A', '--yes', '--json']);
+  expect(JSON.parse(first.stdout)).toMatchObject({ threads: ['A-t0', 'A-t1'], found: true });
+  const again = await cairn(['erase', '--tenant', 'A', '--db', db, '--store', 'tenants/A', '--yes']);
+  expect(again.code).toBe(0);
+  expect(again.stdout).toContain('erased tenant:A: nothing found');
 });

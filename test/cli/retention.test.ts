@@ -97,6 +97,25 @@ describe('cairn retention apply', () => {
     expect(ledgerRule.code).not.toBe(0);
     expect(ledgerRule.stderr).toContain('needs olderThanMs');
   });
+
+  it('refuses a typo in a rule (a status, a key, an age) before anything runs, dry run or not, with exit 2', async () => {
+    const bad = join(dir, 'typo.json');
+    const cases: [unknown, string][] = [
+      [{ threads: [{ status: 'bogus', olderThanMs: 1 }] }, 'threads[0]: unknown status "bogus" (one of running, interrupted, completed, failed, needs_attention, waiting)'],
+      [{ threads: [{ status: 'completed', olderThanMS: 1 }] }, 'threads[0]: unknown key "olderThanMS"'],
+      [{ store: [{ namespace: ['cache'], olderThanMs: -5 }] }, 'store[0]: olderThanMs must be a number of milliseconds (0 or more), got -5'],
+      [{ positions: [{ keepLast: '4' }] }, 'positions[0]: keepLast must be a whole number of positions (1 or more), got "4"'],
+    ];
+    for (const [policy, says] of cases) {
+      writeFileSync(bad, JSON.stringify(policy));
+      for (const dry of [['--dry-run'], []]) {
+        const result = await cairn(['retention', 'apply', '--db', db, '--policy', bad, ...dry]);
+        expect(result.code, result.stdout).toBe(2);
+        expect(result.stderr).toContain(`--policy ${bad}: retention policy ${says}`);
+        expect(result.stdout).toBe('');
+      }
+    }
+  });
 });
 
 /**

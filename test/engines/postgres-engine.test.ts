@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { migrate, postgres, POSTGRES_MIGRATIONS, type PgQueryConfig, type PoolLike } from '../../src/engines/postgres/index.js';
-import { EngineClosedError, EngineError, InvalidKeyError } from '../../src/errors.js';
+import { DatabaseFromFutureError, EngineClosedError, EngineError, InvalidKeyError } from '../../src/errors.js';
 import { PG_URL, usePostgresSchema } from '../helpers/postgres.js';
 import { linearPosition } from '../helpers/positions.js';
 
@@ -57,7 +57,7 @@ describe('PostgreSQL engine: opening, closing, failing', () => {
       await db.pool.query(`INSERT INTO "${schema}".cairn_migrations (id, name, applied_at) VALUES (999, 'from the future', 0)`);
       const engine = postgres(db.pool, { schema });
       const error = await engine.checkpointer.getThread('t').catch((e: unknown) => e);
-      expect(EngineError.is(error)).toBe(true);
+      expect(DatabaseFromFutureError.is(error)).toBe(true);
       expect((error as Error).message).toMatch(/newer cairn \(migration 999 "from the future"/);
       expect((error as Error).message).toMatch(/Upgrade cairn/);
       await engine.close();

@@ -71,6 +71,18 @@ describe('eraseTenant without encryption (SQLite + fs)', () => {
     await engine.close();
   });
 
+  it('reports found: false for a tenant of which nothing is stored (a typo), and found: true for one erased', async () => {
+    const engine = sqlite(join(dir, 'cairn.db'));
+    const artifacts = fsArtifacts(join(dir, 'artifacts'));
+    const app = canaryApp(engine, artifacts);
+    await runTenant(app, 'A', canaries('A'));
+    const typo = await eraseTenant(engine, { tenant: 'a', artifacts, store: [['tenants', 'a']] });
+    expect(typo).toMatchObject({ threads: [], store: { items: 0, pins: 0 }, artifacts: { deleted: 0, keptShared: 0 }, found: false });
+    expect((await eraseTenant(engine, { tenant: 'A', artifacts, store: [['tenants', 'A']] })).found).toBe(true);
+    expect((await eraseTenant(engine, { tenant: 'A', artifacts, store: [['tenants', 'A']] })).found).toBe(false);
+    await engine.close();
+  });
+
   it('erases a thread without a tenant; refuses a tenant thread and a missing one with typed errors; fences a live run', async () => {
     const engine = sqlite(join(dir, 'cairn.db'));
     const artifacts = fsArtifacts(join(dir, 'artifacts'));

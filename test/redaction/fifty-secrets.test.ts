@@ -3,7 +3,8 @@
  * nested paths, list items, a record of values (`profile.*`), appended notes caught
  * by a pattern, recorded outputs (by path, whole, by pattern), effect arguments and
  * outcomes, a node's error message, a validation error that quotes its input, an
- * interrupt's payload and answer, and data a node emits. The run goes on as if
+ * interrupt's payload and answer, and data a node emits; a second thread fails on
+ * a node whose error quotes two path-redacted values. The run goes on as if
  * nothing were redacted; then every face that shows the thread is captured and
  * searched for each secret: the CLI (`show`, `history`, `effects`, `diff`,
  * `attempts`, `threads`, `export`, human and JSON), the inspector's API (every route,
@@ -103,6 +104,8 @@ function build(engine: Engine, s: Secrets, events: RunEvent[]) {
   let payFailures = 0;
   return graph(State)
     .node('intake', async (state, ctx) => {
+      // Another customer's thread fails here, its error quoting two path-redacted values.
+      if (state.customer?.name === 'Bo') throw new Error(`cannot reach ${state.customer.email} with ${state.apiKey}`);
       const crm = await ctx.record('crm', async () => ({ plan: 'gold', token: s.crmToken }));
       const model = await ctx.record('model', async () => ({ text: `summary for ${crm.plan}`, parts: s.model }), { kind: 'model', model: 'test-model' });
       const hits = await ctx.record('search', async () => s.search.map((k) => `found ${k} in the vault`));
@@ -115,7 +118,7 @@ function build(engine: Engine, s: Secrets, events: RunEvent[]) {
         config: { db: { host: 'db.local', password: s.password }, keys: s.configKeys },
         customer: { ...state.customer!, card: { number: s.card, brand: 'visa' } },
       };
-    })
+    }, { retry: { maxAttempts: 1 } })
     .node('pay', async (_state, ctx) => {
       await ctx.effect('charge', { args: { card: s.chargeArgs[0], cvv: s.chargeArgs[1] }, run: async () => ({ receipt: s.receipt, ok: true }) });
       await ctx.effect('notify', { run: async () => ({ sent: s.notify }) });
@@ -162,6 +165,11 @@ async function runThread(engine: Engine, s: Secrets) {
     expect(error.message).toMatch(/ERR_STATE_VALIDATION|failed validation/);
     errors.push(`${error.message}\n${error.stack}`);
   }
+  // A failed thread: the thread lists show its error, with no state beside it.
+  const failed = await app.run({ thread: 'fail-1', input: { apiKey: s.apiKey, customer: { name: 'Bo', email: s.email, card: { number: 'none', brand: '-' } } } }).then(() => new Error('no error'), (e: Error) => e);
+  expect(failed.message).toContain('cannot reach');
+  errors.push(`${failed.message}\n${failed.stack}`);
+  expect((await app.getThread({ thread: 'fail-1' }))?.lastError?.message).toContain(s.email);
   return { app, events, streamed, errors };
 }
 
@@ -196,13 +204,14 @@ async function storageFaces(db: string, engine: Engine, dir: string, all: boolea
     ['history --json', ['history', 'cust-1', '--json']],
     ['effects --json', ['effects', 'cust-1', '--json']],
     ['export', ['export', 'cust-1', '--out', join(dir, 'redacted.jsonl')]],
+    ['threads --json', ['threads', '--json']],
     ...(all
       ? ([
           ['show', ['show', 'cust-1']],
           ['effects', ['effects', 'cust-1']],
           ['diff --json', ['diff', 'cust-1', '0', '5', '--json']],
           ['attempts', ['attempts', 'cust-1', '--json']],
-          ['threads', ['threads', '--json']],
+          ['threads', ['threads']],
         ] as [string, string[]][])
       : []),
   ];
@@ -264,7 +273,8 @@ describe('fifty secrets, on SQLite', () => {
       // The faces did show the thread: the markers are where the secrets were.
       expect(faces['cli show --json']).toContain('[redacted]');
       expect(faces['inspector /api/threads/cust-1/state?seq=5']).toContain('[redacted]');
-      for (const face of ['events', 'stream', 'spans', 'errors', 'cli export file', 'cli attempts']) expect(faces[face], face).toContain('[redacted]');
+      for (const face of ['events', 'stream', 'spans', 'errors', 'cli export file', 'cli attempts', 'cli threads --json', 'inspector /api/threads']) expect(faces[face], face).toContain('[redacted]');
+      for (const face of ['cli threads --json', 'inspector /api/threads']) expect(faces[face], face).toContain('cannot reach [redacted] with [redacted]');
 
       // --raw shows them as stored; a raw export imports and verifies, a redacted one is refused.
       const raw = await cairn(['show', 'cust-1', '--json', '--raw', '--db', db]);
@@ -297,6 +307,7 @@ describe('fifty secrets, on PostgreSQL', () => {
       const faces = await storageFaces(`${pg.url}#${pg.schema}`, engine, dir, false);
       expect(leaks(faces, all(s))).toEqual([]);
       expect(faces['cli effects --json']).toContain('[redacted]');
+      for (const face of ['cli threads --json', 'inspector /api/threads']) expect(faces[face], face).toContain('cannot reach [redacted] with [redacted]');
     } finally {
       await engine.close();
     }

@@ -19,7 +19,7 @@
  */
 import { createHash } from 'node:crypto';
 import { POSTGRES_LISTEN_RETRY_MS, POSTGRES_POOL_MAX } from '../../defaults.js';
-import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidKeyError, InvalidOptionError } from '../../errors.js';
+import { CairnError, DatabaseFromFutureError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidKeyError, InvalidOptionError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
 import { checkTenant } from '../../artifacts/refs.js';
 import { createPool, type PoolClientLike, type PoolLike } from './driver.js';
@@ -41,7 +41,8 @@ export interface PostgresOptions {
    * Open for reading only: the schema must exist and hold cairn's tables with every
    * migration this cairn knows. Nothing is created or migrated; a missing schema or
    * tables is {@link DatabaseNotFoundError}, an older schema {@link DatabaseOutdatedError}.
-   * For inspection tools. (Writes are not refused by the engine: use a role without
+   * (A schema migrated by a newer cairn is {@link DatabaseFromFutureError}, opened for
+   * reading or not.) For inspection tools. (Writes are not refused by the engine: use a role without
    * write privileges for that.)
    *
    * @example `const engine = postgres(url, { schema: 'cairn', readOnly: true });`
@@ -218,7 +219,7 @@ export class PostgresConnection {
       for (let attempt = 0; ; attempt++) {
         try {
           if (this.options.readOnly) await this.checkSchema(pool);
-          else await migrate(pool, this.schema);
+          else await migrate(pool, this.schema, POSTGRES_MIGRATIONS, this.location);
           break;
         } catch (error) {
           if (attempt >= 3 || !isConnectionLoss(error)) throw error;
@@ -273,16 +274,12 @@ export class PostgresConnection {
     ).rows[0] as { schema: boolean; migrations: boolean };
     if (!found.schema) throw new DatabaseNotFoundError(this.location, `there is no schema "${this.schema}" in this database.`, place);
     if (!found.migrations) throw new DatabaseNotFoundError(this.location, `schema "${this.schema}" holds no cairn tables.`, place);
-    const applied = new Set(((await pool.query({ text: `SELECT id FROM ${s}.cairn_migrations` })).rows as { id: number }[]).map((row) => Number(row.id)));
+    const rows = ((await pool.query({ text: `SELECT id, name FROM ${s}.cairn_migrations ORDER BY id` })).rows as { id: number; name: string }[]).map((row) => ({ id: Number(row.id), name: row.name }));
+    const applied = new Set(rows.map((row) => row.id));
     const known = POSTGRES_MIGRATIONS.map((m) => m.id);
     const latest = Math.max(...known);
-    const newer = [...applied].filter((id) => !known.includes(id));
-    if (newer.length) {
-      throw new EngineError(
-        `schema ${this.schema} was migrated by a newer cairn (migration ${Math.max(...newer)}; this code knows up to ${latest}). Upgrade cairn here, or point this process at another schema.`,
-        { place },
-      );
-    }
+    const newer = rows.filter((row) => !known.includes(row.id));
+    if (newer.length) throw new DatabaseFromFutureError(this.location, newer.map((row) => row.id), latest, place, newer.at(-1)!.name);
     const missing = known.filter((id) => !applied.has(id));
     if (missing.length) throw new DatabaseOutdatedError(this.location, missing, latest, place);
   }

@@ -13,7 +13,7 @@
  * `COLLATE "C"`: byte order, the same as SQLite's and independent of the
  * database's locale, which the store's label-bounded prefix scan depends on.
  */
-import { EngineError } from '../../errors.js';
+import { DatabaseFromFutureError } from '../../errors.js';
 import type { PoolClientLike, PoolLike } from './driver.js';
 
 /** One step of the PostgreSQL schema: its id, its name and its statements. */
@@ -346,8 +346,11 @@ export function quoteIdent(name: string): string {
  * known id and no other needs nothing done. Anything else (no table yet, a migration
  * missing, one this code does not know) is looked at again under the lock, which
  * decides and reports as before.
+ *
+ * DatabaseFromFutureError, with nothing applied, when the schema records a migration
+ * not in `migrations` (a newer cairn migrated it); `location` names the schema in it.
  */
-export async function migrate(pool: PoolLike, schema: string, migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS): Promise<number[]> {
+export async function migrate(pool: PoolLike, schema: string, migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS, location = `schema ${schema}`): Promise<number[]> {
   const s = quoteIdent(schema);
   if (await isCurrent(pool, s, migrations)) return [];
   return underSchemaLock(pool, schema, async (client) => {
@@ -365,14 +368,7 @@ export async function migrate(pool: PoolLike, schema: string, migrations: readon
     const rows = (await client.query({ text: `SELECT id, name FROM ${s}.cairn_migrations ORDER BY id` })).rows as { id: number; name: string }[];
     const known = new Set(migrations.map((m) => m.id));
     const unknown = rows.filter((row) => !known.has(row.id));
-    if (unknown.length) {
-      const newest = unknown[unknown.length - 1]!;
-      throw new EngineError(
-        `schema ${schema} was migrated by a newer cairn (migration ${newest.id} "${newest.name}"; this code knows up to ${Math.max(0, ...known)}). ` +
-          `Upgrade cairn here, or point this process at another schema.`,
-        { place: { engine: 'postgres' } },
-      );
-    }
+    if (unknown.length) throw new DatabaseFromFutureError(location, unknown.map((row) => row.id), Math.max(0, ...known), { engine: 'postgres' }, unknown.at(-1)!.name);
     const applied = new Set(rows.map((row) => row.id));
     const done: number[] = [];
     for (const migration of migrations) {

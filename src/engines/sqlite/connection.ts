@@ -13,7 +13,7 @@
  */
 import { existsSync } from 'node:fs';
 import { SQLITE_BUSY_TIMEOUT_MS, SQLITE_MMAP_BYTES, SQLITE_PAGE_SIZE } from '../../defaults.js';
-import { CairnError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidOptionError } from '../../errors.js';
+import { CairnError, DatabaseFromFutureError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidOptionError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
 import { asSqliteDatabase, driverOf, openDatabase, type SqliteDatabase, type SqliteDriverName, type SqliteHandle, type SqliteStatement } from './driver.js';
 import { migrate, SQLITE_MIGRATIONS } from './migrations.js';
@@ -50,7 +50,8 @@ export interface SqliteOptions {
    * Open for reading only: the file must exist and hold a cairn database with every
    * migration this cairn knows. Nothing is created, migrated or written (writes fail
    * with EngineError); a missing file or database is {@link DatabaseNotFoundError}, an
-   * older one {@link DatabaseOutdatedError}. For inspection tools.
+   * older one {@link DatabaseOutdatedError}. (A database migrated by a newer cairn is
+   * {@link DatabaseFromFutureError}, opened for reading or not.) For inspection tools.
    *
    * @example `const engine = sqlite('./cairn.db', { readOnly: true });`
    */
@@ -266,7 +267,7 @@ export class SqliteConnection {
         if (db.pragma('page_count', { simple: true }) === 0) db.pragma(`page_size = ${pageSizeOf(this.options.pageSize)}`);
         enableWal(db, timeout);
         db.pragma(`synchronous = ${this.options.durability === 'normal' ? 'NORMAL' : 'FULL'}`);
-        migrate(db);
+        migrate(db, SQLITE_MIGRATIONS, this.location);
       }
       this.handle = db;
     } catch (error) {
@@ -281,16 +282,12 @@ export class SqliteConnection {
     const place = { engine: 'sqlite' };
     const table = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cairn_migrations'`).pluck().get();
     if (table === undefined) throw new DatabaseNotFoundError(this.location, 'the file holds no cairn tables.', place);
-    const applied = new Set(db.prepare('SELECT id FROM cairn_migrations').pluck().all() as number[]);
+    const rows = db.prepare('SELECT id, name FROM cairn_migrations ORDER BY id').all() as { id: number; name: string }[];
+    const applied = new Set(rows.map((row) => row.id));
     const known = SQLITE_MIGRATIONS.map((m) => m.id);
     const latest = Math.max(...known);
-    const newer = [...applied].filter((id) => !known.includes(id));
-    if (newer.length) {
-      throw new EngineError(
-        `${this.location} was migrated by a newer cairn (migration ${Math.max(...newer)}; this cairn knows up to ${latest}). Upgrade cairn here.`,
-        { place },
-      );
-    }
+    const newer = rows.filter((row) => !known.includes(row.id));
+    if (newer.length) throw new DatabaseFromFutureError(this.location, newer.map((row) => row.id), latest, place, newer.at(-1)!.name);
     const missing = known.filter((id) => !applied.has(id));
     if (missing.length) throw new DatabaseOutdatedError(this.location, missing, latest, place);
   }

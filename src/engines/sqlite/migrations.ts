@@ -4,6 +4,7 @@
  * transaction (SQLite's write lock serialises concurrent openers) and recorded in
  * `cairn_migrations`. Append new migrations; never edit an applied one.
  */
+import { DatabaseFromFutureError } from '../../errors.js';
 import type { SqliteDatabase } from './driver.js';
 
 export interface Migration {
@@ -325,11 +326,17 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
  * Applies every migration not yet recorded. Safe to call from many processes at once:
  * everything, the creation of `cairn_migrations` included, happens under the write
  * lock, so a second opener waits (busy timeout) and then finds the work done.
+ * DatabaseFromFutureError, with nothing applied, when the database records a migration
+ * not in `migrations` (a newer cairn migrated it); `location` names the database in it.
  */
-export function migrate(db: SqliteDatabase, migrations: readonly Migration[] = SQLITE_MIGRATIONS): number[] {
+export function migrate(db: SqliteDatabase, migrations: readonly Migration[] = SQLITE_MIGRATIONS, location = 'this SQLite database'): number[] {
   const apply = db.transaction(() => {
     db.exec('CREATE TABLE IF NOT EXISTS cairn_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
-    const applied = new Set((db.prepare('SELECT id FROM cairn_migrations').pluck().all() as number[]));
+    const rows = db.prepare('SELECT id, name FROM cairn_migrations ORDER BY id').all() as { id: number; name: string }[];
+    const known = new Set(migrations.map((m) => m.id));
+    const unknown = rows.filter((row) => !known.has(row.id));
+    if (unknown.length) throw new DatabaseFromFutureError(location, unknown.map((row) => row.id), Math.max(0, ...known), { engine: 'sqlite' }, unknown.at(-1)!.name);
+    const applied = new Set(rows.map((row) => row.id));
     const done: number[] = [];
     for (const migration of migrations) {
       if (applied.has(migration.id)) continue;

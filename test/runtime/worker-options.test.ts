@@ -1,0 +1,54 @@
+/**
+ * A Worker that could run no thread is refused when it is made, not left to claim
+ * nothing forever: a concurrency of 0, a negative or fractional one, or not a number
+ * is InvalidOptionError, and so is a lease or poll interval that is not above 0. A
+ * worker of concurrency 1 runs a submitted thread.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineState, END, field, graph, InvalidOptionError, START, Worker } from '../../src/index.js';
+import { memory } from '../../src/engines/memory/index.js';
+
+const State = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
+const appOn = () =>
+  graph(State)
+    .node('step', (s) => ({ n: s.n + 1 }))
+    .edge(START, 'step')
+    .edge('step', END)
+    .compile({ engine: memory(), name: 'options' });
+
+describe('Worker options', () => {
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '4'])('concurrency %s is InvalidOptionError', (concurrency) => {
+    const app = appOn();
+    const error = (() => {
+      try {
+        new Worker(app, { concurrency: concurrency as number });
+        return undefined;
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(InvalidOptionError.is(error), String(error)).toBe(true);
+    expect((error as Error).message).toContain(`concurrency must be a whole number of threads run at once (1 or more), got ${typeof concurrency === 'number' ? String(concurrency) : JSON.stringify(concurrency)}`);
+  });
+
+  it.each([
+    ['leaseMs', 0],
+    ['leaseMs', -5],
+    ['pollMs', 0],
+    ['pollMs', Number.NaN],
+  ])('%s %s is InvalidOptionError', (name, ms) => {
+    expect(() => new Worker(appOn(), { [name]: ms })).toThrow(InvalidOptionError);
+  });
+
+  it('concurrency 1 runs a submitted thread', async () => {
+    const app = appOn();
+    const worker = new Worker(app, { concurrency: 1, pollMs: 20 });
+    const running = worker.run();
+    await app.submit({ thread: 't' });
+    for (let i = 0; i < 200 && (await app.getThread({ thread: 't' }))?.status !== 'completed'; i++) await new Promise((r) => setTimeout(r, 10));
+    expect((await app.getThread({ thread: 't' }))?.status).toBe('completed');
+    await worker.stop();
+    await running;
+  });
+});
