@@ -56,8 +56,7 @@ export function openTextsUnchecked(key: DataKey, rows: readonly (string | Uint8A
     let header = 0;
     if (typeof row === 'string') {
       if (!row.startsWith(textPrefix)) return anotherKey(row, where);
-      const chars = row.length - textPrefix.length;
-      bytes = chars % 4 !== 0 ? -1 : (chars >> 2) * 3 - (row.endsWith('==') ? 2 : row.endsWith('=') ? 1 : 0);
+      bytes = base64Bytes(row, textPrefix.length);
       from[p] = textPrefix.length;
     } else {
       header = sealedBytesHeader(row);
@@ -133,9 +132,8 @@ export function openEachRowUnchecked(key: DataKey, rows: readonly (string | Uint
     let packed: Buffer;
     if (typeof row === 'string') {
       if (!row.startsWith(textPrefix)) return anotherKey(row, where);
-      const encoded = row.slice(textPrefix.length);
-      packed = Buffer.from(encoded, 'base64');
-      if (encoded.length % 4 !== 0 || packed.length !== (encoded.length >> 2) * 3 - (encoded.endsWith('==') ? 2 : encoded.endsWith('=') ? 1 : 0)) packed = Buffer.alloc(0);
+      packed = Buffer.from(row.slice(textPrefix.length), 'base64');
+      if (packed.length !== base64Bytes(row, textPrefix.length)) packed = Buffer.alloc(0);
     } else {
       const all = Buffer.from(row.buffer, row.byteOffset, row.length);
       if (sealedBytesHeader(all) !== expected.length || !all.subarray(0, expected.length).equals(expected)) return anotherKey(row, where);
@@ -158,6 +156,12 @@ export function openEachRowUnchecked(key: DataKey, rows: readonly (string | Uint
 function anotherKey(row: string | Uint8Array, where: string): null {
   if (typeof row !== 'string' && sealedBytesKeyId(row) === null) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
   return null;
+}
+
+/** The bytes the base64 of `text` from `from` encodes, or -1 when its length is not whole groups of four. */
+function base64Bytes(text: string, from: number): number {
+  const chars = text.length - from;
+  return chars % 4 !== 0 ? -1 : (chars >> 2) * 3 - (text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0);
 }
 
 /** Bytes of keystream made per AES call: a multiple of the block. */
