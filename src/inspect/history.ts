@@ -15,8 +15,8 @@
 import type { ArtifactRef } from '../contracts/artifact-store.js';
 import type { Checkpointer, StoredPosition } from '../contracts/checkpointer.js';
 import { decode } from '../codec/tagged-json.js';
-import { ThreadNotFoundError } from '../errors.js';
 import type { EffectRecoveryDecision, PendingInterrupt, PositionBody } from '../runtime/position.js';
+import { namespaceHead } from './walk.js';
 
 /** One entry of a thread's history. */
 export interface PositionInfo {
@@ -73,8 +73,8 @@ export interface HistoryPage {
 
 /**
  * Positions of the thread (of child run `ns`, if given), newest first (highest seq
- * first, every branch included). ThreadNotFoundError for a missing thread; a
- * namespace the thread does not have reads as no positions.
+ * first, every branch included). ThreadNotFoundError for a missing thread;
+ * NamespaceNotFoundError for a namespace the thread does not have.
  *
  * @example
  * ```ts
@@ -83,8 +83,8 @@ export interface HistoryPage {
  * ```
  */
 export async function threadHistory(cp: Checkpointer, threadId: string, options: HistoryPage = {}): Promise<PositionInfo[]> {
-  if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
   const { ns = '', ...range } = options;
+  await namespaceHead(cp, threadId, ns);
   const positions = await cp.listPositions(threadId, ns, range);
   return positions.map((p) => positionInfo(p, threadId));
 }
@@ -147,7 +147,7 @@ export interface ThreadInterrupts {
  * The interrupts of a thread at position `seq` (default the head) of namespace `ns`:
  * those pending there, and those answered on its branch up to it, with the actor of
  * each answer.
- * ThreadNotFoundError for a missing thread.
+ * ThreadNotFoundError for a missing thread, NamespaceNotFoundError for a namespace it does not have.
  *
  * @example
  * ```ts
@@ -156,7 +156,7 @@ export interface ThreadInterrupts {
  * ```
  */
 export async function threadInterrupts(cp: Checkpointer, threadId: string, options: { ns?: string; seq?: number } = {}): Promise<ThreadInterrupts> {
-  if (!(await cp.getThread(threadId))) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
+  await namespaceHead(cp, threadId, options.ns ?? '');
   // Positions after `seq` are on no branch that leads to it.
   const page = options.seq !== undefined ? { beforeSeq: options.seq + 1 } : {};
   return interruptsOf(threadId, await cp.listPositions(threadId, options.ns ?? '', page), options.seq);

@@ -24,6 +24,7 @@ import { decode } from '../codec/tagged-json.js';
 import { PositionNotFoundError, ThreadNotFoundError } from '../errors.js';
 import type { EffectRecoveryDecision } from '../runtime/position.js';
 import { positionInfo } from './history.js';
+import { checkNamespace } from './walk.js';
 
 /** A ledger entry with its outcome decoded (absent while it has none). Fields a runtime adds to entries (`meta`…) are kept as they are. */
 export type LedgerEntryView = Omit<LedgerEntry, 'outcome'> & { outcome?: unknown };
@@ -66,6 +67,7 @@ export function ledgerEntryView(entry: LedgerEntry): LedgerEntryView {
 /**
  * The recorded outputs and effects of the step of position `seq` of namespace `ns`
  * (default the root graph) of thread `threadId`. ThreadNotFoundError,
+ * NamespaceNotFoundError for a namespace the thread does not have,
  * PositionNotFoundError for a seq the namespace does not have.
  *
  * @example
@@ -79,6 +81,7 @@ export async function positionLedger(engine: Pick<Engine, 'checkpointer' | 'ledg
   const ns = options.ns ?? '';
   const thread = await cp.getThread(threadId);
   if (!thread) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
+  await checkNamespace(cp, threadId, ns);
   const stored = await cp.getPosition(threadId, ns, options.seq);
   if (!stored) throw new PositionNotFoundError(threadId, options.seq, { engine: cp.engine });
   const info = positionInfo(stored, threadId);

@@ -24,6 +24,7 @@ import type { AttemptFailure, Checkpointer } from '../contracts/checkpointer.js'
 import type { ThreadStatus } from '../contracts/threads.js';
 import { ThreadNotFoundError } from '../errors.js';
 import { positionInfo, type HistoryPage, type PositionInfo } from './history.js';
+import { checkNamespace } from './walk.js';
 
 /** A failed attempt of the step that started from a position. */
 export interface TimelineFailure {
@@ -80,8 +81,8 @@ const PAGE = 50;
 
 /**
  * A page of the timeline of thread `threadId` (of child run `ns`, if given), newest
- * first. ThreadNotFoundError for a missing thread; a namespace the thread does not
- * have reads as an empty page.
+ * first. ThreadNotFoundError for a missing thread, NamespaceNotFoundError for a
+ * namespace it does not have.
  *
  * @example
  * ```ts
@@ -92,6 +93,7 @@ export async function threadTimeline(cp: Checkpointer, threadId: string, options
   const thread = await cp.getThread(threadId);
   if (!thread) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
   const ns = options.ns ?? '';
+  await checkNamespace(cp, threadId, ns);
   const limit = options.limit ?? PAGE;
   // One more than the page, to tell whether there is a next page.
   const [rows, failures, anchor] = await Promise.all([

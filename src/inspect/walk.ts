@@ -6,7 +6,7 @@
  * (`Checkpointer.listNamespaces`) and, in each, every position with this.
  */
 import type { Checkpointer, StoredPosition } from '../contracts/checkpointer.js';
-import { NamespaceNotFoundError, ThreadNotFoundError } from '../errors.js';
+import { InvalidOptionError, NamespaceNotFoundError, ThreadNotFoundError } from '../errors.js';
 
 /** Positions read per query. */
 const BATCH = 500;
@@ -39,7 +39,9 @@ export function seqLabel(ns: string, seq: number): string {
  * The head seq of namespace `ns` of a thread: the thread record's head for the root
  * graph (null while it has no position), the highest seq for a child run's.
  * ThreadNotFoundError for a missing thread; NamespaceNotFoundError, naming the
- * namespaces the thread has, for a child namespace without positions.
+ * namespaces the thread has, for a child namespace without positions;
+ * InvalidOptionError for an `ns` that is not a string. Any string is looked up: a
+ * thread written through the LangGraph saver has LangGraph's namespaces, not cairn's.
  *
  * @example
  * ```ts
@@ -47,9 +49,30 @@ export function seqLabel(ns: string, seq: number): string {
  * ```
  */
 export async function namespaceHead(cp: Checkpointer, threadId: string, ns: string): Promise<number | null> {
+  checkNamespaceType(ns);
   const thread = await cp.getThread(threadId);
   if (!thread) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
   if (ns === '') return thread.head;
+  return childHead(cp, threadId, ns);
+}
+
+/**
+ * What {@link namespaceHead} checks of `ns`, for a caller that has read the thread
+ * record itself: InvalidOptionError for an `ns` that is not a string,
+ * NamespaceNotFoundError for a child namespace without positions. The root namespace
+ * ('') always exists.
+ */
+export async function checkNamespace(cp: Checkpointer, threadId: string, ns: string): Promise<void> {
+  checkNamespaceType(ns);
+  if (ns !== '') await childHead(cp, threadId, ns);
+}
+
+function checkNamespaceType(ns: unknown): asserts ns is string {
+  if (typeof ns !== 'string') throw new InvalidOptionError(`the ns option must be a string (a checkpoint namespace; '' for the root graph), got ${JSON.stringify(ns) ?? String(ns)}.`);
+}
+
+/** The highest seq of child namespace `ns`; NamespaceNotFoundError, naming the thread's namespaces, when it has none. */
+async function childHead(cp: Checkpointer, threadId: string, ns: string): Promise<number> {
   const [head] = await cp.listPositions(threadId, ns, { limit: 1 });
   if (!head) throw new NamespaceNotFoundError(threadId, ns, await cp.listNamespaces(threadId), { engine: cp.engine });
   return head.seq;

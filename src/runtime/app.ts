@@ -17,11 +17,12 @@ import type { Engine } from '../contracts/engine.js';
 import type { DeleteThreadOptions, DeleteThreadResult, StoredSignal, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { encode } from '../codec/tagged-json.js';
 import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
-import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, InvalidOptionError, LeaseLostError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
 import { signalThread } from '../inspect/signal.js';
+import { namespaceHead } from '../inspect/walk.js';
 // Maintenance and inspection that no run needs (verify, replay, evaluate, erase) is
 // imported where it is called, so a process that only runs threads never loads it.
 import type { EraseOptions, ErasureReport } from '../inspect/erase.js';
@@ -29,7 +30,7 @@ import type { VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import { describeGraph, publishGraph } from './graph-description.js';
-import { namespaceGraph, type GraphSpec } from './graph-spec.js';
+import { namespaceGraph, namespaceOption, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PendingWait } from './position.js';
 import type { ReplayReport } from './replay.js';
@@ -517,10 +518,14 @@ export class App<S extends StateSchema> {
 
   /**
    * The state at the thread's head (with `ns`, at the head of that child run; its
-   * state is the child graph's). ThreadNotFoundError for a thread with no position.
+   * state is the child graph's). ThreadNotFoundError for a thread with no position,
+   * NamespaceNotFoundError for a namespace the thread does not have, InvalidOptionError
+   * for an `ns` that is no checkpoint namespace.
    */
   async getState(options: ThreadOption & NamespaceOption): Promise<StateOf<S>> {
-    const ns = options.ns ?? '';
+    const ns = namespaceOption(options.ns);
+    // Asked first: a namespace the thread does not have is not a graph that lacks its node.
+    if (ns !== '') await namespaceHead(this.options.engine.checkpointer, options.thread, ns);
     const schema = this.schemaOf(ns, options.thread);
     // The head the thread record anchors, checked against the newest stored position.
     const loaded = await materializeHead(this.options.engine.checkpointer, schema, options.thread, ns);
@@ -539,8 +544,8 @@ export class App<S extends StateSchema> {
    */
   async stateAt(options: StateAtOptions): Promise<StateOf<S>> {
     if (!Number.isSafeInteger(options.seq) || options.seq < 0) throw new InvalidOptionError(`stateAt: seq must be a position's seq (an integer, 0 or more), got ${JSON.stringify(options.seq) ?? String(options.seq)}.`);
-    const ns = options.ns ?? '';
-    if (!(await this.options.engine.checkpointer.getThread(options.thread))) throw new ThreadNotFoundError(options.thread, { engine: this.options.engine.name });
+    const ns = namespaceOption(options.ns);
+    await namespaceHead(this.options.engine.checkpointer, options.thread, ns);
     const schema = this.schemaOf(ns, options.thread);
     const loaded = await materialize(this.options.engine.checkpointer, schema, options.thread, ns, options.seq);
     return schema.view(loaded.state) as StateOf<S>;
@@ -552,10 +557,13 @@ export class App<S extends StateSchema> {
     if (found.missing !== undefined) throw new GraphMismatchError([found.missing], { engine: this.options.engine.name, thread: threadId, ns });
     return found.schema;
   }
-  /** Positions of the thread (of child run `ns`, if given), newest first; `beforeSeq` and `limit` page backwards. */
-  history(options: HistoryOptions): Promise<PositionInfo[]> {
+  /**
+   * Positions of the thread (of child run `ns`, if given), newest first; `beforeSeq` and
+   * `limit` page backwards. NamespaceNotFoundError for a namespace the thread does not have.
+   */
+  async history(options: HistoryOptions): Promise<PositionInfo[]> {
     const { thread, ...page } = options;
-    return threadHistory(this.options.engine.checkpointer, thread, page);
+    return threadHistory(this.options.engine.checkpointer, thread, { ...page, ns: namespaceOption(page.ns) });
   }
 
   /**

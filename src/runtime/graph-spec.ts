@@ -10,7 +10,7 @@
  * index, never in arrival order. The next superstep runs the union of the
  * successors of the nodes that ran, in graph order.
  */
-import { GraphDefinitionError, UnknownNodeError, type ErrorPlace } from '../errors.js';
+import { GraphDefinitionError, InvalidOptionError, UnknownNodeError, type ErrorPlace } from '../errors.js';
 import type { StateSchema } from '../state/schema.js';
 import type { RetryPolicy } from './retry.js';
 
@@ -96,11 +96,28 @@ export function childNamespace(parent: string, task: string, origin: number): st
   return parent === '' ? own : `${parent}|${own}`;
 }
 
+/** One segment of a child namespace: a node name (no `|` or `@`, as the builder allows), the task index and the origin seq. */
+const NAMESPACE_SEGMENT = /^([^|@]+):\d+@\d+$/;
+
+/**
+ * The `ns` option of a read (getState, stateAt, history, the inspect functions): ''
+ * when omitted, the namespace as given when it is one the runtime could have written.
+ * Anything else (`'../x'`, a node name alone, a number) is InvalidOptionError naming
+ * the option: it is a malformed argument, not something wrong with the graph.
+ */
+export function namespaceOption(ns: unknown): string {
+  if (ns === undefined || ns === '') return '';
+  if (typeof ns === 'string' && ns.split('|').every((segment) => NAMESPACE_SEGMENT.test(segment))) return ns;
+  throw new InvalidOptionError(
+    `the ns option ${JSON.stringify(ns) ?? String(ns)} is not a checkpoint namespace: pass '' (the root graph, the default) or a child run's namespace as history's children name it (<node>:<index>@<seq>, joined by "|").`,
+  );
+}
+
 /** The node names along a child namespace, outermost first: `a:0@3|b:1@0` → `['a', 'b']`. */
 export function namespaceNodes(ns: string): string[] {
   if (ns === '') return [];
   return ns.split('|').map((segment) => {
-    const match = /^(.+):\d+@\d+$/.exec(segment);
+    const match = NAMESPACE_SEGMENT.exec(segment);
     if (!match) throw new GraphDefinitionError(`"${ns}" is not a child-run namespace (expected <node>:<index>@<seq>, joined by "|").`);
     return match[1]!;
   });

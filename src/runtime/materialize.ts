@@ -23,7 +23,7 @@ import type { Checkpointer, CompactionAnchor, HeadAnchor, RangeItem, SeqRange, S
 import { comparePositionItems } from '../contracts/checkpointer.js';
 import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
-import { CorruptRecordError, PositionCompactedError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
+import { CorruptRecordError, NamespaceNotFoundError, PositionCompactedError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
 import type { StateSchema } from '../state/schema.js';
 import { SNAPSHOT_FORMAT, hashPosition, openSnapshot, type FieldTable, type PositionBody } from './position.js';
 
@@ -136,7 +136,7 @@ export async function ancestorRanges(
 
 /**
  * The anchored head of a namespace, loaded. ThreadNotFoundError for a thread (root
- * namespace) with no position; PositionNotFoundError for a child namespace with none.
+ * namespace) with no position; NamespaceNotFoundError for a child namespace with none.
  *
  * @example
  * ```ts
@@ -149,7 +149,7 @@ export async function materializeHead(cp: Checkpointer, schema: StateSchema | un
   if (!head) {
     await checkUnanchored(cp, threadId, ns);
     if (ns === '' || ((await cp.getThread(threadId))?.head ?? null) === null) throw new ThreadNotFoundError(threadId, { engine: cp.engine });
-    throw new PositionNotFoundError(threadId, 0, { engine: cp.engine, ns });
+    throw new NamespaceNotFoundError(threadId, ns, await cp.listNamespaces(threadId), { engine: cp.engine });
   }
   return materialize(cp, schema, threadId, ns, head.seq, { head });
 }

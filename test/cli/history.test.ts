@@ -63,7 +63,6 @@ describe('threadHistory', () => {
     ['cust_42', 'a page before a seq', () => ({ beforeSeq: 3, limit: 2 })],
     ['post', 'a forked thread', () => ({})],
     ['post', "a child run's namespace", () => ({ ns: childNs })],
-    ['post', 'a namespace the thread does not have', () => ({ ns: 'nope:0@0' })],
   ];
   for (const [thread, what, options] of pages) {
     it(`returns what app.history returns: ${what}`, async () => {
@@ -76,12 +75,14 @@ describe('threadHistory', () => {
     });
   }
 
-  it('throws what app.history throws for a missing thread', async () => {
+  it('throws what app.history throws for a missing thread, and for a namespace the thread does not have', async () => {
     const rejection = (read: Promise<unknown>) => read.then(() => null, (e: unknown) => e as Error & { code: string });
-    const expected = await rejection(post.history({ thread: 'nope' }));
-    const got = await rejection(threadHistory(engine.checkpointer, 'nope'));
-    expect(got).toBeInstanceOf(Error);
-    expect([got!.code, got!.message]).toEqual([expected!.code, expected!.message]);
+    for (const [thread, page] of [['nope', {}], ['post', { ns: 'nope:0@0' }]] as const) {
+      const expected = await rejection(post.history({ thread, ...page }));
+      const got = await rejection(threadHistory(engine.checkpointer, thread, page));
+      expect(got).toBeInstanceOf(Error);
+      expect([got!.code, got!.message]).toEqual([expected!.code, expected!.message]);
+    }
   });
 });
 

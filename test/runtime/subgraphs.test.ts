@@ -11,7 +11,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Engine } from '../../src/contracts/engine.js';
-import { GraphDefinitionError, GraphMismatchError, StateConflictError, StateValidationError } from '../../src/errors.js';
+import { GraphDefinitionError, NamespaceNotFoundError, StateConflictError, StateValidationError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -123,10 +123,10 @@ describe.each(ENGINES)('child runs on %s', (name) => {
     expect((await childBodies(ctx.engine, 't1', ns)).map((b) => b.kind)).toEqual(['input', 'step', 'step']);
   });
 
-  it('a namespace that names no subgraph node is a GraphMismatchError', async () => {
+  it('a namespace the thread does not have is NamespaceNotFoundError, even one naming no subgraph node', async () => {
     const { app } = isolatedApp();
     await app.run({ thread: 't1' });
-    expect(await caught(() => app.stateAt({ thread: 't1', seq: 0, ns: 'publish:0@3' }))).toBeInstanceOf(GraphMismatchError);
+    expect(await caught(() => app.stateAt({ thread: 't1', seq: 0, ns: 'publish:0@3' }))).toBeInstanceOf(NamespaceNotFoundError);
   });
 
   it('a failure inside the child resumes inside the child: its finished steps are not run again', async () => {
