@@ -139,6 +139,26 @@ export class UnknownFieldError extends coded('ERR_UNKNOWN_FIELD') {
   }
 }
 
+/**
+ * A node returned something other than an update (a plain object of the fields it
+ * writes) or nothing (`undefined`, `null`): a Map, an array, a class instance, a
+ * string, a number... Run input, a resume's input and a fork's patch are checked the
+ * same way. Refused rather than read as "writes nothing". Nothing was persisted.
+ */
+export class InvalidUpdateError extends coded('ERR_INVALID_UPDATE') {
+  constructor(
+    readonly writer: string,
+    /** What was returned, as the message names it: `a Map`, `an array`, `an instance of Point`… */
+    readonly received: string,
+    place?: ErrorPlace,
+  ) {
+    super(
+      `"${writer}" returned ${received}, not an update: return a plain object of the fields it writes ({ field: value }), or nothing (undefined or null) to write none. Nothing was persisted.`,
+      { place },
+    );
+  }
+}
+
 /** One field's encoded value is bigger than the state's per-field limit. */
 export class StateTooLargeError extends coded('ERR_STATE_TOO_LARGE') {
   constructor(

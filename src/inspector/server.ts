@@ -30,6 +30,7 @@ import {
   InterruptNotFoundError,
   InvalidKeyError,
   InvalidOptionError,
+  InvalidUpdateError,
   LeaseLostError,
   NamespaceNotFoundError,
   PositionNotFoundError,
@@ -99,7 +100,7 @@ export interface Inspector {
 }
 
 /** Codes of a request that cannot be done as asked: a malformed body, an answer or patch the schema refuses. */
-const BAD_REQUEST = new Set<string>([InvalidOptionError.code, InvalidKeyError.code, StateValidationError.code, UnknownFieldError.code, RuntimeFieldWriteError.code]);
+const BAD_REQUEST = new Set<string>([InvalidOptionError.code, InvalidKeyError.code, InvalidUpdateError.code, StateValidationError.code, UnknownFieldError.code, RuntimeFieldWriteError.code]);
 /** Codes of an action the thread's present state refuses: busy, not interrupted, already settled, no app. */
 const CONFLICT = new Set<string>([AppRequiredError.code, ThreadBusyError.code, EffectConflictError.code, ThreadInterruptedError.code, ThreadNotInterruptedError.code, LeaseLostError.code, HeadMovedError.code]);
 

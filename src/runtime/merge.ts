@@ -11,6 +11,7 @@
 import { MAX_VALUE_DEPTH, RawJson, encode as encodeValue, utf8Length } from '../codec/tagged-json.js';
 import {
   DerivedFieldWriteError,
+  InvalidUpdateError,
   RuntimeFieldWriteError,
   StateConflictError,
   StateTooLargeError,
@@ -105,7 +106,9 @@ export async function mergeWrites(
   const replacedBy = new Map<string, string[]>();
 
   for (const writer of writers) {
-    if (!writer.writes) continue;
+    if (writer.writes === undefined || writer.writes === null) continue;
+    // A Map, an array or a class instance has no own fields to write (or the wrong ones): refused, not read as nothing.
+    if (!isUpdate(writer.writes)) throw new InvalidUpdateError(writer.name, describeReturn(writer.writes), place);
     for (const [name, value] of Object.entries(writer.writes)) {
       const field = schema.field(name);
       if (!field) {
@@ -154,6 +157,33 @@ export async function mergeWrites(
     }
   }
   return merged;
+}
+
+/** An update: a plain object (its prototype Object.prototype, or none). */
+function isUpdate(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * What a writer returned instead of an update, for the message: `a Map (2 entries)`,
+ * `an array (3 items)`, `a string (12 characters)`, `an instance of Point`. Never the
+ * contents: a returned string may be a model's answer, and messages are shown.
+ */
+function describeReturn(value: unknown): string {
+  const count = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+  if (Array.isArray(value)) return `an array (${count(value.length, 'item', 'items')})`;
+  if (value instanceof Map) return `a Map (${count(value.size, 'entry', 'entries')})`;
+  if (value instanceof Set) return `a Set (${count(value.size, 'member', 'members')})`;
+  if (typeof value === 'string') return `a string (${count(value.length, 'character', 'characters')})`;
+  if (typeof value === 'number' || typeof value === 'bigint') return `a ${typeof value}`;
+  if (typeof value === 'boolean') return `the boolean ${String(value)}`;
+  if (typeof value === 'object') {
+    const name = (Object.getPrototypeOf(value) as { constructor?: { name?: unknown } } | null)?.constructor?.name;
+    return typeof name === 'string' && name !== '' ? `an instance of ${name}` : 'an object that is not a plain object';
+  }
+  return `a ${typeof value}`;
 }
 
 function checkSize(schema: StateSchema, name: string, texts: string[], place: ErrorPlace): void {

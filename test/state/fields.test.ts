@@ -2,7 +2,9 @@
  * Field roles and reducers: replace, append and custom reducers; two
  * replace writes in one superstep are a conflict (rejected, or kept under
  * `lastWins` by graph order and logged); runtime, derived and unknown fields are
- * not writable by nodes and a rejected step commits nothing; derived fields are
+ * not writable by nodes and a rejected step commits nothing; a node that returns
+ * something other than an update (a Map, an array, a class instance, a string) is
+ * refused the same way, not read as writing nothing; derived fields are
  * recomputed on every read and never stored; runtime fields with `compute` are set
  * by the runtime. Every test runs on memory and on SQLite.
  */
@@ -10,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   DerivedFieldWriteError,
+  InvalidUpdateError,
   RuntimeFieldWriteError,
   StateConflictError,
   UnknownFieldError,
@@ -230,6 +233,63 @@ describe.each(ENGINES)('state fields on %s', (name) => {
       const state = await app.getState({ thread: 't' });
       expect(state.x).toBe('ok');
       expect(state.counter).toBe(0);
+    });
+
+    class Point {
+      constructor(readonly x: string) {}
+    }
+    it.each([
+      ['a Map', new Map([['x', 'from a map']]), 'a Map (1 entry)'],
+      ['a class instance', new Point('from a class'), 'an instance of Point'],
+      ['an array', [{ x: 'in a list' }, { x: 'and another' }], 'an array (2 items)'],
+      ['a string', 'done', 'a string (4 characters)'],
+      ['a number', 42, 'a number'],
+      ['false', false, 'the boolean false'],
+    ] as const)('returning %s instead of an update is InvalidUpdateError naming the node, not a step that writes nothing', async (_what, returned, received) => {
+      let bad = 0;
+      const app = graph(State)
+        .node('ok', () => ({ x: 'ok' }))
+        .node('bad', () => {
+          bad++;
+          return returned as never;
+        })
+        .edge(START, 'ok')
+        .edge('ok', 'bad')
+        .edge('bad', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 3, initialDelayMs: 0 } });
+      const error = await caught(() => app.run({ thread: 't' }));
+      expect(InvalidUpdateError.is(error)).toBe(true);
+      expect([(error as InvalidUpdateError).writer, (error as InvalidUpdateError).received]).toEqual(['bad', received]);
+      expect(error.message).toContain(`"bad" returned ${received}, not an update`);
+      // Deterministic, like the other refused writes: not retried, nothing committed, the thread failed with the code.
+      expect(bad).toBe(1);
+      const thread = await app.getThread({ thread: 't' });
+      expect([thread!.head, thread!.status, thread!.lastError?.code]).toEqual([1, 'failed', 'ERR_INVALID_UPDATE']);
+    });
+
+    it('undefined, null, {} and an object without a prototype are updates (the last two write what they hold)', async () => {
+      const bare = Object.assign(Object.create(null) as Record<string, unknown>, { x: 'bare' });
+      const returns: unknown[] = [undefined, null, {}, bare];
+      const app = graph(State)
+        .node('a', () => returns[0] as never)
+        .node('b', () => returns[1] as never)
+        .node('c', () => returns[2] as never)
+        .node('d', () => returns[3] as never)
+        .edge(START, 'a')
+        .edge('a', 'b')
+        .edge('b', 'c')
+        .edge('c', 'd')
+        .edge('d', END)
+        .compile({ engine: ctx.engine, retry: fast });
+      const result = await app.run({ thread: 't' });
+      expect([result.status, result.state.x]).toEqual(['completed', 'bare']);
+    });
+
+    it('run input that is not an object is InvalidUpdateError too, and leaves no thread', async () => {
+      const app = graph(State).node('ok', () => ({})).edge(START, 'ok').edge('ok', END).compile({ engine: ctx.engine, retry: fast });
+      const error = await caught(() => app.run({ thread: 't', input: new Map([['x', 'y']]) as never }));
+      expect([error.code, (error as InvalidUpdateError).writer]).toEqual(['ERR_INVALID_UPDATE', 'input']);
+      expect((await app.getThread({ thread: 't' }))?.head ?? null).toBeNull();
     });
 
     it('run input may not write a runtime field either', async () => {
