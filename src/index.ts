@@ -79,6 +79,7 @@ export type { RunStream, StreamEvent } from './runtime/stream.js';
 
 // Stores and artifacts
 export { tenantPrefixPolicy } from './store/policy.js';
+export { MAX_STORE_KEY_BYTES } from './internal/keys.js';
 export type { TenantPrefixPolicyOptions } from './store/policy.js';
 export { storeValue, loadValue, listArtifacts, VALUE_MEDIA_TYPE } from './artifacts/helpers.js';
 export type { StoreValueOptions } from './artifacts/helpers.js';

@@ -44,6 +44,32 @@ export function checkStoreKey(key: unknown): asserts key is string {
   checkText('store key', key, 1024);
 }
 
+/**
+ * The most bytes of UTF-8 a store item's namespace (as stored: each label followed by
+ * a one-byte separator) and key may take together, on every engine. PostgreSQL keeps
+ * them in one btree index entry, which it refuses over 2,704 bytes: 2,688 bytes of
+ * namespace and key that do not compress (measured on the real index; fewer with
+ * alignment). 2,048 stays clear of that whatever the characters and however deep the
+ * namespace, and SQLite and the memory engine refuse the same writes.
+ */
+export const MAX_STORE_KEY_BYTES = 2048;
+
+/**
+ * Checks that an item written under `ns` (stored form, from {@link encodeNamespace})
+ * and `key` (checked) fits {@link MAX_STORE_KEY_BYTES}: InvalidKeyError before
+ * storage is touched. Writes only: a read or delete of a longer one finds nothing.
+ */
+export function checkStoreEntry(ns: string, key: string): void {
+  const nsBytes = Buffer.byteLength(ns, 'utf8');
+  const keyBytes = Buffer.byteLength(key, 'utf8');
+  if (nsBytes + keyBytes <= MAX_STORE_KEY_BYTES) return;
+  const labels = decodeNamespace(ns).length;
+  throw new InvalidKeyError(
+    `a store item's namespace and key take ${nsBytes + keyBytes} bytes of UTF-8 together (namespace ${nsBytes}, ${labels} label${labels === 1 ? '' : 's'} with their separators; key ${keyBytes}), ` +
+      `over the ${MAX_STORE_KEY_BYTES}-byte limit (MAX_STORE_KEY_BYTES) every engine enforces. Use a shorter key (a digest of a long one), or fewer or shorter labels. Nothing was written.`,
+  );
+}
+
 export function checkThreadId(id: unknown): asserts id is string {
   checkText('thread id', id, 512);
 }

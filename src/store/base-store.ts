@@ -1,8 +1,10 @@
 /**
  * @module store/base-store
  * What every store engine shares: validation of everything a call names before
- * storage is touched, declared merge rules, the `update` compare-and-set loop, the
- * merge-function loop, paging, namespace listing and the access-policy views, and
+ * storage is touched (a namespace and key written together within
+ * MAX_STORE_KEY_BYTES, so every engine refuses the same writes), declared merge
+ * rules, the `update` compare-and-set loop, the merge-function loop, paging,
+ * namespace listing and the access-policy views, and
  * (given the engine's lifecycle) the guard around every storage call: lazy open,
  * EngineClosedError after close. An engine extends {@link BaseStore} and implements
  * six storage primitives; every write decision inside them is made by `decide` (store/rows).
@@ -40,7 +42,7 @@ import type {
 import { encode } from '../codec/tagged-json.js';
 import { STORE_UPDATE_RETRIES } from '../defaults.js';
 import { InvalidOptionError, UpdateConflictError, VersionConflictError } from '../errors.js';
-import { checkStoreKey, decodeNamespace, encodeNamespace } from '../internal/keys.js';
+import { checkStoreEntry, checkStoreKey, decodeNamespace, encodeNamespace } from '../internal/keys.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
 import { parseFilter, type Condition } from './filter.js';
 import { MergeRules } from './merge-rules.js';
@@ -195,8 +197,9 @@ export abstract class BaseStore implements Store {
     fn: (current: T | undefined, item: StoreItem<T> | null) => T | Promise<T>,
     options: UpdateOptions = {},
   ): Promise<StoreItem<T>> {
-    encodeNamespace(namespace);
+    const ns = encodeNamespace(namespace);
     checkStoreKey(key);
+    checkStoreEntry(ns, key);
     if (typeof fn !== 'function') throw new InvalidOptionError('update() takes a function (current) => next.');
     const maxRetries = options.maxRetries === undefined ? STORE_UPDATE_RETRIES : nonNegativeInteger('maxRetries', options.maxRetries);
     for (let attempt = 0; ; attempt++) {
@@ -267,6 +270,7 @@ export abstract class BaseStore implements Store {
       case 'delete':
         return { kind: 'delete', namespace: copy, ns, key: op.key, ifVersion: ifVersion(op.ifVersion), onConflict: !strict && this.rules.of(namespace) === 'lastWins' ? 'overwrite' : 'reject' };
       case 'put': {
+        checkStoreEntry(ns, op.key);
         if (op.idempotencyKey !== undefined && (typeof op.idempotencyKey !== 'string' || op.idempotencyKey === '')) {
           throw new InvalidOptionError(`idempotencyKey of ${where} must be a non-empty string.`);
         }

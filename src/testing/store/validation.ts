@@ -1,13 +1,15 @@
 /**
  * @module testing/store/validation
  * Store conformance. Validation before storage: namespaces, keys and values are checked first,
- * values nest at most MAX_VALUE_DEPTH levels, and nothing is written on a failure.
+ * a namespace and key written take at most MAX_STORE_KEY_BYTES of UTF-8 together, values
+ * nest at most MAX_VALUE_DEPTH levels, and nothing is written on a failure.
  * Registered by {@link storeSuite}, inside its describe block.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { MAX_VALUE_DEPTH } from '../../codec/tagged-json.js';
 import type { Store } from '../../contracts/store.js';
 import { InvalidKeyError, UnencodableValueError, ValueTooDeepError } from '../../errors.js';
+import { MAX_STORE_KEY_BYTES } from '../../internal/keys.js';
 import { expectError, where } from './fixtures.js';
 import type { StoreSuiteContext } from './context.js';
 
@@ -64,6 +66,69 @@ export function validationTests(suite: StoreSuiteContext): void {
       const label = 'l'.repeat(256);
       await store.put([label, "it's/../%00 ✓"], key, 1);
       expect((await store.get([label, "it's/../%00 ✓"], key))!.value).toBe(1);
+    });
+
+    describe('MAX_STORE_KEY_BYTES: the namespace and key written together', () => {
+      /**
+       * `count` characters of `width` bytes of UTF-8 each, from a fixed pseudo-random
+       * sequence: text no index can compress, the worst case for PostgreSQL's btree entry.
+       */
+      const scrambled = (count: number, width: 1 | 2 | 3 | 4, seed: number): string => {
+        const [lo, span] = ({ 1: [0x21, 0x5e], 2: [0x100, 0x700], 3: [0x4e00, 0x5000], 4: [0x1f300, 0x700] } as const)[width];
+        let state = seed;
+        let text = '';
+        for (let i = 0; i < count; i++) {
+          state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0;
+          text += String.fromCodePoint(lo + (state >>> 8) % span);
+        }
+        return text;
+      };
+      const bytes = (text: string) => new TextEncoder().encode(text).byteLength;
+      /** A namespace of `depth` labels of `width`-byte characters and a key, together exactly `total` bytes as stored (each label followed by a one-byte separator). */
+      const entry = (total: number, depth: number, width: 1 | 2 | 3 | 4, seed: number): { namespace: string[]; key: string } => {
+        const perLabel = Math.max(1, Math.min(256, Math.floor((total / 2 - depth) / depth / width)));
+        const namespace = Array.from({ length: depth }, (_, i) => scrambled(perLabel, width, seed + i));
+        const used = namespace.reduce((sum, label) => sum + bytes(label) + 1, 0);
+        const rest = total - used;
+        // The key: as many `width`-byte characters as fit, then one-byte ones to the exact total.
+        const key = scrambled(Math.floor(rest / width), width, seed + 99) + scrambled(rest % width, 1, seed + 98);
+        expect(used + bytes(key)).toBe(total);
+        return { namespace, key };
+      };
+      const shapes: [string, number, 1 | 2 | 3 | 4][] = [
+        ['one label of 3-byte characters', 1, 3],
+        ['8 labels of 4-byte characters', 8, 4],
+        ['300 labels of 2-byte characters', 300, 2],
+        ['1,000 labels of one character', 1000, 1],
+      ];
+
+      it('is 2048 bytes', () => {
+        expect(MAX_STORE_KEY_BYTES).toBe(2048);
+      });
+
+      for (const [shape, depth, width] of shapes) {
+        it(`stores an item at the limit and refuses one byte more with InvalidKeyError in put, update and batch: ${shape}`, async () => {
+          const at = entry(MAX_STORE_KEY_BYTES, depth, width, depth * 7 + width);
+          const stored = await store.put(at.namespace, at.key, 'fits');
+          expect((await store.get(at.namespace, at.key))!.value).toBe('fits');
+          expect((await store.update(at.namespace, at.key, () => 'updated')).version).toBe(stored.version + 1);
+          expect(await store.batch([{ op: 'put', namespace: at.namespace, key: at.key, value: 'batched' }])).toHaveLength(1);
+
+          const over = { namespace: at.namespace, key: `${at.key}x` };
+          const error = await expectError(() => store.put(over.namespace, over.key, 'too long'), InvalidKeyError);
+          expect(error.message).toContain(`take ${MAX_STORE_KEY_BYTES + 1} bytes of UTF-8 together`);
+          await expectError(() => store.update(over.namespace, over.key, () => 'too long'), InvalidKeyError);
+          await expectError(() => store.batch([{ op: 'put', namespace: ns, key: 'first', value: 1 }, { op: 'put', namespace: over.namespace, key: over.key, value: 'too long' }]), InvalidKeyError);
+          // Past what PostgreSQL's index takes (about 2,700 bytes): refused the same way, never a driver error.
+          const far = entry(2800, depth, width, depth * 7 + width + 1);
+          await expectError(() => store.put(far.namespace, far.key, 'far too long'), InvalidKeyError);
+          // Nothing of the refused writes landed, and reading or deleting the long key finds nothing (no driver error).
+          expect(await store.get(ns, 'first')).toBeNull();
+          expect(await store.get(over.namespace, over.key)).toBeNull();
+          expect(await store.delete(over.namespace, over.key)).toBe(false);
+          expect((await store.get(at.namespace, at.key))!.value).toBe('batched');
+        });
+      }
     });
 
     class Point {
