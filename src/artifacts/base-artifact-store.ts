@@ -118,10 +118,9 @@ export class BaseArtifactStore implements ArtifactStore {
     if (this.shared.sealer) return this.putSealed(data, options);
     const { sha256, size } = await this.writeBlob(data, options.signal);
     const address: RecordAddress = { tenant: this.tenant, kind: 'content', name: sha256 };
-    // Identical bytes stored before keep their first ref (and media type).
     return this.locked(address, async () => {
       const existing = await store.readRecord(address);
-      if (existing && (await store.freshen(address, storageView(existing)))) return { ...existing.ref };
+      if (existing && (await store.freshen(address, storageView(existing)))) return askedFor(existing.ref, options.mediaType);
       const ref: ArtifactRef = { id: formatRefId(this.tenant, 'content', sha256), sha256, media_type: options.mediaType, size_bytes: size };
       return this.createRecord(address, ref, options.metadata ?? {});
     });
@@ -137,7 +136,7 @@ export class BaseArtifactStore implements ArtifactStore {
         const existing = await store.readRecord(address);
         if (existing && (await store.freshen(address, storageView(existing)))) {
           await store.discard(written.staged);
-          return { ...existing.ref };
+          return askedFor(existing.ref, options.mediaType);
         }
         const ref: ArtifactRef = { id: formatRefId(this.tenant, 'content', written.sha256), sha256: written.sha256, media_type: options.mediaType, size_bytes: written.size };
         await store.commitBlob(written.staged, written.blob);
@@ -516,6 +515,18 @@ export class BaseArtifactStore implements ArtifactStore {
       if (locks.get(id) === tail) locks.delete(id);
     }
   }
+}
+
+/**
+ * The ref a content-addressed `put` of bytes already stored returns: the stored one
+ * (same id, digest and size, so every ref to the bytes is one artifact to reads,
+ * verification, pins and GC) with the media type this put gave. A ref says what its
+ * writer meant the bytes to be (`loadValue` decodes by it, the inspector serves by
+ * it), and the same bytes can be a text to one writer and a JSON value to another.
+ * The record, which `stat` and `list` show, keeps the media type it was created with.
+ */
+function askedFor(stored: ArtifactRef, mediaType: string): ArtifactRef {
+  return { ...stored, media_type: mediaType };
 }
 
 /**

@@ -220,10 +220,17 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         expect(await listRefs(store)).toEqual([first]);
       });
 
-      it('returns the first ref when identical bytes come back with another media type', async () => {
+      it('gives identical bytes put with another media type the same artifact, with the media type asked for in the ref', async () => {
         const first = await store.put('same text', { mediaType: 'text/plain' });
         const second = await store.put('same text', { mediaType: 'text/markdown' });
-        expect(second).toEqual(first);
+        expect(second).toEqual({ ...first, media_type: 'text/markdown' });
+        // One artifact: stored once, both refs read it, and the record keeps its first media type.
+        expect(await listRefs(store)).toEqual([first]);
+        expect(new TextDecoder().decode(await store.get(second))).toBe('same text');
+        expect(new TextDecoder().decode(await store.get(first))).toBe('same text');
+        expect((await store.stat(second))!.ref).toEqual(first);
+        // The same bytes again as the first type: the first ref, unchanged.
+        expect(await store.put('same text', { mediaType: 'text/plain' })).toEqual(first);
       });
 
       it('gives different bytes different refs', async () => {
