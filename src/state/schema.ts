@@ -152,11 +152,15 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     return this.withDefaults({});
   }
 
-  /** Fills fields missing from a stored (possibly upcast) state with their defaults. */
-  withDefaults(state: PlainState): PlainState {
+  /**
+   * Fills fields missing from a stored (possibly upcast) state with their defaults.
+   * With `stored` (the fields the checkpoint held before upcasting), a field an
+   * upcaster left `undefined` that was not among them is filled too.
+   */
+  withDefaults(state: PlainState, stored?: ReadonlySet<string>): PlainState {
     for (const name of this.fieldNames) {
       // Own properties only: a field named "constructor" or "toString" is not "present" through Object.prototype.
-      if (Object.hasOwn(state, name)) continue;
+      if (Object.hasOwn(state, name) && !(stored && state[name] === undefined && !stored.has(name))) continue;
       const value = defaultOf(this.fields[name] as AnyField);
       // The runtime extends append lists in place: never hand it a default someone else holds.
       state[name] = this.appendFields.has(name) && Array.isArray(value) ? [...value] : value;
@@ -170,6 +174,12 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
    */
   upcast(state: PlainState, storedVersion: number, place?: ErrorPlace): PlainState {
     this.checkReadable(storedVersion, place);
+    if (storedVersion === this.version) return this.withDefaults(state);
+    // A field left at its default is never stored, so an upcaster that renames it
+    // (`s.to = s.from; delete s.from`) hands on undefined: taken before the upcasters
+    // run (they may change the object in place), this says which undefined values were
+    // stored ones, and the others read as the field's current default.
+    const stored = new Set(Object.keys(state));
     let current = state;
     for (let v = storedVersion; v < this.version; v++) {
       let next: unknown;
@@ -183,7 +193,7 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
       }
       current = next as PlainState;
     }
-    return this.withDefaults(current);
+    return this.withDefaults(current, stored);
   }
 
   /**
