@@ -29,6 +29,7 @@ import type { VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import { describeGraph, publishGraph } from './graph-description.js';
+import { checkCompileOptions, checkForkOptions, checkNamespace, checkResumeOptions, checkRunOptions } from './call-options.js';
 import { namespaceGraph, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PendingWait } from './position.js';
@@ -54,13 +55,13 @@ export interface CompileOptions {
   engine: Engine;
   /** Where `ctx.artifacts` puts big payloads: `fsArtifacts(dir)`, `memoryArtifacts()`. */
   artifacts?: ArtifactStore;
-  /** Write a snapshot at least every this many positions. Default 50 (`SNAPSHOT_EVERY`). */
+  /** Write a snapshot at least every this many positions: a whole number, 1 or more. Default 50 (`SNAPSHOT_EVERY`). */
   snapshotEvery?: number;
-  /** Most supersteps one run may take. Default 100. */
+  /** Most supersteps one run may take: a whole number, 1 or more. Default 100. */
   recursionLimit?: number;
   /** Default retry policy of every node. */
   retry?: Partial<RetryPolicy>;
-  /** Lease length; a run renews it while working. Default 30 s. */
+  /** Lease length, ms: a whole number, 1 or more; a run renews it while working. Default 30 s. */
   leaseMs?: number;
   /** Receives every run event (redacted by `redact` and the schema's redacted fields). */
   onEvent?: EventSink;
@@ -102,8 +103,9 @@ export interface RunOptions<S extends StateSchema> {
   metadata?: Record<string, unknown>;
   /** When another run holds the thread: `throw` ThreadBusyError (default) or `wait` for it. */
   onBusy?: 'throw' | 'wait';
-  /** Longest wait under `onBusy: 'wait'`, ms. Default 30 s. */
+  /** Longest wait under `onBusy: 'wait'`, ms: 0 (try once) or more. Default 30 s. */
   waitTimeoutMs?: number;
+  /** Most supersteps this run may take: a whole number, 1 or more. Default: `compile({ recursionLimit })`. */
   recursionLimit?: number;
   signal?: AbortSignal;
   /** Receives this run's events, redacted as `compile({ onEvent })`'s are unless `rawEvents`. */
@@ -251,6 +253,7 @@ export class App<S extends StateSchema> {
     if (engine === null || typeof engine !== 'object' || !engine.checkpointer || !engine.ledger || !engine.store) {
       throw new InvalidOptionError(`compile() needs an engine to keep the graph's threads in: compile({ engine: sqlite('./cairn.db') }) (or memory(), postgres(url)); got ${engine === undefined ? 'none' : String(engine)}.`);
     }
+    checkCompileOptions(options as unknown as Record<string, unknown>);
     this.leaseMs = options.leaseMs ?? LEASE_MS;
     this.redaction = redactionRules(options.redact, redactedFieldNames(schema, spec));
     checkRedactPaths(options.redact?.paths ?? [], stateKeyNames(schema, spec));
@@ -287,6 +290,7 @@ export class App<S extends StateSchema> {
    * given `input` and is returned as it is otherwise.
    */
   async run(options: RunOptions<S>): Promise<RunResult<S>> {
+    checkRunOptions('run', options);
     return this.withRun(options, { renew: true }, (run) => run.execute(options.input as Record<string, unknown> | undefined));
   }
 
@@ -335,6 +339,7 @@ export class App<S extends StateSchema> {
    * ```
    */
   async resume(options: ResumeOptions<S>): Promise<RunResult<S>> {
+    checkResumeOptions(options);
     return this.withRun({ ...options, create: false }, { renew: true }, (run) =>
       run.resume({
         input: (options.childInput ?? options.input) as Record<string, unknown> | undefined,
@@ -352,6 +357,7 @@ export class App<S extends StateSchema> {
    * Repeating the call with the same input while the run is unfinished changes nothing.
    */
   async submit(options: RunOptions<S>): Promise<RunResult<S>> {
+    checkRunOptions('submit', options);
     return this.withRun(options, { renew: false }, (run) => run.submit(options.input as Record<string, unknown> | undefined));
   }
 
@@ -375,6 +381,7 @@ export class App<S extends StateSchema> {
    * branch stays inspectable. `run()` then continues from the fork.
    */
   async fork(options: ForkOptions<S>): Promise<RunResult<S>> {
+    checkForkOptions(options);
     return this.withRun({ thread: options.thread, create: false, ...(options.onBusy ? { onBusy: options.onBusy } : {}) }, { renew: false }, (run) =>
       run.fork({ seq: options.seq, patch: options.patch as Record<string, unknown> | undefined, actor: options.actor ?? 'fork' }),
     );
@@ -520,6 +527,7 @@ export class App<S extends StateSchema> {
    * state is the child graph's). ThreadNotFoundError for a thread with no position.
    */
   async getState(options: ThreadOption & NamespaceOption): Promise<StateOf<S>> {
+    checkNamespace('getState', options);
     const ns = options.ns ?? '';
     const schema = this.schemaOf(ns, options.thread);
     // The head the thread record anchors, checked against the newest stored position.
@@ -538,6 +546,7 @@ export class App<S extends StateSchema> {
    * ```
    */
   async stateAt(options: StateAtOptions): Promise<StateOf<S>> {
+    checkNamespace('stateAt', options);
     if (!Number.isSafeInteger(options.seq) || options.seq < 0) throw new InvalidOptionError(`stateAt: seq must be a position's seq (an integer, 0 or more), got ${JSON.stringify(options.seq) ?? String(options.seq)}.`);
     const ns = options.ns ?? '';
     if (!(await this.options.engine.checkpointer.getThread(options.thread))) throw new ThreadNotFoundError(options.thread, { engine: this.options.engine.name });
@@ -553,7 +562,8 @@ export class App<S extends StateSchema> {
     return found.schema;
   }
   /** Positions of the thread (of child run `ns`, if given), newest first; `beforeSeq` and `limit` page backwards. */
-  history(options: HistoryOptions): Promise<PositionInfo[]> {
+  async history(options: HistoryOptions): Promise<PositionInfo[]> {
+    checkNamespace('history', options);
     const { thread, ...page } = options;
     return threadHistory(this.options.engine.checkpointer, thread, page);
   }
