@@ -30,7 +30,7 @@ import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import { describeGraph, publishGraph } from './graph-description.js';
 import { checkCompileOptions, checkForkOptions, checkNamespace, checkResumeOptions, checkRunOptions } from './call-options.js';
-import { namespaceGraph, type GraphSpec } from './graph-spec.js';
+import { namespaceGraph, withDeclaredPauses, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PendingWait } from './position.js';
 import type { ReplayReport } from './replay.js';
@@ -63,6 +63,20 @@ export interface CompileOptions {
   retry?: Partial<RetryPolicy>;
   /** Lease length, ms: a whole number, 1 or more; a run renews it while working. Default 30 s. */
   leaseMs?: number;
+  /**
+   * Nodes to pause before, as `.node(name, fn, { interruptBefore: true })` declares
+   * one: the run stops `interrupted` before the node runs, and `resume({ thread, input })`
+   * goes on. A node that declares its own pause keeps it. A name that is no node of
+   * the graph is UnknownNodeError.
+   *
+   * @example
+   * ```ts
+   * compile({ engine, interruptBefore: ['send_email'], interruptAfter: ['draft'] })
+   * ```
+   */
+  interruptBefore?: readonly string[];
+  /** Nodes to pause after (once their step commits), as `.node(name, fn, { interruptAfter: true })` declares one. */
+  interruptAfter?: readonly string[];
   /** Receives every run event (redacted by `redact` and the schema's redacted fields). */
   onEvent?: EventSink;
   /**
@@ -244,9 +258,12 @@ export class App<S extends StateSchema> {
   /** What the faces hide: `compile({ redact })` and every field declared `redact: true`, of this graph and its child graphs. */
   readonly redaction: RedactionRules;
 
+  /** The graph as its runs see it: the builder's, with the pauses `compile({ interruptBefore, interruptAfter })` lists. */
+  readonly spec: GraphSpec;
+
   constructor(
     readonly schema: S,
-    readonly spec: GraphSpec,
+    spec: GraphSpec,
     readonly options: CompileOptions,
   ) {
     const engine = (options as Partial<CompileOptions> | undefined)?.engine;
@@ -254,10 +271,11 @@ export class App<S extends StateSchema> {
       throw new InvalidOptionError(`compile() needs an engine to keep the graph's threads in: compile({ engine: sqlite('./cairn.db') }) (or memory(), postgres(url)); got ${engine === undefined ? 'none' : String(engine)}.`);
     }
     checkCompileOptions(options as unknown as Record<string, unknown>);
+    this.spec = withDeclaredPauses(spec, options);
     this.leaseMs = options.leaseMs ?? LEASE_MS;
-    this.redaction = redactionRules(options.redact, redactedFieldNames(schema, spec));
-    checkRedactPaths(options.redact?.paths ?? [], stateKeyNames(schema, spec));
-    this.defaultsChecked = checkDefaults(schema, spec);
+    this.redaction = redactionRules(options.redact, redactedFieldNames(schema, this.spec));
+    checkRedactPaths(options.redact?.paths ?? [], stateKeyNames(schema, this.spec));
+    this.defaultsChecked = checkDefaults(schema, this.spec);
   }
 
   /** Set while some field default is being validated asynchronously: the first run awaits it. */

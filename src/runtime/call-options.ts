@@ -59,6 +59,9 @@ const nodeMapping: Check = (call, name, value) => {
 const object: Check = (call, name, value) => {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) refuse(call, name, 'an object', value);
 };
+const nodeNames: Check = (call, name, value) => {
+  if (!Array.isArray(value) || value.some((n) => typeof n !== 'string')) refuse(call, name, 'a list of node names', value);
+};
 
 /** Runs each check whose option is given (not undefined). */
 function checkEach(call: string, options: Options, checks: Record<string, Check>): void {
@@ -120,6 +123,8 @@ export const COMPILE_OPTIONS = [
   'onEvent',
   'tracing',
   'redact',
+  'interruptBefore',
+  'interruptAfter',
 ] as const;
 
 /** `compile()` options, beside the engine (checked first, with its own message). */
@@ -137,5 +142,7 @@ export function checkCompileOptions(options: Options): void {
     onEvent: fn,
     tracing: flag,
     redact: object,
+    interruptBefore: nodeNames,
+    interruptAfter: nodeNames,
   });
 }
