@@ -329,14 +329,16 @@ export class App<S extends StateSchema> {
    * ```
    */
   stream(options: RunOptions<S>): RunStream<RunResult<S>> {
-    return streamRun((sink, signal) =>
-      this.run({
+    return streamRun(async (sink, signal) => {
+      // Checked as given: the stream wraps the caller's onEvent and signal in its own.
+      checkRunOptions('stream', options);
+      return this.run({
         ...options,
         // The stream is this call's own consumer: redacted as its onEvent is, unless rawEvents.
         onEvent: options.onEvent ? (event) => (options.onEvent!(event), sink(event)) : sink,
         signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal,
-      }),
-    );
+      });
+    });
   }
 
   /**

@@ -100,7 +100,10 @@ describe('run and submit options', () => {
   it('stream: the same checks, the error in the stream', async () => {
     const { app } = appOn();
     const stream = app.stream({ thread: 'new', recursionLimit: 0 });
-    await expect(stream.result).rejects.toThrow(/recursionLimit must be/);
+    await expect(stream.result).rejects.toThrow(/stream: recursionLimit must be/);
+    // Its onEvent and signal are the caller's, checked before the stream wraps them in its own.
+    await expect(app.stream({ thread: 'new', onEvent: 'log' as never }).result).rejects.toThrow(/stream: onEvent must be a function/);
+    await expect(app.stream({ thread: 'new', signal: {} as never }).result).rejects.toThrow(/stream: signal must be an AbortSignal/);
     expect(await app.getThread({ thread: 'new' })).toBeNull();
   });
 
