@@ -57,7 +57,12 @@ export interface StateDefinition<F extends Fields, D extends Record<string, unkn
   fields: F;
   /** Functions of the stored fields, recomputed on every read and never stored. */
   derived?: DerivedFns<F, D>;
-  /** `upcast[n]` turns a version-n state into a version-(n+1) state, at read time. */
+  /**
+   * `upcast[n]` turns a version-n state into a version-(n+1) state, at read time. It
+   * sees the fields as stored: a field left at its default never was, so renaming it
+   * hands on undefined, and a field an upcaster leaves undefined that the checkpoint
+   * did not hold reads as its current default.
+   */
   upcast?: Record<number, (state: PlainState) => PlainState>;
   /** What two writes to one `replace` field in one step do. Default 'reject'. */
   onConflict?: ConflictPolicy;
