@@ -193,7 +193,7 @@ export function checkNewThread(attrs: { kind?: unknown; tenant?: unknown; metada
   checkJson(metadata, 'metadata', new Set(), call);
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   const proto = Object.getPrototypeOf(value) as unknown;
   return proto === Object.prototype || proto === null;

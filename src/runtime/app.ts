@@ -30,7 +30,8 @@ import type { VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import { describeGraph, publishGraph } from './graph-description.js';
-import { namespaceGraph, namespaceOption, type GraphSpec } from './graph-spec.js';
+import { checkCompileOptions, checkForkOptions, checkNamespace, checkResumeOptions, checkRunOptions } from './call-options.js';
+import { namespaceGraph, namespaceOption, withDeclaredPauses, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PendingWait } from './position.js';
 import type { ReplayReport } from './replay.js';
@@ -55,14 +56,28 @@ export interface CompileOptions {
   engine: Engine;
   /** Where `ctx.artifacts` puts big payloads: `fsArtifacts(dir)`, `memoryArtifacts()`. */
   artifacts?: ArtifactStore;
-  /** Write a snapshot at least every this many positions. Default 50 (`SNAPSHOT_EVERY`). */
+  /** Write a snapshot at least every this many positions: a whole number, 1 or more. Default 50 (`SNAPSHOT_EVERY`). */
   snapshotEvery?: number;
-  /** Most supersteps one run may take. Default 100. */
+  /** Most supersteps one run may take: a whole number, 1 or more. Default 100. */
   recursionLimit?: number;
   /** Default retry policy of every node. */
   retry?: Partial<RetryPolicy>;
-  /** Lease length; a run renews it while working. Default 30 s. */
+  /** Lease length, ms: a whole number, 1 or more; a run renews it while working. Default 30 s. */
   leaseMs?: number;
+  /**
+   * Nodes to pause before, as `.node(name, fn, { interruptBefore: true })` declares
+   * one: the run stops `interrupted` before the node runs, and `resume({ thread, input })`
+   * goes on. A node that declares its own pause keeps it. A name that is no node of
+   * the graph is UnknownNodeError.
+   *
+   * @example
+   * ```ts
+   * compile({ engine, interruptBefore: ['send_email'], interruptAfter: ['draft'] })
+   * ```
+   */
+  interruptBefore?: readonly string[];
+  /** Nodes to pause after (once their step commits), as `.node(name, fn, { interruptAfter: true })` declares one. */
+  interruptAfter?: readonly string[];
   /** Receives every run event (redacted by `redact` and the schema's redacted fields). */
   onEvent?: EventSink;
   /**
@@ -103,8 +118,9 @@ export interface RunOptions<S extends StateSchema> {
   metadata?: Record<string, unknown>;
   /** When another run holds the thread: `throw` ThreadBusyError (default) or `wait` for it. */
   onBusy?: 'throw' | 'wait';
-  /** Longest wait under `onBusy: 'wait'`, ms. Default 30 s. */
+  /** Longest wait under `onBusy: 'wait'`, ms: 0 (try once) or more. Default 30 s. */
   waitTimeoutMs?: number;
+  /** Most supersteps this run may take: a whole number, 1 or more. Default: `compile({ recursionLimit })`. */
   recursionLimit?: number;
   signal?: AbortSignal;
   /** Receives this run's events, redacted as `compile({ onEvent })`'s are unless `rawEvents`. */
@@ -243,19 +259,24 @@ export class App<S extends StateSchema> {
   /** What the faces hide: `compile({ redact })` and every field declared `redact: true`, of this graph and its child graphs. */
   readonly redaction: RedactionRules;
 
+  /** The graph as its runs see it: the builder's, with the pauses `compile({ interruptBefore, interruptAfter })` lists. */
+  readonly spec: GraphSpec;
+
   constructor(
     readonly schema: S,
-    readonly spec: GraphSpec,
+    spec: GraphSpec,
     readonly options: CompileOptions,
   ) {
     const engine = (options as Partial<CompileOptions> | undefined)?.engine;
     if (engine === null || typeof engine !== 'object' || !engine.checkpointer || !engine.ledger || !engine.store) {
       throw new InvalidOptionError(`compile() needs an engine to keep the graph's threads in: compile({ engine: sqlite('./cairn.db') }) (or memory(), postgres(url)); got ${engine === undefined ? 'none' : String(engine)}.`);
     }
+    checkCompileOptions(options as unknown as Record<string, unknown>);
+    this.spec = withDeclaredPauses(spec, options);
     this.leaseMs = options.leaseMs ?? LEASE_MS;
-    this.redaction = redactionRules(options.redact, redactedFieldNames(schema, spec));
-    checkRedactPaths(options.redact?.paths ?? [], stateKeyNames(schema, spec));
-    this.defaultsChecked = checkDefaults(schema, spec);
+    this.redaction = redactionRules(options.redact, redactedFieldNames(schema, this.spec));
+    checkRedactPaths(options.redact?.paths ?? [], stateKeyNames(schema, this.spec));
+    this.defaultsChecked = checkDefaults(schema, this.spec);
   }
 
   /** Set while some field default is being validated asynchronously: the first run awaits it. */
@@ -288,6 +309,7 @@ export class App<S extends StateSchema> {
    * given `input` and is returned as it is otherwise.
    */
   async run(options: RunOptions<S>): Promise<RunResult<S>> {
+    checkRunOptions('run', options);
     return this.withRun(options, { renew: true }, (run) => run.execute(options.input as Record<string, unknown> | undefined));
   }
 
@@ -308,14 +330,16 @@ export class App<S extends StateSchema> {
    * ```
    */
   stream(options: RunOptions<S>): RunStream<RunResult<S>> {
-    return streamRun((sink, signal) =>
-      this.run({
+    return streamRun(async (sink, signal) => {
+      // Checked as given: the stream wraps the caller's onEvent and signal in its own.
+      checkRunOptions('stream', options);
+      return this.run({
         ...options,
         // The stream is this call's own consumer: redacted as its onEvent is, unless rawEvents.
         onEvent: options.onEvent ? (event) => (options.onEvent!(event), sink(event)) : sink,
         signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal,
-      }),
-    );
+      });
+    });
   }
 
   /**
@@ -336,6 +360,7 @@ export class App<S extends StateSchema> {
    * ```
    */
   async resume(options: ResumeOptions<S>): Promise<RunResult<S>> {
+    checkResumeOptions(options);
     return this.withRun({ ...options, create: false }, { renew: true }, (run) =>
       run.resume({
         input: (options.childInput ?? options.input) as Record<string, unknown> | undefined,
@@ -353,6 +378,7 @@ export class App<S extends StateSchema> {
    * Repeating the call with the same input while the run is unfinished changes nothing.
    */
   async submit(options: RunOptions<S>): Promise<RunResult<S>> {
+    checkRunOptions('submit', options);
     return this.withRun(options, { renew: false }, (run) => run.submit(options.input as Record<string, unknown> | undefined));
   }
 
@@ -376,6 +402,7 @@ export class App<S extends StateSchema> {
    * branch stays inspectable. `run()` then continues from the fork.
    */
   async fork(options: ForkOptions<S>): Promise<RunResult<S>> {
+    checkForkOptions(options);
     return this.withRun({ thread: options.thread, create: false, ...(options.onBusy ? { onBusy: options.onBusy } : {}) }, { renew: false }, (run) =>
       run.fork({ seq: options.seq, patch: options.patch as Record<string, unknown> | undefined, actor: options.actor ?? 'fork' }),
     );
@@ -523,6 +550,7 @@ export class App<S extends StateSchema> {
    * for an `ns` that is no checkpoint namespace.
    */
   async getState(options: ThreadOption & NamespaceOption): Promise<StateOf<S>> {
+    checkNamespace('getState', options);
     const ns = namespaceOption(options.ns);
     // Asked first: a namespace the thread does not have is not a graph that lacks its node.
     if (ns !== '') await namespaceHead(this.options.engine.checkpointer, options.thread, ns);
@@ -543,6 +571,7 @@ export class App<S extends StateSchema> {
    * ```
    */
   async stateAt(options: StateAtOptions): Promise<StateOf<S>> {
+    checkNamespace('stateAt', options);
     if (!Number.isSafeInteger(options.seq) || options.seq < 0) throw new InvalidOptionError(`stateAt: seq must be a position's seq (an integer, 0 or more), got ${JSON.stringify(options.seq) ?? String(options.seq)}.`);
     const ns = namespaceOption(options.ns);
     await namespaceHead(this.options.engine.checkpointer, options.thread, ns);
@@ -562,6 +591,7 @@ export class App<S extends StateSchema> {
    * `limit` page backwards. NamespaceNotFoundError for a namespace the thread does not have.
    */
   async history(options: HistoryOptions): Promise<PositionInfo[]> {
+    checkNamespace('history', options);
     const { thread, ...page } = options;
     return threadHistory(this.options.engine.checkpointer, thread, { ...page, ns: namespaceOption(page.ns) });
   }

@@ -56,6 +56,32 @@ export interface NodeSpec {
   child?: ChildSpec;
 }
 
+/**
+ * `spec` with the pauses `compile({ interruptBefore, interruptAfter })` lists declared
+ * on its nodes, as `.node(name, fn, { interruptBefore: true })` declares them. A node
+ * that declares its own pause keeps it (a function of it gives the payload). A name
+ * that is no node of the graph is UnknownNodeError: a typo would leave the node
+ * unguarded.
+ */
+export function withDeclaredPauses(spec: GraphSpec, lists: { interruptBefore?: readonly string[]; interruptAfter?: readonly string[] }): GraphSpec {
+  const before = lists.interruptBefore ?? [];
+  const after = lists.interruptAfter ?? [];
+  if (!before.length && !after.length) return spec;
+  for (const [option, names] of [['interruptBefore', before], ['interruptAfter', after]] as const) {
+    for (const name of names) if (!spec.nodes.has(name)) throw new UnknownNodeError(name, `in compile({ ${option} }): the graph's nodes are ${[...spec.nodes.keys()].map((n) => `"${n}"`).join(', ')}`);
+  }
+  const nodes = new Map<string, NodeSpec>();
+  for (const [name, node] of spec.nodes) {
+    const options: NodeOptions = {
+      ...node.options,
+      ...(before.includes(name) && !node.options.interruptBefore ? { interruptBefore: true } : {}),
+      ...(after.includes(name) && !node.options.interruptAfter ? { interruptAfter: true } : {}),
+    };
+    nodes.set(name, { ...node, options });
+  }
+  return { ...spec, nodes };
+}
+
 /** Chooses the next node(s) from the state after a step (a pure function of the state). */
 export type RouteSpec = (state: never) => string | readonly string[];
 

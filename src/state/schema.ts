@@ -57,7 +57,12 @@ export interface StateDefinition<F extends Fields, D extends Record<string, unkn
   fields: F;
   /** Functions of the stored fields, recomputed on every read and never stored. */
   derived?: DerivedFns<F, D>;
-  /** `upcast[n]` turns a version-n state into a version-(n+1) state, at read time. */
+  /**
+   * `upcast[n]` turns a version-n state into a version-(n+1) state, at read time. It
+   * sees the fields as stored: a field left at its default never was, so renaming it
+   * hands on undefined, and a field an upcaster leaves undefined that the checkpoint
+   * did not hold reads as its current default.
+   */
   upcast?: Record<number, (state: PlainState) => PlainState>;
   /** What two writes to one `replace` field in one step do. Default 'reject'. */
   onConflict?: ConflictPolicy;
@@ -152,11 +157,15 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     return this.withDefaults({});
   }
 
-  /** Fills fields missing from a stored (possibly upcast) state with their defaults. */
-  withDefaults(state: PlainState): PlainState {
+  /**
+   * Fills fields missing from a stored (possibly upcast) state with their defaults.
+   * With `stored` (the fields the checkpoint held before upcasting), a field an
+   * upcaster left `undefined` that was not among them is filled too.
+   */
+  withDefaults(state: PlainState, stored?: ReadonlySet<string>): PlainState {
     for (const name of this.fieldNames) {
       // Own properties only: a field named "constructor" or "toString" is not "present" through Object.prototype.
-      if (Object.hasOwn(state, name)) continue;
+      if (Object.hasOwn(state, name) && !(stored && state[name] === undefined && !stored.has(name))) continue;
       const value = defaultOf(this.fields[name] as AnyField);
       // The runtime extends append lists in place: never hand it a default someone else holds.
       state[name] = this.appendFields.has(name) && Array.isArray(value) ? [...value] : value;
@@ -170,6 +179,12 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
    */
   upcast(state: PlainState, storedVersion: number, place?: ErrorPlace): PlainState {
     this.checkReadable(storedVersion, place);
+    if (storedVersion === this.version) return this.withDefaults(state);
+    // A field left at its default is never stored, so an upcaster that renames it
+    // (`s.to = s.from; delete s.from`) hands on undefined: taken before the upcasters
+    // run (they may change the object in place), this says which undefined values were
+    // stored ones, and the others read as the field's current default.
+    const stored = new Set(Object.keys(state));
     let current = state;
     for (let v = storedVersion; v < this.version; v++) {
       let next: unknown;
@@ -183,7 +198,7 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
       }
       current = next as PlainState;
     }
-    return this.withDefaults(current);
+    return this.withDefaults(current, stored);
   }
 
   /**

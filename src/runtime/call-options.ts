@@ -1,0 +1,152 @@
+/**
+ * @module runtime/call-options
+ * The checks the options of `compile`, `run` (`submit`, `stream`), `resume`, `fork`
+ * and the reads pass before anything is taken or stored: a value out of range is
+ * InvalidOptionError naming the call and the option, never a thread that runs
+ * without a limit (`recursionLimit: NaN`), a lease the database refuses half-way
+ * (`leaseMs: 1.5` on PostgreSQL), a fork that takes the lease to find no position
+ * `-1`, or a busy policy that is silently `throw`. An option left out (undefined)
+ * takes its default and is never refused here.
+ */
+import { InvalidOptionError } from '../errors.js';
+import { isPlainObject } from '../internal/thread-query.js';
+
+/** An option's value in a message: numbers as written (NaN, Infinity), the rest as JSON. */
+const shown = (value: unknown): string => (typeof value === 'number' || typeof value === 'bigint' ? String(value) : (JSON.stringify(value) ?? String(value)));
+
+type Options = Record<string, unknown>;
+type Check = (call: string, name: string, value: unknown) => void;
+
+function refuse(call: string, name: string, expected: string, value: unknown): never {
+  throw new InvalidOptionError(`${call}: ${name} must be ${expected}, got ${shown(value)}.`);
+}
+
+/** A count of things (supersteps, positions, ms of a lease): a whole number, 1 or more. */
+const positiveInteger: Check = (call, name, value) => {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) refuse(call, name, 'a whole number, 1 or more', value);
+};
+/** A limit (supersteps, positions between snapshots): a whole number, 1 or more, or Infinity for none. */
+const limit: Check = (call, name, value) => {
+  if (value !== Number.POSITIVE_INFINITY && (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)) refuse(call, name, 'a whole number, 1 or more (or Infinity: no limit)', value);
+};
+/** A position's seq: a whole number, 0 or more. */
+const seq: Check = (call, name, value) => {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) refuse(call, name, "a position's seq (an integer, 0 or more)", value);
+};
+/** A time to wait, ms: 0 (try once) or more. */
+const milliseconds: Check = (call, name, value) => {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) refuse(call, name, 'a finite number of milliseconds, 0 or more', value);
+};
+const text: Check = (call, name, value) => {
+  if (typeof value !== 'string') refuse(call, name, 'a string', value);
+};
+const flag: Check = (call, name, value) => {
+  if (typeof value !== 'boolean') refuse(call, name, 'true or false', value);
+};
+const fn: Check = (call, name, value) => {
+  if (typeof value !== 'function') refuse(call, name, 'a function', value);
+};
+/** Writes to state fields (input, patch): a plain object of field names, as a node returns. */
+const writes: Check = (call, name, value) => {
+  if (!isPlainObject(value)) refuse(call, name, 'a plain object of state fields and their values', value);
+};
+const onBusy: Check = (call, name, value) => {
+  if (value !== 'throw' && value !== 'wait') refuse(call, name, "'throw' or 'wait'", value);
+};
+const abortSignal: Check = (call, name, value) => {
+  if (!(value instanceof AbortSignal)) refuse(call, name, 'an AbortSignal', value);
+};
+const nodeMapping: Check = (call, name, value) => {
+  if (!isPlainObject(value)) refuse(call, name, 'a plain object of stored node name → node of this graph', value);
+  for (const [from, to] of Object.entries(value)) if (typeof to !== 'string') refuse(call, `${name}.${from}`, 'the name of a node of this graph', to);
+};
+const object: Check = (call, name, value) => {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) refuse(call, name, 'an object', value);
+};
+const nodeNames: Check = (call, name, value) => {
+  if (!Array.isArray(value) || value.some((n) => typeof n !== 'string')) refuse(call, name, 'a list of node names', value);
+};
+
+/** Runs each check whose option is given (not undefined). */
+function checkEach(call: string, options: Options, checks: Record<string, Check>): void {
+  for (const [name, check] of Object.entries(checks)) {
+    const value = options[name];
+    if (value !== undefined) check(call, name, value);
+  }
+}
+
+function checkObject(call: string, options: unknown): asserts options is Options {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`${call} takes one options object ({ thread, … }), got ${shown(options)}.`);
+}
+
+/** What every run takes (run, submit, stream, resume). */
+const RUN_CHECKS: Record<string, Check> = {
+  onBusy,
+  waitTimeoutMs: milliseconds,
+  recursionLimit: limit,
+  signal: abortSignal,
+  onEvent: fn,
+  rawEvents: flag,
+  nodeMapping,
+};
+
+/** `run` / `submit` / `stream` options (kind, tenant and metadata are checked with the new thread). */
+export function checkRunOptions(call: string, options: unknown): void {
+  checkObject(call, options);
+  checkEach(call, options, { ...RUN_CHECKS, input: writes });
+}
+
+/** `resume` options. */
+export function checkResumeOptions(options: unknown): void {
+  checkObject('resume', options);
+  checkEach('resume', options, { ...RUN_CHECKS, input: writes, childInput: writes, interrupt: text, detach: flag, actor: text });
+}
+
+/** `fork` options. */
+export function checkForkOptions(options: unknown): void {
+  checkObject('fork', options);
+  if (options.seq === undefined) refuse('fork', 'seq', "a position's seq (an integer, 0 or more)", undefined);
+  checkEach('fork', options, { seq, patch: writes, actor: text, onBusy });
+}
+
+/** A read's namespace (`getState`, `stateAt`, `history`): '' for the root graph, a child run's. */
+export function checkNamespace(call: string, options: unknown): void {
+  checkObject(call, options);
+  checkEach(call, options, { ns: text });
+}
+
+/** Every option `compile()` knows: any other key is a typo or another library's option, refused rather than ignored. */
+export const COMPILE_OPTIONS = [
+  'name',
+  'engine',
+  'artifacts',
+  'snapshotEvery',
+  'recursionLimit',
+  'retry',
+  'leaseMs',
+  'onEvent',
+  'tracing',
+  'redact',
+  'interruptBefore',
+  'interruptAfter',
+] as const;
+
+/** `compile()` options, beside the engine (checked first, with its own message). */
+export function checkCompileOptions(options: Options): void {
+  for (const key of Object.keys(options)) {
+    if (!(COMPILE_OPTIONS as readonly string[]).includes(key)) throw new InvalidOptionError(`compile: unknown option "${key}" (options: ${COMPILE_OPTIONS.join(', ')}).`);
+  }
+  checkEach('compile', options, {
+    name: text,
+    artifacts: object,
+    snapshotEvery: limit,
+    recursionLimit: limit,
+    retry: object,
+    leaseMs: positiveInteger,
+    onEvent: fn,
+    tracing: flag,
+    redact: object,
+    interruptBefore: nodeNames,
+    interruptAfter: nodeNames,
+  });
+}
