@@ -21,7 +21,7 @@ import type { PendingInterrupt, PendingWait, StoredTaskResult } from './position
 
 type State = Record<string, unknown>;
 
-/** A task of a superstep: a node, and its id (`node:index`, the index in the superstep's nodes). */
+/** A task of a superstep: a node, and its id (`name:index`: the name the head stores, the index in the superstep's nodes). */
 export interface Task {
   node: NodeSpec;
   id: string;
@@ -120,7 +120,13 @@ export function scheduledNodes(spec: GraphSpec, nodeMapping: Readonly<Record<str
 export async function superstep(env: StepEnv, head: Head, state: Readonly<State>): Promise<StepOutcome> {
   const { spec, schema } = env;
   const place = { ...env.place, seq: head.position.seq };
-  const tasks: Task[] = scheduledNodes(spec, env.nodeMapping, head, env.place, 'run').map((name, index) => ({ node: spec.nodes.get(name)!, id: `${name}:${index}` }));
+  // A task's id is the stored name, not the mapped one: every call key (records, effects,
+  // interrupt answers, waits), pending write and child namespace of the superstep derives
+  // from it, so a node renamed since (through nodeMapping) goes on as the same task.
+  const tasks: Task[] = scheduledNodes(spec, env.nodeMapping, head, env.place, 'run').map((name, index) => ({
+    node: spec.nodes.get(name)!,
+    id: `${head.body.next[index]}:${index}`,
+  }));
 
   // Declared pauses come first: nothing runs until they are answered (stored names mapped as the next nodes are).
   const cleared = (head.body.cleared ?? []).map((name) => own(env.nodeMapping, name) ?? name);

@@ -294,3 +294,42 @@ describe.each(ENGINES)('interrupts that return answers on %s', (name) => {
     expect(done.state.log).toEqual(['should not commit']);
   });
 });
+
+describe('an interrupt call answered after its node was renamed, on a SQLite file', () => {
+  const ctx = useEngine('sqlite');
+
+  /** START -> `name` (records a quote, asks, then writes) -> END, counting what ran. */
+  function renamable(engine: Engine, name: string) {
+    const calls = { quote: 0, answers: [] as unknown[] };
+    const app = graph(State)
+      .node(name, async (s, c) => {
+        const quote = await c.record('quote', () => (calls.quote++, s.amount * 2));
+        const ok = await c.interrupt({ question: `refund ${quote}?` }, { answer: z.boolean() });
+        calls.answers.push(ok);
+        return { decision: ok ? 'refund' : 'deny', log: [`${name} decided:${ok}`] };
+      })
+      .edge(START, name as 'a')
+      .edge(name as 'a', END)
+      .compile({ engine });
+    return { app, calls };
+  }
+
+  it('resume with nodeMapping delivers the answer to the renamed node, served what it recorded, and the run completes', async () => {
+    const v1 = renamable(ctx.engine, 'a');
+    const paused = await v1.app.run({ thread: 't', input: { amount: 21 } });
+    expect(paused.status).toBe('interrupted');
+    expect(paused.interrupts[0]).toMatchObject({ node: 'a', payload: { question: 'refund 42?' } });
+
+    // The next version of the code calls the node `b`, on a new connection to the same file.
+    const v2 = renamable(ctx.reopen(), 'b');
+    const done = await v2.app.resume({ thread: 't', answer: true, nodeMapping: { a: 'b' } });
+    expect(done.status).toBe('completed');
+    expect(done.interrupts).toEqual([]);
+    expect(v2.calls.answers).toEqual([true]);
+    // The quote `a` recorded is served to `b`, not asked for again.
+    expect(v2.calls.quote).toBe(0);
+    expect(done.state).toMatchObject({ decision: 'refund', log: ['b decided:true'] });
+    expect((await v2.app.getThread({ thread: 't' }))!.status).toBe('completed');
+    expect((await v2.app.verify({ thread: 't' })).ok).toBe(true);
+  });
+});
