@@ -66,7 +66,7 @@ export interface TaskRunner {
 /** Finished tasks kept while their siblings run, so that a crash or a failure of one does not run the others again. */
 export interface PendingWrites {
   load(baseSeq: number): Promise<Map<string, StoredTaskResult>>;
-  save(baseSeq: number, taskId: string, result: StoredTaskResult): Promise<void>;
+  save(baseSeq: number, task: Task, result: StoredTaskResult): Promise<void>;
 }
 
 /** Where and how a superstep runs. */
@@ -218,7 +218,7 @@ async function runTasks(env: StepEnv, tasks: Task[], head: Head, origin: number,
       // A suspended task has not finished: it goes on when it is answered or woken.
       if (env.pending && tasks.length > 1 && unfinished > 0 && !result.suspended) {
         await writeHeldEffects(env, result);
-        await env.pending.save(base, task.id, stored(result));
+        await env.pending.save(base, task, stored(result));
       }
       return result;
     }),

@@ -332,4 +332,25 @@ describe('an interrupt call answered after its node was renamed, on a SQLite fil
     expect((await v2.app.getThread({ thread: 't' }))!.status).toBe('completed');
     expect((await v2.app.verify({ thread: 't' })).ok).toBe(true);
   });
+
+  it("a renamed node's finished work, kept while a sibling runs, is reported under its new name", async () => {
+    /** START -> `name` and `slow` in one superstep, paused before it; `name` finishes first. */
+    const parallel = (engine: Engine, name: string) =>
+      graph(State)
+        .node('gate', () => ({}), { interruptAfter: true })
+        .node(name, () => ({ log: [name] }))
+        .node('slow', async () => (await new Promise((resolve) => setTimeout(resolve, 50)), { log: ['slow'] }))
+        .edge(START, 'gate')
+        .edge('gate', name as 'a')
+        .edge('gate', 'slow')
+        .edge(name as 'a', END)
+        .edge('slow', END)
+        .compile({ engine });
+    expect((await parallel(ctx.engine, 'a').run({ thread: 'p', input: {} })).status).toBe('interrupted');
+    const events: { type: string; node?: string }[] = [];
+    const done = await parallel(ctx.reopen(), 'b').resume({ thread: 'p', nodeMapping: { a: 'b' }, onEvent: (e) => events.push(e as never) });
+    expect(done.status).toBe('completed');
+    expect(done.state.log).toEqual(['b', 'slow']);
+    expect(events.filter((e) => e.type === 'pending.saved').map((e) => e.node)).toEqual(['b']);
+  });
 });
