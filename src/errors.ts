@@ -208,16 +208,34 @@ export class SchemaFromFutureError extends coded('ERR_SCHEMA_FROM_FUTURE') {
 
 /**
  * An upcaster threw, or returned something that is not a state object, while bringing
- * a stored checkpoint to the current version. Nothing was read; the stored rows are
- * unchanged (fix the upcaster and read again). `cause` is what it threw.
+ * a stored checkpoint to the current version; or the state the upcasters produced is
+ * refused by the current schema (`field` names the field, `issues` what its schema
+ * said). Nothing was read; the stored rows are unchanged (fix the upcaster and read
+ * again). `cause` is what it threw.
  */
 export class UpcastError extends coded('ERR_UPCAST') {
+  /** The version the upcasters were to reach: `fromVersion + 1` for one upcaster's failure, the current version for a refused state. */
+  readonly toVersion: number;
+  /** The field the current schema refused after the upcasters ran (undefined when an upcaster itself failed). */
+  readonly field: string | undefined;
+  readonly issues: ValidationIssue[];
+
   constructor(
     readonly fromVersion: number,
     message: string,
-    options: { place?: ErrorPlace; cause?: unknown } = {},
+    options: { place?: ErrorPlace; cause?: unknown; refused?: { field: string; toVersion: number; issues: ValidationIssue[] } } = {},
   ) {
-    super(`upcast[${fromVersion}] (schema version ${fromVersion} to ${fromVersion + 1}) ${message} Nothing was read; the stored rows are unchanged.`, options);
+    const refused = options.refused;
+    super(
+      refused
+        ? `the state upcast from schema version ${fromVersion} to ${refused.toVersion} is refused by version ${refused.toVersion}'s schema: ${message} ` +
+            `Make the upcasters convert field "${refused.field}". Nothing was read; the stored rows are unchanged.`
+        : `upcast[${fromVersion}] (schema version ${fromVersion} to ${fromVersion + 1}) ${message} Nothing was read; the stored rows are unchanged.`,
+      { place: options.place, cause: options.cause },
+    );
+    this.toVersion = refused ? refused.toVersion : fromVersion + 1;
+    this.field = refused?.field;
+    this.issues = refused?.issues ?? [];
   }
 }
 

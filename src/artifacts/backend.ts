@@ -17,7 +17,7 @@
  * blob, which {@link ArtifactBackend.sweep} removes later; never a record without
  * its whole blob.
  */
-import type { ArtifactRef, ArtifactSweepReport } from '../contracts/artifact-store.js';
+import type { ArtifactClockOptions, ArtifactRef, ArtifactSweepReport } from '../contracts/artifact-store.js';
 
 /** Where one record lives: its tenant (null when unscoped), and a digest or key. */
 export interface RecordAddress {
@@ -86,8 +86,8 @@ export interface ArtifactBackend {
   deleteBlob(sha256: string): Promise<boolean>;
   /** Records of one tenant (`null`: unscoped ones; `undefined`: every tenant), in a stable order. */
   listRecords(options: { tenant: string | null | undefined; cursor: string | undefined; limit: number }): Promise<RecordPage>;
-  /** The clock `freshAt` is measured with. */
-  now(): Promise<number>;
+  /** The clock `freshAt` is measured with; with `readOnly`, read without writing anything. */
+  now(options?: ArtifactClockOptions): Promise<number>;
   sweep(olderThan: number, dryRun: boolean): Promise<ArtifactSweepReport>;
   close(): Promise<void>;
 }

@@ -21,6 +21,7 @@ import type {
   ArtifactRef,
   ArtifactStore,
   ArtifactStreamOptions,
+  ArtifactClockOptions,
   ArtifactSweepOptions,
   ArtifactSweepReport,
 } from '../contracts/artifact-store.js';
@@ -306,8 +307,8 @@ export class BaseArtifactStore implements ArtifactStore {
     return { items, cursor: page.cursor };
   }
 
-  async now(): Promise<number> {
-    return this.store.now();
+  async now(options?: ArtifactClockOptions): Promise<number> {
+    return this.store.now(options?.readOnly === true ? { readOnly: true } : undefined);
   }
 
   /** @deprecated Since 0.2.0: use {@link engine}. */

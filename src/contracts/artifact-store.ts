@@ -130,6 +130,16 @@ export interface ArtifactSweepOptions {
   dryRun?: boolean;
 }
 
+/** Options of {@link ArtifactStore.now}. */
+export interface ArtifactClockOptions {
+  /**
+   * Learn the time without writing anything (a dry run's collection): a backend whose
+   * clock is read off an object it writes (S3's `LastModified`) answers from a read
+   * instead, as near to that clock as a read can come.
+   */
+  readOnly?: boolean;
+}
+
 /** Big payloads kept out of state: stored by content or key, verified on every read, swept when nothing refers to them. */
 export interface ArtifactStore {
   /** The store's name in messages and error places, as checkpointers and stores name theirs: `fs`, `s3`, `memory`. */
@@ -158,7 +168,7 @@ export interface ArtifactStore {
   /** A view scoped to `tenant`: its refs carry the tenant, other tenants' refs are refused. */
   forTenant(tenant: string): ArtifactStore;
   /** The backend's clock (ms): `freshAt` values compare with this, not with the caller's clock. */
-  now(): Promise<number>;
+  now(options?: ArtifactClockOptions): Promise<number>;
   /**
    * Removes what no ref points at and was last written or used before `staleBefore`
    * (the store's clock): unreferenced blobs, temp files, incomplete uploads. `dryRun`

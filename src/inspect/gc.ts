@@ -272,8 +272,9 @@ export async function collectArtifactsAfter(options: GcOptions, planned: Planned
   const threadNow = options.now ?? Date.now();
 
   // The store's clock is read first: everything refreshed after this instant minus
-  // grace is kept, including what is written while the mark phase runs.
-  const startedAt = await artifacts.now();
+  // grace is kept, including what is written while the mark phase runs. A dry run
+  // writes nothing, not even the probe a backend's clock may take (S3's).
+  const startedAt = await artifacts.now(dryRun ? { readOnly: true } : undefined);
   const cutoff = startedAt - grace;
 
   // ---------------------------------------------------------------- mark

@@ -7,6 +7,9 @@
 import { encode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
 import type { StoredSignal } from '../contracts/threads.js';
+import { MAX_SIGNAL_NAME_LENGTH } from '../defaults.js';
+import { InvalidOptionError } from '../errors.js';
+import { checkSignalName, checkThreadId } from '../internal/keys.js';
 
 /** Options of {@link signalThread}. */
 export interface SignalThreadOptions {
@@ -21,8 +24,10 @@ export interface SignalThreadOptions {
 /**
  * Queues a signal for a thread: durable when it resolves, whether or not a run or a
  * worker is up; a thread that waits is made due so a worker continues it. Throws
- * ThreadNotFoundError for a missing thread, InvalidKeyError for a bad name,
- * InvalidOptionError for a payload over the size limit.
+ * ThreadNotFoundError for a missing thread, InvalidKeyError for a bad thread id or
+ * name, UnencodableValueError / ValueTooDeepError for a payload the codec cannot
+ * store (a function, a class instance, a cycle), InvalidOptionError for options that
+ * are not an object or a payload over the size limit. Nothing is queued when it throws.
  *
  * @example
  * ```ts
@@ -32,5 +37,9 @@ export interface SignalThreadOptions {
  * ```
  */
 export async function signalThread(engine: Engine, options: SignalThreadOptions): Promise<StoredSignal> {
-  return engine.checkpointer.sendSignal(options.thread, { name: options.name, payload: encode(options.payload ?? null, `payload of signal "${options.name}"`) });
+  if (options === null || typeof options !== 'object') throw new InvalidOptionError(`signal: pass { thread, name, payload? }, got ${options === null ? 'null' : typeof options}.`);
+  // The thread and the name first: an encoding error quotes the name, which must be one.
+  checkThreadId(options.thread);
+  checkSignalName(options.name, MAX_SIGNAL_NAME_LENGTH);
+  return engine.checkpointer.sendSignal(options.thread, { name: options.name, payload: encode(options.payload ?? null, `payload of signal ${JSON.stringify(options.name)}`) });
 }

@@ -320,7 +320,10 @@ export async function materialize(
   }
 
   if (schema && fields && version === schema.version) schema.checkDrift(fields, place);
+  // What was stored, before the upcasters (which may change `values` in place) ran: what checkUpcast compares against.
+  const stored = schema && version < schema.version ? { ...values } : values;
   const state = schema ? schema.upcast(values, version, place) : values;
+  if (schema) await schema.checkUpcast(stored, state, version, fields, place);
   return {
     position,
     body: bodies[bodies.length - 1]!,

@@ -413,9 +413,8 @@ export class ThreadRun implements ChildRunner {
         }
         return kept;
       },
-      async save(baseSeq, task, result) {
+      async save(baseSeq, { id: task, node: { name: node } }, result) {
         await cp.putPendingWrite(lease, { ns, baseSeq, task, body: sealSnapshot(encode(result, `writes of ${task}`)) });
-        const node = task.slice(0, task.lastIndexOf(':'));
         crashPoint('after-pending-write', node);
         emit?.({ type: 'pending.saved', threadId: lease.threadId, at: Date.now(), node, task, seq: baseSeq });
       },

@@ -21,7 +21,7 @@ import type { PendingInterrupt, PendingWait, StoredTaskResult } from './position
 
 type State = Record<string, unknown>;
 
-/** A task of a superstep: a node, and its id (`node:index`, the index in the superstep's nodes). */
+/** A task of a superstep: a node, and its id (`name:index`: the name the head stores, the index in the superstep's nodes). */
 export interface Task {
   node: NodeSpec;
   id: string;
@@ -66,7 +66,7 @@ export interface TaskRunner {
 /** Finished tasks kept while their siblings run, so that a crash or a failure of one does not run the others again. */
 export interface PendingWrites {
   load(baseSeq: number): Promise<Map<string, StoredTaskResult>>;
-  save(baseSeq: number, taskId: string, result: StoredTaskResult): Promise<void>;
+  save(baseSeq: number, task: Task, result: StoredTaskResult): Promise<void>;
 }
 
 /** Where and how a superstep runs. */
@@ -120,7 +120,13 @@ export function scheduledNodes(spec: GraphSpec, nodeMapping: Readonly<Record<str
 export async function superstep(env: StepEnv, head: Head, state: Readonly<State>): Promise<StepOutcome> {
   const { spec, schema } = env;
   const place = { ...env.place, seq: head.position.seq };
-  const tasks: Task[] = scheduledNodes(spec, env.nodeMapping, head, env.place, 'run').map((name, index) => ({ node: spec.nodes.get(name)!, id: `${name}:${index}` }));
+  // A task's id is the stored name, not the mapped one: every call key (records, effects,
+  // interrupt answers, waits), pending write and child namespace of the superstep derives
+  // from it, so a node renamed since (through nodeMapping) goes on as the same task.
+  const tasks: Task[] = scheduledNodes(spec, env.nodeMapping, head, env.place, 'run').map((name, index) => ({
+    node: spec.nodes.get(name)!,
+    id: `${head.body.next[index]}:${index}`,
+  }));
 
   // Declared pauses come first: nothing runs until they are answered (stored names mapped as the next nodes are).
   const cleared = (head.body.cleared ?? []).map((name) => own(env.nodeMapping, name) ?? name);
@@ -212,7 +218,7 @@ async function runTasks(env: StepEnv, tasks: Task[], head: Head, origin: number,
       // A suspended task has not finished: it goes on when it is answered or woken.
       if (env.pending && tasks.length > 1 && unfinished > 0 && !result.suspended) {
         await writeHeldEffects(env, result);
-        await env.pending.save(base, task.id, stored(result));
+        await env.pending.save(base, task, stored(result));
       }
       return result;
     }),

@@ -30,6 +30,7 @@ import {
   StateValidationError,
   UpcastError,
   type ErrorPlace,
+  type ValidationIssue,
 } from '../errors.js';
 import { MAX_FIELD_BYTES } from '../defaults.js';
 import { defaultOf, type AnyField, type ConflictPolicy, type ModelField, type RuntimeField, type RuntimeInfo, type ValueOf, type WriteOf } from './fields.js';
@@ -202,6 +203,32 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
   }
 
   /**
+   * Checks a state {@link upcast} brought from `storedVersion` against this version's
+   * field schemas: a field the upcasters wrote a value of the wrong type to, or whose
+   * type changed without an upcaster converting it, is UpcastError naming the field,
+   * not data of the wrong shape handed to nodes. Checked: every field the upcasters
+   * gave a new value, and every field whose definition (`storedTable`, the field table
+   * stored at that version) differs or is unknown. A value the upcasters left as it
+   * was, under the same definition, passed this schema when it was written.
+   */
+  async checkUpcast(stored: Readonly<PlainState>, upcast: Readonly<PlainState>, storedVersion: number, storedTable: Readonly<Record<string, string>> | undefined, place?: ErrorPlace): Promise<void> {
+    if (storedVersion >= this.version) return;
+    const table = this.fieldTable();
+    for (const name of this.fieldNames) {
+      if (!Object.hasOwn(upcast, name)) continue;
+      const sameDefinition = storedTable !== undefined && Object.hasOwn(storedTable, name) && storedTable[name] === table[name];
+      if (sameDefinition && Object.hasOwn(stored, name) && stored[name] === upcast[name]) continue;
+      const checked = await this.check(name, upcast[name]);
+      if (checked.issues) {
+        throw new UpcastError(storedVersion, `field "${name}" failed validation: ${describeIssues(checked.issues)}.`, {
+          ...(place ? { place } : {}),
+          refused: { field: name, toVersion: this.version, issues: checked.issues },
+        });
+      }
+    }
+  }
+
+  /**
    * What each stored field is at this version: `<role> <reducer> <schema fingerprint>`
    * by name (`model append 3f9c0b1d2e4a5c6f`). The fingerprint is a digest of the
    * field schema's JSON Schema (Standard JSON Schema, which zod 4, valibot and arktype
@@ -305,21 +332,29 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
 
   /** Validates a value against a field's schema; returns the schema's output. */
   async validate(name: string, value: unknown, place?: ErrorPlace): Promise<unknown> {
+    const checked = await this.check(name, value);
+    if (checked.issues) throw new StateValidationError(name, checked.issues, place);
+    return checked.value;
+  }
+
+  /** What a field's schema says of a value: its output, or its issues. */
+  private async check(name: string, value: unknown): Promise<{ value: unknown; issues?: undefined } | { issues: ValidationIssue[] }> {
     const schema = (this.fields[name] as AnyField).schema as StandardSchemaV1;
     let result = schema['~standard'].validate(value);
     if (result instanceof Promise) result = await result;
-    if (result.issues) {
-      throw new StateValidationError(
-        name,
-        result.issues.map((issue) => ({
-          message: issue.message,
-          path: (issue.path ?? []).map((p) => (typeof p === 'object' ? (p.key as string | number) : (p as string | number))),
-        })),
-        place,
-      );
-    }
-    return result.value;
+    if (!result.issues) return { value: result.value };
+    return {
+      issues: result.issues.map((issue) => ({
+        message: issue.message,
+        path: (issue.path ?? []).map((p) => (typeof p === 'object' ? (p.key as string | number) : (p as string | number))),
+      })),
+    };
   }
+}
+
+/** Issues as StateValidationError words them: `path: message; …`. */
+function describeIssues(issues: ValidationIssue[]): string {
+  return issues.map((i) => (i.path.length ? `${i.path.join('.')}: ` : '') + i.message).join('; ');
 }
 
 /** JSON Schema keywords that describe a value without constraining it: not part of a fingerprint. */

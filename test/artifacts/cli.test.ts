@@ -124,6 +124,32 @@ describe('an S3 location', () => {
     expect((JSON.parse(verify.stdout) as { artifacts: { dangling: { why: string }[] } }).artifacts.dangling.map((d) => d.why)).toEqual(['missing']);
     await store.close();
   });
+
+  it('gc --dry-run on a bucket writes nothing to it: the object list is the same before and after', async () => {
+    const { S3Client, ListObjectsV2Command } = await import('@aws-sdk/client-s3');
+    const { S3ArtifactStore } = await import('../../src/artifacts/s3/index.js');
+    const store = new S3ArtifactStore({ bucket: 'cairn-test', prefix: 'cli-dry/', client: server.clientConfig });
+    await store.put('garbage', { mediaType: 'text/plain' });
+    const listing = async () => {
+      const client = new S3Client(server.clientConfig);
+      try {
+        const out = await client.send(new ListObjectsV2Command({ Bucket: 'cairn-test', Prefix: 'cli-dry/' }));
+        return (out.Contents ?? []).map((c) => [c.Key, c.Size, c.ETag, c.LastModified?.getTime()]);
+      } finally {
+        client.destroy();
+      }
+    };
+    const location = `s3://cairn-test/cli-dry/?endpoint=${encodeURIComponent(server.endpoint)}&path-style=1`;
+    const env = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
+    // Past LastModified's 1 s resolution, so a rewrite of any object would show.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const before = await listing();
+    const dry = await cairn(['gc', '--db', db, '--artifacts', location, '--grace', '0', '--dry-run', '--json'], env);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect((JSON.parse(dry.stdout) as { dryRun: boolean; victims: unknown[] })).toMatchObject({ dryRun: true, victims: [expect.anything()] });
+    expect(await listing()).toEqual(before);
+    await store.close();
+  });
 });
 
 describe('progress bar', () => {

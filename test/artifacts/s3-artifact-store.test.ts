@@ -1,11 +1,18 @@
 /**
  * What only the S3 backend does: presigned expiring URLs (with tenant rules),
  * multipart uploads across part boundaries, the object layout under the prefix,
- * and a sweep of temp objects a crashed upload left.
+ * a sweep of temp objects a crashed upload left, and dry runs of a collection that
+ * write nothing to the bucket (not even a clock probe).
  */
 import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { END, START, defineState, field, graph } from '../../src/index.js';
+import { sqlite } from '../../src/engines/sqlite/index.js';
+import { collectArtifacts } from '../../src/inspect/gc.js';
+import { applyRetention } from '../../src/inspect/retention.js';
+import { tmpFile } from '../runtime/engines.js';
 import { BUCKET, freshS3Store, startS3Server, type S3Server } from './s3-server.js';
 
 let server: S3Server;
@@ -13,6 +20,18 @@ beforeAll(async () => {
   server = await startS3Server();
 });
 afterAll(() => server?.stop());
+
+/** Every object under `prefix` as the server lists it: name, size, ETag and LastModified. */
+async function objectsUnder(prefix: string): Promise<{ key: string; size: number | undefined; etag: string | undefined; lastModified: number | undefined }[]> {
+  const client = new S3Client(server.clientConfig);
+  try {
+    const out = await client.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix }));
+    expect(out.IsTruncated).toBeFalsy();
+    return (out.Contents ?? []).map((c) => ({ key: c.Key!, size: c.Size, etag: c.ETag, lastModified: c.LastModified?.getTime() })).sort((a, b) => a.key.localeCompare(b.key));
+  } finally {
+    client.destroy();
+  }
+}
 
 async function keysUnder(prefix: string): Promise<string[]> {
   const client = new S3Client(server.clientConfig);
@@ -84,6 +103,44 @@ describe('S3ArtifactStore', () => {
     expect(keys).toContain(`refs/_/content/${content.sha256}.json`);
     expect(keys.filter((k) => k.startsWith('refs/_/keys/'))).toHaveLength(1);
     expect(keys.filter((k) => /^refs\/t-[0-9a-f]{64}\/keys\/[0-9a-f]{64}\.json$/.test(k))).toHaveLength(1);
+    await store.close();
+  });
+
+  it("a dry run of a collection (and of retention) writes nothing to the bucket: the object list is the same before and after, and it reports what a real run then deletes", async () => {
+    const store = freshS3Store(server);
+    const engine = sqlite(tmpFile());
+    const State = defineState({ fields: { doc: field.model(z.unknown().optional()) } });
+    const app = graph(State)
+      .node('write', async (_s, ctx) => ({ doc: await ctx.artifacts.put('kept: a thread refers to it', { mediaType: 'text/plain' }) }))
+      .edge(START, 'write')
+      .edge('write', END)
+      .compile({ engine, artifacts: store });
+    await app.run({ thread: 't' });
+    await store.put('garbage: nothing refers to it', { mediaType: 'text/plain' });
+    const client = new S3Client(server.clientConfig);
+    await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: `${store.prefix}tmp/left-by-a-crash`, Body: 'partial' }));
+    client.destroy();
+    // Past LastModified's 1 s resolution, so a rewrite of any object would show.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const before = await objectsUnder(store.prefix);
+    expect(before.map((o) => o.key)).not.toContain(`${store.prefix}fresh/clock`);
+
+    const dry = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts: store, graceMs: 0, dryRun: true });
+    expect(dry.dryRun).toBe(true);
+    expect(dry.victims.map((v) => v.reason)).toEqual(['unreferenced']);
+    expect(dry.kept.referenced).toBe(1);
+    expect(dry.sweep.temps).toBe(1);
+    // The store's time, read without a write: the server's, within the second it answered in.
+    expect(Math.abs(dry.startedAt - Date.now())).toBeLessThan(5_000);
+    expect(dry.startedAt % 1000).toBe(0);
+    const retention = await applyRetention({ checkpointer: engine.checkpointer, artifacts: store, policy: { artifacts: [{ olderThan: '0ms' }] }, dryRun: true });
+    expect(retention.dryRun).toBe(true);
+    expect(await objectsUnder(store.prefix)).toEqual(before);
+
+    const real = await collectArtifacts({ checkpointer: engine.checkpointer, artifacts: store, graceMs: 0 });
+    expect(real.victims.map((v) => v.ref.id)).toEqual(dry.victims.map((v) => v.ref.id));
+    expect(real.sweep.temps).toBe(1);
+    await engine.close();
     await store.close();
   });
 

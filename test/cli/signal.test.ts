@@ -2,7 +2,7 @@
  * `cairn signal <thread> <name> [--payload <json>]` on SQLite: the signal is queued
  * (its payload in the tagged codec, as a wait decodes it), a waiting thread is made
  * due, and the output says so; a missing thread or database exits 1, a payload that is
- * not JSON or an empty name exits 2, queueing nothing.
+ * not JSON, one that encodes over the size limit, or an empty name exits 2, queueing nothing.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -93,5 +93,18 @@ describe('cairn signal', () => {
     expect(empty.code).toBe(2);
     expect(empty.stderr).toMatch(/signal name must be a non-empty string/);
     expect((await stored('running-1')).signals).toHaveLength(before);
+  });
+
+  it('a payload whose codec text is over the size limit: exit 2, says so, nothing queued', async () => {
+    const before = await stored('waiting-1');
+    // Objects with a "$t" key are escaped by the codec, three times their JSON: an argument
+    // short enough for the command line that encodes past the limit.
+    const payload = JSON.stringify(Array.from({ length: 12_000 }, () => ({ $t: 1 })));
+    expect(payload.length).toBeLessThan(128 * 1024);
+    const run = await cairn(['signal', 'waiting-1', 'approved', '--payload', payload, '--db', db]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/the payload is \d+ bytes, over the 262144-byte limit/);
+    expect(await stored('waiting-1')).toEqual(before);
   });
 });

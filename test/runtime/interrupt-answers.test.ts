@@ -294,3 +294,63 @@ describe.each(ENGINES)('interrupts that return answers on %s', (name) => {
     expect(done.state.log).toEqual(['should not commit']);
   });
 });
+
+describe('an interrupt call answered after its node was renamed, on a SQLite file', () => {
+  const ctx = useEngine('sqlite');
+
+  /** START -> `name` (records a quote, asks, then writes) -> END, counting what ran. */
+  function renamable(engine: Engine, name: string) {
+    const calls = { quote: 0, answers: [] as unknown[] };
+    const app = graph(State)
+      .node(name, async (s, c) => {
+        const quote = await c.record('quote', () => (calls.quote++, s.amount * 2));
+        const ok = await c.interrupt({ question: `refund ${quote}?` }, { answer: z.boolean() });
+        calls.answers.push(ok);
+        return { decision: ok ? 'refund' : 'deny', log: [`${name} decided:${ok}`] };
+      })
+      .edge(START, name as 'a')
+      .edge(name as 'a', END)
+      .compile({ engine });
+    return { app, calls };
+  }
+
+  it('resume with nodeMapping delivers the answer to the renamed node, served what it recorded, and the run completes', async () => {
+    const v1 = renamable(ctx.engine, 'a');
+    const paused = await v1.app.run({ thread: 't', input: { amount: 21 } });
+    expect(paused.status).toBe('interrupted');
+    expect(paused.interrupts[0]).toMatchObject({ node: 'a', payload: { question: 'refund 42?' } });
+
+    // The next version of the code calls the node `b`, on a new connection to the same file.
+    const v2 = renamable(ctx.reopen(), 'b');
+    const done = await v2.app.resume({ thread: 't', answer: true, nodeMapping: { a: 'b' } });
+    expect(done.status).toBe('completed');
+    expect(done.interrupts).toEqual([]);
+    expect(v2.calls.answers).toEqual([true]);
+    // The quote `a` recorded is served to `b`, not asked for again.
+    expect(v2.calls.quote).toBe(0);
+    expect(done.state).toMatchObject({ decision: 'refund', log: ['b decided:true'] });
+    expect((await v2.app.getThread({ thread: 't' }))!.status).toBe('completed');
+    expect((await v2.app.verify({ thread: 't' })).ok).toBe(true);
+  });
+
+  it("a renamed node's finished work, kept while a sibling runs, is reported under its new name", async () => {
+    /** START -> `name` and `slow` in one superstep, paused before it; `name` finishes first. */
+    const parallel = (engine: Engine, name: string) =>
+      graph(State)
+        .node('gate', () => ({}), { interruptAfter: true })
+        .node(name, () => ({ log: [name] }))
+        .node('slow', async () => (await new Promise((resolve) => setTimeout(resolve, 50)), { log: ['slow'] }))
+        .edge(START, 'gate')
+        .edge('gate', name as 'a')
+        .edge('gate', 'slow')
+        .edge(name as 'a', END)
+        .edge('slow', END)
+        .compile({ engine });
+    expect((await parallel(ctx.engine, 'a').run({ thread: 'p', input: {} })).status).toBe('interrupted');
+    const events: { type: string; node?: string }[] = [];
+    const done = await parallel(ctx.reopen(), 'b').resume({ thread: 'p', nodeMapping: { a: 'b' }, onEvent: (e) => events.push(e as never) });
+    expect(done.status).toBe('completed');
+    expect(done.state.log).toEqual(['b', 'slow']);
+    expect(events.filter((e) => e.type === 'pending.saved').map((e) => e.node)).toEqual(['b']);
+  });
+});

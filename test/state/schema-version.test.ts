@@ -183,6 +183,37 @@ describe.each(ENGINES)('schema versions on %s', (name) => {
     await expect(broken(() => { throw new Error('x'); }).run({ thread: 't' })).rejects.toThrow(UpcastError);
     expect(await bodies(ctx.engine, 't')).toEqual(before);
   });
+
+  it('an upcast state the current schema refuses is UpcastError naming the field and both versions, for a read and a run; nothing is written', async () => {
+    await v1App(ctx.engine).run({ thread: 't' });
+    const before = await bodies(ctx.engine, 't');
+    const appOf = (fields: Parameters<typeof defineState>[0]['fields'], upcast: (s: Record<string, unknown>) => Record<string, unknown>) =>
+      graph(defineState({ version: 2, fields, upcast: { 1: upcast } }))
+        .node('a', () => ({}))
+        .edge(START, 'a')
+        .edge('a', END)
+        .compile({ engine: ctx.reopen(), retry: fast });
+
+    // An upcaster that writes a field of the wrong type.
+    const wrongType = appOf(V2.fields, (s) => ({ ...s, fullName: 42 }));
+    const error = (await caught(() => wrongType.getState({ thread: 't' }))) as UpcastError;
+    expect(UpcastError.is(error), String(error)).toBe(true);
+    expect(error.code).toBe('ERR_UPCAST');
+    expect(error.field).toBe('fullName');
+    expect(error.fromVersion).toBe(1);
+    expect(error.toVersion).toBe(2);
+    expect(error.message).toContain('field "fullName"');
+    expect(error.message).toMatch(/schema version 1 to 2/);
+    await expect(wrongType.run({ thread: 't', input: { color: 'red' } as never })).rejects.toMatchObject({ code: 'ERR_UPCAST', field: 'fullName' });
+
+    // A field whose type changed at the new version, which no upcaster converted.
+    const unconverted = appOf({ ...V2.fields, n: field.model(z.string(), { default: '' }) }, (s) => ({ ...s, fullName: s.name }));
+    const stale = (await caught(() => unconverted.stateAt({ thread: 't', seq: 1 }))) as UpcastError;
+    expect(UpcastError.is(stale), String(stale)).toBe(true);
+    expect(stale.field).toBe('n');
+    expect(stale.message).toContain('field "n"');
+    expect(await bodies(ctx.engine, 't')).toEqual(before);
+  });
 });
 
 describe('schema definition errors', () => {

@@ -405,11 +405,36 @@ class S3Backend implements ArtifactBackend {
     return { items, cursor: more && last !== undefined ? last : null };
   }
 
-  async now(): Promise<number> {
+  async now(options?: { readOnly?: boolean }): Promise<number> {
+    if (options?.readOnly) return this.serverDate();
     // The server's clock, as LastModified measures it.
     const key = `${this.prefix}fresh/clock`;
     await this.putObject(key, '');
     return (await this.headObject(key))?.lastModified ?? Date.now();
+  }
+
+  /**
+   * The server's clock without a write: the `Date` header of a one-key listing under
+   * the prefix (whole seconds, rounded down, as LastModified is). The local clock when
+   * the answer has none (a client that is not an SDK `S3Client`, a proxy that drops it).
+   */
+  private async serverDate(): Promise<number> {
+    let date: string | undefined;
+    await this.send('read the clock', (s) => {
+      const command = new s.ListObjectsV2Command({ Bucket: this.bucket, Prefix: `${this.prefix}fresh/`, MaxKeys: 1 });
+      command.middlewareStack.add(
+        (next) => async (args) => {
+          const result = await next(args);
+          const headers = (result.response as { headers?: Record<string, string | undefined> } | undefined)?.headers;
+          date = headers?.date ?? headers?.Date;
+          return result;
+        },
+        { step: 'deserialize', name: 'cairnServerDate' },
+      );
+      return command;
+    });
+    const at = date === undefined ? NaN : Date.parse(date);
+    return Number.isFinite(at) ? at : Date.now();
   }
 
   // ------------------------------------------------------------ sweeping
