@@ -62,6 +62,7 @@ export type { DivergenceKind } from './runtime/task-scope.js';
 export type { EvaluationReport, ThreadEvaluation, EvaluationDivergence, EvaluationCost, EvaluationOutcome, EvaluationSelection } from './runtime/evaluate.js';
 export type { EvaluatedModelCall } from './runtime/task-scope.js';
 export type { VerifyReport, VerifyProblem, VerifyProblemKind } from './inspect/verify.js';
+export type { SentSignal } from './inspect/signal.js';
 export type { ThreadAttempts, AttemptInfo, AttemptOutcome, CommittedPosition } from './inspect/attempts.js';
 export { Redactor, redactValue, redactionRules, REDACTED } from './internal/redaction.js';
 export type { RedactOptions, RedactionRules } from './internal/redaction.js';

@@ -46,7 +46,7 @@ export type { MigrateCheckReport, SchemaWindow, VersionCount } from './migrate-c
 export { cancelThread } from './cancel.js';
 export type { CancelThreadOptions, CancelThreadResult } from './cancel.js';
 export { signalThread } from './signal.js';
-export type { SignalThreadOptions } from './signal.js';
+export type { SentSignal, SignalThreadOptions } from './signal.js';
 export { exportThreads, importThreads } from './transfer.js';
 export { threadRedactor, storedRedaction, redactStoredState, redactDiff, redactLedgerEntry, redactPositionLedger, redactEvaluationReport, learnHead } from './redaction.js';
 export type { RedactionChoice } from './redaction.js';

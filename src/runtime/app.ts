@@ -14,14 +14,14 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
-import type { DeleteThreadOptions, DeleteThreadResult, StoredSignal, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
+import type { DeleteThreadOptions, DeleteThreadResult, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { encode } from '../codec/tagged-json.js';
 import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
 import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
-import { signalThread } from '../inspect/signal.js';
+import { signalThread, type SentSignal } from '../inspect/signal.js';
 import { namespaceHead } from '../inspect/walk.js';
 // Maintenance and inspection that no run needs (verify, replay, evaluate, erase) is
 // imported where it is called, so a process that only runs threads never loads it.
@@ -652,6 +652,7 @@ export class App<S extends StateSchema> {
    * queued durably, so a `ctx.waitFor(name)` takes it whether it is waiting now, starts
    * waiting later, or every process is down until then. A waiting thread is made due,
    * so a worker (or the next `run()`) goes on. ThreadNotFoundError for a missing thread.
+   * Resolves to the queued signal (its id, name, time) with its payload decoded.
    *
    * @example
    * ```ts
@@ -660,9 +661,9 @@ export class App<S extends StateSchema> {
    * await app.run({ thread: 'order_7' });                    // or let a worker take it
    * ```
    */
-  signal(options: SignalOptions): Promise<StoredSignal>;
-  signal(thread: string, name: string, payload?: unknown): Promise<StoredSignal>;
-  async signal(options: SignalOptions | string, name?: string, payload?: unknown): Promise<StoredSignal> {
+  signal(options: SignalOptions): Promise<SentSignal>;
+  signal(thread: string, name: string, payload?: unknown): Promise<SentSignal>;
+  async signal(options: SignalOptions | string, name?: string, payload?: unknown): Promise<SentSignal> {
     const signal = typeof options === 'string' ? { thread: options, name: name!, payload } : options;
     return signalThread(this.options.engine, signal);
   }

@@ -62,7 +62,7 @@ describe('cairn signal', () => {
     const run = await cairn(['signal', 'running-1', 'note', '--db', db, '--json']);
     expect(run.code, run.stderr).toBe(0);
     const printed = JSON.parse(run.stdout) as Record<string, unknown>;
-    expect(printed).toMatchObject({ threadId: 'running-1', id: 1, name: 'note', payload: 'null', consumedBy: null, consumedAt: null, threadStatus: 'running' });
+    expect(printed).toMatchObject({ threadId: 'running-1', id: 1, name: 'note', payload: null, consumedBy: null, consumedAt: null, threadStatus: 'running' });
     expect((await cairn(['signal', 'running-1', 'note', '--payload', '"again"', '--db', db])).stdout).toBe('signal 2 "note" queued for thread running-1 (thread is running)\n');
     const { thread, signals } = await stored('running-1');
     expect(signals.map((s) => [s.id, decode(s.payload)])).toEqual([[1, null], [2, 'again']]);

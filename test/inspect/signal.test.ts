@@ -9,7 +9,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { decode } from '../../src/codec/tagged-json.js';
 import { MAX_SIGNAL_PAYLOAD_BYTES } from '../../src/defaults.js';
 import { InvalidKeyError, InvalidOptionError, ThreadNotFoundError, UnencodableValueError, ValueTooDeepError } from '../../src/errors.js';
 import { signalThread } from '../../src/inspect/signal.js';
@@ -79,7 +78,11 @@ describe.each(ENGINES)('signals a careful user could send, on %s', (name) => {
     const app = await waitingThread(ctx.engine);
     const payload = { amount: 10n ** 20n, at: new Date('2026-01-02T03:04:05Z'), seen: new Map([['a', 1]]) };
     const sent = await signalThread(ctx.engine, { thread: 't', name: 'go', payload });
-    expect(decode(sent.payload)).toEqual(payload);
+    expect(sent.payload).toEqual(payload);
+    // app.signal answers the same way: the payload as the wait will get it, not codec text.
+    const again = await app.signal({ thread: 't', name: 'later', payload });
+    expect(again).toMatchObject({ threadId: 't', name: 'later', payload });
+    expect(again.id).toBe(sent.id + 1);
     expect((await app.run({ thread: 't' })).state.got).toMatchObject({ status: 'received', payload });
   });
 });
