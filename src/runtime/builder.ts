@@ -20,7 +20,7 @@ import { GraphDefinitionError, UnknownNodeError } from '../errors.js';
 import type { StateSchema, StateOf, UpdateOf } from '../state/schema.js';
 import { App, type CompileOptions } from './app.js';
 import { END, START, type ChildSpec, type GraphSpec, type NodeOptions, type NodeSpec, type RouteSpec, type TaskFn } from './graph-spec.js';
-import type { RetryPolicy } from './retry.js';
+import { checkRetryPolicy, type RetryPolicy } from './retry.js';
 import { checkSharedFields, type SubgraphOptions } from './subgraph.js';
 import type { NodeContext } from './task-scope.js';
 
@@ -75,6 +75,7 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
   /** Adds a node. Names must be unique and may not be START or END. */
   node<M extends string>(name: M, fn: NodeFn<S>, options: NodeOptions = {}): GraphBuilder<S, N | M> {
     this.checkName(name);
+    checkRetryPolicy(`node "${name}"`, options.retry);
     this.nodes.set(name, { name, fn: fn as TaskFn, options, order: this.nodes.size });
     return this as unknown as GraphBuilder<S, N | M>;
   }
@@ -103,6 +104,7 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
     options: SubgraphOptions<S, C> = {},
   ): GraphBuilder<S, N | M> {
     this.checkName(name);
+    checkRetryPolicy(`subgraph "${name}"`, options.retry);
     const share = options.share === true;
     if (share) checkSharedFields(name, this.schema, child.schema);
     const { spec: childGraph, ...settings } = child.toSubgraph();

@@ -10,6 +10,7 @@
  */
 import { InvalidOptionError } from '../errors.js';
 import { isPlainObject } from '../internal/thread-query.js';
+import { checkRetryPolicy } from './retry.js';
 
 /** An option's value in a message: numbers as written (NaN, Infinity), the rest as JSON. */
 const shown = (value: unknown): string => (typeof value === 'number' || typeof value === 'bigint' ? String(value) : (JSON.stringify(value) ?? String(value)));
@@ -141,7 +142,7 @@ export function checkCompileOptions(options: Options): void {
     artifacts: object,
     snapshotEvery: limit,
     recursionLimit: limit,
-    retry: object,
+    retry: (call, _name, value) => checkRetryPolicy(call, value),
     leaseMs: positiveInteger,
     onEvent: fn,
     tracing: flag,

@@ -100,6 +100,8 @@ export class Worker {
       const ms = options[name];
       if (ms !== undefined && (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0)) throw new InvalidOptionError(`Worker: ${name} must be a number of milliseconds above 0, got ${shown(ms)}.`);
     }
+    // A lease is stored as whole milliseconds: PostgreSQL refuses 1.5 at the first claim, not here.
+    if (options.leaseMs !== undefined && !Number.isSafeInteger(options.leaseMs)) throw new InvalidOptionError(`Worker: leaseMs must be a whole number of milliseconds, got ${shown(options.leaseMs)}.`);
     this.concurrency = concurrency;
     this.leaseMs = options.leaseMs ?? app.leaseMs;
     this.pollMs = options.pollMs ?? WORKER_POLL_MS;

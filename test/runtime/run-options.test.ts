@@ -222,6 +222,37 @@ describe('compile options', () => {
     expect((await app.resume({ thread: 't', input: { note: 'ok' } })).state.note).toBe('reviewed 1');
   });
 
+  it.each<[string, unknown, string]>([
+    ['maxAttempts 0', { maxAttempts: 0 }, 'retry.maxAttempts must be a whole number of attempts'],
+    ['maxAttempts 2.5', { maxAttempts: 2.5 }, 'retry.maxAttempts must be'],
+    ['a negative delay', { initialDelayMs: -1 }, 'retry.initialDelayMs must be'],
+    ['backoff 0', { backoff: 0 }, 'retry.backoff must be a finite multiplier above 0'],
+    ['maxDelayMs NaN', { maxDelayMs: Number.NaN }, 'retry.maxDelayMs must be'],
+    ['retryOn not a function', { retryOn: true }, 'retry.retryOn must be a function'],
+    ['a misspelt key', { maxAttempt: 5 }, 'retry.maxAttempt is not a retry option (options: maxAttempts, initialDelayMs, backoff, maxDelayMs, retryOn)'],
+    ['not an object', 3, 'retry must be an object'],
+  ])('a retry policy with %s is InvalidOptionError, at compile and on a node', (_case, retry, message) => {
+    expect(() => appOn({ retry } as Partial<CompileOptions>)).toThrow(message);
+    expect(() => appOn({ retry } as Partial<CompileOptions>)).toThrow(InvalidOptionError);
+    expect(() => graph(State).node('flaky', () => ({}), { retry } as never)).toThrow(`node "flaky": ${message}`);
+  });
+
+  it('a whole retry policy is taken: a node retried up to its maxAttempts', async () => {
+    let calls = 0;
+    const engine = sqlite(join(dir, `${Math.random()}.db`));
+    engines.push(engine);
+    const app = graph(State)
+      .node('flaky', () => {
+        calls++;
+        if (calls < 3) throw new Error('transient');
+        return { n: calls };
+      }, { retry: { maxAttempts: 3, initialDelayMs: 0, backoff: 1, maxDelayMs: 0, retryOn: () => true } })
+      .edge(START, 'flaky')
+      .edge('flaky', END)
+      .compile({ engine, retry: { maxAttempts: Number.POSITIVE_INFINITY } });
+    expect((await app.run({ thread: 'r' })).state.n).toBe(3);
+  });
+
   it('Infinity is no limit: snapshotEvery and recursionLimit take it, leaseMs does not', async () => {
     const { app } = appOn({ snapshotEvery: Number.POSITIVE_INFINITY, recursionLimit: Number.POSITIVE_INFINITY });
     expect((await app.run({ thread: 't', recursionLimit: Number.POSITIVE_INFINITY })).status).toBe('interrupted');

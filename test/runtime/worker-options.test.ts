@@ -1,7 +1,8 @@
 /**
  * A Worker that could run no thread is refused when it is made, not left to claim
  * nothing forever: a concurrency of 0, a negative or fractional one, or not a number
- * is InvalidOptionError, and so is a lease or poll interval that is not above 0. A
+ * is InvalidOptionError, and so is a lease or poll interval that is not above 0, or a
+ * lease that is not whole milliseconds. A
  * worker of concurrency 1 runs a submitted thread.
  */
 import { describe, expect, it } from 'vitest';
@@ -39,6 +40,11 @@ describe('Worker options', () => {
     ['pollMs', Number.NaN],
   ])('%s %s is InvalidOptionError', (name, ms) => {
     expect(() => new Worker(appOn(), { [name]: ms })).toThrow(InvalidOptionError);
+  });
+
+  it('a fractional leaseMs is InvalidOptionError (a lease is whole milliseconds); a fractional pollMs is a poll interval', () => {
+    expect(() => new Worker(appOn(), { leaseMs: 1500.5 })).toThrow(/leaseMs must be a whole number of milliseconds, got 1500\.5/);
+    expect(() => new Worker(appOn(), { pollMs: 12.5 })).not.toThrow();
   });
 
   it('concurrency 1 runs a submitted thread', async () => {
