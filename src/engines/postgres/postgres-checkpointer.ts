@@ -334,7 +334,8 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     const known = this.rootStatus.get(lease) ?? lease.thread?.status;
     // The common step goes on the lean statement, which refuses (writing nothing) a
     // root commit that would change the thread row after all; the full one follows then.
-    const lean = commit.snapshot === undefined && commit.expectedHead !== null && (position.ns !== '' || (commit.status === known && commit.status !== 'waiting'));
+    const lean = commit.expectedHead !== null && (position.ns !== '' || (commit.status === known && commit.status !== 'waiting'));
+    // Not lean: as if the lean statement had found a status to write.
     const sent = lean ? await this.sendCommit(lease, commit, 'lean') : 'status';
     if (sent === 'lease') return { reason: 'lease' };
     if (sent === 'landed' || (sent === 'status' && (await this.sendCommit(lease, commit, 'full')) === 'landed')) {
@@ -382,8 +383,8 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       if (oneItem) values.push(items[0]!.field, items[0]!.index, items[0]!.text);
       else values.push(items.map((i) => i.field), items.map((i) => i.index), items.map((i) => i.text));
       values.push(commit.status);
-      const lean = this.sql.leanCommit;
-      statement = oneItem ? (withEffects ? lean.oneItemWithEffects : lean.oneItem) : withEffects ? lean.itemsWithEffects : lean.items;
+      if (commit.snapshot !== undefined) values.push(commit.snapshot);
+      statement = this.sql.leanCommit({ oneItem, snapshot: commit.snapshot !== undefined, effects: withEffects });
     } else {
       values.push(items.map((i) => i.field), items.map((i) => i.index), items.map((i) => i.text), commit.snapshot ?? null, commit.status, Date.now(), commit.wakeAt ?? null, commit.signalsSeen ?? null);
       statement = withEffects ? this.sql.commitWithEffects : this.sql.commit;
@@ -580,6 +581,13 @@ export class PostgresCheckpointer extends BaseCheckpointer {
   }
 }
 
+/** What a lean step commit's text is written for (see leanCommitSteps). */
+interface LeanShape {
+  oneItem: boolean;
+  snapshot: boolean;
+  effects: boolean;
+}
+
 /** Every fixed statement of the checkpointer, qualified with the connection's schema. */
 function statements(conn: PostgresConnection) {
   const { threads: T, heads: H, positions: P, items: I, snapshots: S, pending: W, failures: F, ledger: L, store: ST, signals: SG } = conn.tables;
@@ -645,13 +653,14 @@ function statements(conn: PostgresConnection) {
         FROM pos, fence, wake WHERE t.tid = pos.tid AND $4::text = '' AND (fence.status <> $18::text OR fence.wake_at IS DISTINCT FROM wake.at)
       )`;
 
-  // The common step (a head to move, no snapshot, the root status unchanged and not
-  // waiting) written by fewer plan nodes: the server initialises every node of the plan,
+  // The common step (a head to move, the root status unchanged and not waiting)
+  // written by fewer plan nodes: the server initialises every node of the plan,
   // run or not, on each execution, and that start-up was most of what the commit cost
   // beyond its rows. No status or wake-time update (an UPDATE of the thread row opens
-  // every index of that table), no snapshot insert, the head checked once, by the UPDATE
+  // every index of that table), the head checked once, by the UPDATE
   // that moves it, which the position's insert then reads its tid from; one item
-  // (the usual step) as plain parameters rather than arrays to unpack.
+  // (the usual step) as plain parameters rather than arrays to unpack; the snapshot
+  // insert only in the text for a commit that carries one ($18).
   //
   // Same fence, same rows; parameters $1-$16 as in commitSteps, $17 the status. It also
   // asks that the root status already be $17 with no wake time (`kept`), which is exactly
@@ -660,7 +669,7 @@ function statements(conn: PostgresConnection) {
   // UPDATE wait for that row and then find another seq (READ COMMITTED re-checks its
   // WHERE on the newest version): nothing is written either. Its one row, while the
   // lease holds, says which: the position's tid, or NULL and whether the status was kept.
-  const leanCommitSteps = (oneItem: boolean) => `
+  const leanCommitSteps = ({ oneItem, snapshot }: LeanShape) => `
       WITH fence AS (
         SELECT tid, tenant, ($4::text <> '' OR (status = $17::text AND wake_at IS NULL)) AS kept FROM ${T} WHERE ${fenced} FOR SHARE
       ), anchor AS (
@@ -678,7 +687,10 @@ function statements(conn: PostgresConnection) {
         FROM pos, ${oneItem ? '(VALUES ($14::text, $15::integer, $16::text))' : 'unnest($14::text[], $15::integer[], $16::text[])'} AS u (field, idx, body)
       ), folded AS (
         DELETE FROM ${W} w USING pos WHERE w.tid = pos.tid AND w.ns = $4::text AND w.base_seq = $6::bigint
-      )`;
+      )${snapshot ? `, snapshot AS (
+        INSERT INTO ${S} (tid, tenant, ns, seq, body) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, $18::text FROM pos
+      )` : ''}`;
+  const leanTexts = new Map<string, string>();
   const leanOutcome = `SELECT (SELECT tid FROM pos) AS tid, fence.kept FROM fence`;
 
   return {
@@ -782,16 +794,15 @@ function statements(conn: PostgresConnection) {
     commit: `${commitSteps}
       SELECT tid FROM pos`,
 
-    /** The common step on a plan of its own (see leanCommitSteps): by whether it carries one item and effects. */
-    leanCommit: {
-      items: `${leanCommitSteps(false)}
-      ${leanOutcome}`,
-      oneItem: `${leanCommitSteps(true)}
-      ${leanOutcome}`,
-      itemsWithEffects: `${leanCommitSteps(false)}, ${committedEffectsCte(L, 'pos', 18)}
-      ${leanOutcome}`,
-      oneItemWithEffects: `${leanCommitSteps(true)}, ${committedEffectsCte(L, 'pos', 18)}
-      ${leanOutcome}`,
+    /** The common step on a plan of its own (see leanCommitSteps), by what it carries. */
+    leanCommit: (shape: LeanShape) => {
+      const key = `${+shape.oneItem}${+shape.snapshot}${+shape.effects}`;
+      let text = leanTexts.get(key);
+      if (text === undefined) {
+        const effects = shape.effects ? `, ${committedEffectsCte(L, 'pos', shape.snapshot ? 19 : 18)}` : '';
+        leanTexts.set(key, (text = `${leanCommitSteps(shape)}${effects}\n      ${leanOutcome}`));
+      }
+      return text;
     },
 
     // The same statement with the ledger upsert of the commit's effects (StepCommit.effects):
