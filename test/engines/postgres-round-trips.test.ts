@@ -107,7 +107,7 @@ describe('PostgreSQL engine: round trips per step commit', () => {
     }
   });
 
-  it('a failed commitStep sends the commit and one query to tell LeaseLost from HeadMoved', async () => {
+  it('a failed commitStep sends the commit and, for a moved head, one query to find it; a lost lease is told by the commit itself', async () => {
     await pg.empty();
     const pool = counting(pg.pool);
     const engine = postgres(pool, { schema: pg.schema });
@@ -127,9 +127,40 @@ describe('PostgreSQL engine: round trips per step commit', () => {
       await expect(cp.commitStep(lease, { position: position(1), items: [], status: 'running', expectedHead: 0 })).rejects.toSatisfy((e) =>
         LeaseLostError.is(e),
       );
-      expect(pool.sent).toHaveLength(2);
+      expect(pool.sent).toHaveLength(1);
     } finally {
       await engine.close();
+    }
+  });
+
+  it('a commit that changes the root status is written whole, even by an engine that did not see the status it changes', async () => {
+    await pg.empty();
+    const pool = counting(pg.pool);
+    const engine = postgres(pool, { schema: pg.schema });
+    const other = postgres(pg.pool, { schema: pg.schema });
+    try {
+      const cp = engine.checkpointer;
+      const lease = await cp.acquireThread('t1', { owner, leaseMs: 60_000, create: { kind: 'task', tenant: null, metadata: {} } });
+      await cp.commitStep(lease, { position: position(0), items: [], status: 'running', expectedHead: null });
+      // The status changes through another engine: this one still takes the thread for running.
+      await other.checkpointer.updateThread(lease, { status: 'interrupted' });
+
+      pool.sent.length = 0;
+      await cp.commitStep(lease, { position: position(1), items: [{ field: 'messages', index: 0, text: '"a"' }], status: 'running', expectedHead: 0 });
+      // The lean statement found the row's status not the commit's and wrote nothing; the full one wrote it all.
+      expect(pool.sent).toHaveLength(2);
+      expect(await cp.getThread('t1')).toMatchObject({ head: 1, status: 'running' });
+      expect(await cp.getItems('t1', '', 'messages', [{ from: 0, to: 1 }])).toEqual(['"a"']);
+
+      // This engine patched it itself: one statement.
+      await cp.updateThread(lease, { status: 'interrupted' });
+      pool.sent.length = 0;
+      await cp.commitStep(lease, { position: position(2), items: [], status: 'running', expectedHead: 1 });
+      expect(pool.sent).toHaveLength(1);
+      expect(await cp.getThread('t1')).toMatchObject({ head: 2, status: 'running' });
+    } finally {
+      await engine.close();
+      await other.close();
     }
   });
 

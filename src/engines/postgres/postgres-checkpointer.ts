@@ -25,7 +25,7 @@ import type {
   StoredPosition,
   ThreadPatch,
 } from '../../contracts/checkpointer.js';
-import type { DeleteThreadResult, LeaseOwner, SignalQuery, StoredSignal, ThreadLease, ThreadRecord } from '../../contracts/threads.js';
+import type { DeleteThreadResult, LeaseOwner, SignalQuery, StoredSignal, ThreadLease, ThreadRecord, ThreadStatus } from '../../contracts/threads.js';
 import { TenantMismatchError, ThreadBusyError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { holderIsDead, leaseHost } from '../../internal/lease.js';
@@ -68,6 +68,12 @@ export class PostgresCheckpointer extends BaseCheckpointer {
   readonly engine = 'postgres';
   readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true, leaseHolders: true };
   private readonly sql: ReturnType<typeof statements>;
+  /**
+   * The root status each lease last left its thread row with (patched or committed;
+   * before either, as granted): whether a commit changes it, which picks the commit's
+   * statement. Only a guess, never trusted: the lean statement checks the row itself.
+   */
+  private readonly rootStatus = new WeakMap<ThreadLease, ThreadStatus>();
 
   constructor(private readonly conn: PostgresConnection) {
     super(conn.lifecycle);
@@ -319,10 +325,40 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       patch.wakeAt ?? null,
       patch.signalsSeen ?? null,
     ]);
+    if (row) this.rootStatus.set(lease, row.status as ThreadStatus);
     return row ? threadOf(row) : null;
   }
 
   protected async commit(lease: ThreadLease, commit: StepCommit): Promise<CommitRefusal | undefined> {
+    const { position } = commit;
+    const known = this.rootStatus.get(lease) ?? lease.thread?.status;
+    // The common step goes on the lean statement, which refuses (writing nothing) a
+    // root commit that would change the thread row after all; the full one follows then.
+    const lean = commit.expectedHead !== null && (position.ns !== '' || (commit.status === known && commit.status !== 'waiting'));
+    // Not lean: as if the lean statement had found a status to write.
+    const sent = lean ? await this.sendCommit(lease, commit, 'lean') : 'status';
+    if (sent === 'lease') return { reason: 'lease' };
+    if (sent === 'landed' || (sent === 'status' && (await this.sendCommit(lease, commit, 'full')) === 'landed')) {
+      if (position.ns === '') this.rootStatus.set(lease, commit.status);
+      return undefined;
+    }
+    // Nothing was written. Only now, a second cheap query says why.
+    const [state] = await this.conn.query<{ held: boolean | null; head: string | null }>('commitStep (diagnose)', this.sql.diagnose, [
+      lease.threadId,
+      lease.runId,
+      lease.epoch,
+      position.ns,
+    ]);
+    return state?.held ? { reason: 'head', head: num(state.head) } : { reason: 'lease' };
+  }
+
+  /**
+   * Sends a step commit on the lean statement or the full one (see statements): whether
+   * it landed, or why it wrote nothing when it can tell (the lean one: the lease is
+   * lost, or the root status changes, which is the full one's to write); `refused` when
+   * it cannot (the head moved, or the full one's refusals).
+   */
+  private async sendCommit(lease: ThreadLease, commit: StepCommit, shape: 'lean' | 'full'): Promise<'landed' | 'refused' | 'lease' | 'status'> {
     const { position, items } = commit;
     const values: unknown[] = [
       lease.threadId,
@@ -338,19 +374,22 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       position.body,
       position.hash,
       commit.expectedHead,
-      items.map((i) => i.field),
-      items.map((i) => i.index),
-      items.map((i) => i.text),
-      commit.snapshot ?? null,
-      commit.status,
-      Date.now(),
-      commit.wakeAt ?? null,
-      commit.signalsSeen ?? null,
     ];
-    // Only a commit with effects pays for the ledger upsert; the others run the statement as it always was.
+    // Only a commit with effects pays for the ledger upsert; the others run the statement without it.
     const withEffects = commit.effects !== undefined && commit.effects.length > 0;
+    let statement: string;
+    if (shape === 'lean') {
+      const oneItem = items.length === 1;
+      if (oneItem) values.push(items[0]!.field, items[0]!.index, items[0]!.text);
+      else values.push(items.map((i) => i.field), items.map((i) => i.index), items.map((i) => i.text));
+      values.push(commit.status);
+      if (commit.snapshot !== undefined) values.push(commit.snapshot);
+      statement = this.sql.leanCommit({ oneItem, snapshot: commit.snapshot !== undefined, effects: withEffects });
+    } else {
+      values.push(items.map((i) => i.field), items.map((i) => i.index), items.map((i) => i.text), commit.snapshot ?? null, commit.status, Date.now(), commit.wakeAt ?? null, commit.signalsSeen ?? null);
+      statement = withEffects ? this.sql.commitWithEffects : this.sql.commit;
+    }
     if (withEffects) values.push(...committedEffectValues(commit.effects!));
-    const statement = withEffects ? this.sql.commitWithEffects : this.sql.commit;
     let rows: unknown[];
     try {
       if (commit.snapshot !== undefined && crashInsideSnapshotArmed()) {
@@ -366,24 +405,19 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       }
     } catch (error) {
       // Two commits that both passed the head check: the key refused the second.
-      if (sqlState(error) === '23505' && constraintOf(error) === 'cairn_positions_pkey') rows = [];
+      if (sqlState(error) === '23505' && constraintOf(error) === 'cairn_positions_pkey') return 'refused';
       else if (isConnectionLoss(error)) {
         // The connection died with the commit in flight: it landed or it did not. Our
         // position at that seq, with our hash, means it did; otherwise sending it again
         // is safe (it is fenced and head-checked like the first).
-        if ((await this.readPosition(lease.threadId, position.ns, position.seq))?.hash === position.hash) return undefined;
+        if ((await this.readPosition(lease.threadId, position.ns, position.seq))?.hash === position.hash) return 'landed';
         rows = await this.conn.query('commitStep', statement, values);
       } else throw error;
     }
-    if (rows.length === 1) return undefined;
-    // Nothing was written. Only now, a second cheap query says why.
-    const [state] = await this.conn.query<{ held: boolean | null; head: string | null }>('commitStep (diagnose)', this.sql.diagnose, [
-      lease.threadId,
-      lease.runId,
-      lease.epoch,
-      position.ns,
-    ]);
-    return state?.held ? { reason: 'head', head: num(state.head) } : { reason: 'lease' };
+    if (shape === 'full') return rows.length === 1 ? 'landed' : 'refused';
+    const [row] = rows as { tid: string | null; kept: boolean }[];
+    if (!row) return 'lease';
+    return row.tid !== null ? 'landed' : row.kept ? 'refused' : 'status';
   }
 
   protected async insertSignal(threadId: string, signal: SignalToStore): Promise<StoredSignal | null> {
@@ -547,6 +581,13 @@ export class PostgresCheckpointer extends BaseCheckpointer {
   }
 }
 
+/** What a lean step commit's text is written for (see leanCommitSteps). */
+interface LeanShape {
+  oneItem: boolean;
+  snapshot: boolean;
+  effects: boolean;
+}
+
 /** Every fixed statement of the checkpointer, qualified with the connection's schema. */
 function statements(conn: PostgresConnection) {
   const { threads: T, heads: H, positions: P, items: I, snapshots: S, pending: W, failures: F, ledger: L, store: ST, signals: SG } = conn.tables;
@@ -611,6 +652,46 @@ function statements(conn: PostgresConnection) {
         UPDATE ${T} t SET status = $18::text, wake_at = wake.at, updated_at = $19::bigint
         FROM pos, fence, wake WHERE t.tid = pos.tid AND $4::text = '' AND (fence.status <> $18::text OR fence.wake_at IS DISTINCT FROM wake.at)
       )`;
+
+  // The common step (a head to move, the root status unchanged and not waiting)
+  // written by fewer plan nodes: the server initialises every node of the plan,
+  // run or not, on each execution, and that start-up was most of what the commit cost
+  // beyond its rows. No status or wake-time update (an UPDATE of the thread row opens
+  // every index of that table), the head checked once, by the UPDATE
+  // that moves it, which the position's insert then reads its tid from; one item
+  // (the usual step) as plain parameters rather than arrays to unpack; the snapshot
+  // insert only in the text for a commit that carries one ($18).
+  //
+  // Same fence, same rows; parameters $1-$16 as in commitSteps, $17 the status. It also
+  // asks that the root status already be $17 with no wake time (`kept`), which is exactly
+  // when commitSteps would leave the thread row alone: otherwise nothing is written, and
+  // commit sends commitSteps. A concurrent commit that moved the head first makes the
+  // UPDATE wait for that row and then find another seq (READ COMMITTED re-checks its
+  // WHERE on the newest version): nothing is written either. Its one row, while the
+  // lease holds, says which: the position's tid, or NULL and whether the status was kept.
+  const leanCommitSteps = ({ oneItem, snapshot }: LeanShape) => `
+      WITH fence AS (
+        SELECT tid, tenant, ($4::text <> '' OR (status = $17::text AND wake_at IS NULL)) AS kept FROM ${T} WHERE ${fenced} FOR SHARE
+      ), anchor AS (
+        UPDATE ${H} h SET seq = $5::bigint, hash = decode($12::text, 'hex'), created_at = $10::bigint
+        FROM fence WHERE h.tid = fence.tid AND h.ns = $4::text AND h.seq = $13::bigint AND $5::bigint = $13::bigint + 1 AND fence.kept
+        RETURNING fence.tid, fence.tenant
+      ), pos AS (
+        INSERT INTO ${P} (tid, tenant, ns, seq, parent, segment, step, schema_version, created_at, body, hash)
+        SELECT anchor.tid, anchor.tenant, $4::text, $5::bigint, $6::bigint, $7::bigint, $8::bigint, $9::integer, $10::bigint, $11::text, decode($12::text, 'hex')
+        FROM anchor
+        RETURNING tid, tenant
+      ), items AS (
+        INSERT INTO ${I} (tid, tenant, ns, field, seq, idx, body)
+        SELECT pos.tid, pos.tenant, $4::text, u.field, $5::bigint, u.idx, u.body
+        FROM pos, ${oneItem ? '(VALUES ($14::text, $15::integer, $16::text))' : 'unnest($14::text[], $15::integer[], $16::text[])'} AS u (field, idx, body)
+      ), folded AS (
+        DELETE FROM ${W} w USING pos WHERE w.tid = pos.tid AND w.ns = $4::text AND w.base_seq = $6::bigint
+      )${snapshot ? `, snapshot AS (
+        INSERT INTO ${S} (tid, tenant, ns, seq, body) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, $18::text FROM pos
+      )` : ''}`;
+  const leanTexts = new Map<string, string>();
+  const leanOutcome = `SELECT (SELECT tid FROM pos) AS tid, fence.kept FROM fence`;
 
   return {
     threadSelect,
@@ -712,6 +793,17 @@ function statements(conn: PostgresConnection) {
 
     commit: `${commitSteps}
       SELECT tid FROM pos`,
+
+    /** The common step on a plan of its own (see leanCommitSteps), by what it carries. */
+    leanCommit: (shape: LeanShape) => {
+      const key = `${+shape.oneItem}${+shape.snapshot}${+shape.effects}`;
+      let text = leanTexts.get(key);
+      if (text === undefined) {
+        const effects = shape.effects ? `, ${committedEffectsCte(L, 'pos', shape.snapshot ? 19 : 18)}` : '';
+        leanTexts.set(key, (text = `${leanCommitSteps(shape)}${effects}\n      ${leanOutcome}`));
+      }
+      return text;
+    },
 
     // The same statement with the ledger upsert of the commit's effects (StepCommit.effects):
     // still one round trip and one transaction, their rows inserted from `pos` (so a refused
