@@ -4,7 +4,7 @@
  * due, and the output says so; a missing thread or database exits 1, a payload that is
  * not JSON, one that encodes over the size limit, or an empty name exits 2, queueing nothing.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,5 +106,27 @@ describe('cairn signal', () => {
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/the payload is \d+ bytes, over the 262144-byte limit/);
     expect(await stored('waiting-1')).toEqual(before);
+  });
+
+  it('--payload-file reads the payload from a file or stdin, past what one argument can hold; a bad file exits 2', async () => {
+    // 200 KB of JSON: over Linux's 128 KiB limit for one argument, under the payload limit.
+    const big = { notes: 'n'.repeat(200_000) };
+    const file = join(dir, 'payload.json');
+    writeFileSync(file, JSON.stringify(big));
+    const fromFile = await cairn(['signal', 'running-1', 'big', '--payload-file', file, '--db', db]);
+    expect(fromFile.code, fromFile.stderr).toBe(0);
+    const fromStdin = await cairn(['signal', 'running-1', 'piped', '--payload-file', '-', '--db', db], { input: '{"by":"ana"}' });
+    expect(fromStdin.code, fromStdin.stderr).toBe(0);
+    const { signals } = await stored('running-1');
+    expect(decode(signals.find((s) => s.name === 'big')!.payload)).toEqual(big);
+    expect(decode(signals.find((s) => s.name === 'piped')!.payload)).toEqual({ by: 'ana' });
+
+    const before = await stored('running-1');
+    writeFileSync(join(dir, 'bad.json'), '{not json');
+    for (const args of [['--payload-file', join(dir, 'bad.json')], ['--payload-file', join(dir, 'missing.json')], ['--payload', '1', '--payload-file', file]]) {
+      const run = await cairn(['signal', 'running-1', 'bad', ...args, '--db', db]);
+      expect(run.code, args.join(' ')).toBe(2);
+    }
+    expect(await stored('running-1')).toEqual(before);
   });
 });
