@@ -285,10 +285,11 @@ describe.each(ENGINES)('state fields on %s', (name) => {
       expect([result.status, result.state.x]).toEqual(['completed', 'bare']);
     });
 
-    it('run input that is not an object is InvalidUpdateError too, and leaves no thread', async () => {
+    it('run input that is not an object is refused as an option (InvalidOptionError), and leaves no thread', async () => {
       const app = graph(State).node('ok', () => ({})).edge(START, 'ok').edge('ok', END).compile({ engine: ctx.engine, retry: fast });
       const error = await caught(() => app.run({ thread: 't', input: new Map([['x', 'y']]) as never }));
-      expect([error.code, (error as InvalidUpdateError).writer]).toEqual(['ERR_INVALID_UPDATE', 'input']);
+      expect(error.code).toBe('ERR_INVALID_OPTION');
+      expect(error.message).toContain('input must be a plain object');
       expect((await app.getThread({ thread: 't' }))?.head ?? null).toBeNull();
     });
 
