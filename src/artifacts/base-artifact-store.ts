@@ -301,10 +301,12 @@ export class BaseArtifactStore implements ArtifactStore {
     if (options.allTenants && this.tenant !== null) {
       throw new AccessDeniedError(this.tenant, ['artifacts'], 'list every tenant', { engine: this.engine });
     }
-    const page = await store.listRecords({ tenant: options.allTenants ? undefined : this.tenant, cursor: options.cursor, limit });
+    const scope = listingScope(this.engine, options.allTenants ? undefined : this.tenant);
+    const cursor = options.cursor === undefined ? undefined : openCursor(options.cursor, scope);
+    const page = await store.listRecords({ tenant: options.allTenants ? undefined : this.tenant, cursor, limit });
     const items: ArtifactInfo[] = [];
     for (const record of page.items) items.push(await this.info(record));
-    return { items, cursor: page.cursor };
+    return { items, cursor: page.cursor === null ? null : sealCursor(page.cursor, scope) };
   }
 
   async now(options?: ArtifactClockOptions): Promise<number> {
@@ -528,6 +530,40 @@ export class BaseArtifactStore implements ArtifactStore {
  */
 function askedFor(stored: ArtifactRef, mediaType: string): ArtifactRef {
   return { ...stored, media_type: mediaType };
+}
+
+/**
+ * What a list cursor is valid for: the backend kind and the listing (one tenant, the
+ * unscoped records, or every tenant). A backend's own cursor is a position in its own
+ * key order: handed to another backend or another listing it would silently skip or
+ * repeat records, so the cursor a page returns names its listing and is checked.
+ */
+function listingScope(engine: string, tenant: string | null | undefined): string {
+  return JSON.stringify([engine, tenant === undefined ? '*' : tenant]);
+}
+
+function sealCursor(position: string, scope: string): string {
+  return Buffer.from(JSON.stringify([scope, position]), 'utf8').toString('base64url');
+}
+
+function openCursor(cursor: string, scope: string): string {
+  let parsed: unknown;
+  try {
+    parsed = /^[A-Za-z0-9_-]+$/.test(cursor) ? JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 2 || typeof parsed[0] !== 'string' || typeof parsed[1] !== 'string') {
+    throw new InvalidOptionError(`list cursor ${describeCursor(cursor)} is not one a list() page returned: pass the page's cursor as it is.`);
+  }
+  if (parsed[0] !== scope) {
+    throw new InvalidOptionError(`list cursor ${describeCursor(cursor)} belongs to another listing (another store, tenant or allTenants setting): pass it back to the listing that returned it.`);
+  }
+  return parsed[1];
+}
+
+function describeCursor(cursor: string): string {
+  return JSON.stringify(cursor.length > 40 ? `${cursor.slice(0, 40)}…` : cursor);
 }
 
 /**

@@ -582,6 +582,19 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
         expect([...seen].sort(byString)).toEqual(refs.map((r) => r.id).sort(byString));
       });
 
+      it('rejects a cursor no page of this listing returned (InvalidOptionError), and reads nothing', async () => {
+        for (let i = 0; i < 3; i++) await store.putNamed(`paged/${i}`, `paged ${i}`, { mediaType: 'text/plain' });
+        const { cursor } = await store.list({ limit: 1 });
+        expect(cursor).toEqual(expect.any(String));
+        // Made up, a position in some backend's own key order, another tenant's listing, every tenant's.
+        for (const bogus of ['garbage', 'zzzz', '../../..', 'keys/ff/' + 'f'.repeat(64) + '.json']) {
+          await expect(store.list({ limit: 1, cursor: bogus })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+        }
+        await expect(store.forTenant('acme').list({ limit: 1, cursor: cursor! })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+        await expect(store.list({ limit: 1, cursor: cursor!, allTenants: true })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+        expect((await store.list({ limit: 1, cursor: cursor! })).items).toHaveLength(1);
+      });
+
       it('rejects a limit that is not a positive integer', async () => {
         for (const limit of [0, -1, 1.5, Number.NaN]) await expect(store.list({ limit })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
       });
