@@ -146,6 +146,15 @@ function isScalar(value: unknown): value is FilterScalar {
   return value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
 }
 
+/**
+ * LangGraph compares `$gt $gte $lt $lte` as numbers (`Number(actual) > Number(operand)`);
+ * the engine compares strings in code point order and never a number with a string.
+ * Only a number operand means the same to both: a string one is matched here.
+ */
+function isFiniteNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
+}
+
 function isOperators(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).some((k) => k.startsWith('$'));
 }
@@ -161,7 +170,7 @@ function splitFilter(filter: Record<string, unknown> | undefined): { engine: Sto
     else if (
       labelled &&
       isOperators(value) &&
-      Object.entries(value).every(([op, operand]) => ENGINE_OPERATORS.has(op) && (op === '$in' ? Array.isArray(operand) && operand.every(isScalar) : op === '$eq' || op === '$ne' ? isScalar(operand) : typeof operand === 'number' || typeof operand === 'string'))
+      Object.entries(value).every(([op, operand]) => ENGINE_OPERATORS.has(op) && (op === '$in' ? Array.isArray(operand) && operand.every(isScalar) : op === '$eq' || op === '$ne' ? isScalar(operand) : isFiniteNumber(operand)))
     )
       engine[key] = value as FilterOperators;
     else rest[key] = value;

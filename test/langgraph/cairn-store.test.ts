@@ -65,6 +65,18 @@ describe.each(engines)('CairnStore ($name)', (kit) => {
     expect((await s.search(['docs'])).length).toBe(10);
   });
 
+  it('range operators with a string operand give LangGraph\'s answers (compared as numbers), with or without another operator', async () => {
+    const s = await store();
+    await s.put(['people'], 'alice', { name: 'alice', age: 30 });
+    await s.put(['people'], 'bob', { name: 'bob', age: 40 });
+    const keys = async (filter: Record<string, unknown>) => (await s.search(['people'], { filter })).map((i) => i.key);
+    // LangGraph's InMemoryStore: Number('bob') > Number('b') is false; Number(40) > Number('35') is true.
+    expect(await keys({ name: { $gt: 'b' } })).toEqual([]);
+    expect(await keys({ name: { $gt: 'b', $nin: ['zed'] } })).toEqual([]);
+    expect(await keys({ age: { $gt: '35' } })).toEqual(['bob']);
+    expect(await keys({ age: { $lte: 30 } })).toEqual(['alice']);
+  });
+
   it('lists namespaces by prefix, suffix, wildcard and depth', async () => {
     const s = await store();
     await s.put(['user', '1', 'prefs'], 'k', { v: 1 });
