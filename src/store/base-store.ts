@@ -73,6 +73,13 @@ function nonNegativeInteger(name: string, value: unknown, { positive = false, ma
   return value;
 }
 
+/** A read's options: null reads as none given (as undefined does); anything else but an object is InvalidOptionError. */
+function readOptions<O extends object>(call: string, options: O | null | undefined): O {
+  if (options === undefined || options === null) return {} as O;
+  if (typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`${call}: options must be an object, got ${JSON.stringify(options) ?? String(options)}.`);
+  return options;
+}
+
 /** The store contract over six storage primitives. Engines extend it. */
 export abstract class BaseStore implements Store {
   abstract readonly engine: string;
@@ -130,7 +137,8 @@ export abstract class BaseStore implements Store {
     return isLive(row, Date.now()) ? toItem<T>(row) : null;
   }
 
-  async search<T>(prefix: string[], options: SearchOptions = {}): Promise<StorePage<T>> {
+  async search<T>(prefix: string[], given?: SearchOptions | null): Promise<StorePage<T>> {
+    const options = readOptions('search', given);
     const ns = encodeNamespace(prefix);
     const conditions = parseFilter(options.filter);
     const limit = options.limit === undefined ? null : nonNegativeInteger('limit', options.limit, { positive: true });
@@ -143,11 +151,12 @@ export abstract class BaseStore implements Store {
     return { items: page.map((row) => toItem<T>(row)), cursor: more ? encodeCursor(page[page.length - 1]!) : null };
   }
 
-  async list<T>(prefix: string[], options: SearchOptions = {}): Promise<StoreItem<T>[]> {
+  async list<T>(prefix: string[], options?: SearchOptions | null): Promise<StoreItem<T>[]> {
     return (await this.search<T>(prefix, options)).items;
   }
 
-  async listNamespaces(options: ListNamespacesOptions = {}): Promise<string[][]> {
+  async listNamespaces(given?: ListNamespacesOptions | null): Promise<string[][]> {
+    const options = readOptions('listNamespaces', given);
     const ns = encodeNamespace(options.prefix ?? []);
     const depth = options.maxDepth === undefined ? null : nonNegativeInteger('maxDepth', options.maxDepth, { positive: true });
     const limit = options.limit === undefined ? null : nonNegativeInteger('limit', options.limit, { positive: true });
@@ -166,7 +175,8 @@ export abstract class BaseStore implements Store {
     return found.slice(offset, limit === null ? undefined : offset + limit);
   }
 
-  async listOverwrites(prefix: string[], options: ListOverwritesOptions = {}): Promise<OverwriteRecord[]> {
+  async listOverwrites(prefix: string[], given?: ListOverwritesOptions | null): Promise<OverwriteRecord[]> {
+    const options = readOptions('listOverwrites', given);
     const ns = encodeNamespace(prefix);
     const limit = options.limit === undefined ? null : nonNegativeInteger('limit', options.limit, { positive: true });
     const afterId = options.afterId === undefined ? 0 : nonNegativeInteger('afterId', options.afterId);

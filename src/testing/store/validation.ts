@@ -8,7 +8,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { MAX_VALUE_DEPTH } from '../../codec/tagged-json.js';
 import type { Store } from '../../contracts/store.js';
-import { InvalidKeyError, UnencodableValueError, ValueTooDeepError } from '../../errors.js';
+import { InvalidKeyError, InvalidOptionError, UnencodableValueError, ValueTooDeepError } from '../../errors.js';
 import { MAX_STORE_KEY_BYTES } from '../../internal/keys.js';
 import { expectError, where } from './fixtures.js';
 import type { StoreSuiteContext } from './context.js';
@@ -196,6 +196,21 @@ export function validationTests(suite: StoreSuiteContext): void {
       const error = await expectError(() => store.put(ns, 'k', nested(10_000)), ValueTooDeepError);
       expect(error).not.toBeInstanceOf(RangeError);
       expect(await store.get(ns, 'k')).toBeNull();
+    });
+
+    it('reads take null options as none, and refuse options that are not an object with InvalidOptionError', async () => {
+      await store.put(ns, 'k', 1);
+      // A caller passing null for "no options" gets the defaults, not a TypeError.
+      const none = null as never;
+      expect((await store.search(ns, none)).items.map((i) => i.key)).toEqual(['k']);
+      expect((await store.list(ns, none)).map((i) => i.key)).toEqual(['k']);
+      expect(await store.listNamespaces(none)).toContainEqual(ns);
+      expect(Array.isArray(await store.listOverwrites(ns, none))).toBe(true);
+      for (const bad of [5, 'limit', [1]] as never[]) {
+        await expectError(() => store.search(ns, bad), InvalidOptionError);
+        await expectError(() => store.listNamespaces(bad), InvalidOptionError);
+        await expectError(() => store.listOverwrites(ns, bad), InvalidOptionError);
+      }
     });
   });
 }
