@@ -14,6 +14,7 @@ import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
 import { Worker } from '../../src/runtime/worker.js';
 import type { Engine } from '../../src/contracts/engine.js';
+import type { NodeContext } from '../../src/runtime/node-context.js';
 import { caught, ENGINES, rawPositions, useEngine } from './engines.js';
 
 const State = defineState({
@@ -22,6 +23,8 @@ const State = defineState({
     got: field.model(z.unknown(), { default: null }),
   },
 });
+
+type NodeContextOf = NodeContext;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -106,6 +109,34 @@ describe.each(ENGINES)('durable waits on %s', (name) => {
       .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
     const error = await caught(() => bad.run({ thread: 'b', input: {} }));
     expect(error).toBeInstanceOf(InvalidOptionError);
+  });
+
+  it('a wake time is whole ms, rounded up, on every engine; one past the latest Date is InvalidOptionError, with nothing stored', async () => {
+    const started = Date.now();
+    const { app } = sleeper(60_000.5);
+    const first = await app.run({ thread: 't', input: {} });
+    expect(first.status).toBe('waiting');
+    const wakeAt = (await ctx.engine.checkpointer.getThread('t'))!.wakeAt!;
+    expect(Number.isInteger(wakeAt)).toBe(true);
+    expect(wakeAt).toBeGreaterThanOrEqual(started + 60_001);
+    expect(first.waits[0]!.until).toBe(wakeAt);
+    const timed = waiter({ timeoutMs: 60_000.25 }).app;
+    expect((await timed.run({ thread: 'w', input: {} })).status).toBe('waiting');
+    expect(Number.isInteger((await ctx.engine.checkpointer.getThread('w'))!.wakeAt)).toBe(true);
+    for (const [thread, far] of [
+      ['far-sleep', (c: NodeContextOf) => c.sleep(1e300)],
+      ['far-until', (c: NodeContextOf) => c.sleepUntil(8.64e15 + 1)],
+      ['far-wait', (c: NodeContextOf) => c.waitFor('approval', { timeoutMs: Number.MAX_VALUE })],
+    ] as const) {
+      const bad = graph(State)
+        .node('n', async (_s, c) => (await far(c), {}))
+        .edge(START, 'n')
+        .edge('n', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      expect(await caught(() => bad.run({ thread, input: {} }))).toBeInstanceOf(InvalidOptionError);
+      const record = (await ctx.engine.checkpointer.getThread(thread))!;
+      expect(record).toMatchObject({ status: 'failed', head: 0, wakeAt: null, lastError: { code: 'ERR_INVALID_OPTION' } });
+    }
   });
 
   it('a signal sent before the wait starts is not lost: the wait takes it without stopping', async () => {
