@@ -330,10 +330,9 @@ export class TaskScope implements NodeContext {
     if (typeof name !== 'string' || name.length === 0) {
       return Promise.reject(new InvalidOptionError(`ctx.waitFor takes a signal name (a non-empty string), not ${String(name)}.`, { place }));
     }
+    const refused = checkWaitForOptions(options, place);
+    if (refused) return Promise.reject(refused);
     const { timeoutMs } = options;
-    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-      return Promise.reject(new InvalidOptionError(`ctx.waitFor's timeoutMs is a finite number of ms >= 0, not ${String(timeoutMs)}.`, { place }));
-    }
     const until = timeoutMs === undefined ? null : wakeTime("ctx.waitFor's timeoutMs", Date.now() + timeoutMs, place);
     return until instanceof Error ? Promise.reject(until) : this.track(this.calling((call) => this.doWaitFor(call, name, options, until)));
   }
@@ -766,3 +765,21 @@ function wakeTime(call: string, at: number, place: ErrorPlace): number | Invalid
   return until;
 }
 
+/** `ctx.waitFor` options, checked when the call is made rather than when a signal meets them. */
+function checkWaitForOptions(options: unknown, place: ErrorPlace): InvalidOptionError | undefined {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    return new InvalidOptionError(`ctx.waitFor takes an options object ({ timeoutMs?, schema?, filter? }) or none, not ${String(options)}.`, { place });
+  }
+  const { timeoutMs, schema, filter } = options as WaitForOptions<unknown>;
+  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
+    return new InvalidOptionError(`ctx.waitFor's timeoutMs is a finite number of ms >= 0, not ${String(timeoutMs)}.`, { place });
+  }
+  const validate = (schema as { '~standard'?: { validate?: unknown } } | null | undefined)?.['~standard']?.validate;
+  if (schema !== undefined && typeof validate !== 'function') {
+    return new InvalidOptionError(`ctx.waitFor's schema is a Standard Schema (a zod schema, for one), not ${String(schema)}.`, { place });
+  }
+  if (filter !== undefined && typeof filter !== 'function') {
+    return new InvalidOptionError(`ctx.waitFor's filter is a function of the payload, not ${String(filter)}.`, { place });
+  }
+  return undefined;
+}

@@ -139,6 +139,18 @@ describe.each(ENGINES)('durable waits on %s', (name) => {
     }
   });
 
+  it('waitFor options that cannot work are InvalidOptionError at the call, not a failure or a wait that never ends', async () => {
+    for (const [thread, options] of [
+      ['null', null],
+      ['schema', { schema: z.number().parse }],
+      ['filter', { filter: 'yes' }],
+    ] as const) {
+      const { app } = waiter(options as never);
+      expect(await caught(() => app.run({ thread, input: {} }))).toBeInstanceOf(InvalidOptionError);
+      expect((await ctx.engine.checkpointer.getThread(thread))!.status).toBe('failed');
+    }
+  });
+
   it('a signal sent before the wait starts is not lost: the wait takes it without stopping', async () => {
     const { app } = waiter();
     // The thread exists (a first run waited for something else) before the signal is sent.
