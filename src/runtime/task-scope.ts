@@ -496,7 +496,8 @@ export class TaskScope implements NodeContext {
         this.options.emit?.({ type: 'signal.skipped', threadId: this.threadId, at: Date.now(), node: this.node, name, id: signal.id, reason: (error as Error).message });
         continue;
       }
-      if (!earlier && options.filter && !options.filter(payload)) continue;
+      // Awaited: an async filter's promise is not a yes.
+      if (!earlier && options.filter && !(await options.filter(payload))) continue;
       if (!earlier && !(await queue.take(signal.id, key))) continue;
       crashPoint('after-signal-taken', this.node);
       return { status: 'received', timedOut: false, payload, signal: { id: signal.id, sentAt: signal.sentAt } };

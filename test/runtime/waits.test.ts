@@ -151,6 +151,17 @@ describe.each(ENGINES)('durable waits on %s', (name) => {
     }
   });
 
+  it('an async filter is awaited: a signal its promise refuses stays queued', async () => {
+    const { app } = waiter({ filter: (async (p: { ok: boolean }) => p.ok) as never });
+    await app.run({ thread: 't', input: {} });
+    await app.signal({ thread: 't', name: 'approval', payload: { ok: false } });
+    expect((await app.run({ thread: 't' })).status).toBe('waiting');
+    await app.signal({ thread: 't', name: 'approval', payload: { ok: true } });
+    const done = await app.run({ thread: 't' });
+    expect(done.state.got).toMatchObject({ status: 'received', payload: { ok: true }, signal: { id: 2 } });
+    expect((await ctx.engine.checkpointer.listSignals('t', { pending: true })).map((s) => s.id)).toEqual([1]);
+  });
+
   it('a signal sent before the wait starts is not lost: the wait takes it without stopping', async () => {
     const { app } = waiter();
     // The thread exists (a first run waited for something else) before the signal is sent.
