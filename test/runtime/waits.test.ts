@@ -250,6 +250,37 @@ describe.each(ENGINES)('durable waits on %s', (name) => {
     expect((await app.run({ thread: 't' })).state.log).toEqual(['first', 'second']);
   });
 
+  it('two parallel waits on one name take one signal each; replay serves the one that finished first without calling it again', async () => {
+    const calls = { a: 0, b: 0 };
+    const waitNode = (node: 'a' | 'b') => async (_s: unknown, c: NodeContextOf) => {
+      calls[node]++;
+      const r = await c.waitFor<number>('go');
+      return { log: [`${node}:${r.status === 'received' ? r.payload : '-'}`] };
+    };
+    const app = graph(State)
+      .node('a', waitNode('a'))
+      .node('b', waitNode('b'))
+      .edge(START, 'a')
+      .edge(START, 'b')
+      .edge('a', END)
+      .edge('b', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 't', input: {} })).waits.map((w) => w.node)).toEqual(['a', 'b']);
+    await app.signal({ thread: 't', name: 'go', payload: 1 });
+    const one = await app.run({ thread: 't' });
+    expect(one.status).toBe('waiting');
+    expect(one.waits.map((w) => w.node)).toEqual(['b']);
+    await app.signal({ thread: 't', name: 'go', payload: 2 });
+    const done = await app.run({ thread: 't' });
+    expect(done.state.log).toEqual(['a:1', 'b:2']);
+    expect(calls).toEqual({ a: 2, b: 3 });
+    expect((await ctx.engine.checkpointer.listSignals('t', { pending: true }))).toEqual([]);
+    expect((await app.verify({ thread: 't' })).ok).toBe(true);
+    const replay = await app.replay({ thread: 't', from: 0 });
+    expect(replay.steps.flatMap((s) => s.divergences)).toEqual([]);
+    expect(replay.sameStates).toBe(true);
+  });
+
   it('signal to a missing thread is ThreadNotFoundError', async () => {
     const { app } = waiter();
     expect(await caught(() => app.signal({ thread: 'nobody', name: 'approval' }))).toBeInstanceOf(ThreadNotFoundError);
