@@ -336,7 +336,8 @@ export class App<S extends StateSchema> {
       return this.run({
         ...options,
         // The stream is this call's own consumer: redacted as its onEvent is, unless rawEvents.
-        onEvent: options.onEvent ? (event) => (options.onEvent!(event), sink(event)) : sink,
+        // The stream's own sink first: an onEvent that throws does not keep the event from the loop.
+        onEvent: options.onEvent ? (event) => (sink(event), options.onEvent!(event)) : sink,
         signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal,
       });
     });
@@ -421,7 +422,10 @@ export class App<S extends StateSchema> {
     const shown = (sink: EventSink | undefined): EventSink | undefined => (sink && redactor.active ? (event) => sink(redactor.value(event) as RunEvent) : sink);
     const sinks = [shown(this.options.onEvent), options.rawEvents === true ? options.onEvent : shown(options.onEvent)].filter((s): s is EventSink => s !== undefined);
     // No sink: no event objects are even built (the runtime calls emit?.(...)).
-    const emit: EventSink | undefined = sinks.length === 0 ? undefined : (event: RunEvent) => sinks.forEach((sink) => sink(event));
+    // Observing a run never changes it: a sink that throws is passed over, neither a node's
+    // failure (retried, run again) nor the run's (a throw at run.end would report a
+    // committed run as failed).
+    const emit: EventSink | undefined = sinks.length === 0 ? undefined : (event: RunEvent) => sinks.forEach((sink) => notify(sink, event));
     // Asked once per run: with no provider registered (or tracing off) no span exists and nothing below builds one.
     const trace = this.options.tracing === false ? undefined : await TraceSpan.startRun({ 'cairn.thread.id': options.thread }, redactor.active ? (text) => redactor.text(text) : undefined);
     try {
@@ -802,4 +806,13 @@ function redactedFieldNames(schema: StateSchema, spec: GraphSpec, into = new Set
   for (const name of schema.redactedFields) into.add(name);
   for (const node of spec.nodes.values()) if (node.child) redactedFieldNames(node.child.schema, node.child.spec, into);
   return [...into];
+}
+
+/** Hands `event` to one observer; what the observer throws is its own fault, not the run's. */
+function notify(sink: EventSink, event: RunEvent): void {
+  try {
+    sink(event);
+  } catch {
+    // Passed over: the run goes on as if unobserved.
+  }
 }

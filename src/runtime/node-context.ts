@@ -148,8 +148,8 @@ export interface WaitForOptions<T> {
   timeoutMs?: number;
   /** Validates the payload; a signal that fails it stays queued. */
   schema?: StandardSchemaV1<unknown, T>;
-  /** Takes only a signal whose (validated) payload passes; others stay queued. */
-  filter?: (payload: T) => boolean;
+  /** Takes only a signal whose (validated) payload passes (an async filter is awaited); others stay queued. */
+  filter?: (payload: T) => boolean | Promise<boolean>;
 }
 
 /** What {@link NodeContext.waitFor} resolves to. */

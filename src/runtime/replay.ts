@@ -176,8 +176,11 @@ async function reexecute(
   if (divergences.length) return undefined;
   // A call the stored step made that the code under replay no longer makes: the run
   // would not do what it did (a skipped model call, an effect that would not happen).
+  // A task the suspended superstep kept (it finished while a sibling waited) is reused,
+  // in replay as in the run: its calls are not made again, and are not missing.
+  const kept = new Set(Object.values(parent.body.suspended?.tasks ?? {}).flatMap((t) => [...t.records, ...t.effects].map((ref) => ref.key)));
   for (const [key, ref] of served) {
-    if (!runner.used.has(key)) {
+    if (!runner.used.has(key) && !kept.has(key)) {
       divergences.push({ node: stored.body.nodes.join(','), call: -1, name: ref.name, kind: 'not-called', reason: `the stored run made the call "${ref.name}" (key ${key}) in this step; the code no longer does` });
     }
   }

@@ -312,28 +312,29 @@ export class TaskScope implements NodeContext {
     if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
       return Promise.reject(new InvalidOptionError(`ctx.sleep takes a finite number of ms >= 0, not ${String(ms)}.`, { place: this.options.place }));
     }
-    const from = Date.now();
-    return this.track(this.calling((call) => this.doSleep(call, from + ms)));
+    const until = wakeTime('ctx.sleep', Date.now() + ms, this.options.place);
+    return until instanceof Error ? Promise.reject(until) : this.track(this.calling((call) => this.doSleep(call, until)));
   }
 
   sleepUntil(time: Date | number): Promise<void> {
-    const until = time instanceof Date ? time.getTime() : time;
-    if (typeof until !== 'number' || !Number.isFinite(until)) {
+    const at = time instanceof Date ? time.getTime() : time;
+    if (typeof at !== 'number' || !Number.isFinite(at)) {
       return Promise.reject(new InvalidOptionError(`ctx.sleepUntil takes a Date or ms since the epoch, not ${String(time)}.`, { place: this.options.place }));
     }
-    return this.track(this.calling((call) => this.doSleep(call, until)));
+    const until = wakeTime('ctx.sleepUntil', at, this.options.place);
+    return until instanceof Error ? Promise.reject(until) : this.track(this.calling((call) => this.doSleep(call, until)));
   }
 
   waitFor<T = unknown>(name: string, options: WaitForOptions<T> = {}): Promise<WaitResult<T>> {
+    const place = this.options.place;
     if (typeof name !== 'string' || name.length === 0) {
-      return Promise.reject(new InvalidOptionError(`ctx.waitFor takes a signal name (a non-empty string), not ${String(name)}.`, { place: this.options.place }));
+      return Promise.reject(new InvalidOptionError(`ctx.waitFor takes a signal name (a non-empty string), not ${String(name)}.`, { place }));
     }
+    const refused = checkWaitForOptions(options, place);
+    if (refused) return Promise.reject(refused);
     const { timeoutMs } = options;
-    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-      return Promise.reject(new InvalidOptionError(`ctx.waitFor's timeoutMs is a finite number of ms >= 0, not ${String(timeoutMs)}.`, { place: this.options.place }));
-    }
-    const from = Date.now();
-    return this.track(this.calling((call) => this.doWaitFor(call, name, options, timeoutMs === undefined ? null : from + timeoutMs)));
+    const until = timeoutMs === undefined ? null : wakeTime("ctx.waitFor's timeoutMs", Date.now() + timeoutMs, place);
+    return until instanceof Error ? Promise.reject(until) : this.track(this.calling((call) => this.doWaitFor(call, name, options, until)));
   }
 
   emit(data: unknown): void {
@@ -495,7 +496,8 @@ export class TaskScope implements NodeContext {
         this.options.emit?.({ type: 'signal.skipped', threadId: this.threadId, at: Date.now(), node: this.node, name, id: signal.id, reason: (error as Error).message });
         continue;
       }
-      if (!earlier && options.filter && !options.filter(payload)) continue;
+      // Awaited: an async filter's promise is not a yes.
+      if (!earlier && options.filter && !(await options.filter(payload))) continue;
       if (!earlier && !(await queue.take(signal.id, key))) continue;
       crashPoint('after-signal-taken', this.node);
       return { status: 'received', timedOut: false, payload, signal: { id: signal.id, sentAt: signal.sentAt } };
@@ -745,4 +747,40 @@ export class TaskScope implements NodeContext {
       createdAt: Date.now(),
     } as const;
   }
+}
+
+/**
+ * The last wake time a sleep or a wait timeout may set: the latest ms a Date holds, well
+ * inside the 64-bit integer every engine stores it as.
+ */
+const LATEST_WAKE = 8_640_000_000_000_000;
+
+/**
+ * A wake time as stored: whole ms, rounded up (never woken before the time asked for),
+ * and no later than a Date can name. InvalidOptionError (returned, for the caller to
+ * reject with) past that.
+ */
+function wakeTime(call: string, at: number, place: ErrorPlace): number | InvalidOptionError {
+  const until = Math.ceil(at);
+  if (until > LATEST_WAKE) return new InvalidOptionError(`${call} would wake after the latest time a Date holds (${new Date(LATEST_WAKE).toISOString()}).`, { place });
+  return until;
+}
+
+/** `ctx.waitFor` options, checked when the call is made rather than when a signal meets them. */
+function checkWaitForOptions(options: unknown, place: ErrorPlace): InvalidOptionError | undefined {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    return new InvalidOptionError(`ctx.waitFor takes an options object ({ timeoutMs?, schema?, filter? }) or none, not ${String(options)}.`, { place });
+  }
+  const { timeoutMs, schema, filter } = options as WaitForOptions<unknown>;
+  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
+    return new InvalidOptionError(`ctx.waitFor's timeoutMs is a finite number of ms >= 0, not ${String(timeoutMs)}.`, { place });
+  }
+  const validate = (schema as { '~standard'?: { validate?: unknown } } | null | undefined)?.['~standard']?.validate;
+  if (schema !== undefined && typeof validate !== 'function') {
+    return new InvalidOptionError(`ctx.waitFor's schema is a Standard Schema (a zod schema, for one), not ${String(schema)}.`, { place });
+  }
+  if (filter !== undefined && typeof filter !== 'function') {
+    return new InvalidOptionError(`ctx.waitFor's filter is a function of the payload, not ${String(filter)}.`, { place });
+  }
+  return undefined;
 }

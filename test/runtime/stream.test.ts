@@ -73,6 +73,30 @@ describe.each(ENGINES)('app.stream on %s', (name) => {
     expect((await app.verify({ thread: 't' })).ok).toBe(true);
   });
 
+  it('an onEvent that throws changes nothing: no node runs again, the run and the stream end as unobserved', async () => {
+    for (const type of ['task.start', 'custom', 'step.commit', 'run.end'] as const) {
+      const calls = { count: 0 };
+      const thread = `t-${type}`;
+      const result = await counter(2, calls).run({
+        thread,
+        input: {},
+        onEvent: (e) => {
+          if (e.type === type) throw new Error(`observer broke at ${type}`);
+        },
+      });
+      expect(result.status).toBe('completed');
+      expect(result.state.log).toEqual(['w0', 'w1']);
+      expect(calls.count).toBe(2);
+      expect((await ctx.engine.checkpointer.getThread(thread))!).toMatchObject({ status: 'completed', lastError: null });
+    }
+    const stream = counter(2).stream({ thread: 's', input: {}, onEvent: () => { throw new Error('observer broke'); } });
+    const types: string[] = [];
+    for await (const event of stream) types.push(event.type);
+    expect((await stream.result).status).toBe('completed');
+    expect(types.filter((t) => t === 'custom')).toHaveLength(4);
+    expect(types.at(-1)).toBe('run.end');
+  });
+
   it('a failing node ends the iteration with its error, after the events before it', async () => {
     const app = graph(State)
       .node('boom', (_s, c) => {

@@ -14,6 +14,7 @@ import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
 import { Worker } from '../../src/runtime/worker.js';
 import type { Engine } from '../../src/contracts/engine.js';
+import type { NodeContext } from '../../src/runtime/node-context.js';
 import { caught, ENGINES, rawPositions, useEngine } from './engines.js';
 
 const State = defineState({
@@ -22,6 +23,8 @@ const State = defineState({
     got: field.model(z.unknown(), { default: null }),
   },
 });
+
+type NodeContextOf = NodeContext;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -106,6 +109,57 @@ describe.each(ENGINES)('durable waits on %s', (name) => {
       .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
     const error = await caught(() => bad.run({ thread: 'b', input: {} }));
     expect(error).toBeInstanceOf(InvalidOptionError);
+  });
+
+  it('a wake time is whole ms, rounded up, on every engine; one past the latest Date is InvalidOptionError, with nothing stored', async () => {
+    const started = Date.now();
+    const { app } = sleeper(60_000.5);
+    const first = await app.run({ thread: 't', input: {} });
+    expect(first.status).toBe('waiting');
+    const wakeAt = (await ctx.engine.checkpointer.getThread('t'))!.wakeAt!;
+    expect(Number.isInteger(wakeAt)).toBe(true);
+    expect(wakeAt).toBeGreaterThanOrEqual(started + 60_001);
+    expect(first.waits[0]!.until).toBe(wakeAt);
+    const timed = waiter({ timeoutMs: 60_000.25 }).app;
+    expect((await timed.run({ thread: 'w', input: {} })).status).toBe('waiting');
+    expect(Number.isInteger((await ctx.engine.checkpointer.getThread('w'))!.wakeAt)).toBe(true);
+    for (const [thread, far] of [
+      ['far-sleep', (c: NodeContextOf) => c.sleep(1e300)],
+      ['far-until', (c: NodeContextOf) => c.sleepUntil(8.64e15 + 1)],
+      ['far-wait', (c: NodeContextOf) => c.waitFor('approval', { timeoutMs: Number.MAX_VALUE })],
+    ] as const) {
+      const bad = graph(State)
+        .node('n', async (_s, c) => (await far(c), {}))
+        .edge(START, 'n')
+        .edge('n', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      expect(await caught(() => bad.run({ thread, input: {} }))).toBeInstanceOf(InvalidOptionError);
+      const record = (await ctx.engine.checkpointer.getThread(thread))!;
+      expect(record).toMatchObject({ status: 'failed', head: 0, wakeAt: null, lastError: { code: 'ERR_INVALID_OPTION' } });
+    }
+  });
+
+  it('waitFor options that cannot work are InvalidOptionError at the call, not a failure or a wait that never ends', async () => {
+    for (const [thread, options] of [
+      ['null', null],
+      ['schema', { schema: z.number().parse }],
+      ['filter', { filter: 'yes' }],
+    ] as const) {
+      const { app } = waiter(options as never);
+      expect(await caught(() => app.run({ thread, input: {} }))).toBeInstanceOf(InvalidOptionError);
+      expect((await ctx.engine.checkpointer.getThread(thread))!.status).toBe('failed');
+    }
+  });
+
+  it('an async filter is awaited: a signal its promise refuses stays queued', async () => {
+    const { app } = waiter({ filter: (async (p: { ok: boolean }) => p.ok) as never });
+    await app.run({ thread: 't', input: {} });
+    await app.signal({ thread: 't', name: 'approval', payload: { ok: false } });
+    expect((await app.run({ thread: 't' })).status).toBe('waiting');
+    await app.signal({ thread: 't', name: 'approval', payload: { ok: true } });
+    const done = await app.run({ thread: 't' });
+    expect(done.state.got).toMatchObject({ status: 'received', payload: { ok: true }, signal: { id: 2 } });
+    expect((await ctx.engine.checkpointer.listSignals('t', { pending: true })).map((s) => s.id)).toEqual([1]);
   });
 
   it('a signal sent before the wait starts is not lost: the wait takes it without stopping', async () => {
@@ -194,6 +248,37 @@ describe.each(ENGINES)('durable waits on %s', (name) => {
     expect((await app.run({ thread: 't' })).status).toBe('waiting');
     await app.signal({ thread: 't', name: 'step', payload: 'second' });
     expect((await app.run({ thread: 't' })).state.log).toEqual(['first', 'second']);
+  });
+
+  it('two parallel waits on one name take one signal each; replay serves the one that finished first without calling it again', async () => {
+    const calls = { a: 0, b: 0 };
+    const waitNode = (node: 'a' | 'b') => async (_s: unknown, c: NodeContextOf) => {
+      calls[node]++;
+      const r = await c.waitFor<number>('go');
+      return { log: [`${node}:${r.status === 'received' ? r.payload : '-'}`] };
+    };
+    const app = graph(State)
+      .node('a', waitNode('a'))
+      .node('b', waitNode('b'))
+      .edge(START, 'a')
+      .edge(START, 'b')
+      .edge('a', END)
+      .edge('b', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 't', input: {} })).waits.map((w) => w.node)).toEqual(['a', 'b']);
+    await app.signal({ thread: 't', name: 'go', payload: 1 });
+    const one = await app.run({ thread: 't' });
+    expect(one.status).toBe('waiting');
+    expect(one.waits.map((w) => w.node)).toEqual(['b']);
+    await app.signal({ thread: 't', name: 'go', payload: 2 });
+    const done = await app.run({ thread: 't' });
+    expect(done.state.log).toEqual(['a:1', 'b:2']);
+    expect(calls).toEqual({ a: 2, b: 3 });
+    expect((await ctx.engine.checkpointer.listSignals('t', { pending: true }))).toEqual([]);
+    expect((await app.verify({ thread: 't' })).ok).toBe(true);
+    const replay = await app.replay({ thread: 't', from: 0 });
+    expect(replay.steps.flatMap((s) => s.divergences)).toEqual([]);
+    expect(replay.sameStates).toBe(true);
   });
 
   it('signal to a missing thread is ThreadNotFoundError', async () => {
