@@ -91,21 +91,39 @@ const RUN_CHECKS: Record<string, Check> = {
   nodeMapping,
 };
 
+/**
+ * A key the call does not take is a typo or another library's option (`config`,
+ * `configurable`, `interrupt_before`): refused, listing the ones it takes, rather than
+ * ignored while the caller believes it applied.
+ */
+function checkKeys(call: string, options: Options, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw new InvalidOptionError(`${call}: unknown option "${key}" (options: ${known.join(', ')}).`);
+  }
+}
+
+const RUN_KEYS = ['thread', 'input', 'kind', 'tenant', 'metadata', ...Object.keys(RUN_CHECKS)];
+const RESUME_KEYS = ['thread', ...Object.keys(RUN_CHECKS), 'answer', 'input', 'childInput', 'interrupt', 'detach', 'actor'];
+const FORK_KEYS = ['thread', 'seq', 'patch', 'actor', 'onBusy'];
+
 /** `run` / `submit` / `stream` options (kind, tenant and metadata are checked with the new thread). */
 export function checkRunOptions(call: string, options: unknown): void {
   checkObject(call, options);
+  checkKeys(call, options, RUN_KEYS);
   checkEach(call, options, { ...RUN_CHECKS, input: writes });
 }
 
 /** `resume` options. */
 export function checkResumeOptions(options: unknown): void {
   checkObject('resume', options);
+  checkKeys('resume', options, RESUME_KEYS);
   checkEach('resume', options, { ...RUN_CHECKS, input: writes, childInput: writes, interrupt: text, detach: flag, actor: text });
 }
 
 /** `fork` options. */
 export function checkForkOptions(options: unknown): void {
   checkObject('fork', options);
+  checkKeys('fork', options, FORK_KEYS);
   if (options.seq === undefined) refuse('fork', 'seq', "a position's seq (an integer, 0 or more)", undefined);
   checkEach('fork', options, { seq, patch: writes, actor: text, onBusy });
 }

@@ -109,6 +109,25 @@ describe('run and submit options', () => {
     expect(await app.getThread({ thread: 'new' })).toBeNull();
   });
 
+  it('a key a call does not take is InvalidOptionError listing those it takes, for run, submit, stream, resume and fork', async () => {
+    const { app } = appOn();
+    await app.run({ thread: 'old' });
+    const before = await stored(app, 'old');
+    const unknown = async (call: () => Promise<unknown>, name: string, key: string) => {
+      const error = await refusal(call);
+      expect(InvalidOptionError.is(error), String(error)).toBe(true);
+      expect(error.message).toContain(`${name}: unknown option "${key}" (options: thread,`);
+    };
+    // LangGraph habits, and typos of cairn's own options.
+    await unknown(() => app.run({ thread: 'new', configurable: { thread_id: 'x' } } as never), 'run', 'configurable');
+    await unknown(() => app.submit({ thread: 'new', inputs: { n: 1 } } as never), 'submit', 'inputs');
+    await unknown(() => app.stream({ thread: 'new', streamMode: 'values' } as never).result, 'stream', 'streamMode');
+    await unknown(() => app.resume({ thread: 'old', anwser: true } as never), 'resume', 'anwser');
+    await unknown(() => app.fork({ thread: 'old', seq: 0, input: { n: 2 } } as never), 'fork', 'input');
+    expect(await app.getThread({ thread: 'new' })).toBeNull();
+    expect(await stored(app, 'old')).toEqual(before);
+  });
+
   it('edge values work: recursionLimit 1, waitTimeoutMs 0, options given as undefined', async () => {
     const { app } = appOn();
     // inc, then the step that pauses before review; the answered review is one more.
