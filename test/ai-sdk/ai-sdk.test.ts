@@ -290,6 +290,37 @@ describe.each(ENGINES)('cairn/ai-sdk on %s', (name) => {
     ]);
   });
 
+  it('an effect tool the model asks for twice in one step with the same input runs once: both calls get its outcome', async () => {
+    const mock = new MockLanguageModelV4({
+      doGenerate: async ({ prompt }) =>
+        prompt.some((m) => m.role === 'tool')
+          ? textResultOf('Refunded once.')
+          : {
+              content: ['c1', 'c2'].map((toolCallId) => ({ type: 'tool-call' as const, toolCallId, toolName: 'refund', input: '{"order":"42"}' })),
+              finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+              usage: usage(20, 4),
+              warnings: [],
+            },
+    });
+    const refunds: string[] = [];
+    const tools = recordedTools({
+      refund: effectTool(tool({ inputSchema: z.object({ order: z.string() }), execute: async ({ order }) => (refunds.push(order), { refunded: order, n: refunds.length }) }), {
+        key: ({ order }) => `refund:${order}`,
+      }),
+    });
+    const app = graph(State)
+      .node('agent', async () => {
+        const result = await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Refund order 42.' });
+        return { reply: result.text, log: result.steps[0]!.toolResults.map((r) => { const out = r.output as { refunded: string; n: number }; return `${out.refunded} #${out.n}`; }) };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 'twice' })).state).toMatchObject({ reply: 'Refunded once.', log: ['42 #1', '42 #1'] });
+    expect(refunds).toEqual(['42']);
+    expect((await ctx.engine.ledger.list('twice')).filter((e) => e.kind === 'effect').map((e) => [e.key, e.status])).toEqual([['refund:42', 'done']]);
+  });
+
   it('ToolLoopAgent runs inside a node: its model and tool calls are recorded and a re-executed step repeats none', async () => {
     const mock = agentModel(['search'], { search: { q: 'cairn' } }, 'Found it.');
     let searches = 0;
