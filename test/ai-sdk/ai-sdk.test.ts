@@ -290,6 +290,61 @@ describe.each(ENGINES)('cairn/ai-sdk on %s', (name) => {
     ]);
   });
 
+  it("a tool that throws in the loop has its error recorded: the re-executed step hands the model's loop the same error, the tool is not called again, and replay serves it", async () => {
+    const mock = agentModel(['weather'], { weather: { city: 'Paris' } }, 'The weather service is down.');
+    let calls = 0;
+    const tools = recordedTools({
+      weather: tool({
+        inputSchema: z.object({ city: z.string() }),
+        execute: async () => {
+          calls++;
+          if (calls === 1) throw new TypeError('weather service down');
+          return { sky: 'sunny' };
+        },
+      }),
+    });
+    const seen: string[] = [];
+    const app = graph(State)
+      .node('agent', async (_s, c) => {
+        const result = await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(4), prompt: 'Weather in Paris?' });
+        const [error] = result.steps[0]!.content.filter((p) => p.type === 'tool-error');
+        seen.push(error ? `${(error.error as Error).name}: ${(error.error as Error).message}` : 'no error');
+        await c.interrupt('ok?');
+        return { reply: result.text };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    await app.run({ thread: 'te' });
+    const done = await app.resume({ thread: 'te', answer: true });
+    expect(done.state.reply).toBe('The weather service is down.');
+    expect(calls).toBe(1);
+    expect(mock.doGenerateCalls).toHaveLength(2);
+    expect(seen).toEqual(Array(3).fill('TypeError: weather service down'));
+    expect((await records(ctx.engine.ledger.list('te'))).map((e) => [e.name, e.meta?.kind])).toEqual([
+      ['ai.generate', 'model'],
+      ['tool:weather', 'tool'],
+      ['ai.generate', 'model'],
+    ]);
+    expect((await app.replay({ thread: 'te', from: 0 })).sameStates).toBe(true);
+  });
+
+  it('a node that throws after a tool threw discards the record as always: its retry calls the tool again', async () => {
+    let calls = 0;
+    const tools = recordedTools({ flaky: tool({ inputSchema: z.object({}), execute: async () => (++calls === 1 ? Promise.reject(new Error('flaky')) : 'fine') }) });
+    const app = graph(State)
+      .node('n', async () => {
+        const out = await Promise.resolve(tools.flaky.execute!({}, { toolCallId: 'c', messages: [], context: {} } as never)).catch((e: Error) => `error: ${e.message}`);
+        if (out !== 'fine') throw new Error(`gave up on ${String(out)}`);
+        return { reply: out };
+      })
+      .edge(START, 'n')
+      .edge('n', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 2, initialDelayMs: 1 } });
+    expect((await app.run({ thread: 'tr' })).state.reply).toBe('fine');
+    expect(calls).toBe(2);
+  });
+
   it('an effect tool the model asks for twice in one step with the same input runs once: both calls get its outcome', async () => {
     const mock = new MockLanguageModelV4({
       doGenerate: async ({ prompt }) =>
