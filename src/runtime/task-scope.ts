@@ -236,6 +236,12 @@ export class TaskScope implements NodeContext {
    * runs past it.
    */
   divergence: ReplayDivergence | undefined;
+  /**
+   * The first atMostOnce effect found in doubt, kept for the same reason: an agent
+   * library that turns it into a message to the model must not let the step commit
+   * past it, so the runner puts the thread in needs_attention all the same.
+   */
+  attention: NeedsAttentionError | undefined;
   private entries: Promise<Map<string, LedgerEntry>> | undefined;
   /** Made on first use of ctx.store: most nodes never touch the store. */
   private storeAccess: TaskStore | undefined;
@@ -350,7 +356,8 @@ export class TaskScope implements NodeContext {
    * stop) raises no unhandled rejection; it stops all the same.
    */
   private calling<T>(body: (call: number) => Promise<T>): Promise<T> {
-    const promise = this.divergence ? Promise.reject(this.divergence) : this.pause ? Promise.reject(new NodeSuspended(this.node)) : body(this.call++);
+    const stopped = this.divergence ?? this.attention;
+    const promise = stopped ? Promise.reject(stopped) : this.pause ? Promise.reject(new NodeSuspended(this.node)) : body(this.call++);
     promise.catch(() => undefined);
     return promise;
   }
@@ -660,7 +667,7 @@ export class TaskScope implements NodeContext {
           return this.finishEffect(key, name, found, 'probe');
         }
       } else if (mode === 'atMostOnce') {
-        throw new NeedsAttentionError(key, name, place);
+        throw (this.attention ??= new NeedsAttentionError(key, name, place));
       }
       rerun = true;
       this.reran.set(key, spec.probe ? 'probe_absent_reran' : 'reran');

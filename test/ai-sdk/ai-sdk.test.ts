@@ -345,6 +345,43 @@ describe.each(ENGINES)('cairn/ai-sdk on %s', (name) => {
     expect(calls).toBe(2);
   });
 
+  it("an atMostOnce effect tool found in doubt puts the thread in needs_attention even though the AI SDK hands its error to the model; resolveEffect then lets it finish", async () => {
+    const mock = agentModel(['pay'], { pay: { order: '42' } }, 'Payment attempted.');
+    let runs = 0;
+    const tools = recordedTools({
+      pay: effectTool(
+        tool({
+          inputSchema: z.object({ order: z.string() }),
+          execute: async (): Promise<{ paid: boolean }> => {
+            runs++;
+            throw new Error('gateway timeout: it may have gone through');
+          },
+        }),
+        { key: ({ order }) => `pay:${order}`, mode: 'atMostOnce' },
+      ),
+    });
+    const app = graph(State)
+      .node('agent', async (_s, c) => {
+        const result = await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Pay order 42.' });
+        await c.interrupt('ok?');
+        return { reply: result.text, log: result.steps[0]!.content.map((p) => (p.type === 'tool-result' ? JSON.stringify(p.output) : p.type)) };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 'na' })).status).toBe('interrupted');
+    const error = await app.resume({ thread: 'na', answer: true }).catch((e: Error & { code?: string }) => e);
+    expect(error).toMatchObject({ code: 'ERR_NEEDS_ATTENTION', effectKey: 'pay:42' });
+    expect((await app.getThread({ thread: 'na' }))!.status).toBe('needs_attention');
+    expect(runs).toBe(1);
+
+    await app.resolveEffect({ thread: 'na', idempotencyKey: 'pay:42', outcome: { value: { paid: true } } });
+    // The answer given to resume was kept: run() goes on from it.
+    const done = await app.run({ thread: 'na' });
+    expect(done).toMatchObject({ status: 'completed', state: { reply: 'Payment attempted.', log: ['tool-call', '{"paid":true}'] } });
+    expect(runs).toBe(1);
+  });
+
   it('an effect tool the model asks for twice in one step with the same input runs once: both calls get its outcome', async () => {
     const mock = new MockLanguageModelV4({
       doGenerate: async ({ prompt }) =>

@@ -441,6 +441,29 @@ describe.each(ENGINES)('effects on %s', (name) => {
       expect((await setup.app.getThread({ thread: 't' }))!.status).toBe('completed');
     });
 
+    it('atMostOnce in doubt caught by the node (an agent library making it a message) still puts the thread in needs_attention; later calls stop too', async () => {
+      let broken = true;
+      let after = 0;
+      const app = graph(State)
+        .node('send', async (_s, c) => {
+          const outcome = await c
+            .effect<string>('deliver', { idempotencyKey: 'd-1', mode: 'atMostOnce', run: () => { if (broken) throw new Error('lost'); return 'sent'; } })
+            .catch((e: Error) => (broken ? Promise.reject(e) : `caught: ${e.message}`));
+          const next = await c.record('after', () => ++after).catch(() => -1);
+          return { outcome: `${outcome} ${next}` };
+        })
+        .edge(START, 'send')
+        .edge('send', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      await expect(app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
+      broken = false;
+      await expect(app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NEEDS_ATTENTION', effectKey: 'd-1' });
+      expect((await app.getThread({ thread: 't' }))!.status).toBe('needs_attention');
+      expect(after).toBe(0);
+      await app.resolveEffect({ thread: 't', idempotencyKey: 'd-1', outcome: 'checked' });
+      expect((await app.run({ thread: 't' })).state.outcome).toBe('checked 1');
+    });
+
     it('resolveEffect with a key the thread does not have fails and names the key', async () => {
       const setup = effectApp();
       await setup.app.run({ thread: 't' });
