@@ -11,11 +11,19 @@
  * record: the model call that asked for it is served, so it asks for the same tools
  * with the same input in the same order. Tools the model asks for in one step run
  * concurrently and take their indices in the order the model listed them.
+ *
+ * A recorded tool that throws has its error recorded (name and message) and thrown
+ * again on re-execution: the AI SDK hands a tool's error to the model as a message,
+ * and the served model call that follows answered that error, so calling the tool
+ * again would give the loop a result the rest of the step never saw. A node that
+ * throws discards its records as always, so its retry calls the tool again.
  */
 import type { Tool, ToolExecutionOptions, ToolSet } from 'ai';
 import { checkEffectCommit, checkEffectMode, type EffectCommit, type EffectMode } from '../runtime/effects.js';
 import { currentNode } from '../runtime/current-node.js';
-import { InvalidOptionError } from '../errors.js';
+import { CairnError, InvalidOptionError } from '../errors.js';
+import { AnswerChecked, AnswerUnchecked, NodeSuspended } from '../runtime/pauses.js';
+import { ReplayDivergence } from '../runtime/task-scope.js';
 
 /**
  * Marks a tool {@link effectTool} made an effect: {@link recordedTools} does not record
@@ -73,7 +81,7 @@ export function recordedTools<T extends ToolSet>(tools: T, options: RecordedTool
       execute: (input: unknown, callOptions: ToolExecutionOptions<unknown>) => {
         const ctx = currentNode();
         if (!ctx) return execute(input, callOptions);
-        const recorded = ctx.record(recordName, () => settled(execute(input, callOptions)), { kind: 'tool', args: input });
+        const recorded = ctx.record(recordName, () => settledOrFailed(() => execute(input, callOptions), ctx.signal), { kind: 'tool', args: input });
         return yields ? replayed(recorded) : recorded.then(unsettled);
       },
     };
@@ -143,8 +151,11 @@ export function effectTool<INPUT, OUTPUT, T extends Tool<INPUT, OUTPUT>>(definit
   } as T;
 }
 
-/** A tool's result as recorded: its value, or every value of a tool that yields (preliminary results, then the last). */
-type Settled = { value: unknown } | { yielded: unknown[] };
+/**
+ * A tool's result as recorded: its value, every value of a tool that yields
+ * (preliminary results, then the last), or the error a recorded tool threw.
+ */
+type Settled = { value: unknown } | { yielded: unknown[] } | { failed: { name: string; message: string } };
 
 async function settled(result: unknown): Promise<Settled> {
   if (result !== null && typeof result === 'object' && Symbol.asyncIterator in result) {
@@ -155,8 +166,31 @@ async function settled(result: unknown): Promise<Settled> {
   return { value: await result };
 }
 
-/** The recorded result as the tool gave it: a value, or an iterable yielding the same values again. */
+/**
+ * What a recorded tool gave, or the error it threw as a result to record. cairn's own
+ * stops (an interrupt or wait, the run cancelled or its lease lost, a replay that
+ * cannot serve a call) are not the tool's answer: they still stop the node.
+ */
+async function settledOrFailed(call: () => unknown, signal: AbortSignal): Promise<Settled> {
+  try {
+    return await settled(call());
+  } catch (error) {
+    const stop = error instanceof CairnError || error instanceof NodeSuspended || error instanceof AnswerChecked || error instanceof AnswerUnchecked || error instanceof ReplayDivergence;
+    if (stop || signal.aborted) throw error;
+    return { failed: error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) } };
+  }
+}
+
+/** The error a recorded tool threw, made again from its record. */
+function failure(failed: { name: string; message: string }): Error {
+  const error = new Error(failed.message);
+  error.name = failed.name;
+  return error;
+}
+
+/** The recorded result as the tool gave it: a value, an iterable yielding the same values again, or its error thrown. */
 function unsettled(recorded: Settled): unknown {
+  if ('failed' in recorded) throw failure(recorded.failed);
   if ('value' in recorded) return recorded.value;
   return (async function* () {
     yield* recorded.yielded;
@@ -174,6 +208,7 @@ function isAsyncGenerator(fn: Execute): boolean {
 /** The values of a recorded yielding tool, as an iterable returned at once. */
 async function* replayed(recorded: Promise<Settled>): AsyncGenerator<unknown> {
   const result = await recorded;
+  if ('failed' in result) throw failure(result.failed);
   if ('yielded' in result) yield* result.yielded;
   else yield result.value;
 }

@@ -105,6 +105,8 @@ export class LiveTaskRunner implements TaskRunner {
           const run = () => withinNode(scope, () => task.node.fn(view, scope as never));
           const writes = await (span ? span.within(run) : run());
           await scope.settle();
+          // An effect in doubt the node caught (a tool's error to an agent library) still stops the step.
+          if (scope.attention) throw scope.attention;
           if (scope.pause) return await pausedOutcome(scope, task, origin, span);
           const committed = scope.takeWithStepEffects();
           return {

@@ -221,6 +221,8 @@ export class TaskScope implements NodeContext {
   readonly recordKeys: string[] = [];
   /** Effects run with `commit: 'with-step'` whose entries no ledger write has taken yet, by key. */
   private readonly withStep = new Map<string, CommittedEffect>();
+  /** The last effect call of each key in this execution, settled: the next call of the key waits for it. */
+  private readonly effectKeys = new Map<string, Promise<void>>();
   /** Payloads passed to `ctx.interruptAfter`, in call order. */
   readonly interrupts: unknown[] = [];
   /** The call the node stopped at, if it did. */
@@ -234,6 +236,12 @@ export class TaskScope implements NodeContext {
    * runs past it.
    */
   divergence: ReplayDivergence | undefined;
+  /**
+   * The first atMostOnce effect found in doubt, kept for the same reason: an agent
+   * library that turns it into a message to the model must not let the step commit
+   * past it, so the runner puts the thread in needs_attention all the same.
+   */
+  attention: NeedsAttentionError | undefined;
   private entries: Promise<Map<string, LedgerEntry>> | undefined;
   /** Made on first use of ctx.store: most nodes never touch the store. */
   private storeAccess: TaskStore | undefined;
@@ -348,7 +356,8 @@ export class TaskScope implements NodeContext {
    * stop) raises no unhandled rejection; it stops all the same.
    */
   private calling<T>(body: (call: number) => Promise<T>): Promise<T> {
-    const promise = this.divergence ? Promise.reject(this.divergence) : this.pause ? Promise.reject(new NodeSuspended(this.node)) : body(this.call++);
+    const stopped = this.divergence ?? this.attention;
+    const promise = stopped ? Promise.reject(stopped) : this.pause ? Promise.reject(new NodeSuspended(this.node)) : body(this.call++);
     promise.catch(() => undefined);
     return promise;
   }
@@ -605,8 +614,17 @@ export class TaskScope implements NodeContext {
   private doEffect<T>(call: number, name: string, spec: EffectSpec<T>): Promise<T> {
     const key = spec.idempotencyKey ?? this.derivedKey('eff', call);
     const trace = this.options.trace;
-    if (!trace) return this.effectAt(call, key, name, spec, undefined);
-    return trace.around('cairn.effect', { 'cairn.effect.name': name, 'cairn.effect.key': key }, (span) => this.effectAt(call, key, name, spec, span));
+    const run = () =>
+      trace
+        ? trace.around('cairn.effect', { 'cairn.effect.name': name, 'cairn.effect.key': key }, (span) => this.effectAt(call, key, name, spec, span))
+        : this.effectAt(call, key, name, spec, undefined);
+    // Two calls of one key in one execution (an agent's parallel tool calls asking the
+    // same thing) run one after the other: started together, both would find no entry
+    // and both run the effect; in turn, the second is served the first's outcome.
+    const before = this.effectKeys.get(key);
+    const promise = before ? before.then(run) : run();
+    this.effectKeys.set(key, promise.then(() => undefined, () => undefined));
+    return promise;
   }
 
   private async effectAt<T>(call: number, key: string, name: string, spec: EffectSpec<T>, span: TraceSpan | undefined): Promise<T> {
@@ -649,7 +667,7 @@ export class TaskScope implements NodeContext {
           return this.finishEffect(key, name, found, 'probe');
         }
       } else if (mode === 'atMostOnce') {
-        throw new NeedsAttentionError(key, name, place);
+        throw (this.attention ??= new NeedsAttentionError(key, name, place));
       }
       rerun = true;
       this.reran.set(key, spec.probe ? 'probe_absent_reran' : 'reran');

@@ -290,6 +290,129 @@ describe.each(ENGINES)('cairn/ai-sdk on %s', (name) => {
     ]);
   });
 
+  it("a tool that throws in the loop has its error recorded: the re-executed step hands the model's loop the same error, the tool is not called again, and replay serves it", async () => {
+    const mock = agentModel(['weather'], { weather: { city: 'Paris' } }, 'The weather service is down.');
+    let calls = 0;
+    const tools = recordedTools({
+      weather: tool({
+        inputSchema: z.object({ city: z.string() }),
+        execute: async () => {
+          calls++;
+          if (calls === 1) throw new TypeError('weather service down');
+          return { sky: 'sunny' };
+        },
+      }),
+    });
+    const seen: string[] = [];
+    const app = graph(State)
+      .node('agent', async (_s, c) => {
+        const result = await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(4), prompt: 'Weather in Paris?' });
+        const [error] = result.steps[0]!.content.filter((p) => p.type === 'tool-error');
+        seen.push(error ? `${(error.error as Error).name}: ${(error.error as Error).message}` : 'no error');
+        await c.interrupt('ok?');
+        return { reply: result.text };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    await app.run({ thread: 'te' });
+    const done = await app.resume({ thread: 'te', answer: true });
+    expect(done.state.reply).toBe('The weather service is down.');
+    expect(calls).toBe(1);
+    expect(mock.doGenerateCalls).toHaveLength(2);
+    expect(seen).toEqual(Array(3).fill('TypeError: weather service down'));
+    expect((await records(ctx.engine.ledger.list('te'))).map((e) => [e.name, e.meta?.kind])).toEqual([
+      ['ai.generate', 'model'],
+      ['tool:weather', 'tool'],
+      ['ai.generate', 'model'],
+    ]);
+    expect((await app.replay({ thread: 'te', from: 0 })).sameStates).toBe(true);
+  });
+
+  it('a node that throws after a tool threw discards the record as always: its retry calls the tool again', async () => {
+    let calls = 0;
+    const tools = recordedTools({ flaky: tool({ inputSchema: z.object({}), execute: async () => (++calls === 1 ? Promise.reject(new Error('flaky')) : 'fine') }) });
+    const app = graph(State)
+      .node('n', async () => {
+        const out = await Promise.resolve(tools.flaky.execute!({}, { toolCallId: 'c', messages: [], context: {} } as never)).catch((e: Error) => `error: ${e.message}`);
+        if (out !== 'fine') throw new Error(`gave up on ${String(out)}`);
+        return { reply: out };
+      })
+      .edge(START, 'n')
+      .edge('n', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 2, initialDelayMs: 1 } });
+    expect((await app.run({ thread: 'tr' })).state.reply).toBe('fine');
+    expect(calls).toBe(2);
+  });
+
+  it("an atMostOnce effect tool found in doubt puts the thread in needs_attention even though the AI SDK hands its error to the model; resolveEffect then lets it finish", async () => {
+    const mock = agentModel(['pay'], { pay: { order: '42' } }, 'Payment attempted.');
+    let runs = 0;
+    const tools = recordedTools({
+      pay: effectTool(
+        tool({
+          inputSchema: z.object({ order: z.string() }),
+          execute: async (): Promise<{ paid: boolean }> => {
+            runs++;
+            throw new Error('gateway timeout: it may have gone through');
+          },
+        }),
+        { key: ({ order }) => `pay:${order}`, mode: 'atMostOnce' },
+      ),
+    });
+    const app = graph(State)
+      .node('agent', async (_s, c) => {
+        const result = await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Pay order 42.' });
+        await c.interrupt('ok?');
+        return { reply: result.text, log: result.steps[0]!.content.map((p) => (p.type === 'tool-result' ? JSON.stringify(p.output) : p.type)) };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 'na' })).status).toBe('interrupted');
+    const error = await app.resume({ thread: 'na', answer: true }).catch((e: Error & { code?: string }) => e);
+    expect(error).toMatchObject({ code: 'ERR_NEEDS_ATTENTION', effectKey: 'pay:42' });
+    expect((await app.getThread({ thread: 'na' }))!.status).toBe('needs_attention');
+    expect(runs).toBe(1);
+
+    await app.resolveEffect({ thread: 'na', idempotencyKey: 'pay:42', outcome: { value: { paid: true } } });
+    // The answer given to resume was kept: run() goes on from it.
+    const done = await app.run({ thread: 'na' });
+    expect(done).toMatchObject({ status: 'completed', state: { reply: 'Payment attempted.', log: ['tool-call', '{"paid":true}'] } });
+    expect(runs).toBe(1);
+  });
+
+  it('an effect tool the model asks for twice in one step with the same input runs once: both calls get its outcome', async () => {
+    const mock = new MockLanguageModelV4({
+      doGenerate: async ({ prompt }) =>
+        prompt.some((m) => m.role === 'tool')
+          ? textResultOf('Refunded once.')
+          : {
+              content: ['c1', 'c2'].map((toolCallId) => ({ type: 'tool-call' as const, toolCallId, toolName: 'refund', input: '{"order":"42"}' })),
+              finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+              usage: usage(20, 4),
+              warnings: [],
+            },
+    });
+    const refunds: string[] = [];
+    const tools = recordedTools({
+      refund: effectTool(tool({ inputSchema: z.object({ order: z.string() }), execute: async ({ order }) => (refunds.push(order), { refunded: order, n: refunds.length }) }), {
+        key: ({ order }) => `refund:${order}`,
+      }),
+    });
+    const app = graph(State)
+      .node('agent', async () => {
+        const result = await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Refund order 42.' });
+        return { reply: result.text, log: result.steps[0]!.toolResults.map((r) => { const out = r.output as { refunded: string; n: number }; return `${out.refunded} #${out.n}`; }) };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 'twice' })).state).toMatchObject({ reply: 'Refunded once.', log: ['42 #1', '42 #1'] });
+    expect(refunds).toEqual(['42']);
+    expect((await ctx.engine.ledger.list('twice')).filter((e) => e.kind === 'effect').map((e) => [e.key, e.status])).toEqual([['refund:42', 'done']]);
+  });
+
   it('ToolLoopAgent runs inside a node: its model and tool calls are recorded and a re-executed step repeats none', async () => {
     const mock = agentModel(['search'], { search: { q: 'cairn' } }, 'Found it.');
     let searches = 0;

@@ -15,6 +15,7 @@ import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
 import type { EffectSpec } from '../../src/runtime/task-scope.js';
+import type { NodeContext } from '../../src/runtime/node-context.js';
 import type { RunEvent } from '../../src/runtime/events.js';
 import { bodies, caught, ENGINES, sleep, useEngine } from './engines.js';
 
@@ -178,6 +179,20 @@ describe.each(ENGINES)('effects on %s', (name) => {
         .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
       expect((await app.run({ thread: 't' })).state.trail).toEqual(['paid-1', 'paid-1']);
       expect(runs).toBe(1);
+    });
+
+    it("a caller's key asked twice at once in one node (parallel tool calls) runs once: the second call is served the first's outcome", async () => {
+      let runs = 0;
+      const pay = (c: NodeContext, commit: 'separately' | 'with-step') =>
+        c.effect('pay', { idempotencyKey: `pay-${commit}`, args: { amount: 5 }, commit, run: async () => (await sleep(5), `paid-${++runs}`) });
+      const app = graph(State)
+        .node('both', async (_s, c) => ({ trail: [...(await Promise.all([pay(c, 'separately'), pay(c, 'separately')])), ...(await Promise.all([pay(c, 'with-step'), pay(c, 'with-step')]))] }))
+        .edge(START, 'both')
+        .edge('both', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      expect((await app.run({ thread: 't' })).state.trail).toEqual(['paid-1', 'paid-1', 'paid-2', 'paid-2']);
+      expect(runs).toBe(2);
+      expect((await effectsOf('t')).map((e) => [e.key, e.status])).toEqual([['pay-separately', 'done'], ['pay-with-step', 'done']]);
     });
   });
 
@@ -424,6 +439,29 @@ describe.each(ENGINES)('effects on %s', (name) => {
       expect(result.state.outcome).toBe('checked-by-a-person');
       expect(setup.runKeys).toHaveLength(1);
       expect((await setup.app.getThread({ thread: 't' }))!.status).toBe('completed');
+    });
+
+    it('atMostOnce in doubt caught by the node (an agent library making it a message) still puts the thread in needs_attention; later calls stop too', async () => {
+      let broken = true;
+      let after = 0;
+      const app = graph(State)
+        .node('send', async (_s, c) => {
+          const outcome = await c
+            .effect<string>('deliver', { idempotencyKey: 'd-1', mode: 'atMostOnce', run: () => { if (broken) throw new Error('lost'); return 'sent'; } })
+            .catch((e: Error) => (broken ? Promise.reject(e) : `caught: ${e.message}`));
+          const next = await c.record('after', () => ++after).catch(() => -1);
+          return { outcome: `${outcome} ${next}` };
+        })
+        .edge(START, 'send')
+        .edge('send', END)
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      await expect(app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
+      broken = false;
+      await expect(app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NEEDS_ATTENTION', effectKey: 'd-1' });
+      expect((await app.getThread({ thread: 't' }))!.status).toBe('needs_attention');
+      expect(after).toBe(0);
+      await app.resolveEffect({ thread: 't', idempotencyKey: 'd-1', outcome: 'checked' });
+      expect((await app.run({ thread: 't' })).state.outcome).toBe('checked 1');
     });
 
     it('resolveEffect with a key the thread does not have fails and names the key', async () => {
