@@ -62,6 +62,11 @@ export function recordedTools<T extends ToolSet>(tools: T, options: RecordedTool
       place: { engine: 'ai-sdk' },
     });
   }
+  if (options.name !== undefined && typeof options.name !== 'function') {
+    throw new InvalidOptionError(`recordedTools: name is a function from a tool's name to its record name (e.g. (tool) => \`search:\${tool}\`), not ${JSON.stringify(options.name)}.`, {
+      place: { engine: 'ai-sdk' },
+    });
+  }
   const out: Record<string, unknown> = {};
   for (const [toolName, definition] of Object.entries(tools)) {
     const execute = definition.execute as Execute | undefined;

@@ -545,6 +545,16 @@ describe('cairn/ai-sdk recordedTools options', () => {
     }
     expect(recordedTools({})).toEqual({});
   });
+
+  it('refuses a name option that is not a function (the record name of each tool) with InvalidOptionError', () => {
+    const tools = { weather: tool({ inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => city }) };
+    for (const name of ['weather', 5, {}]) {
+      const error = caughtSync(() => recordedTools(tools, { name: name as never }));
+      expect(InvalidOptionError.is(error), String(error)).toBe(true);
+      expect((error as Error).message).toContain('name is a function from a tool');
+    }
+    expect(Object.keys(recordedTools(tools, { name: (t) => `search:${t}` }))).toEqual(['weather']);
+  });
 });
 
 describe('cairn/ai-sdk usage', () => {
