@@ -16,7 +16,7 @@ import { decode } from '../../dist/engine-kit/index.js';
 import { PG_URL } from '../helpers/postgres.js';
 // @ts-expect-error the fixture is plain JS
 import { createApp, closeExternal } from '../fixtures/worker-app.mjs';
-import { engineOn, freshSchema, killLeftoverWorkers, sleep, startWorker, waitForCompletion, type WorkerProcess } from './worker-setup.js';
+import { engineOn, dropFreshSchemas, freshSchema, killLeftoverWorkers, sleep, startWorker, waitForCompletion, type WorkerProcess } from './worker-setup.js';
 
 afterEach(() => killLeftoverWorkers());
 
@@ -25,6 +25,7 @@ beforeAll(() => {
   admin = new pg.Pool({ connectionString: PG_URL, max: 2 });
 });
 afterAll(async () => {
+  await dropFreshSchemas(admin);
   await admin.end();
   await closeExternal();
 });

@@ -22,7 +22,7 @@ import { PG_URL } from '../helpers/postgres.js';
 // @ts-expect-error the fixture is plain JS
 import { createApp, closeExternal } from '../fixtures/worker-app.mjs';
 import { startEffectServer, type EffectServer } from './effect-server.js';
-import { engineOn, freshSchema, killLeftoverWorkers, sleep, startWorker, waitForCompletion, type WorkerProcess } from './worker-setup.js';
+import { engineOn, dropFreshSchemas, freshSchema, killLeftoverWorkers, sleep, startWorker, waitForCompletion, type WorkerProcess } from './worker-setup.js';
 
 afterEach(() => killLeftoverWorkers());
 
@@ -38,6 +38,7 @@ beforeEach(async () => {
 });
 afterEach(() => effects.close());
 afterAll(async () => {
+  await dropFreshSchemas(admin);
   await admin.end();
   await closeExternal();
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });

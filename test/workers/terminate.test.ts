@@ -9,13 +9,14 @@ import { Worker } from '../../dist/index.js';
 import { PG_URL } from '../helpers/postgres.js';
 // @ts-expect-error the fixture is plain JS
 import { createApp, closeExternal } from '../fixtures/worker-app.mjs';
-import { engineOn, freshSchema, sleep, waitForCompletion } from './worker-setup.js';
+import { engineOn, dropFreshSchemas, freshSchema, sleep, waitForCompletion } from './worker-setup.js';
 
 let admin: pg.Pool;
 beforeAll(() => {
   admin = new pg.Pool({ connectionString: PG_URL, max: 2, application_name: 'cairn-test-admin' });
 });
 afterAll(async () => {
+  await dropFreshSchemas(admin);
   await admin.end();
   await closeExternal();
 });

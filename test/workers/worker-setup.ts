@@ -13,11 +13,23 @@ const root = new URL('../..', import.meta.url).pathname;
 export const FIXTURE = `${root}test/fixtures/worker-app.mjs`;
 export const CLI = `${root}dist/cli/main.js`;
 
+/** Schemas {@link freshSchema} made in this file, dropped by {@link dropFreshSchemas}. */
+const made = new Set<string>();
+
 export async function freshSchema(pool: pg.Pool, label: string): Promise<string> {
-  const schema = `cairn_test_${Date.now()}_${label}_${Math.random().toString(36).slice(2, 8)}`;
+  // The time in base 36, as the shared helper names its schemas: a run killed before its
+  // afterAll leaves one that the next run's sweep of abandoned schemas recognises by age.
+  const schema = `cairn_test_${Date.now().toString(36)}_${label}_${Math.random().toString(36).slice(2, 8)}`;
   await pool.query(`CREATE SCHEMA "${schema}"`);
+  made.add(schema);
   await pool.query(`CREATE TABLE "${schema}".effect_runs (id bigserial PRIMARY KEY, key text NOT NULL, pid integer NOT NULL)`);
   return schema;
+}
+
+/** Drops every schema this file's tests made (its afterAll, before the pool ends). */
+export async function dropFreshSchemas(pool: pg.Pool): Promise<void> {
+  for (const schema of made) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  made.clear();
 }
 
 export function engineOn(schema: string, applicationName?: string): Engine {

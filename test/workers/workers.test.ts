@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PG_URL } from '../helpers/postgres.js';
 // @ts-expect-error the fixture is plain JS
 import { createApp, closeExternal } from '../fixtures/worker-app.mjs';
-import { engineOn, freshSchema, killLeftoverWorkers, sleep, startWorker, waitForCompletion } from './worker-setup.js';
+import { engineOn, dropFreshSchemas, freshSchema, killLeftoverWorkers, sleep, startWorker, waitForCompletion } from './worker-setup.js';
 
 afterEach(() => killLeftoverWorkers());
 import { Worker } from '../../dist/index.js';
@@ -19,6 +19,7 @@ beforeAll(() => {
   admin = new pg.Pool({ connectionString: PG_URL, max: 2 });
 });
 afterAll(async () => {
+  await dropFreshSchemas(admin);
   await admin.end();
   await closeExternal();
 });
