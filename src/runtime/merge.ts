@@ -21,6 +21,7 @@ import {
   ValueTooDeepError,
   type ErrorPlace,
 } from '../errors.js';
+import { isPlainObject } from '../internal/thread-query.js';
 import type { ModelField } from '../state/fields.js';
 import type { StateSchema } from '../state/schema.js';
 import type { ConflictRecord } from './position.js';
@@ -108,7 +109,7 @@ export async function mergeWrites(
   for (const writer of writers) {
     if (writer.writes === undefined || writer.writes === null) continue;
     // A Map, an array or a class instance has no own fields to write (or the wrong ones): refused, not read as nothing.
-    if (!isUpdate(writer.writes)) throw new InvalidUpdateError(writer.name, describeReturn(writer.writes), place);
+    if (!isPlainObject(writer.writes)) throw new InvalidUpdateError(writer.name, describeReturn(writer.writes), place);
     for (const [name, value] of Object.entries(writer.writes)) {
       const field = schema.field(name);
       if (!field) {
@@ -157,13 +158,6 @@ export async function mergeWrites(
     }
   }
   return merged;
-}
-
-/** An update: a plain object (its prototype Object.prototype, or none). */
-function isUpdate(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
 }
 
 /**
