@@ -112,8 +112,9 @@ export function seedSqlite(file: string, n: number): void {
  * seeded: listing never reads them. A third of the heads are newer than the row (a step
  * after the last status change), the others a little older.
  */
-const HEADS_SQL = `INSERT INTO cairn_heads (tid, ns, seq, hash, created_at)
-  SELECT t.tid, '', 3, randomblob(32), t.updated_at + CASE WHEN t.tid % 3 = 0 THEN 45000 ELSE -5000 END FROM cairn_threads t`;
+const HEAD_AT = 't.updated_at + CASE WHEN t.tid % 3 = 0 THEN 45000 ELSE -5000 END';
+const HEADS_SQL = `INSERT INTO cairn_heads (tid, ns, seq, hash, created_at, created_second)
+  SELECT t.tid, '', 3, randomblob(32), ${HEAD_AT}, (${HEAD_AT}) / 1000 FROM cairn_threads t`;
 
 /** The seeded threads and their heads in `schema` (migrated already). */
 export async function seedPostgres(pool: pg.Pool, schema: string, n: number): Promise<void> {

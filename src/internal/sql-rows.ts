@@ -31,6 +31,17 @@ export interface ThreadRow {
   head_at: Int | null;
 }
 
+/**
+ * The second a root head's time falls in, which both engines index (`created_second`,
+ * SQLite migration 12 and PostgreSQL migration 11) in place of the millisecond, so that
+ * a step commit rewrites that index entry at most once a second. SQL's integer division
+ * of the milliseconds by 1,000, which the migrations use, truncates as `Math.trunc`
+ * does; it only ever grows with the time, so a bound on the time bounds the second.
+ */
+export function secondOf(ms: number): number {
+  return Math.trunc(ms / 1000);
+}
+
 /** The lease columns of a thread row. */
 export interface HolderRow {
   status: string;

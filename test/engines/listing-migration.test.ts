@@ -1,9 +1,10 @@
 /**
- * Migration 7 (the root heads' time index that listing by update time walks) on
- * databases made at migration 6, on SQLite and PostgreSQL: the engine opening it adds
- * the index and records the migration, and threads made before list most recently
- * updated first, whether their time is the row's or their head's, paged without a repeat
- * or a miss.
+ * The root heads' time index that listing by update time walks (migration 7, indexed by
+ * the second since SQLite migration 12 and PostgreSQL migration 11) on databases made at
+ * migration 6, on SQLite and PostgreSQL: the engine opening it adds the index, fills
+ * each root head's second and records the migrations, and threads made before list
+ * most recently updated first, whether their time is the row's or their head's (two
+ * of them in one second), paged without a repeat or a miss.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,8 +51,8 @@ async function listsByUpdate(engine: Engine): Promise<void> {
   expect((await cp.listThreads({ order: 'updatedAt', updatedAt: { to: 4500 } })).map((t) => t.id)).toEqual(EXPECTED.slice(5));
 }
 
-describe('migration 7 on a database from before it', () => {
-  it('SQLite: adds the index, and threads made before list by update time, row or head', async () => {
+describe('migrations 7 and 12 (PostgreSQL 11) on a database from before them', () => {
+  it('SQLite: adds the index by the second, and threads made before list by update time, row or head', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cairn-listing-'));
     const file = join(dir, 'old.db');
     try {
@@ -72,7 +73,13 @@ describe('migration 7 on a database from before it', () => {
       }
       const check = openDatabase(file, 1000);
       expect(check.prepare('SELECT id FROM cairn_migrations WHERE id = 7').pluck().get()).toBe(7);
-      expect(check.prepare("SELECT sql FROM sqlite_master WHERE name = 'cairn_heads_by_time'").pluck().get()).toMatch(/WHERE ns = ''/);
+      expect(check.prepare('SELECT id FROM cairn_migrations WHERE id = 12').pluck().get()).toBe(12);
+      expect(check.prepare("SELECT sql FROM sqlite_master WHERE name = 'cairn_heads_by_second'").pluck().get()).toMatch(/\(created_second\) WHERE ns = ''/);
+      expect(check.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'cairn_heads_by_time'").pluck().get()).toBe(0);
+      expect(check.prepare('SELECT ns, created_at, created_second FROM cairn_heads WHERE tid IN (1, 3) ORDER BY tid, ns').all()).toEqual([
+        { ns: '', created_at: 5000, created_second: 5 },
+        { ns: 'sub:0@1', created_at: 99999, created_second: null },
+      ]);
       check.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -81,7 +88,7 @@ describe('migration 7 on a database from before it', () => {
 
   const pg = usePostgresSchema();
 
-  it('PostgreSQL: adds the index, and threads made before list by update time, row or head', async () => {
+  it('PostgreSQL: adds the index by the second, and threads made before list by update time, row or head', async () => {
     const schema = `${pg.schema}_old7`;
     await migratePostgres(pg.pool, schema, POSTGRES_MIGRATIONS.filter((m) => m.id < 7));
     await pg.pool.query(`INSERT INTO "${schema}".cairn_threads (id, kind, status, attempts, metadata, epoch, created_at, updated_at) VALUES ${threadRows(() => '')}`);
@@ -94,8 +101,15 @@ describe('migration 7 on a database from before it', () => {
     try {
       await listsByUpdate(engine);
       expect((await pg.pool.query(`SELECT id FROM "${schema}".cairn_migrations WHERE id = 7`)).rows[0].id).toBe(7);
-      const index = await pg.pool.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'cairn_heads_by_time'`, [schema]);
-      expect(index.rows[0].indexdef).toMatch(/WHERE \(ns = ''::text\)/);
+      expect((await pg.pool.query(`SELECT id FROM "${schema}".cairn_migrations WHERE id = 11`)).rows[0].id).toBe(11);
+      const index = await pg.pool.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE 'cairn_heads_by_%'`, [schema]);
+      expect(index.rows.map((row) => row.indexname)).toEqual(['cairn_heads_by_second']);
+      expect(index.rows[0].indexdef).toMatch(/\(created_second\) WHERE \(ns = ''::text\)/);
+      const heads = await pg.pool.query(`SELECT h.ns, h.created_at::int AS at, h.created_second::int AS second FROM "${schema}".cairn_heads h JOIN "${schema}".cairn_threads t USING (tid) WHERE t.id IN ('a', 'c') ORDER BY t.id, h.ns`);
+      expect(heads.rows).toEqual([
+        { ns: '', at: 5000, second: 5 },
+        { ns: 'sub:0@1', at: 99999, second: null },
+      ]);
     } finally {
       await engine.close();
       await pg.pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

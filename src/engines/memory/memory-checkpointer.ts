@@ -32,6 +32,13 @@ import { compareThreads, isAfterCursor, threadMatches, type NormalizedThreadQuer
 
 interface ThreadRow {
   record: ThreadRecord;
+  /**
+   * The times `record.updatedAt` is the later of, as the SQL engines keep them: the
+   * thread's own (its creation, a status change, an update) and its root head's
+   * position's (null before the first commit). A child run's commit moves neither.
+   */
+  ownUpdatedAt: number;
+  headAt: number | null;
   holder: HolderInfo;
   epoch: number;
   positions: Map<string, Map<number, StoredPosition>>;
@@ -46,6 +53,11 @@ interface ThreadRow {
 }
 
 /** True when a worker may claim the thread at `now` (its holder aside): running, or waiting and due. */
+/** A thread's updatedAt: the later of its own time and its root head's (as `threadOf` reads SQL rows). */
+function updatedAtOf(row: ThreadRow): number {
+  return Math.max(row.ownUpdatedAt, row.headAt ?? 0);
+}
+
 function claimable(record: ThreadRecord, now: number): boolean {
   return record.status === 'running' || (record.status === 'waiting' && record.wakeAt !== null && record.wakeAt <= now);
 }
@@ -169,6 +181,8 @@ export class MemoryCheckpointer extends BaseCheckpointer {
           createdAt: create.createdAt ?? now,
           updatedAt: create.updatedAt ?? create.createdAt ?? now,
         },
+        ownUpdatedAt: create.updatedAt ?? create.createdAt ?? now,
+        headAt: null,
         holder: { runId: null, pid: null, host: null, leaseUntil: null },
         epoch: 0,
         positions: new Map(),
@@ -255,7 +269,8 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     if (patch.lastError !== undefined) record.lastError = structuredClone(patch.lastError);
     if (patch.attempts) record.attempts += patch.attempts;
     if (patch.failure) row.failures.push(structuredClone(patch.failure));
-    record.updatedAt = patch.updatedAt ?? Date.now();
+    row.ownUpdatedAt = patch.updatedAt ?? Date.now();
+    record.updatedAt = updatedAtOf(row);
     return structuredClone(record);
   }
 
@@ -274,11 +289,14 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     for (const key of [...row.pending.keys()]) if (key.startsWith(`${ns}\u0000${position.parent}\u0000`)) row.pending.delete(key);
     if (commit.effects?.length) this.cascade?.commitEffects?.(commit.effects);
     if (ns === '') {
+      const { status, wakeAt } = row.record;
       row.record.head = position.seq;
       row.record.status = commit.status;
       row.record.wakeAt = wakeAtFor(commit.status, commit.wakeAt ?? null, null, { seen: commit.signalsSeen, newest: row.signals.length, now: Date.now() });
+      if (row.record.status !== status || row.record.wakeAt !== wakeAt) row.ownUpdatedAt = Date.now();
+      row.headAt = position.createdAt;
+      row.record.updatedAt = updatedAtOf(row);
     }
-    row.record.updatedAt = Date.now();
     return undefined;
   }
 

@@ -326,6 +326,23 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE ${s}.cairn_heads ADD COLUMN base_seq bigint, ADD COLUMN base_hash bytea;
     `,
   },
+  {
+    id: 11,
+    name: 'root heads indexed by the second',
+    sql: (s) => `
+      -- Listing by update time walks root heads down an index of their time. Indexed to
+      -- the millisecond (migration 7), the column changed with every step commit, so no
+      -- head update could be HOT: each wrote a new row version and an index entry, and
+      -- the table bloated. Indexed by the whole second, the indexed value changes at most
+      -- once a second per thread, and the commits in between are HOT updates (the server
+      -- compares the indexed values, not the columns named); a page sorts the heads of a
+      -- second by their millisecond. Root heads only, as before.
+      ALTER TABLE ${s}.cairn_heads ADD COLUMN created_second bigint;
+      UPDATE ${s}.cairn_heads SET created_second = created_at / 1000 WHERE ns = '';
+      DROP INDEX ${s}.cairn_heads_by_time;
+      CREATE INDEX cairn_heads_by_second ON ${s}.cairn_heads (created_second) WHERE ns = '';
+    `,
+  },
 ];
 
 /** First key of cairn's advisory locks (the second is the schema name's hash): "cairn" in ASCII. */

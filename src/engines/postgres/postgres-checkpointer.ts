@@ -30,7 +30,7 @@ import { TenantMismatchError, ThreadBusyError } from '../../errors.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { holderIsDead, leaseHost } from '../../internal/lease.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
-import { heldOf, positionOf, rangeClause, signalOf, threadOf, type HolderRow, type PositionRow, type SignalRow, type ThreadRow } from '../../internal/sql-rows.js';
+import { heldOf, positionOf, rangeClause, secondOf, signalOf, threadOf, type HolderRow, type PositionRow, type SignalRow, type ThreadRow } from '../../internal/sql-rows.js';
 import type { NormalizedThreadQuery } from '../../internal/thread-query.js';
 import { constraintOf, isConnectionLoss, sqlState, type PostgresConnection } from './connection.js';
 import { quoteIdent } from './migrations.js';
@@ -57,6 +57,13 @@ function crashInsideSnapshotArmed(): boolean {
 
 /** Fewer threads updated since a time than this are listed from the time indexes (see `updatedSince`). */
 const FEW_UPDATED = 2_000;
+
+/**
+ * A commit's head time in whole seconds for a root head, NULL for a child's (see
+ * `secondOf`): set with the time, and while it is the same second the head's update
+ * changes no indexed value and stays a HOT update. SQL's integer division, as the migration's.
+ */
+const ROOT_SECOND = "CASE WHEN $4::text = '' THEN $10::bigint / 1000 END";
 
 /**
  * The thread log contract on PostgreSQL. `postgres(...)` builds one; construct it yourself
@@ -99,8 +106,8 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     const rows = await this.conn.query<{ side: number; tid: string }>(
       'listThreads',
       `(SELECT 0 AS side, tid FROM ${T} WHERE updated_at >= $1::bigint LIMIT $2::bigint)
-       UNION ALL (SELECT 1 AS side, tid FROM ${H} WHERE ns = '' AND created_at >= $1::bigint LIMIT $2::bigint)`,
-      [from, FEW_UPDATED],
+       UNION ALL (SELECT 1 AS side, tid FROM ${H} WHERE ns = '' AND created_second >= $3::bigint AND created_at >= $1::bigint LIMIT $2::bigint)`,
+      [from, FEW_UPDATED, secondOf(from)],
       false, // planned for its value: a generic plan would scan the table for a time no thread reached
     );
     const bySide = [0, 0];
@@ -147,18 +154,25 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     // index orders: the threads are taken in two disjoint parts, each walked down the
     // index of the time it takes its updatedAt from, and merged (the reasoning is the
     // SQLite engine's, in its queryThreads).
+    // `second` is the indexed column of a part whose index holds the time's second only
+    // (cairn_heads_by_second): bounded by the time bounds' seconds, and each second's rows
+    // sorted by the time (an incremental sort, which stops with the page).
     const limit = param(q.limit);
-    const part = (time: string, from: string, split: string) => {
+    const part = (time: string, from: string, split: string, second?: string) => {
       const where = [...filters(time), split];
+      if (second && q.updated.from !== null) where.push(`${second} >= ${param(secondOf(q.updated.from))}::bigint`);
+      if (second && q.updated.to !== null) where.push(`${second} <= ${param(secondOf(q.updated.to))}::bigint`);
       if (q.after) {
         const at = param(q.after.updatedAt);
         // The first term alone bounds the index range; the rest picks within its first time.
+        if (second && q.after.updatedAt !== null) where.push(`${second} <= ${param(secondOf(q.after.updatedAt))}::bigint`);
         where.push(`${time} <= ${at}::bigint AND (${time} < ${at}::bigint OR t.id > ${param(q.after.id)}::text)`);
       }
-      return `(SELECT ${this.sql.threadColumns}, h.seq AS head, h.created_at AS head_at, ${time} AS u ${from} WHERE ${where.join(' AND ')} ORDER BY ${time} DESC, t.id LIMIT ${limit}::bigint)`;
+      const order = second ? `${second} DESC, ${time} DESC, t.id` : `${time} DESC, t.id`;
+      return `(SELECT ${this.sql.threadColumns}, h.seq AS head, h.created_at AS head_at, ${time} AS u ${from} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${limit}::bigint)`;
     };
     const byRow = part('t.updated_at', `FROM ${T} t LEFT JOIN ${H} h ON h.tid = t.tid AND h.ns = ''`, '(h.created_at IS NULL OR h.created_at <= t.updated_at)');
-    const byHead = part('h.created_at', `FROM ${H} h JOIN ${T} t ON t.tid = h.tid`, "h.ns = '' AND h.created_at > t.updated_at");
+    const byHead = part('h.created_at', `FROM ${H} h JOIN ${T} t ON t.tid = h.tid`, "h.ns = '' AND h.created_at > t.updated_at", 'h.created_second');
     const text = `${byRow} UNION ALL ${byHead} ORDER BY u DESC, id LIMIT ${limit}::bigint`;
     return (await this.conn.query<PgThreadRow>('listThreads', text, params, false)).map(threadOf);
   }
@@ -642,8 +656,9 @@ function statements(conn: PostgresConnection) {
         SELECT pos.tid, pos.tenant, $4::text, u.field, $5::bigint, u.idx, u.body
         FROM pos, unnest($14::text[], $15::integer[], $16::text[]) AS u (field, idx, body)
       ), anchor AS (
-        INSERT INTO ${H} (tid, tenant, ns, seq, hash, created_at) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, decode($12::text, 'hex'), $10::bigint FROM pos
-        ON CONFLICT (tid, ns) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at
+        INSERT INTO ${H} (tid, tenant, ns, seq, hash, created_at, created_second)
+        SELECT pos.tid, pos.tenant, $4::text, $5::bigint, decode($12::text, 'hex'), $10::bigint, ${ROOT_SECOND} FROM pos
+        ON CONFLICT (tid, ns) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at, created_second = excluded.created_second
       ), snapshot AS (
         INSERT INTO ${S} (tid, tenant, ns, seq, body) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, $17::text FROM pos WHERE $17::text IS NOT NULL
       ), folded AS (
@@ -673,7 +688,7 @@ function statements(conn: PostgresConnection) {
       WITH fence AS (
         SELECT tid, tenant, ($4::text <> '' OR (status = $17::text AND wake_at IS NULL)) AS kept FROM ${T} WHERE ${fenced} FOR SHARE
       ), anchor AS (
-        UPDATE ${H} h SET seq = $5::bigint, hash = decode($12::text, 'hex'), created_at = $10::bigint
+        UPDATE ${H} h SET seq = $5::bigint, hash = decode($12::text, 'hex'), created_at = $10::bigint, created_second = ${ROOT_SECOND}
         FROM fence WHERE h.tid = fence.tid AND h.ns = $4::text AND h.seq = $13::bigint AND $5::bigint = $13::bigint + 1 AND fence.kept
         RETURNING fence.tid, fence.tenant
       ), pos AS (

@@ -320,6 +320,21 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE cairn_items_keyed RENAME TO cairn_items;
     `,
   },
+  {
+    id: 12,
+    name: 'root heads indexed by the second',
+    sql: `
+      -- Listing by update time walks root heads down an index of their time. Indexed to
+      -- the millisecond (migration 7), that entry moved with every step commit: one more
+      -- page written per commit. Indexed by the whole second, it moves at most once a
+      -- second per thread (the commit writes it only when it changes), and a page sorts
+      -- the heads of a second by their millisecond. Root heads only, as before.
+      ALTER TABLE cairn_heads ADD COLUMN created_second INTEGER;
+      UPDATE cairn_heads SET created_second = created_at / 1000 WHERE ns = '';
+      DROP INDEX cairn_heads_by_time;
+      CREATE INDEX cairn_heads_by_second ON cairn_heads (created_second) WHERE ns = '';
+    `,
+  },
 ];
 
 /**

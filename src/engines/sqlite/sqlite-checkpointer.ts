@@ -45,6 +45,7 @@ import {
   POSITION_COLUMNS,
   positionOf,
   rangeClause,
+  secondOf,
   SIGNAL_COLUMNS,
   signalOf,
   threadOf,
@@ -80,8 +81,11 @@ const SQL = {
   fenceAndHead: `SELECT t.tid, t.status, t.wake_at, t.last_signal, (SELECT seq FROM cairn_heads WHERE tid = t.tid AND ns = ?) AS head
     FROM cairn_threads t WHERE t.id = ? AND t.run_id = ? AND t.epoch = ?`,
   insertPosition: `INSERT INTO cairn_positions (tid, ns, ${POSITION_COLUMNS}, items_from, items_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  insertAnchor: 'INSERT INTO cairn_heads (tid, ns, seq, hash, created_at) VALUES (?, ?, ?, ?, ?)',
+  insertAnchor: 'INSERT INTO cairn_heads (tid, ns, seq, hash, created_at, created_second) VALUES (?, ?, ?, ?, ?, ?)',
   moveAnchor: 'UPDATE cairn_heads SET seq = ?, hash = ?, created_at = ? WHERE tid = ? AND ns = ?',
+  // A statement of its own, which writes nothing while the second is the same: SQLite
+  // rewrites an index entry whenever its column is SET, even to the value it has.
+  moveRootSecond: "UPDATE cairn_heads SET created_second = ? WHERE tid = ? AND ns = '' AND created_second IS NOT ?",
   head: 'SELECT h.seq, h.hash, h.base_seq, h.base_hash FROM cairn_threads t JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ? WHERE t.id = ?',
   position: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?`,
   positions: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq BETWEEN ? AND ? ORDER BY seq`,
@@ -182,14 +186,17 @@ function threadFilters(q: NormalizedThreadQuery, updatedAt: string, fewValues: S
   if (q.updated.from !== null) add(`${updatedAt} >= ?`, q.updated.from);
   // Few threads updated since then: their list, from the two time indexes, drives the query
   // (sorted by id after), where walking the id index could pass every older thread first.
-  if (q.updated.from !== null && fewRecent) add(RECENT_TIDS, q.updated.from, q.updated.from);
+  if (q.updated.from !== null && fewRecent) add(RECENT_TIDS, q.updated.from, secondOf(q.updated.from), q.updated.from);
   // updated_at never exceeds updatedAt, so the indexed column bounds it from above too.
   if (q.updated.to !== null) add(`t.updated_at < ? AND ${updatedAt} < ?`, q.updated.to, q.updated.to);
   return { where, params };
 }
 
-/** The threads whose updatedAt is at or after `?` (twice): the row's time or the root head's, each from its index. */
-const RECENT_TIDS = "t.tid IN (SELECT tid FROM cairn_threads WHERE updated_at >= ? UNION SELECT tid FROM cairn_heads WHERE ns = '' AND created_at >= ?)";
+/** A root head's time at or after `?`, the second bounding the walk of cairn_heads_by_second; its parameters: the second, then the time. */
+const HEAD_SINCE = "ns = '' AND created_second >= ? AND created_at >= ?";
+
+/** The threads whose updatedAt is at or after a time: the row's (`?`) or the root head's (HEAD_SINCE), each from its index. */
+const RECENT_TIDS = `t.tid IN (SELECT tid FROM cairn_threads WHERE updated_at >= ? UNION SELECT tid FROM cairn_heads WHERE ${HEAD_SINCE})`;
 
 /**
  * Whether fewer than FEW_WITH_VALUE threads were updated at or after `from` (each side
@@ -199,10 +206,10 @@ function fewUpdatedSince(db: SqliteQueries, from: number): boolean {
   const count = db
     .stmt(
       `SELECT (SELECT count(*) FROM (SELECT 1 FROM cairn_threads WHERE updated_at >= ? LIMIT ?))
-            + (SELECT count(*) FROM (SELECT 1 FROM cairn_heads WHERE ns = '' AND created_at >= ? LIMIT ?))`,
+            + (SELECT count(*) FROM (SELECT 1 FROM cairn_heads WHERE ${HEAD_SINCE} LIMIT ?))`,
     )
     .pluck()
-    .get(from, FEW_WITH_VALUE, from, FEW_WITH_VALUE) as number;
+    .get(from, FEW_WITH_VALUE, secondOf(from), from, FEW_WITH_VALUE) as number;
   return count < FEW_WITH_VALUE;
 }
 
@@ -256,25 +263,35 @@ export class SqliteCheckpointer extends BaseCheckpointer {
     // index orders. So the threads are taken in two disjoint parts, each walked down an
     // index of the time it takes its updatedAt from: those whose row is the later (or
     // that have no head) down cairn_threads_by_updated, those whose head is the later
-    // down cairn_heads_by_time. Each part's first `limit` in its own order hold every
+    // down cairn_heads_by_second. Each part's first `limit` in its own order hold every
     // one of its threads in the overall first `limit` (a thread further down its part
     // has `limit` threads before it there, each at least as late overall), so the
-    // merge of the two is the page.
-    const part = (few: Set<number>, time: string, from: string, split: string) => {
+    // merge of the two is the page. `second` is the indexed column of a part whose
+    // index holds the time's second only: its bounds are the time bounds' seconds, and
+    // the walk sorts each second's rows by the time (so the order is the time's).
+    const part = (few: Set<number>, time: string, from: string, split: string, second?: string) => {
       const { where, params } = threadFilters(q, time, few, true);
       where.push(split);
+      const bound = (sql: string, value: unknown) => {
+        where.push(sql);
+        params.push(value);
+      };
+      if (second && q.updated.from !== null) bound(`${second} >= ?`, secondOf(q.updated.from));
+      if (second && q.updated.to !== null) bound(`${second} <= ?`, secondOf(q.updated.to));
       if (q.after) {
         // The first term alone bounds the index range; the rest picks within its first time.
+        if (second && q.after.updatedAt !== null) bound(`${second} <= ?`, secondOf(q.after.updatedAt));
         where.push(`${time} <= ? AND (${time} < ? OR t.id > ?)`);
         params.push(q.after.updatedAt, q.after.updatedAt, q.after.id);
       }
       params.push(q.limit ?? -1);
-      return { sql: `SELECT * FROM (SELECT t.*, h.seq AS head, h.created_at AS head_at, ${time} AS u ${from} WHERE ${where.join(' AND ')} ORDER BY ${time} DESC, t.id LIMIT ?)`, params };
+      const order = second ? `${second} DESC, ${time} DESC, t.id` : `${time} DESC, t.id`;
+      return { sql: `SELECT * FROM (SELECT t.*, h.seq AS head, h.created_at AS head_at, ${time} AS u ${from} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ?)`, params };
     };
     return this.conn.read('listThreads', (db) => {
       const few = fewMetadataValues(db, q);
       const byRow = part(few, 't.updated_at', "FROM cairn_threads t LEFT JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ''", '(h.created_at IS NULL OR h.created_at <= t.updated_at)');
-      const byHead = part(few, 'h.created_at', "FROM cairn_heads h JOIN cairn_threads t ON t.tid = h.tid", "h.ns = '' AND h.created_at > t.updated_at");
+      const byHead = part(few, 'h.created_at', 'FROM cairn_heads h JOIN cairn_threads t ON t.tid = h.tid', "h.ns = '' AND h.created_at > t.updated_at", 'h.created_second');
       const sql = `${byRow.sql} UNION ALL ${byHead.sql} ORDER BY u DESC, id LIMIT ?`;
       const params = [...byRow.params, ...byHead.params, q.limit ?? -1];
       return (db.prepare(sql).all(...params) as SqliteThreadRow[]).map(threadOf);
@@ -480,8 +497,13 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       );
       // The anchor moves with the head: an update in place once it exists (a plain update
       // by key costs a third of an upsert), an insert for the namespace's first position.
-      if (head === null) q.stmt(SQL.insertAnchor).run(tid, position.ns, position.seq, hash, position.createdAt);
-      else q.stmt(SQL.moveAnchor).run(position.seq, hash, position.createdAt, tid, position.ns);
+      // A root head also keeps its time's second, which cairn_heads_by_second indexes.
+      const second = position.ns === '' ? secondOf(position.createdAt) : null;
+      if (head === null) q.stmt(SQL.insertAnchor).run(tid, position.ns, position.seq, hash, position.createdAt, second);
+      else {
+        q.stmt(SQL.moveAnchor).run(position.seq, hash, position.createdAt, tid, position.ns);
+        if (second !== null) q.stmt(SQL.moveRootSecond).run(second, tid, second);
+      }
       if (commit.snapshot !== undefined) {
         q.stmt('INSERT INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, position.ns, position.seq, storedForm(commit.snapshot));
         crashPoint('inside-snapshot');

@@ -327,6 +327,45 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
       expect([...seen].sort()).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
     });
 
+    it("order 'updatedAt' by the root heads' times: within one second and across seconds, paged, bounded, a child's head left out", async () => {
+      // Each thread's row is older than its head, so its updatedAt is its head's time.
+      const heads: [string, number[]][] = [
+        ['h1', [5_999]],
+        ['h2', [5_001]],
+        ['h3', [6_000]],
+        ['h4', [5_500, 7_250]], // moved on to a later second by its second commit
+        ['h5', [5_500]],
+        ['h6', [4_999]],
+      ];
+      for (const [id, times] of heads) {
+        const lease = await cp.acquireThread(id, { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {}, createdAt: 1_000 } });
+        for (const [seq, createdAt] of times.entries()) await cp.commitStep(lease, commitOf(linearPosition(seq, { createdAt }), seq === 0 ? null : seq - 1));
+        if (id === 'h6') {
+          // A child run's head, newer than everything: never the thread's updatedAt.
+          await cp.commitStep(lease, commitOf(linearPosition(0, { ns: 'sub:0@1', createdAt: 9_000 }), null));
+        }
+      }
+      const expected = ['h4', 'h3', 'h1', 'h5', 'h2', 'h6'];
+      const all = await cp.listThreads({ order: 'updatedAt' });
+      expect(all.map((t) => t.id)).toEqual(expected);
+      expect(all.map((t) => t.updatedAt)).toEqual([7_250, 6_000, 5_999, 5_500, 5_001, 4_999]);
+      for (const size of [1, 2, 4]) {
+        const seen: string[] = [];
+        for (let page = await cp.listThreads({ order: 'updatedAt', limit: size }); page.length; ) {
+          seen.push(...page.map((t) => t.id));
+          page = await cp.listThreads({ order: 'updatedAt', limit: size, after: page.at(-1)! });
+        }
+        expect(seen, `pages of ${size}`).toEqual(expected);
+      }
+      const ids = async (updatedAt: { from?: number; to?: number }) => (await cp.listThreads({ order: 'updatedAt', updatedAt })).map((t) => t.id);
+      expect(await ids({ from: 5_500 })).toEqual(['h4', 'h3', 'h1', 'h5']);
+      expect(await ids({ from: 5_501 })).toEqual(['h4', 'h3', 'h1']);
+      expect(await ids({ to: 6_000 })).toEqual(['h1', 'h5', 'h2', 'h6']);
+      expect(await ids({ from: 5_001, to: 6_000 })).toEqual(['h1', 'h5', 'h2']);
+      expect(await ids({ from: 7_251 })).toEqual([]);
+      expect((await cp.listThreads({ updatedAt: { from: 5_999 } })).map((t) => t.id)).toEqual(['h1', 'h3', 'h4']);
+    });
+
     it('idPrefix keeps the ids that start with it, in code point order, with the other filters and paging', async () => {
       // Neighbours of every prefix below: an id equal to it, one just before, one past its end.
       const all = ['a', 'ab', 'ab\u{10FFFF}', 'ab\u{10FFFF}z', 'abc', 'abd', 'ac', 'b', 'z\u{10FFFF}', 'z\u{10FFFF}\u{10FFFF}', '\u{D7FF}x', '\u{E000}', '\u{10FFFF}', '\u{10FFFF}\u{10FFFF}'];
