@@ -526,7 +526,8 @@ export class ThreadRun implements ChildRunner {
       thrown = error;
     }
     await scope.settle();
-    probeOutcome(thrown);
+    // Read from the scope first: a node may have caught what the interrupt call threw (a tool loop hands it to the model).
+    probeOutcome(scope.probed ?? thrown);
   }
 
   /** Commits the resume position that answers `target`, carrying what the superstep keeps until it runs. */
