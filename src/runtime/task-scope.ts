@@ -250,6 +250,11 @@ export class TaskScope implements NodeContext {
    * the model and goes on, and the check must still read it.
    */
   probed: AnswerChecked | AnswerUnchecked | StateValidationError | undefined;
+  /**
+   * A stop the node's code caught and went on from, handed in by {@link halt}: the
+   * node ends with it all the same (see {@link halt}).
+   */
+  halted: { error: unknown } | undefined;
   private entries: Promise<Map<string, LedgerEntry>> | undefined;
   /** Made on first use of ctx.store: most nodes never touch the store. */
   private storeAccess: TaskStore | undefined;
@@ -358,6 +363,22 @@ export class TaskScope implements NodeContext {
   }
 
   /**
+   * Stops the node with `error`, which its code caught: an agent library's tool loop
+   * (cairn/ai-sdk) hands every error a tool throws to the model as a message and goes
+   * on, and the adapter hands in the ones that must stop the node instead (cairn's own
+   * errors, a run that is stopping, an effect tool that failed). Every later call of the
+   * node rejects with it, and the runner ends the execution with it as if the node had
+   * thrown it: retried under the node's policy, or failing the thread, with nothing of
+   * the step committed. The first one is kept. A stop this scope keeps already (a
+   * pause, a divergence, an effect that needs attention, an answer check's end) is not
+   * taken again.
+   */
+  halt(error: unknown): void {
+    const keptAlready = error instanceof NodeSuspended || [this.divergence, this.attention, this.probed].some((stop) => stop !== undefined && stop === error);
+    if (!this.halted && !keptAlready) this.halted = { error };
+  }
+
+  /**
    * Numbers a call (its index keys its ledger entry) and runs it, unless the node
    * already stopped at an earlier call: then this one stops too. The promise of a call
    * that stops is marked handled, so a node that does not await it (or catches the
@@ -365,7 +386,13 @@ export class TaskScope implements NodeContext {
    */
   private calling<T>(body: (call: number) => Promise<T>): Promise<T> {
     const stopped = this.divergence ?? this.attention ?? this.probed;
-    const promise = stopped ? Promise.reject(stopped) : this.pause ? Promise.reject(new NodeSuspended(this.node)) : body(this.call++);
+    const promise = stopped
+      ? Promise.reject(stopped)
+      : this.pause
+        ? Promise.reject(new NodeSuspended(this.node))
+        : this.halted
+          ? Promise.reject(this.halted.error)
+          : body(this.call++);
     promise.catch(() => undefined);
     return promise;
   }
