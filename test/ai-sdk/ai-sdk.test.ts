@@ -575,6 +575,23 @@ describe.each(ENGINES)('cairn/ai-sdk: what a tool throws inside the tool loop, o
     expect((await viaTool.replay({ thread: 'tool', from: 0 })).sameStates).toBe(true);
   });
 
+  it('with streamText too: an effect tool that throws ends the stream at its next model call and fails the node, its intent in doubt', async () => {
+    const mock = agentModel(['charge'], { charge: { order: '42' } }, 'Charged.');
+    const tools = recordedTools({
+      charge: effectTool(tool({ inputSchema: z.object({ order: z.string() }), execute: async (): Promise<{ charged: boolean }> => { throw new Error('gateway timeout'); } }), { key: ({ order }) => `charge:${order}` }),
+    });
+    const app = graph(State)
+      .node('agent', async () => ({ reply: await streamText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Charge order 42.' }).text }))
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+    const error = await app.run({ thread: 'st' }).catch((e: Error & { code?: string }) => e);
+    expect(error).toMatchObject({ code: 'ERR_NODE_FAILED', message: expect.stringMatching(/gateway timeout/) });
+    expect(mock.doStreamCalls).toHaveLength(1);
+    expect(await effects('st')).toEqual([['charge:42', 'tool:charge', 'intent']]);
+    expect((await bodies(ctx.engine, 'st')).map((b) => b.kind)).toEqual(['input']);
+  });
+
   it('an effect tool that throws is retried under the node\'s policy, and its probe settles the intent in doubt without running it again', async () => {
     const landed = new Map<string, { id: string }>();
     let runs = 0;
