@@ -9,6 +9,13 @@
  * {@link effectTool} runs a tool with side effects as a keyed `ctx.effect` with an
  * optional probe. Outside a node everything passes through.
  *
+ * What a recorded or effect tool throws inside the AI SDK's tool loop goes to the
+ * model as the tool's error, as the AI SDK does, unless it must stop the node:
+ * cairn's own errors (`LeaseLostError`, `EffectConflictError`, an interrupt or a
+ * wait...), anything once the run is stopping, and an effect tool's failure (the
+ * effect is then in doubt, as with a throwing `ctx.effect`). Those end the node as if
+ * it had thrown them, with nothing of the step committed; see `ai-sdk/tools` for the rule.
+ *
  * `ai` and `@ai-sdk/provider` are optional peer dependencies: only this entry point
  * needs them, `import 'cairn'` never loads them.
  *

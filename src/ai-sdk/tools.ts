@@ -17,13 +17,42 @@
  * and the served model call that follows answered that error, so calling the tool
  * again would give the loop a result the rest of the step never saw. A node that
  * throws discards its records as always, so its retry calls the tool again.
+ *
+ * Some errors are not the tool's answer, and must not reach the model: the AI SDK's
+ * loop catches whatever a tool throws, so these stop the node instead (see
+ * {@link stopsTheNode}): every later call the node makes through cairn (the loop's
+ * next model call, with `cairnMiddleware`) rejects with the same error, and the
+ * runtime ends the node with it as if the node had thrown it. Nothing of the step is
+ * committed. They are:
+ * - cairn's own stops, which the runtime keeps however the node treats them: an
+ *   interrupt, a sleep or a wait, `resume`'s answer check, a replay that cannot serve
+ *   a call, an `atMostOnce` effect found in doubt;
+ * - anything a tool throws once the run's signal is aborted (its lease lost, the run
+ *   cancelled or its caller's signal aborted): the runtime reports the stop itself
+ *   (`LeaseLostError`, `RunCancelledError`), and the step is redone when the thread runs again;
+ * - every {@link CairnError} (any cairn error class, by `instanceof`): `LeaseLostError`,
+ *   `HeadMovedError`, `EffectConflictError`, `RecordMismatchError`, `StaleReadError`,
+ *   `UnencodableValueError`, `EngineError`, `InvalidOptionError`... They say something
+ *   about the run's own guarantees or a programming error, never about the world the
+ *   tool asked; the default retry policy does not retry them, and a model can do
+ *   nothing with them. Handed to the model, the step would commit past them. A tool
+ *   that wants the model to see one (say, another app's `ThreadBusyError`) catches it
+ *   and throws an error of its own;
+ * - for an {@link effectTool}, any error its `execute` throws (see there).
+ * Everything else a recorded tool throws (an `Error` of its own, a `TypeError`, a
+ * Node.js error whose code starts with `ERR_`, an AI SDK error) is recorded and
+ * handed to the model as before. Tools the set holds that are neither recorded nor
+ * effect tools (passed to the AI SDK as they are) are outside cairn's reach: their
+ * errors all go to the model, except that an interrupt, a wait or an answer check
+ * inside one still stops the node.
  */
 import type { Tool, ToolExecutionOptions, ToolSet } from 'ai';
+import type { NodeContext } from '../runtime/node-context.js';
 import { checkEffectCommit, checkEffectMode, type EffectCommit, type EffectMode } from '../runtime/effects.js';
 import { currentNode } from '../runtime/current-node.js';
 import { CairnError, InvalidOptionError } from '../errors.js';
 import { AnswerChecked, AnswerUnchecked, NodeSuspended } from '../runtime/pauses.js';
-import { ReplayDivergence } from '../runtime/task-scope.js';
+import { ReplayDivergence, TaskScope } from '../runtime/task-scope.js';
 
 /**
  * Marks a tool {@link effectTool} made an effect: {@link recordedTools} does not record
@@ -49,6 +78,10 @@ export interface RecordedToolsOptions {
  * The same tools, each one's `execute` recorded (kind `tool`). A tool without
  * `execute` (answered by the client, or a provider's own) and one made by
  * {@link effectTool} are kept as they are.
+ *
+ * A tool's own error is recorded and handed to the model; cairn's errors, and any
+ * error once the run is stopping, stop the node instead (the rule is in the module
+ * documentation).
  *
  * @example
  * ```ts
@@ -86,7 +119,7 @@ export function recordedTools<T extends ToolSet>(tools: T, options: RecordedTool
       execute: (input: unknown, callOptions: ToolExecutionOptions<unknown>) => {
         const ctx = currentNode();
         if (!ctx) return execute(input, callOptions);
-        const recorded = ctx.record(recordName, () => settledOrFailed(() => execute(input, callOptions), ctx.signal), { kind: 'tool', args: input });
+        const recorded = stopping(ctx, ctx.record(recordName, () => settledOrFailed(() => execute(input, callOptions), ctx), { kind: 'tool', args: input }), stopsTheNode);
         return yields ? replayed(recorded) : recorded.then(unsettled);
       },
     };
@@ -117,6 +150,18 @@ export interface EffectToolOptions<INPUT, OUTPUT> {
  * run with the key, outcome. A re-execution is served the outcome; an intent left
  * without one by a crash is probed, or run again with the same key (`atLeastOnce`).
  *
+ * An `execute` that throws is what a `ctx.effect` whose `run` throws is in a node that
+ * does not catch it: the effect is in doubt (its intent stays without an outcome: did
+ * the refund go through before the connection dropped?), and the node stops with the
+ * error, though the AI SDK's loop would hand it to the model: the loop's next model
+ * call made through `cairnMiddleware` rejects with it (the provider never sees it),
+ * nothing of the step is committed, and the node's retry, or the
+ * next run of the thread, recovers the effect like any intent without an outcome: the
+ * probe, else the tool runs again with the same key (`atLeastOnce`), or the thread
+ * goes to `needs_attention` (`atMostOnce`). A failure the model should answer (a
+ * declined card, an unknown order) is a result: return it from `execute`, and it is
+ * the effect's outcome, recorded and served like any other.
+ *
  * @example
  * ```ts
  * const refund = effectTool(tool({ inputSchema: z.object({ order: z.string() }), execute: ({ order }, { toolCallId }) => payments.refund(order) }), {
@@ -143,14 +188,15 @@ export function effectTool<INPUT, OUTPUT, T extends Tool<INPUT, OUTPUT>>(definit
       const ctx = currentNode();
       if (!ctx) return execute(input, callOptions);
       const probe = options.probe;
-      const outcome = ctx.effect(name, {
+      // Whatever the effect throws stops the node (see above): its own failure leaves it in doubt, the others are cairn's.
+      const outcome = stopping(ctx, ctx.effect(name, {
           args: input,
           ...(options.key ? { idempotencyKey: options.key(input) } : {}),
           ...(options.mode ? { mode: options.mode } : {}),
           ...(options.commit ? { commit: options.commit } : {}),
           run: async () => settled(execute(input, callOptions)),
           ...(probe ? { probe: async (key: string) => wrapFound(await probe(key, input)) } : {}),
-        });
+        }), () => true);
       return yields ? replayed(outcome) : outcome.then(unsettled);
     },
   } as T;
@@ -172,18 +218,46 @@ async function settled(result: unknown): Promise<Settled> {
 }
 
 /**
- * What a recorded tool gave, or the error it threw as a result to record. cairn's own
- * stops (an interrupt or wait, the run cancelled or its lease lost, a replay that
- * cannot serve a call) are not the tool's answer: they still stop the node.
+ * What a recorded tool gave, or the error it threw as a result to record. An error
+ * that stops the node ({@link stopsTheNode}) is not the tool's answer: it is thrown,
+ * nothing is recorded, and {@link stopping} stops the node with it.
  */
-async function settledOrFailed(call: () => unknown, signal: AbortSignal): Promise<Settled> {
+async function settledOrFailed(call: () => unknown, ctx: NodeContext): Promise<Settled> {
   try {
     return await settled(call());
   } catch (error) {
-    const stop = error instanceof CairnError || error instanceof NodeSuspended || error instanceof AnswerChecked || error instanceof AnswerUnchecked || error instanceof ReplayDivergence;
-    if (stop || signal.aborted) throw error;
+    if (stopsTheNode(error, ctx)) throw error;
     return { failed: error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) } };
   }
+}
+
+/**
+ * Whether an error a tool threw stops the node rather than answering the model (the
+ * rule, and why, is in the module documentation): cairn's own stops and errors, and
+ * anything once the run is stopping. By class (`instanceof`), not by a code prefix:
+ * Node.js's own errors have `ERR_` codes too, and those are a tool's failure.
+ */
+function stopsTheNode(error: unknown, ctx: NodeContext): boolean {
+  if (ctx.signal.aborted) return true;
+  return (
+    error instanceof CairnError ||
+    error instanceof NodeSuspended ||
+    error instanceof AnswerChecked ||
+    error instanceof AnswerUnchecked ||
+    error instanceof ReplayDivergence
+  );
+}
+
+/**
+ * `call`, a tool's record or effect, with the error it rejects with handed to the
+ * node's scope when `stops` says it must stop the node: the AI SDK's loop catches what
+ * the tool throws, so the scope stops the node in its stead (`TaskScope.halt`).
+ */
+function stopping<T>(ctx: NodeContext, call: Promise<T>, stops: (error: unknown, ctx: NodeContext) => boolean): Promise<T> {
+  return call.catch((error: unknown) => {
+    if (ctx instanceof TaskScope && stops(error, ctx)) ctx.halt(error);
+    throw error;
+  });
 }
 
 /** The error a recorded tool threw, made again from its record. */

@@ -253,8 +253,10 @@ class ReplayTaskRunner implements TaskRunner {
         writes = await withinNode(scope, () => task.node.fn(this.settings.schema.view(state as State) as never, scope as never));
         await scope.settle();
       } finally {
-        // A divergence the node caught (an agent library hands a tool's error back to the model) is reported all the same.
+        // A divergence the node caught (an agent library hands a tool's error back to the model) is reported all the same,
+        // and so is a stop the tool loop caught (cairn/ai-sdk hands it in), as if the node had thrown it.
         if (scope.divergence) throw scope.divergence;
+        if (scope.halted) throw scope.halted.error;
       }
       // Served calls are among the refs; a model call an evaluation made anew only among the record keys.
       for (const ref of [...scope.records, ...scope.effects]) this.used.add(ref.key);

@@ -52,7 +52,7 @@ import { mergeWrites, noChanges, type MergeResult } from './merge.js';
 import { openSnapshot, sealSnapshot, type PendingInterrupt, type PendingWait, type PositionBody, type StoredTaskResult } from './position.js';
 import type { RetryPolicy } from './retry.js';
 import type { ChildStart } from './subgraph.js';
-import { scheduledNodes, superstep, type PendingWrites, type StepEnv } from './superstep.js';
+import { scheduledNodes, superstep, type PendingWrites, type StepEnv, type StepOutcome } from './superstep.js';
 import { LiveTaskRunner, describeError, stoppedBy, type TaskFailure } from './task-runner.js';
 import { TaskScope, probeOutcome } from './task-scope.js';
 import { withinNode } from './current-node.js';
@@ -321,15 +321,18 @@ export class ThreadRun implements ChildRunner {
    */
   private async loop(options: { wake?: boolean } = {}): Promise<RunOutcome> {
     let wake = options.wake === true;
+    let waitsAgain = false;
     try {
       let steps = 0;
       while (this.cursor.head!.body.next.length > 0 && !this.cursor.head!.body.interrupts?.length && (wake || !this.cursor.head!.body.waits?.length)) {
         wake = false;
         if (this.settings.signal.aborted) throw stoppedBy(this.settings.signal, this.lease.threadId, this.place);
         if (steps >= this.settings.recursionLimit) throw new RecursionLimitError(this.settings.recursionLimit, this.place);
-        await this.step();
+        waitsAgain = (await this.step()) === 'waits-again';
         steps++;
       }
+      // Nothing was committed: the thread record goes back to waiting, as a run before the wait is due leaves it.
+      if (waitsAgain && !this.isChild) await this.stillWaiting();
     } catch (error) {
       // A child's failure is its parent node's to handle (retry, or fail the thread).
       if (!this.isChild) await this.fail(error);
@@ -341,21 +344,31 @@ export class ThreadRun implements ChildRunner {
     return this.outcome(status);
   }
 
-  /** One superstep from the head, and its commit; in a `cairn.superstep` span when the run is traced. */
-  private async step(): Promise<void> {
+  /**
+   * One superstep from the head, and its commit; in a `cairn.superstep` span when the
+   * run is traced. `waits-again`: a woken superstep stopped exactly where the head
+   * already waits (see {@link waitsAsHead}), and nothing was committed.
+   */
+  private async step(): Promise<'committed' | 'waits-again'> {
     const head = this.cursor.head!;
     const trace = this.settings.trace;
     if (!trace) {
       const outcome = await superstep(this.stepEnv(undefined), head, this.cursor.state);
+      if (waitsAsHead(head, outcome)) return 'waits-again';
       await this.cursor.commit(outcome.draft);
-      return;
+      return 'committed';
     }
-    await trace.around('cairn.superstep', { 'cairn.ns': this.ns, 'cairn.seq': head.position.seq, 'cairn.nodes': head.body.next }, async (span) => {
+    return trace.around('cairn.superstep', { 'cairn.ns': this.ns, 'cairn.seq': head.position.seq, 'cairn.nodes': head.body.next }, async (span) => {
       const outcome = await superstep(this.stepEnv(span), head, this.cursor.state);
+      if (waitsAsHead(head, outcome)) {
+        span.set({ 'cairn.superstep.waits_again': true });
+        return 'waits-again' as const;
+      }
       await span.around('cairn.commit', { 'cairn.ns': this.ns }, async (commit) => {
         const landed = await this.cursor.commit(outcome.draft);
         commit.set({ 'cairn.seq': landed.seq, 'cairn.snapshot': landed.snapshot, 'cairn.thread.status': landed.status });
       });
+      return 'committed' as const;
     });
   }
 
@@ -513,7 +526,8 @@ export class ThreadRun implements ChildRunner {
       thrown = error;
     }
     await scope.settle();
-    probeOutcome(thrown);
+    // Read from the scope first: a node may have caught what the interrupt call threw (a tool loop hands it to the model).
+    probeOutcome(scope.probed ?? thrown);
   }
 
   /** Commits the resume position that answers `target`, carrying what the superstep keeps until it runs. */
@@ -648,4 +662,29 @@ export class ThreadRun implements ChildRunner {
       before = page[page.length - 1]!.seq;
     }
   }
+}
+
+/**
+ * Whether a superstep run from a waiting head stopped exactly where that head stops:
+ * the same waits (keys, wake times), no interrupt, no task finished since, the same
+ * child runs. That is a wait that found only signals its schema or filter refuses (or
+ * a child run's such wait). Its position would say nothing the head does not, and
+ * would be written again on every run of the thread; a run before the wait is due
+ * writes none either. The refused signals stay queued as the wait left them, and the
+ * thread record, set back to waiting with the signals its waits saw, keeps a signal
+ * sent since due.
+ */
+function waitsAsHead(head: Head, outcome: StepOutcome): boolean {
+  if (outcome.kind !== 'suspend' || !head.body.waits?.length) return false;
+  const { draft } = outcome;
+  const said = (body: Pick<PositionBody, 'next' | 'interrupts' | 'waits' | 'cleared' | 'children' | 'suspended'>) =>
+    encode({
+      next: body.next,
+      interrupts: body.interrupts ?? [],
+      waits: body.waits ?? [],
+      cleared: body.cleared ?? [],
+      children: body.children ?? [],
+      suspended: body.suspended ?? null,
+    });
+  return said(draft) === said(head.body);
 }

@@ -107,6 +107,8 @@ export class LiveTaskRunner implements TaskRunner {
           await scope.settle();
           // An effect in doubt the node caught (a tool's error to an agent library) still stops the step.
           if (scope.attention) throw scope.attention;
+          // So does a stop a tool loop caught (cairn/ai-sdk hands it in): the node ends as if it had thrown it.
+          if (scope.halted) throw scope.halted.error;
           if (scope.pause) return await pausedOutcome(scope, task, origin, span);
           const committed = scope.takeWithStepEffects();
           return {
@@ -118,7 +120,8 @@ export class LiveTaskRunner implements TaskRunner {
             ...(committed.length ? { committedEffects: committed } : {}),
           };
         } catch (caught) {
-          let error = caught;
+          // What a tool loop caught is why the node stopped, whatever it threw after.
+          let error = scope.halted ? scope.halted.error : caught;
           await scope.settle();
           // The effects it ran stay done whatever comes next (a retry, a resume), as `separately` ones do.
           await scope.writeWithStepEffects();

@@ -31,6 +31,7 @@ import {
   NeedsAttentionError,
   RecordArgsMismatchError,
   RecordMismatchError,
+  StateValidationError,
   type ErrorPlace,
 } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
@@ -242,6 +243,18 @@ export class TaskScope implements NodeContext {
    * past it, so the runner puts the thread in needs_attention all the same.
    */
   attention: NeedsAttentionError | undefined;
+  /**
+   * How the answer check (`resume`'s re-execution up to the interrupt call) ended: the
+   * call reached and its answer checked or refused, or a call on the way that could
+   * not be served. Kept for the same reason: a tool loop hands what the call threw to
+   * the model and goes on, and the check must still read it.
+   */
+  probed: AnswerChecked | AnswerUnchecked | StateValidationError | undefined;
+  /**
+   * A stop the node's code caught and went on from, handed in by {@link halt}: the
+   * node ends with it all the same (see {@link halt}).
+   */
+  halted: { error: unknown } | undefined;
   private entries: Promise<Map<string, LedgerEntry>> | undefined;
   /** Made on first use of ctx.store: most nodes never touch the store. */
   private storeAccess: TaskStore | undefined;
@@ -350,14 +363,36 @@ export class TaskScope implements NodeContext {
   }
 
   /**
+   * Stops the node with `error`, which its code caught: an agent library's tool loop
+   * (cairn/ai-sdk) hands every error a tool throws to the model as a message and goes
+   * on, and the adapter hands in the ones that must stop the node instead (cairn's own
+   * errors, a run that is stopping, an effect tool that failed). Every later call of the
+   * node rejects with it, and the runner ends the execution with it as if the node had
+   * thrown it: retried under the node's policy, or failing the thread, with nothing of
+   * the step committed. The first one is kept. A stop this scope keeps already (a
+   * pause, a divergence, an effect that needs attention, an answer check's end) is not
+   * taken again.
+   */
+  halt(error: unknown): void {
+    const keptAlready = error instanceof NodeSuspended || [this.divergence, this.attention, this.probed].some((stop) => stop !== undefined && stop === error);
+    if (!this.halted && !keptAlready) this.halted = { error };
+  }
+
+  /**
    * Numbers a call (its index keys its ledger entry) and runs it, unless the node
    * already stopped at an earlier call: then this one stops too. The promise of a call
    * that stops is marked handled, so a node that does not await it (or catches the
    * stop) raises no unhandled rejection; it stops all the same.
    */
   private calling<T>(body: (call: number) => Promise<T>): Promise<T> {
-    const stopped = this.divergence ?? this.attention;
-    const promise = stopped ? Promise.reject(stopped) : this.pause ? Promise.reject(new NodeSuspended(this.node)) : body(this.call++);
+    const stopped = this.divergence ?? this.attention ?? this.probed;
+    const promise = stopped
+      ? Promise.reject(stopped)
+      : this.pause
+        ? Promise.reject(new NodeSuspended(this.node))
+        : this.halted
+          ? Promise.reject(this.halted.error)
+          : body(this.call++);
     promise.catch(() => undefined);
     return promise;
   }
@@ -370,7 +405,7 @@ export class TaskScope implements NodeContext {
 
   /** In replay or an answer check, a call that cannot be served stops the execution. */
   private unservable(call: number, name: string, kind: DivergenceKind, reason: string): never {
-    if (this.options.probe) throw new AnswerUnchecked();
+    if (this.options.probe) throw (this.probed ??= new AnswerUnchecked());
     throw (this.divergence ??= new ReplayDivergence(this.node, call, name, kind, reason));
   }
 
@@ -425,7 +460,7 @@ export class TaskScope implements NodeContext {
     const hit = await this.recorded<T>(call, key, 'interrupt');
     if (hit) return hit.value;
     const { probe, place } = this.options;
-    if (probe?.key === key) throw new AnswerChecked(await validateAnswer(options.answer, probe.answer, place));
+    if (probe?.key === key) throw (this.probed ??= await checkedAnswer(options.answer, probe.answer, place));
     if (this.options.replay) this.unservable(call, 'interrupt', 'pause', 'the recorded run has no answer for this interrupt');
     const answer = this.options.carried?.answers[key];
     if (answer !== undefined) {
@@ -433,7 +468,7 @@ export class TaskScope implements NodeContext {
       this.options.trace?.event('cairn.interrupt.answered', { 'cairn.interrupt.key': key });
       return probe ? value : this.recordResult(call, key, 'interrupt', value);
     }
-    if (probe) throw new AnswerUnchecked();
+    if (probe) throw (this.probed ??= new AnswerUnchecked());
     this.options.emit?.({ type: 'interrupt', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, payload });
     this.options.trace?.event('cairn.interrupt', { 'cairn.interrupt.key': key });
     // Kept with the interrupt so a page (the inspector) can build the answer's form without the code.
@@ -782,6 +817,16 @@ function wakeTime(call: string, at: number, place: ErrorPlace): number | Invalid
   const until = Math.ceil(at);
   if (until > LATEST_WAKE) return new InvalidOptionError(`${call} would wake after the latest time a Date holds (${new Date(LATEST_WAKE).toISOString()}).`, { place });
   return until;
+}
+
+/** The answer check's end at its interrupt call: the answer as the call's schema gives it, or the schema's refusal. */
+async function checkedAnswer<T>(schema: InterruptOptions<T>['answer'], answer: unknown, place: ErrorPlace): Promise<AnswerChecked | StateValidationError> {
+  try {
+    return new AnswerChecked(await validateAnswer(schema, answer, place));
+  } catch (error) {
+    if (StateValidationError.is(error)) return error;
+    throw error;
+  }
 }
 
 /** `ctx.waitFor` options, checked when the call is made rather than when a signal meets them. */

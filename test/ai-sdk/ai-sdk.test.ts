@@ -7,6 +7,9 @@
  * `streamText` with tools and `stopWhen`, `ToolLoopAgent`) runs inside a node with
  * every model call and tool call recorded, and a re-executed step repeats none. A
  * stream that carried an error part is not recorded: the next execution asks again.
+ * What a tool throws in the loop reaches the model unless it must stop the node
+ * (cairn's own errors, a run that is stopping, an effect tool's failure, which leaves
+ * the effect in doubt as a throwing ctx.effect does): then nothing of the step commits.
  * Every behavioural test runs on memory, SQLite and PostgreSQL.
  */
 import { describe, expect, it } from 'vitest';
@@ -30,7 +33,7 @@ function caughtSync(fn: () => unknown): Error & { code?: string } {
   }
   throw new Error('expected a throw');
 }
-import { ENGINES, useEngine } from '../runtime/engines.js';
+import { bodies, ENGINES, useEngine } from '../runtime/engines.js';
 import { agentModel, textModel, textParts, textResult as textResultOf, usage } from './mock-models.js';
 
 const State = defineState({
@@ -345,7 +348,7 @@ describe.each(ENGINES)('cairn/ai-sdk on %s', (name) => {
     expect(calls).toBe(2);
   });
 
-  it("an atMostOnce effect tool found in doubt puts the thread in needs_attention even though the AI SDK hands its error to the model; resolveEffect then lets it finish", async () => {
+  it("an atMostOnce effect tool that throws stops the node; its retry finds it in doubt and puts the thread in needs_attention though the AI SDK catches that too; resolveEffect then lets it finish", async () => {
     const mock = agentModel(['pay'], { pay: { order: '42' } }, 'Payment attempted.');
     let runs = 0;
     const tools = recordedTools({
@@ -361,22 +364,20 @@ describe.each(ENGINES)('cairn/ai-sdk on %s', (name) => {
       ),
     });
     const app = graph(State)
-      .node('agent', async (_s, c) => {
+      .node('agent', async () => {
         const result = await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Pay order 42.' });
-        await c.interrupt('ok?');
         return { reply: result.text, log: result.steps[0]!.content.map((p) => (p.type === 'tool-result' ? JSON.stringify(p.output) : p.type)) };
       })
       .edge(START, 'agent')
       .edge('agent', END)
-      .compile({ engine: ctx.engine });
-    expect((await app.run({ thread: 'na' })).status).toBe('interrupted');
-    const error = await app.resume({ thread: 'na', answer: true }).catch((e: Error & { code?: string }) => e);
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 2, initialDelayMs: 0 } });
+    const error = await app.run({ thread: 'na' }).catch((e: Error & { code?: string }) => e);
     expect(error).toMatchObject({ code: 'ERR_NEEDS_ATTENTION', effectKey: 'pay:42' });
     expect((await app.getThread({ thread: 'na' }))!.status).toBe('needs_attention');
     expect(runs).toBe(1);
+    expect((await ctx.engine.checkpointer.getThread('na'))!.head).toBe(0);
 
     await app.resolveEffect({ thread: 'na', idempotencyKey: 'pay:42', outcome: { value: { paid: true } } });
-    // The answer given to resume was kept: run() goes on from it.
     const done = await app.run({ thread: 'na' });
     expect(done).toMatchObject({ status: 'completed', state: { reply: 'Payment attempted.', log: ['tool-call', '{"paid":true}'] } });
     expect(runs).toBe(1);
@@ -515,6 +516,225 @@ describe.each(ENGINES)('cairn/ai-sdk on %s', (name) => {
     expect((await app.run({ thread: 'w' })).state.reply).toBe('{"notified":"ops"}');
     expect(runs).toBe(1);
     expect(await ctx.engine.ledger.get('w', 'notify:ops')).toMatchObject({ kind: 'effect', name: 'notify', status: 'done' });
+  });
+});
+
+describe.each(ENGINES)('cairn/ai-sdk: what a tool throws inside the tool loop, on %s', (name) => {
+  const ctx = useEngine(name);
+
+  /** The effect entries of a thread: key, name and status. */
+  async function effects(thread: string): Promise<[string, string, string][]> {
+    return (await ctx.engine.ledger.list(thread)).filter((e) => e.kind === 'effect').map((e) => [e.key, e.name, e.status]);
+  }
+
+  it('an effect tool that throws stops the node as a throwing ctx.effect does: the same intent in doubt, nothing committed past it, and the re-run runs it again with the same key', async () => {
+    let fail = true;
+    const charged: string[] = [];
+    const charge = async (order: string) => {
+      charged.push(order);
+      if (fail) throw new Error('gateway timeout: it may have gone through');
+      return { charged: order };
+    };
+    const mock = agentModel(['charge'], { charge: { order: '42' } }, 'Charged order 42.');
+    const tools = recordedTools({
+      charge: effectTool(tool({ inputSchema: z.object({ order: z.string() }), execute: async ({ order }) => charge(order) }), { name: 'charge', key: ({ order }) => `charge:${order}` }),
+    });
+    const viaTool = graph(State)
+      .node('agent', async () => ({ reply: (await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Charge order 42.' })).text }))
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+    const inNode = graph(State)
+      .node('agent', async (_s, c) => ({ reply: JSON.stringify(await c.effect('charge', { idempotencyKey: 'charge:42', args: { order: '42' }, run: () => charge('42') })) }))
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+
+    const failures = [await viaTool.run({ thread: 'tool' }).catch((e: Error & { code?: string }) => e), await inNode.run({ thread: 'node' }).catch((e: Error & { code?: string }) => e)];
+    for (const error of failures) {
+      expect(error).toMatchObject({ code: 'ERR_NODE_FAILED' });
+      expect(String((error as Error).message)).toMatch(/gateway timeout/);
+    }
+    for (const thread of ['tool', 'node']) {
+      expect((await ctx.engine.checkpointer.getThread(thread))!.status).toBe('failed');
+      expect(await effects(thread)).toEqual([['charge:42', 'charge', 'intent']]);
+      expect((await bodies(ctx.engine, thread)).map((b) => b.kind)).toEqual(['input']);
+    }
+    // The loop stopped at its next model call: the provider never saw the error.
+    expect(mock.doGenerateCalls).toHaveLength(1);
+
+    fail = false;
+    const done = await viaTool.run({ thread: 'tool' });
+    expect(done).toMatchObject({ status: 'completed', state: { reply: 'Charged order 42.' } });
+    expect((await inNode.run({ thread: 'node' })).status).toBe('completed');
+    expect(charged).toEqual(['42', '42', '42', '42']);
+    for (const thread of ['tool', 'node']) {
+      expect(await effects(thread)).toEqual([['charge:42', 'charge', 'done']]);
+      expect((await bodies(ctx.engine, thread)).flatMap((b) => b.effects ?? []).map((e) => [e.key, e.recovery])).toEqual([['charge:42', 'reran']]);
+    }
+    expect((await viaTool.replay({ thread: 'tool', from: 0 })).sameStates).toBe(true);
+  });
+
+  it('with streamText too: an effect tool that throws ends the stream at its next model call and fails the node, its intent in doubt', async () => {
+    const mock = agentModel(['charge'], { charge: { order: '42' } }, 'Charged.');
+    const tools = recordedTools({
+      charge: effectTool(tool({ inputSchema: z.object({ order: z.string() }), execute: async (): Promise<{ charged: boolean }> => { throw new Error('gateway timeout'); } }), { key: ({ order }) => `charge:${order}` }),
+    });
+    const app = graph(State)
+      .node('agent', async () => ({ reply: await streamText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Charge order 42.' }).text }))
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+    const error = await app.run({ thread: 'st' }).catch((e: Error & { code?: string }) => e);
+    expect(error).toMatchObject({ code: 'ERR_NODE_FAILED', message: expect.stringMatching(/gateway timeout/) });
+    expect(mock.doStreamCalls).toHaveLength(1);
+    expect(await effects('st')).toEqual([['charge:42', 'tool:charge', 'intent']]);
+    expect((await bodies(ctx.engine, 'st')).map((b) => b.kind)).toEqual(['input']);
+  });
+
+  it('an effect tool that throws is retried under the node\'s policy, and its probe settles the intent in doubt without running it again', async () => {
+    const landed = new Map<string, { id: string }>();
+    let runs = 0;
+    const mock = agentModel(['refund'], { refund: { order: '7' } }, 'Refunded.');
+    const tools = recordedTools({
+      refund: effectTool(
+        tool({
+          inputSchema: z.object({ order: z.string() }),
+          execute: async ({ order }): Promise<{ id: string }> => {
+            runs++;
+            landed.set(`refund:${order}`, { id: `rf-${order}` });
+            throw new Error('connection reset after the refund landed');
+          },
+        }),
+        { key: ({ order }) => `refund:${order}`, probe: async (key) => landed.get(key) ?? null },
+      ),
+    });
+    const app = graph(State)
+      .node('agent', async () => {
+        const result = await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Refund order 7.' });
+        return { reply: result.text, log: result.steps[0]!.content.map((p) => (p.type === 'tool-result' ? JSON.stringify(p.output) : p.type)) };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 2, initialDelayMs: 0 } });
+    const done = await app.run({ thread: 'p' });
+    expect(done.state).toMatchObject({ reply: 'Refunded.', log: ['tool-call', '{"id":"rf-7"}'] });
+    expect(runs).toBe(1);
+    expect(await effects('p')).toEqual([['refund:7', 'tool:refund', 'done']]);
+    expect((await app.attempts({ thread: 'p' })).attempts.flatMap((a) => a.failures.map((f) => f.message))).toEqual([expect.stringMatching(/connection reset/)]);
+  });
+
+  it("cairn's own error inside an effect tool (a key another effect holds) fails the node instead of reaching the model, and nothing of the step commits", async () => {
+    const mock = agentModel(['refund'], { refund: { order: '42' } }, 'Refund attempted.');
+    let refunds = 0;
+    const tools = recordedTools({
+      refund: effectTool(tool({ inputSchema: z.object({ order: z.string() }), execute: async () => (refunds++, { refunded: true }) }), { key: ({ order }) => `order-${order}` }),
+    });
+    const app = graph(State)
+      .node('charge', async (_s, c) => ({ log: [await c.effect('charge', { idempotencyKey: 'order-42', run: () => 'charged' })] }))
+      .node('agent', async () => ({ reply: (await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Refund order 42.' })).text }))
+      .edge(START, 'charge')
+      .edge('charge', 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    await expect(app.run({ thread: 'c' })).rejects.toMatchObject({ code: 'ERR_EFFECT_CONFLICT' });
+    expect((await ctx.engine.checkpointer.getThread('c'))!.status).toBe('failed');
+    expect(refunds).toBe(0);
+    expect(mock.doGenerateCalls).toHaveLength(1);
+    expect((await bodies(ctx.engine, 'c')).map((b) => b.nodes)).toEqual([[], ['charge']]);
+  });
+
+  it("cairn's own error about a recorded tool's result (a value the ledger cannot store) fails the node instead of reaching the model", async () => {
+    const mock = agentModel(['fetch'], { fetch: { path: '/a' } }, 'Fetched.');
+    const tools = recordedTools({ fetch: tool({ inputSchema: z.object({ path: z.string() }), execute: async ({ path }) => ({ url: new URL(path, 'https://example.com') }) }) });
+    const app = graph(State)
+      .node('agent', async () => ({ reply: (await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Fetch /a.' })).text }))
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    await expect(app.run({ thread: 'u' })).rejects.toMatchObject({ code: 'ERR_UNENCODABLE' });
+    expect(mock.doGenerateCalls).toHaveLength(1);
+    expect((await bodies(ctx.engine, 'u')).map((b) => b.kind)).toEqual(['input']);
+  });
+
+  it("a recorded tool that throws once the run's signal is aborted stops the run as a cancellation, with nothing committed; the next run goes on served", async () => {
+    const mock = agentModel(['slow'], { slow: {} }, 'Done slowly.');
+    const controller = new AbortController();
+    let calls = 0;
+    const app = graph(State)
+      .node('agent', async (_s, c) => {
+        const tools = recordedTools({
+          slow: tool({
+            inputSchema: z.object({}),
+            execute: async () => {
+              if (++calls === 1) {
+                controller.abort();
+                c.signal.throwIfAborted();
+              }
+              return 'finished';
+            },
+          }),
+        });
+        return { reply: (await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Go.' })).text };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    await expect(app.run({ thread: 's', signal: controller.signal })).rejects.toMatchObject({ code: 'ERR_RUN_CANCELLED' });
+    expect(mock.doGenerateCalls).toHaveLength(1);
+    expect((await bodies(ctx.engine, 's')).map((b) => b.kind)).toEqual(['input']);
+    expect((await app.run({ thread: 's' })).state.reply).toBe('Done slowly.');
+    expect(calls).toBe(2);
+    expect(mock.doGenerateCalls).toHaveLength(2);
+  });
+
+  it("an interrupt inside a tool stops the node, and resume's answer check reaches it though the loop catches what it throws: a refused answer changes nothing", async () => {
+    const mock = agentModel(['approve'], { approve: { amount: 120 } }, 'Approved.');
+    const answers: unknown[] = [];
+    const app = graph(State)
+      .node('agent', async (_s, c) => {
+        // A tool of the AI SDK's own (not recorded): it asks a person, through the node's ctx.
+        const approve = tool({
+          inputSchema: z.object({ amount: z.number() }),
+          execute: async ({ amount }) => {
+            const answer = await c.interrupt({ approve: amount }, { answer: z.object({ ok: z.boolean() }) });
+            answers.push(answer);
+            return answer;
+          },
+        });
+        return { reply: (await generateText({ model: recordedModel(mock), tools: { approve }, stopWhen: stepCountIs(3), prompt: 'Pay 120.' })).text };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 'i' })).status).toBe('interrupted');
+    expect(mock.doGenerateCalls).toHaveLength(1);
+    const before = await bodies(ctx.engine, 'i');
+    await expect(app.resume({ thread: 'i', answer: { ok: 'yes' } })).rejects.toMatchObject({ code: 'ERR_STATE_VALIDATION' });
+    expect(await bodies(ctx.engine, 'i')).toEqual(before);
+    expect((await ctx.engine.checkpointer.getThread('i'))!.status).toBe('interrupted');
+    const done = await app.resume({ thread: 'i', answer: { ok: true } });
+    expect(done).toMatchObject({ status: 'completed', state: { reply: 'Approved.' } });
+    expect(answers).toEqual([{ ok: true }]);
+    expect(mock.doGenerateCalls).toHaveLength(2);
+  });
+
+  it("an ordinary error still reaches the model and is recorded, Node.js's own ERR_ codes included", async () => {
+    const mock = agentModel(['open'], { open: { url: 'not a url' } }, 'That is not a URL.');
+    let calls = 0;
+    const tools = recordedTools({ open: tool({ inputSchema: z.object({ url: z.string() }), execute: async ({ url }) => (calls++, new URL(url).host) }) });
+    const app = graph(State)
+      .node('agent', async () => {
+        const result = await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Open it.' });
+        const [error] = result.steps[0]!.content.filter((p) => p.type === 'tool-error');
+        return { reply: result.text, log: [error ? (error.error as Error).name : 'no error'] };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 'o' })).state).toMatchObject({ reply: 'That is not a URL.', log: ['TypeError'] });
+    expect(calls).toBe(1);
+    expect((await records(ctx.engine.ledger.list('o'))).map((e) => e.name)).toEqual(['ai.generate', 'tool:open', 'ai.generate']);
   });
 });
 

@@ -293,6 +293,32 @@ describe.each(ENGINES)('interrupts that return answers on %s', (name) => {
     const done = await app.resume({ thread: 't', answer: 1 });
     expect(done.state.log).toEqual(['should not commit']);
   });
+
+  it("a node that catches what the call throws and goes on (as an agent library's tool loop does) still has its answer checked: a refused one changes nothing", async () => {
+    const answers: unknown[] = [];
+    const app = graph(State)
+      .node('loop', async (_s, c) => {
+        try {
+          answers.push(await c.interrupt('how much?', { answer: z.number() }));
+        } catch (error) {
+          answers.push(`caught ${(error as Error).name}`);
+        }
+        // The loop's next call, as a tool loop's next model call would be.
+        const next = await c.record('next', () => 'asked again');
+        return { log: [next] };
+      })
+      .edge(START, 'loop')
+      .edge('loop', END)
+      .compile({ engine: ctx.engine });
+    await app.run({ thread: 't', input: {} });
+    const before = await footprint(ctx.engine, 't');
+    const error = await caught(() => app.resume({ thread: 't', answer: 'lots' }));
+    expect(error).toBeInstanceOf(StateValidationError);
+    expect(await footprint(ctx.engine, 't')).toEqual(before);
+    const done = await app.resume({ thread: 't', answer: 7 });
+    expect(done.state.log).toEqual(['asked again']);
+    expect(answers.filter((a) => typeof a === 'number')).toEqual([7]);
+  });
 });
 
 describe('an interrupt call answered after its node was renamed, on a SQLite file', () => {

@@ -233,6 +233,64 @@ describe.each(ENGINES)('durable waits on %s', (name) => {
     expect((await ctx.engine.checkpointer.listSignals('t', { pending: true })).map((s) => s.id)).toEqual([1, 2, 3]);
   });
 
+  it('a run that finds only signals the wait refuses commits nothing, as a run before the wait is due does: the refused signals stay queued and the thread waiting', async () => {
+    const { app, calls } = waiter({ schema: z.object({ amount: z.number() }), filter: ((p: { amount: number }) => p.amount > 10) as never });
+    const first = await app.run({ thread: 't', input: {} });
+    const before = await rawPositions(ctx.engine, 't');
+    await app.signal({ thread: 't', name: 'approval', payload: 'not an object' });
+    await app.signal({ thread: 't', name: 'approval', payload: { amount: 5 } });
+    for (let run = 0; run < 3; run++) {
+      const still = await app.run({ thread: 't' });
+      expect(still.status).toBe('waiting');
+      expect(still.seq).toBe(first.seq);
+      expect(still.waits).toEqual(first.waits);
+    }
+    expect(await rawPositions(ctx.engine, 't')).toEqual(before);
+    const record = (await ctx.engine.checkpointer.getThread('t'))!;
+    expect(record).toMatchObject({ status: 'waiting', wakeAt: null, head: first.seq });
+    expect((await ctx.engine.checkpointer.listSignals('t', { pending: true })).map((s) => s.id)).toEqual([1, 2]);
+    // Nothing made it due again: the refused signals were seen, so a worker does not claim it.
+    if (ctx.engine.checkpointer.capabilities.claims) {
+      const claimed = await ctx.engine.checkpointer.claimThreads!({ owner: { runId: 'w', pid: 1, host: 'h' }, leaseMs: 1000, limit: 10 });
+      expect(claimed.map((c) => c.threadId)).toEqual([]);
+    }
+    await app.signal({ thread: 't', name: 'approval', payload: { amount: 20 } });
+    const done = await app.run({ thread: 't' });
+    expect(done.status).toBe('completed');
+    expect(done.state.got).toMatchObject({ status: 'received', payload: { amount: 20 }, signal: { id: 3 } });
+    expect(calls.after).toBe(1);
+    expect((await app.verify({ thread: 't' })).ok).toBe(true);
+    expect((await app.replay({ thread: 't', from: 0 })).sameStates).toBe(true);
+  });
+
+  it('a wait inside a child run that refuses every queued signal commits nothing in the child or the parent', async () => {
+    const Child = defineState({ fields: { x: field.model(z.number(), { default: 0 }) } });
+    const child = graph(Child)
+      .node('inner', async (_s, c) => {
+        const got = await c.waitFor<number>('n', { schema: z.number().min(10) });
+        return { x: got.status === 'received' ? got.payload : -1 };
+      })
+      .edge(START, 'inner')
+      .edge('inner', END);
+    const app = graph(State)
+      .subgraph('sub', child, { input: () => ({}), output: (r) => ({ log: [`child ${r.x}`] }) })
+      .edge(START, 'sub')
+      .edge('sub', END)
+      .compile({ engine: ctx.engine });
+    const first = await app.run({ thread: 't', input: {} });
+    const ns = first.waits[0]!.ns!;
+    const childPositions = () => ctx.engine.checkpointer.getPositions('t', ns, { from: 0, to: Number.MAX_SAFE_INTEGER });
+    const before = { root: await rawPositions(ctx.engine, 't'), child: (await childPositions()).map((p) => p.hash) };
+    await app.signal({ thread: 't', name: 'n', payload: 3 });
+    expect((await app.run({ thread: 't' })).status).toBe('waiting');
+    expect((await app.run({ thread: 't' })).status).toBe('waiting');
+    expect({ root: await rawPositions(ctx.engine, 't'), child: (await childPositions()).map((p) => p.hash) }).toEqual(before);
+    expect((await ctx.engine.checkpointer.getThread('t'))!.status).toBe('waiting');
+    await app.signal({ thread: 't', name: 'n', payload: 12 });
+    expect((await app.run({ thread: 't' })).state.log).toEqual(['child 12']);
+    expect((await app.verify({ thread: 't' })).ok).toBe(true);
+  });
+
   it('two waits in turn take two signals in send order', async () => {
     const app = graph(State)
       .node('two', async (_s, c) => {
