@@ -32,6 +32,20 @@ function prefix(place: ErrorPlace | undefined): string {
   return text;
 }
 
+/**
+ * The brand every cairn error carries, set by the {@link CairnError} constructor. A
+ * registered symbol (`Symbol.for`), so that a second copy of cairn loaded in the same
+ * process (a bundling accident) brands its errors with the same one. Node's own errors
+ * have `ERR_` codes too (`ERR_INVALID_ARG_TYPE`, `ERR_INVALID_URL`, even
+ * `ERR_ACCESS_DENIED`): a code alone does not make an error cairn's.
+ */
+const CAIRN_ERROR = Symbol.for('cairn.error');
+
+/** True when `err` was made by a CairnError constructor, of this copy of cairn or another one. */
+function isBranded(err: unknown): err is CairnError {
+  return err instanceof Error && (err as unknown as Record<symbol, unknown>)[CAIRN_ERROR] === true && typeof (err as { code?: unknown }).code === 'string';
+}
+
 /** Base class of every cairn error. */
 export class CairnError extends Error {
   /** Stable machine-readable code of this class, e.g. `ERR_VERSION_CONFLICT`. */
@@ -45,18 +59,22 @@ export class CairnError extends Error {
     this.name = new.target.name;
     this.code = (new.target as typeof CairnError).code;
     this.place = options?.place;
+    // Not enumerable: it stays out of logs, inspection and deep equality.
+    Object.defineProperty(this, CAIRN_ERROR, { value: true });
   }
 
   /**
-   * True when `err` is this class of error. Also matches by `code` so that two copies
-   * of cairn in one process (a bundling accident) still recognise each other's errors.
+   * True when `err` is this class of error: a cairn error with this class's `code`
+   * (`CairnError.is`: any cairn error). An error made by another copy of cairn in the
+   * same process (a bundling accident) is recognised too, by the brand every cairn error
+   * carries and its code. An error that only has a cairn-looking `code` (Node's own
+   * `ERR_INVALID_ARG_TYPE`, an error rebuilt from JSON) is not a cairn error: compare
+   * `err.code` for those.
    */
   static is<T extends CairnError>(this: (abstract new (...args: never[]) => T) & { code: string }, err: unknown): err is T {
     if (err instanceof this) return true;
-    if (typeof err !== 'object' || err === null) return false;
-    const code = (err as { code?: unknown }).code;
-    if ((this as unknown) === CairnError) return typeof code === 'string' && code.startsWith('ERR_') && err instanceof Error;
-    return code === this.code;
+    if (!isBranded(err)) return false;
+    return (this as unknown) === CairnError || err.code === this.code;
   }
 }
 

@@ -234,13 +234,14 @@ async function settledOrFailed(call: () => unknown, ctx: NodeContext): Promise<S
 /**
  * Whether an error a tool threw stops the node rather than answering the model (the
  * rule, and why, is in the module documentation): cairn's own stops and errors, and
- * anything once the run is stopping. By class (`instanceof`), not by a code prefix:
- * Node.js's own errors have `ERR_` codes too, and those are a tool's failure.
+ * anything once the run is stopping. A cairn error is known by its brand
+ * (`CairnError.is`), not by a code prefix: Node.js's own errors have `ERR_` codes
+ * too, and those are a tool's failure.
  */
 function stopsTheNode(error: unknown, ctx: NodeContext): boolean {
   if (ctx.signal.aborted) return true;
   return (
-    error instanceof CairnError ||
+    CairnError.is(error) ||
     error instanceof NodeSuspended ||
     error instanceof AnswerChecked ||
     error instanceof AnswerUnchecked ||

@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
-import { CairnError } from '../errors.js';
+import { CairnError, InvalidOptionError } from '../errors.js';
 import { FsArtifactStore } from '../artifacts/fs/index.js';
 import { encryptedArtifacts } from '../crypto/artifacts.js';
 import { parseRefId } from '../artifacts/refs.js';
@@ -40,8 +40,7 @@ export async function openArtifactStore(location: string, options: { create?: bo
 
 async function openPlainArtifactStore(location: string, create: boolean): Promise<ArtifactStore> {
   if (location.startsWith('s3://')) {
-    const url = new URL(location);
-    const prefix = decodeURIComponent(url.pathname.replace(/^\/+/, ''));
+    const { url, prefix } = s3Location(location);
     const client: Record<string, unknown> = {};
     const endpoint = url.searchParams.get('endpoint');
     if (endpoint) client.endpoint = endpoint;
@@ -53,6 +52,16 @@ async function openPlainArtifactStore(location: string, create: boolean): Promis
   const path = location.startsWith('file:') ? location.slice('file:'.length) : location;
   if (!create && !existsSync(path)) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
   return new FsArtifactStore(path);
+}
+
+/** An `s3://bucket/prefix?...` location's URL and its decoded prefix; a location that does not parse is bad usage. */
+function s3Location(location: string): { url: URL; prefix: string } {
+  try {
+    const url = new URL(location);
+    return { url, prefix: decodeURIComponent(url.pathname.replace(/^\/+/, '')) };
+  } catch (error) {
+    throw new InvalidOptionError(`artifact location ${JSON.stringify(location)} is not an s3://bucket/prefix URL (${(error as Error).message}).`);
+  }
 }
 
 export function size(bytes: number): string {

@@ -311,7 +311,13 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const INTEGER = /^-?\d+$/;
 const SPECIAL_NUMBERS = new Set(['NaN', 'Infinity', '-Infinity', '-0']);
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
+/**
+ * True for a JSON object: an object, not an array, of what JSON.parse returned. Not
+ * internal/plain-object's isPlainObject on purpose: the decoder only ever sees
+ * JSON.parse's output, whose objects all have Object.prototype, so there is no
+ * prototype to check (the encoder, which sees any value, checks it itself).
+ */
+function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
@@ -425,7 +431,7 @@ class Reviver {
         return;
       case 'Obj':
       case 'NullProto':
-        if (!isPlainObject(v)) throw bad();
+        if (!isJsonObject(v)) throw bad();
         if (depth + 1 >= MAX_VALUE_DEPTH) throw tooDeepText(this.place);
         if (tag === 'NullProto') Object.setPrototypeOf(v, null);
         parent[key] = v;

@@ -25,6 +25,7 @@
  * ```
  */
 import { InvalidOptionError } from '../errors.js';
+import { isPlainObject } from './plain-object.js';
 
 /** What a redacted value (or a pattern's match) is shown as. */
 export const REDACTED = '[redacted]';
@@ -151,13 +152,6 @@ export function mergeRules(...all: (RedactionRules | undefined)[]): RedactionRul
     }
   }
   return out;
-}
-
-/** True for an object the walk copies key by key (plain or null-prototype). */
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 /** A shallow copy of an object or array (holes and a null prototype kept). */

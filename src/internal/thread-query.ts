@@ -9,6 +9,7 @@ import type { ThreadKind, ThreadQuery, ThreadRecord, ThreadStatus } from '../con
 import { InvalidOptionError } from '../errors.js';
 import { checkTenant } from '../artifacts/refs.js';
 import { compareCodePoints } from './keys.js';
+import { isPlainObject } from './plain-object.js';
 
 export const THREAD_STATUSES: readonly ThreadStatus[] = ['running', 'interrupted', 'completed', 'failed', 'needs_attention', 'waiting'];
 export const THREAD_KINDS: readonly ThreadKind[] = ['conversation', 'task', 'session', 'workflow'];
@@ -191,12 +192,6 @@ export function checkNewThread(attrs: { kind?: unknown; tenant?: unknown; metada
   if (metadata === undefined) return;
   if (!isPlainObject(metadata)) throw new InvalidOptionError(`${call}: metadata must be a plain object of JSON values, not ${describeJson(metadata)}.`);
   checkJson(metadata, 'metadata', new Set(), call);
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
 }
 
 function describeJson(value: unknown): string {

@@ -22,6 +22,7 @@ import {
   type SearchOperation,
 } from '@langchain/langgraph-checkpoint';
 import type { Engine } from '../contracts/engine.js';
+import { InvalidOptionError } from '../errors.js';
 import type { FilterOperators, FilterScalar, Store, StoreFilter, StoreItem } from '../contracts/store.js';
 
 /** Options of {@link CairnStore}. */
@@ -80,8 +81,8 @@ export class CairnStore extends BaseStore {
   }
 
   private async searchOp(op: SearchOperation): Promise<SearchItem[]> {
-    const offset = op.offset ?? 0;
-    const limit = op.limit ?? 10;
+    const { limit, offset } = pageWindow('search', op.limit ?? 10, op.offset ?? 0);
+    if (limit === 0) return [];
     const split = splitFilter(op.filter);
     if (!split.rest) {
       const page = await this.store.search<Record<string, unknown>>(op.namespacePrefix, { limit, offset, ...(split.engine ? { filter: split.engine } : {}) });
@@ -109,6 +110,8 @@ export class CairnStore extends BaseStore {
   }
 
   private async listNamespacesOp(op: ListNamespacesOperation): Promise<string[][]> {
+    const { limit, offset } = pageWindow('listNamespaces', op.limit ?? null, op.offset ?? 0);
+    if (limit === 0) return [];
     const conditions = op.matchConditions ?? [];
     // A leading prefix without wildcards is the engine's (label-bounded) prefix; the rest is matched here.
     const prefixCondition = conditions.find((c) => c.matchType === 'prefix' && !c.path.includes('*'));
@@ -117,8 +120,8 @@ export class CairnStore extends BaseStore {
       return this.store.listNamespaces({
         ...(prefixCondition ? { prefix: prefixCondition.path as string[] } : {}),
         ...(op.maxDepth !== undefined ? { maxDepth: op.maxDepth } : {}),
-        limit: op.limit,
-        offset: op.offset,
+        ...(limit !== null ? { limit } : {}),
+        offset,
       });
     }
     let namespaces = await this.store.listNamespaces(prefixCondition ? { prefix: prefixCondition.path as string[] } : {});
@@ -134,8 +137,25 @@ export class CairnStore extends BaseStore {
           return true;
         });
     }
-    return namespaces.slice(op.offset, op.offset + op.limit);
+    return namespaces.slice(offset, limit === null ? undefined : offset + limit);
   }
+}
+
+/**
+ * A search's or a listing's page as LangGraph's stores take it. `limit: 0` is an empty
+ * page, as LangGraph's InMemoryStore and PostgresStore both answer (cairn's own store
+ * refuses it: it never reads nothing). A negative or fractional limit or offset is
+ * InvalidOptionError, as PostgresStore refuses it (`LIMIT must not be negative`);
+ * InMemoryStore's `Array.slice` would count a negative one from the end of everything
+ * under the prefix, which no database store does. `limit: null`: no limit.
+ */
+function pageWindow<L extends number | null>(call: string, limit: L, offset: number): { limit: L; offset: number } {
+  const whole = (name: string, value: unknown, min: number) => {
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) throw new InvalidOptionError(`${call}: ${name} must be a whole number, ${min} or more, got ${String(value)}.`);
+  };
+  if (limit !== null) whole('limit', limit, 0);
+  whole('offset', offset, 0);
+  return { limit, offset };
 }
 
 function toItem(item: StoreItem<Record<string, unknown>>): Item {

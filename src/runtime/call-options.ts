@@ -9,7 +9,7 @@
  * takes its default and is never refused here.
  */
 import { InvalidOptionError } from '../errors.js';
-import { isPlainObject } from '../internal/thread-query.js';
+import { isPlainObject } from '../internal/plain-object.js';
 import { checkRetryPolicy } from './retry.js';
 
 /** An option's value in a message: numbers as written (NaN, Infinity), the rest as JSON. */

@@ -21,7 +21,7 @@ import {
   ValueTooDeepError,
   type ErrorPlace,
 } from '../errors.js';
-import { isPlainObject } from '../internal/thread-query.js';
+import { isPlainObject } from '../internal/plain-object.js';
 import type { ModelField } from '../state/fields.js';
 import type { StateSchema } from '../state/schema.js';
 import type { ConflictRecord } from './position.js';

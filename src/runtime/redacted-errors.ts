@@ -11,7 +11,7 @@ import type { Redactor } from '../internal/redaction.js';
 
 /** `error`, its message (and the message in its stack) redacted when it is a cairn error. */
 export function redactError(error: unknown, redactor: Redactor): unknown {
-  if (!redactor.active || !(error instanceof CairnError)) return error;
+  if (!redactor.active || !CairnError.is(error)) return error;
   const message = redactor.text(error.message);
   if (message !== error.message) {
     const stack = error.stack;

@@ -17,6 +17,7 @@
 import type { FilterScalar, StoreFilter } from '../contracts/store.js';
 import { InvalidFilterError } from '../errors.js';
 import { compareCodePoints } from '../internal/keys.js';
+import { isPlainObject } from '../internal/plain-object.js';
 
 export type FilterOp = '$eq' | '$ne' | '$gt' | '$gte' | '$lt' | '$lte' | '$in' | '$exists';
 
@@ -49,12 +50,6 @@ function parsePath(path: string): string[] {
     }
   }
   return labels;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 function scalar(path: string, op: string, value: unknown): FilterScalar {

@@ -6,19 +6,19 @@
  * divergence; the tool never runs). `--json` gives the report; a diverged thread
  * exits 1; the database is unchanged; no selection is a usage error.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
 import { cairn } from './run-cli.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const APP = fileURLToPath(new URL('../fixtures/eval-app.mjs', import.meta.url));
 
 describe('cairn eval', () => {
   it('evaluates stored threads with another version of the agent: same, an answer that differs, a tool the record does not hold', async () => {
-    const db = join(mkdtempSync(join(tmpdir(), 'cairn-eval-')), 'cairn.db');
+    const db = join(tempDir('cairn-eval-'), 'cairn.db');
     const { stored } = (await import(APP)) as { stored: (engine: unknown) => { run(o: { thread: string; input: { city: string } }): Promise<unknown> } };
     const engine = sqlite(db);
     try {

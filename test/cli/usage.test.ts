@@ -33,6 +33,7 @@ describe('bad usage exits 2 with a message naming the flag', () => {
     [['gc', '--artifacts', 'x', '--grace', 'soon'], `option '--grace <duration>' argument 'soon' is invalid`],
     [['gc', '--artifacts', 'x', '--rule', 'threads:status=finished,olderThan=1d'], `unknown status "finished"`],
     [['gc', '--artifacts', 'x', '--pin', 'not-an-id'], `option '--pin <id>' argument 'not-an-id' is invalid`],
+    [['gc', '--artifacts', 's3://a b/x'], 'artifact location "s3://a b/x" is not an s3://bucket/prefix URL'],
     [['migrate', '--check', '--current-version', 'two'], `option '--current-version <n>' argument 'two' is invalid`],
     [['migrate'], 'say what to do: --apply, --check or --rewrite-snapshots'],
     [['migrate', '--rewrite-snapshots'], '--rewrite-snapshots needs --state'],

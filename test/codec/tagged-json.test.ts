@@ -9,14 +9,14 @@
  * runs the BUILT codec, dist/: `npm test` builds first).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { MAX_VALUE_DEPTH, RawJson, decode, encode } from '../../src/codec/tagged-json.js';
 import { CorruptRecordError, UnencodableValueError, ValueTooDeepError } from '../../src/errors.js';
 import * as cairn from '../../src/index.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const roundTrip = <T>(value: T): T => decode<T>(encode(value));
 
@@ -550,7 +550,7 @@ describe('depth limit (MAX_VALUE_DEPTH)', () => {
     // Warm: the writer's frames are the small ones of optimised code.
     for (let i = 0; i < 2000; i++) for (const [, build] of shapes) encode(build(20));
     const texts = shapes.map(([, build]) => encode(build(MAX_VALUE_DEPTH)));
-    const file = join(mkdtempSync(join(tmpdir(), 'cairn-depth-')), 'texts.json');
+    const file = join(tempDir('cairn-depth-'), 'texts.json');
     writeFileSync(file, JSON.stringify(texts));
     const out = codecChild(
       `const texts = JSON.parse(readFileSync(process.argv[1], 'utf8'));

@@ -9,14 +9,14 @@
  * probes, finds the notification, and sends none again.
  * The processes run the BUILT package (dist/): `npm test` builds first.
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
 import { verifyThread } from '../../dist/inspect/index.js';
 import { runFixture } from './crash-setup.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/ai-agent-process.mjs', import.meta.url));
 const ANSWER = 'The lamp is in stock and ops were told about it today.';
@@ -27,7 +27,7 @@ function calls(file: string): string[] {
 
 describe('an AI SDK agent killed mid-stream', () => {
   it('resumes mid-loop in a new process: finished model calls, the tool and the effect are not repeated; the cut stream is made again', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-crash-ai-sdk-'));
+    const dir = tempDir('cairn-crash-ai-sdk-');
     const db = join(dir, 'cairn.db');
     const log = join(dir, 'calls.log');
 
@@ -69,7 +69,7 @@ describe('an AI SDK agent killed mid-stream', () => {
   });
 
   it('killed after the effect tool ran but before its outcome was recorded: the next process probes, finds it, and notifies once', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-crash-ai-sdk-effect-'));
+    const dir = tempDir('cairn-crash-ai-sdk-effect-');
     const db = join(dir, 'cairn.db');
     const log = join(dir, 'calls.log');
 

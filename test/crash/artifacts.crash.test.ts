@@ -18,6 +18,8 @@ import { listArtifacts } from '../../src/artifacts/helpers.js';
 import { ensureBuilt } from '../artifacts/build.js';
 import { BUCKET, startS3Server, type S3Server } from '../artifacts/s3-server.js';
 import { S3ArtifactStore } from '../../src/artifacts/s3/index.js';
+// crash-setup is imported once dist/ is built; its folders are removed by the hook this import registers now.
+import '../helpers/temp-dirs.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const dist = join(repoRoot, 'dist');

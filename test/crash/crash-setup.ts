@@ -4,13 +4,13 @@
  * user would: `npm test` builds first.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { runExampleProcess, type ExampleRun } from '../../dist/testing/crash-harness.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 export function caseDir(prefix: string): { dir: string; db: string; artifacts: string } {
-  const dir = mkdtempSync(join(tmpdir(), `cairn-crash-${prefix}-`));
+  const dir = tempDir(`cairn-crash-${prefix}-`);
   mkdirSync(join(dir, 'artifacts'));
   return { dir, db: join(dir, 'cairn.db'), artifacts: join(dir, 'artifacts') };
 }

@@ -8,8 +8,7 @@
  * effect lands once, no committed position is lost and the chain verifies.
  * The processes run the BUILT package (dist/): `npm test` builds first.
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +16,7 @@ import { sqlite } from '../../dist/engines/sqlite/index.js';
 import { decode } from '../../dist/engine-kit/index.js';
 import { verifyThread } from '../../dist/inspect/index.js';
 import { runFixture, type FixtureRun } from './crash-setup.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/interrupt-process.mjs', import.meta.url));
 const THREAD = 'review_7';
@@ -35,7 +35,7 @@ interface Case {
 }
 
 function newCase(prefix: string): Case {
-  const dir = mkdtempSync(join(tmpdir(), `cairn-crash-interrupt-${prefix}-`));
+  const dir = tempDir(`cairn-crash-interrupt-${prefix}-`);
   return { dir, db: join(dir, 'cairn.db'), effectLog: join(dir, 'effects.log') };
 }
 

@@ -8,14 +8,13 @@
  * superstep's checkpoint not put yet) is not run again. The processes run the BUILT
  * package (dist/).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
 import { verifyThread } from '../../dist/inspect/index.js';
 import { runFixture, type FixtureRun } from './crash-setup.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/langgraph-process.mjs', import.meta.url));
 const PARALLEL = fileURLToPath(new URL('../fixtures/langgraph-parallel-process.mjs', import.meta.url));
@@ -27,7 +26,7 @@ const result = (run: FixtureRun) => run.lines.find((l) => l.type === 'result') a
 
 let reference: string[];
 beforeAll(async () => {
-  const db = join(mkdtempSync(join(tmpdir(), 'cairn-crash-langgraph-')), 'cairn.db');
+  const db = join(tempDir('cairn-crash-langgraph-'), 'cairn.db');
   const run = await runFixture(FIXTURE, [db, THREAD]);
   if (!result(run)) throw new Error(`reference run failed: ${run.stderr}`);
   reference = result(run)!.messages;
@@ -45,7 +44,7 @@ const cases: { name: string; kill?: string; crashAt?: string; notAgain: string[]
 
 describe('LangGraph on CairnSaver, killed mid-run and resumed in a new process', () => {
   it.each(cases)('$name', async ({ kill, crashAt, notAgain }) => {
-    const db = join(mkdtempSync(join(tmpdir(), 'cairn-crash-langgraph-')), 'cairn.db');
+    const db = join(tempDir('cairn-crash-langgraph-'), 'cairn.db');
     const crashed = await runFixture(FIXTURE, [db, THREAD, ...(kill ? [kill] : [])], crashAt);
     expect(crashed.signal).toBe('SIGKILL');
     expect(result(crashed)).toBeUndefined();
@@ -68,7 +67,7 @@ describe('LangGraph on CairnSaver, killed mid-run and resumed in a new process',
 
 describe('LangGraph on CairnSaver, killed inside a parallel superstep', () => {
   it("keeps the writes of the task that finished: it is not run again, and the run ends as a crash-free one", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-crash-langgraph-parallel-'));
+    const dir = tempDir('cairn-crash-langgraph-parallel-');
     const clean = await runFixture(PARALLEL, [join(dir, 'reference.db'), THREAD]);
     expect(computed([clean]).sort()).toEqual(['fast', 'merge', 'plan', 'slow']);
     const db = join(dir, 'cairn.db');

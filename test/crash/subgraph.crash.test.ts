@@ -7,14 +7,14 @@
  * committed position (of every namespace) is kept, the chains verify, and the final
  * state equals a crash-free run's. The processes run the BUILT package (dist/).
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
 import { verifyThread } from '../../dist/inspect/index.js';
 import { runFixture, type FixtureRun } from './crash-setup.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/subgraph-process.mjs', import.meta.url));
 const THREAD = 'sub_1';
@@ -25,7 +25,7 @@ interface ProcessRun extends FixtureRun {
 }
 
 function newCase(): { db: string; effectLog: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'cairn-crash-subgraph-'));
+  const dir = tempDir('cairn-crash-subgraph-');
   return { db: join(dir, 'cairn.db'), effectLog: join(dir, 'effects.log') };
 }
 

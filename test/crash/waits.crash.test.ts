@@ -14,8 +14,7 @@
  * The processes run the BUILT package (dist/): `npm test` builds first.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -25,6 +24,7 @@ import { postgres } from '../../dist/engines/postgres/index.js';
 import { verifyThread } from '../../dist/inspect/index.js';
 import { PG_URL } from '../helpers/postgres.js';
 import { runFixture, type FixtureRun } from './crash-setup.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/wait-process.mjs', import.meta.url));
 const THREAD = 'order_9';
@@ -55,7 +55,7 @@ afterAll(async () => {
 });
 
 function newCase(backend: Backend): Case {
-  const dir = mkdtempSync(join(tmpdir(), 'cairn-crash-waits-'));
+  const dir = tempDir('cairn-crash-waits-');
   const schema = `cairn_test_${Date.now()}_waits_${Math.random().toString(36).slice(2, 8)}`;
   if (backend === 'postgres') schemas.push(schema);
   return { backend, dir, db: backend === 'sqlite' ? join(dir, 'cairn.db') : PG_URL, schema, effectLog: join(dir, 'effects.log'), lines: [] };

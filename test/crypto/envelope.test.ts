@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openTextsUnchecked } from '../../src/crypto/bulk-open.js';
@@ -10,6 +9,7 @@ import { Keyring } from '../../src/crypto/keyring.js';
 import { memory } from '../../src/engines/memory/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { DecryptionError, InvalidOptionError, KeyUnavailableError } from '../../src/errors.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const key = { id: 'dk-test', key: randomBytes(32) };
 
@@ -44,7 +44,7 @@ describe('sealed envelopes', () => {
 
 describe('key providers and the keyring', () => {
   it('keyFile keeps a KEK per scope in a 0600 file; destroying a scope makes its data keys unavailable, other scopes untouched', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-keys-'));
+    const dir = tempDir('cairn-keys-');
     const path = join(dir, 'keys.json');
     const engine = sqlite(join(dir, 'c.db'));
     const ring = new Keyring(engine.store, keyFile(path));
@@ -65,7 +65,7 @@ describe('key providers and the keyring', () => {
 
   it('rotating the data key keeps old keys opening; rotating the KEK re-wraps keys, not data', async () => {
     const engine = memory();
-    const provider = keyFile(join(mkdtempSync(join(tmpdir(), 'cairn-keys-')), 'k.json'));
+    const provider = keyFile(join(tempDir('cairn-keys-'), 'k.json'));
     const ring = new Keyring(engine.store, provider);
     const first = await ring.keyForWrite('s');
     const second = await ring.rotateDataKey('s');

@@ -5,19 +5,19 @@
  * also SIGKILLed at its marked crash point and run again: the ticket API it talks to
  * must have seen one POST.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { PG_URL } from '../helpers/postgres.js';
 import { REPO, runTs } from './samples.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const example = (name: string) => join(REPO, 'examples', `${name}.ts`);
 
 describe.concurrent('examples', () => {
   it('tool-agent.ts runs four turns: the logs as an artifact, the customer recorded, one ticket opened', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-example-agent-'));
+    const dir = tempDir('cairn-example-agent-');
     const run = await runTs(example('tool-agent'), { cwd: REPO, env: { AGENT_DIR: dir } });
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
@@ -31,7 +31,7 @@ describe.concurrent('examples', () => {
   });
 
   it('tool-agent.ts SIGKILLed right after the ticket landed, run again: probes, finds it, and the API saw one POST', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-example-agent-crash-'));
+    const dir = tempDir('cairn-example-agent-crash-');
     const crashed = await runTs(example('tool-agent'), { cwd: REPO, env: { AGENT_DIR: dir, CRASH_AFTER_TICKET: '1' } });
     expect({ code: crashed.code, signal: crashed.signal }).toEqual({ code: null, signal: 'SIGKILL' });
     expect(crashed.stdout).toContain('ticket T-1001 created; crashing before the outcome is recorded');
@@ -47,7 +47,7 @@ describe.concurrent('examples', () => {
   });
 
   it('ai-sdk-agent.ts: plans with the AI SDK tool loop, is approved, refunds once, replies, and is evaluated against a second model', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-example-ai-sdk-'));
+    const dir = tempDir('cairn-example-ai-sdk-');
     const run = await runTs(example('ai-sdk-agent'), { cwd: REPO, env: { AGENT_DIR: dir } });
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
@@ -61,7 +61,7 @@ describe.concurrent('examples', () => {
   });
 
   it('ai-sdk-agent.ts SIGKILLed right after the payment landed, run again: probes, finds it, pays once, makes no finished model call again', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-example-ai-sdk-crash-'));
+    const dir = tempDir('cairn-example-ai-sdk-crash-');
     const crashed = await runTs(example('ai-sdk-agent'), { cwd: REPO, env: { AGENT_DIR: dir, CRASH_AT_REFUND: '1' } });
     expect({ code: crashed.code, signal: crashed.signal }).toEqual({ code: null, signal: 'SIGKILL' });
     expect(crashed.stdout).toContain('paid pay_1001; crashing before cairn records it');
@@ -97,7 +97,8 @@ describe.concurrent('examples', () => {
   });
 
   it('schema-migration.ts: v1 threads read through the upcaster and continued by v2, the chain verified', async () => {
-    const run = await runTs(example('schema-migration'), { cwd: REPO });
+    // The example makes its database under os.tmpdir(): TMPDIR puts it in a folder this file removes.
+    const run = await runTs(example('schema-migration'), { cwd: REPO, env: { TMPDIR: tempDir('cairn-example-migration-') } });
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout.trim().split('\n')).toEqual([
@@ -111,7 +112,7 @@ describe.concurrent('examples', () => {
   });
 
   it('human-approval.ts asks, stops, and is answered from a second process: a refused answer changes nothing, the model is not asked again', async () => {
-    const run = await runTs(example('human-approval'), { cwd: REPO });
+    const run = await runTs(example('human-approval'), { cwd: REPO, env: { TMPDIR: tempDir('cairn-example-approval-') } });
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout.split('\n')).toEqual([
@@ -124,7 +125,7 @@ describe.concurrent('examples', () => {
   });
 
   it('durable-wait.ts sleeps, waits for a payment signal from another process, and completes under a worker', async () => {
-    const run = await runTs(example('durable-wait'), { cwd: REPO });
+    const run = await runTs(example('durable-wait'), { cwd: REPO, env: { TMPDIR: tempDir('cairn-example-wait-') } });
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     const lines = run.stdout.split('\n');

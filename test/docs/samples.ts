@@ -24,10 +24,10 @@
  * line by line after trimming), for samples whose output is deterministic.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 export const REPO = new URL('../..', import.meta.url).pathname.replace(/\/$/, '');
 
@@ -139,7 +139,7 @@ const LINKED = ['zod', 'pg', 'better-sqlite3', 'vitest', '@types/node', '@types/
  * its package.json `exports` and dist/*.d.ts), the peer dependencies its own.
  */
 export function createSampleProject(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'cairn-samples-'));
+  const dir = tempDir('cairn-samples-');
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'samples', version: '1.0.0', type: 'module' }, null, 2));
   writeFileSync(
     join(dir, 'tsconfig.json'),

@@ -3,8 +3,6 @@
  * old database opens, its ledger entries read with no meta, and new records written
  * there keep theirs.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { migrate as migratePostgres, postgres, POSTGRES_MIGRATIONS } from '../../src/engines/postgres/index.js';
@@ -12,6 +10,7 @@ import { openDatabase } from '../../src/engines/sqlite/driver.js';
 import { migrate as migrateSqlite, sqlite, SQLITE_MIGRATIONS } from '../../src/engines/sqlite/index.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { PG_URL, usePostgresSchema } from '../helpers/postgres.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const LEDGER_ROW = `'old-rec', 'record', 'model', '', 0, 'n', 'n:0', 0, NULL, 'done', '"hello"', 1700000000000, 1700000000000`;
 
@@ -28,7 +27,7 @@ async function goesOn(engine: Engine): Promise<void> {
 
 describe('migration 8 on a database from before record meta', () => {
   it('SQLite: old entries read with no meta; new ones keep theirs', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'cairn-meta-')), 'old.db');
+    const file = join(tempDir('cairn-meta-'), 'old.db');
     const raw = openDatabase(file, 1000);
     migrateSqlite(raw, SQLITE_MIGRATIONS.filter((m) => m.id < 8));
     raw.exec(`INSERT INTO cairn_threads (tid, id, kind, status, attempts, metadata, epoch, created_at, updated_at) VALUES (1, 'old', 'task', 'completed', 1, '{}', 1, 1, 1)`);

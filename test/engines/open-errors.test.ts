@@ -4,16 +4,16 @@
  * PostgreSQL URL that does not parse, a key file that is not JSON or not there, a
  * LangGraph source that is not a SQLite database.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { keyFile } from '../../src/crypto/key-provider.js';
 import { postgres } from '../../src/engines/postgres/index.js';
 import { InvalidOptionError, KeyUnavailableError, LangGraphSourceNotFoundError } from '../../src/errors.js';
 import { openLangGraphSource } from '../../src/langgraph/index.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'cairn-open-errors-'));
+const dir = tempDir('cairn-open-errors-');
 
 describe('refused with a typed error', () => {
   it('postgres(url) with a URL that does not parse: InvalidOptionError at once', async () => {

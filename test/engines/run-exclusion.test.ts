@@ -3,20 +3,19 @@
  * other gets ThreadBusyError, and the position chain is one line (never forked).
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../dist/engines/sqlite/index.js';
 import { verifyThread } from '../../dist/inspect/index.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const run = promisify(execFile);
 const fixture = new URL('../fixtures/slow-run.mjs', import.meta.url).pathname;
 
 describe('one run per thread across processes', () => {
   it('lets exactly one of two simultaneous runs proceed; the other gets ThreadBusyError', async () => {
-    const db = join(mkdtempSync(join(tmpdir(), 'cairn-excl-')), 'cairn.db');
+    const db = join(tempDir('cairn-excl-'), 'cairn.db');
     // Create the schema first so both processes race for the thread, not for the migration.
     const setup = sqlite(db);
     await setup.checkpointer.getThread('t');

@@ -6,8 +6,7 @@
  * item, so a lost or misplaced one fails it). The states those files hold are checked
  * value by value in test/state/schema-evolution.test.ts.
  */
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -15,6 +14,7 @@ import { z } from 'zod';
 import { END, START, defineState, field, graph } from '../../src/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { verifyThread } from '../../src/inspect/verify.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const fixture = (name: string) => new URL(`../fixtures/schema-evolution/${name}`, import.meta.url).pathname;
 const opened: { close(): Promise<void> }[] = [];
@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 function copyOf(name: string): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'cairn-items-layout-')), name);
+  const file = join(tempDir('cairn-items-layout-'), name);
   copyFileSync(fixture(name), file);
   return file;
 }
@@ -84,7 +84,7 @@ describe('migration 11: item rowids survive VACUUM', () => {
   };
 
   it('a database with gaps in its items (a deleted thread) reads and verifies after VACUUM and in a VACUUM INTO copy', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-vacuum-'));
+    const dir = tempDir('cairn-vacuum-');
     const file = join(dir, 'cairn.db');
     const { engine, app: run } = app(file);
     for (const id of ['a', 'b', 'c']) await run.run({ thread: id, input: {} });

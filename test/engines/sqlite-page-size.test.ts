@@ -4,8 +4,7 @@
  * file that exists (the committed fixtures, or one someone else created) keeps its own
  * and still opens, migrates and verifies; a size SQLite would ignore is refused.
  */
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,6 +12,7 @@ import { SQLITE_PAGE_SIZE } from '../../src/defaults.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { InvalidOptionError } from '../../src/errors.js';
 import { verifyThread } from '../../src/inspect/verify.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const opened: { close(): Promise<void> }[] = [];
 afterAll(async () => {
@@ -27,7 +27,7 @@ const pageSize = (file: string) => {
     db.close();
   }
 };
-const dir = () => mkdtempSync(join(tmpdir(), 'cairn-page-size-'));
+const dir = () => tempDir('cairn-page-size-');
 
 describe('SQLite page size', () => {
   it('creates new files with 4 KiB pages, or the pageSize asked for', async () => {

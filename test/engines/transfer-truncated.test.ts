@@ -6,8 +6,6 @@
  * written before the failure are deleted again). Whole exports, concatenated ones
  * included, import as before.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/engines/sqlite/index.js';
@@ -17,8 +15,9 @@ import { exportThreads, importThreads, type TransferRecord } from '../../src/ins
 import { verifyThread } from '../../src/inspect/verify.js';
 import { workedExample } from '../../src/testing/worked-example.js';
 import type { Engine } from '../../src/contracts/engine.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
-const tmp = () => join(mkdtempSync(join(tmpdir(), 'cairn-transfer-cut-')), 'cairn.db');
+const tmp = () => join(tempDir('cairn-transfer-cut-'), 'cairn.db');
 
 let records: TransferRecord[];
 

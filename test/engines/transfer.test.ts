@@ -7,8 +7,6 @@
  * pending writes, and verifies on both sides.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/engines/sqlite/index.js';
@@ -20,10 +18,11 @@ import { PG_URL, usePostgresSchema } from '../helpers/postgres.js';
 import { chain, CHILD_NS, GRANDCHILD_NS, storeThread, threadWithChildren } from '../helpers/positions.js';
 import { verifyThread } from '../../src/inspect/verify.js';
 import type { Engine } from '../../src/contracts/engine.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 const pg = usePostgresSchema();
-const tmp = () => join(mkdtempSync(join(tmpdir(), 'cairn-transfer-')), 'cairn.db');
+const tmp = () => join(tempDir('cairn-transfer-'), 'cairn.db');
 
 async function collect(records: AsyncIterable<TransferRecord>): Promise<TransferRecord[]> {
   const out: TransferRecord[] = [];

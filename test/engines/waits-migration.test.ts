@@ -5,8 +5,6 @@
  * through another (NOTIFY on the runnable channel), while one sent to a running thread
  * does not.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { migrate as migratePostgres, postgres, POSTGRES_MIGRATIONS } from '../../src/engines/postgres/index.js';
@@ -14,6 +12,7 @@ import { openDatabase } from '../../src/engines/sqlite/driver.js';
 import { migrate as migrateSqlite, sqlite, SQLITE_MIGRATIONS } from '../../src/engines/sqlite/index.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { PG_URL, usePostgresSchema } from '../helpers/postgres.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const owner = { runId: 'waits', pid: 4242, host: 'waits.invalid' };
 const create = { kind: 'task' as const, tenant: null, metadata: {} };
@@ -33,7 +32,7 @@ async function goesOn(engine: Engine): Promise<void> {
 
 describe('migration 6 on a database from before waits', () => {
   it('SQLite: the thread opens with no wake time, takes signals and waits', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'cairn-waits-')), 'old.db');
+    const file = join(tempDir('cairn-waits-'), 'old.db');
     const raw = openDatabase(file, 1000);
     migrateSqlite(raw, SQLITE_MIGRATIONS.filter((m) => m.id < 6));
     raw.exec(`INSERT INTO cairn_threads (tid, id, kind, status, attempts, metadata, epoch, created_at, updated_at) VALUES (1, 'old', 'task', 'completed', 1, '{}', 1, 1, 1)`);

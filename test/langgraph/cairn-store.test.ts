@@ -7,8 +7,10 @@
  */
 import { AIMessage } from '@langchain/core/messages';
 import { END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from '@langchain/langgraph';
+import { InMemoryStore, type BaseStore } from '@langchain/langgraph-checkpoint';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/contracts/engine.js';
+import { InvalidOptionError } from '../../src/errors.js';
 import { CairnSaver, CairnStore } from '../../src/langgraph/index.js';
 import { langGraphEngines } from './engines.js';
 
@@ -98,6 +100,43 @@ describe.each(engines)('CairnStore ($name)', (kit) => {
     ]);
     expect(await s.listNamespaces({ maxDepth: 1 })).toEqual([['team'], ['user']]);
     expect(await s.listNamespaces({ prefix: ['user'], maxDepth: 2, limit: 1, offset: 1 })).toEqual([['user', '10']]);
+  });
+
+  it("limit 0 is an empty page, as LangGraph's InMemoryStore answers, whichever path serves the search or the listing", async () => {
+    const s = await store();
+    const reference = new InMemoryStore();
+    for (const target of [s, reference] as BaseStore[]) {
+      for (let i = 0; i < 3; i++) await target.put(['docs', `n${i}`, 'prefs'], `d${i}`, { rank: i, tags: { lang: 'en' } });
+    }
+    for (const target of [s, reference] as BaseStore[]) {
+      // The engine serves these...
+      expect(await target.search(['docs'], { limit: 0 })).toEqual([]);
+      expect(await target.search(['docs'], { limit: 0, offset: 2, filter: { rank: 1 } })).toEqual([]);
+      expect(await target.listNamespaces({ limit: 0 })).toEqual([]);
+      expect(await target.listNamespaces({ prefix: ['docs'], limit: 0, offset: 1 })).toEqual([]);
+      // ...and these are matched in memory (an object value, a suffix).
+      expect(await target.search(['docs'], { limit: 0, filter: { tags: { lang: 'en' } } })).toEqual([]);
+      expect(await target.listNamespaces({ suffix: ['prefs'], limit: 0 })).toEqual([]);
+    }
+    // Past limit 0, the same store pages again.
+    expect((await s.search(['docs'], { limit: 2, offset: 1 })).map((i) => i.key)).toEqual((await reference.search(['docs'], { limit: 2, offset: 1 })).map((i) => i.key));
+  });
+
+  it('a negative or fractional limit or offset is InvalidOptionError on every path, as LangGraph\'s PostgresStore refuses it', async () => {
+    const s = await store();
+    await s.put(['docs'], 'd', { rank: 1, tags: { lang: 'en' } });
+    const windows = [{ limit: -1 }, { limit: 2.5 }, { offset: -1 }, { offset: 1.5 }, { limit: Number.NaN }];
+    for (const window of windows) {
+      for (const call of [
+        () => s.search(['docs'], window),
+        () => s.search(['docs'], { ...window, filter: { tags: { lang: 'en' } } }),
+        () => s.listNamespaces(window),
+        () => s.listNamespaces({ ...window, suffix: ['docs'] }),
+      ]) {
+        const error = await call().then(() => null, (e: unknown) => e);
+        expect(InvalidOptionError.is(error), `${JSON.stringify(window)}: ${String(error)}`).toBe(true);
+      }
+    }
   });
 
   it("a graph's nodes share memory across threads through config.store", async () => {

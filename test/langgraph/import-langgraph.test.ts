@@ -6,8 +6,7 @@
  * verify. A second import skips what is there; a missing source creates nothing.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { HumanMessage } from '@langchain/core/messages';
 import { Annotation, Command, END, START, StateGraph, interrupt } from '@langchain/langgraph';
@@ -22,6 +21,7 @@ import { verifyThread } from '../../src/inspect/index.js';
 import { CairnSaver } from '../../src/langgraph/index.js';
 import { importLangGraph, openLangGraphSource } from '../../src/langgraph/import-langgraph.js';
 import { PG_URL } from '../helpers/postgres.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const CLI = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 
@@ -84,7 +84,7 @@ async function expectSameThreads(source: BaseCheckpointSaver, target: CairnSaver
 
 describe('cairn import-langgraph', () => {
   it('imports a SqliteSaver file through the CLI, then skips what it already has', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-lg-import-'));
+    const dir = tempDir('cairn-lg-import-');
     const from = join(dir, 'langgraph.db');
     const source = SqliteSaver.fromConnString(from);
     await writeThreads(source);
@@ -128,7 +128,7 @@ describe('cairn import-langgraph', () => {
   });
 
   it('a missing source is an error, and creates nothing', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-lg-import-'));
+    const dir = tempDir('cairn-lg-import-');
     const run = spawnSync(process.execPath, [CLI, 'import-langgraph', '--from', join(dir, 'nope.db'), '--db', join(dir, 'cairn.db')], { encoding: 'utf8' });
     expect(run.status).toBe(1);
     expect(run.stderr).toMatch(/\[cairn\] \[langgraph\] no LangGraph checkpoint database at .*nope\.db: there is no such file/);

@@ -9,8 +9,6 @@
  * versions in full) are still read, and extended; a list a reducer changed in place
  * is stored as it is.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { emptyCheckpoint, uuid5, type Checkpoint } from '@langchain/langgraph-checkpoint';
 import { describe, expect, it } from 'vitest';
@@ -24,6 +22,7 @@ import { compactNamespace, planCompaction } from '../../src/inspect/compact.js';
 import type { StoredPosition } from '../../src/contracts/checkpointer.js';
 import { derivedTaskId, type SaverBody } from '../../src/langgraph/saver-body.js';
 import type { CheckpointMetadata } from '@langchain/langgraph-checkpoint';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const owner = { runId: 'writer', pid: process.pid, host: 'here' };
 const loop = (step: number) => ({ source: 'loop' as const, step, parents: {} });
@@ -58,7 +57,7 @@ describe('CairnSaver records', () => {
   });
 
   it('stores writes whose put does not follow on their own, durable once putWrites resolves', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'cairn-saver-records-')), 'cairn.db');
+    const file = join(tempDir('cairn-saver-records-'), 'cairn.db');
     const engine = sqlite(file);
     const saver = new CairnSaver({ engine });
     await saver.put(config(), checkpoint(ID(1), { log: ['a'] }, { log: 1 }), loop(0), { log: 1 });

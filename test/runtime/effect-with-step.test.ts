@@ -7,8 +7,7 @@
  * writes the entry first, so the effect is served, not run again; the options it
  * cannot keep are refused. The crash cases SIGKILL a real process on a SQLite file.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -21,6 +20,7 @@ import type { Engine } from '../../src/contracts/engine.js';
 import { ENGINES, caught, useEngine } from './engines.js';
 import { ensureBuilt } from '../artifacts/build.js';
 import { runFixture } from '../crash/crash-setup.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const State = defineState({
   fields: {
@@ -204,7 +204,7 @@ describe("with-step effects under SIGKILL (a real process, SQLite file)", () => 
   /** Runs the fixture armed at `crashAt`, then again to completion; the effect log's lines and the final result. */
   async function crashAndFinish(crashAt: string) {
     ensureBuilt();
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-with-step-'));
+    const dir = tempDir('cairn-with-step-');
     const db = join(dir, 'cairn.db');
     const log = join(dir, 'effects.log');
     const crashed = await runFixture(script, [db, log], crashAt);

@@ -4,8 +4,6 @@
  * verify` checks every namespace. Runs the BUILT CLI (dist/) on a SQLite file.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -13,6 +11,7 @@ import { sqlite } from '../../src/engines/sqlite/index.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 
@@ -21,7 +20,7 @@ const Child = defineState({ fields: { q: field.model(z.string(), { default: '' }
 
 describe('cairn CLI on child runs', () => {
   it('history marks the child, --ns reads it, verify covers it', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'cairn-sub-cli-')), 'cairn.db');
+    const path = join(tempDir('cairn-sub-cli-'), 'cairn.db');
     const engine = sqlite(path);
     const child = graph(Child).node('answer', (s) => ({ a: `answer to ${s.q}` })).edge(START, 'answer').edge('answer', END);
     const app = graph(Parent)

@@ -6,8 +6,7 @@
  * and their stored positions are untouched.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/engines/sqlite/index.js';
@@ -15,6 +14,7 @@ import { SchemaTooOldError, type Engine } from '../../src/index.js';
 import { migrateCheck, rewriteSnapshots } from '../../src/inspect/index.js';
 import { orderV3, ordersV3 } from '../fixtures/schema-evolution/orders.js';
 import { chain, storeThread } from '../helpers/positions.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 let engines: Engine[] = [];
@@ -24,7 +24,7 @@ afterEach(async () => {
 });
 
 function copyOf(name: string): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'cairn-migrate-')), name);
+  const file = join(tempDir('cairn-migrate-'), name);
   copyFileSync(join(root, 'test/fixtures/schema-evolution', name), file);
   return file;
 }
@@ -93,7 +93,7 @@ describe('migrate --check', () => {
 
 describe('migrate --check with child runs', () => {
   it("counts every namespace's positions by their own version and says how many are child runs'; the head is the root's", async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'cairn-migrate-')), 'children.db');
+    const file = join(tempDir('cairn-migrate-'), 'children.db');
     const engine = open(file);
     // The root at v3; a child run whose graph is still at v1; a grandchild at v3.
     await storeThread(engine.checkpointer, 'parent', [

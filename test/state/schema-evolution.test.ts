@@ -4,14 +4,14 @@
  * replayed and forked by today's v3 code through the upcaster chain, and the stored
  * rows are never rewritten.
  */
-import { copyFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { SchemaTooOldError, type Engine } from '../../src/index.js';
 import type { StoredPosition } from '../../src/engine-kit/index.js';
 import { ordersV3 } from '../fixtures/schema-evolution/orders.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const fixture = (name: string) => new URL(`../fixtures/schema-evolution/${name}`, import.meta.url).pathname;
 let engines: Engine[] = [];
@@ -22,7 +22,7 @@ afterEach(async () => {
 
 /** A private copy of a fixture file: the committed ones are never opened for writing. */
 function open(name: 'v1.db' | 'v2.db'): Engine {
-  const file = join(mkdtempSync(join(tmpdir(), 'cairn-evolution-')), name);
+  const file = join(tempDir('cairn-evolution-'), name);
   copyFileSync(fixture(name), file);
   const engine = sqlite(file);
   engines.push(engine);

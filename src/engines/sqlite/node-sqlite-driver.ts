@@ -13,7 +13,7 @@
  * - errors are `{ code: 'ERR_SQLITE_ERROR', errcode, errstr }`: they leave as
  *   {@link SqliteDriverError} with better-sqlite3's `code` (`SQLITE_BUSY`...) and
  *   node's error as `cause`. Node's own argument errors (`ERR_INVALID_ARG_TYPE`) too,
- *   so that no driver error carries an `ERR_` code a cairn error could be taken for.
+ *   so that every driver error has better-sqlite3's shape.
  */
 import { createRequire } from 'node:module';
 import type { SqliteDatabase, SqliteStatement, SqliteTransaction } from './sqlite-database.js';
