@@ -8,7 +8,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { MAX_VALUE_DEPTH } from '../../codec/tagged-json.js';
 import type { Store } from '../../contracts/store.js';
-import { InvalidKeyError, InvalidOptionError, UnencodableValueError, ValueTooDeepError } from '../../errors.js';
+import { InvalidKeyError, InvalidOptionError, UnencodableValueError, ValueTooDeepError, VersionConflictError } from '../../errors.js';
 import { MAX_STORE_KEY_BYTES } from '../../internal/keys.js';
 import { expectError, where } from './fixtures.js';
 import type { StoreSuiteContext } from './context.js';
@@ -126,6 +126,12 @@ export function validationTests(suite: StoreSuiteContext): void {
           expect(await store.get(ns, 'first')).toBeNull();
           expect(await store.get(over.namespace, over.key)).toBeNull();
           expect(await store.delete(over.namespace, over.key)).toBe(false);
+          // Past PostgreSQL's index limit too: such an item cannot exist, so it is absent to every read, delete and check.
+          expect(await store.get(far.namespace, far.key)).toBeNull();
+          expect(await store.delete(far.namespace, far.key)).toBe(false);
+          expect(await store.delete(far.namespace, far.key, { ifVersion: 0 })).toBe(false);
+          expect(await store.batch([{ op: 'check', namespace: far.namespace, key: far.key, version: 0 }, { op: 'delete', namespace: far.namespace, key: far.key }])).toEqual([null, false]);
+          await expectError(() => store.batch([{ op: 'check', namespace: far.namespace, key: far.key, version: 1 }]), VersionConflictError);
           expect((await store.get(at.namespace, at.key))!.value).toBe('batched');
         });
       }
