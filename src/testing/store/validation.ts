@@ -217,6 +217,24 @@ export function validationTests(suite: StoreSuiteContext): void {
         await expectError(() => store.listNamespaces(bad), InvalidOptionError);
         await expectError(() => store.listOverwrites(ns, bad), InvalidOptionError);
       }
+      // A principal's view takes null options as the store does.
+      expect(await store.as('reader').listNamespaces(none)).toContainEqual(ns);
+    });
+
+    it('writes take null options as none, and refuse options that are not an object with InvalidOptionError, writing nothing', async () => {
+      const none = null as never;
+      const first = await store.put(ns, 'k', 1, none);
+      expect(first.version).toBe(1);
+      expect((await store.update<number>(ns, 'k', (n = 0) => n + 1, none)).value).toBe(2);
+      for (const bad of [5, 'ifVersion', [1], true] as never[]) {
+        await expectError(() => store.put(ns, 'k', 'bad', bad), InvalidOptionError);
+        await expectError(() => store.put(ns, 'new', 'bad', bad), InvalidOptionError);
+        await expectError(() => store.update(ns, 'k', () => 'bad', bad), InvalidOptionError);
+        await expectError(() => store.delete(ns, 'k', bad), InvalidOptionError);
+      }
+      expect((await store.get(ns, 'k'))!.value).toBe(2);
+      expect(await store.get(ns, 'new')).toBeNull();
+      expect(await store.delete(ns, 'k', none)).toBe(true);
     });
   });
 }
