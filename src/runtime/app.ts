@@ -167,7 +167,11 @@ export interface ResumeOptions<S extends StateSchema> extends Omit<RunOptions<S>
    * the child's reducers: pass them with `childInput`.
    */
   input?: UpdateOf<S>;
-  /** For an interrupt raised inside a child run: writes to the child graph's fields. */
+  /**
+   * For an interrupt raised inside a child run: writes to the child graph's fields.
+   * Not with `input`, and not for an interrupt of this graph's own nodes:
+   * InvalidOptionError, nothing changed.
+   */
   childInput?: Record<string, unknown>;
   /** Which interrupt this answers; needed when several are pending. */
   interrupt?: string;
@@ -368,6 +372,7 @@ export class App<S extends StateSchema> {
     return this.withRun({ ...options, create: false }, { renew: true }, (run) =>
       run.resume({
         input: (options.childInput ?? options.input) as Record<string, unknown> | undefined,
+        childWrites: options.childInput !== undefined,
         ...('answer' in options ? { answer: options.answer, hasAnswer: true } : {}),
         interrupt: options.interrupt,
         actor: options.actor ?? 'resume',

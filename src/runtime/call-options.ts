@@ -118,6 +118,10 @@ export function checkResumeOptions(options: unknown): void {
   checkObject('resume', options);
   checkKeys('resume', options, RESUME_KEYS);
   checkEach('resume', options, { ...RUN_CHECKS, input: writes, childInput: writes, interrupt: text, detach: flag, actor: text });
+  // Both name the child's writes when the interrupt is a child run's: one of them would be dropped.
+  if (options.input !== undefined && options.childInput !== undefined) {
+    throw new InvalidOptionError('resume: give input or childInput, not both: for an interrupt raised inside a child run both are writes to the child graph\'s fields.');
+  }
 }
 
 /** `fork` options. */
