@@ -165,9 +165,8 @@ const THREAD_CALLS: Record<string, Record<string, Check | null>> = {
 /**
  * The options of a call about one stored thread ({@link THREAD_CALLS}): one options
  * object, only the keys the call takes, each value of its kind, and a thread id that is
- * a non-empty string (InvalidKeyError, as `run` says of it; a number would otherwise
- * read as "no such thread" on one engine and as the thread of that name on another).
- * Checked before anything is read or taken.
+ * a non-empty string (InvalidKeyError, as `run` says of it, rather than "no such
+ * thread" for an id no thread can have). Checked before anything is read or taken.
  */
 export function checkThreadCall(call: keyof typeof THREAD_CALLS, options: unknown): asserts options is Options & { thread: string } {
   checkObject(call, options);
