@@ -30,7 +30,7 @@ import type { VerifyReport } from '../inspect/verify.js';
 import type { StateOf, StateSchema, UpdateOf } from '../state/schema.js';
 import type { EventSink, RunEvent } from './events.js';
 import { describeGraph, publishGraph } from './graph-description.js';
-import { checkCompileOptions, checkForkOptions, checkNamespace, checkResumeOptions, checkRunOptions } from './call-options.js';
+import { checkCompileOptions, checkEvaluateOptions, checkForkOptions, checkResumeOptions, checkRunOptions, checkThreadCall, checkThreadQueryKeys } from './call-options.js';
 import { namespaceGraph, namespaceOption, withDeclaredPauses, type GraphSpec } from './graph-spec.js';
 import { materialize, materializeHead } from './materialize.js';
 import type { PendingInterrupt, PendingWait } from './position.js';
@@ -167,7 +167,11 @@ export interface ResumeOptions<S extends StateSchema> extends Omit<RunOptions<S>
    * the child's reducers: pass them with `childInput`.
    */
   input?: UpdateOf<S>;
-  /** For an interrupt raised inside a child run: writes to the child graph's fields. */
+  /**
+   * For an interrupt raised inside a child run: writes to the child graph's fields.
+   * Not with `input`, and not for an interrupt of this graph's own nodes:
+   * InvalidOptionError, nothing changed.
+   */
   childInput?: Record<string, unknown>;
   /** Which interrupt this answers; needed when several are pending. */
   interrupt?: string;
@@ -242,7 +246,10 @@ export interface ResolveEffectOptions extends ThreadOption {
 
 /**
  * A compiled graph bound to an engine. Every method names its thread the same way,
- * `{ thread }`, and takes one options object.
+ * `{ thread }`, and takes one options object, checked before anything is read, taken
+ * or stored: a key the method does not take (`{ thread, sq: 2 }`, `ifStatuss`) or a
+ * value of the wrong kind is InvalidOptionError naming it, and a thread id that is not
+ * a non-empty string is InvalidKeyError.
  *
  * @example
  * ```ts
@@ -365,6 +372,7 @@ export class App<S extends StateSchema> {
     return this.withRun({ ...options, create: false }, { renew: true }, (run) =>
       run.resume({
         input: (options.childInput ?? options.input) as Record<string, unknown> | undefined,
+        childWrites: options.childInput !== undefined,
         ...('answer' in options ? { answer: options.answer, hasAnswer: true } : {}),
         interrupt: options.interrupt,
         actor: options.actor ?? 'resume',
@@ -497,7 +505,8 @@ export class App<S extends StateSchema> {
   }
 
   /** The thread's record, or null. */
-  getThread(options: ThreadOption): Promise<ThreadRecord | null> {
+  async getThread(options: ThreadOption): Promise<ThreadRecord | null> {
+    checkThreadCall('getThread', options);
     return this.options.engine.checkpointer.getThread(options.thread);
   }
 
@@ -513,7 +522,8 @@ export class App<S extends StateSchema> {
    * const next = await app.listThreads({ status: ['failed', 'needs_attention'], tenant: 'acme', limit: 50, after: stuck.at(-1) });
    * ```
    */
-  listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
+  async listThreads(query: ThreadQuery = {}): Promise<ThreadRecord[]> {
+    checkThreadQueryKeys(query);
     return this.options.engine.checkpointer.listThreads(query);
   }
 
@@ -528,7 +538,8 @@ export class App<S extends StateSchema> {
    * const result = await app.deleteThread({ thread: 'cust_42', ifStatus: ['completed', 'failed'] });
    * ```
    */
-  deleteThread(options: ThreadOption & Omit<DeleteThreadOptions, 'lease'>): Promise<DeleteThreadResult> {
+  async deleteThread(options: ThreadOption & Omit<DeleteThreadOptions, 'lease'>): Promise<DeleteThreadResult> {
+    checkThreadCall('deleteThread', options);
     const { thread, ...rest } = options;
     return this.options.engine.checkpointer.deleteThread(thread, rest);
   }
@@ -543,7 +554,8 @@ export class App<S extends StateSchema> {
    * for (const a of (await app.attempts({ thread: 'cust_42' })).attempts) console.log(a.attempt, a.outcome, a.node, a.error?.message);
    * ```
    */
-  attempts(options: ThreadOption): Promise<ThreadAttempts> {
+  async attempts(options: ThreadOption): Promise<ThreadAttempts> {
+    checkThreadCall('attempts', options);
     return threadAttempts(this.options.engine.checkpointer, options.thread);
   }
 
@@ -554,7 +566,7 @@ export class App<S extends StateSchema> {
    * for an `ns` that is no checkpoint namespace.
    */
   async getState(options: ThreadOption & NamespaceOption): Promise<StateOf<S>> {
-    checkNamespace('getState', options);
+    checkThreadCall('getState', options);
     const ns = namespaceOption(options.ns);
     // Asked first: a namespace the thread does not have is not a graph that lacks its node.
     if (ns !== '') await namespaceHead(this.options.engine.checkpointer, options.thread, ns);
@@ -575,8 +587,8 @@ export class App<S extends StateSchema> {
    * ```
    */
   async stateAt(options: StateAtOptions): Promise<StateOf<S>> {
-    checkNamespace('stateAt', options);
-    if (!Number.isSafeInteger(options.seq) || options.seq < 0) throw new InvalidOptionError(`stateAt: seq must be a position's seq (an integer, 0 or more), got ${JSON.stringify(options.seq) ?? String(options.seq)}.`);
+    checkThreadCall('stateAt', options);
+    if (options.seq === undefined) throw new InvalidOptionError("stateAt: seq must be a position's seq (an integer, 0 or more), got undefined.");
     const ns = namespaceOption(options.ns);
     await namespaceHead(this.options.engine.checkpointer, options.thread, ns);
     const schema = this.schemaOf(ns, options.thread);
@@ -595,7 +607,7 @@ export class App<S extends StateSchema> {
    * `limit` page backwards. NamespaceNotFoundError for a namespace the thread does not have.
    */
   async history(options: HistoryOptions): Promise<PositionInfo[]> {
-    checkNamespace('history', options);
+    checkThreadCall('history', options);
     const { thread, ...page } = options;
     return threadHistory(this.options.engine.checkpointer, thread, { ...page, ns: namespaceOption(page.ns) });
   }
@@ -606,9 +618,8 @@ export class App<S extends StateSchema> {
    * nothing, and reports step by step whether it reached the stored states.
    */
   async replay(options: ReplayOptions): Promise<ReplayReport> {
-    for (const [name, seq] of Object.entries({ from: options.from, ...(options.to !== undefined ? { to: options.to } : {}) })) {
-      if (!(Number.isSafeInteger(seq) && seq >= 0)) throw new InvalidOptionError(`replay: ${name} must be a position's seq (an integer, 0 or more), got ${String(seq)}.`);
-    }
+    checkThreadCall('replay', options);
+    if (options.from === undefined) throw new InvalidOptionError("replay: from must be a position's seq (an integer, 0 or more), got undefined.");
     if (options.to !== undefined && options.from > options.to) throw new InvalidOptionError(`replay: from (${options.from}) is after to (${options.to}): a replay runs forward from one position to a later one on its branch.`);
     const { replayThread } = await import('./replay.js');
     return replayThread({ schema: this.schema, spec: this.spec, engine: this.options.engine, artifacts: this.options.artifacts }, options.thread, {
@@ -633,6 +644,7 @@ export class App<S extends StateSchema> {
    * ```
    */
   async evaluate(options: EvaluateOptions): Promise<EvaluationReport> {
+    checkEvaluateOptions(options);
     const code = options.with ?? this;
     const { evaluateThreads } = await import('./evaluate.js');
     return evaluateThreads(
@@ -647,6 +659,7 @@ export class App<S extends StateSchema> {
    * the positions use. ThreadNotFoundError for a missing thread.
    */
   async verify(options: ThreadOption): Promise<VerifyReport> {
+    checkThreadCall('verify', options);
     const { verifyThread } = await import('../inspect/verify.js');
     return verifyThread(this.options.engine, options.thread);
   }
@@ -668,23 +681,12 @@ export class App<S extends StateSchema> {
   signal(options: SignalOptions): Promise<SentSignal>;
   signal(thread: string, name: string, payload?: unknown): Promise<SentSignal>;
   async signal(options: SignalOptions | string, name?: string, payload?: unknown): Promise<SentSignal> {
+    // Not an object at all is signalThread's to refuse, with the shape it takes.
+    if (typeof options === 'object' && options !== null) checkThreadCall('signal', options);
     const signal = typeof options === 'string' ? { thread: options, name: name!, payload } : options;
     return signalThread(this.options.engine, signal);
   }
 
-  /**
-   * Cancels the thread, from any process: the run holding it (here or in another
-   * process, on any machine) is fenced and stops at its next step boundary without
-   * committing; the thread becomes `failed` with `ERR_THREAD_CANCELLED` naming `actor`
-   * and `reason`, so no worker takes it up again. A thread that already ended is
-   * reported (`cancelled: false`), not changed. ThreadNotFoundError for a missing thread.
-   *
-   * @example
-   * ```ts
-   * const result = await app.cancel({ thread: 'cust_42', actor: 'ana', reason: 'wrong customer' });
-   * // the run holding cust_42 elsewhere rejects with LeaseLostError at its next commit
-   * ```
-   */
   /**
    * Erases a tenant (`{ tenant }`), or a thread without one (`{ thread }`): its threads
    * with everything under them (a run holding one is fenced), its store rows, the
@@ -705,7 +707,21 @@ export class App<S extends StateSchema> {
     return eraseTenant(this.options.engine, { ...options, ...(artifacts ? { artifacts } : {}) });
   }
 
-  cancel(options: CancelThreadOptions): Promise<CancelThreadResult> {
+  /**
+   * Cancels the thread, from any process: the run holding it (here or in another
+   * process, on any machine) is fenced and stops at its next step boundary without
+   * committing; the thread becomes `failed` with `ERR_THREAD_CANCELLED` naming `actor`
+   * and `reason`, so no worker takes it up again. A thread that already ended is
+   * reported (`cancelled: false`), not changed. ThreadNotFoundError for a missing thread.
+   *
+   * @example
+   * ```ts
+   * const result = await app.cancel({ thread: 'cust_42', actor: 'ana', reason: 'wrong customer' });
+   * // the run holding cust_42 elsewhere rejects with LeaseLostError at its next commit
+   * ```
+   */
+  async cancel(options: CancelThreadOptions): Promise<CancelThreadResult> {
+    checkThreadCall('cancel', options);
     return cancelThread(this.options.engine, options);
   }
 
@@ -714,6 +730,7 @@ export class App<S extends StateSchema> {
    * thread); the next run is served it.
    */
   async resolveEffect(options: ResolveEffectOptions): Promise<void> {
+    checkThreadCall('resolveEffect', options);
     const { thread, idempotencyKey: key } = options;
     const place = { engine: this.options.engine.name, thread };
     const entry = await this.options.engine.ledger.get(thread, key);

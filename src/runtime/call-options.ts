@@ -8,7 +8,7 @@
  * `-1`, or a busy policy that is silently `throw`. An option left out (undefined)
  * takes its default and is never refused here.
  */
-import { InvalidOptionError } from '../errors.js';
+import { InvalidKeyError, InvalidOptionError } from '../errors.js';
 import { isPlainObject } from '../internal/plain-object.js';
 import { checkRetryPolicy } from './retry.js';
 
@@ -118,6 +118,10 @@ export function checkResumeOptions(options: unknown): void {
   checkObject('resume', options);
   checkKeys('resume', options, RESUME_KEYS);
   checkEach('resume', options, { ...RUN_CHECKS, input: writes, childInput: writes, interrupt: text, detach: flag, actor: text });
+  // Both name the child's writes when the interrupt is a child run's: one of them would be dropped.
+  if (options.input !== undefined && options.childInput !== undefined) {
+    throw new InvalidOptionError('resume: give input or childInput, not both: for an interrupt raised inside a child run both are writes to the child graph\'s fields.');
+  }
 }
 
 /** `fork` options. */
@@ -128,10 +132,59 @@ export function checkForkOptions(options: unknown): void {
   checkEach('fork', options, { seq, patch: writes, actor: text, onBusy });
 }
 
-/** A read's namespace (`getState`, `stateAt`, `history`): '' for the root graph, a child run's. */
-export function checkNamespace(call: string, options: unknown): void {
+/** A count of things to list (a history page): a whole number, 0 or more. */
+const count: Check = (call, name, value) => {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) refuse(call, name, 'a whole number, 0 or more', value);
+};
+const statuses: Check = (call, name, value) => {
+  if (typeof value !== 'string' && !(Array.isArray(value) && value.every((s) => typeof s === 'string'))) refuse(call, name, 'a thread status or a list of them', value);
+};
+
+/**
+ * What the calls about one stored thread take (reads, attempts, verify, delete, cancel,
+ * signal, resolveEffect): each key and the check of its value. A misspelt key is refused, not
+ * ignored: `history({ thread, ns })` with `ns` misspelt would list the root graph's
+ * positions as if they were the child's, and `deleteThread({ thread, ifStatuss })` would
+ * delete a thread whatever its status.
+ */
+const THREAD_CALLS: Record<string, Record<string, Check | null>> = {
+  getState: { ns: text },
+  stateAt: { ns: text, seq },
+  history: { ns: text, beforeSeq: seq, limit: count },
+  replay: { from: seq, to: seq },
+  attempts: {},
+  verify: {},
+  getThread: {},
+  deleteThread: { ifStatus: statuses },
+  cancel: { actor: text, reason: text },
+  resolveEffect: { idempotencyKey: text, outcome: null },
+  // The name is checked where the signal is queued; a misspelt `paylaod` would queue null.
+  signal: { name: null, payload: null },
+};
+
+/**
+ * The options of a call about one stored thread ({@link THREAD_CALLS}): one options
+ * object, only the keys the call takes, each value of its kind, and a thread id that is
+ * a non-empty string (InvalidKeyError, as `run` says of it, rather than "no such
+ * thread" for an id no thread can have). Checked before anything is read or taken.
+ */
+export function checkThreadCall(call: keyof typeof THREAD_CALLS, options: unknown): asserts options is Options & { thread: string } {
   checkObject(call, options);
-  checkEach(call, options, { ns: text });
+  const checks = THREAD_CALLS[call]!;
+  checkKeys(call, options, ['thread', ...Object.keys(checks)]);
+  const thread = options.thread;
+  if (typeof thread !== 'string' || thread === '') throw new InvalidKeyError(`${call}: thread id must be a non-empty string, got ${shown(thread)}.`);
+  checkEach(call, options, Object.fromEntries(Object.entries(checks).filter((entry): entry is [string, Check] => entry[1] !== null)));
+}
+
+/** What `listThreads` filters on: any other key is a misspelt filter, which would list every thread. */
+const THREAD_QUERY_KEYS = ['status', 'kind', 'tenant', 'metadata', 'idPrefix', 'createdAt', 'updatedAt', 'order', 'after', 'limit'];
+
+/** `listThreads` query keys (their values are checked by the engine's query normalisation). */
+export function checkThreadQueryKeys(query: unknown): void {
+  // Not an object at all is the query normalisation's to refuse, with its own message.
+  if (query === null || typeof query !== 'object' || Array.isArray(query)) return;
+  checkKeys('listThreads', query as Options, THREAD_QUERY_KEYS);
 }
 
 /** Every option `compile()` knows: any other key is a typo or another library's option, refused rather than ignored. */
@@ -168,4 +221,17 @@ export function checkCompileOptions(options: Options): void {
     interruptBefore: nodeNames,
     interruptAfter: nodeNames,
   });
+}
+
+/**
+ * `evaluate` options: which threads (`threads`, `query`) and the code (`with`). A
+ * misspelt selection (`thread: 'cust_42'`) would evaluate no thread and report all
+ * the same; a misspelt filter in `query` would evaluate every thread, with new model
+ * calls for each.
+ */
+export function checkEvaluateOptions(options: unknown): void {
+  checkObject('evaluate', options);
+  checkKeys('evaluate', options, ['threads', 'query', 'with']);
+  if (options.threads !== undefined && !(Array.isArray(options.threads) && options.threads.every((t) => typeof t === 'string'))) refuse('evaluate', 'threads', 'a list of thread ids', options.threads);
+  if (options.query !== undefined) checkThreadQueryKeys(options.query);
 }

@@ -105,6 +105,8 @@ export interface AnswerOptions {
   interrupt?: string | undefined;
   /** Who answered (kept in the position). */
   actor: string;
+  /** `input` came as `childInput`: writes to a child graph's fields, for an interrupt raised inside a child run only. */
+  childWrites?: boolean;
 }
 
 /** Options of {@link ThreadRun.beginAttempt}. */
@@ -187,6 +189,9 @@ export class ThreadRun implements ChildRunner {
     const pending = head.body.interrupts ?? [];
     if (pending.length === 0) throw new ThreadNotInterruptedError(threadId, this.thread.status, this.place);
     const target = this.interruptOf(head, options.interrupt);
+    if (options.childWrites && target.ns === undefined) {
+      throw new InvalidOptionError(`interrupt ${target.id} was raised by node "${target.node}" of this graph, not inside a child run: give its writes as input, not childInput.`, { place: this.place });
+    }
     if (options.hasAnswer && target.ns === undefined && target.key === undefined) {
       const raised = target.when === 'inside' ? 'was raised by ctx.interruptAfter' : `was declared (interrupt${target.when === 'before' ? 'Before' : 'After'})`;
       throw new InvalidOptionError(`interrupt ${target.id} ${raised}: answer it with input (merged into the state), not with an answer.`, { place: this.place });

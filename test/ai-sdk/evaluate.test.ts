@@ -200,4 +200,27 @@ describe.each(ENGINES)('app.evaluate on %s', (name) => {
     expect(report.threads.at(-1)).toMatchObject({ threadId: 'missing', outcome: 'failed', error: { code: 'ERR_THREAD_NOT_FOUND' } });
     expect(runs).toEqual({ weather: 3, forecast: 0, notify: 3 });
   });
+
+  it('a misspelt selection is InvalidOptionError before any model is called: thread for threads, a query filter the listing does not know', async () => {
+    const runs = { weather: 0, forecast: 0, notify: 0 };
+    const stored = agentApp(ctx.engine, modelA(), runs);
+    await stored.run({ thread: 't-city-0', input: { city: 'city-0' } });
+    const model = modelA();
+    const app = agentApp(ctx.engine, model, runs);
+    const misspelt: [string, unknown][] = [
+      // Ignored, no thread would be evaluated and the report would say all is the same.
+      ['evaluate: unknown option "thread"', { thread: 't-city-0' }],
+      // Ignored, every stored thread would be evaluated, each with new model calls.
+      ['listThreads: unknown option "statuss"', { query: { statuss: 'failed' } }],
+      ['evaluate: threads must be a list of thread ids', { threads: 't-city-0' }],
+      ['evaluate takes one options object', undefined],
+    ];
+    for (const [message, options] of misspelt) {
+      const error = await app.evaluate(options as never).then(() => undefined, (e: unknown) => e as Error & { code?: string });
+      expect(error?.code, message).toBe('ERR_INVALID_OPTION');
+      expect(error!.message).toContain(message);
+    }
+    expect(model.doGenerateCalls).toHaveLength(0);
+    expect((await app.evaluate({ threads: ['t-city-0'] })).summary).toMatchObject({ threads: 1, same: 1 });
+  });
 });

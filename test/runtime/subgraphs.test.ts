@@ -11,7 +11,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Engine } from '../../src/contracts/engine.js';
-import { GraphDefinitionError, NamespaceNotFoundError, StateConflictError, StateValidationError } from '../../src/errors.js';
+import { GraphDefinitionError, InvalidOptionError, NamespaceNotFoundError, StateConflictError, StateValidationError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -291,6 +291,35 @@ describe.each(ENGINES)('child runs on %s', (name) => {
       // The child's history holds the answer, by the named actor.
       const childHistory = await app.history({ thread: 'i1', ns: pending!.ns! });
       expect(childHistory.find((p) => p.kind === 'resume')).toMatchObject({ actor: 'reviewer', changes: { approved: 'set' } });
+    });
+
+    it('input and childInput together, or childInput for an interrupt of the parent\'s own node, is InvalidOptionError: no write is dropped or sent to the wrong graph', async () => {
+      const { app } = isolatedApp(ctx.engine, { ask: true });
+      const paused = await app.run({ thread: 'both' });
+      const ns = paused.interrupts[0]!.ns!;
+      const before = { root: await bodies(ctx.engine, 'both'), child: await childBodies(ctx.engine, 'both', ns), thread: await app.getThread({ thread: 'both' }) };
+      // Both name the child's writes: one of them was dropped without a word.
+      const both = await caught(() => app.resume({ thread: 'both', input: { log: ['via input'] }, childInput: { approved: true } }));
+      expect(InvalidOptionError.is(both)).toBe(true);
+      expect(both.message).toContain('not both');
+      expect({ root: await bodies(ctx.engine, 'both'), child: await childBodies(ctx.engine, 'both', ns), thread: await app.getThread({ thread: 'both' }) }).toEqual(before);
+      const done = await app.resume({ thread: 'both', childInput: { approved: true } });
+      expect(done.state.notes).toEqual(['tides: 1 steps, approved']);
+
+      // An interrupt of the parent's own node: childInput was merged into the parent's state as if it were input.
+      const gated = graph(Parent)
+        .node('plan', () => ({ topic: 'tides' }), { interruptBefore: true })
+        .edge(START, 'plan')
+        .edge('plan', END)
+        .compile({ engine: ctx.engine });
+      await gated.run({ thread: 'root' });
+      const rootBefore = await bodies(ctx.engine, 'root');
+      const misplaced = await caught(() => gated.resume({ thread: 'root', childInput: { log: ['meant for a child'] } }));
+      expect(InvalidOptionError.is(misplaced)).toBe(true);
+      expect(misplaced.message).toContain('not inside a child run');
+      expect(await bodies(ctx.engine, 'root')).toEqual(rootBefore);
+      expect((await gated.getThread({ thread: 'root' }))!.status).toBe('interrupted');
+      expect((await gated.resume({ thread: 'root', input: { log: ['answered'] } })).state.log).toEqual(['answered']);
     });
 
     it('a sibling that finished before the child paused is not run again, and its effect lands once', async () => {

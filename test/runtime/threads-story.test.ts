@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { NodeFailedError, ThreadBusyError, ThreadNotFoundError } from '../../src/errors.js';
+import { InvalidOptionError, NodeFailedError, ThreadBusyError, ThreadNotFoundError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -192,5 +192,33 @@ describe.each(ENGINES)('threads: the story of attempts on %s', (name) => {
     // The id can be used again: a new thread, a fresh story.
     await quick.run({ thread: 'busy' });
     expect((await quick.attempts({ thread: 'busy' })).attempts).toHaveLength(1);
+  });
+
+  it('a misspelt option of a thread call is InvalidOptionError and changes nothing: deleteThread({ ifStatuss }) deletes no thread, listThreads({ statuss }) lists none', async () => {
+    const { app } = flakyApp(() => false, 1);
+    await app.run({ thread: 'kept' });
+    const before = await app.getThread({ thread: 'kept' });
+    const typos: [string, () => Promise<unknown>][] = [
+      // Ignored, the guard would be gone and a completed thread deleted.
+      ['deleteThread: unknown option "ifStatuss"', () => app.deleteThread({ thread: 'kept', ifStatuss: 'failed' } as never)],
+      // Ignored, every thread would be listed as if it matched.
+      ['listThreads: unknown option "statuss"', () => app.listThreads({ statuss: 'failed' } as never)],
+      ['cancel: unknown option "reson"', () => app.cancel({ thread: 'kept', reson: 'typo' } as never)],
+      ['resolveEffect: unknown option "key"', () => app.resolveEffect({ thread: 'kept', key: 'k', outcome: 1 } as never)],
+      // Ignored, the signal would be queued with a null payload.
+      ['signal: unknown option "paylaod"', () => app.signal({ thread: 'kept', name: 'go', paylaod: { ok: true } } as never)],
+    ];
+    for (const [message, call] of typos) {
+      const error = await caught(call);
+      expect(InvalidOptionError.is(error), message).toBe(true);
+      expect(error.message).toContain(message);
+    }
+    const deleteWithout = await caught(() => (app.deleteThread as (o: unknown) => Promise<unknown>)(undefined));
+    expect(InvalidOptionError.is(deleteWithout)).toBe(true);
+    expect(await app.getThread({ thread: 'kept' })).toEqual(before);
+    expect((await app.history({ thread: 'kept' })).length).toBe(before!.head! + 1);
+    expect(await ctx.engine.checkpointer.listSignals('kept')).toEqual([]);
+    expect(await app.deleteThread({ thread: 'kept', ifStatus: 'failed' })).toMatchObject({ deleted: false, reason: 'status' });
+    expect((await app.listThreads({ status: 'failed' })).map((t) => t.id)).toEqual([]);
   });
 });
