@@ -293,8 +293,11 @@ export class BaseArtifactStore implements ArtifactStore {
     return { sha256, size: size_bytes, sealed: record.metadata[SEALED_BLOB_META] !== undefined };
   }
 
-  async list(options: ArtifactListOptions = {}): Promise<ArtifactPage> {
+  async list(given?: ArtifactListOptions | null): Promise<ArtifactPage> {
     const store = this.store;
+    // null reads as no options, as the stores' listings take it.
+    const options = given ?? {};
+    if (typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`list options must be an object, got ${JSON.stringify(options) ?? String(options)}.`);
     const limit = options.limit ?? ARTIFACT_PAGE_LIMIT;
     if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidOptionError(`list limit must be a positive integer, got ${String(limit)}.`);
     if (options.cursor !== undefined && typeof options.cursor !== 'string') throw new InvalidOptionError('list cursor must be the string a previous page returned.');

@@ -115,7 +115,10 @@ export interface LedgerRetentionRule extends RuleAge {
   tenant?: string | string[];
 }
 
-/** Deletes store items under `namespace` (a prefix: `['cache']` covers `['cache', 'a']`) not updated for `olderThanMs`. */
+/**
+ * Deletes store items under `namespace` (a prefix: `['cache']` covers `['cache', 'a']`) not updated for `olderThanMs`.
+ * Each delete is conditional on the version the scan found: an item written again meanwhile stays.
+ */
 export interface StoreRetentionRule extends RuleAge {
   namespace: string[];
 }
@@ -128,6 +131,13 @@ export interface StoreRetentionRule extends RuleAge {
 export interface PlannedRemovals {
   threads: Set<string>;
   compactions: Map<string, { ns: string; goes: (seq: number) => boolean; dropNamespaces: string[]; ledger: boolean; snapshot: string }[]>;
+  /** Store items the store rules delete, by {@link storeItemId}: their values are no roots. */
+  storeItems: Set<string>;
+}
+
+/** One store item's identity in {@link PlannedRemovals.storeItems}. */
+export function storeItemId(namespace: readonly string[], key: string): string {
+  return JSON.stringify([namespace, key]);
 }
 
 /** What {@link collectArtifacts} reports while it works. */
@@ -324,6 +334,8 @@ export async function collectArtifactsAfter(options: GcOptions, planned: Planned
       for (const item of page.items) {
         // The graph descriptions the runtime keeps are cairn's own bookkeeping: they hold no refs.
         if (isGraphNamespace(item.namespace)) continue;
+        // A dry run of retention: what its store rules delete first refers to nothing.
+        if (planned?.storeItems.has(storeItemId(item.namespace, item.key))) continue;
         roots.storeItems++;
         mark(item.value, null);
         if (item.namespace.join('\u0000') === PIN_NAMESPACE.join('\u0000')) {

@@ -27,9 +27,9 @@ import type { Checkpointer, CompactionResult } from '../contracts/checkpointer.j
 import type { Ledger } from '../contracts/ledger.js';
 import type { Store } from '../contracts/store.js';
 import type { ThreadRecord } from '../contracts/threads.js';
-import { InvalidOptionError, ThreadBusyError } from '../errors.js';
+import { InvalidOptionError, ThreadBusyError, VersionConflictError } from '../errors.js';
 import { isGraphNamespace } from '../internal/graphs.js';
-import { checkRetentionPolicy, collectArtifactsAfter, durationOption, oneOf, ruleAge, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
+import { checkRetentionPolicy, collectArtifactsAfter, durationOption, oneOf, ruleAge, storeItemId, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
 import { compactThreadByRules, type CheckedPositionRule, type CompactionRules, type ThreadCompaction } from './retention-compaction.js';
 
 /** Which retention step is under way, and how far it got (`total` when known). `positions` covers the compactions of `positions` and `ledger` rules, a thread at a time. */
@@ -154,7 +154,7 @@ export async function applyRetention(options: RetentionOptions): Promise<Retenti
     store: { items: 0, bytes: 0 },
     artifacts: null,
   };
-  const planned: PlannedRemovals = { threads: new Set(), compactions: new Map() };
+  const planned: PlannedRemovals = { threads: new Set(), compactions: new Map(), storeItems: new Set() };
 
   // ---------------------------------------------------------------- threads, then positions
   const threads: ThreadRecord[] = [];
@@ -199,19 +199,22 @@ export async function applyRetention(options: RetentionOptions): Promise<Retenti
   if (store && storeRules.length) {
     done = 0;
     for (const rule of storeRules) {
-      const victims: { namespace: string[]; key: string; bytes: number }[] = [];
+      const victims: { namespace: string[]; key: string; version: number; bytes: number }[] = [];
       for (let cursor: string | null | undefined; ; ) {
         const page = await store.search(rule.namespace, { limit: 500, ...(cursor ? { cursor } : {}) });
         for (const item of page.items) {
           // cairn's own bookkeeping (graph descriptions, artifact pins) is not a retention subject.
           if (isGraphNamespace(item.namespace) || (item.namespace[0] === 'cairn' && item.namespace[1] === 'artifact-pins')) continue;
-          if (item.updatedAt < now - rule.ms) victims.push({ namespace: item.namespace, key: item.key, bytes: JSON.stringify(item.value ?? null).length });
+          if (item.updatedAt < now - rule.ms) victims.push({ namespace: item.namespace, key: item.key, version: item.version, bytes: JSON.stringify(item.value ?? null).length });
         }
         if (!page.cursor) break;
         cursor = page.cursor;
       }
       for (const victim of victims) {
-        if (dryRun || (await store.delete(victim.namespace, victim.key))) {
+        const id = storeItemId(victim.namespace, victim.key);
+        // Rules with overlapping prefixes find an item once each: it goes (and counts) once.
+        if (!planned.storeItems.has(id) && (dryRun || (await deleteUnchanged(store, victim)))) {
+          planned.storeItems.add(id);
           report.store.items++;
           report.store.bytes += victim.bytes;
         }
@@ -240,6 +243,25 @@ export async function applyRetention(options: RetentionOptions): Promise<Retenti
     report.artifacts = { count: gc.victims.length, bytes: gc.bytes, gc };
   }
   return report;
+}
+
+/**
+ * Deletes a store item retention found old, only if it is still at the version found:
+ * one written since (by another process, say) is no longer old and stays. A `check`
+ * fails on a mismatch whatever the namespace's merge rule (a versioned delete in a
+ * `lastWins` namespace would delete anyway). False when the item changed or is gone.
+ */
+async function deleteUnchanged(store: Store, item: { namespace: string[]; key: string; version: number }): Promise<boolean> {
+  try {
+    const [, existed] = await store.batch([
+      { op: 'check', namespace: item.namespace, key: item.key, version: item.version },
+      { op: 'delete', namespace: item.namespace, key: item.key },
+    ]);
+    return existed === true;
+  } catch (error) {
+    if (VersionConflictError.is(error)) return false;
+    throw error;
+  }
 }
 
 /** The rows a thread holds (what deleting it removes), counted from the contracts, and their characters. */

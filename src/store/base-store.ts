@@ -73,7 +73,7 @@ function nonNegativeInteger(name: string, value: unknown, { positive = false, ma
   return value;
 }
 
-/** A read's options: null reads as none given (as undefined does); anything else but an object is InvalidOptionError. */
+/** A call's options: null reads as none given (as undefined does); anything else but an object is InvalidOptionError. */
 function readOptions<O extends object>(call: string, options: O | null | undefined): O {
   if (options === undefined || options === null) return {} as O;
   if (typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`${call}: options must be an object, got ${JSON.stringify(options) ?? String(options)}.`);
@@ -185,12 +185,14 @@ export abstract class BaseStore implements Store {
 
   // ---------------------------------------------------------------- writes
 
-  async put<T>(namespace: string[], key: string, value: T, options: PutOptions = {}): Promise<StoreItem<T>> {
+  async put<T>(namespace: string[], key: string, value: T, given?: PutOptions | null): Promise<StoreItem<T>> {
+    const options = readOptions('put', given);
     const [item] = await this.write([{ op: 'put', namespace, key, value, ...options }]);
     return item as StoreItem<T>;
   }
 
-  async delete(namespace: string[], key: string, options: DeleteOptions = {}): Promise<boolean> {
+  async delete(namespace: string[], key: string, given?: DeleteOptions | null): Promise<boolean> {
+    const options = readOptions('delete', given);
     const [existed] = await this.write([{ op: 'delete', namespace, key, ...options }]);
     return existed as boolean;
   }
@@ -205,8 +207,9 @@ export abstract class BaseStore implements Store {
     namespace: string[],
     key: string,
     fn: (current: T | undefined, item: StoreItem<T> | null) => T | Promise<T>,
-    options: UpdateOptions = {},
+    given?: UpdateOptions | null,
   ): Promise<StoreItem<T>> {
+    const options = readOptions('update', given);
     const ns = encodeNamespace(namespace);
     checkStoreKey(key);
     checkStoreEntry(ns, key);

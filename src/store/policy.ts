@@ -114,9 +114,11 @@ export function scopedStore(store: StoreApi, policy: () => AccessPolicy | null, 
       authorize([[prefix, 'search']]);
       return store.list(prefix, options);
     },
-    async listNamespaces(options: ListNamespacesOptions = {}) {
-      authorize([[options.prefix ?? [], 'listNamespaces']]);
-      return store.listNamespaces(options);
+    async listNamespaces(options?: ListNamespacesOptions | null) {
+      // The prefix of options the store itself will refuse (not an object) is none: it is refused there.
+      const prefix = typeof options === 'object' && options !== null ? options.prefix : undefined;
+      authorize([[prefix ?? [], 'listNamespaces']]);
+      return store.listNamespaces(options ?? undefined);
     },
     async batch(ops) {
       authorize(opChecks(ops));

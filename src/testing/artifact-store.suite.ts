@@ -598,6 +598,18 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
       it('rejects a limit that is not a positive integer', async () => {
         for (const limit of [0, -1, 1.5, Number.NaN]) await expect(store.list({ limit })).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
       });
+
+      it('takes a limit past what one request of the backend returns, and null options as none', async () => {
+        const refs: ArtifactRef[] = [];
+        for (let i = 0; i < 3; i++) refs.push(await store.put(`large limit ${i}`, { mediaType: 'text/plain' }));
+        const ids = refs.map((r) => r.id).sort(byString);
+        for (const limit of [1001, 2 ** 31, Number.MAX_SAFE_INTEGER]) {
+          const page = await store.list({ limit });
+          expect(page.items.map((i) => i.ref.id).sort(byString)).toEqual(ids);
+          expect(page.cursor).toBeNull();
+        }
+        expect((await store.list(null as never)).items.map((i) => i.ref.id).sort(byString)).toEqual(ids);
+      });
     });
 
     describe('tenants', () => {

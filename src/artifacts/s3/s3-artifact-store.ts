@@ -176,7 +176,8 @@ class S3Backend implements ArtifactBackend {
   /** Keys under `prefix`, after `startAfter`, at most `limit` (one request): and whether more follow. */
   private async listPage(prefix: string, startAfter: string | undefined, limit: number): Promise<{ objects: ObjectInfo[]; more: boolean }> {
     const out = await this.send<{ Contents?: { Key?: string; LastModified?: Date; Size?: number }[]; IsTruncated?: boolean }>(`LIST ${prefix}`, (s) =>
-      new s.ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, MaxKeys: limit, ...(startAfter !== undefined ? { StartAfter: startAfter } : {}) }),
+      // S3 answers at most 1,000 keys a request, and refuses a MaxKeys past 2^31 - 1 (s3rver, MinIO).
+      new s.ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, MaxKeys: Math.min(limit, LIST_PAGE_MAX), ...(startAfter !== undefined ? { StartAfter: startAfter } : {}) }),
     );
     const objects = (out.Contents ?? []).filter((c) => c.Key).map((c) => ({ key: c.Key!, lastModified: c.LastModified?.getTime() ?? 0, size: c.Size ?? 0 }));
     return { objects, more: out.IsTruncated === true && objects.length > 0 };
@@ -557,6 +558,9 @@ export interface PresignOptions {
   /** @deprecated Since 0.2.0: use `expiresInMs`. Seconds. */
   expiresIn?: number;
 }
+
+/** The most keys one ListObjectsV2 request returns. */
+const LIST_PAGE_MAX = 1000;
 
 /** Longest a presigned URL may work: S3's limit, 7 days. */
 const MAX_PRESIGN_MS = 7 * 24 * 3600 * 1000;

@@ -24,6 +24,8 @@ export class MemoryStore extends BaseStore {
   readonly capabilities: StoreCapabilities = { ttl: true, sweep: true, filters: true, crossProcess: false };
   private readonly rows = new Map<string, StoredRow>();
   private readonly overwrites: OverwriteRow[] = [];
+  /** Ids of overwrite records never repeat, as the SQL engines' never do: records are deleted with a thread's pins. */
+  private lastOverwriteId = 0;
 
   constructor(lifecycle: Lifecycle) {
     super(lifecycle);
@@ -45,12 +47,13 @@ export class MemoryStore extends BaseStore {
       const step = decide(op, staged.get(id) ?? this.rows.get(id) ?? null, now, this.engine, index);
       if (step.kind === 'write') {
         staged.set(id, step.row);
-        if (step.overwrite) records.push({ ...step.overwrite, id: this.overwrites.length + records.length + 1 });
+        if (step.overwrite) records.push({ ...step.overwrite, id: this.lastOverwriteId + records.length + 1 });
       }
       return step.result;
     });
     for (const [id, row] of staged) this.rows.set(id, row);
     this.overwrites.push(...records);
+    this.lastOverwriteId += records.length;
     return results;
   }
 

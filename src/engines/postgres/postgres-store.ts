@@ -15,6 +15,7 @@
  */
 import type { StoreCapabilities, StoreOpResult } from '../../contracts/store.js';
 import { InvalidKeyError } from '../../errors.js';
+import { MAX_STORE_KEY_BYTES } from '../../internal/keys.js';
 import { overwriteRowOf, prefixUpperBound, storedRowOf, type OverwriteSqlRow, type StoreSqlRow } from '../../internal/sql-rows.js';
 import { BaseStore, type ScanQuery } from '../../store/base-store.js';
 import type { Condition } from '../../store/filter.js';
@@ -120,6 +121,12 @@ export class PostgresStore extends BaseStore {
     const rows = new Map<string, StoredRow>();
     for (const [id, { ns, key }] of ordered) {
       let [row] = (await query(this.sql.lock, [ns, key])) as StoreSqlRow[];
+      if (!row && overKeyLimit(ns, key)) {
+        // No write can create an item past MAX_STORE_KEY_BYTES (puts are refused before
+        // storage), so its absence needs no lock, and its placeholder could not be indexed.
+        rows.set(id, absentRow(ns, key));
+        continue;
+      }
       if (!row) {
         await query(this.sql.placeholder, [ns, key]);
         [row] = (await query(this.sql.lock, [ns, key])) as StoreSqlRow[];
@@ -172,6 +179,16 @@ export class PostgresStore extends BaseStore {
         : await this.conn.query<OverwriteSqlRow>('store.listOverwrites', this.sql.overwrites, [afterId, limit, ns, prefixUpperBound(ns)]);
     return rows.map(overwriteRowOf);
   }
+}
+
+/** True when an item under `ns` and `key` is longer than any write may make one (see `checkStoreEntry`). */
+function overKeyLimit(ns: string, key: string): boolean {
+  return Buffer.byteLength(ns, 'utf8') + Buffer.byteLength(key, 'utf8') > MAX_STORE_KEY_BYTES;
+}
+
+/** What the placeholder row would hold: absent, at version 0. */
+function absentRow(ns: string, key: string): StoredRow {
+  return { ns, key, value: 'null', version: 0, deleted: true, lastWriteKey: null, createdAt: 0, updatedAt: 0, expiresAt: null };
 }
 
 function statements(conn: PostgresConnection) {

@@ -134,6 +134,28 @@ export function deleteThreadTests(suite: CheckpointerSuiteContext): void {
       expect((await engine.store.get([...PIN_NAMESPACE], ref(1).id))?.value).toMatchObject({ note: 'global pin' });
     });
 
+    it("keeps overwrite record ids increasing after a deleted thread's pins take their records with them", async () => {
+      // Pins written over in a lastWins namespace leave overwrite records, which deleteThread removes with the pins.
+      engine.store.declare([...PIN_NAMESPACE], { merge: 'lastWins' });
+      await populated('doomed');
+      engine.store.declare(['kept'], { merge: 'lastWins' });
+      await engine.store.put(['kept'], 'k', 0);
+      const first = await engine.store.put([...PIN_NAMESPACE], threadPinKey(ref(1).id, 'doomed'), { ref: ref(1), note: 'again' }, { ifVersion: 0 });
+      await engine.store.put(['kept'], 'k', 1, { ifVersion: 0 });
+      const pin = await engine.store.put([...PIN_NAMESPACE], threadPinKey(ref(1).id, 'doomed'), { ref: ref(1), note: 'and again' }, { ifVersion: first.version - 1 });
+      expect(pin.version).toBe(first.version + 1);
+      const before = await engine.store.listOverwrites([]);
+      expect(before.map((r) => r.namespace[0])).toEqual([PIN_NAMESPACE[0], 'kept', PIN_NAMESPACE[0]]);
+
+      await cp.deleteThread('doomed');
+      const left = await engine.store.listOverwrites([]);
+      expect(left.map((r) => r.namespace[0])).toEqual(['kept']);
+      // A record made after the delete gets an id above every id handed out before, so paging by afterId finds it.
+      await engine.store.put(['kept'], 'k', 2, { ifVersion: 0 });
+      const newest = await engine.store.listOverwrites([], { afterId: Math.max(...before.map((r) => r.id)) });
+      expect(newest.map((r) => [r.namespace, r.overwritten?.value])).toEqual([[['kept'], 1]]);
+    });
+
     it('a thread created again under a deleted id starts empty', async () => {
       await populated('t1');
       await cp.deleteThread('t1');

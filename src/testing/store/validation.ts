@@ -8,7 +8,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { MAX_VALUE_DEPTH } from '../../codec/tagged-json.js';
 import type { Store } from '../../contracts/store.js';
-import { InvalidKeyError, InvalidOptionError, UnencodableValueError, ValueTooDeepError } from '../../errors.js';
+import { InvalidKeyError, InvalidOptionError, UnencodableValueError, ValueTooDeepError, VersionConflictError } from '../../errors.js';
 import { MAX_STORE_KEY_BYTES } from '../../internal/keys.js';
 import { expectError, where } from './fixtures.js';
 import type { StoreSuiteContext } from './context.js';
@@ -126,6 +126,12 @@ export function validationTests(suite: StoreSuiteContext): void {
           expect(await store.get(ns, 'first')).toBeNull();
           expect(await store.get(over.namespace, over.key)).toBeNull();
           expect(await store.delete(over.namespace, over.key)).toBe(false);
+          // Past PostgreSQL's index limit too: such an item cannot exist, so it is absent to every read, delete and check.
+          expect(await store.get(far.namespace, far.key)).toBeNull();
+          expect(await store.delete(far.namespace, far.key)).toBe(false);
+          expect(await store.delete(far.namespace, far.key, { ifVersion: 0 })).toBe(false);
+          expect(await store.batch([{ op: 'check', namespace: far.namespace, key: far.key, version: 0 }, { op: 'delete', namespace: far.namespace, key: far.key }])).toEqual([null, false]);
+          await expectError(() => store.batch([{ op: 'check', namespace: far.namespace, key: far.key, version: 1 }]), VersionConflictError);
           expect((await store.get(at.namespace, at.key))!.value).toBe('batched');
         });
       }
@@ -211,6 +217,24 @@ export function validationTests(suite: StoreSuiteContext): void {
         await expectError(() => store.listNamespaces(bad), InvalidOptionError);
         await expectError(() => store.listOverwrites(ns, bad), InvalidOptionError);
       }
+      // A principal's view takes null options as the store does.
+      expect(await store.as('reader').listNamespaces(none)).toContainEqual(ns);
+    });
+
+    it('writes take null options as none, and refuse options that are not an object with InvalidOptionError, writing nothing', async () => {
+      const none = null as never;
+      const first = await store.put(ns, 'k', 1, none);
+      expect(first.version).toBe(1);
+      expect((await store.update<number>(ns, 'k', (n = 0) => n + 1, none)).value).toBe(2);
+      for (const bad of [5, 'ifVersion', [1], true] as never[]) {
+        await expectError(() => store.put(ns, 'k', 'bad', bad), InvalidOptionError);
+        await expectError(() => store.put(ns, 'new', 'bad', bad), InvalidOptionError);
+        await expectError(() => store.update(ns, 'k', () => 'bad', bad), InvalidOptionError);
+        await expectError(() => store.delete(ns, 'k', bad), InvalidOptionError);
+      }
+      expect((await store.get(ns, 'k'))!.value).toBe(2);
+      expect(await store.get(ns, 'new')).toBeNull();
+      expect(await store.delete(ns, 'k', none)).toBe(true);
     });
   });
 }
