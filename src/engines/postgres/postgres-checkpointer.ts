@@ -55,7 +55,7 @@ function crashInsideSnapshotArmed(): boolean {
   return process.env.CAIRN_CRASH_AT?.startsWith('inside-snapshot') === true;
 }
 
-/** Fewer threads updated in the seconds since a time than this are listed from their ids in cairn_threads_by_second (see `fewUpdatedSince`). */
+/** Fewer threads updated in the seconds since a time than this are listed from their ids in cairn_threads_by_second (see `pageOfRecent`). */
 const FEW_SINCE = 50_000;
 
 /**
@@ -90,22 +90,6 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     return row ? threadOf(row) : null;
   }
 
-  /**
-   * Whether fewer than FEW_SINCE threads were updated in `from`'s second or later
-   * (counted on cairn_threads_by_second, up to that): few, their ids drive an id-ordered
-   * page; many, walking the id index finds a page sooner.
-   */
-  private async fewUpdatedSince(from: number): Promise<boolean> {
-    const { threads: T } = this.conn.tables;
-    const [row] = await this.conn.query<{ n: string }>(
-      'listThreads',
-      `SELECT count(*) AS n FROM (SELECT 1 FROM ${T} WHERE updated_second >= $1::bigint LIMIT $2::bigint) s`,
-      [secondOf(from), FEW_SINCE],
-      false, // planned for its value: a generic plan would scan the table for a time no thread reached
-    );
-    return Number(row!.n) < FEW_SINCE;
-  }
-
   protected async queryThreads(q: NormalizedThreadQuery): Promise<ThreadRecord[]> {
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
@@ -130,7 +114,8 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       if (q.after) where.push(`t.id > ${param(q.after.id)}::text`);
       const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
       // Not prepared: the filters make many shapes of this text, and each is planned for its values.
-      if (q.updated.from !== null && (await this.fewUpdatedSince(q.updated.from))) return this.pageOfRecent(q, secondOf(q.updated.from), where, params);
+      const recent = q.updated.from === null ? null : await this.pageOfRecent(q, secondOf(q.updated.from), where, params);
+      if (recent) return recent;
       const text = `${this.sql.threadSelect} ${filter} ORDER BY t.id LIMIT ${param(q.limit)}::bigint`;
       return (await this.conn.query<PgThreadRow>('listThreads', text, params, false)).map(threadOf);
     }
@@ -148,35 +133,51 @@ export class PostgresCheckpointer extends BaseCheckpointer {
   }
 
   /**
-   * An id-ordered page of threads updated in `second` or later, when few are (the
-   * reasoning and the batches are the SQLite engine's, in its pageOfRecent): their ids
-   * from cairn_threads_by_second, sorted, a batch at a time, each batch's threads looked
-   * up and filtered until the page is full.
+   * An id-ordered page of threads updated in `second` or later, when fewer than
+   * FEW_SINCE are (the reasoning and the batches are the SQLite engine's, in its
+   * pageOfRecent): their ids from cairn_threads_by_second, sorted, a batch at a time,
+   * each batch's threads looked up and filtered until the page is full. Null when there
+   * are more: walking the id index finds a page sooner. The count and the first batch
+   * come in one round trip (two index-only scans, cheaper than one materialized).
    */
-  private async pageOfRecent(q: NormalizedThreadQuery, second: number, where: string[], params: unknown[]): Promise<ThreadRecord[]> {
-    const { threads: T } = this.conn.tables;
-    const idsParam = `$${params.length + 1}`;
-    const lookup = `${this.sql.threadSelect} WHERE t.id = ANY(${idsParam}::text[]) ${where.map((w) => `AND ${w}`).join(' ')} ORDER BY t.id`;
+  private async pageOfRecent(q: NormalizedThreadQuery, second: number, where: string[], params: unknown[]): Promise<ThreadRecord[] | null> {
+    const { threads: T, heads: H } = this.conn.tables;
     const { limit } = q;
     const onlyTime = !q.statuses && !q.kinds && q.tenant === undefined && !q.metadata.length && !q.ids && q.created.from === null && q.created.to === null;
-    let batch = limit === null || !onlyTime ? null : Math.max(4 * limit, 256);
     let after = q.after?.id ?? ''; // every id sorts after ''
+    const count = `SELECT count(*) FROM (SELECT 1 FROM ${T} WHERE updated_second >= $1::bigint AND id > $2::text LIMIT $3::bigint) s`;
+    if (!onlyTime || limit === null) {
+      // Other filters may keep few of the recent threads, and the ids alone cannot tell:
+      // the threads of those seconds are read through the index (OFFSET 0 keeps the
+      // planner to it), filtered and sorted in one statement.
+      const [few] = await this.conn.query<{ n: string }>('listThreads', `${count.replace('SELECT count(*)', 'SELECT count(*) AS n')}`, [second, after, FEW_SINCE], false);
+      if (Number(few!.n) >= FEW_SINCE) return null;
+      const text = `SELECT ${this.sql.threadColumns}, h.seq AS head, h.created_at AS head_at
+        FROM (SELECT * FROM ${T} WHERE updated_second >= $${params.length + 1}::bigint OFFSET 0) t LEFT JOIN ${H} h ON h.tid = t.tid AND h.ns = ''
+        ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT $${params.length + 2}::bigint`;
+      return (await this.conn.query<PgThreadRow>('listThreads', text, [...params, second, limit], false)).map(threadOf);
+    }
+    const lookup = `${this.sql.threadSelect} WHERE t.id = ANY($${params.length + 1}::text[]) ${where.map((w) => `AND ${w}`).join(' ')} ORDER BY t.id`;
+    let batch = 2 * limit + 16;
     const page: PgThreadRow[] = [];
+    const [first] = await this.conn.query<{ n: string; ids: string[] }>(
+      'listThreads',
+      `SELECT (${count}) AS n, ARRAY(SELECT id FROM ${T} WHERE updated_second >= $1::bigint AND id > $2::text ORDER BY id LIMIT $4::bigint) AS ids`,
+      [second, after, FEW_SINCE, batch],
+      false, // planned for its values: a generic plan would scan the table for a time no thread reached
+    );
+    if (Number(first!.n) >= FEW_SINCE) return null;
+    let ids = first!.ids;
     for (;;) {
-      const ids = (
-        await this.conn.query<{ id: string }>(
-          'listThreads',
-          `SELECT id FROM ${T} WHERE updated_second >= $1::bigint AND id > $2::text ORDER BY id LIMIT $3::bigint`,
-          [second, after, batch],
-          false, // planned for its values, as the count before it
-        )
-      ).map((row) => row.id);
       if (ids.length) page.push(...(await this.conn.query<PgThreadRow>('listThreads', lookup, [...params, ids], false)));
-      if (batch === null || ids.length < batch || page.length >= limit!) break;
+      if (ids.length < batch || page.length >= limit) break;
       after = ids.at(-1)!;
       batch *= 4;
+      ids = (
+        await this.conn.query<{ id: string }>('listThreads', `SELECT id FROM ${T} WHERE updated_second >= $1::bigint AND id > $2::text ORDER BY id LIMIT $3::bigint`, [second, after, batch], false)
+      ).map((row) => row.id);
     }
-    return (limit === null ? page : page.slice(0, limit)).map(threadOf);
+    return page.slice(0, limit).map(threadOf);
   }
 
   protected async removeThread(threadId: string, judge: (held: HeldThread | null) => DeleteThreadResult | null): Promise<DeleteThreadResult> {

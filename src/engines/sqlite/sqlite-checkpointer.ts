@@ -270,7 +270,8 @@ export class SqliteCheckpointer extends BaseCheckpointer {
    * read from cairn_threads_by_second alone (no row touched) and sorted, are taken a batch
    * at a time, and each batch's threads are looked up and filtered, until the page is
    * full. Walking the id index instead could pass every older thread first. A batch is
-   * four pages (at least 256 ids) and grows fourfold while the page is short; with other
+   * two pages and a few ids (the exact time drops only threads of `second` itself) and
+   * grows fourfold while the page is short; with other
    * filters than time, which may keep few of them, one batch takes every id.
    */
   private pageOfRecent(db: SqliteQueries, q: NormalizedThreadQuery, second: number, where: string[], params: unknown[]): ThreadRecord[] {
@@ -280,7 +281,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
     let after = q.after?.id ?? ''; // every id sorts after ''
     const { limit } = q;
     const onlyTime = !q.statuses && !q.kinds && q.tenant === undefined && !q.metadata.length && !q.ids && q.created.from === null && q.created.to === null;
-    let batch = limit === null || !onlyTime ? -1 : Math.max(4 * limit, 256);
+    let batch = limit === null || !onlyTime ? -1 : 2 * limit + 16;
     for (;;) {
       const ids = candidates.all(second, after, batch) as string[];
       if (ids.length) page.push(...(lookup.all(JSON.stringify(ids), ...params) as SqliteThreadRow[]));

@@ -381,6 +381,24 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
       expect((await cp.listThreads({ updatedAt: { from: 5_999 } })).map((t) => t.id)).toEqual(['h1', 'h2', 'h3', 'h4']);
     });
 
+    it('updatedAt: { from } in id order pages through a second whose earlier threads it skips, with and without other filters', async () => {
+      // 30 threads updated within one second (their heads at 5,000-5,029 ms); from 5,025 keeps the last five.
+      for (let i = 0; i < 30; i++) {
+        const id = `r${String(i).padStart(2, '0')}`;
+        const lease = await cp.acquireThread(id, { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: i % 2 ? 'task' : 'session', tenant: null, metadata: {}, createdAt: 1_000 } });
+        await cp.commitStep(lease, commitOf(linearPosition(0, { createdAt: 5_000 + i }), null));
+      }
+      const pages = async (query: ThreadQuery) => {
+        const seen: string[][] = [];
+        for (let page = await cp.listThreads(query); page.length; page = await cp.listThreads({ ...query, after: page.at(-1)!.id })) seen.push(page.map((t) => t.id));
+        return seen;
+      };
+      expect(await pages({ updatedAt: { from: 5_025 }, limit: 2 })).toEqual([['r25', 'r26'], ['r27', 'r28'], ['r29']]);
+      expect(await pages({ updatedAt: { from: 5_025 }, kind: 'task', limit: 2 })).toEqual([['r25', 'r27'], ['r29']]);
+      expect((await cp.listThreads({ updatedAt: { from: 5_025, to: 5_028 } })).map((t) => t.id)).toEqual(['r25', 'r26', 'r27']);
+      expect((await cp.listThreads({ updatedAt: { from: 5_030 } })).map((t) => t.id)).toEqual([]);
+    });
+
     it('idPrefix keeps the ids that start with it, in code point order, with the other filters and paging', async () => {
       // Neighbours of every prefix below: an id equal to it, one just before, one past its end.
       const all = ['a', 'ab', 'ab\u{10FFFF}', 'ab\u{10FFFF}z', 'abc', 'abd', 'ac', 'b', 'z\u{10FFFF}', 'z\u{10FFFF}\u{10FFFF}', '\u{D7FF}x', '\u{E000}', '\u{10FFFF}', '\u{10FFFF}\u{10FFFF}'];
