@@ -328,19 +328,22 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   },
   {
     id: 11,
-    name: 'root heads indexed by the second',
+    name: 'threads listed by the second of their update',
     sql: (s) => `
-      -- Listing by update time walks root heads down an index of their time. Indexed to
-      -- the millisecond (migration 7), the column changed with every step commit, so no
-      -- head update could be HOT: each wrote a new row version and an index entry, and
-      -- the table bloated. Indexed by the whole second, the indexed value changes at most
-      -- once a second per thread, and the commits in between are HOT updates (the server
-      -- compares the indexed values, not the columns named); a page sorts the heads of a
-      -- second by their millisecond. Root heads only, as before.
-      ALTER TABLE ${s}.cairn_heads ADD COLUMN created_second bigint;
-      UPDATE ${s}.cairn_heads SET created_second = created_at / 1000 WHERE ns = '';
+      -- A thread's updatedAt is the later of its row's updated_at and its root head's
+      -- time (a step commit moves the head, not the row). Listing by it walked the row's
+      -- time index and one of root heads' times (migration 7), which changed with every
+      -- step commit, so no head update could be HOT. The row now keeps updatedAt's whole
+      -- second, written only when it changes (at most once a second per thread), indexed
+      -- with the id: listing by update time walks it and sorts each second's threads by
+      -- their time, and updatedAt: { from } in id order reads the ids of the seconds
+      -- since from it; a step commit within the second changes no indexed value of the
+      -- head, whose update is HOT.
+      ALTER TABLE ${s}.cairn_threads ADD COLUMN updated_second bigint NOT NULL DEFAULT 0;
+      UPDATE ${s}.cairn_threads t SET updated_second = greatest(t.updated_at, coalesce(h.created_at, 0)) / 1000
+        FROM ${s}.cairn_threads t2 LEFT JOIN ${s}.cairn_heads h ON h.tid = t2.tid AND h.ns = '' WHERE t2.tid = t.tid;
+      CREATE INDEX cairn_threads_by_second ON ${s}.cairn_threads (updated_second, id);
       DROP INDEX ${s}.cairn_heads_by_time;
-      CREATE INDEX cairn_heads_by_second ON ${s}.cairn_heads (created_second) WHERE ns = '';
     `,
   },
 ];

@@ -55,15 +55,8 @@ function crashInsideSnapshotArmed(): boolean {
   return process.env.CAIRN_CRASH_AT?.startsWith('inside-snapshot') === true;
 }
 
-/** Fewer threads updated since a time than this are listed from the time indexes (see `updatedSince`). */
-const FEW_UPDATED = 2_000;
-
-/**
- * A commit's head time in whole seconds for a root head, NULL for a child's (see
- * `secondOf`): set with the time, and while it is the same second the head's update
- * changes no indexed value and stays a HOT update. SQL's integer division, as the migration's.
- */
-const ROOT_SECOND = "CASE WHEN $4::text = '' THEN $10::bigint / 1000 END";
+/** Fewer threads updated in the seconds since a time than this are listed from their ids in cairn_threads_by_second (see `pageOfRecent`). */
+const FEW_SINCE = 50_000;
 
 /**
  * The thread log contract on PostgreSQL. `postgres(...)` builds one; construct it yourself
@@ -76,11 +69,12 @@ export class PostgresCheckpointer extends BaseCheckpointer {
   readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true, leaseHolders: true };
   private readonly sql: ReturnType<typeof statements>;
   /**
-   * The root status each lease last left its thread row with (patched or committed;
-   * before either, as granted): whether a commit changes it, which picks the commit's
-   * statement. Only a guess, never trusted: the lean statement checks the row itself.
+   * The root status and the second of updatedAt each lease last left its thread row
+   * with (patched or committed; before either, as granted): whether a commit changes
+   * the row, which picks the commit's statement. Only a guess, never trusted: the lean
+   * statement checks the row itself.
    */
-  private readonly rootStatus = new WeakMap<ThreadLease, ThreadStatus>();
+  private readonly rootRow = new WeakMap<ThreadLease, { status: ThreadStatus; second: number }>();
 
   constructor(private readonly conn: PostgresConnection) {
     super(conn.lifecycle);
@@ -96,85 +90,94 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     return row ? threadOf(row) : null;
   }
 
-  /**
-   * The tids of the threads updated at or after `from` (the row's time or the root head's,
-   * each from its index), or null when FEW_UPDATED or more are: few, their list drives an
-   * id-ordered page; many, walking the id index finds a page sooner.
-   */
-  private async updatedSince(from: number): Promise<string[] | null> {
-    const { threads: T, heads: H } = this.conn.tables;
-    const rows = await this.conn.query<{ side: number; tid: string }>(
-      'listThreads',
-      `(SELECT 0 AS side, tid FROM ${T} WHERE updated_at >= $1::bigint LIMIT $2::bigint)
-       UNION ALL (SELECT 1 AS side, tid FROM ${H} WHERE ns = '' AND created_second >= $3::bigint AND created_at >= $1::bigint LIMIT $2::bigint)`,
-      [from, FEW_UPDATED, secondOf(from)],
-      false, // planned for its value: a generic plan would scan the table for a time no thread reached
-    );
-    const bySide = [0, 0];
-    for (const row of rows) bySide[row.side]!++;
-    if (bySide[0]! >= FEW_UPDATED || bySide[1]! >= FEW_UPDATED) return null;
-    return [...new Set(rows.map((row) => row.tid))];
-  }
-
   protected async queryThreads(q: NormalizedThreadQuery): Promise<ThreadRecord[]> {
-    const recent = q.order === 'id' && q.updated.from !== null ? await this.updatedSince(q.updated.from) : null;
     const params: unknown[] = [];
     const param = (value: unknown) => `$${params.push(value)}`;
     const { threads: T, heads: H } = this.conn.tables;
-    const filters = (updatedAt: string): string[] => {
-      const where: string[] = [];
-      if (q.statuses) where.push(`t.status = ANY(${param(q.statuses)}::text[])`);
-      if (q.kinds) where.push(`t.kind = ANY(${param(q.kinds)}::text[])`);
-      if (q.tenant === null) where.push('t.tenant IS NULL');
-      else if (q.tenant !== undefined) where.push(`t.tenant = ${param(q.tenant)}::text`);
-      // One containment test for every key: with scalar values, containment is equality (and the GIN index serves it).
-      if (q.metadata.length) where.push(`${this.sql.json}(t.metadata) @> ${param(JSON.stringify(Object.fromEntries(q.metadata)))}::jsonb`);
-      // A range, not LIKE: the id index (COLLATE "C", code point order) finds the first match and stops past the last.
-      if (q.ids) where.push(`t.id >= ${param(q.ids.from)}::text`);
-      if (q.ids?.to) where.push(`t.id < ${param(q.ids.to)}::text`);
-      if (q.created.from !== null) where.push(`t.created_at >= ${param(q.created.from)}::bigint`);
-      if (q.created.to !== null) where.push(`t.created_at < ${param(q.created.to)}::bigint`);
-      if (q.updated.from !== null) where.push(`${updatedAt} >= ${param(q.updated.from)}::bigint`);
-      if (recent) where.push(`t.tid = ANY(${param(recent)}::bigint[])`);
-      if (q.updated.to !== null) {
-        // updated_at never exceeds updatedAt, so the indexed column bounds it from above too.
-        const to = param(q.updated.to);
-        where.push(`t.updated_at < ${to}::bigint AND ${updatedAt} < ${to}::bigint`);
-      }
-      return where;
-    };
+    const updatedAt = 'greatest(t.updated_at, h.created_at)';
+    const where: string[] = [];
+    if (q.statuses) where.push(`t.status = ANY(${param(q.statuses)}::text[])`);
+    if (q.kinds) where.push(`t.kind = ANY(${param(q.kinds)}::text[])`);
+    if (q.tenant === null) where.push('t.tenant IS NULL');
+    else if (q.tenant !== undefined) where.push(`t.tenant = ${param(q.tenant)}::text`);
+    // One containment test for every key: with scalar values, containment is equality (and the GIN index serves it).
+    if (q.metadata.length) where.push(`${this.sql.json}(t.metadata) @> ${param(JSON.stringify(Object.fromEntries(q.metadata)))}::jsonb`);
+    // A range, not LIKE: the id index (COLLATE "C", code point order) finds the first match and stops past the last.
+    if (q.ids) where.push(`t.id >= ${param(q.ids.from)}::text`);
+    if (q.ids?.to) where.push(`t.id < ${param(q.ids.to)}::text`);
+    if (q.created.from !== null) where.push(`t.created_at >= ${param(q.created.from)}::bigint`);
+    if (q.created.to !== null) where.push(`t.created_at < ${param(q.created.to)}::bigint`);
+    // The row's second of updatedAt bounds it on both sides from the row alone; the exact time decides within the second.
+    if (q.updated.from !== null) where.push(`t.updated_second >= ${param(secondOf(q.updated.from))}::bigint AND ${updatedAt} >= ${param(q.updated.from)}::bigint`);
+    if (q.updated.to !== null) where.push(`t.updated_second <= ${param(secondOf(q.updated.to))}::bigint AND ${updatedAt} < ${param(q.updated.to)}::bigint`);
     if (q.order === 'id') {
-      const where = filters('greatest(t.updated_at, h.created_at)');
       if (q.after) where.push(`t.id > ${param(q.after.id)}::text`);
-      const text = `${this.sql.threadSelect} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT ${param(q.limit)}::bigint`;
+      const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
       // Not prepared: the filters make many shapes of this text, and each is planned for its values.
+      const recent = q.updated.from === null ? null : await this.pageOfRecent(q, secondOf(q.updated.from), where, params);
+      if (recent) return recent;
+      const text = `${this.sql.threadSelect} ${filter} ORDER BY t.id LIMIT ${param(q.limit)}::bigint`;
       return (await this.conn.query<PgThreadRow>('listThreads', text, params, false)).map(threadOf);
     }
-    // updatedAt is the later of the row's time and the root head's, which no single
-    // index orders: the threads are taken in two disjoint parts, each walked down the
-    // index of the time it takes its updatedAt from, and merged (the reasoning is the
-    // SQLite engine's, in its queryThreads).
-    // `second` is the indexed column of a part whose index holds the time's second only
-    // (cairn_heads_by_second): bounded by the time bounds' seconds, and each second's rows
-    // sorted by the time (an incremental sort, which stops with the page).
-    const limit = param(q.limit);
-    const part = (time: string, from: string, split: string, second?: string) => {
-      const where = [...filters(time), split];
-      if (second && q.updated.from !== null) where.push(`${second} >= ${param(secondOf(q.updated.from))}::bigint`);
-      if (second && q.updated.to !== null) where.push(`${second} <= ${param(secondOf(q.updated.to))}::bigint`);
-      if (q.after) {
-        const at = param(q.after.updatedAt);
-        // The first term alone bounds the index range; the rest picks within its first time.
-        if (second && q.after.updatedAt !== null) where.push(`${second} <= ${param(secondOf(q.after.updatedAt))}::bigint`);
-        where.push(`${time} <= ${at}::bigint AND (${time} < ${at}::bigint OR t.id > ${param(q.after.id)}::text)`);
-      }
-      const order = second ? `${second} DESC, ${time} DESC, t.id` : `${time} DESC, t.id`;
-      return `(SELECT ${this.sql.threadColumns}, h.seq AS head, h.created_at AS head_at, ${time} AS u ${from} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${limit}::bigint)`;
-    };
-    const byRow = part('t.updated_at', `FROM ${T} t LEFT JOIN ${H} h ON h.tid = t.tid AND h.ns = ''`, '(h.created_at IS NULL OR h.created_at <= t.updated_at)');
-    const byHead = part('h.created_at', `FROM ${H} h JOIN ${T} t ON t.tid = h.tid`, "h.ns = '' AND h.created_at > t.updated_at", 'h.created_second');
-    const text = `${byRow} UNION ALL ${byHead} ORDER BY u DESC, id LIMIT ${limit}::bigint`;
+    // updatedAt is the later of the row's time and the root head's; the row keeps its
+    // second (updated_second), so the walk goes down cairn_threads_by_second and sorts
+    // each second's threads by their exact updatedAt (an incremental sort, which stops
+    // with the page).
+    if (q.after) {
+      const at = param(q.after.updatedAt);
+      // The second bounds the index range; the rest picks within its first time.
+      where.push(`t.updated_second <= ${param(secondOf(q.after.updatedAt!))}::bigint AND ${updatedAt} <= ${at}::bigint AND (${updatedAt} < ${at}::bigint OR t.id > ${param(q.after.id)}::text)`);
+    }
+    const text = `${this.sql.threadSelect} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.updated_second DESC, ${updatedAt} DESC, t.id LIMIT ${param(q.limit)}::bigint`;
     return (await this.conn.query<PgThreadRow>('listThreads', text, params, false)).map(threadOf);
+  }
+
+  /**
+   * An id-ordered page of threads updated in `second` or later, when fewer than
+   * FEW_SINCE are (the reasoning and the batches are the SQLite engine's, in its
+   * pageOfRecent): their ids from cairn_threads_by_second, sorted, a batch at a time,
+   * each batch's threads looked up and filtered until the page is full. Null when there
+   * are more: walking the id index finds a page sooner. The count and the first batch
+   * come in one round trip (two index-only scans, cheaper than one materialized).
+   */
+  private async pageOfRecent(q: NormalizedThreadQuery, second: number, where: string[], params: unknown[]): Promise<ThreadRecord[] | null> {
+    const { threads: T, heads: H } = this.conn.tables;
+    const { limit } = q;
+    const onlyTime = !q.statuses && !q.kinds && q.tenant === undefined && !q.metadata.length && !q.ids && q.created.from === null && q.created.to === null;
+    let after = q.after?.id ?? ''; // every id sorts after ''
+    const count = `SELECT count(*) FROM (SELECT 1 FROM ${T} WHERE updated_second >= $1::bigint AND id > $2::text LIMIT $3::bigint) s`;
+    if (!onlyTime || limit === null) {
+      // Other filters may keep few of the recent threads, and the ids alone cannot tell:
+      // the threads of those seconds are read through the index (OFFSET 0 keeps the
+      // planner to it), filtered and sorted in one statement.
+      const [few] = await this.conn.query<{ n: string }>('listThreads', `${count.replace('SELECT count(*)', 'SELECT count(*) AS n')}`, [second, after, FEW_SINCE], false);
+      if (Number(few!.n) >= FEW_SINCE) return null;
+      const text = `SELECT ${this.sql.threadColumns}, h.seq AS head, h.created_at AS head_at
+        FROM (SELECT * FROM ${T} WHERE updated_second >= $${params.length + 1}::bigint OFFSET 0) t LEFT JOIN ${H} h ON h.tid = t.tid AND h.ns = ''
+        ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT $${params.length + 2}::bigint`;
+      return (await this.conn.query<PgThreadRow>('listThreads', text, [...params, second, limit], false)).map(threadOf);
+    }
+    const lookup = `${this.sql.threadSelect} WHERE t.id = ANY($${params.length + 1}::text[]) ${where.map((w) => `AND ${w}`).join(' ')} ORDER BY t.id`;
+    let batch = 2 * limit + 16;
+    const page: PgThreadRow[] = [];
+    const [first] = await this.conn.query<{ n: string; ids: string[] }>(
+      'listThreads',
+      `SELECT (${count}) AS n, ARRAY(SELECT id FROM ${T} WHERE updated_second >= $1::bigint AND id > $2::text ORDER BY id LIMIT $4::bigint) AS ids`,
+      [second, after, FEW_SINCE, batch],
+      false, // planned for its values: a generic plan would scan the table for a time no thread reached
+    );
+    if (Number(first!.n) >= FEW_SINCE) return null;
+    let ids = first!.ids;
+    for (;;) {
+      if (ids.length) page.push(...(await this.conn.query<PgThreadRow>('listThreads', lookup, [...params, ids], false)));
+      if (ids.length < batch || page.length >= limit) break;
+      after = ids.at(-1)!;
+      batch *= 4;
+      ids = (
+        await this.conn.query<{ id: string }>('listThreads', `SELECT id FROM ${T} WHERE updated_second >= $1::bigint AND id > $2::text ORDER BY id LIMIT $3::bigint`, [second, after, batch], false)
+      ).map((row) => row.id);
+    }
+    return page.slice(0, limit).map(threadOf);
   }
 
   protected async removeThread(threadId: string, judge: (held: HeldThread | null) => DeleteThreadResult | null): Promise<DeleteThreadResult> {
@@ -339,21 +342,25 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       patch.wakeAt ?? null,
       patch.signalsSeen ?? null,
     ]);
-    if (row) this.rootStatus.set(lease, row.status as ThreadStatus);
-    return row ? threadOf(row) : null;
+    if (!row) return null;
+    const record = threadOf(row);
+    this.rootRow.set(lease, { status: record.status, second: secondOf(record.updatedAt) });
+    return record;
   }
 
   protected async commit(lease: ThreadLease, commit: StepCommit): Promise<CommitRefusal | undefined> {
     const { position } = commit;
-    const known = this.rootStatus.get(lease) ?? lease.thread?.status;
+    const known = this.rootRow.get(lease) ?? (lease.thread ? { status: lease.thread.status, second: secondOf(lease.thread.updatedAt) } : undefined);
+    const second = secondOf(position.createdAt);
     // The common step goes on the lean statement, which refuses (writing nothing) a
-    // root commit that would change the thread row after all; the full one follows then.
-    const lean = commit.expectedHead !== null && (position.ns !== '' || (commit.status === known && commit.status !== 'waiting'));
+    // root commit that would change the thread row after all (its status, wake time or
+    // second of updatedAt); the full one follows then.
+    const lean = commit.expectedHead !== null && (position.ns !== '' || (commit.status === known?.status && commit.status !== 'waiting' && second <= known.second));
     // Not lean: as if the lean statement had found a status to write.
     const sent = lean ? await this.sendCommit(lease, commit, 'lean') : 'status';
     if (sent === 'lease') return { reason: 'lease' };
     if (sent === 'landed' || (sent === 'status' && (await this.sendCommit(lease, commit, 'full')) === 'landed')) {
-      if (position.ns === '') this.rootStatus.set(lease, commit.status);
+      if (position.ns === '') this.rootRow.set(lease, { status: commit.status, second: Math.max(second, known?.second ?? second) });
       return undefined;
     }
     // Nothing was written. Only now, a second cheap query says why.
@@ -632,10 +639,11 @@ function statements(conn: PostgresConnection) {
   // `head` is one backward step on the positions' key (never max() over a join, which
   // scans the whole thread). It reads the statement's snapshot: a concurrent commit of the same lease that
   // it misses loses on the (tid, ns, seq) key instead (mapped to HeadMovedError).
-  // The thread row is written only when the root status changes (start and end of a run).
+  // The thread row is written only when the root status changes (start and end of a
+  // run) or its updatedAt, which the head's time may move, enters another second.
   const commitSteps = `
       WITH fence AS (
-        SELECT tid, tenant, status, wake_at, last_signal FROM ${T} WHERE ${fenced} FOR SHARE
+        SELECT tid, tenant, status, wake_at, last_signal, updated_at, updated_second FROM ${T} WHERE ${fenced} FOR SHARE
       ), wake AS (
         -- The thread's wake time once this commit lands (see ThreadPatch in update).
         SELECT CASE
@@ -643,6 +651,11 @@ function statements(conn: PostgresConnection) {
           WHEN $21::bigint IS NOT NULL AND fence.last_signal > $21::bigint THEN least($20::bigint, ${dbNow})
           ELSE $20::bigint END AS at
         FROM fence
+      ), next_row AS (
+        -- The thread row's time once this commit lands (a new status or wake time sets it), and so its second.
+        SELECT changed, greatest(CASE WHEN changed THEN $19::bigint ELSE fence.updated_at END, $10::bigint) / 1000 AS second,
+          CASE WHEN changed THEN $19::bigint ELSE fence.updated_at END AS updated_at
+        FROM fence, wake, LATERAL (SELECT fence.status <> $18::text OR fence.wake_at IS DISTINCT FROM wake.at AS changed) c
       ), head AS (
         SELECT (SELECT h.seq FROM ${H} h WHERE h.tid = fence.tid AND h.ns = $4::text) AS seq FROM fence
       ), pos AS (
@@ -656,16 +669,15 @@ function statements(conn: PostgresConnection) {
         SELECT pos.tid, pos.tenant, $4::text, u.field, $5::bigint, u.idx, u.body
         FROM pos, unnest($14::text[], $15::integer[], $16::text[]) AS u (field, idx, body)
       ), anchor AS (
-        INSERT INTO ${H} (tid, tenant, ns, seq, hash, created_at, created_second)
-        SELECT pos.tid, pos.tenant, $4::text, $5::bigint, decode($12::text, 'hex'), $10::bigint, ${ROOT_SECOND} FROM pos
-        ON CONFLICT (tid, ns) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at, created_second = excluded.created_second
+        INSERT INTO ${H} (tid, tenant, ns, seq, hash, created_at) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, decode($12::text, 'hex'), $10::bigint FROM pos
+        ON CONFLICT (tid, ns) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, created_at = excluded.created_at
       ), snapshot AS (
         INSERT INTO ${S} (tid, tenant, ns, seq, body) SELECT pos.tid, pos.tenant, $4::text, $5::bigint, $17::text FROM pos WHERE $17::text IS NOT NULL
       ), folded AS (
         DELETE FROM ${W} w USING pos WHERE w.tid = pos.tid AND w.ns = $4::text AND w.base_seq = $6::bigint
       ), status AS (
-        UPDATE ${T} t SET status = $18::text, wake_at = wake.at, updated_at = $19::bigint
-        FROM pos, fence, wake WHERE t.tid = pos.tid AND $4::text = '' AND (fence.status <> $18::text OR fence.wake_at IS DISTINCT FROM wake.at)
+        UPDATE ${T} t SET status = $18::text, wake_at = wake.at, updated_at = next_row.updated_at, updated_second = next_row.second
+        FROM pos, fence, wake, next_row WHERE t.tid = pos.tid AND $4::text = '' AND (next_row.changed OR fence.updated_second <> next_row.second)
       )`;
 
   // The common step (a head to move, the root status unchanged and not waiting)
@@ -686,9 +698,10 @@ function statements(conn: PostgresConnection) {
   // lease holds, says which: the position's tid, or NULL and whether the status was kept.
   const leanCommitSteps = ({ oneItem, snapshot }: LeanShape) => `
       WITH fence AS (
-        SELECT tid, tenant, ($4::text <> '' OR (status = $17::text AND wake_at IS NULL)) AS kept FROM ${T} WHERE ${fenced} FOR SHARE
+        SELECT tid, tenant, ($4::text <> '' OR (status = $17::text AND wake_at IS NULL AND updated_second = greatest(updated_at, $10::bigint) / 1000)) AS kept
+        FROM ${T} WHERE ${fenced} FOR SHARE
       ), anchor AS (
-        UPDATE ${H} h SET seq = $5::bigint, hash = decode($12::text, 'hex'), created_at = $10::bigint, created_second = ${ROOT_SECOND}
+        UPDATE ${H} h SET seq = $5::bigint, hash = decode($12::text, 'hex'), created_at = $10::bigint
         FROM fence WHERE h.tid = fence.tid AND h.ns = $4::text AND h.seq = $13::bigint AND $5::bigint = $13::bigint + 1 AND fence.kept
         RETURNING fence.tid, fence.tenant
       ), pos AS (
@@ -738,8 +751,8 @@ function statements(conn: PostgresConnection) {
         (SELECT count(*) FROM pins WHERE NOT deleted AND (expires_at IS NULL OR expires_at > $4::bigint)) AS pins`,
 
     createThread: `
-      INSERT INTO ${T} AS t (id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at)
-      VALUES ($1::text, $2::text, 'running', 0, $3::text, $4::text, $5::text, $6::integer, $7::text, ${dbNow} + $8::bigint, 1, $9::bigint, $10::bigint)
+      INSERT INTO ${T} AS t (id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at, updated_second)
+      VALUES ($1::text, $2::text, 'running', 0, $3::text, $4::text, $5::text, $6::integer, $7::text, ${dbNow} + $8::bigint, 1, $9::bigint, $10::bigint, $10::bigint / 1000)
       ON CONFLICT (id) DO NOTHING
       RETURNING ${threadColumns}, NULL::bigint AS head, NULL::bigint AS head_at`,
 
@@ -792,8 +805,9 @@ function statements(conn: PostgresConnection) {
 
     update: `
       WITH t AS (
-        UPDATE ${T} SET status = coalesce($4::text, status), attempts = attempts + $5::integer,
+        UPDATE ${T} AS u SET status = coalesce($4::text, status), attempts = attempts + $5::integer,
           last_error = CASE WHEN $6::boolean THEN $7::text ELSE last_error END, updated_at = $8::bigint,
+          updated_second = greatest($8::bigint, (SELECT h.created_at FROM ${H} h WHERE h.tid = u.tid AND h.ns = '')) / 1000,
           -- Only a waiting thread keeps a wake time; one made due at once when it holds a signal newer than the patch saw.
           wake_at = CASE
             WHEN coalesce($4::text, status) <> 'waiting' THEN NULL

@@ -322,17 +322,19 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
   },
   {
     id: 12,
-    name: 'root heads indexed by the second',
+    name: 'threads listed by the second of their update',
     sql: `
-      -- Listing by update time walks root heads down an index of their time. Indexed to
-      -- the millisecond (migration 7), that entry moved with every step commit: one more
-      -- page written per commit. Indexed by the whole second, it moves at most once a
-      -- second per thread (the commit writes it only when it changes), and a page sorts
-      -- the heads of a second by their millisecond. Root heads only, as before.
-      ALTER TABLE cairn_heads ADD COLUMN created_second INTEGER;
-      UPDATE cairn_heads SET created_second = created_at / 1000 WHERE ns = '';
+      -- A thread's updatedAt is the later of its row's updated_at and its root head's
+      -- time (a step commit moves the head, not the row). Listing by it walked the row's
+      -- time index and one of root heads' times (migration 7), whose entry every step
+      -- commit rewrote. The row now keeps updatedAt's whole second, written only when it
+      -- changes (at most once a second per thread), indexed with the id: listing by
+      -- update time walks it and sorts each second's threads by their time, and
+      -- updatedAt: { from } in id order reads the ids of the seconds since from it alone.
+      ALTER TABLE cairn_threads ADD COLUMN updated_second INTEGER NOT NULL DEFAULT 0;
+      UPDATE cairn_threads SET updated_second = CAST(max(updated_at, coalesce((SELECT h.created_at FROM cairn_heads h WHERE h.tid = cairn_threads.tid AND h.ns = ''), 0)) AS INTEGER) / 1000;
+      CREATE INDEX cairn_threads_by_second ON cairn_threads (updated_second, id);
       DROP INDEX cairn_heads_by_time;
-      CREATE INDEX cairn_heads_by_second ON cairn_heads (created_second) WHERE ns = '';
     `,
   },
 ];

@@ -78,14 +78,11 @@ const THREAD_SELECT = `
 const SQL = {
   threadById: `${THREAD_SELECT} WHERE t.id = ?`,
   fence: 'SELECT tid FROM cairn_threads WHERE id = ? AND run_id = ? AND epoch = ?',
-  fenceAndHead: `SELECT t.tid, t.status, t.wake_at, t.last_signal, (SELECT seq FROM cairn_heads WHERE tid = t.tid AND ns = ?) AS head
+  fenceAndHead: `SELECT t.tid, t.status, t.wake_at, t.last_signal, t.updated_at, t.updated_second, (SELECT seq FROM cairn_heads WHERE tid = t.tid AND ns = ?) AS head
     FROM cairn_threads t WHERE t.id = ? AND t.run_id = ? AND t.epoch = ?`,
   insertPosition: `INSERT INTO cairn_positions (tid, ns, ${POSITION_COLUMNS}, items_from, items_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  insertAnchor: 'INSERT INTO cairn_heads (tid, ns, seq, hash, created_at, created_second) VALUES (?, ?, ?, ?, ?, ?)',
+  insertAnchor: 'INSERT INTO cairn_heads (tid, ns, seq, hash, created_at) VALUES (?, ?, ?, ?, ?)',
   moveAnchor: 'UPDATE cairn_heads SET seq = ?, hash = ?, created_at = ? WHERE tid = ? AND ns = ?',
-  // A statement of its own, which writes nothing while the second is the same: SQLite
-  // rewrites an index entry whenever its column is SET, even to the value it has.
-  moveRootSecond: "UPDATE cairn_heads SET created_second = ? WHERE tid = ? AND ns = '' AND created_second IS NOT ?",
   head: 'SELECT h.seq, h.hash, h.base_seq, h.base_hash FROM cairn_threads t JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ? WHERE t.id = ?',
   position: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?`,
   positions: `SELECT ${POSITION_COLUMNS} FROM cairn_positions WHERE tid = ? AND ns = ? AND seq BETWEEN ? AND ? ORDER BY seq`,
@@ -159,7 +156,7 @@ function fewMetadataValues(db: SqliteQueries, q: NormalizedThreadQuery): Set<num
  * `updatedAt` is the SQL of the thread's updatedAt in the query that uses them;
  * `fewValues` the indexes of the metadata values few threads have ({@link fewMetadataValues}).
  */
-function threadFilters(q: NormalizedThreadQuery, updatedAt: string, fewValues: Set<number>, byTime = false, fewRecent = false): { where: string[]; params: unknown[] } {
+function threadFilters(q: NormalizedThreadQuery, updatedAt: string, fewValues: Set<number>, byTime = false): { where: string[]; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (sql: string, ...values: unknown[]) => {
@@ -183,34 +180,27 @@ function threadFilters(q: NormalizedThreadQuery, updatedAt: string, fewValues: S
   if (q.ids?.to) add('t.id < ?', q.ids.to);
   if (q.created.from !== null) add('t.created_at >= ?', q.created.from);
   if (q.created.to !== null) add('t.created_at < ?', q.created.to);
-  if (q.updated.from !== null) add(`${updatedAt} >= ?`, q.updated.from);
-  // Few threads updated since then: their list, from the two time indexes, drives the query
-  // (sorted by id after), where walking the id index could pass every older thread first.
-  if (q.updated.from !== null && fewRecent) add(RECENT_TIDS, q.updated.from, secondOf(q.updated.from), q.updated.from);
-  // updated_at never exceeds updatedAt, so the indexed column bounds it from above too.
-  if (q.updated.to !== null) add(`t.updated_at < ? AND ${updatedAt} < ?`, q.updated.to, q.updated.to);
+  // The row's second of updatedAt bounds it on both sides, read from the row alone (a
+  // thread of another second needs no head); the exact time decides within the second.
+  // Walking down the time index it also bounds the walk; otherwise the unary + keeps
+  // SQLite to the walk it was given.
+  const second = byTime ? 't.updated_second' : '+t.updated_second';
+  if (q.updated.from !== null) add(`${second} >= ? AND ${updatedAt} >= ?`, secondOf(q.updated.from), q.updated.from);
+  if (q.updated.to !== null) add(`${second} <= ? AND ${updatedAt} < ?`, secondOf(q.updated.to), q.updated.to);
   return { where, params };
 }
 
-/** A root head's time at or after `?`, the second bounding the walk of cairn_heads_by_second; its parameters: the second, then the time. */
-const HEAD_SINCE = "ns = '' AND created_second >= ? AND created_at >= ?";
-
-/** The threads whose updatedAt is at or after a time: the row's (`?`) or the root head's (HEAD_SINCE), each from its index. */
-const RECENT_TIDS = `t.tid IN (SELECT tid FROM cairn_threads WHERE updated_at >= ? UNION SELECT tid FROM cairn_heads WHERE ${HEAD_SINCE})`;
-
 /**
- * Whether fewer than FEW_WITH_VALUE threads were updated at or after `from` (each side
- * counted up to that on its time index), so that their list is the cheaper way to a page.
+ * Fewer threads than this updated in the seconds since an `updatedAt: { from }` are
+ * listed in id order from their ids in cairn_threads_by_second (sorted, then looked up
+ * until the page is full); with more, walking the id index meets a page of them sooner.
  */
+const FEW_SINCE = 50_000;
+
+/** Whether fewer than FEW_SINCE threads were updated in `from`'s second or later (counted on the index, up to that). */
 function fewUpdatedSince(db: SqliteQueries, from: number): boolean {
-  const count = db
-    .stmt(
-      `SELECT (SELECT count(*) FROM (SELECT 1 FROM cairn_threads WHERE updated_at >= ? LIMIT ?))
-            + (SELECT count(*) FROM (SELECT 1 FROM cairn_heads WHERE ${HEAD_SINCE} LIMIT ?))`,
-    )
-    .pluck()
-    .get(from, FEW_WITH_VALUE, secondOf(from), from, FEW_WITH_VALUE) as number;
-  return count < FEW_WITH_VALUE;
+  const count = db.stmt('SELECT count(*) FROM (SELECT 1 FROM cairn_threads WHERE updated_second >= ? LIMIT ?)').pluck().get(secondOf(from), FEW_SINCE) as number;
+  return count < FEW_SINCE;
 }
 
 /** `(seq BETWEEN ? AND ?) OR ...` for the ranges (never empty), with its parameters. */
@@ -248,54 +238,58 @@ export class SqliteCheckpointer extends BaseCheckpointer {
   protected async queryThreads(q: NormalizedThreadQuery): Promise<ThreadRecord[]> {
     if (q.order === 'id') {
       return this.conn.read('listThreads', (db) => {
-        const fewRecent = q.updated.from !== null && fewUpdatedSince(db, q.updated.from);
-        const { where, params } = threadFilters(q, UPDATED_AT, fewMetadataValues(db, q), false, fewRecent);
+        const { where, params } = threadFilters(q, UPDATED_AT, fewMetadataValues(db, q));
         if (q.after) {
           where.push('t.id > ?');
           params.push(q.after.id);
         }
-        const sql = `${THREAD_SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.id LIMIT ?`;
+        const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
         // Prepared per call, not cached: the filters make many shapes of this text.
+        if (q.updated.from !== null && fewUpdatedSince(db, q.updated.from)) return this.pageOfRecent(db, q, secondOf(q.updated.from), where, params);
+        const sql = `${THREAD_SELECT} ${filter} ORDER BY t.id LIMIT ?`;
         return (db.prepare(sql).all(...params, q.limit ?? -1) as SqliteThreadRow[]).map(threadOf);
       });
     }
-    // updatedAt is the later of the row's time and the root head's, which no single
-    // index orders. So the threads are taken in two disjoint parts, each walked down an
-    // index of the time it takes its updatedAt from: those whose row is the later (or
-    // that have no head) down cairn_threads_by_updated, those whose head is the later
-    // down cairn_heads_by_second. Each part's first `limit` in its own order hold every
-    // one of its threads in the overall first `limit` (a thread further down its part
-    // has `limit` threads before it there, each at least as late overall), so the
-    // merge of the two is the page. `second` is the indexed column of a part whose
-    // index holds the time's second only: its bounds are the time bounds' seconds, and
-    // the walk sorts each second's rows by the time (so the order is the time's).
-    const part = (few: Set<number>, time: string, from: string, split: string, second?: string) => {
-      const { where, params } = threadFilters(q, time, few, true);
-      where.push(split);
-      const bound = (sql: string, value: unknown) => {
-        where.push(sql);
-        params.push(value);
-      };
-      if (second && q.updated.from !== null) bound(`${second} >= ?`, secondOf(q.updated.from));
-      if (second && q.updated.to !== null) bound(`${second} <= ?`, secondOf(q.updated.to));
-      if (q.after) {
-        // The first term alone bounds the index range; the rest picks within its first time.
-        if (second && q.after.updatedAt !== null) bound(`${second} <= ?`, secondOf(q.after.updatedAt));
-        where.push(`${time} <= ? AND (${time} < ? OR t.id > ?)`);
-        params.push(q.after.updatedAt, q.after.updatedAt, q.after.id);
-      }
-      params.push(q.limit ?? -1);
-      const order = second ? `${second} DESC, ${time} DESC, t.id` : `${time} DESC, t.id`;
-      return { sql: `SELECT * FROM (SELECT t.*, h.seq AS head, h.created_at AS head_at, ${time} AS u ${from} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ?)`, params };
-    };
+    // updatedAt is the later of the row's time and the root head's; the row keeps its
+    // second (updated_second), so the walk goes down cairn_threads_by_second and sorts
+    // each second's threads by their exact updatedAt, stopping with the page.
     return this.conn.read('listThreads', (db) => {
-      const few = fewMetadataValues(db, q);
-      const byRow = part(few, 't.updated_at', "FROM cairn_threads t LEFT JOIN cairn_heads h ON h.tid = t.tid AND h.ns = ''", '(h.created_at IS NULL OR h.created_at <= t.updated_at)');
-      const byHead = part(few, 'h.created_at', 'FROM cairn_heads h JOIN cairn_threads t ON t.tid = h.tid', "h.ns = '' AND h.created_at > t.updated_at", 'h.created_second');
-      const sql = `${byRow.sql} UNION ALL ${byHead.sql} ORDER BY u DESC, id LIMIT ?`;
-      const params = [...byRow.params, ...byHead.params, q.limit ?? -1];
-      return (db.prepare(sql).all(...params) as SqliteThreadRow[]).map(threadOf);
+      const { where, params } = threadFilters(q, UPDATED_AT, fewMetadataValues(db, q), true);
+      if (q.after) {
+        // The second bounds the index range; the rest picks within its first time.
+        where.push(`t.updated_second <= ? AND ${UPDATED_AT} <= ? AND (${UPDATED_AT} < ? OR t.id > ?)`);
+        params.push(secondOf(q.after.updatedAt!), q.after.updatedAt, q.after.updatedAt, q.after.id);
+      }
+      const sql = `${THREAD_SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY t.updated_second DESC, ${UPDATED_AT} DESC, t.id LIMIT ?`;
+      return (db.prepare(sql).all(...params, q.limit ?? -1) as SqliteThreadRow[]).map(threadOf);
     });
+  }
+
+  /**
+   * An id-ordered page of threads updated in `second` or later, when few are: their ids,
+   * read from cairn_threads_by_second alone (no row touched) and sorted, are taken a batch
+   * at a time, and each batch's threads are looked up and filtered, until the page is
+   * full. Walking the id index instead could pass every older thread first. A batch is
+   * two pages and a few ids (the exact time drops only threads of `second` itself) and
+   * grows fourfold while the page is short; with other
+   * filters than time, which may keep few of them, one batch takes every id.
+   */
+  private pageOfRecent(db: SqliteQueries, q: NormalizedThreadQuery, second: number, where: string[], params: unknown[]): ThreadRecord[] {
+    const candidates = db.stmt('SELECT id FROM cairn_threads INDEXED BY cairn_threads_by_second WHERE updated_second >= ? AND id > ? ORDER BY id LIMIT ?').pluck();
+    const lookup = db.prepare(`${THREAD_SELECT} WHERE t.id IN (SELECT value FROM json_each(?)) ${where.map((w) => `AND ${w}`).join(' ')} ORDER BY t.id`);
+    const page: SqliteThreadRow[] = [];
+    let after = q.after?.id ?? ''; // every id sorts after ''
+    const { limit } = q;
+    const onlyTime = !q.statuses && !q.kinds && q.tenant === undefined && !q.metadata.length && !q.ids && q.created.from === null && q.created.to === null;
+    let batch = limit === null || !onlyTime ? -1 : 2 * limit + 16;
+    for (;;) {
+      const ids = candidates.all(second, after, batch) as string[];
+      if (ids.length) page.push(...(lookup.all(JSON.stringify(ids), ...params) as SqliteThreadRow[]));
+      if (batch < 0 || ids.length < batch || page.length >= limit!) break;
+      after = ids.at(-1)!;
+      batch *= 4;
+    }
+    return (limit === null ? page : page.slice(0, limit)).map(threadOf);
   }
 
   protected async removeThread(threadId: string, judge: (held: HeldThread | null) => DeleteThreadResult | null): Promise<DeleteThreadResult> {
@@ -348,10 +342,11 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       if (admit(row ? heldOf(row, now) : null) === 'create') {
         const create = request.create!;
         const createdAt = create.createdAt ?? now;
+        const updatedAt = create.updatedAt ?? createdAt;
         q.stmt(
-          `INSERT INTO cairn_threads (tid, id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at)
-           VALUES (${NEXT_TID}, ?, ?, 'running', 0, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
-        ).run(threadId, create.kind, create.tenant, JSON.stringify(create.metadata), owner.runId, owner.pid, owner.host, now + leaseMs, createdAt, create.updatedAt ?? createdAt);
+          `INSERT INTO cairn_threads (tid, id, kind, status, attempts, tenant, metadata, run_id, owner_pid, owner_host, lease_until, epoch, created_at, updated_at, updated_second)
+           VALUES (${NEXT_TID}, ?, ?, 'running', 0, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
+        ).run(threadId, create.kind, create.tenant, JSON.stringify(create.metadata), owner.runId, owner.pid, owner.host, now + leaseMs, createdAt, updatedAt, secondOf(updatedAt));
       } else {
         q.stmt(SQL.take).run(owner.runId, owner.pid, owner.host, now + leaseMs, row!.tid);
       }
@@ -446,10 +441,21 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       const { tid } = held;
       const status = patch.status ?? held.status;
       const wakeAt = wakeAtFor(status, patch.wakeAt, held.wake_at, { seen: patch.signalsSeen, newest: held.last_signal, now: Date.now() });
+      const updatedAt = patch.updatedAt ?? Date.now();
+      const headAt = q.stmt("SELECT created_at FROM cairn_heads WHERE tid = ? AND ns = ''").pluck().get(tid) as number | undefined;
       q.stmt(
         `UPDATE cairn_threads SET status = ?, wake_at = ?, attempts = attempts + ?,
-           last_error = CASE WHEN ? THEN ? ELSE last_error END, updated_at = ? WHERE tid = ?`,
-      ).run(status, wakeAt, patch.attempts ?? 0, patch.lastError !== undefined ? 1 : 0, patch.lastError ? JSON.stringify(patch.lastError) : null, patch.updatedAt ?? Date.now(), tid);
+           last_error = CASE WHEN ? THEN ? ELSE last_error END, updated_at = ?, updated_second = ? WHERE tid = ?`,
+      ).run(
+        status,
+        wakeAt,
+        patch.attempts ?? 0,
+        patch.lastError !== undefined ? 1 : 0,
+        patch.lastError ? JSON.stringify(patch.lastError) : null,
+        updatedAt,
+        secondOf(Math.max(updatedAt, headAt ?? 0)),
+        tid,
+      );
       if (patch.failure) q.stmt('INSERT INTO cairn_failures (tid, body) VALUES (?, ?)').run(tid, JSON.stringify(patch.failure));
       return threadOf(this.threadRow(q, lease.threadId)!);
     });
@@ -462,7 +468,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       // lease or add a position between these reads and the inserts below.
       // The fence and the namespace's head in one statement.
       const held = q.stmt(SQL.fenceAndHead).get(position.ns, lease.threadId, lease.runId, lease.epoch) as
-        | { tid: number; status: string; wake_at: number | null; last_signal: number; head: number | null }
+        | { tid: number; status: string; wake_at: number | null; last_signal: number; updated_at: number; updated_second: number; head: number | null }
         | undefined;
       if (!held) return { reason: 'lease' } as const;
       const { tid, head } = held;
@@ -497,13 +503,8 @@ export class SqliteCheckpointer extends BaseCheckpointer {
       );
       // The anchor moves with the head: an update in place once it exists (a plain update
       // by key costs a third of an upsert), an insert for the namespace's first position.
-      // A root head also keeps its time's second, which cairn_heads_by_second indexes.
-      const second = position.ns === '' ? secondOf(position.createdAt) : null;
-      if (head === null) q.stmt(SQL.insertAnchor).run(tid, position.ns, position.seq, hash, position.createdAt, second);
-      else {
-        q.stmt(SQL.moveAnchor).run(position.seq, hash, position.createdAt, tid, position.ns);
-        if (second !== null) q.stmt(SQL.moveRootSecond).run(second, tid, second);
-      }
+      if (head === null) q.stmt(SQL.insertAnchor).run(tid, position.ns, position.seq, hash, position.createdAt);
+      else q.stmt(SQL.moveAnchor).run(position.seq, hash, position.createdAt, tid, position.ns);
       if (commit.snapshot !== undefined) {
         q.stmt('INSERT INTO cairn_snapshots (tid, ns, seq, body) VALUES (?, ?, ?, ?)').run(tid, position.ns, position.seq, storedForm(commit.snapshot));
         crashPoint('inside-snapshot');
@@ -512,11 +513,23 @@ export class SqliteCheckpointer extends BaseCheckpointer {
         q.stmt('DELETE FROM cairn_pending WHERE tid = ? AND ns = ? AND base_seq = ?').run(tid, position.ns, position.parent);
       }
       if (commit.effects?.length) writeCommittedEffects(q, tid, commit.effects);
-      // The thread row changes only when the status or the wake time does (start and end of a run, a wait).
+      // The thread row changes only when the status or the wake time does (start and end
+      // of a run, a wait), or when the thread's updatedAt, which the new head's time may
+      // move, enters another second (at most once a second).
       if (position.ns === '') {
-        const wakeAt = wakeAtFor(commit.status, commit.wakeAt ?? null, null, { seen: commit.signalsSeen, newest: held.last_signal, now: Date.now() });
+        const now = Date.now();
+        const wakeAt = wakeAtFor(commit.status, commit.wakeAt ?? null, null, { seen: commit.signalsSeen, newest: held.last_signal, now });
         if (held.status !== commit.status || held.wake_at !== wakeAt) {
-          q.stmt('UPDATE cairn_threads SET status = ?, wake_at = ?, updated_at = ? WHERE tid = ?').run(commit.status, wakeAt, Date.now(), tid);
+          q.stmt('UPDATE cairn_threads SET status = ?, wake_at = ?, updated_at = ?, updated_second = ? WHERE tid = ?').run(
+            commit.status,
+            wakeAt,
+            now,
+            secondOf(Math.max(now, position.createdAt)),
+            tid,
+          );
+        } else {
+          const second = secondOf(Math.max(held.updated_at, position.createdAt));
+          if (second !== held.updated_second) q.stmt('UPDATE cairn_threads SET updated_second = ? WHERE tid = ?').run(second, tid);
         }
       }
       return undefined;

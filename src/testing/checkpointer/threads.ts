@@ -6,7 +6,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Checkpointer } from '../../contracts/checkpointer.js';
-import type { ThreadKind, ThreadQuery, ThreadStatus } from '../../contracts/threads.js';
+import type { ThreadKind, ThreadLease, ThreadQuery, ThreadStatus } from '../../contracts/threads.js';
 import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
 import { commitOf, expectError, linearPosition, LONG_LEASE, remoteOwner, SHORT_LEASE, sleep } from './fixtures.js';
 import type { CheckpointerSuiteContext } from './context.js';
@@ -337,8 +337,10 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
         ['h5', [5_500]],
         ['h6', [4_999]],
       ];
+      const leases = new Map<string, ThreadLease>();
       for (const [id, times] of heads) {
         const lease = await cp.acquireThread(id, { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {}, createdAt: 1_000 } });
+        leases.set(id, lease);
         for (const [seq, createdAt] of times.entries()) await cp.commitStep(lease, commitOf(linearPosition(seq, { createdAt }), seq === 0 ? null : seq - 1));
         if (id === 'h6') {
           // A child run's head, newer than everything: never the thread's updatedAt.
@@ -364,6 +366,37 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
       expect(await ids({ from: 5_001, to: 6_000 })).toEqual(['h1', 'h5', 'h2']);
       expect(await ids({ from: 7_251 })).toEqual([]);
       expect((await cp.listThreads({ updatedAt: { from: 5_999 } })).map((t) => t.id)).toEqual(['h1', 'h3', 'h4']);
+      // A thread update's time counts when it is the later: h2 moves to the front, h1 stays where its head is.
+      await cp.updateThread(leases.get('h2')!, { status: 'completed', updatedAt: 8_000 });
+      await cp.updateThread(leases.get('h1')!, { status: 'completed', updatedAt: 2_000 });
+      expect((await cp.listThreads({ order: 'updatedAt' })).map((t) => [t.id, t.updatedAt])).toEqual([
+        ['h2', 8_000],
+        ['h4', 7_250],
+        ['h3', 6_000],
+        ['h1', 5_999],
+        ['h5', 5_500],
+        ['h6', 4_999],
+      ]);
+      expect(await ids({ from: 7_500 })).toEqual(['h2']);
+      expect((await cp.listThreads({ updatedAt: { from: 5_999 } })).map((t) => t.id)).toEqual(['h1', 'h2', 'h3', 'h4']);
+    });
+
+    it('updatedAt: { from } in id order pages through a second whose earlier threads it skips, with and without other filters', async () => {
+      // 30 threads updated within one second (their heads at 5,000-5,029 ms); from 5,025 keeps the last five.
+      for (let i = 0; i < 30; i++) {
+        const id = `r${String(i).padStart(2, '0')}`;
+        const lease = await cp.acquireThread(id, { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: i % 2 ? 'task' : 'session', tenant: null, metadata: {}, createdAt: 1_000 } });
+        await cp.commitStep(lease, commitOf(linearPosition(0, { createdAt: 5_000 + i }), null));
+      }
+      const pages = async (query: ThreadQuery) => {
+        const seen: string[][] = [];
+        for (let page = await cp.listThreads(query); page.length; page = await cp.listThreads({ ...query, after: page.at(-1)!.id })) seen.push(page.map((t) => t.id));
+        return seen;
+      };
+      expect(await pages({ updatedAt: { from: 5_025 }, limit: 2 })).toEqual([['r25', 'r26'], ['r27', 'r28'], ['r29']]);
+      expect(await pages({ updatedAt: { from: 5_025 }, kind: 'task', limit: 2 })).toEqual([['r25', 'r27'], ['r29']]);
+      expect((await cp.listThreads({ updatedAt: { from: 5_025, to: 5_028 } })).map((t) => t.id)).toEqual(['r25', 'r26', 'r27']);
+      expect((await cp.listThreads({ updatedAt: { from: 5_030 } })).map((t) => t.id)).toEqual([]);
     });
 
     it('idPrefix keeps the ids that start with it, in code point order, with the other filters and paging', async () => {

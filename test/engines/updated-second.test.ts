@@ -1,9 +1,10 @@
 /**
- * Root heads are indexed by the second of their time (`created_second`, SQLite
- * migration 12, PostgreSQL migration 11), so a step commit within the same second
- * leaves that index alone: on SQLite it writes one page fewer (a WAL frame), on
+ * A thread row keeps the second of its updatedAt (`updated_second`, SQLite migration 12,
+ * PostgreSQL migration 11), which a step commit writes only when it changes; no index
+ * holds the head's time. So a step commit within the same second writes no index page:
+ * on SQLite one page fewer (a WAL frame) than a commit that changes the second, on
  * PostgreSQL the head's update is HOT (no new index entries, no bloat of the head
- * table). Listing by update time over those heads is in the conformance suite
+ * table). Listing by update time over those seconds is in the conformance suite
  * (testing/checkpointer/threads.ts) and listing-migration.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Checkpointer } from '../../src/contracts/checkpointer.js';
+import type { ThreadLease } from '../../src/contracts/threads.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { commitOf, linearPosition, LONG_LEASE, remoteOwner } from '../../src/testing/checkpointer/fixtures.js';
 import { usePostgresSchema } from '../helpers/postgres.js';
@@ -20,30 +22,40 @@ import { usePostgresSchema } from '../helpers/postgres.js';
 const SECOND = 1_700_000_000_000;
 
 /** Creates `id` and commits `times.length` root positions at those times; a child position too when `child`. */
-async function commitAt(cp: Checkpointer, id: string, times: number[], child = false): Promise<void> {
-  const lease = await cp.acquireThread(id, { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {} } });
+async function commitAt(cp: Checkpointer, id: string, times: number[], child = false): Promise<ThreadLease> {
+  // Created long before its positions, so that its updatedAt is its head's time.
+  const lease = await cp.acquireThread(id, { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {}, createdAt: 1_000 } });
   for (const [seq, createdAt] of times.entries()) await cp.commitStep(lease, commitOf(linearPosition(seq, { createdAt }), seq === 0 ? null : seq - 1));
   if (child) await cp.commitStep(lease, commitOf(linearPosition(0, { ns: 'sub:0@1', createdAt: times.at(-1)! + 5_000 }), null));
+  return lease;
 }
 
-describe('SQLite: root heads keep the second of their time', () => {
+describe('SQLite: a thread row keeps the second of its updatedAt', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cairn-head-second-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('a root head holds its second, moved with the head; a child head holds none', async () => {
+  it("the second follows the root head's time and the row's own time, whichever is later; a child run's head moves it not", async () => {
     const file = join(dir, 'seconds.db');
     const engine = sqlite(file);
+    const second = () => {
+      const raw = new Database(file, { readonly: true });
+      const row = raw.prepare("SELECT updated_second FROM cairn_threads WHERE id = 't'").get() as { updated_second: number };
+      raw.close();
+      return row.updated_second;
+    };
     try {
-      await commitAt(engine.checkpointer, 't', [SECOND + 10, SECOND + 999, SECOND + 1_000, SECOND + 7_654], true);
+      const cp = engine.checkpointer;
+      const lease = await commitAt(cp, 't', [SECOND + 10, SECOND + 999, SECOND + 1_000, SECOND + 7_654], true);
+      expect(second()).toBe(SECOND / 1000 + 7);
+      expect((await cp.getThread('t'))!.updatedAt).toBe(SECOND + 7_654);
+      // An update with an earlier time leaves the head's the later one; a later one wins.
+      await cp.updateThread(lease, { status: 'completed', updatedAt: SECOND + 2_000 });
+      expect(second()).toBe(SECOND / 1000 + 7);
+      await cp.updateThread(lease, { updatedAt: SECOND + 9_500 });
+      expect(second()).toBe(SECOND / 1000 + 9);
     } finally {
       await engine.close();
     }
-    const raw = new Database(file, { readonly: true });
-    expect(raw.prepare('SELECT ns, created_at, created_second FROM cairn_heads ORDER BY ns').all()).toEqual([
-      { ns: '', created_at: SECOND + 7_654, created_second: SECOND / 1000 + 7 },
-      { ns: 'sub:0@1', created_at: SECOND + 12_654, created_second: null },
-    ]);
-    raw.close();
   });
 
   it('a commit in the same second as the head writes no index page: fewer WAL frames than commits that each change the second', async () => {
@@ -69,7 +81,7 @@ describe('SQLite: root heads keep the second of their time', () => {
   });
 });
 
-describe('PostgreSQL: root heads keep the second of their time', () => {
+describe('PostgreSQL: a thread row keeps the second of its updatedAt', () => {
   const pg = usePostgresSchema();
 
   it('step commits within one second update the head in place (HOT), and the head table does not grow', async () => {
@@ -77,7 +89,7 @@ describe('PostgreSQL: root heads keep the second of their time', () => {
     const commits = 300;
     try {
       await commitAt(engine.checkpointer, 'hot', Array.from({ length: commits }, (_, i) => SECOND + i));
-      const second = await pg.pool.query(`SELECT created_second::bigint AS s FROM "${pg.schema}".cairn_heads WHERE ns = ''`);
+      const second = await pg.pool.query(`SELECT updated_second::bigint AS s FROM "${pg.schema}".cairn_threads WHERE id = 'hot'`);
       expect(Number(second.rows[0].s)).toBe(SECOND / 1000);
     } finally {
       await engine.close();
@@ -95,7 +107,7 @@ describe('PostgreSQL: root heads keep the second of their time', () => {
       seen = await stats();
     }
     expect(seen.updates).toBeGreaterThanOrEqual(commits - 1);
-    // Before the index was by the second, none was HOT: every commit changed an indexed value.
+    // While the head's time was indexed, none was HOT: every commit changed an indexed value.
     expect(seen.hot).toBeGreaterThanOrEqual(Math.floor(seen.updates * 0.9));
   });
 });
