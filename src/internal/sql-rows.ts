@@ -32,11 +32,12 @@ export interface ThreadRow {
 }
 
 /**
- * The second a root head's time falls in, which both engines index (`created_second`,
- * SQLite migration 12 and PostgreSQL migration 11) in place of the millisecond, so that
- * a step commit rewrites that index entry at most once a second. SQL's integer division
- * of the milliseconds by 1,000, which the migrations use, truncates as `Math.trunc`
- * does; it only ever grows with the time, so a bound on the time bounds the second.
+ * The whole second of a thread's updatedAt, which both engines keep on the thread row
+ * (`updated_second`, SQLite migration 12 and PostgreSQL migration 11) and index in
+ * place of the head's millisecond, so that a step commit writes it at most once a
+ * second. SQL's integer division of the milliseconds by 1,000, which the migrations
+ * use, truncates as `Math.trunc` does; it only ever grows with the time, so a bound on
+ * the time bounds the second.
  */
 export function secondOf(ms: number): number {
   return Math.trunc(ms / 1000);

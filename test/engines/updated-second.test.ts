@@ -18,7 +18,7 @@ import { sqlite } from '../../src/engines/sqlite/index.js';
 import { commitOf, linearPosition, LONG_LEASE, remoteOwner } from '../../src/testing/checkpointer/fixtures.js';
 import { usePostgresSchema } from '../helpers/postgres.js';
 
-/** A whole second's start, in ms: its 1,000 milliseconds share one `created_second`. */
+/** A whole second's start, in ms: its 1,000 milliseconds share one `updated_second`. */
 const SECOND = 1_700_000_000_000;
 
 /** Creates `id` and commits `times.length` root positions at those times; a child position too when `child`. */
