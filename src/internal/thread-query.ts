@@ -87,6 +87,15 @@ function idRange(prefix: unknown): NormalizedThreadQuery['ids'] {
   return { from: prefix, to: prefixEnd(prefix) };
 }
 
+/**
+ * Whether the query filters on time alone (updatedAt, with paging): then the ids of the
+ * threads updated since tell which of them a page holds, but for the threads of the
+ * first second, which their exact time decides. Any other filter may keep few of them.
+ */
+export function filtersOnTimeOnly(q: NormalizedThreadQuery): boolean {
+  return !q.statuses && !q.kinds && q.tenant === undefined && !q.metadata.length && !q.ids && q.created.from === null && q.created.to === null;
+}
+
 /** Validates `query` and returns it in the form engines run. Throws InvalidOptionError. */
 export function normalizeThreadQuery(query: ThreadQuery = {}): NormalizedThreadQuery {
   if (query === null || typeof query !== 'object') invalid('the query must be an object.');

@@ -31,7 +31,7 @@ import { crashPoint } from '../../internal/crash-points.js';
 import { holderIsDead, leaseHost } from '../../internal/lease.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
 import { heldOf, positionOf, rangeClause, secondOf, signalOf, threadOf, type HolderRow, type PositionRow, type SignalRow, type ThreadRow } from '../../internal/sql-rows.js';
-import type { NormalizedThreadQuery } from '../../internal/thread-query.js';
+import { filtersOnTimeOnly, type NormalizedThreadQuery } from '../../internal/thread-query.js';
 import { constraintOf, isConnectionLoss, sqlState, type PostgresConnection } from './connection.js';
 import { quoteIdent } from './migrations.js';
 import { committedEffectsCte, committedEffectValues } from './postgres-ledger.js';
@@ -143,14 +143,13 @@ export class PostgresCheckpointer extends BaseCheckpointer {
   private async pageOfRecent(q: NormalizedThreadQuery, second: number, where: string[], params: unknown[]): Promise<ThreadRecord[] | null> {
     const { threads: T, heads: H } = this.conn.tables;
     const { limit } = q;
-    const onlyTime = !q.statuses && !q.kinds && q.tenant === undefined && !q.metadata.length && !q.ids && q.created.from === null && q.created.to === null;
     let after = q.after?.id ?? ''; // every id sorts after ''
     const count = `SELECT count(*) FROM (SELECT 1 FROM ${T} WHERE updated_second >= $1::bigint AND id > $2::text LIMIT $3::bigint) s`;
-    if (!onlyTime || limit === null) {
+    if (!filtersOnTimeOnly(q) || limit === null) {
       // Other filters may keep few of the recent threads, and the ids alone cannot tell:
       // the threads of those seconds are read through the index (OFFSET 0 keeps the
       // planner to it), filtered and sorted in one statement.
-      const [few] = await this.conn.query<{ n: string }>('listThreads', `${count.replace('SELECT count(*)', 'SELECT count(*) AS n')}`, [second, after, FEW_SINCE], false);
+      const [few] = await this.conn.query<{ n: string }>('listThreads', `SELECT (${count}) AS n`, [second, after, FEW_SINCE], false);
       if (Number(few!.n) >= FEW_SINCE) return null;
       const text = `SELECT ${this.sql.threadColumns}, h.seq AS head, h.created_at AS head_at
         FROM (SELECT * FROM ${T} WHERE updated_second >= $${params.length + 1}::bigint OFFSET 0) t LEFT JOIN ${H} h ON h.tid = t.tid AND h.ns = ''

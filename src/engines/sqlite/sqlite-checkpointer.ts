@@ -54,7 +54,7 @@ import {
   type SignalRow,
   type ThreadRow,
 } from '../../internal/sql-rows.js';
-import type { NormalizedThreadQuery } from '../../internal/thread-query.js';
+import { filtersOnTimeOnly, type NormalizedThreadQuery } from '../../internal/thread-query.js';
 import type { SqliteConnection, SqliteQueries } from './connection.js';
 import { writeCommittedEffects } from './sqlite-ledger.js';
 
@@ -271,8 +271,8 @@ export class SqliteCheckpointer extends BaseCheckpointer {
    * at a time, and each batch's threads are looked up and filtered, until the page is
    * full. Walking the id index instead could pass every older thread first. A batch is
    * two pages and a few ids (the exact time drops only threads of `second` itself) and
-   * grows fourfold while the page is short; with other
-   * filters than time, which may keep few of them, one batch takes every id.
+   * grows fourfold while the page is short; with filters other than time, which may
+   * keep few of them, one batch takes every id.
    */
   private pageOfRecent(db: SqliteQueries, q: NormalizedThreadQuery, second: number, where: string[], params: unknown[]): ThreadRecord[] {
     const candidates = db.stmt('SELECT id FROM cairn_threads INDEXED BY cairn_threads_by_second WHERE updated_second >= ? AND id > ? ORDER BY id LIMIT ?').pluck();
@@ -280,8 +280,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
     const page: SqliteThreadRow[] = [];
     let after = q.after?.id ?? ''; // every id sorts after ''
     const { limit } = q;
-    const onlyTime = !q.statuses && !q.kinds && q.tenant === undefined && !q.metadata.length && !q.ids && q.created.from === null && q.created.to === null;
-    let batch = limit === null || !onlyTime ? -1 : 2 * limit + 16;
+    let batch = limit === null || !filtersOnTimeOnly(q) ? -1 : 2 * limit + 16;
     for (;;) {
       const ids = candidates.all(second, after, batch) as string[];
       if (ids.length) page.push(...(lookup.all(JSON.stringify(ids), ...params) as SqliteThreadRow[]));
