@@ -60,9 +60,16 @@ export function checkArtifactKey(key: unknown): asserts key is string {
   }
 }
 
+/**
+ * type/subtype, then optional parameters in printable ASCII: a media type becomes a
+ * Content-Type header (S3, the inspector's downloads), where a control character or a
+ * line break would be refused by the server or split the header.
+ */
+const MEDIA_TYPE = /^[\w.+-]+\/[\w.+-]+([ \t]*;[\t\x20-\x7e]*)?$/;
+
 export function checkMediaType(mediaType: unknown): asserts mediaType is string {
-  if (typeof mediaType !== 'string' || !/^[\w.+-]+\/[\w.+-]+(\s*;.*)?$/.test(mediaType) || mediaType.length > 255) {
-    throw new InvalidKeyError(`media type ${describeValue(mediaType)} is not of the form type/subtype.`);
+  if (typeof mediaType !== 'string' || !MEDIA_TYPE.test(mediaType) || mediaType.length > 255) {
+    throw new InvalidKeyError(`media type ${describeValue(mediaType)} is not of the form type/subtype (with parameters after ";" in printable ASCII).`);
   }
 }
 

@@ -78,7 +78,7 @@ import { checkSignalName, checkThreadId } from '../internal/keys.js';
 import { checkMeta } from '../ledger/base-ledger.js';
 import { describeHolder, holderIsLive, type HeldThread } from '../internal/lease.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
-import { checkNewThread, normalizeIfStatus, normalizeThreadQuery, type NormalizedThreadQuery } from '../internal/thread-query.js';
+import { checkDeleteThreadOptions, checkNewThread, normalizeIfStatus, normalizeThreadQuery, type NormalizedThreadQuery } from '../internal/thread-query.js';
 
 export type { HeldThread };
 
@@ -508,6 +508,7 @@ export abstract class BaseCheckpointer implements Checkpointer {
   }
 
   async deleteThread(threadId: string, options: DeleteThreadOptions = {}): Promise<DeleteThreadResult> {
+    checkDeleteThreadOptions(options);
     const ifStatus = normalizeIfStatus(options.ifStatus);
     const { lease } = options;
     return this.lifecycle.run(() =>

@@ -109,6 +109,9 @@ export interface ErasureReport {
   actor: string;
 }
 
+/** What {@link eraseTenant} takes: a misspelt `artifact` or `stores` would erase less than asked, and say nothing. */
+const ERASE_KEYS: readonly (keyof EraseOptions)[] = ['tenant', 'thread', 'artifacts', 'store', 'vacuum', 'actor'];
+
 const ZERO_ROWS: DeletedThreadRows = { positions: 0, items: 0, snapshots: 0, pendingWrites: 0, failures: 0, ledgerEntries: 0, pins: 0, signals: 0 };
 
 /**
@@ -127,7 +130,16 @@ const ZERO_ROWS: DeletedThreadRows = { positions: 0, items: 0, snapshots: 0, pen
  * ```
  */
 export async function eraseTenant(engine: Engine, options: EraseOptions): Promise<ErasureReport> {
-  const { tenant, thread: threadOnly } = options ?? {};
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`eraseTenant takes one options object ({ tenant } or { thread }), got ${JSON.stringify(options) ?? String(options)}.`);
+  for (const key of Object.keys(options)) {
+    if (!(ERASE_KEYS as string[]).includes(key)) throw new InvalidOptionError(`eraseTenant: unknown option "${key}" (options: ${ERASE_KEYS.join(', ')}).`);
+  }
+  const { tenant, thread: threadOnly } = options;
+  if (options.vacuum !== undefined && options.vacuum !== true && options.vacuum !== false && options.vacuum !== 'full') throw new InvalidOptionError(`eraseTenant: vacuum must be true, false or 'full', got ${JSON.stringify(options.vacuum)}.`);
+  if (options.actor !== undefined && typeof options.actor !== 'string') throw new InvalidOptionError(`eraseTenant: actor must be a string, got ${JSON.stringify(options.actor)}.`);
+  if (options.store !== undefined && !(Array.isArray(options.store) && options.store.every((ns) => Array.isArray(ns) && ns.every((label) => typeof label === 'string')))) {
+    throw new InvalidOptionError(`eraseTenant: store must be a list of namespaces (lists of labels), got ${JSON.stringify(options.store)}.`);
+  }
   if ((tenant === undefined) === (threadOnly === undefined)) throw new InvalidOptionError('eraseTenant needs exactly one of { tenant } or { thread } (a thread without a tenant).');
   if (tenant !== undefined && (typeof tenant !== 'string' || tenant === '')) throw new InvalidOptionError(`eraseTenant: tenant must be a non-empty string, got ${JSON.stringify(tenant)}.`);
   if (options.artifacts && options.artifacts.tenant !== null) throw new InvalidOptionError('eraseTenant needs the unscoped artifact store (it sees every tenant), not a tenant view.');

@@ -96,9 +96,15 @@ export function filtersOnTimeOnly(q: NormalizedThreadQuery): boolean {
   return !q.statuses && !q.kinds && q.tenant === undefined && !q.metadata.length && !q.ids && q.created.from === null && q.created.to === null;
 }
 
+/** What `listThreads` filters on: any other key is a misspelt filter, which would list every thread. */
+export const THREAD_QUERY_KEYS = ['status', 'kind', 'tenant', 'metadata', 'idPrefix', 'createdAt', 'updatedAt', 'order', 'after', 'limit'] as const;
+
 /** Validates `query` and returns it in the form engines run. Throws InvalidOptionError. */
 export function normalizeThreadQuery(query: ThreadQuery = {}): NormalizedThreadQuery {
-  if (query === null || typeof query !== 'object') invalid('the query must be an object.');
+  if (query === null || typeof query !== 'object' || Array.isArray(query)) invalid('the query must be an object.');
+  for (const key of Object.keys(query)) {
+    if (!(THREAD_QUERY_KEYS as readonly string[]).includes(key)) invalid(`unknown option "${key}" (options: ${THREAD_QUERY_KEYS.join(', ')}).`);
+  }
   const metadata: [string, MetadataValue][] = [];
   if (query.metadata !== undefined) {
     if (query.metadata === null || typeof query.metadata !== 'object' || Array.isArray(query.metadata)) invalid('metadata must be an object of key → value.');
@@ -142,6 +148,17 @@ export function normalizeThreadQuery(query: ThreadQuery = {}): NormalizedThreadQ
     after,
     limit,
   };
+}
+
+/** What an engine's `deleteThread` takes: a misspelt `ifStatuss` would delete the thread whatever its status. */
+const DELETE_THREAD_KEYS = ['ifStatus', 'lease'];
+
+/** Refuses `deleteThread` options that are not an object of the keys it takes. */
+export function checkDeleteThreadOptions(options: unknown): void {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`deleteThread: options must be an object ({ ifStatus, lease }), got ${JSON.stringify(options) ?? String(options)}.`);
+  for (const key of Object.keys(options)) {
+    if (!DELETE_THREAD_KEYS.includes(key)) throw new InvalidOptionError(`deleteThread: unknown option "${key}" (options: ${DELETE_THREAD_KEYS.join(', ')}).`);
+  }
 }
 
 /** Validates `deleteThread`'s `ifStatus`; null when absent. */

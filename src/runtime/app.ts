@@ -702,8 +702,10 @@ export class App<S extends StateSchema> {
    * ```
    */
   async erase(options: Omit<EraseOptions, 'artifacts'> & { artifacts?: ArtifactStore }): Promise<ErasureReport> {
-    const artifacts = options.artifacts ?? this.options.artifacts;
     const { eraseTenant } = await import('../inspect/erase.js');
+    // Not an object is eraseTenant's to refuse, with the shape it takes.
+    if (options === null || typeof options !== 'object') return eraseTenant(this.options.engine, options);
+    const artifacts = options.artifacts ?? this.options.artifacts;
     return eraseTenant(this.options.engine, { ...options, ...(artifacts ? { artifacts } : {}) });
   }
 

@@ -10,6 +10,7 @@
  */
 import { InvalidKeyError, InvalidOptionError } from '../errors.js';
 import { isPlainObject } from '../internal/plain-object.js';
+import { THREAD_QUERY_KEYS } from '../internal/thread-query.js';
 import { checkRetryPolicy } from './retry.js';
 
 /** An option's value in a message: numbers as written (NaN, Infinity), the rest as JSON. */
@@ -176,9 +177,6 @@ export function checkThreadCall(call: keyof typeof THREAD_CALLS, options: unknow
   if (typeof thread !== 'string' || thread === '') throw new InvalidKeyError(`${call}: thread id must be a non-empty string, got ${shown(thread)}.`);
   checkEach(call, options, Object.fromEntries(Object.entries(checks).filter((entry): entry is [string, Check] => entry[1] !== null)));
 }
-
-/** What `listThreads` filters on: any other key is a misspelt filter, which would list every thread. */
-const THREAD_QUERY_KEYS = ['status', 'kind', 'tenant', 'metadata', 'idPrefix', 'createdAt', 'updatedAt', 'order', 'after', 'limit'];
 
 /** `listThreads` query keys (their values are checked by the engine's query normalisation). */
 export function checkThreadQueryKeys(query: unknown): void {

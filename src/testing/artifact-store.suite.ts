@@ -259,7 +259,12 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
       it('rejects a malformed media type with InvalidKeyError', async () => {
         await expect(store.put('x', { mediaType: 'not a media type' })).rejects.toMatchObject({ code: InvalidKeyError.code });
         await expect(store.putNamed('k', 'x', { mediaType: '' })).rejects.toMatchObject({ code: InvalidKeyError.code });
+        // Parameters become part of a Content-Type header: no control characters, no line breaks, ASCII only.
+        for (const mediaType of ['text/plain; charset=utf-8\r\nX-Injected: 1', 'text/plain;\u0000', 'text/plain; a=\u007f', 'text/plain; name=é']) {
+          await expect(store.put('x', { mediaType }), JSON.stringify(mediaType)).rejects.toMatchObject({ code: InvalidKeyError.code });
+        }
         expect(await listRefs(store)).toEqual([]);
+        expect((await store.put('x', { mediaType: 'text/plain;\tcharset="utf-8"; q=0.5' })).media_type).toBe('text/plain;\tcharset="utf-8"; q=0.5');
       });
     });
 

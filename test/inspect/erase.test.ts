@@ -83,6 +83,28 @@ describe('eraseTenant without encryption (SQLite + fs)', () => {
     await engine.close();
   });
 
+  it('refuses options it does not take, and values of the wrong kind, before anything is erased', async () => {
+    const engine = sqlite(join(dir, 'cairn.db'));
+    const artifacts = fsArtifacts(join(dir, 'artifacts'));
+    const app = canaryApp(engine, artifacts);
+    await runTenant(app, 'A', canaries('A'), 1);
+    const cases: unknown[] = [
+      { tenant: 'A', artifact: artifacts },
+      { tenant: 'A', stores: [['tenants', 'A']] },
+      { tenant: 'A', vacuum: 'yes' },
+      { tenant: 'A', actor: 7 },
+      { tenant: 'A', store: ['tenants', 'A'] },
+      null,
+      'A',
+    ];
+    for (const options of cases) {
+      await expect(eraseTenant(engine, options as never), JSON.stringify(options)).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+      await expect(app.erase(options as never), JSON.stringify(options)).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+    }
+    expect((await engine.checkpointer.listThreads({ tenant: 'A' })).map((t) => t.id)).toEqual(['A-t0']);
+    await engine.close();
+  });
+
   it('erases a thread without a tenant; refuses a tenant thread and a missing one with typed errors; fences a live run', async () => {
     const engine = sqlite(join(dir, 'cairn.db'));
     const artifacts = fsArtifacts(join(dir, 'artifacts'));

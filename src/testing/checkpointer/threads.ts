@@ -482,6 +482,15 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
       }
     });
 
+    it('refuses a listThreads or deleteThread option it does not take (a misspelt filter or guard), and deletes nothing', async () => {
+      await cp.releaseThread(await cp.acquireThread('t1', { owner: remoteOwner(), leaseMs: LONG_LEASE, create: { kind: 'task', tenant: null, metadata: {} } }));
+      await expectError(() => cp.listThreads({ statuss: 'running' } as never), InvalidOptionError);
+      await expectError(() => cp.listThreads({ status: 'running', configurable: {} } as never), InvalidOptionError);
+      await expectError(() => cp.deleteThread('t1', { ifStatuss: 'completed' } as never), InvalidOptionError);
+      await expectError(() => cp.deleteThread('t1', null as never), InvalidOptionError);
+      expect((await cp.getThread('t1'))?.id).toBe('t1');
+    });
+
     it('accepts ids up to 512 characters, with spaces, punctuation and any Unicode', async () => {
       for (const id of ['x'.repeat(512), 'cust 42/../%00', 'ünïcödé-🧭', "quote'\"`;--"]) {
         await create(id);
