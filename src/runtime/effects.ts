@@ -47,6 +47,9 @@ export type EffectCommit = 'separately' | 'with-step';
 
 const MODES: readonly string[] = ['atLeastOnce', 'atMostOnce'] satisfies EffectMode[];
 
+/** What an effect spec takes. */
+const EFFECT_SPEC_KEYS: readonly string[] = ['run', 'idempotencyKey', 'args', 'probe', 'mode', 'commit'] satisfies (keyof EffectSpec<unknown>)[];
+
 /** A value as a message shows it: a string quoted, a function as `a function`. */
 function shown(value: unknown): string {
   if (typeof value === 'function') return 'a function';
@@ -71,7 +74,11 @@ export function checkEffectMode(name: string, mode: unknown, place: ErrorPlace |
  * the default retry policy does not retry them).
  */
 export function checkEffectSpec(name: string, spec: unknown, place: ErrorPlace | undefined): void {
+  if (typeof name !== 'string' || name === '') throw new InvalidOptionError(`ctx.effect takes a name (a non-empty string) first, not ${JSON.stringify(name) ?? String(name)}.`, { place });
   if (spec === null || typeof spec !== 'object') throw new InvalidOptionError(`effect "${name}": ctx.effect takes a spec object with run, not ${shown(spec)}.`, { place });
+  // A misspelt `comit` or `idempotency_key` would run the effect with the defaults, as if it had not been asked for.
+  const unknown = Object.keys(spec).find((key) => !EFFECT_SPEC_KEYS.includes(key));
+  if (unknown !== undefined) throw new InvalidOptionError(`effect "${name}": unknown option "${unknown}" (options: ${EFFECT_SPEC_KEYS.join(', ')}).`, { place });
   const { run, idempotencyKey, probe, mode } = spec as Partial<Record<keyof EffectSpec<unknown>, unknown>>;
   if (typeof run !== 'function') throw new InvalidOptionError(`effect "${name}": spec.run must be the function that performs the effect, not ${shown(run)}.`, { place });
   if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey.length === 0)) {

@@ -20,7 +20,7 @@
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import { storeValue, type StoreValueOptions } from '../artifacts/helpers.js';
 import type { CommittedEffect } from '../contracts/checkpointer.js';
-import type { Ledger, LedgerEntry, NewLedgerEntry, RecordKind, RecordMeta } from '../contracts/ledger.js';
+import type { Ledger, LedgerEntry, NewLedgerEntry, RecordMeta } from '../contracts/ledger.js';
 import type { Store } from '../contracts/store.js';
 import { sha256Hex } from '../codec/hash.js';
 import { decode, encode } from '../codec/tagged-json.js';
@@ -44,6 +44,7 @@ import type { InterruptOptions, NodeContext, RecordOptions, WaitForOptions, Wait
 import { recordMetaAttributes, type RecordAttributes, type TraceSpan } from './tracing.js';
 import { AnswerChecked, AnswerUnchecked, NodeSuspended, validateAnswer, validateWith, type SignalQueue, type TaskPause } from './pauses.js';
 import { describeSchema } from '../state/schema.js';
+import { checkInterruptOptions, checkRecordArtifactCall, checkRecordCall, checkWaitForOptions, RECORD_KINDS } from './ctx-options.js';
 
 export type { EffectSpec, EffectMode, EffectCommit } from './effects.js';
 export type { NodeStore, NodeWriteOptions, ValidatedRead } from './node-store.js';
@@ -135,9 +136,6 @@ export function derivedCallKey(kind: 'rec' | 'eff' | 'int' | 'wait', threadId: s
  * named, what `options.describe` read off the value, and the call's wall time. A
  * describe that throws is the node's bug, reported as such, not a lost record.
  */
-/** The kinds a record can be: what inspection and `cairn usage` group calls by. */
-const RECORD_KINDS: readonly RecordKind[] = ['model', 'tool', 'other'];
-
 function recordMeta<T>(options: RecordOptions<T>, value: T, latencyMs: number, place: ErrorPlace): RecordMeta {
   let described: Partial<RecordMeta> | undefined;
   try {
@@ -292,18 +290,15 @@ export class TaskScope implements NodeContext {
   }
 
   recordArtifact(name: string, fn: () => unknown, options: StoreValueOptions = {}): Promise<ArtifactRef> {
+    const refused = checkRecordArtifactCall(name, fn, options, this.options.place);
+    if (refused) return Promise.reject(refused);
     // Recorded: a re-executed step is served the ref and neither calls fn nor stores again.
     return this.recordCall(name, async () => storeValue(this.artifacts, await fn(), options), {}, artifactAttributes);
   }
 
   record<T>(name: string, fn: () => T | Promise<T>, options: RecordOptions<T> = {}): Promise<T> {
-    // Refused at the call, before a key is taken: a TypeError from inside the call would be retried as if the call had failed.
-    if (typeof fn !== 'function') {
-      return Promise.reject(new InvalidOptionError(`ctx.record("${name}") takes the function whose value it records, not ${String(fn)}.`, { place: this.options.place }));
-    }
-    if (options.kind !== undefined && !RECORD_KINDS.includes(options.kind)) {
-      return Promise.reject(new InvalidOptionError(`ctx.record("${name}"): kind must be ${RECORD_KINDS.map((k) => `'${k}'`).join(', ')}, not ${JSON.stringify(options.kind)}.`, { place: this.options.place }));
-    }
+    const refused = checkRecordCall(name, fn, options, this.options.place);
+    if (refused) return Promise.reject(refused);
     return this.recordCall(name, fn, options, undefined);
   }
 
@@ -322,6 +317,8 @@ export class TaskScope implements NodeContext {
   }
 
   interrupt<T = unknown>(payload: unknown = null, options: InterruptOptions<T> = {}): Promise<T> {
+    const refused = checkInterruptOptions(options, this.options.place);
+    if (refused) return Promise.reject(refused);
     return this.track(this.calling((call) => this.doInterrupt(call, payload, options)));
   }
 
@@ -829,21 +826,3 @@ async function checkedAnswer<T>(schema: InterruptOptions<T>['answer'], answer: u
   }
 }
 
-/** `ctx.waitFor` options, checked when the call is made rather than when a signal meets them. */
-function checkWaitForOptions(options: unknown, place: ErrorPlace): InvalidOptionError | undefined {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    return new InvalidOptionError(`ctx.waitFor takes an options object ({ timeoutMs?, schema?, filter? }) or none, not ${String(options)}.`, { place });
-  }
-  const { timeoutMs, schema, filter } = options as WaitForOptions<unknown>;
-  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-    return new InvalidOptionError(`ctx.waitFor's timeoutMs is a finite number of ms >= 0, not ${String(timeoutMs)}.`, { place });
-  }
-  const validate = (schema as { '~standard'?: { validate?: unknown } } | null | undefined)?.['~standard']?.validate;
-  if (schema !== undefined && typeof validate !== 'function') {
-    return new InvalidOptionError(`ctx.waitFor's schema is a Standard Schema (a zod schema, for one), not ${String(schema)}.`, { place });
-  }
-  if (filter !== undefined && typeof filter !== 'function') {
-    return new InvalidOptionError(`ctx.waitFor's filter is a function of the payload, not ${String(filter)}.`, { place });
-  }
-  return undefined;
-}
