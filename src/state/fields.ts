@@ -16,6 +16,7 @@
  * ```
  */
 import type { StandardSchemaV1 } from '@standard-schema/spec';
+import { checkModelFieldOptions, checkRuntimeFieldOptions } from './definition-checks.js';
 
 /** What a runtime field's `compute` can see when a step commits. */
 export interface RuntimeInfo {
@@ -89,6 +90,7 @@ function model<S extends StandardSchemaV1, U>(
   options: ModelOptions<Out<S>> & { reduce: ReducerFn<Out<S>, U> },
 ): ModelField<Out<S>, U>;
 function model(schema: StandardSchemaV1, options: ModelOptions<unknown> & { reduce?: unknown } = {}): ModelField<unknown, unknown> {
+  checkModelFieldOptions(schema, options);
   return {
     role: 'model',
     schema,
@@ -103,6 +105,7 @@ function runtime<S extends StandardSchemaV1>(
   schema: S,
   options: { compute?: (info: RuntimeInfo) => Out<S>; default?: Default<Out<S>>; redact?: boolean } = {},
 ): RuntimeField<Out<S>> {
+  checkRuntimeFieldOptions(schema, options);
   const { redact, ...rest } = options;
   return { role: 'runtime', schema, ...rest, ...(redact === true ? { redact: true as const } : {}) };
 }

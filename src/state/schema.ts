@@ -33,6 +33,7 @@ import {
   type ValidationIssue,
 } from '../errors.js';
 import { MAX_FIELD_BYTES } from '../defaults.js';
+import { checkStateDefinition } from './definition-checks.js';
 import { defaultOf, type AnyField, type ConflictPolicy, type ModelField, type RuntimeField, type RuntimeInfo, type ValueOf, type WriteOf } from './fields.js';
 
 /** Default limit on one field's encoded size, bytes: big payloads belong in artifacts. */
@@ -53,6 +54,8 @@ type ModelKeys<F extends Fields> = { [K in keyof F]: F[K] extends { role: 'model
 export interface StateDefinition<F extends Fields, D extends Record<string, unknown>> {
   /** Schema version stored with every checkpoint. Default 1. */
   version?: number;
+  /** The same as `version` (the name each checkpoint stores it under): give one of the two. */
+  schemaVersion?: number;
   /** Oldest stored version still readable; older ones raise SchemaTooOldError. Default: as far back as upcasters reach. */
   oldestReadableVersion?: number;
   fields: F;
@@ -103,7 +106,8 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
   declare readonly $update: { [K in ModelKeys<F>]?: WriteOf<F[K]> } & { [K in Exclude<keyof F, ModelKeys<F>> | keyof D]?: never };
 
   constructor(definition: StateDefinition<F, D>) {
-    this.version = definition.version ?? 1;
+    checkStateDefinition(definition);
+    this.version = definition.version ?? definition.schemaVersion ?? 1;
     this.fields = definition.fields;
     this.derived = (definition.derived ?? {}) as { [K in keyof D]: (state: never) => D[K] };
     this.onConflict = definition.onConflict ?? 'reject';
@@ -115,12 +119,7 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     this.redactedFields = this.fieldNames.filter((n) => (definition.fields[n] as AnyField).redact === true);
 
     if (!Number.isInteger(this.version) || this.version < 1) {
-      throw new SchemaDefinitionError(`state version must be a positive integer, got ${definition.version}.`);
-    }
-    for (const name of [...this.fieldNames, ...Object.keys(this.derived)]) {
-      // Assigning "__proto__" sets an object's prototype instead of a property: no state
-      // object could hold it as a field. Every other name is data (constructor, toString...).
-      if (name === '__proto__') throw new SchemaDefinitionError('"__proto__" cannot name a state field: rename it (any other name works).');
+      throw new SchemaDefinitionError(`state version must be a positive integer, got ${definition.version ?? definition.schemaVersion}.`);
     }
     for (const name of Object.keys(this.derived)) {
       if (Object.hasOwn(definition.fields, name)) throw new SchemaDefinitionError(`"${name}" is declared both as a field and as derived.`);
