@@ -64,6 +64,25 @@ export interface SubgraphSource<C extends StateSchema> {
  *   .compile({ engine });
  * ```
  */
+const NODE_OPTION_KEYS = ['retry', 'interruptBefore', 'interruptAfter'];
+const SUBGRAPH_OPTION_KEYS = ['share', 'input', 'output', ...NODE_OPTION_KEYS];
+
+/**
+ * A node's or a subgraph's options: only the keys it takes (a misspelt `retyr` or
+ * `interuptBefore` would run the node without the policy or the pause asked for), and
+ * pauses that are a flag or a function of the state.
+ */
+function checkNodeOptions(what: string, options: unknown, known: readonly string[]): void {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new GraphDefinitionError(`${what} takes an options object, not ${String(options)}.`);
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw new GraphDefinitionError(`${what}: unknown option "${key}" (options: ${known.join(', ')}).`);
+  }
+  for (const pause of ['interruptBefore', 'interruptAfter'] as const) {
+    const value = (options as Record<string, unknown>)[pause];
+    if (value !== undefined && typeof value !== 'boolean' && typeof value !== 'function') throw new GraphDefinitionError(`${what}: ${pause} must be true, false or a function of the state, not ${String(value)}.`);
+  }
+}
+
 export class GraphBuilder<S extends StateSchema, N extends string = never> {
   private readonly nodes = new Map<string, NodeSpec>();
   private readonly edges = new Map<string, string[]>();
@@ -75,6 +94,8 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
   /** Adds a node. Names must be unique and may not be START or END. */
   node<M extends string>(name: M, fn: NodeFn<S>, options: NodeOptions = {}): GraphBuilder<S, N | M> {
     this.checkName(name);
+    if (typeof fn !== 'function') throw new GraphDefinitionError(`node "${name}" takes the function that runs it, not ${String(fn)}.`);
+    checkNodeOptions(`node "${name}"`, options, NODE_OPTION_KEYS);
     checkRetryPolicy(`node "${name}"`, options.retry);
     this.nodes.set(name, { name, fn: fn as TaskFn, options, order: this.nodes.size });
     return this as unknown as GraphBuilder<S, N | M>;
@@ -104,6 +125,10 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
     options: SubgraphOptions<S, C> = {},
   ): GraphBuilder<S, N | M> {
     this.checkName(name);
+    checkNodeOptions(`subgraph "${name}"`, options, SUBGRAPH_OPTION_KEYS);
+    for (const mapping of ['input', 'output'] as const) {
+      if (options[mapping] !== undefined && typeof options[mapping] !== 'function') throw new GraphDefinitionError(`subgraph "${name}": ${mapping} must be a function, not ${String(options[mapping])}.`);
+    }
     checkRetryPolicy(`subgraph "${name}"`, options.retry);
     const share = options.share === true;
     if (share) checkSharedFields(name, this.schema, child.schema);
@@ -131,6 +156,7 @@ export class GraphBuilder<S extends StateSchema, N extends string = never> {
   }
 
   private checkName(name: string): void {
+    if (typeof name !== 'string' || name === '') throw new GraphDefinitionError(`a node's name is a non-empty string, not ${JSON.stringify(name) ?? String(name)}.`);
     if (name === START || name === END) throw new GraphDefinitionError(`"${name}" is reserved.`);
     if (this.nodes.has(name)) throw new GraphDefinitionError(`node "${name}" is added twice.`);
     if (name.includes('|') || name.includes('@')) throw new GraphDefinitionError(`node "${name}": names may not contain "|" or "@".`);

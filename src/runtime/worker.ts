@@ -62,6 +62,8 @@ class WorkerStopping extends Error {
   }
 }
 
+const WORKER_OPTION_KEYS: readonly string[] = ['concurrency', 'leaseMs', 'pollMs', 'onEvent', 'onRun', 'onError'] satisfies (keyof WorkerOptions)[];
+
 /**
  * Runs submitted threads of one app: claims runnable threads as its concurrency allows,
  * each under a lease it renews while working, and takes over threads whose worker died.
@@ -91,6 +93,14 @@ export class Worker {
     readonly app: App<StateSchema>,
     private readonly options: WorkerOptions = {},
   ) {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`Worker takes an options object, not ${shown(options)}.`);
+    // A misspelt `concurency` would run the default number of threads at once, and say nothing.
+    for (const key of Object.keys(options)) {
+      if (!WORKER_OPTION_KEYS.includes(key)) throw new InvalidOptionError(`Worker: unknown option "${key}" (options: ${WORKER_OPTION_KEYS.join(', ')}).`);
+    }
+    for (const name of ['onEvent', 'onRun', 'onError'] as const) {
+      if (options[name] !== undefined && typeof options[name] !== 'function') throw new InvalidOptionError(`Worker: ${name} must be a function, got ${shown(options[name])}.`);
+    }
     // A worker that may run no thread (0, a negative or fractional count) would claim nothing, ever, and say nothing.
     const concurrency = options.concurrency ?? WORKER_CONCURRENCY;
     if (typeof concurrency !== 'number' || !Number.isSafeInteger(concurrency) || concurrency < 1) {

@@ -4,11 +4,12 @@
  * PostgreSQL URL that does not parse, a key file that is not JSON or not there, a
  * LangGraph source that is not a SQLite database.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { keyFile } from '../../src/crypto/key-provider.js';
 import { postgres } from '../../src/engines/postgres/index.js';
+import { sqlite } from '../../src/engines/sqlite/index.js';
 import { InvalidOptionError, KeyUnavailableError, LangGraphSourceNotFoundError } from '../../src/errors.js';
 import { openLangGraphSource } from '../../src/langgraph/index.js';
 import { tempDir } from '../helpers/temp-dirs.js';
@@ -22,6 +23,18 @@ describe('refused with a typed error', () => {
       expect(() => postgres(url)).toThrow(/does not parse as a PostgreSQL URL: write postgres:\/\/user:password@host:port\/database/);
     }
     for (const url of ['postgres://u@127.0.0.1:1/db', 'postgresql://u:secret@127.0.0.1:1/db']) await postgres(url).close();
+  });
+
+  it('sqlite(file, options) and postgres(url, options) refuse an option they do not take, or of the wrong kind, at once, and create nothing', async () => {
+    const file = join(dir, 'never.db');
+    const sqliteCases: unknown[] = [{ durabilty: 'normal' }, { durability: 'fast' }, { readonly: true }, { readOnly: 'yes' }, { busyTimeoutMs: -1 }, { mmapBytes: 1.5 }, null];
+    for (const options of sqliteCases) expect(() => sqlite(file, options as never), JSON.stringify(options)).toThrow(InvalidOptionError);
+    expect(existsSync(file)).toBe(false);
+    const url = 'postgres://postgres@127.0.0.1:5432/test';
+    const postgresCases: unknown[] = [{ tennant: 'acme' }, { readonly: true }, { max: 0 }, { applicationName: 5 }, { readOnly: 1 }];
+    for (const options of postgresCases) expect(() => postgres(url, options as never), JSON.stringify(options)).toThrow(InvalidOptionError);
+    expect(() => sqlite(file, { durabilty: 'normal' } as never)).toThrow(/sqlite: unknown option "durabilty" \(options: durability, /);
+    await sqlite(join(dir, 'fine.db'), { durability: 'normal', busyTimeoutMs: 100, mmapBytes: 0, readOnly: false }).close();
   });
 
   it('a key file that is not JSON is not a key file (InvalidOptionError); one that is not there says so', async () => {

@@ -266,6 +266,23 @@ describe.each(ENGINES)('graph runtime on %s', (name) => {
       }
     });
 
+    it('a node or subgraph given an option it does not take, a pause that is not a flag or function, a name that is empty or a body that is not a function is a GraphDefinitionError naming it', () => {
+      const child = graph(State).node('c', () => ({})).edge(START, 'c').edge('c', END);
+      const loose = graph(State) as unknown as { node: (...args: unknown[]) => unknown; subgraph: (...args: unknown[]) => unknown };
+      const cases: [RegExp, () => unknown][] = [
+        [/node "a": unknown option "retyr"/, () => loose.node('a', () => ({}), { retyr: { maxAttempts: 2 } })],
+        [/node "a": interruptBefore must be true, false or a function/, () => loose.node('a', () => ({}), { interruptBefore: 'always' })],
+        [/node "a" takes the function that runs it/, () => loose.node('a', { run: () => ({}) })],
+        [/a node's name is a non-empty string/, () => loose.node('', () => ({}))],
+        [/subgraph "s": unknown option "inputs"/, () => loose.subgraph('s', child, { inputs: () => ({}) })],
+        [/subgraph "s": output must be a function/, () => loose.subgraph('s', child, { output: { n: 1 } })],
+      ];
+      for (const [message, make] of cases) {
+        expect(make, String(message)).toThrow(GraphDefinitionError);
+        expect(make).toThrow(message);
+      }
+    });
+
     it('a graph without an entry is a GraphDefinitionError', () => {
       const builder = graph(State).node('a', () => ({})).edge('a', END);
       expect(() => builder.compile({ engine: ctx.engine })).toThrow(GraphDefinitionError);

@@ -47,6 +47,12 @@ describe('Worker options', () => {
     expect(() => new Worker(appOn(), { pollMs: 12.5 })).not.toThrow();
   });
 
+  it('an option a Worker does not take (a misspelt concurrency), or a callback that is not a function, is InvalidOptionError', () => {
+    expect(() => new Worker(appOn(), { concurency: 4 } as never)).toThrow(/Worker: unknown option "concurency" \(options: concurrency, leaseMs, pollMs, onEvent, onRun, onError\)/);
+    expect(() => new Worker(appOn(), { onRun: 'log' } as never)).toThrow(/onRun must be a function/);
+    expect(() => new Worker(appOn(), null as never)).toThrow(InvalidOptionError);
+  });
+
   it('concurrency 1 runs a submitted thread', async () => {
     const app = appOn();
     const worker = new Worker(app, { concurrency: 1, pollMs: 20 });

@@ -69,6 +69,26 @@ export interface PostgresOptions {
   tenant?: string;
 }
 
+const POSTGRES_OPTION_KEYS: readonly (keyof PostgresOptions)[] = ['schema', 'max', 'applicationName', 'readOnly', 'tenant'];
+
+/**
+ * `postgres(url, options)`, checked before anything connects: a misspelt `readonly` or
+ * `tennant` would open for writing, or unscoped to the tenant the caller meant.
+ */
+function checkPostgresOptions(options: PostgresOptions): void {
+  const refuse = (message: string) => {
+    throw new InvalidOptionError(`postgres: ${message}`, { place: { engine: 'postgres' } });
+  };
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) refuse(`options must be an object, not ${String(options)}.`);
+  for (const key of Object.keys(options)) {
+    if (!(POSTGRES_OPTION_KEYS as readonly string[]).includes(key)) refuse(`unknown option "${key}" (options: ${POSTGRES_OPTION_KEYS.join(', ')}).`);
+  }
+  const { max, applicationName, readOnly } = options;
+  if (max !== undefined && (typeof max !== 'number' || !Number.isSafeInteger(max) || max < 1)) refuse(`max must be a whole number of connections, 1 or more, not ${String(max)}.`);
+  if (applicationName !== undefined && typeof applicationName !== 'string') refuse(`applicationName must be a string, not ${JSON.stringify(applicationName)}.`);
+  if (readOnly !== undefined && typeof readOnly !== 'boolean') refuse(`readOnly must be true or false, not ${JSON.stringify(readOnly)}.`);
+}
+
 /** A connection string as messages show it: the password masked. */
 export function maskUrl(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, '$1:***@');
@@ -176,6 +196,7 @@ export class PostgresConnection {
     private readonly options: PostgresOptions = {},
   ) {
     this.ownsPool = typeof source === 'string';
+    checkPostgresOptions(options);
     if (typeof source === 'string') checkUrl(source);
     this.lifecycle = new Lifecycle('postgres', { open: () => this.open(), close: () => this.end() });
     this.schema = options.schema ?? 'public';

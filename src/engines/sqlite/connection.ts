@@ -67,6 +67,29 @@ export interface SqliteOptions {
   driver?: SqliteDriverName;
 }
 
+const SQLITE_OPTION_KEYS: readonly (keyof SqliteOptions)[] = ['durability', 'busyTimeoutMs', 'mmapBytes', 'pageSize', 'readOnly', 'driver'];
+
+/**
+ * `sqlite(file, options)`, checked before anything is opened: a misspelt
+ * `durabilty: 'normal'` or `durability: 'fast'` would open with synchronous=FULL, a
+ * misspelt `readonly: true` would open for writing and migrate the file.
+ */
+function checkSqliteOptions(options: SqliteOptions): void {
+  const refuse = (message: string) => {
+    throw new InvalidOptionError(`sqlite: ${message}`, { place: { engine: 'sqlite' } });
+  };
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) refuse(`options must be an object, not ${String(options)}.`);
+  for (const key of Object.keys(options)) {
+    if (!(SQLITE_OPTION_KEYS as readonly string[]).includes(key)) refuse(`unknown option "${key}" (options: ${SQLITE_OPTION_KEYS.join(', ')}).`);
+  }
+  const { durability, busyTimeoutMs, mmapBytes, readOnly } = options;
+  if (durability !== undefined && durability !== 'full' && durability !== 'normal') refuse(`durability must be 'full' or 'normal', not ${JSON.stringify(durability)}.`);
+  if (busyTimeoutMs !== undefined && (typeof busyTimeoutMs !== 'number' || !Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0)) refuse(`busyTimeoutMs must be a whole number of milliseconds, 0 or more, not ${String(busyTimeoutMs)}.`);
+  if (mmapBytes !== undefined && (typeof mmapBytes !== 'number' || !Number.isSafeInteger(mmapBytes) || mmapBytes < 0)) refuse(`mmapBytes must be a whole number of bytes, 0 or more, not ${String(mmapBytes)}.`);
+  if (readOnly !== undefined && typeof readOnly !== 'boolean') refuse(`readOnly must be true or false, not ${JSON.stringify(readOnly)}.`);
+  pageSizeOf(options.pageSize);
+}
+
 /** The page size option, checked: a power of two from 512 to 65536 (SQLite would ignore anything else without a word). */
 function pageSizeOf(size: number | undefined): number {
   if (size === undefined) return SQLITE_PAGE_SIZE;
@@ -234,7 +257,7 @@ export class SqliteConnection {
     private readonly options: SqliteOptions = {},
   ) {
     // Checked at once, not at the lazy open.
-    pageSizeOf(options.pageSize);
+    checkSqliteOptions(options);
     const source = typeof handle === 'string' ? handle : asSqliteDatabase(handle);
     this.ownsHandle = typeof source === 'string';
     this.location = typeof source === 'string' ? source : source.name;
