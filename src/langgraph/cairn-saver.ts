@@ -131,6 +131,8 @@ interface Tip {
   lease?: { runId: string; epoch: number };
   /** This saver stored a pending write at the tip on its own (see `flushWrites`) since committing it. */
   pendingStored?: boolean;
+  /** The writes (see {@link writeKey}) this saver stored at the tip on its own since committing it, while it holds the tip's lease. */
+  pendingKeys?: Set<string>;
 }
 
 /**
@@ -339,9 +341,19 @@ export class CairnSaver extends BaseCheckpointSaver {
         // The parent's writes still waiting for their commit land in this one; any others first, on their own.
         const folded: DeferredWrite[] = [];
         const foldedPending: PendingWrite[] = [];
-        for (const write of parentSeq === null || parentId === undefined ? [] : this.takeDeferred(thread, ns, parentId, parentSeq)) {
+        const taken = parentSeq === null || parentId === undefined ? [] : this.takeDeferred(thread, ns, parentId, parentSeq);
+        // A copy: should the checkpoint not land, these writes are stored on their own, and must not count as held.
+        const held = new Set(taken.length ? await this.heldWrites(thread, ns, parentSeq!, lease) : []);
+        for (const write of taken) {
           try {
-            foldedPending.push(await this.encodePending(write, parentSeq!, true));
+            const pending = await this.encodePending(write, parentSeq!, true, held);
+            // Every write of the call was the parent's already: nothing to fold, the call is done.
+            if (!pending) {
+              write.resolve();
+              continue;
+            }
+            for (const key of pending.keys) held.add(key);
+            foldedPending.push(pending.write);
             folded.push(write);
           } catch (error) {
             // A write that cannot be stored fails its own call, not the checkpoint.
@@ -394,21 +406,42 @@ export class CairnSaver extends BaseCheckpointSaver {
    * item. Writes stored on their own are encoded without being remembered, as they may
    * still change so.
    */
-  private async encodePending(write: DeferredWrite, seq: number, remember: boolean): Promise<PendingWrite> {
+  private async encodePending(write: DeferredWrite, seq: number, remember: boolean, held: ReadonlySet<string>): Promise<{ write: PendingWrite; keys: string[] } | null> {
     const stored: StoredWrite[] = [];
+    // LangGraph's savers store a call of special writes only (an error, an interrupt, a
+    // resume value) over what the task wrote to those channels before, and any other call
+    // only where the task has no write at that index yet: a task's writes handed over
+    // again (a retried call) never replace the first ones.
+    const replaces = write.writes.every(([channel]) => channel in WRITES_IDX_MAP);
     for (let i = 0; i < write.writes.length; i++) {
       const [channel, value] = write.writes[i]!;
       const entry: StoredWrite = { task: write.taskId, path: write.taskPath, idx: WRITES_IDX_MAP[channel] ?? i, channel };
+      if (!replaces && held.has(writeKey(entry))) continue;
       // A list is kept as its items' texts: when the checkpoint after this one appends
       // them to the channel, the folded write points at those items instead of copying them.
       if (Array.isArray(value)) entry.items = await this.values.encodeItems(value, remember);
       else entry.value = await this.values.encode(value, remember);
       stored.push(entry);
     }
+    if (stored.length === 0 && write.writes.length > 0) return null;
     // One call's writes are one pending write, so one transaction: a task whose writes
     // landed only in part would pass for done, and its missing writes (the edge to the
     // next node, say) would be lost on resume.
-    return { ns: write.ns, baseSeq: seq, task: `${write.taskId}#${stored.map((w) => w.idx).join(',')}`, body: encode({ writes: stored }) };
+    return {
+      write: { ns: write.ns, baseSeq: seq, task: `${write.taskId}#${stored.map((w) => w.idx).join(',')}`, body: encode({ writes: stored }) },
+      keys: stored.map(writeKey),
+    };
+  }
+
+  /**
+   * The writes checkpoint `seq` holds already, as {@link writeKey}s: those this saver
+   * stored at its own tip, known without a read (the set is the tip's, extended as writes
+   * land); otherwise every write stored at the checkpoint or folded into its children.
+   */
+  private async heldWrites(thread: string, ns: string, seq: number, lease: ThreadLease): Promise<Set<string>> {
+    const tip = this.tips.get(tipKey(thread, ns));
+    if (tip && tip.position.seq === seq && tip.lease?.runId === lease.runId && tip.lease.epoch === lease.epoch) return (tip.pendingKeys ??= new Set());
+    return new Set((await this.writesOf(thread, ns, seq)).map(writeKey));
   }
 
   /**
@@ -481,11 +514,23 @@ export class CairnSaver extends BaseCheckpointSaver {
   private async storeDeferred(thread: string, lease: ThreadLease): Promise<void> {
     const ready = (this.deferred.get(thread) ?? []).filter((w) => w.seq !== undefined);
     this.dropDeferred(thread, ready);
+    // What each checkpoint holds already, read once per checkpoint and extended as writes land.
+    const heldAt = new Map<string, Set<string>>();
     for (let i = 0; i < ready.length; i++) {
       const write = ready[i]!;
       const seq = write.seq!;
       try {
-        await this.cp.putPendingWrite(lease, await this.encodePending(write, seq, false));
+        const at = tipKey(write.ns, String(seq));
+        let held = heldAt.get(at);
+        if (!held) heldAt.set(at, (held = await this.heldWrites(thread, write.ns, seq, lease)));
+        const pending = await this.encodePending(write, seq, false, held);
+        if (!pending) {
+          // Every write of the call is stored already: the call is done, as LangGraph's savers ignore it.
+          write.resolve();
+          continue;
+        }
+        await this.cp.putPendingWrite(lease, pending.write);
+        for (const key of pending.keys) held.add(key);
         crashPoint('after-pending-write');
         const tip = this.tips.get(tipKey(thread, write.ns));
         if (tip && tip.position.seq === seq) tip.pendingStored = true;
@@ -741,12 +786,12 @@ export class CairnSaver extends BaseCheckpointSaver {
           const [from, count] = write.ref;
           const texts = items.filter((item) => item.field === write.channel && item.index >= from && item.index < from + count).map((item) => item.text);
           const { ref: _ref, ...rest } = write;
-          byKey.set(`${write.task}#${write.idx}`, { ...rest, items: texts });
-        } else byKey.set(`${write.task}#${write.idx}`, write);
+          byKey.set(writeKey(write), { ...rest, items: texts });
+        } else byKey.set(writeKey(write), write);
       }
     }
     for (const pending of known?.pending.get(seq) ?? (await this.cp.getPendingWrites(thread, ns, seq))) {
-      for (const write of pendingWrites(pending)) byKey.set(`${write.task}#${write.idx}`, write);
+      for (const write of pendingWrites(pending)) byKey.set(writeKey(write), write);
     }
     return [...byKey.values()].sort((a, b) => compareWritesSortKeys([a.path, a.task, a.idx], [b.path, b.task, b.idx]));
   }
@@ -1155,6 +1200,11 @@ function findRun(texts: readonly string[], run: readonly string[]): number {
     if (i === run.length) return start;
   }
   return -1;
+}
+
+/** A write's identity as LangGraph's savers key it (their writes table's primary key, within a checkpoint): its task and index. */
+function writeKey(write: { task: string; idx: number }): string {
+  return `${write.task}#${write.idx}`;
 }
 
 /** The LangGraph writes one cairn pending write holds (one `putWrites` call's). */

@@ -1,0 +1,109 @@
+/**
+ * CairnSaver answers as LangGraph's own savers do where their validation suite does not
+ * look, on every engine, each case run on LangGraph's saver too (MemorySaver, or
+ * SqliteSaver where the two disagree and the database savers agree):
+ * - a task's writes handed over again keep the first ones (LangGraph's savers' INSERT
+ *   OR IGNORE), while a call of special writes only (`__error__`, `__interrupt__`,
+ *   `__resume__`) replaces them: whether the writes are stored on their own, folded into
+ *   the next checkpoint, or handed over once that checkpoint landed, by another saver.
+ */
+import { BaseCheckpointSaver, MemorySaver, emptyCheckpoint, type Checkpoint, type PendingWrite } from '@langchain/langgraph-checkpoint';
+import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Engine } from '../../src/contracts/engine.js';
+import { CairnSaver } from '../../src/langgraph/index.js';
+import { langGraphEngines } from './engines.js';
+
+const engines = langGraphEngines();
+
+const ID = (n: number) => `1f000000-0000-6000-8000-0000000000${String(n).padStart(2, '0')}`;
+const config = (id?: string) => ({ configurable: { thread_id: 't', checkpoint_ns: '', ...(id ? { checkpoint_id: id } : {}) } });
+const loop = (step: number) => ({ source: 'loop' as const, step, parents: {} });
+
+function checkpoint(id: string, values: Record<string, unknown>): Checkpoint {
+  return { ...emptyCheckpoint(), id, channel_values: values, channel_versions: Object.fromEntries(Object.keys(values).map((k) => [k, Number(id.slice(-2))])) };
+}
+
+/** One task's writes handed over twice, and again for special channels: what each saver keeps. */
+const RETRIED: [task: string, writes: PendingWrite[]][] = [
+  ['task-1', [['log', ['first']], ['route', 'a']]],
+  ['task-1', [['log', ['second']]]],
+  ['task-1', [['log', ['third']], ['route', 'b'], ['extra', 1]]],
+  ['task-2', [['__error__', { message: 'first failure' }]]],
+  ['task-2', [['__error__', { message: 'second failure' }]]],
+  ['task-3', [['__interrupt__', [{ value: 'first question' }]]]],
+  ['task-3', [['__interrupt__', [{ value: 'second question' }]]]],
+  ['task-4', [['__resume__', ['one']]]],
+  ['task-4', [['__resume__', ['one', 'two']]]],
+];
+
+async function pendingAt(saver: BaseCheckpointSaver, id: string) {
+  return (await saver.getTuple(config(id)))?.pendingWrites;
+}
+
+describe.each(engines)('CairnSaver answers as LangGraph savers do ($name)', (kit) => {
+  let engine: Engine | undefined;
+  const saver = async () => new CairnSaver({ engine: (engine = await kit.create()) });
+  afterEach(async () => {
+    if (engine) await kit.destroy(engine);
+    engine = undefined;
+  });
+
+  it("a task's writes handed over again keep the first ones; special writes replace theirs (stored on their own)", async () => {
+    const cairn = await saver();
+    const reference = new MemorySaver();
+    for (const target of [cairn, reference] as BaseCheckpointSaver[]) {
+      await target.put(config(), checkpoint(ID(1), { log: ['seed'] }), loop(0), { log: 1 });
+      for (const [task, writes] of RETRIED) await target.putWrites(config(ID(1)), writes, task, task);
+    }
+    const expected = await pendingAt(reference, ID(1));
+    expect(expected).toContainEqual(['task-1', 'log', ['first']]);
+    expect(expected).toContainEqual(['task-2', '__error__', { message: 'second failure' }]);
+    expect(await pendingAt(cairn, ID(1))).toEqual(expected);
+    // Read afresh from the engine, as another process would.
+    expect(await pendingAt(new CairnSaver({ engine: engine! }), ID(1))).toEqual(expected);
+  });
+
+  it("…when they are folded into the next checkpoint, handed over in the same turn as its put", async () => {
+    const cairn = await saver();
+    const reference = new MemorySaver();
+    for (const target of [cairn, reference] as BaseCheckpointSaver[]) {
+      await target.put(config(), checkpoint(ID(1), { log: ['seed'] }), loop(0), { log: 1 });
+      const written = RETRIED.map(([task, writes]) => target.putWrites(config(ID(1)), writes, task, task));
+      await Promise.all([...written, target.put(config(ID(1)), checkpoint(ID(2), { log: ['seed', 'first'] }), loop(1), { log: 2 })]);
+    }
+    const expected = await pendingAt(reference, ID(1));
+    expect(await pendingAt(cairn, ID(1))).toEqual(expected);
+    expect(await pendingAt(new CairnSaver({ engine: engine! }), ID(1))).toEqual(expected);
+  });
+
+  it('…when they are handed over again after the next checkpoint landed, by another saver (another process)', async () => {
+    const cairn = await saver();
+    const reference = new MemorySaver();
+    for (const target of [cairn, reference] as BaseCheckpointSaver[]) {
+      await target.put(config(), checkpoint(ID(1), { log: ['seed'] }), loop(0), { log: 1 });
+      const [first, ...again] = RETRIED;
+      await Promise.all([target.putWrites(config(ID(1)), first![1], first![0], first![0]), target.put(config(ID(1)), checkpoint(ID(2), { log: ['seed', 'first'] }), loop(1), { log: 2 })]);
+      if (target === cairn) await cairn.release();
+      const later = target === cairn ? new CairnSaver({ engine: engine! }) : target;
+      for (const [task, writes] of again) await later.putWrites(config(ID(1)), writes, task, task);
+      if (later instanceof CairnSaver) await later.release();
+    }
+    const expected = await pendingAt(reference, ID(1));
+    expect(await pendingAt(new CairnSaver({ engine: engine! }), ID(1))).toEqual(expected);
+  });
+
+  it("a call mixing special and other writes, handed over again, keeps the first ones, as LangGraph's database savers do", async () => {
+    const cairn = await saver();
+    // MemorySaver replaces the special write of such a call; SqliteSaver and PostgresSaver keep the whole first call.
+    const reference = SqliteSaver.fromConnString(':memory:');
+    for (const target of [cairn, reference] as BaseCheckpointSaver[]) {
+      await target.put(config(), checkpoint(ID(1), { log: ['seed'] }), loop(0), { log: 1 });
+      await target.putWrites(config(ID(1)), [['log', ['first']], ['__error__', { message: 'first failure' }]], 'task-1');
+      await target.putWrites(config(ID(1)), [['log', ['second']], ['__error__', { message: 'second failure' }]], 'task-1');
+    }
+    const expected = await pendingAt(reference, ID(1));
+    expect(expected).toContainEqual(['task-1', '__error__', { message: 'first failure' }]);
+    expect(await pendingAt(cairn, ID(1))).toEqual(expected);
+  });
+});
