@@ -252,19 +252,30 @@ export class CairnSaver extends BaseCheckpointSaver {
   /**
    * Checkpoints newest first: of one thread (or every thread), of one namespace (or
    * every namespace), whose metadata has every key of `filter` with an equal value,
-   * with an id below `before`'s, at most `limit`.
+   * with an id below `before`'s, at most `limit`. A `config` that names a checkpoint
+   * (`checkpoint_id`) lists that checkpoint alone, as LangGraph's MemorySaver and
+   * PostgresSaver do (`getStateHistory` passes the config it is given).
    */
   async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
     const { filter, before, limit } = options;
     const beforeId = before?.configurable?.checkpoint_id as string | undefined;
     const threadId = config.configurable?.thread_id as string | undefined;
     const nsWanted = config.configurable?.checkpoint_ns as string | undefined;
+    const idWanted = config.configurable?.checkpoint_id as string | undefined;
     let left = limit ?? Infinity;
     if (left <= 0) return;
     const threads = threadId !== undefined && threadId !== null ? [String(threadId)] : (await this.cp.listThreads()).map((t) => t.id);
     for (const thread of threads) {
       const namespaces = nsWanted !== undefined ? [nsWanted] : await this.cp.listNamespaces(thread);
       for (const ns of namespaces) {
+        if (idWanted) {
+          // One checkpoint, read as getTuple reads it; kept only if it passes `before` and `filter` too.
+          const tuple = await this.getTuple({ configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: idWanted } });
+          if (!tuple || (beforeId !== undefined && !(idWanted < beforeId)) || (filter && !metadataHas(tuple.metadata as Record<string, unknown>, filter))) continue;
+          yield tuple;
+          if (--left <= 0) return;
+          continue;
+        }
         let beforeSeq: number | undefined;
         // Decoded items, shared by the tuples of this namespace: each is decoded once.
         const decoded = new WeakMap<object, unknown>();
@@ -799,12 +810,7 @@ export class CairnSaver extends BaseCheckpointSaver {
   private async metadataMatches(record: LangGraphRecord, position: StoredPosition, kind: string, filter: Record<string, unknown>): Promise<boolean> {
     const keys = Object.keys(filter);
     if (keys.length === 0) return true;
-    const metadata = (await this.metadataOf(record, position, kind)) as Record<string, unknown>;
-    for (const key of keys) {
-      if (filter[key] === undefined) continue;
-      if (!Object.hasOwn(metadata, key) || encode(metadata[key]) !== safeEncode(filter[key])) return false;
-    }
-    return true;
+    return metadataHas((await this.metadataOf(record, position, kind)) as Record<string, unknown>, filter);
   }
 
   // ------------------------------------------------------------------ writing
@@ -1210,6 +1216,15 @@ function writeKey(write: { task: string; idx: number }): string {
 /** The LangGraph writes one cairn pending write holds (one `putWrites` call's). */
 function pendingWrites(pending: PendingWrite): StoredWrite[] {
   return decode<{ writes: StoredWrite[] }>(pending.body).writes;
+}
+
+/** True when `metadata` has every key of `filter` (but those set to undefined) with an equal value. */
+function metadataHas(metadata: Record<string, unknown>, filter: Record<string, unknown>): boolean {
+  for (const key of Object.keys(filter)) {
+    if (filter[key] === undefined) continue;
+    if (!Object.hasOwn(metadata, key) || encode(metadata[key]) !== safeEncode(filter[key])) return false;
+  }
+  return true;
 }
 
 function safeEncode(value: unknown): string | null {

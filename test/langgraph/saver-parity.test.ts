@@ -5,10 +5,13 @@
  * - a task's writes handed over again keep the first ones (LangGraph's savers' INSERT
  *   OR IGNORE), while a call of special writes only (`__error__`, `__interrupt__`,
  *   `__resume__`) replaces them: whether the writes are stored on their own, folded into
- *   the next checkpoint, or handed over once that checkpoint landed, by another saver.
+ *   the next checkpoint, or handed over once that checkpoint landed, by another saver;
+ * - a `list` config that names a checkpoint lists that checkpoint alone (with `before`
+ *   and `filter` still applied), so `getStateHistory(snapshot.config)` is one snapshot.
  */
 import { BaseCheckpointSaver, MemorySaver, emptyCheckpoint, type Checkpoint, type PendingWrite } from '@langchain/langgraph-checkpoint';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/contracts/engine.js';
 import { CairnSaver } from '../../src/langgraph/index.js';
@@ -105,5 +108,64 @@ describe.each(engines)('CairnSaver answers as LangGraph savers do ($name)', (kit
     const expected = await pendingAt(reference, ID(1));
     expect(expected).toContainEqual(['task-1', '__error__', { message: 'first failure' }]);
     expect(await pendingAt(cairn, ID(1))).toEqual(expected);
+  });
+
+  it('a list config that names a checkpoint lists it alone, with before and filter applied, in any namespace or thread', async () => {
+    const cairn = await saver();
+    const reference = new MemorySaver();
+    const ids = async (target: BaseCheckpointSaver, listConfig: object, options: object = {}) => {
+      const found: string[] = [];
+      for await (const tuple of target.list(listConfig, options)) found.push(`${String(tuple.config.configurable?.thread_id)}/${String(tuple.config.configurable?.checkpoint_ns)}/${tuple.checkpoint.id.slice(-2)}`);
+      return found;
+    };
+    for (const target of [cairn, reference] as BaseCheckpointSaver[]) {
+      await target.put(config(), checkpoint(ID(1), { log: ['a'] }), loop(0), { log: 1 });
+      await target.put(config(ID(1)), checkpoint(ID(2), { log: ['a', 'b'] }), loop(1), { log: 2 });
+      await target.put(config(ID(2)), checkpoint(ID(3), { log: ['a', 'b', 'c'] }), loop(2), { log: 3 });
+      await target.put({ configurable: { thread_id: 't', checkpoint_ns: 'child:1' } }, checkpoint(ID(4), { log: ['x'] }), loop(0), { log: 4 });
+      await target.put({ configurable: { thread_id: 'other', checkpoint_ns: '' } }, checkpoint(ID(5), { log: ['y'] }), loop(0), { log: 5 });
+    }
+    const cases: [object, object?][] = [
+      [config(ID(2))],
+      [config(ID(2)), { before: config(ID(3)) }],
+      [config(ID(2)), { before: config(ID(2)) }],
+      [config(ID(2)), { filter: { step: 1 } }],
+      [config(ID(2)), { filter: { step: 2 } }],
+      [config(ID(2)), { limit: 1 }],
+      [config(ID(4))],
+      [{ configurable: { thread_id: 't', checkpoint_id: ID(4) } }],
+      [{ configurable: { checkpoint_id: ID(5) } }],
+      [config()],
+    ];
+    for (const [listConfig, options] of cases) {
+      expect(await ids(cairn, listConfig, options), JSON.stringify([listConfig, options])).toEqual(await ids(reference, listConfig, options));
+    }
+    expect(await ids(cairn, config(ID(2)))).toEqual(['t//02']);
+  });
+
+  it("getStateHistory from a snapshot's config is that snapshot alone, as on MemorySaver", async () => {
+    const State = Annotation.Root({ log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }) });
+    const graph = (checkpointer: BaseCheckpointSaver) =>
+      new StateGraph(State)
+        .addNode('one', async () => ({ log: ['one'] }))
+        .addNode('two', async () => ({ log: ['two'] }))
+        .addEdge(START, 'one')
+        .addEdge('one', 'two')
+        .addEdge('two', END)
+        .compile({ checkpointer });
+    const histories: { all: (number | undefined)[]; fromSnapshot: (number | undefined)[] }[] = [];
+    for (const target of [await saver(), new MemorySaver()] as BaseCheckpointSaver[]) {
+      const app = graph(target);
+      const thread = { configurable: { thread_id: 'history' } };
+      await app.invoke({ log: ['in'] }, thread);
+      const all = [];
+      for await (const snapshot of app.getStateHistory(thread)) all.push(snapshot);
+      const fromSnapshot = [];
+      for await (const snapshot of app.getStateHistory(all[1]!.config)) fromSnapshot.push(snapshot);
+      histories.push({ all: all.map((s) => s.metadata?.step), fromSnapshot: fromSnapshot.map((s) => s.metadata?.step) });
+    }
+    expect(histories[0]!.all).toEqual([2, 1, 0, -1]);
+    expect(histories[0]!.fromSnapshot).toEqual([1]);
+    expect(histories[0]).toEqual(histories[1]);
   });
 });
