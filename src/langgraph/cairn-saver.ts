@@ -49,7 +49,7 @@ import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { RawJson, decode, encode } from '../codec/tagged-json.js';
 import { LEASE_MS, SNAPSHOT_EVERY } from '../defaults.js';
 import { crashPoint } from '../internal/crash-points.js';
-import { CheckpointNotFoundError, CorruptRecordError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
+import { CheckpointNotFoundError, CorruptRecordError, InvalidOptionError, LeaseLostError, PositionNotFoundError, ThreadBusyError } from '../errors.js';
 import { materialize, type ChainLink, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
 import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionBody, type PositionKind } from '../runtime/position.js';
 import { CheckpointIndex } from './checkpoint-index.js';
@@ -235,7 +235,15 @@ export class CairnSaver extends BaseCheckpointSaver {
       seq = head?.seq ?? null;
     }
     if (seq === null) return undefined;
-    const loaded = await materialize(this.cp, undefined, thread, ns, seq, head ? { head } : {});
+    const loaded = await materialize(this.cp, undefined, thread, ns, seq, head ? { head } : {}).catch((error: unknown) => {
+      // Another process deleted the thread under this index: the checkpoint is gone, or elsewhere if the thread was written again.
+      if (id && PositionNotFoundError.is(error)) return null;
+      throw error;
+    });
+    if (!loaded) {
+      this.index.forget(thread);
+      return (await this.index.seqOf(thread, ns, id!)) === null ? undefined : this.getTuple(config);
+    }
     const record = langGraphRecord(loaded.body);
     if (!record) return undefined;
     if (id && record.id !== id) {
@@ -347,7 +355,7 @@ export class CairnSaver extends BaseCheckpointSaver {
         // The tip this saver committed under the lease it still holds is the head: no read needed.
         const own = cached?.lease && cached.lease.runId === lease.runId && cached.lease.epoch === lease.epoch ? cached : undefined;
         const head = own ? { seq: own.position.seq, hash: own.position.hash } : await this.cp.getHead(thread, ns);
-        const parentSeq = parentId ? (own && own.id === parentId ? own.position.seq : await this.index.seqOf(thread, ns, parentId)) : null;
+        const parentSeq = parentId ? await this.parentSeqOf(thread, ns, parentId, own, head) : null;
         this.checkRun(thread, ns, run, parentSeq, head?.seq ?? null, metadata);
         // The parent's writes still waiting for their commit land in this one; any others first, on their own.
         const folded: DeferredWrite[] = [];
@@ -391,6 +399,23 @@ export class CairnSaver extends BaseCheckpointSaver {
       }
       return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
     });
+  }
+
+  /**
+   * The seq of checkpoint `id`, the parent a put names (null: not in the namespace). The
+   * id index is this process's: a thread another process deleted (and perhaps wrote
+   * again) leaves it stale, so a seq it gives is trusted only where the head or the
+   * position says the same (the saver's own tip, or the tip it read at the head, needs no read).
+   */
+  private async parentSeqOf(thread: string, ns: string, id: string, own: Tip | undefined, head: { seq: number; hash: string } | null): Promise<number | null> {
+    if (own && own.id === id) return own.position.seq;
+    const seq = await this.index.seqOf(thread, ns, id);
+    if (seq === null) return null;
+    const tip = this.tips.get(tipKey(thread, ns));
+    const atHead = head !== null && tip !== undefined && tip.position.seq === seq && seq === head.seq && tip.position.hash === head.hash && tip.id === id;
+    if (atHead || (head !== null && seq <= head.seq && (await this.idAt(thread, ns, seq)) === id)) return seq;
+    this.index.forget(thread);
+    return this.index.seqOf(thread, ns, id);
   }
 
   /** Stores writes of task `taskId` against the checkpoint `config` names, kept until (and after) its child checkpoint lands. */

@@ -7,7 +7,10 @@
  *   `__resume__`) replaces them: whether the writes are stored on their own, folded into
  *   the next checkpoint, or handed over once that checkpoint landed, by another saver;
  * - a `list` config that names a checkpoint lists that checkpoint alone (with `before`
- *   and `filter` still applied), so `getStateHistory(snapshot.config)` is one snapshot.
+ *   and `filter` still applied), so `getStateHistory(snapshot.config)` is one snapshot;
+ * - a thread another saver (another process) deleted, and perhaps wrote again, reads as
+ *   what it holds now: a deleted checkpoint is not found, and a put after it does not
+ *   land on whatever checkpoint took its place.
  */
 import { BaseCheckpointSaver, MemorySaver, emptyCheckpoint, type Checkpoint, type PendingWrite } from '@langchain/langgraph-checkpoint';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
@@ -167,5 +170,34 @@ describe.each(engines)('CairnSaver answers as LangGraph savers do ($name)', (kit
     expect(histories[0]!.all).toEqual([2, 1, 0, -1]);
     expect(histories[0]!.fromSnapshot).toEqual([1]);
     expect(histories[0]).toEqual(histories[1]);
+  });
+
+  it('a thread deleted by another saver, and written again, reads as what it holds now, not as this saver last saw it', async () => {
+    const reader = await saver();
+    const writer = new CairnSaver({ engine: engine! });
+    const reference = new MemorySaver();
+    const answers: unknown[][] = [];
+    for (const [read, write] of [[reader, writer], [reference, reference]] as [BaseCheckpointSaver, BaseCheckpointSaver][]) {
+      const seen: unknown[] = [];
+      await write.put(config(), checkpoint(ID(1), { log: ['a'], mood: 'calm' }), loop(0), { log: 1, mood: 1 });
+      await write.put(config(ID(1)), checkpoint(ID(2), { log: ['a', 'b'] }), loop(1), { log: 2 });
+      // The reader looks both checkpoints up (and keeps where they are).
+      seen.push((await read.getTuple(config(ID(1))))?.checkpoint.channel_values, (await read.getTuple(config(ID(2))))?.checkpoint.channel_values);
+      if (write instanceof CairnSaver) await write.release();
+      await write.deleteThread('t');
+      seen.push(await read.getTuple(config(ID(2))), await read.getTuple(config()));
+      // Written again: other checkpoints now sit where the old ones were.
+      await write.put(config(), checkpoint(ID(7), { log: ['x'], mood: 'stormy' }), loop(0), { log: 7, mood: 7 });
+      await write.put(config(ID(7)), checkpoint(ID(8), { log: ['x', 'y'] }), loop(1), { log: 8 });
+      if (write instanceof CairnSaver) await write.release();
+      seen.push(await read.getTuple(config(ID(1))), (await read.getTuple(config(ID(8))))?.checkpoint.channel_values);
+      // A put after the deleted checkpoint starts afresh: it takes nothing from the checkpoint now in its place.
+      await read.put(config(ID(2)), checkpoint(ID(9), { log: ['a', 'b', 'c'] }), loop(2), { log: 9 });
+      const put = await read.getTuple(config(ID(9)));
+      seen.push(put?.checkpoint.channel_values, put?.parentConfig?.configurable?.checkpoint_id);
+      answers.push(seen);
+    }
+    expect(answers[0]![2]).toBeUndefined();
+    expect(answers[0]).toEqual(answers[1]);
   });
 });
