@@ -92,7 +92,7 @@ export interface CairnSaverOptions {
   leaseMs?: number;
   /** How long the saver keeps a thread's lease after its last write before giving it back. Default 1,000 ms. */
   idleReleaseMs?: number;
-  /** How long a write waits for another process's write on the same thread to finish before ThreadBusyError. Default 5,000 ms. */
+  /** How long a write, or `deleteThread`, waits for another process's write on the same thread to finish before ThreadBusyError. Default 5,000 ms. */
   busyWaitMs?: number;
   /**
    * How long `putWrites` waits for the put of a checkpoint it does not find (LangGraph
@@ -616,7 +616,11 @@ export class CairnSaver extends BaseCheckpointSaver {
     }
   }
 
-  /** Deletes the thread: every namespace's checkpoints and writes (cairn's `deleteThread`). */
+  /**
+   * Deletes the thread: every namespace's checkpoints and writes (cairn's `deleteThread`).
+   * A thread another saver is writing (its lease live past `busyWaitMs`) is refused with
+   * ThreadBusyError, nothing deleted.
+   */
   async deleteThread(threadId: string): Promise<void> {
     const thread = String(threadId);
     await this.locked(thread, async () => {
@@ -627,9 +631,10 @@ export class CairnSaver extends BaseCheckpointSaver {
         clearTimeout(held.timer);
         this.held.delete(thread);
       }
-      await this.cp.deleteThread(thread, held ? { lease: held.lease } : {}).catch(async (error: unknown) => {
+      // Another saver's kept lease (a run that just wrote) is waited for, as a write waits for it.
+      await this.whileBusy(() => this.cp.deleteThread(thread, held ? { lease: held.lease } : {})).catch(async (error: unknown) => {
         // The kept lease was lost meanwhile: delete as anyone would.
-        if (held && LeaseLostError.is(error)) return this.cp.deleteThread(thread);
+        if (held && LeaseLostError.is(error)) return this.whileBusy(() => this.cp.deleteThread(thread));
         throw error;
       });
       this.index.forget(thread);
@@ -1064,10 +1069,19 @@ export class CairnSaver extends BaseCheckpointSaver {
 
   private async acquire(thread: string): Promise<ThreadLease> {
     const owner = { runId: randomUUID(), pid: process.pid, host: HOST };
+    return this.whileBusy(() => this.cp.acquireThread(thread, { owner, leaseMs: this.leaseMs, create: { kind: this.kind, tenant: null, metadata: { langgraph: true } } }));
+  }
+
+  /**
+   * Runs `fn` again while another saver holds the thread (ThreadBusyError), up to
+   * `busyWaitMs`: a saver keeps its lease for `idleReleaseMs` after its last write, so a
+   * thread a run just finished with is free a moment later.
+   */
+  private async whileBusy<T>(fn: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + this.busyWaitMs;
     for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
       try {
-        return await this.cp.acquireThread(thread, { owner, leaseMs: this.leaseMs, create: { kind: this.kind, tenant: null, metadata: { langgraph: true } } });
+        return await fn();
       } catch (error) {
         if (!ThreadBusyError.is(error) || Date.now() + wait > deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, wait));

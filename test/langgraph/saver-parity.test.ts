@@ -10,13 +10,16 @@
  *   and `filter` still applied), so `getStateHistory(snapshot.config)` is one snapshot;
  * - a thread another saver (another process) deleted, and perhaps wrote again, reads as
  *   what it holds now: a deleted checkpoint is not found, and a put after it does not
- *   land on whatever checkpoint took its place.
+ *   land on whatever checkpoint took its place;
+ * - `deleteThread` right after another saver's run wrote the thread deletes it (that
+ *   saver's lease, kept for its next write, is waited for as a write waits for it).
  */
 import { BaseCheckpointSaver, MemorySaver, emptyCheckpoint, type Checkpoint, type PendingWrite } from '@langchain/langgraph-checkpoint';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/contracts/engine.js';
+import { ThreadBusyError } from '../../src/errors.js';
 import { CairnSaver } from '../../src/langgraph/index.js';
 import { langGraphEngines } from './engines.js';
 
@@ -199,5 +202,23 @@ describe.each(engines)('CairnSaver answers as LangGraph savers do ($name)', (kit
     }
     expect(answers[0]![2]).toBeUndefined();
     expect(answers[0]).toEqual(answers[1]);
+  });
+
+  it("deleteThread right after another saver's run wrote the thread deletes it; a thread still being written is refused", async () => {
+    const runner = await saver();
+    const other = new CairnSaver({ engine: engine! });
+    await runner.put(config(), checkpoint(ID(1), { log: ['a'] }), loop(0), { log: 1 });
+    // The runner keeps its lease for its next write (idleReleaseMs): the delete waits for it.
+    await other.deleteThread('t');
+    expect(await other.getTuple(config())).toBeUndefined();
+    expect(await runner.getTuple(config(ID(1)))).toBeUndefined();
+    expect(await engine!.checkpointer.getThread('t')).toBeNull();
+    // A saver that keeps writing (its lease held past the wait) is not deleted under.
+    const busy = new CairnSaver({ engine: engine!, idleReleaseMs: 60_000 });
+    await busy.put(config(), checkpoint(ID(2), { log: ['b'] }), loop(0), { log: 2 });
+    const refused = await new CairnSaver({ engine: engine!, busyWaitMs: 100 }).deleteThread('t').then(() => null, (error: unknown) => error);
+    expect(ThreadBusyError.is(refused)).toBe(true);
+    expect((await other.getTuple(config()))?.checkpoint.id).toBe(ID(2));
+    await busy.release();
   });
 });
