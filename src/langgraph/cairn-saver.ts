@@ -294,9 +294,9 @@ export class CairnSaver extends BaseCheckpointSaver {
         const lists = new WeakMap<readonly unknown[], unknown[]>();
         // Each position's record resolved (see resolvedAt), and what records resolve from: the pages, and the chains their loads read.
         const resolving: Resolving = { links: new Map(), cache: new Map() };
+        // The first page no longer than what is left to yield: a `limit: 1` listing reads one position.
+        let size = Math.min(PAGE, left);
         for (;;) {
-          // A page no longer than what is left to yield: a `limit: 1` listing loads one state.
-          const size = Math.min(PAGE, left);
           const page = await this.cp.listPositions(thread, ns, { limit: size, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
           const wanted: StoredPosition[] = [];
           const records = new Map<number, LangGraphRecord>();
@@ -311,6 +311,8 @@ export class CairnSaver extends BaseCheckpointSaver {
             wanted.push(position);
             records.set(position.seq, record);
           }
+          // A page larger than what is left (see below) loads only the states it yields.
+          if (wanted.length > left) wanted.length = left;
           // A filter that keeps few positions loads each alone; otherwise the page rolls forward from its oldest.
           const states = wanted.length === page.length ? await pageStates(this.cp, thread, ns, page, bodies) : await Promise.all(wanted.map((p) => materialize(this.cp, undefined, thread, ns, p.seq)));
           // Every listing reads the namespace from its head down, so a position's children are read by the time it is yielded.
@@ -334,6 +336,10 @@ export class CairnSaver extends BaseCheckpointSaver {
           }
           if (page.length < size) break;
           beforeSeq = page[page.length - 1]!.seq;
+          // Positions `before` or `filter` passed over: the next page is twice as long, so a
+          // `limit: 1` listing that skips n positions (LangGraph's replay of a subgraph asks
+          // for the one before a checkpoint) reads about log2(n) pages, not n.
+          size = Math.min(PAGE, Math.max(size * 2, left));
         }
       }
     }

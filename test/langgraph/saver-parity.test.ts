@@ -12,12 +12,16 @@
  *   what it holds now: a deleted checkpoint is not found, and a put after it does not
  *   land on whatever checkpoint took its place;
  * - `deleteThread` right after another saver's run wrote the thread deletes it (that
- *   saver's lease, kept for its next write, is waited for as a write waits for it).
+ *   saver's lease, kept for its next write, is waited for as a write waits for it);
+ * - `list` with `limit` and a `before` or `filter` that passes over many checkpoints
+ *   (LangGraph's replay of a subgraph asks for `{ before, limit: 1 }`) gives the same
+ *   checkpoints in a few reads, not one read per checkpoint passed over.
  */
 import { BaseCheckpointSaver, MemorySaver, emptyCheckpoint, type Checkpoint, type PendingWrite } from '@langchain/langgraph-checkpoint';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Checkpointer } from '../../src/contracts/checkpointer.js';
 import type { Engine } from '../../src/contracts/engine.js';
 import { ThreadBusyError } from '../../src/errors.js';
 import { CairnSaver } from '../../src/langgraph/index.js';
@@ -220,5 +224,42 @@ describe.each(engines)('CairnSaver answers as LangGraph savers do ($name)', (kit
     expect(ThreadBusyError.is(refused)).toBe(true);
     expect((await other.getTuple(config()))?.checkpoint.id).toBe(ID(2));
     await busy.release();
+  });
+
+  it('list with limit, and before or filter passing over most checkpoints, gives what MemorySaver gives in a few reads', async () => {
+    const cairn = await saver();
+    const reference = new MemorySaver();
+    const ids: string[] = [];
+    for (const target of [cairn, reference] as BaseCheckpointSaver[]) {
+      let parent = config();
+      for (let n = 1; n <= 300; n++) {
+        const id = `1f000000-0000-6000-8000-000000000${String(n).padStart(3, '0')}`;
+        if (target === cairn) ids.push(id);
+        parent = await target.put(parent, checkpoint(id, { n }), { source: n === 1 ? 'input' : 'loop', step: n - 2, parents: {} }, { n });
+      }
+    }
+    await cairn.release();
+    // A saver reading the thread afresh, counting the engine's reads of positions.
+    let reads = 0;
+    const real = engine!.checkpointer;
+    const checkpointer = new Proxy(real, {
+      get: (target, key, receiver) => {
+        const value: unknown = Reflect.get(target, key, receiver);
+        if (key === 'listPositions') return (...args: Parameters<Checkpointer['listPositions']>) => (reads++, real.listPositions(...args));
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const counted = new CairnSaver({ engine: Object.assign(Object.create(Object.getPrototypeOf(engine!)), engine!, { checkpointer }) });
+    const steps = async (target: BaseCheckpointSaver, options: object) => {
+      const found: unknown[] = [];
+      for await (const tuple of target.list(config(), options)) found.push(tuple.metadata?.step);
+      return found;
+    };
+    for (const options of [{ before: config(ids[3]), limit: 1 }, { filter: { source: 'input' }, limit: 1 }, { filter: { step: 5 }, limit: 2 }, { before: config(ids[10]), limit: 3 }, { limit: 2 }]) {
+      reads = 0;
+      expect(await steps(counted, options), JSON.stringify(options)).toEqual(await steps(reference, options));
+      // About log2(300) pages, where one page per checkpoint passed over read ~300.
+      expect(reads, JSON.stringify(options)).toBeLessThanOrEqual(12);
+    }
   });
 });
