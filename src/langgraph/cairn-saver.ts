@@ -254,7 +254,9 @@ export class CairnSaver extends BaseCheckpointSaver {
     const resolving: Resolving = { links: linksOf(loaded.chain), cache: new Map() };
     const resolved = await this.resolvedAt(thread, ns, loaded.position.seq, resolving.links, resolving.cache);
     if (head) this.tips.set(tipKey(thread, ns), this.tipOf(loaded, record, resolved));
-    return this.tuple(thread, ns, loaded, record, resolved, resolving);
+    // The head has no children (a position takes the head's seq + 1), so no folded writes to look up through the id index.
+    const known: KnownPositions | undefined = head ? { bodies: new Map(), items: new Map(), children: new Map([[seq, []]]), pending: new Map() } : undefined;
+    return this.tuple(thread, ns, loaded, record, resolved, resolving, undefined, known);
   }
 
   /**
@@ -415,11 +417,12 @@ export class CairnSaver extends BaseCheckpointSaver {
    */
   private async parentSeqOf(thread: string, ns: string, id: string, own: Tip | undefined, head: { seq: number; hash: string } | null): Promise<number | null> {
     if (own && own.id === id) return own.position.seq;
+    // The tip this saver read at the head (a run resumed in a new process): no index to build.
+    const tip = this.tips.get(tipKey(thread, ns));
+    if (head !== null && tip !== undefined && tip.id === id && tip.position.seq === head.seq && tip.position.hash === head.hash) return head.seq;
     const seq = await this.index.seqOf(thread, ns, id);
     if (seq === null) return null;
-    const tip = this.tips.get(tipKey(thread, ns));
-    const atHead = head !== null && tip !== undefined && tip.position.seq === seq && seq === head.seq && tip.position.hash === head.hash && tip.id === id;
-    if (atHead || (head !== null && seq <= head.seq && (await this.idAt(thread, ns, seq)) === id)) return seq;
+    if (head !== null && seq <= head.seq && (await this.idAt(thread, ns, seq)) === id) return seq;
     this.index.forget(thread);
     return this.index.seqOf(thread, ns, id);
   }
@@ -483,7 +486,10 @@ export class CairnSaver extends BaseCheckpointSaver {
   private async heldWrites(thread: string, ns: string, seq: number, lease: ThreadLease): Promise<Set<string>> {
     const tip = this.tips.get(tipKey(thread, ns));
     if (tip && tip.position.seq === seq && tip.lease?.runId === lease.runId && tip.lease.epoch === lease.epoch) return (tip.pendingKeys ??= new Set());
-    return new Set((await this.writesOf(thread, ns, seq)).map(writeKey));
+    // The head has no children (a position takes the head's seq + 1): its writes are its pending ones, read without the id index.
+    const head = await this.cp.getHead(thread, ns);
+    const writes = head?.seq === seq ? (await this.cp.getPendingWrites(thread, ns, seq)).flatMap(pendingWrites) : await this.writesOf(thread, ns, seq);
+    return new Set(writes.map(writeKey));
   }
 
   /**
@@ -606,7 +612,9 @@ export class CairnSaver extends BaseCheckpointSaver {
     }
     waiter.waiting++;
     try {
-      const known = await this.index.seqOf(thread, ns, id);
+      // The tip this saver wrote or read (a run's writes go to the checkpoint it just put or loaded): no index to build.
+      const tip = this.tips.get(tipKey(thread, ns));
+      const known = tip?.id === id ? tip.position.seq : await this.index.seqOf(thread, ns, id);
       if (known !== null) return known;
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.writesWaitMs)));

@@ -15,10 +15,13 @@
  *   saver's lease, kept for its next write, is waited for as a write waits for it);
  * - `list` with `limit` and a `before` or `filter` that passes over many checkpoints
  *   (LangGraph's replay of a subgraph asks for `{ before, limit: 1 }`) gives the same
- *   checkpoints in a few reads, not one read per checkpoint passed over.
+ *   checkpoints in a few reads, not one read per checkpoint passed over;
+ * - a run resumed by a saver new to a long thread (a new process) reads its latest
+ *   checkpoint, hands writes over and puts the next one without scanning the thread.
  */
 import { BaseCheckpointSaver, MemorySaver, emptyCheckpoint, type Checkpoint, type PendingWrite } from '@langchain/langgraph-checkpoint';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import type { RunnableConfig } from '@langchain/core/runnables';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Checkpointer } from '../../src/contracts/checkpointer.js';
@@ -49,6 +52,20 @@ const RETRIED: [task: string, writes: PendingWrite[]][] = [
   ['task-4', [['__resume__', ['one']]]],
   ['task-4', [['__resume__', ['one', 'two']]]],
 ];
+
+/** A saver on `engine` whose every `listPositions` (a scan of a namespace's positions) is counted in `reads.count`. */
+function countingListings(engine: Engine): { counted: CairnSaver; reads: { count: number } } {
+  const reads = { count: 0 };
+  const real = engine.checkpointer;
+  const checkpointer = new Proxy(real, {
+    get: (target, key, receiver) => {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if (key === 'listPositions') return (...args: Parameters<Checkpointer['listPositions']>) => (reads.count++, real.listPositions(...args));
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { counted: new CairnSaver({ engine: Object.assign(Object.create(Object.getPrototypeOf(engine)), engine, { checkpointer }) }), reads };
+}
 
 async function pendingAt(saver: BaseCheckpointSaver, id: string) {
   return (await saver.getTuple(config(id)))?.pendingWrites;
@@ -231,7 +248,7 @@ describe.each(engines)('CairnSaver answers as LangGraph savers do ($name)', (kit
     const reference = new MemorySaver();
     const ids: string[] = [];
     for (const target of [cairn, reference] as BaseCheckpointSaver[]) {
-      let parent = config();
+      let parent: RunnableConfig = config();
       for (let n = 1; n <= 300; n++) {
         const id = `1f000000-0000-6000-8000-000000000${String(n).padStart(3, '0')}`;
         if (target === cairn) ids.push(id);
@@ -240,26 +257,39 @@ describe.each(engines)('CairnSaver answers as LangGraph savers do ($name)', (kit
     }
     await cairn.release();
     // A saver reading the thread afresh, counting the engine's reads of positions.
-    let reads = 0;
-    const real = engine!.checkpointer;
-    const checkpointer = new Proxy(real, {
-      get: (target, key, receiver) => {
-        const value: unknown = Reflect.get(target, key, receiver);
-        if (key === 'listPositions') return (...args: Parameters<Checkpointer['listPositions']>) => (reads++, real.listPositions(...args));
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
-    const counted = new CairnSaver({ engine: Object.assign(Object.create(Object.getPrototypeOf(engine!)), engine!, { checkpointer }) });
+    const { counted, reads } = countingListings(engine!);
     const steps = async (target: BaseCheckpointSaver, options: object) => {
       const found: unknown[] = [];
       for await (const tuple of target.list(config(), options)) found.push(tuple.metadata?.step);
       return found;
     };
     for (const options of [{ before: config(ids[3]), limit: 1 }, { filter: { source: 'input' }, limit: 1 }, { filter: { step: 5 }, limit: 2 }, { before: config(ids[10]), limit: 3 }, { limit: 2 }]) {
-      reads = 0;
+      reads.count = 0;
       expect(await steps(counted, options), JSON.stringify(options)).toEqual(await steps(reference, options));
       // About log2(300) pages, where one page per checkpoint passed over read ~300.
-      expect(reads, JSON.stringify(options)).toBeLessThanOrEqual(12);
+      expect(reads.count, JSON.stringify(options)).toBeLessThanOrEqual(12);
     }
+  });
+
+  it('a saver new to a long thread resumes it (latest checkpoint, writes, next put) without scanning its positions', async () => {
+    const writer = await saver();
+    let parent: RunnableConfig = config();
+    for (let n = 1; n <= 600; n++) {
+      const id = `1f000000-0000-6000-8000-00000000${String(n).padStart(4, '0')}`;
+      parent = await writer.put(parent, checkpoint(id, { n }), loop(n - 1), { n });
+    }
+    await writer.release();
+    const { counted, reads } = countingListings(engine!);
+    const latest = await counted.getTuple(config());
+    expect(latest?.checkpoint.channel_values).toEqual({ n: 600 });
+    await counted.putWrites(latest!.config, [['n', 'from the task']], 'task-1');
+    await counted.putWrites(latest!.config, [['n', 'again']], 'task-1');
+    await counted.put(latest!.config, checkpoint('1f000000-0000-6000-8000-000000009999', { n: 601 }), loop(600), { n: 601 });
+    // Another saver reads what was stored; the resume itself read no page of positions.
+    expect(reads.count).toBe(0);
+    await counted.release();
+    const reader = new CairnSaver({ engine: engine! });
+    expect((await reader.getTuple(latest!.config))?.pendingWrites).toEqual([['task-1', 'n', 'from the task']]);
+    expect((await reader.getTuple(config()))?.parentConfig?.configurable?.checkpoint_id).toBe(latest!.config.configurable?.checkpoint_id);
   });
 });
