@@ -49,7 +49,7 @@ import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { RawJson, decode, encode } from '../codec/tagged-json.js';
 import { LEASE_MS, SNAPSHOT_EVERY } from '../defaults.js';
 import { crashPoint } from '../internal/crash-points.js';
-import { CheckpointNotFoundError, CorruptRecordError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
+import { CheckpointNotFoundError, CorruptRecordError, InvalidOptionError, LeaseLostError, PositionNotFoundError, ThreadBusyError } from '../errors.js';
 import { materialize, type ChainLink, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
 import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionBody, type PositionKind } from '../runtime/position.js';
 import { CheckpointIndex } from './checkpoint-index.js';
@@ -92,7 +92,7 @@ export interface CairnSaverOptions {
   leaseMs?: number;
   /** How long the saver keeps a thread's lease after its last write before giving it back. Default 1,000 ms. */
   idleReleaseMs?: number;
-  /** How long a write waits for another process's write on the same thread to finish before ThreadBusyError. Default 5,000 ms. */
+  /** How long a write, or `deleteThread`, waits for another process's write on the same thread to finish before ThreadBusyError. Default 5,000 ms. */
   busyWaitMs?: number;
   /**
    * How long `putWrites` waits for the put of a checkpoint it does not find (LangGraph
@@ -131,6 +131,8 @@ interface Tip {
   lease?: { runId: string; epoch: number };
   /** This saver stored a pending write at the tip on its own (see `flushWrites`) since committing it. */
   pendingStored?: boolean;
+  /** The writes (see {@link writeKey}) this saver stored at the tip on its own since committing it, while it holds the tip's lease. */
+  pendingKeys?: Set<string>;
 }
 
 /**
@@ -233,7 +235,15 @@ export class CairnSaver extends BaseCheckpointSaver {
       seq = head?.seq ?? null;
     }
     if (seq === null) return undefined;
-    const loaded = await materialize(this.cp, undefined, thread, ns, seq, head ? { head } : {});
+    const loaded = await materialize(this.cp, undefined, thread, ns, seq, head ? { head } : {}).catch((error: unknown) => {
+      // Another process deleted the thread under this index: the checkpoint is gone, or elsewhere if the thread was written again.
+      if (id && PositionNotFoundError.is(error)) return null;
+      throw error;
+    });
+    if (!loaded) {
+      this.index.forget(thread);
+      return (await this.index.seqOf(thread, ns, id!)) === null ? undefined : this.getTuple(config);
+    }
     const record = langGraphRecord(loaded.body);
     if (!record) return undefined;
     if (id && record.id !== id) {
@@ -244,25 +254,38 @@ export class CairnSaver extends BaseCheckpointSaver {
     const resolving: Resolving = { links: linksOf(loaded.chain), cache: new Map() };
     const resolved = await this.resolvedAt(thread, ns, loaded.position.seq, resolving.links, resolving.cache);
     if (head) this.tips.set(tipKey(thread, ns), this.tipOf(loaded, record, resolved));
-    return this.tuple(thread, ns, loaded, record, resolved, resolving);
+    // The head has no children (a position takes the head's seq + 1), so no folded writes to look up through the id index.
+    const known: KnownPositions | undefined = head ? { bodies: new Map(), items: new Map(), children: new Map([[seq, []]]), pending: new Map() } : undefined;
+    return this.tuple(thread, ns, loaded, record, resolved, resolving, undefined, known);
   }
 
   /**
    * Checkpoints newest first: of one thread (or every thread), of one namespace (or
    * every namespace), whose metadata has every key of `filter` with an equal value,
-   * with an id below `before`'s, at most `limit`.
+   * with an id below `before`'s, at most `limit`. A `config` that names a checkpoint
+   * (`checkpoint_id`) lists that checkpoint alone, as LangGraph's MemorySaver and
+   * PostgresSaver do (`getStateHistory` passes the config it is given).
    */
   async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
     const { filter, before, limit } = options;
     const beforeId = before?.configurable?.checkpoint_id as string | undefined;
     const threadId = config.configurable?.thread_id as string | undefined;
     const nsWanted = config.configurable?.checkpoint_ns as string | undefined;
+    const idWanted = config.configurable?.checkpoint_id as string | undefined;
     let left = limit ?? Infinity;
     if (left <= 0) return;
     const threads = threadId !== undefined && threadId !== null ? [String(threadId)] : (await this.cp.listThreads()).map((t) => t.id);
     for (const thread of threads) {
       const namespaces = nsWanted !== undefined ? [nsWanted] : await this.cp.listNamespaces(thread);
       for (const ns of namespaces) {
+        if (idWanted) {
+          // One checkpoint, read as getTuple reads it; kept only if it passes `before` and `filter` too.
+          const tuple = await this.getTuple({ configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: idWanted } });
+          if (!tuple || (beforeId !== undefined && !(idWanted < beforeId)) || (filter && !metadataHas(tuple.metadata as Record<string, unknown>, filter))) continue;
+          yield tuple;
+          if (--left <= 0) return;
+          continue;
+        }
         let beforeSeq: number | undefined;
         // Decoded items, shared by the tuples of this namespace: each is decoded once.
         const decoded = new WeakMap<object, unknown>();
@@ -273,9 +296,9 @@ export class CairnSaver extends BaseCheckpointSaver {
         const lists = new WeakMap<readonly unknown[], unknown[]>();
         // Each position's record resolved (see resolvedAt), and what records resolve from: the pages, and the chains their loads read.
         const resolving: Resolving = { links: new Map(), cache: new Map() };
+        // The first page no longer than what is left to yield: a `limit: 1` listing reads one position.
+        let size = Math.min(PAGE, left);
         for (;;) {
-          // A page no longer than what is left to yield: a `limit: 1` listing loads one state.
-          const size = Math.min(PAGE, left);
           const page = await this.cp.listPositions(thread, ns, { limit: size, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
           const wanted: StoredPosition[] = [];
           const records = new Map<number, LangGraphRecord>();
@@ -290,6 +313,8 @@ export class CairnSaver extends BaseCheckpointSaver {
             wanted.push(position);
             records.set(position.seq, record);
           }
+          // A page larger than what is left (see below) loads only the states it yields.
+          if (wanted.length > left) wanted.length = left;
           // A filter that keeps few positions loads each alone; otherwise the page rolls forward from its oldest.
           const states = wanted.length === page.length ? await pageStates(this.cp, thread, ns, page, bodies) : await Promise.all(wanted.map((p) => materialize(this.cp, undefined, thread, ns, p.seq)));
           // Every listing reads the namespace from its head down, so a position's children are read by the time it is yielded.
@@ -313,6 +338,10 @@ export class CairnSaver extends BaseCheckpointSaver {
           }
           if (page.length < size) break;
           beforeSeq = page[page.length - 1]!.seq;
+          // Positions `before` or `filter` passed over: the next page is twice as long, so a
+          // `limit: 1` listing that skips n positions (LangGraph's replay of a subgraph asks
+          // for the one before a checkpoint) reads about log2(n) pages, not n.
+          size = Math.min(PAGE, Math.max(size * 2, left));
         }
       }
     }
@@ -334,14 +363,24 @@ export class CairnSaver extends BaseCheckpointSaver {
         // The tip this saver committed under the lease it still holds is the head: no read needed.
         const own = cached?.lease && cached.lease.runId === lease.runId && cached.lease.epoch === lease.epoch ? cached : undefined;
         const head = own ? { seq: own.position.seq, hash: own.position.hash } : await this.cp.getHead(thread, ns);
-        const parentSeq = parentId ? (own && own.id === parentId ? own.position.seq : await this.index.seqOf(thread, ns, parentId)) : null;
+        const parentSeq = parentId ? await this.parentSeqOf(thread, ns, parentId, own, head) : null;
         this.checkRun(thread, ns, run, parentSeq, head?.seq ?? null, metadata);
         // The parent's writes still waiting for their commit land in this one; any others first, on their own.
         const folded: DeferredWrite[] = [];
         const foldedPending: PendingWrite[] = [];
-        for (const write of parentSeq === null || parentId === undefined ? [] : this.takeDeferred(thread, ns, parentId, parentSeq)) {
+        const taken = parentSeq === null || parentId === undefined ? [] : this.takeDeferred(thread, ns, parentId, parentSeq);
+        // A copy: should the checkpoint not land, these writes are stored on their own, and must not count as held.
+        const held = new Set(taken.length ? await this.heldWrites(thread, ns, parentSeq!, lease) : []);
+        for (const write of taken) {
           try {
-            foldedPending.push(await this.encodePending(write, parentSeq!, true));
+            const pending = await this.encodePending(write, parentSeq!, true, held);
+            // Every write of the call was the parent's already: nothing to fold, the call is done.
+            if (!pending) {
+              write.resolve();
+              continue;
+            }
+            for (const key of pending.keys) held.add(key);
+            foldedPending.push(pending.write);
             folded.push(write);
           } catch (error) {
             // A write that cannot be stored fails its own call, not the checkpoint.
@@ -370,6 +409,24 @@ export class CairnSaver extends BaseCheckpointSaver {
     });
   }
 
+  /**
+   * The seq of checkpoint `id`, the parent a put names (null: not in the namespace). The
+   * id index is this process's: a thread another process deleted (and perhaps wrote
+   * again) leaves it stale, so a seq it gives is trusted only where the head or the
+   * position says the same (the saver's own tip, or the tip it read at the head, needs no read).
+   */
+  private async parentSeqOf(thread: string, ns: string, id: string, own: Tip | undefined, head: { seq: number; hash: string } | null): Promise<number | null> {
+    if (own && own.id === id) return own.position.seq;
+    // The tip this saver read at the head (a run resumed in a new process): no index to build.
+    const tip = this.tips.get(tipKey(thread, ns));
+    if (head !== null && tip !== undefined && tip.id === id && tip.position.seq === head.seq && tip.position.hash === head.hash) return head.seq;
+    const seq = await this.index.seqOf(thread, ns, id);
+    if (seq === null) return null;
+    if (head !== null && seq <= head.seq && (await this.idAt(thread, ns, seq)) === id) return seq;
+    this.index.forget(thread);
+    return this.index.seqOf(thread, ns, id);
+  }
+
   /** Stores writes of task `taskId` against the checkpoint `config` names, kept until (and after) its child checkpoint lands. */
   async putWrites(config: RunnableConfig, writes: LangGraphWrite[], taskId: string, taskPath = ''): Promise<void> {
     const thread = requireThread(config, 'putWrites');
@@ -394,21 +451,45 @@ export class CairnSaver extends BaseCheckpointSaver {
    * item. Writes stored on their own are encoded without being remembered, as they may
    * still change so.
    */
-  private async encodePending(write: DeferredWrite, seq: number, remember: boolean): Promise<PendingWrite> {
+  private async encodePending(write: DeferredWrite, seq: number, remember: boolean, held: ReadonlySet<string>): Promise<{ write: PendingWrite; keys: string[] } | null> {
     const stored: StoredWrite[] = [];
+    // LangGraph's savers store a call of special writes only (an error, an interrupt, a
+    // resume value) over what the task wrote to those channels before, and any other call
+    // only where the task has no write at that index yet: a task's writes handed over
+    // again (a retried call) never replace the first ones.
+    const replaces = write.writes.every(([channel]) => channel in WRITES_IDX_MAP);
     for (let i = 0; i < write.writes.length; i++) {
       const [channel, value] = write.writes[i]!;
       const entry: StoredWrite = { task: write.taskId, path: write.taskPath, idx: WRITES_IDX_MAP[channel] ?? i, channel };
+      if (!replaces && held.has(writeKey(entry))) continue;
       // A list is kept as its items' texts: when the checkpoint after this one appends
       // them to the channel, the folded write points at those items instead of copying them.
       if (Array.isArray(value)) entry.items = await this.values.encodeItems(value, remember);
       else entry.value = await this.values.encode(value, remember);
       stored.push(entry);
     }
+    if (stored.length === 0 && write.writes.length > 0) return null;
     // One call's writes are one pending write, so one transaction: a task whose writes
     // landed only in part would pass for done, and its missing writes (the edge to the
     // next node, say) would be lost on resume.
-    return { ns: write.ns, baseSeq: seq, task: `${write.taskId}#${stored.map((w) => w.idx).join(',')}`, body: encode({ writes: stored }) };
+    return {
+      write: { ns: write.ns, baseSeq: seq, task: `${write.taskId}#${stored.map((w) => w.idx).join(',')}`, body: encode({ writes: stored }) },
+      keys: stored.map(writeKey),
+    };
+  }
+
+  /**
+   * The writes checkpoint `seq` holds already, as {@link writeKey}s: those this saver
+   * stored at its own tip, known without a read (the set is the tip's, extended as writes
+   * land); otherwise every write stored at the checkpoint or folded into its children.
+   */
+  private async heldWrites(thread: string, ns: string, seq: number, lease: ThreadLease): Promise<Set<string>> {
+    const tip = this.tips.get(tipKey(thread, ns));
+    if (tip && tip.position.seq === seq && tip.lease?.runId === lease.runId && tip.lease.epoch === lease.epoch) return (tip.pendingKeys ??= new Set());
+    // The head has no children (a position takes the head's seq + 1): its writes are its pending ones, read without the id index.
+    const head = await this.cp.getHead(thread, ns);
+    const writes = head?.seq === seq ? (await this.cp.getPendingWrites(thread, ns, seq)).flatMap(pendingWrites) : await this.writesOf(thread, ns, seq);
+    return new Set(writes.map(writeKey));
   }
 
   /**
@@ -481,11 +562,23 @@ export class CairnSaver extends BaseCheckpointSaver {
   private async storeDeferred(thread: string, lease: ThreadLease): Promise<void> {
     const ready = (this.deferred.get(thread) ?? []).filter((w) => w.seq !== undefined);
     this.dropDeferred(thread, ready);
+    // What each checkpoint holds already, read once per checkpoint and extended as writes land.
+    const heldAt = new Map<string, Set<string>>();
     for (let i = 0; i < ready.length; i++) {
       const write = ready[i]!;
       const seq = write.seq!;
       try {
-        await this.cp.putPendingWrite(lease, await this.encodePending(write, seq, false));
+        const at = tipKey(write.ns, String(seq));
+        let held = heldAt.get(at);
+        if (!held) heldAt.set(at, (held = await this.heldWrites(thread, write.ns, seq, lease)));
+        const pending = await this.encodePending(write, seq, false, held);
+        if (!pending) {
+          // Every write of the call is stored already: the call is done, as LangGraph's savers ignore it.
+          write.resolve();
+          continue;
+        }
+        await this.cp.putPendingWrite(lease, pending.write);
+        for (const key of pending.keys) held.add(key);
         crashPoint('after-pending-write');
         const tip = this.tips.get(tipKey(thread, write.ns));
         if (tip && tip.position.seq === seq) tip.pendingStored = true;
@@ -519,7 +612,9 @@ export class CairnSaver extends BaseCheckpointSaver {
     }
     waiter.waiting++;
     try {
-      const known = await this.index.seqOf(thread, ns, id);
+      // The tip this saver wrote or read (a run's writes go to the checkpoint it just put or loaded): no index to build.
+      const tip = this.tips.get(tipKey(thread, ns));
+      const known = tip?.id === id ? tip.position.seq : await this.index.seqOf(thread, ns, id);
       if (known !== null) return known;
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.writesWaitMs)));
@@ -535,7 +630,11 @@ export class CairnSaver extends BaseCheckpointSaver {
     }
   }
 
-  /** Deletes the thread: every namespace's checkpoints and writes (cairn's `deleteThread`). */
+  /**
+   * Deletes the thread: every namespace's checkpoints and writes (cairn's `deleteThread`).
+   * A thread another saver is writing (its lease live past `busyWaitMs`) is refused with
+   * ThreadBusyError, nothing deleted.
+   */
   async deleteThread(threadId: string): Promise<void> {
     const thread = String(threadId);
     await this.locked(thread, async () => {
@@ -546,9 +645,10 @@ export class CairnSaver extends BaseCheckpointSaver {
         clearTimeout(held.timer);
         this.held.delete(thread);
       }
-      await this.cp.deleteThread(thread, held ? { lease: held.lease } : {}).catch(async (error: unknown) => {
+      // Another saver's kept lease (a run that just wrote) is waited for, as a write waits for it.
+      await this.whileBusy(() => this.cp.deleteThread(thread, held ? { lease: held.lease } : {})).catch(async (error: unknown) => {
         // The kept lease was lost meanwhile: delete as anyone would.
-        if (held && LeaseLostError.is(error)) return this.cp.deleteThread(thread);
+        if (held && LeaseLostError.is(error)) return this.whileBusy(() => this.cp.deleteThread(thread));
         throw error;
       });
       this.index.forget(thread);
@@ -741,12 +841,12 @@ export class CairnSaver extends BaseCheckpointSaver {
           const [from, count] = write.ref;
           const texts = items.filter((item) => item.field === write.channel && item.index >= from && item.index < from + count).map((item) => item.text);
           const { ref: _ref, ...rest } = write;
-          byKey.set(`${write.task}#${write.idx}`, { ...rest, items: texts });
-        } else byKey.set(`${write.task}#${write.idx}`, write);
+          byKey.set(writeKey(write), { ...rest, items: texts });
+        } else byKey.set(writeKey(write), write);
       }
     }
     for (const pending of known?.pending.get(seq) ?? (await this.cp.getPendingWrites(thread, ns, seq))) {
-      for (const write of pendingWrites(pending)) byKey.set(`${write.task}#${write.idx}`, write);
+      for (const write of pendingWrites(pending)) byKey.set(writeKey(write), write);
     }
     return [...byKey.values()].sort((a, b) => compareWritesSortKeys([a.path, a.task, a.idx], [b.path, b.task, b.idx]));
   }
@@ -754,12 +854,7 @@ export class CairnSaver extends BaseCheckpointSaver {
   private async metadataMatches(record: LangGraphRecord, position: StoredPosition, kind: string, filter: Record<string, unknown>): Promise<boolean> {
     const keys = Object.keys(filter);
     if (keys.length === 0) return true;
-    const metadata = (await this.metadataOf(record, position, kind)) as Record<string, unknown>;
-    for (const key of keys) {
-      if (filter[key] === undefined) continue;
-      if (!Object.hasOwn(metadata, key) || encode(metadata[key]) !== safeEncode(filter[key])) return false;
-    }
-    return true;
+    return metadataHas((await this.metadataOf(record, position, kind)) as Record<string, unknown>, filter);
   }
 
   // ------------------------------------------------------------------ writing
@@ -988,10 +1083,19 @@ export class CairnSaver extends BaseCheckpointSaver {
 
   private async acquire(thread: string): Promise<ThreadLease> {
     const owner = { runId: randomUUID(), pid: process.pid, host: HOST };
+    return this.whileBusy(() => this.cp.acquireThread(thread, { owner, leaseMs: this.leaseMs, create: { kind: this.kind, tenant: null, metadata: { langgraph: true } } }));
+  }
+
+  /**
+   * Runs `fn` again while another saver holds the thread (ThreadBusyError), up to
+   * `busyWaitMs`: a saver keeps its lease for `idleReleaseMs` after its last write, so a
+   * thread a run just finished with is free a moment later.
+   */
+  private async whileBusy<T>(fn: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + this.busyWaitMs;
     for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
       try {
-        return await this.cp.acquireThread(thread, { owner, leaseMs: this.leaseMs, create: { kind: this.kind, tenant: null, metadata: { langgraph: true } } });
+        return await fn();
       } catch (error) {
         if (!ThreadBusyError.is(error) || Date.now() + wait > deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, wait));
@@ -1157,9 +1261,23 @@ function findRun(texts: readonly string[], run: readonly string[]): number {
   return -1;
 }
 
+/** A write's identity as LangGraph's savers key it (their writes table's primary key, within a checkpoint): its task and index. */
+function writeKey(write: { task: string; idx: number }): string {
+  return `${write.task}#${write.idx}`;
+}
+
 /** The LangGraph writes one cairn pending write holds (one `putWrites` call's). */
 function pendingWrites(pending: PendingWrite): StoredWrite[] {
   return decode<{ writes: StoredWrite[] }>(pending.body).writes;
+}
+
+/** True when `metadata` has every key of `filter` (but those set to undefined) with an equal value. */
+function metadataHas(metadata: Record<string, unknown>, filter: Record<string, unknown>): boolean {
+  for (const key of Object.keys(filter)) {
+    if (filter[key] === undefined) continue;
+    if (!Object.hasOwn(metadata, key) || encode(metadata[key]) !== safeEncode(filter[key])) return false;
+  }
+  return true;
 }
 
 function safeEncode(value: unknown): string | null {
