@@ -91,3 +91,19 @@ graph(Parsed)
   .node('write', () => ({ length: 'abc', profile: { name: 'ada' } }))
   .edge(START, 'write')
   .edge('write', END);
+
+// The state a node, a route and a caller get is frozen at the top level: assigning a
+// field throws at run time, so the type refuses it (a node returns its writes instead).
+graph(State)
+  .node('assigns', (s) => {
+    // @ts-expect-error the state's fields are read-only
+    s.summary = 'x';
+    return {};
+  })
+  .edge(START, 'assigns')
+  .edge('assigns', END);
+const frozenRead = (s: S): void => {
+  // @ts-expect-error a derived field is read-only too
+  s.count = 1;
+};
+void frozenRead;
