@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Engine } from '../../src/contracts/engine.js';
 import { memoryArtifacts } from '../../src/artifacts/memory/index.js';
-import { PositionNotFoundError, StateValidationError } from '../../src/errors.js';
+import { InvalidOptionError, PositionNotFoundError, StateValidationError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -509,6 +509,9 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       expect((await app.replay({ thread: 't', from: 0, to: 13 })).steps.map((s) => s.seq)).toEqual([1, 2, 3, 7, 8, 11, 12, 13]);
       const offBranch = await caught(() => app.replay({ thread: 't', from: 5, to: 13 }));
       expect(offBranch.message).toContain('not on the branch');
+      // A from and a to that name no branch are the caller's options, refused as such.
+      expect(InvalidOptionError.is(offBranch), offBranch.message).toBe(true);
+      expect((await caught(() => app.replay({ thread: 't', from: 7 }))).code).toBe('ERR_INVALID_OPTION'); // the head, 18, is on the branch of 14
     });
   });
 });
