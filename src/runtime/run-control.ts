@@ -115,9 +115,14 @@ interface AttemptOptions {
   resumed: boolean;
   /** Set the thread `running` now (an answer keeps `interrupted` until it commits). Default true. */
   markRunning?: boolean;
+  /** The status the attempt starts in, in place of `running` (a cancelled thread taken back while it waits for a person). */
+  status?: ThreadStatus;
 }
 
 type State = Record<string, unknown>;
+
+/** Statuses a run left the thread in by failing (or a cancellation put it in): run() takes such a thread back. */
+const ENDED_BY_FAILURE: ReadonlySet<ThreadStatus> = new Set(['failed', 'needs_attention']);
 
 /** One run of a graph on one thread namespace, under a lease. */
 export class ThreadRun implements ChildRunner {
@@ -162,6 +167,7 @@ export class ThreadRun implements ChildRunner {
     const start = await this.prepare(input);
     if (start === 'nothing') return this.outcome(this.thread.status);
     if (start === 'waiting') return this.stillWaiting();
+    if (start === 'reopen') return this.reopen();
     if (start === 'resume' || start === 'wake') await this.beginAttempt({ resumed: true });
     return this.loop({ wake: start === 'wake' });
   }
@@ -173,6 +179,7 @@ export class ThreadRun implements ChildRunner {
    */
   async submit(input: State | undefined): Promise<RunOutcome> {
     const start = await this.prepare(input);
+    if (start === 'reopen') return this.reopen();
     return this.outcome(start === 'nothing' || start === 'waiting' || start === 'wake' ? positionStatus(this.cursor.head!.body) : 'running');
   }
 
@@ -188,6 +195,10 @@ export class ThreadRun implements ChildRunner {
     const head = await this.loadHead();
     const pending = head.body.interrupts ?? [];
     if (pending.length === 0) throw new ThreadNotInterruptedError(threadId, this.thread.status, this.place);
+    // A thread cancelled while it waited for a person keeps its interrupts at the head, but
+    // is failed: an answer given late (a form still open) must not set it going again.
+    // run() takes it back; then it is interrupted and answered as before.
+    if (ENDED_BY_FAILURE.has(this.thread.status)) throw new ThreadNotInterruptedError(threadId, this.thread.status, this.place);
     const target = this.interruptOf(head, options.interrupt);
     if (options.childWrites && target.ns === undefined) {
       throw new InvalidOptionError(`interrupt ${target.id} was raised by node "${target.node}" of this graph, not inside a child run: give its writes as input, not childInput.`, { place: this.place });
@@ -271,7 +282,7 @@ export class ThreadRun implements ChildRunner {
    * (`resume`), or a completed thread given no input (`nothing`). Nothing changes
    * before every check passed.
    */
-  private async prepare(input: State | undefined): Promise<'started' | 'resume' | 'wake' | 'waiting' | 'nothing'> {
+  private async prepare(input: State | undefined): Promise<'started' | 'resume' | 'wake' | 'waiting' | 'reopen' | 'nothing'> {
     const threadId = this.lease.threadId;
     if (this.thread.head === null) {
       // A thread that never committed, unless its anchor is what was lost.
@@ -282,7 +293,13 @@ export class ThreadRun implements ChildRunner {
     }
     const head = await this.loadHead();
     const pending = head.body.interrupts ?? [];
-    if (pending.length) throw new ThreadInterruptedError(threadId, pending.map((i) => i.id), this.place);
+    if (pending.length && !ENDED_BY_FAILURE.has(this.thread.status)) throw new ThreadInterruptedError(threadId, pending.map((i) => i.id), this.place);
+    if (pending.length) {
+      // Cancelled (failed) while it waited for a person: run() takes it back, as it does
+      // any failed thread, at its last position, which waits for the answer again.
+      if (input !== undefined && sha256Hex(encode(input, 'run input')) !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
+      return 'reopen';
+    }
     if (head.body.next.length === 0) {
       if (input === undefined) return 'nothing';
       await this.startRun(input);
@@ -572,7 +589,8 @@ export class ThreadRun implements ChildRunner {
   // ------------------------------------------------------------ the thread record
 
   private async beginAttempt(options: AttemptOptions): Promise<void> {
-    this.thread = await this.cp.updateThread(this.lease, { ...(options.markRunning !== false ? { status: 'running' as const } : {}), attempts: 1, lastError: null });
+    const status = options.status ?? (options.markRunning !== false ? ('running' as const) : undefined);
+    this.thread = await this.cp.updateThread(this.lease, { ...(status ? { status } : {}), attempts: 1, lastError: null });
     this.cursor.beginAttempt(this.thread.attempts);
     this.settings.trace?.set({ 'cairn.run.attempt': this.cursor.attempt });
     this.settings.emit?.({
@@ -637,6 +655,15 @@ export class ThreadRun implements ChildRunner {
    * wake time when something else moved it: a signal no wait takes (which made it
    * due), or a run that stopped between taking the thread and re-running its waits.
    */
+  /**
+   * A thread cancelled while interrupted, taken back by run(): a new attempt that
+   * starts where the thread stopped, waiting for the same answers (nothing runs).
+   */
+  private async reopen(): Promise<RunOutcome> {
+    await this.beginAttempt({ resumed: true, status: 'interrupted' });
+    return this.outcome('interrupted');
+  }
+
   private async stillWaiting(): Promise<RunOutcome> {
     const waits = this.cursor.head!.body.waits ?? [];
     const wakeAt = wakeTime(waits);
