@@ -135,6 +135,8 @@ export class ThreadRun implements ChildRunner {
   /** A child run changes no thread status: its parent's run owns the thread record. */
   private readonly isChild: boolean;
   private readonly signals: ThreadSignals;
+  /** A task's failure that ends this run is kept in the attempt history (not retried): fail() keeps no second one. */
+  private endingFailureKept = false;
 
   constructor(
     private readonly settings: RunSettings,
@@ -606,6 +608,7 @@ export class ThreadRun implements ChildRunner {
 
   /** Keeps a failed task execution in the thread's attempt history; a retry counts as a new attempt. */
   private async recordFailure(failure: TaskFailure): Promise<void> {
+    if (!failure.willRetry) this.endingFailureKept = true;
     this.thread = await this.cp.updateThread(this.lease, {
       attempts: failure.willRetry ? 1 : 0,
       failure: { ns: this.ns, ...failure.error, node: failure.node, seq: this.cursor.head!.position.seq, attempt: this.thread.attempts, at: Date.now() },
@@ -623,7 +626,11 @@ export class ThreadRun implements ChildRunner {
     const lastError = { ...describeError(error), at: Date.now(), ...(this.cursor.head ? { seq: this.cursor.head.position.seq } : {}) };
     const resumable = RunCancelledError.is(error) || EngineError.is(error);
     const status: ThreadStatus = resumable ? this.thread.status : NeedsAttentionError.is(error) ? 'needs_attention' : 'failed';
-    await this.cp.updateThread(this.lease, resumable ? { lastError } : { status, lastError }).catch(() => undefined);
+    // A failure no task kept (an effect in doubt, a rejected write, the recursion limit)
+    // goes into the attempt history too: lastError is overwritten by the next attempt,
+    // and the story of this one must still say how it ended.
+    const failure = resumable || this.endingFailureKept ? {} : { failure: { ns: this.ns, ...lastError, attempt: this.thread.attempts } };
+    await this.cp.updateThread(this.lease, resumable ? { lastError } : { status, lastError, ...failure }).catch(() => undefined);
     this.settings.trace?.set({ 'cairn.thread.status': status });
     this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.cursor.head?.position.seq ?? null, error: lastError.message });
   }
