@@ -249,6 +249,9 @@ export class ThreadRun implements ChildRunner {
       ...(loaded.body.cleared ? { cleared: loaded.body.cleared } : {}),
       actor: options.actor,
     });
+    // The failure the thread was left with is the old branch's (the attempt history keeps
+    // it): on the fork's status, lastError would name a failure that is not there.
+    if (this.thread.lastError) this.thread = await this.cp.updateThread(this.lease, { lastError: null });
     return this.outcome(positionStatus(this.cursor.head!.body));
   }
 
