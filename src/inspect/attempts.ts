@@ -171,7 +171,9 @@ export function attemptsOf(thread: ThreadRecord, failures: AttemptFailure[], sto
     };
     const ending = failed[failed.length - 1];
     if (ending) {
-      Object.assign(info, { outcome: 'failed', node: ending.node ?? null, seq: ending.seq ?? null, error: { code: ending.code, message: ending.message }, at: ending.at });
+      // An effect left in doubt ends its attempt needing attention, not failed, once a later attempt went on too.
+      const outcome: AttemptOutcome = ending.code === 'ERR_NEEDS_ATTENTION' ? 'needs_attention' : 'failed';
+      Object.assign(info, { outcome, node: ending.node ?? null, seq: ending.seq ?? null, error: { code: ending.code, message: ending.message }, at: ending.at });
     } else if (n === last) {
       info.outcome = thread.status;
       if (thread.status === 'running') stoppedAt(info);

@@ -17,7 +17,7 @@ import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { StoredPosition } from '../contracts/checkpointer.js';
 import { decode, encode } from '../codec/tagged-json.js';
-import { CairnError, EffectConflictError, GraphMismatchError, PositionCompactedError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
+import { EffectConflictError, GraphMismatchError, InvalidOptionError, PositionCompactedError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
 import { own } from '../internal/own.js';
 import type { StateSchema } from '../state/schema.js';
 import type { Head } from './cursor.js';
@@ -110,7 +110,8 @@ export async function replayThread(settings: ReplaySettings, threadId: string, r
   }
   if (!(await cp.getPosition(threadId, '', range.from))) throw new PositionNotFoundError(threadId, range.from, { engine: cp.engine });
   if (chain[0]?.seq !== range.from) {
-    throw new CairnError(`position ${range.from} is not on the branch of position ${to}: replay follows one branch.`, { place: { engine: cp.engine, thread: threadId } });
+    // The caller's from and to name no branch: an option error (the positions exist), like from > to.
+    throw new InvalidOptionError(`replay: position ${range.from} is not on the branch of position ${to}: replay follows one branch; pass a from that ${to} descends from (history's parents).`, { place: { engine: cp.engine, thread: threadId } });
   }
 
   let state = (await materialize(cp, schema, threadId, '', range.from)).state;

@@ -115,9 +115,14 @@ interface AttemptOptions {
   resumed: boolean;
   /** Set the thread `running` now (an answer keeps `interrupted` until it commits). Default true. */
   markRunning?: boolean;
+  /** The status the attempt starts in, in place of `running` (a cancelled thread taken back while it waits for a person). */
+  status?: ThreadStatus;
 }
 
 type State = Record<string, unknown>;
+
+/** Statuses a run left the thread in by failing (or a cancellation put it in): run() takes such a thread back. */
+const ENDED_BY_FAILURE: ReadonlySet<ThreadStatus> = new Set(['failed', 'needs_attention']);
 
 /** One run of a graph on one thread namespace, under a lease. */
 export class ThreadRun implements ChildRunner {
@@ -130,6 +135,8 @@ export class ThreadRun implements ChildRunner {
   /** A child run changes no thread status: its parent's run owns the thread record. */
   private readonly isChild: boolean;
   private readonly signals: ThreadSignals;
+  /** A task's failure that ends this run is kept in the attempt history (not retried): fail() keeps no second one. */
+  private endingFailureKept = false;
 
   constructor(
     private readonly settings: RunSettings,
@@ -162,6 +169,7 @@ export class ThreadRun implements ChildRunner {
     const start = await this.prepare(input);
     if (start === 'nothing') return this.outcome(this.thread.status);
     if (start === 'waiting') return this.stillWaiting();
+    if (start === 'reopen') return this.reopen();
     if (start === 'resume' || start === 'wake') await this.beginAttempt({ resumed: true });
     return this.loop({ wake: start === 'wake' });
   }
@@ -173,6 +181,7 @@ export class ThreadRun implements ChildRunner {
    */
   async submit(input: State | undefined): Promise<RunOutcome> {
     const start = await this.prepare(input);
+    if (start === 'reopen') return this.reopen();
     return this.outcome(start === 'nothing' || start === 'waiting' || start === 'wake' ? positionStatus(this.cursor.head!.body) : 'running');
   }
 
@@ -188,6 +197,10 @@ export class ThreadRun implements ChildRunner {
     const head = await this.loadHead();
     const pending = head.body.interrupts ?? [];
     if (pending.length === 0) throw new ThreadNotInterruptedError(threadId, this.thread.status, this.place);
+    // A thread cancelled while it waited for a person keeps its interrupts at the head, but
+    // is failed: an answer given late (a form still open) must not set it going again.
+    // run() takes it back; then it is interrupted and answered as before.
+    if (ENDED_BY_FAILURE.has(this.thread.status)) throw new ThreadNotInterruptedError(threadId, this.thread.status, this.place);
     const target = this.interruptOf(head, options.interrupt);
     if (options.childWrites && target.ns === undefined) {
       throw new InvalidOptionError(`interrupt ${target.id} was raised by node "${target.node}" of this graph, not inside a child run: give its writes as input, not childInput.`, { place: this.place });
@@ -236,6 +249,9 @@ export class ThreadRun implements ChildRunner {
       ...(loaded.body.cleared ? { cleared: loaded.body.cleared } : {}),
       actor: options.actor,
     });
+    // The failure the thread was left with is the old branch's (the attempt history keeps
+    // it): on the fork's status, lastError would name a failure that is not there.
+    if (this.thread.lastError) this.thread = await this.cp.updateThread(this.lease, { lastError: null });
     return this.outcome(positionStatus(this.cursor.head!.body));
   }
 
@@ -271,7 +287,7 @@ export class ThreadRun implements ChildRunner {
    * (`resume`), or a completed thread given no input (`nothing`). Nothing changes
    * before every check passed.
    */
-  private async prepare(input: State | undefined): Promise<'started' | 'resume' | 'wake' | 'waiting' | 'nothing'> {
+  private async prepare(input: State | undefined): Promise<'started' | 'resume' | 'wake' | 'waiting' | 'reopen' | 'nothing'> {
     const threadId = this.lease.threadId;
     if (this.thread.head === null) {
       // A thread that never committed, unless its anchor is what was lost.
@@ -282,7 +298,13 @@ export class ThreadRun implements ChildRunner {
     }
     const head = await this.loadHead();
     const pending = head.body.interrupts ?? [];
-    if (pending.length) throw new ThreadInterruptedError(threadId, pending.map((i) => i.id), this.place);
+    if (pending.length && !ENDED_BY_FAILURE.has(this.thread.status)) throw new ThreadInterruptedError(threadId, pending.map((i) => i.id), this.place);
+    if (pending.length) {
+      // Cancelled (failed) while it waited for a person: run() takes it back, as it does
+      // any failed thread, at its last position, which waits for the answer again.
+      if (input !== undefined && sha256Hex(encode(input, 'run input')) !== (await this.lastInputDigest())) throw new RunInProgressError(threadId, this.place);
+      return 'reopen';
+    }
     if (head.body.next.length === 0) {
       if (input === undefined) return 'nothing';
       await this.startRun(input);
@@ -572,7 +594,8 @@ export class ThreadRun implements ChildRunner {
   // ------------------------------------------------------------ the thread record
 
   private async beginAttempt(options: AttemptOptions): Promise<void> {
-    this.thread = await this.cp.updateThread(this.lease, { ...(options.markRunning !== false ? { status: 'running' as const } : {}), attempts: 1, lastError: null });
+    const status = options.status ?? (options.markRunning !== false ? ('running' as const) : undefined);
+    this.thread = await this.cp.updateThread(this.lease, { ...(status ? { status } : {}), attempts: 1, lastError: null });
     this.cursor.beginAttempt(this.thread.attempts);
     this.settings.trace?.set({ 'cairn.run.attempt': this.cursor.attempt });
     this.settings.emit?.({
@@ -588,6 +611,7 @@ export class ThreadRun implements ChildRunner {
 
   /** Keeps a failed task execution in the thread's attempt history; a retry counts as a new attempt. */
   private async recordFailure(failure: TaskFailure): Promise<void> {
+    if (!failure.willRetry) this.endingFailureKept = true;
     this.thread = await this.cp.updateThread(this.lease, {
       attempts: failure.willRetry ? 1 : 0,
       failure: { ns: this.ns, ...failure.error, node: failure.node, seq: this.cursor.head!.position.seq, attempt: this.thread.attempts, at: Date.now() },
@@ -605,7 +629,11 @@ export class ThreadRun implements ChildRunner {
     const lastError = { ...describeError(error), at: Date.now(), ...(this.cursor.head ? { seq: this.cursor.head.position.seq } : {}) };
     const resumable = RunCancelledError.is(error) || EngineError.is(error);
     const status: ThreadStatus = resumable ? this.thread.status : NeedsAttentionError.is(error) ? 'needs_attention' : 'failed';
-    await this.cp.updateThread(this.lease, resumable ? { lastError } : { status, lastError }).catch(() => undefined);
+    // A failure no task kept (an effect in doubt, a rejected write, the recursion limit)
+    // goes into the attempt history too: lastError is overwritten by the next attempt,
+    // and the story of this one must still say how it ended.
+    const failure = resumable || this.endingFailureKept ? {} : { failure: { ns: this.ns, ...lastError, attempt: this.thread.attempts } };
+    await this.cp.updateThread(this.lease, resumable ? { lastError } : { status, lastError, ...failure }).catch(() => undefined);
     this.settings.trace?.set({ 'cairn.thread.status': status });
     this.settings.emit?.({ type: 'run.end', threadId: this.lease.threadId, at: Date.now(), status, seq: this.cursor.head?.position.seq ?? null, error: lastError.message });
   }
@@ -637,6 +665,15 @@ export class ThreadRun implements ChildRunner {
    * wake time when something else moved it: a signal no wait takes (which made it
    * due), or a run that stopped between taking the thread and re-running its waits.
    */
+  /**
+   * A thread cancelled while interrupted, taken back by run(): a new attempt that
+   * starts where the thread stopped, waiting for the same answers (nothing runs).
+   */
+  private async reopen(): Promise<RunOutcome> {
+    await this.beginAttempt({ resumed: true, status: 'interrupted' });
+    return this.outcome('interrupted');
+  }
+
   private async stillWaiting(): Promise<RunOutcome> {
     const waits = this.cursor.head!.body.waits ?? [];
     const wakeAt = wakeTime(waits);

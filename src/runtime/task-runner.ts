@@ -127,7 +127,11 @@ export class LiveTaskRunner implements TaskRunner {
           await scope.writeWithStepEffects();
           // Stopped at an interrupt call or a wait (whatever the node did with the stop): not a failure.
           if (scope.pause) return await pausedOutcome(scope, task, origin, span);
-          if (NeedsAttentionError.is(error)) throw failed(span, error);
+          if (NeedsAttentionError.is(error)) {
+            // Not retried, and the attempt's story must keep it (with its node) once a person resolved it and a run went on.
+            await o.recordFailure({ node: task.node.name, error: describeError(error), willRetry: false });
+            throw failed(span, error);
+          }
           // A node stopped by the run's signal did not fail: the step is redone on resume.
           if (o.signal.aborted) throw failed(span, stoppedBy(o.signal, o.lease.threadId, place));
           // A store write found a validateAtCommit read stale (nothing was written): run the

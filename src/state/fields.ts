@@ -68,6 +68,10 @@ export interface RuntimeField<T> {
 export type AnyField = ModelField<any, any> | RuntimeField<any>;
 
 type Out<S extends StandardSchemaV1> = StandardSchemaV1.InferOutput<S>;
+// A write goes through the schema (merge validates it and stores the output), so it is
+// typed by what the schema takes: `z.string().transform(...)` is written as a string,
+// a `.default()` inside an object may be left out.
+type In<S extends StandardSchemaV1> = StandardSchemaV1.InferInput<S>;
 
 interface ModelOptions<T> {
   default?: Default<T>;
@@ -80,11 +84,11 @@ interface ModelOptions<T> {
   redact?: boolean;
 }
 
-function model<S extends StandardSchemaV1>(schema: S, options?: ModelOptions<Out<S>> & { reduce?: 'replace' }): ModelField<Out<S>, Out<S>>;
+function model<S extends StandardSchemaV1>(schema: S, options?: ModelOptions<Out<S>> & { reduce?: 'replace' }): ModelField<Out<S>, In<S>>;
 function model<S extends StandardSchemaV1<unknown, readonly unknown[]>>(
   schema: S,
   options: ModelOptions<Out<S>> & { reduce: 'append' },
-): ModelField<Out<S>, Out<S>>;
+): ModelField<Out<S>, In<S>>;
 function model<S extends StandardSchemaV1, U>(
   schema: S,
   options: ModelOptions<Out<S>> & { reduce: ReducerFn<Out<S>, U> },

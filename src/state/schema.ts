@@ -101,8 +101,12 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
   private readonly upcasters: Record<number, (state: PlainState) => PlainState>;
   private readonly table: Readonly<Record<string, string>>;
 
-  /** Phantom members that carry the state's types. */
-  declare readonly $state: BaseState<F> & { readonly [K in keyof D]: D[K] };
+  /**
+   * Phantom members that carry the state's types. The state is read-only at the top
+   * level, as {@link StateSchema.view} freezes it: an assignment to a field of the
+   * state a node is given throws at run time, so it is a type error too.
+   */
+  declare readonly $state: Readonly<BaseState<F>> & { readonly [K in keyof D]: D[K] };
   declare readonly $update: { [K in ModelKeys<F>]?: WriteOf<F[K]> } & { [K in Exclude<keyof F, ModelKeys<F>> | keyof D]?: never };
 
   constructor(definition: StateDefinition<F, D>) {

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Engine } from '../../src/contracts/engine.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
-import { ThreadCancelledError, ThreadNotFoundError } from '../../src/errors.js';
+import { ThreadCancelledError, ThreadInterruptedError, ThreadNotFoundError, ThreadNotInterruptedError } from '../../src/errors.js';
 import { cancelThread } from '../../src/inspect/cancel.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
 import { field } from '../../src/state/fields.js';
@@ -203,4 +203,59 @@ describe('cancelThread', () => {
       await engine.close();
     }
   });
+});
+
+describe('a thread cancelled while it waits for a person', () => {
+  const State = defineState({ fields: { sent: field.model(z.array(z.string()), { reduce: 'append', default: [] }) } });
+  const approvalApp = (engine: Engine, sent: string[]) =>
+    graph(State)
+      .node('approve', async (_s, ctx) => {
+        const ok = await ctx.interrupt({ q: 'send it?' }, { answer: z.boolean() });
+        if (ok) sent.push('mail');
+        return { sent: ok ? ['mail'] : [] };
+      })
+      .edge(START, 'approve')
+      .edge('approve', END)
+      .compile({ engine });
+
+  for (const name of ['sqlite', 'postgres'] as const) {
+    it(`on ${name}: a late answer is ThreadNotInterruptedError and sends nothing; run() takes it back as a new attempt, interrupted, and the answer goes on from there`, async () => {
+      const engine = name === 'sqlite' ? sqlite(join(dir, 'cancelled-interrupt.db')) : await pg.engine();
+      try {
+        const sent: string[] = [];
+        const app = approvalApp(engine, sent);
+        const paused = await app.run({ thread: 'ask', input: {} });
+        expect(paused.status).toBe('interrupted');
+        await app.cancel({ thread: 'ask', actor: 'ana', reason: 'wrong customer' });
+        const cancelled = await engine.checkpointer.getThread('ask');
+
+        // The approval form was still open: its answer must not set the cancelled thread going.
+        const late = await app.resume({ thread: 'ask', answer: true, actor: 'bob' }).catch((e: unknown) => e);
+        expect(ThreadNotInterruptedError.is(late), String(late)).toBe(true);
+        expect((late as Error).message).toContain('is failed');
+        expect(sent).toEqual([]);
+        expect(await engine.checkpointer.getThread('ask')).toEqual(cancelled);
+
+        // run() is how a person takes a cancelled thread back: a new attempt at its last position.
+        const back = await app.run({ thread: 'ask' });
+        expect(back.status).toBe('interrupted');
+        expect(back.interrupts.map((i) => i.id)).toEqual(paused.interrupts.map((i) => i.id));
+        expect(back.seq).toBe(paused.seq);
+        expect(await engine.checkpointer.getThread('ask')).toMatchObject({ status: 'interrupted', lastError: null, attempts: cancelled!.attempts + 1 });
+        expect(ThreadInterruptedError.is(await app.run({ thread: 'ask' }).catch((e: unknown) => e))).toBe(true);
+        const { attempts } = await app.attempts({ thread: 'ask' });
+        expect(attempts.map((a) => [a.attempt, a.outcome, a.error?.code ?? null])).toEqual([
+          [1, 'failed', 'ERR_THREAD_CANCELLED'],
+          [2, 'interrupted', null],
+        ]);
+
+        const done = await app.resume({ thread: 'ask', answer: true, actor: 'bob' });
+        expect(done.status).toBe('completed');
+        expect(done.state.sent).toEqual(['mail']);
+        expect(sent).toEqual(['mail']);
+      } finally {
+        await engine.close();
+      }
+    });
+  }
 });

@@ -145,6 +145,52 @@ describe.each(ENGINES)('threads: the story of attempts on %s', (name) => {
     await expect(ok.attempts({ thread: 'missing' })).rejects.toMatchObject({ code: ThreadNotFoundError.code });
   });
 
+  it('an attempt that ended without a task failure (an effect in doubt, the recursion limit) keeps its error once a later attempt went on', async () => {
+    let inDoubt = true;
+    const charge = graph(State)
+      .node('charge', async (_s, c) => {
+        const receipt = await c.effect('charge', {
+          mode: 'atMostOnce',
+          run: async () => {
+            if (inDoubt) throw new UpstreamTimeout('connection reset');
+            return 'receipt-1';
+          },
+        });
+        return { summary: String(receipt) };
+      })
+      .edge(START, 'charge')
+      .edge('charge', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 2, initialDelayMs: 0 } });
+    // Attempt 1 throws inside the effect (kept as a node failure); its retry, attempt 2, finds the intent without an outcome.
+    await expect(charge.run({ thread: 'pay' })).rejects.toMatchObject({ code: 'ERR_NEEDS_ATTENTION' });
+    inDoubt = false;
+    const key = (await ctx.engine.ledger.list('pay')).find((e) => e.name === 'charge')!.key;
+    await charge.resolveEffect({ thread: 'pay', idempotencyKey: key, outcome: 'receipt-by-hand' });
+    expect((await charge.run({ thread: 'pay' })).state.summary).toBe('receipt-by-hand');
+    const paid = await charge.attempts({ thread: 'pay' });
+    expect(paid.attempts.map((a) => [a.attempt, a.outcome, a.error?.code ?? null])).toEqual([
+      [1, 'failed', 'ETIMEDOUT'],
+      [2, 'needs_attention', 'ERR_NEEDS_ATTENTION'],
+      [3, 'completed', null],
+    ]);
+    expect(paid.attempts[1]).toMatchObject({ node: 'charge', seq: 0 });
+
+    const loop = graph(State)
+      .node('again', (s) => ({ trail: [`turn ${s.trail.length}`] }))
+      .edge(START, 'again')
+      .conditionalEdge('again', (s) => (s.trail.length < 3 ? 'again' : END))
+      .compile({ engine: ctx.engine });
+    await expect(loop.run({ thread: 'loop', recursionLimit: 2 })).rejects.toMatchObject({ code: 'ERR_RECURSION_LIMIT' });
+    expect((await loop.attempts({ thread: 'loop' })).attempts.map((a) => [a.attempt, a.outcome, a.error?.code ?? null])).toEqual([[1, 'failed', 'ERR_RECURSION_LIMIT']]);
+    expect((await loop.run({ thread: 'loop' })).status).toBe('completed');
+    const looped = await loop.attempts({ thread: 'loop' });
+    expect(looped.attempts.map((a) => [a.attempt, a.outcome, a.error?.code ?? null, a.seq])).toEqual([
+      [1, 'failed', 'ERR_RECURSION_LIMIT', 2],
+      [2, 'completed', null, 3],
+    ]);
+    expect(looped.attempts[0]!.committed.map((p) => p.seq)).toEqual([0, 1, 2]);
+  });
+
   it('many threads with retries: never more threads than ids', async () => {
     const { app } = flakyApp((n) => n % 3 !== 0, 3);
     for (let i = 0; i < 8; i++) await app.run({ thread: `t${i}` });

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Engine } from '../../src/contracts/engine.js';
 import { memoryArtifacts } from '../../src/artifacts/memory/index.js';
-import { PositionNotFoundError, StateValidationError } from '../../src/errors.js';
+import { InvalidOptionError, PositionNotFoundError, StateValidationError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -438,6 +438,27 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       expect((await app.stateAt({ thread: 't', seq: paused.seq })).trail).toEqual(['A:0:w0', 'A:1:w1', 'A:2:w2', 'A:3:w3', 'A:4:w4']);
     });
 
+    it('a fork of a failed thread leaves the failure on the old branch: the thread is running with no lastError, and its attempts still tell the failure', async () => {
+      const app = graph(State)
+        .node('step', (s) => {
+          if (s.note === 'A' && s.n === 2) throw new Error('model refused');
+          return { n: s.n + 1, trail: [`${s.note}${s.n}`] };
+        })
+        .edge(START, 'step')
+        .conditionalEdge('step', (s) => (s.n < 3 ? 'step' : END))
+        .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+      await expect(app.run({ thread: 't' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'failed', lastError: { code: 'ERR_NODE_FAILED' } });
+
+      const fork = await app.fork({ thread: 't', seq: 2, patch: { note: 'B' } });
+      expect(fork.status).toBe('running');
+      // What lastError says (the last failure, of a failed or needs_attention thread) no longer holds on the new branch.
+      expect(await app.getThread({ thread: 't' })).toMatchObject({ status: 'running', head: fork.seq, lastError: null });
+      expect((await app.attempts({ thread: 't' })).attempts[0]).toMatchObject({ outcome: 'failed', error: { message: 'model refused' } });
+      const done = await app.run({ thread: 't' });
+      expect(done.state.trail).toEqual(['A0', 'A1', 'B2']);
+    });
+
     it('a fork from the position that answered an interruptBefore continues like the origin did: the node runs, no new pause', async () => {
       let gated = 0;
       const app = graph(State)
@@ -509,6 +530,9 @@ describe.each(ENGINES)('time travel on %s', (name) => {
       expect((await app.replay({ thread: 't', from: 0, to: 13 })).steps.map((s) => s.seq)).toEqual([1, 2, 3, 7, 8, 11, 12, 13]);
       const offBranch = await caught(() => app.replay({ thread: 't', from: 5, to: 13 }));
       expect(offBranch.message).toContain('not on the branch');
+      // A from and a to that name no branch are the caller's options, refused as such.
+      expect(InvalidOptionError.is(offBranch), offBranch.message).toBe(true);
+      expect((await caught(() => app.replay({ thread: 't', from: 7 }))).code).toBe('ERR_INVALID_OPTION'); // the head, 18, is on the branch of 14
     });
   });
 });

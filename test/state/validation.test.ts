@@ -128,7 +128,7 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
         },
       });
       const app = graph(State)
-        .node('a', () => ({ profile: { name: '  ada  ' } as never, names: ['ADA', 'Grace'] }))
+        .node('a', () => ({ profile: { name: '  ada  ' }, names: ['ADA', 'Grace'] }))
         .edge(START, 'a')
         .edge('a', END)
         .compile({ engine: ctx.engine, retry: fast });

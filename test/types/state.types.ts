@@ -70,3 +70,40 @@ graph(State).subgraph('bad-input', childGraph, { input: () => ({ question: 42 })
 graph(State).subgraph('bad-output', childGraph, { output: () => ({ step: 1 }) });
 // @ts-expect-error a shared child takes no input mapping
 graph(State).subgraph('bad-share', childGraph, { share: true, input: () => ({}) });
+
+// A write is what the field's schema takes (its input), the state what it gives (its
+// output): the runtime validates every write through the schema and stores the output.
+const Parsed = defineState({
+  fields: {
+    length: field.model(z.string().transform((s) => s.length), { default: 0 as never }),
+    profile: field.model(z.object({ name: z.string(), tier: z.string().default('free') }).optional()),
+    names: field.model(z.array(z.string().transform((s) => s.toLowerCase())), { reduce: 'append', default: [] }),
+  },
+});
+const parsedWrite: UpdateOf<typeof Parsed> = { length: 'abc', profile: { name: 'ada' }, names: ['ADA'] };
+void parsedWrite;
+// @ts-expect-error a transformed field is written with the schema's input, not its output
+const parsedBad: UpdateOf<typeof Parsed> = { length: 3 };
+void parsedBad;
+const parsedRead = (s: StateOf<typeof Parsed>): [number, string | undefined] => [s.length, s.profile?.tier];
+void parsedRead;
+graph(Parsed)
+  .node('write', () => ({ length: 'abc', profile: { name: 'ada' } }))
+  .edge(START, 'write')
+  .edge('write', END);
+
+// The state a node, a route and a caller get is frozen at the top level: assigning a
+// field throws at run time, so the type refuses it (a node returns its writes instead).
+graph(State)
+  .node('assigns', (s) => {
+    // @ts-expect-error the state's fields are read-only
+    s.summary = 'x';
+    return {};
+  })
+  .edge(START, 'assigns')
+  .edge('assigns', END);
+const frozenRead = (s: S): void => {
+  // @ts-expect-error a derived field is read-only too
+  s.count = 1;
+};
+void frozenRead;
