@@ -165,6 +165,7 @@ export function checkDeleteThreadOptions(options: unknown): void {
 export function normalizeIfStatus(ifStatus: ThreadStatus | readonly ThreadStatus[] | undefined): ThreadStatus[] | null {
   if (ifStatus === undefined) return null;
   const list = Array.isArray(ifStatus) ? [...(ifStatus as readonly ThreadStatus[])] : [ifStatus as ThreadStatus];
+  if (list.length === 0) throw new InvalidOptionError('deleteThread: ifStatus [] matches no status, so nothing would ever be deleted; leave ifStatus out to delete whatever the status.');
   for (const v of list) {
     if (!THREAD_STATUSES.includes(v)) throw new InvalidOptionError(`deleteThread: ifStatus ${JSON.stringify(v)} is not one of ${THREAD_STATUSES.join(', ')}.`);
   }

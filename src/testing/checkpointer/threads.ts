@@ -488,6 +488,7 @@ export function threadTests(suite: CheckpointerSuiteContext): void {
       await expectError(() => cp.listThreads({ status: 'running', configurable: {} } as never), InvalidOptionError);
       await expectError(() => cp.deleteThread('t1', { ifStatuss: 'completed' } as never), InvalidOptionError);
       await expectError(() => cp.deleteThread('t1', null as never), InvalidOptionError);
+      await expectError(() => cp.deleteThread('t1', { ifStatus: [] }), InvalidOptionError);
       expect((await cp.getThread('t1'))?.id).toBe('t1');
     });
 
