@@ -40,6 +40,7 @@ import type { Engine } from '../contracts/engine.js';
 import { BaseArtifactStore } from '../artifacts/base-artifact-store.js';
 import type { BlobSealer } from '../artifacts/backend.js';
 import { DecryptionError, InvalidOptionError } from '../errors.js';
+import { unknownOption } from '../internal/option-keys.js';
 import { openText, sealText, type DataKey } from './envelope.js';
 import { tenantScope, type KeyringApi } from './scopes.js';
 
@@ -81,6 +82,8 @@ export function encryptedArtifacts(store: ArtifactStore, options: EncryptedArtif
     throw new InvalidOptionError(`encryptedArtifacts wraps cairn's artifact stores (fs, s3, memory); the ${store.engine} store is not one of them.`);
   }
   if (store.tenant !== null) throw new InvalidOptionError('encryptedArtifacts wraps the unscoped store; take tenant views of what it returns.');
+  const unknown = options !== null && typeof options === 'object' ? unknownOption('encryptedArtifacts', options, ['engine', 'keyring', 'required']) : undefined;
+  if (unknown) throw new InvalidOptionError(unknown);
   let keyring: KeyringApi;
   let required: boolean;
   if ('keyring' in options) {

@@ -7,6 +7,7 @@
  */
 import type { Engine } from '../contracts/engine.js';
 import { InvalidOptionError } from '../errors.js';
+import { unknownOption } from '../internal/option-keys.js';
 import { EncryptedCheckpointer } from './encrypted-checkpointer.js';
 import { EncryptedLedger } from './encrypted-ledger.js';
 import { EncryptedStore } from './encrypted-store.js';
@@ -55,7 +56,14 @@ export interface EncryptedOptions {
 export function encrypted(engine: Engine, options: EncryptedOptions): Engine & { readonly encryption: EngineEncryption } {
   if (!engine || typeof engine !== 'object' || !engine.checkpointer || !engine.ledger || !engine.store) throw new InvalidOptionError('encrypted(engine, { keys }) takes an engine (sqlite(...), postgres(...), memory()).');
   if (engine.encryption) throw new InvalidOptionError('encrypted(): this engine is encrypted already.');
-  const keys = options?.keys;
+  if (options === null || typeof options !== 'object') throw new InvalidOptionError('encrypted(engine, { keys }) takes an options object with the key provider.');
+  const unknown = unknownOption('encrypted', options, ['keys', 'require', 'storeScope', 'keyCacheMs']);
+  if (unknown) throw new InvalidOptionError(unknown);
+  if (options.require !== undefined && typeof options.require !== 'boolean') throw new InvalidOptionError(`encrypted(): require must be true or false, not ${JSON.stringify(options.require)}.`);
+  if (options.keyCacheMs !== undefined && (typeof options.keyCacheMs !== 'number' || !Number.isFinite(options.keyCacheMs) || options.keyCacheMs < 0)) {
+    throw new InvalidOptionError(`encrypted(): keyCacheMs must be a number of milliseconds, 0 or more, not ${String(options.keyCacheMs)}.`);
+  }
+  const keys = options.keys;
   if (!keys || typeof keys.wrapKey !== 'function' || typeof keys.unwrapKey !== 'function') throw new InvalidOptionError('encrypted(engine, { keys }): keys must be a KeyProvider (keyFile(path), envKey(), or your own).');
   if (options.storeScope !== undefined && typeof options.storeScope !== 'function') throw new InvalidOptionError('encrypted(): storeScope must be a function (namespace) => scope.');
   const required = options.require ?? true;

@@ -52,6 +52,7 @@ import { ARTIFACT_ROUTE, artifactResponse, NoArtifactStore } from './artifact-ro
 import { EVALUATE_ROUTE, SAVED_REPORT_ROUTE, evaluateAction } from './evaluation.js';
 import { access, newToken, tokenCookie } from './auth.js';
 import { DEFAULT_UI_DIR, uiFile } from './static-files.js';
+import { unknownOption } from '../internal/option-keys.js';
 
 /** What {@link startInspector} serves, and where. */
 export interface InspectorOptions {
@@ -88,6 +89,8 @@ export interface InspectorOptions {
    */
   redaction?: RedactionChoice;
 }
+
+const INSPECTOR_OPTION_KEYS: readonly string[] = ['engine', 'artifacts', 'port', 'host', 'uiDir', 'token', 'allowActions', 'app', 'actor', 'evaluationReport', 'redaction'] satisfies (keyof InspectorOptions)[];
 
 /** A running inspector. */
 export interface Inspector {
@@ -163,6 +166,9 @@ function pageUrl(host: string, port: number, token: string): string {
  * ```
  */
 export async function startInspector(options: InspectorOptions): Promise<Inspector> {
+  if (options === null || typeof options !== 'object') throw new InvalidOptionError('startInspector takes an options object ({ engine, … }).');
+  const unknown = unknownOption('startInspector', options, INSPECTOR_OPTION_KEYS);
+  if (unknown) throw new InvalidOptionError(unknown);
   const token = options.token ?? newToken();
   const uiDir = options.uiDir ?? DEFAULT_UI_DIR;
   const host = options.host ?? INSPECTOR_HOST;

@@ -10,6 +10,7 @@ import { InvalidOptionError } from '../errors.js';
 import { checkTenant } from '../artifacts/refs.js';
 import { compareCodePoints } from './keys.js';
 import { isPlainObject } from './plain-object.js';
+import { unknownOption } from './option-keys.js';
 
 export const THREAD_STATUSES: readonly ThreadStatus[] = ['running', 'interrupted', 'completed', 'failed', 'needs_attention', 'waiting'];
 export const THREAD_KINDS: readonly ThreadKind[] = ['conversation', 'task', 'session', 'workflow'];
@@ -102,9 +103,8 @@ export const THREAD_QUERY_KEYS = ['status', 'kind', 'tenant', 'metadata', 'idPre
 /** Validates `query` and returns it in the form engines run. Throws InvalidOptionError. */
 export function normalizeThreadQuery(query: ThreadQuery = {}): NormalizedThreadQuery {
   if (query === null || typeof query !== 'object' || Array.isArray(query)) invalid('the query must be an object.');
-  for (const key of Object.keys(query)) {
-    if (!(THREAD_QUERY_KEYS as readonly string[]).includes(key)) invalid(`unknown option "${key}" (options: ${THREAD_QUERY_KEYS.join(', ')}).`);
-  }
+  const unknownQueryKey = unknownOption('listThreads', query, THREAD_QUERY_KEYS);
+  if (unknownQueryKey) throw new InvalidOptionError(unknownQueryKey);
   const metadata: [string, MetadataValue][] = [];
   if (query.metadata !== undefined) {
     if (query.metadata === null || typeof query.metadata !== 'object' || Array.isArray(query.metadata)) invalid('metadata must be an object of key → value.');
@@ -156,9 +156,8 @@ const DELETE_THREAD_KEYS = ['ifStatus', 'lease'];
 /** Refuses `deleteThread` options that are not an object of the keys it takes. */
 export function checkDeleteThreadOptions(options: unknown): void {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`deleteThread: options must be an object ({ ifStatus, lease }), got ${JSON.stringify(options) ?? String(options)}.`);
-  for (const key of Object.keys(options)) {
-    if (!DELETE_THREAD_KEYS.includes(key)) throw new InvalidOptionError(`deleteThread: unknown option "${key}" (options: ${DELETE_THREAD_KEYS.join(', ')}).`);
-  }
+  const unknown = unknownOption('deleteThread', options, DELETE_THREAD_KEYS);
+  if (unknown) throw new InvalidOptionError(unknown);
 }
 
 /** Validates `deleteThread`'s `ifStatus`; null when absent. */

@@ -23,6 +23,7 @@ import { END, START, type ChildSpec, type GraphSpec, type NodeOptions, type Node
 import { checkRetryPolicy, type RetryPolicy } from './retry.js';
 import { checkSharedFields, type SubgraphOptions } from './subgraph.js';
 import type { NodeContext } from './task-scope.js';
+import { unknownOption } from '../internal/option-keys.js';
 
 export { START, END };
 export type { NodeOptions, GraphSpec };
@@ -74,9 +75,8 @@ const SUBGRAPH_OPTION_KEYS = ['share', 'input', 'output', ...NODE_OPTION_KEYS];
  */
 function checkNodeOptions(what: string, options: unknown, known: readonly string[]): void {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new GraphDefinitionError(`${what} takes an options object, not ${String(options)}.`);
-  for (const key of Object.keys(options)) {
-    if (!known.includes(key)) throw new GraphDefinitionError(`${what}: unknown option "${key}" (options: ${known.join(', ')}).`);
-  }
+  const unknown = unknownOption(what, options, known);
+  if (unknown) throw new GraphDefinitionError(unknown);
   for (const pause of ['interruptBefore', 'interruptAfter'] as const) {
     const value = (options as Record<string, unknown>)[pause];
     if (value !== undefined && typeof value !== 'boolean' && typeof value !== 'function') throw new GraphDefinitionError(`${what}: ${pause} must be true, false or a function of the state, not ${String(value)}.`);

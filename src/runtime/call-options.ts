@@ -12,6 +12,7 @@ import { InvalidKeyError, InvalidOptionError } from '../errors.js';
 import { isPlainObject } from '../internal/plain-object.js';
 import { THREAD_QUERY_KEYS } from '../internal/thread-query.js';
 import { checkRetryPolicy } from './retry.js';
+import { unknownOption } from '../internal/option-keys.js';
 
 /** An option's value in a message: numbers as written (NaN, Infinity), the rest as JSON. */
 const shown = (value: unknown): string => (typeof value === 'number' || typeof value === 'bigint' ? String(value) : (JSON.stringify(value) ?? String(value)));
@@ -98,9 +99,8 @@ const RUN_CHECKS: Record<string, Check> = {
  * ignored while the caller believes it applied.
  */
 function checkKeys(call: string, options: Options, known: readonly string[]): void {
-  for (const key of Object.keys(options)) {
-    if (!known.includes(key)) throw new InvalidOptionError(`${call}: unknown option "${key}" (options: ${known.join(', ')}).`);
-  }
+  const unknown = unknownOption(call, options, known);
+  if (unknown) throw new InvalidOptionError(unknown);
 }
 
 const RUN_KEYS = ['thread', 'input', 'kind', 'tenant', 'metadata', ...Object.keys(RUN_CHECKS)];
@@ -203,9 +203,7 @@ export const COMPILE_OPTIONS = [
 
 /** `compile()` options, beside the engine (checked first, with its own message). */
 export function checkCompileOptions(options: Options): void {
-  for (const key of Object.keys(options)) {
-    if (!(COMPILE_OPTIONS as readonly string[]).includes(key)) throw new InvalidOptionError(`compile: unknown option "${key}" (options: ${COMPILE_OPTIONS.join(', ')}).`);
-  }
+  checkKeys('compile', options, COMPILE_OPTIONS);
   checkEach('compile', options, {
     name: text,
     artifacts: object,

@@ -9,6 +9,7 @@
  */
 import type { RecordKind } from '../contracts/ledger.js';
 import { InvalidOptionError, type ErrorPlace } from '../errors.js';
+import { unknownOption } from '../internal/option-keys.js';
 
 export const RECORD_KINDS: readonly RecordKind[] = ['model', 'tool', 'other'];
 
@@ -28,9 +29,8 @@ function checkKeys(call: string, options: unknown, known: readonly string[], pla
     const where = call === 'ctx.waitFor' ? 'schema' : 'answer';
     return new InvalidOptionError(`${call} was given a schema where its options go: pass it as { ${where}: schema }.`, { place });
   }
-  const unknown = Object.keys(options).find((key) => !known.includes(key));
-  if (unknown !== undefined) return new InvalidOptionError(`${call}: unknown option "${unknown}" (options: ${known.join(', ')}).`, { place });
-  return undefined;
+  const unknown = unknownOption(call, options, known);
+  return unknown ? new InvalidOptionError(unknown, { place }) : undefined;
 }
 
 /** A record's or an artifact's name: what the ledger, the CLI and redaction rules call it. */

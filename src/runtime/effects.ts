@@ -7,6 +7,7 @@
 import type { CommittedEffect } from '../contracts/checkpointer.js';
 import type { Ledger, LedgerEntry } from '../contracts/ledger.js';
 import { InvalidOptionError, type ErrorPlace } from '../errors.js';
+import { unknownOption } from '../internal/option-keys.js';
 
 /** How an effect is recovered when it has an intent and no outcome. */
 export type EffectMode = 'atLeastOnce' | 'atMostOnce';
@@ -77,8 +78,8 @@ export function checkEffectSpec(name: string, spec: unknown, place: ErrorPlace |
   if (typeof name !== 'string' || name === '') throw new InvalidOptionError(`ctx.effect takes a name (a non-empty string) first, not ${JSON.stringify(name) ?? String(name)}.`, { place });
   if (spec === null || typeof spec !== 'object') throw new InvalidOptionError(`effect "${name}": ctx.effect takes a spec object with run, not ${shown(spec)}.`, { place });
   // A misspelt `comit` or `idempotency_key` would run the effect with the defaults, as if it had not been asked for.
-  const unknown = Object.keys(spec).find((key) => !EFFECT_SPEC_KEYS.includes(key));
-  if (unknown !== undefined) throw new InvalidOptionError(`effect "${name}": unknown option "${unknown}" (options: ${EFFECT_SPEC_KEYS.join(', ')}).`, { place });
+  const unknown = unknownOption(`effect "${name}"`, spec, EFFECT_SPEC_KEYS);
+  if (unknown) throw new InvalidOptionError(unknown, { place });
   const { run, idempotencyKey, probe, mode } = spec as Partial<Record<keyof EffectSpec<unknown>, unknown>>;
   if (typeof run !== 'function') throw new InvalidOptionError(`effect "${name}": spec.run must be the function that performs the effect, not ${shown(run)}.`, { place });
   if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey.length === 0)) {

@@ -9,13 +9,13 @@
  * threads unreadable with the upcasters written and never used.
  */
 import { SchemaDefinitionError } from '../errors.js';
+import { unknownOption } from '../internal/option-keys.js';
 
 const shown = (value: unknown): string => (typeof value === 'function' ? 'a function' : (JSON.stringify(value) ?? String(value)));
 
 function checkKeys(what: string, options: object, known: readonly string[]): void {
-  for (const key of Object.keys(options)) {
-    if (!known.includes(key)) throw new SchemaDefinitionError(`${what}: unknown option "${key}" (options: ${known.join(', ')}).`);
-  }
+  const unknown = unknownOption(what, options, known);
+  if (unknown) throw new SchemaDefinitionError(unknown);
 }
 
 function checkObject(what: string, value: unknown): asserts value is Record<string, unknown> {

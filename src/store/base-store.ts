@@ -43,6 +43,7 @@ import { encode } from '../codec/tagged-json.js';
 import { STORE_UPDATE_RETRIES } from '../defaults.js';
 import { InvalidOptionError, UpdateConflictError, VersionConflictError } from '../errors.js';
 import { checkStoreEntry, checkStoreKey, decodeNamespace, encodeNamespace } from '../internal/keys.js';
+import { unknownOption } from '../internal/option-keys.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
 import { parseFilter, type Condition } from './filter.js';
 import { MergeRules } from './merge-rules.js';
@@ -73,10 +74,32 @@ function nonNegativeInteger(name: string, value: unknown, { positive = false, ma
   return value;
 }
 
-/** A call's options: null reads as none given (as undefined does); anything else but an object is InvalidOptionError. */
-function readOptions<O extends object>(call: string, options: O | null | undefined): O {
+/** What each call takes: a misspelt `ifversion` would write unconditionally, a misspelt `limt` read everything. */
+const CALL_OPTIONS = {
+  search: ['filter', 'limit', 'offset', 'cursor'],
+  listNamespaces: ['prefix', 'maxDepth', 'limit', 'offset'],
+  listOverwrites: ['limit', 'afterId'],
+  put: ['ifVersion', 'idempotencyKey', 'ttlMs'],
+  delete: ['ifVersion'],
+  update: ['maxRetries', 'ttlMs', 'idempotencyKey', 'onRetry'],
+} as const;
+
+/** What a batch operation of each kind holds. */
+const OP_KEYS: Record<StoreOp['op'], readonly string[]> = {
+  put: ['op', 'namespace', 'key', 'value', ...CALL_OPTIONS.put],
+  delete: ['op', 'namespace', 'key', ...CALL_OPTIONS.delete],
+  check: ['op', 'namespace', 'key', 'version'],
+};
+
+/**
+ * A call's options: null reads as none given (as undefined does); anything else but an
+ * object, or a key the call does not take, is InvalidOptionError.
+ */
+function readOptions<O extends object>(call: keyof typeof CALL_OPTIONS, options: O | null | undefined): O {
   if (options === undefined || options === null) return {} as O;
   if (typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`${call}: options must be an object, got ${JSON.stringify(options) ?? String(options)}.`);
+  const unknown = unknownOption(call, options, CALL_OPTIONS[call]);
+  if (unknown) throw new InvalidOptionError(unknown);
   return options;
 }
 
@@ -271,6 +294,9 @@ export abstract class BaseStore implements Store {
 
   private prepare(op: StoreOp, index: number, strict: boolean): PreparedOp {
     if (typeof op !== 'object' || op === null) throw new InvalidOptionError(`batch op ${index} is not an object.`);
+    // An op that is none of the three is refused by the switch below.
+    const unknown = Object.hasOwn(OP_KEYS, op.op) ? unknownOption(`batch op ${index} (${op.op})`, op, OP_KEYS[op.op]) : undefined;
+    if (unknown) throw new InvalidOptionError(unknown);
     const namespace = op.namespace;
     const ns = encodeNamespace(namespace);
     checkStoreKey(op.key);

@@ -15,6 +15,7 @@
 import type { MergeRule, NamespaceDeclaration } from '../contracts/store.js';
 import { InvalidOptionError } from '../errors.js';
 import { encodeNamespace } from '../internal/keys.js';
+import { unknownOption } from '../internal/option-keys.js';
 
 export class MergeRules {
   /** Encoded prefix → rule. */
@@ -23,6 +24,8 @@ export class MergeRules {
   declare(prefix: string[], declaration: NamespaceDeclaration): void {
     const ns = encodeNamespace(prefix);
     const rule = (declaration as { merge?: unknown } | undefined)?.merge;
+    const unknown = declaration !== null && typeof declaration === 'object' ? unknownOption(`declare(${JSON.stringify(prefix)})`, declaration, ['merge']) : undefined;
+    if (unknown) throw new InvalidOptionError(unknown);
     if (rule !== 'reject' && rule !== 'lastWins' && typeof rule !== 'function') {
       throw new InvalidOptionError(`declare(${JSON.stringify(prefix)}): merge must be 'reject', 'lastWins' or a function (current, incoming) => merged.`);
     }

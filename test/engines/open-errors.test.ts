@@ -8,6 +8,11 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { keyFile } from '../../src/crypto/key-provider.js';
+import { encrypted, encryptedArtifacts } from '../../src/crypto/index.js';
+import { fsArtifacts } from '../../src/artifacts/fs/index.js';
+import { s3Artifacts } from '../../src/artifacts/s3/index.js';
+import { memory, memoryArtifacts } from '../../src/engines/memory/index.js';
+import { startInspector } from '../../src/inspector/index.js';
 import { postgres } from '../../src/engines/postgres/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { InvalidOptionError, KeyUnavailableError, LangGraphSourceNotFoundError } from '../../src/errors.js';
@@ -35,6 +40,21 @@ describe('refused with a typed error', () => {
     for (const options of postgresCases) expect(() => postgres(url, options as never), JSON.stringify(options)).toThrow(InvalidOptionError);
     expect(() => sqlite(file, { durabilty: 'normal' } as never)).toThrow(/sqlite: unknown option "durabilty" \(options: durability, /);
     await sqlite(join(dir, 'fine.db'), { durability: 'normal', busyTimeoutMs: 100, mmapBytes: 0, readOnly: false }).close();
+  });
+
+  it('encrypted(), the artifact stores and startInspector refuse an option they do not take, at once', async () => {
+    const keys = keyFile(join(dir, 'keys.json'));
+    const engine = memory();
+    const cases: [string, () => unknown][] = [
+      ['encrypted', () => encrypted(engine, { keys, requir: false } as never)],
+      ['encrypted require', () => encrypted(engine, { keys, require: 'yes' } as never)],
+      ['fsArtifacts', () => fsArtifacts(join(dir, 'artifacts'), { fsynk: false } as never)],
+      ['s3Artifacts', () => s3Artifacts({ bucket: 'cairn-test', prefx: 'a/' } as never)],
+      ['encryptedArtifacts', () => encryptedArtifacts(memoryArtifacts(), { engine: encrypted(memory(), { keys }), requried: true } as never)],
+    ];
+    for (const [label, make] of cases) expect(make, label).toThrow(InvalidOptionError);
+    await expect(startInspector({ engine, prot: 0 } as never)).rejects.toThrow(/startInspector: unknown option "prot"/);
+    expect(existsSync(join(dir, 'artifacts'))).toBe(false);
   });
 
   it('a key file that is not JSON is not a key file (InvalidOptionError); one that is not there says so', async () => {

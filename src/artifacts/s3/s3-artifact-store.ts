@@ -25,6 +25,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { ArtifactRef, ArtifactSweepReport } from '../../contracts/artifact-store.js';
 import { S3_PART_BYTES, S3_PRESIGN_EXPIRES_MS } from '../../defaults.js';
 import { ArtifactIntegrityError, ArtifactNotFoundError, CairnError, DriverMissingError, EngineError, InvalidOptionError } from '../../errors.js';
+import { unknownOption } from '../../internal/option-keys.js';
 import { referencedDigests, type ArtifactBackend, type ArtifactRecord, type BlobReader, type RecordAddress, type RecordPage, type Staged, type StoredRecord } from '../backend.js';
 import { BaseArtifactStore } from '../base-artifact-store.js';
 import { checkArtifactKey, checkDigest, checkTenant, parseRefId } from '../refs.js';
@@ -73,6 +74,8 @@ class S3Backend implements ArtifactBackend {
   private readonly partSize: number;
 
   constructor(private readonly options: S3ArtifactStoreOptions) {
+    const unknown = options !== null && typeof options === 'object' ? unknownOption('s3Artifacts', options, ['bucket', 'prefix', 'client', 'partSize']) : undefined;
+    if (unknown) throw new InvalidOptionError(unknown, { place: { engine: BACKEND } });
     if (typeof options?.bucket !== 'string' || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(options.bucket)) {
       throw new InvalidOptionError(`the s3 artifact store needs a bucket name (3-63 of a-z 0-9 . -), got ${JSON.stringify(options?.bucket)}.`, { place: { engine: BACKEND } });
     }

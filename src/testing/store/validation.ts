@@ -236,5 +236,27 @@ export function validationTests(suite: StoreSuiteContext): void {
       expect(await store.get(ns, 'new')).toBeNull();
       expect(await store.delete(ns, 'k', none)).toBe(true);
     });
+
+    it('a call or batch op given an option it does not take (a misspelt ifVersion or limit) is InvalidOptionError, and nothing is written', async () => {
+      const first = await store.put(ns, 'k', 1);
+      const loose = store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+      const calls: [string, () => Promise<unknown>][] = [
+        ['put', () => loose.put!(ns, 'k', 'bad', { ifversion: first.version })],
+        ['put ttl', () => loose.put!(ns, 'k', 'bad', { ttl: 1000 })],
+        ['delete', () => loose.delete!(ns, 'k', { ifversion: first.version })],
+        ['update', () => loose.update!(ns, 'k', () => 'bad', { retries: 3 })],
+        ['batch put', () => loose.batch!([{ op: 'put', namespace: ns, key: 'k', value: 'bad', ifversion: first.version }])],
+        ['batch check', () => loose.batch!([{ op: 'check', namespace: ns, key: 'k', ifVersion: first.version }, { op: 'put', namespace: ns, key: 'k', value: 'bad' }])],
+        ['search', () => loose.search!(ns, { limt: 1 })],
+        ['listNamespaces', () => loose.listNamespaces!({ prefx: ns })],
+        ['listOverwrites', () => loose.listOverwrites!(ns, { after: 1 })],
+      ];
+      for (const [label, call] of calls) {
+        const error = await expectError(call, InvalidOptionError);
+        expect(error.message, label).toMatch(/unknown option/);
+      }
+      expect(() => store.declare(ns, { merge: 'lastWins', when: 'always' } as never)).toThrow(InvalidOptionError);
+      expect(await store.get(ns, 'k')).toMatchObject({ value: 1, version: first.version });
+    });
   });
 }
