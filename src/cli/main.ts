@@ -42,6 +42,22 @@ const USAGE = 2;
 /** The command being run was given --json: its failure is printed as JSON too. */
 let json = false;
 
+/**
+ * A reader that stops early (`cairn threads --json | head -1`) closes the pipe, and the
+ * next write fails with EPIPE. Nothing more can be shown to anyone, so the command stops
+ * there, quietly, with the exit code it had so far, instead of dying on an unhandled
+ * 'error' event with a stack trace (or, for a command that waits for the pipe to drain,
+ * hanging). Any other write error still ends the process as before.
+ */
+function stopWhenReaderLeaves(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit();
+    throw error;
+  });
+}
+stopWhenReaderLeaves(process.stdout);
+stopWhenReaderLeaves(process.stderr);
+
 const program = new Command();
 // Before any subcommand is added: they copy it. Commander then throws its parse errors
 // (already printed) instead of exiting with 1, and they exit with USAGE below.
