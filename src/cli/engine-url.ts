@@ -7,8 +7,9 @@
  *
  * - `read`: inspection. Opened read-only: nothing is created, migrated or written,
  *   and a path or schema without a cairn database is DatabaseNotFoundError.
- * - `write`: changes to an existing database (delete-thread, gc). A missing one is
- *   DatabaseNotFoundError, as for `read`; an older one is migrated.
+ * - `write`: changes to an existing database (delete-thread, gc). A missing one (or a
+ *   file without cairn's tables) is DatabaseNotFoundError, as for `read`; an older one
+ *   is migrated.
  * - `create`: the target of import and copy, `migrate --apply`, a worker's
  *   PostgreSQL database: created if missing.
  *
@@ -17,10 +18,9 @@
  * encryption. Without them, a database that holds data keys is refused at once with
  * KeysRequiredError, rather than failing row by row.
  */
-import { existsSync } from 'node:fs';
 import type { Engine } from '../contracts/engine.js';
 import { CLI_POSTGRES_POOL_MAX } from '../defaults.js';
-import { DatabaseNotFoundError, DatabaseOutdatedError, InvalidOptionError, KeysRequiredError } from '../errors.js';
+import { DatabaseOutdatedError, InvalidOptionError, KeysRequiredError } from '../errors.js';
 import { encrypted } from '../crypto/encrypted.js';
 import { envKey, keyFile, type KeyProvider } from '../crypto/key-provider.js';
 import { DATA_KEYS_NS } from '../crypto/keyring.js';
@@ -116,20 +116,28 @@ async function openPlainEngine(target: string, access: EngineAccess, options: Op
   const readOnly = access === 'read';
   if (isPostgresUrl(target)) {
     const { url, schema } = postgresTarget(target);
-    if (access === 'write') {
-      const probe = postgres(url, { schema, max: 1, readOnly: true });
-      try {
-        await probe.checkpointer.listThreads({ limit: 1 });
-      } catch (error) {
-        // An older schema is upgraded by the writable open below.
-        if (!DatabaseOutdatedError.is(error)) throw error;
-      } finally {
-        await probe.close();
-      }
-    }
+    if (access === 'write') await mustExist(postgres(url, { schema, max: 1, readOnly: true }));
     return postgres(url, { schema, max: options.maxConnections ?? CLI_POSTGRES_POOL_MAX, readOnly, ...(options.applicationName ? { applicationName: options.applicationName } : {}) });
   }
   const path = sqlitePath(target);
-  if (access === 'write' && !existsSync(path)) throw new DatabaseNotFoundError(path, 'there is no such file.', { engine: 'sqlite' });
+  // A file that is there but holds no cairn tables (an empty file, another program's
+  // SQLite database) is no cairn database either: the writable open would create
+  // cairn's tables in it.
+  if (access === 'write') await mustExist(sqlite(path, { readOnly: true }));
   return sqlite(path, { readOnly });
+}
+
+/**
+ * Refuses a database that is not there, through `probe`, an engine opened read-only on
+ * it (DatabaseNotFoundError), before a writable open would create one. An older
+ * database is let through: the writable open upgrades it.
+ */
+async function mustExist(probe: Engine): Promise<void> {
+  try {
+    await probe.checkpointer.listThreads({ limit: 1 });
+  } catch (error) {
+    if (!DatabaseOutdatedError.is(error)) throw error;
+  } finally {
+    await probe.close();
+  }
 }

@@ -11,7 +11,7 @@
  * {@link SqliteQueries} hand out wrap their own calls, the entry points wrap what runs
  * inside them (BEGIN and COMMIT included), and the lazy open wraps its own.
  */
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { SQLITE_BUSY_TIMEOUT_MS, SQLITE_MMAP_BYTES, SQLITE_PAGE_SIZE } from '../../defaults.js';
 import { CairnError, DatabaseFromFutureError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidOptionError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
@@ -248,8 +248,13 @@ export class SqliteConnection {
     let db: SqliteDatabase | undefined;
     try {
       const missing = () => new DatabaseNotFoundError(this.location, 'there is no such file.', { engine: 'sqlite' });
-      // Checked first: the driver reports a missing folder as a plain TypeError.
-      if (readOnly && typeof source === 'string' && !existsSync(source)) throw missing();
+      if (readOnly && typeof source === 'string') {
+        // Checked first: the driver reports a missing folder as a plain TypeError, and a
+        // folder as a disk I/O error.
+        const file = statSync(source, { throwIfNoEntry: false });
+        if (!file) throw missing();
+        if (file.isDirectory()) throw new DatabaseNotFoundError(this.location, 'it is a folder, not a database file.', { engine: 'sqlite' });
+      }
       try {
         db = typeof source === 'string' ? openDatabase(source, timeout, { readOnly, ...(this.options.driver ? { driver: this.options.driver } : {}) }) : source;
         this.driver = driverOf(db);
@@ -273,6 +278,10 @@ export class SqliteConnection {
     } catch (error) {
       if (db && this.ownsHandle && db.open) db.close();
       if (CairnError.is(error)) throw error;
+      // Read-only, a file that is not SQLite is no cairn database: said as for a missing one.
+      if (readOnly && (error as { code?: unknown }).code === 'SQLITE_NOTADB') {
+        throw new DatabaseNotFoundError(this.location, 'the file is not a SQLite database.', { engine: 'sqlite' });
+      }
       throw this.driverError(`opening ${this.location}`, error);
     }
   }
