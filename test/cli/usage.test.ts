@@ -61,6 +61,30 @@ describe('bad usage exits 2 with a message naming the flag', () => {
   }
 });
 
+describe('bad usage under --json', () => {
+  it('is one JSON error on stderr, ERR_INVALID_OPTION, exit 2, as every other failure under --json', async () => {
+    const cases: [string[], string][] = [
+      [['threads', '--bogus', '--json'], `unknown option '--bogus'`],
+      [['threads', '--json', '--limit', 'abc'], `option '--limit <n>' argument 'abc' is invalid. Write a whole number (1 or more).`],
+      [['attempts', '--json'], `missing required argument 'thread'`],
+      [['gc', '--json'], `required option '--artifacts <dir | s3://bucket/prefix>' not specified`],
+      [['nosuch', '--json'], `unknown command 'nosuch'`],
+    ];
+    for (const [args, message] of cases) {
+      const run = await cairn(args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stdout, args.join(' ')).toBe('');
+      expect(JSON.parse(run.stderr), args.join(' ')).toEqual({ error: { code: 'ERR_INVALID_OPTION', message: `[cairn] ${message}` } });
+    }
+  });
+
+  it('a --json after -- is an argument, not the flag: the error is text', async () => {
+    const run = await cairn(['threads', '--bogus', '--', '--json']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`error: unknown option '--bogus'`);
+  });
+});
+
 describe('0 ok, 1 a negative result', () => {
   it('exits 0 for --help, --version and a command that succeeds', async () => {
     expect((await cairn(['--help'])).code).toBe(0);
