@@ -16,11 +16,11 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `cairn <args>`; `input` is written to its stdin. */
-export function cairn(args: string[], options: { input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+/** Runs `cairn <args>`; `input` is written to its stdin; `user`: as that user (the tests run as root only). */
+export function cairn(args: string[], options: { input?: string; env?: Record<string, string>; user?: { uid: number; gid: number } } = {}): Promise<CliResult> {
   ensureBuilt();
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, ['--no-warnings', cli, ...args], { env: { ...process.env, ...options.env }, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (_error, stdout, stderr) =>
+    const child = execFile(process.execPath, ['--no-warnings', cli, ...args], { env: { ...process.env, ...options.env }, timeout: 60_000, maxBuffer: 64 * 1024 * 1024, ...options.user }, (_error, stdout, stderr) =>
       resolve({ code: child.exitCode ?? -1, stdout, stderr }),
     );
     if (options.input !== undefined) child.stdin!.end(options.input);

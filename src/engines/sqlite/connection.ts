@@ -385,7 +385,10 @@ export class SqliteConnection {
       ? ` Another process held the database's lock for longer than the busy timeout (${this.options.busyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS} ms): raise busyTimeoutMs, or keep transactions short.`
       : code === 'SQLITE_READONLY' && this.options.readOnly
         ? ' This engine was opened with readOnly: open it without readOnly to write.'
-        : '';
+        : code === 'SQLITE_READONLY_DIRECTORY'
+          ? // SQLite's "attempt to write" is about the -shm file, not the database: a read-only reader needs it too.
+            ` Nothing was written: SQLite reads a database in WAL mode through a ${this.location}-shm file beside it, and could not create one in a folder this user cannot write. Run as a user who can write that folder, or copy the database (with its -wal file, if there is one) to a folder you can write and read the copy.`
+          : '';
     return new EngineError(`${what} failed${typeof code === 'string' ? ` (${code})` : ''}: ${message}${sql ? ` In statement "${describeSql(sql)}".` : ''}${hint}`, {
       cause: error,
       place: { engine: 'sqlite' },
