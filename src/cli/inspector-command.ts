@@ -20,7 +20,7 @@ import { startInspector } from '../inspector/server.js';
 import { APP_ARG, APP_HELP, loadApp, type LoadedApp } from './app-loader.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore } from './artifact-commands.js';
-import { nonNegativeInteger, RAW_OPTION, REDACT_PATTERN_OPTION } from './options.js';
+import { port, RAW_OPTION, REDACT_PATTERN_OPTION } from './options.js';
 
 const LOCAL_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
 
@@ -30,7 +30,7 @@ export function registerInspectorCommand(program: Command): void {
     .description('serve the web inspector over a database and print its URL, with its access token; read-only unless --allow-actions')
     .option(...DB_OPTION)
     .option(`--artifacts ${ARTIFACTS_ARG}`, `an artifact store, for the artifact check of a thread's verification: ${ARTIFACTS_HELP}`)
-    .option('--port <n>', 'port to listen on (default: a free one)', nonNegativeInteger, INSPECTOR_PORT)
+    .option('--port <n>', 'port to listen on (default: a free one)', port, INSPECTOR_PORT)
     .option('--host <host>', 'address to bind (anything but 127.0.0.1, localhost or ::1 opens it to the network, still behind its token)', INSPECTOR_HOST)
     .option('--allow-actions', "let the page act on threads: answer interrupts, send signals, settle effects, replay, fork, cancel, delete (opens the database for writing)")
     .option(`--app ${APP_ARG}`, `for the actions that run its code (answer an interrupt, replay, fork), ${APP_HELP}`)

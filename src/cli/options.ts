@@ -38,6 +38,13 @@ export const positiveInteger = integer(1);
 /** `0`, `1`, …: seqs. */
 export const nonNegativeInteger = integer(0);
 
+/** A TCP port, 0 (any free one) to 65535: past it, the server's listen throws a RangeError with a stack trace. */
+export function port(value: string): number {
+  const n = nonNegativeInteger(value);
+  if (n > 65_535) throw new InvalidArgumentError('Write a port from 0 (a free one) to 65535.');
+  return n;
+}
+
 /** A duration: a number of ms or `500ms`, `10s`, `15m`, `12h`, `30d`, `2w`. Kept as typed (the commands print it). */
 export function duration(value: string): string {
   checked(() => parseDuration(value));

@@ -45,6 +45,7 @@ describe('bad usage exits 2 with a message naming the flag', () => {
     [['copy', '--db', 'x.db', '--to', 'y.db'], 'name the threads to move, or pass --all'],
     [['threads', '--db', 'mysql://db/x'], 'unsupported engine "mysql:"'],
     [['demo', '--crash-at', 'sometime'], 'unknown crash point "sometime"'],
+    [['inspect', '--port', '99999'], `option '--port <n>' argument '99999' is invalid. Write a port from 0 (a free one) to 65535.`],
     [['nosuch'], `unknown command 'nosuch'`],
     [[], 'Usage: cairn'],
   ];
