@@ -5,7 +5,9 @@
  * holds no cairn tables), with ERR_DATABASE_NOT_FOUND, and exits 1; a command that
  * changes a database refuses it the same way and leaves the file as it was, never
  * creating cairn's tables in it. Only `migrate --apply`, `import` and copy's target
- * create a database.
+ * create a database. `--artifacts` naming a file, not a folder, is refused the same
+ * way rather than read as an empty store; a key file that cannot be written (its
+ * folder is not there) is bad usage in one line, not an ENOENT stack trace.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,8 +15,11 @@ import Database from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { cairn } from './run-cli.js';
+import { useWorkedExampleDb } from './worked-db.js';
 
 const dir = tempDir('cairn-cli-notdb-');
+let worked: string;
+useWorkedExampleDb('cairn-cli-notdb-worked-', (files) => (worked = files.db));
 let folder: string;
 let empty: string;
 let text: string;
@@ -86,4 +91,25 @@ describe('a --db that is not a cairn database', () => {
     expect(readFileSync(text)).toEqual(before.text);
     expect(tables(foreign)).toEqual(['users']);
   }, 120_000);
+});
+
+describe('an --artifacts that is a file, a key file that cannot be written', () => {
+  it('--artifacts naming a file is refused, never read as a store with 0 artifacts', async () => {
+    for (const args of [
+      ['verify', '--db', worked, '--artifacts', text, '--json'],
+      ['gc', '--db', worked, '--artifacts', text, '--dry-run', '--json'],
+    ]) {
+      const run = await cairn(args);
+      expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(1);
+      expect(run.stdout, args.join(' ')).toBe('');
+      expect((JSON.parse(run.stderr) as { error: { message: string } }).error.message).toContain(`${text} is a file, not an artifact directory.`);
+    }
+  });
+
+  it('copy --to-keys in a folder that is not there: bad usage naming the key file, exit 2, no stack', async () => {
+    const keys = join(dir, 'no-such-folder', 'keys.json');
+    const run = await cairn(['copy', '--all', '--db', worked, '--to', join(dir, 'sealed.db'), '--to-keys', keys]);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr.trim()).toBe(`[cairn] the key file ${keys} cannot be written (ENOENT).`);
+  });
 });
