@@ -20,7 +20,7 @@
  */
 import type { Engine } from '../contracts/engine.js';
 import { CLI_POSTGRES_POOL_MAX } from '../defaults.js';
-import { DatabaseOutdatedError, InvalidOptionError, KeysRequiredError } from '../errors.js';
+import { DatabaseOutdatedError, InvalidOptionError, KeysRequiredError, PlaintextRowError } from '../errors.js';
 import { encrypted } from '../crypto/encrypted.js';
 import { envKey, keyFile, type KeyProvider } from '../crypto/key-provider.js';
 import { DATA_KEYS_NS } from '../crypto/keyring.js';
@@ -100,7 +100,11 @@ function sqlitePath(target: string): string {
 export async function openEngine(target: string, access: EngineAccess, options: OpenEngineOptions = {}): Promise<Engine> {
   const engine = await openPlainEngine(target, access, options);
   const keys = options.keys === undefined ? cliKeyProvider() : options.keys;
-  if (keys) return encrypted(engine, { keys, require: options.requireEncryption ?? true });
+  if (keys) {
+    const requireEncryption = options.requireEncryption ?? true;
+    if (requireEncryption) await refusePlaintext(engine, target);
+    return encrypted(engine, { keys, require: requireEncryption });
+  }
   // One small read: a database with data keys holds sealed rows this command could not
   // open. Whatever else the read meets (no database yet, an older one) is left to the
   // command, which meets it where it did before.
@@ -110,6 +114,21 @@ export async function openEngine(target: string, access: EngineAccess, options: 
     throw new KeysRequiredError(`${target} is encrypted (it holds data keys): pass --keys <key file>, or set CAIRN_KEY_FILE or CAIRN_MASTER_KEY.`);
   }
   return engine;
+}
+
+/**
+ * Keys given for a database written in the clear (threads, and no data keys): every
+ * read would fail on its first row with PlaintextRowError naming some store item. Said
+ * once, at the open, with what to do. Whatever else the reads meet (no database yet) is
+ * left to the command, as in openEngine.
+ */
+async function refusePlaintext(engine: Engine, target: string): Promise<void> {
+  const [keyRows, threads] = await Promise.all([engine.store.list(DATA_KEYS_NS, { limit: 1 }).catch(() => null), engine.checkpointer.listThreads({ limit: 1 }).catch(() => null)]);
+  if (keyRows === null || keyRows.length > 0 || threads === null || threads.length === 0) return;
+  await engine.close().catch(() => undefined);
+  throw new PlaintextRowError(
+    `${target} is not encrypted (it holds threads and no data keys), and with keys (--keys, CAIRN_KEY_FILE or CAIRN_MASTER_KEY) every row must be sealed: drop the keys to read it, or seal a copy of it with \`cairn copy --all --db ${target} --to <new database> --to-keys <key file>\`.`,
+  );
 }
 
 async function openPlainEngine(target: string, access: EngineAccess, options: OpenEngineOptions): Promise<Engine> {
