@@ -38,6 +38,7 @@ export function registerInspectorCommand(program: Command): void {
     .option('--eval-report <file>', 'show a report cairn eval --json saved on the evaluation page (read-only: nothing runs)')
     .option(...RAW_OPTION)
     .option(...REDACT_PATTERN_OPTION)
+    .option('--json', 'print the URL line as JSON: {"url", "readOnly", "actor", "engine"} (for a script that starts the inspector)')
     .addHelpText(
       'after',
       `
@@ -61,7 +62,7 @@ Examples:
   cairn inspect --db ./cairn.db --allow-actions --app ./dist/app.js#app --actor ana
   cairn inspect --db ./cairn.db --eval-report ./eval.json`,
     )
-    .action(async (options: { db: string; artifacts?: string; port: number; host: string; allowActions?: boolean; app?: string; actor?: string; evalReport?: string; raw?: boolean; redactPattern: string[] }) => {
+    .action(async (options: { db: string; artifacts?: string; port: number; host: string; allowActions?: boolean; app?: string; actor?: string; evalReport?: string; raw?: boolean; redactPattern: string[]; json?: boolean }) => {
       const allowActions = options.allowActions === true;
       if (!allowActions && (options.app !== undefined || options.actor !== undefined)) throw new InvalidOptionError(`${options.app !== undefined ? '--app' : '--actor'} goes with --allow-actions (the inspector is read-only without it).`);
       const actor = options.actor ?? `inspector:${userInfo().username}`;
@@ -93,7 +94,8 @@ Examples:
         process.stderr.write(`warning: cairn inspect listens on ${options.host}, not only on this machine: anyone who can reach it and has the URL's token can ${can}.\n`);
       }
       const mode = allowActions ? `actions allowed, as ${actor}${loaded ? '' : '; no --app: answering, replaying and forking are off'}` : 'read-only';
-      process.stdout.write(`cairn inspector (${mode}) on ${engine.name}: ${inspector.url}\n`);
+      if (options.json) process.stdout.write(JSON.stringify({ url: inspector.url, readOnly: !allowActions, actor: allowActions ? actor : null, engine: engine.name }) + '\n');
+      else process.stdout.write(`cairn inspector (${mode}) on ${engine.name}: ${inspector.url}\n`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);
