@@ -30,10 +30,10 @@ function describe(report: ErasureReport): string {
     : `erased ${report.scope}: nothing found: no threads, store rows, artifacts or data keys of tenant ${JSON.stringify(report.tenant)}. Check the name (erasing again is harmless).`;
   const lines = [
     headline,
-    `  rows: ${r.positions} positions, ${r.items} items, ${r.snapshots} snapshots, ${r.pendingWrites} pending writes, ${r.failures} failures, ${r.ledgerEntries} ledger entries, ${r.signals} signals, ${r.pins} pins`,
+    `  rows: ${[plural(r.positions, 'position'), plural(r.items, 'item'), plural(r.snapshots, 'snapshot'), plural(r.pendingWrites, 'pending write'), plural(r.failures, 'failure'), plural(r.ledgerEntries, 'ledger entry', 'ledger entries'), plural(r.signals, 'signal'), plural(r.pins, 'pin')].join(', ')}`,
     `  store: ${plural(report.store.items, 'item')} in ${plural(report.store.namespaces.length, 'namespace')}, ${plural(report.store.pins, 'global pin')}`,
     report.artifacts
-      ? `  artifacts: ${report.artifacts.deleted} deleted (${report.artifacts.blobs} blobs, ${report.artifacts.bytes} bytes), ${report.artifacts.keptShared} kept (others refer to them)`
+      ? `  artifacts: ${report.artifacts.deleted} deleted (${plural(report.artifacts.blobs, 'blob')}, ${plural(report.artifacts.bytes, 'byte')}), ${report.artifacts.keptShared} kept (others refer to them)`
       : '  artifacts: not erased (no --artifacts)',
     report.keys.encrypted
       ? `  keys: ${plural(report.keys.destroyed, 'data key')} of ${report.keys.scopes.join(', ')} destroyed; provider ${report.keys.provider} ${report.keys.providerDestroys ? 'destroyed its key-encryption keys: backups and exports taken before cannot be opened' : 'cannot destroy keys: backups and exports taken before still open'}`

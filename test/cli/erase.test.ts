@@ -7,6 +7,7 @@ import { fsArtifacts } from '../../src/artifacts/fs/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { canaries, canaryApp, runTenant } from '../helpers/canary-tenants.js';
 import { cairn } from './run-cli.js';
+import { workedExample } from '../../src/testing/worked-example.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -66,4 +67,17 @@ it('cairn erase --tenant of a tenant with nothing stored says nothing was found,
   const again = await cairn(['erase', '--tenant', 'A', '--db', db, '--store', 'tenants/A', '--yes']);
   expect(again.code).toBe(0);
   expect(again.stdout).toContain('erased tenant:A: nothing found');
+});
+
+it('cairn erase --thread reports its counts with the right plurals (1 signal, 1 blob)', async () => {
+  const db = join(dir, 'worked.db');
+  const artifacts = join(dir, 'worked-artifacts');
+  const engine = sqlite(db);
+  await workedExample({ engine, artifacts: fsArtifacts(artifacts) }).run({ thread: 'cust_42', input: { customerId: 'cust_42' } });
+  await engine.close();
+  expect((await cairn(['signal', 'cust_42', 'payment', '--db', db])).code).toBe(0);
+  const run = await cairn(['erase', '--thread', 'cust_42', '--db', db, '--artifacts', artifacts, '--yes']);
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stdout).toContain('  rows: 5 positions, 4 items, 0 snapshots, 0 pending writes, 0 failures, 5 ledger entries, 1 signal, 0 pins\n');
+  expect(run.stdout).toMatch(/ {2}artifacts: 1 deleted \(1 blob, \d+ bytes\), 0 kept/);
 });
