@@ -5,7 +5,8 @@
  * and erases nothing (exit 1).
  */
 import type { Command } from 'commander';
-import { InvalidOptionError } from '../errors.js';
+import type { Engine } from '../contracts/engine.js';
+import { InvalidOptionError, ThreadNotFoundError } from '../errors.js';
 import { eraseTenant, type ErasureReport } from '../inspect/erase.js';
 import { openArtifactStore, ARTIFACTS_ARG, ARTIFACTS_HELP } from './artifact-commands.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
@@ -20,6 +21,23 @@ interface EraseFlags {
   vacuum?: string;
   yes?: boolean;
   json?: boolean;
+}
+
+/** The thread `--thread` names, for the listing without --yes: one that is not there is ThreadNotFoundError, as with --yes. */
+async function threadToErase(engine: Engine, id: string): Promise<string[]> {
+  if (!(await engine.checkpointer.getThread(id))) throw new ThreadNotFoundError(id, { engine: engine.name });
+  return [id];
+}
+
+/** Every thread of `tenant`, page by page: the listing counts all that --yes erases, not the first page. */
+async function tenantThreads(engine: Engine, tenant: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let after: string | undefined; ; ) {
+    const page = await engine.checkpointer.listThreads({ tenant, limit: 1000, ...(after !== undefined ? { after } : {}) });
+    ids.push(...page.map((t) => t.id));
+    if (page.length < 1000) return ids;
+    after = page.at(-1)!.id;
+  }
 }
 
 /** The report for a person. */
@@ -68,7 +86,7 @@ export function registerEraseCommand(program: Command): void {
       const artifacts = options.artifacts ? await openArtifactStore(options.artifacts, { engine }) : undefined;
       try {
         if (!options.yes) {
-          const threads = options.thread !== undefined ? [options.thread] : (await engine.checkpointer.listThreads({ tenant: options.tenant!, limit: 1000 })).map((t) => t.id);
+          const threads = options.thread !== undefined ? await threadToErase(engine, options.thread) : await tenantThreads(engine, options.tenant!);
           const none = threads.length === 0 ? ' (no thread of this tenant was found: check the name; its store rows and keys are looked for with --yes)' : '';
           print(style, { erased: false, threads }, () => `would erase ${options.tenant !== undefined ? `tenant ${options.tenant}` : `thread ${options.thread}`}: ${plural(threads.length, 'thread')}${threads.length ? ` (${threads.slice(0, 10).join(', ')}${threads.length > 10 ? ', …' : ''})` : none}. Nothing erased: pass --yes.`);
           process.exitCode = 1;

@@ -8,6 +8,8 @@ import { sqlite } from '../../src/engines/sqlite/index.js';
 import { canaries, canaryApp, runTenant } from '../helpers/canary-tenants.js';
 import { cairn } from './run-cli.js';
 import { workedExample } from '../../src/testing/worked-example.js';
+import { z } from 'zod';
+import { defineState, END, field, graph, START } from '../../src/index.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -81,3 +83,23 @@ it('cairn erase --thread reports its counts with the right plurals (1 signal, 1 
   expect(run.stdout).toContain('  rows: 5 positions, 4 items, 0 snapshots, 0 pending writes, 0 failures, 5 ledger entries, 1 signal, 0 pins\n');
   expect(run.stdout).toMatch(/ {2}artifacts: 1 deleted \(1 blob, \d+ bytes\), 0 kept/);
 });
+
+it('cairn erase without --yes: a thread that is not there is ERR_THREAD_NOT_FOUND, as with --yes; a tenant\'s threads are all counted, past one page', async () => {
+  const db = join(dir, 'many.db');
+  const engine = sqlite(db);
+  const State = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
+  const app = graph(State).node('one', () => ({ n: 1 })).edge(START, 'one').edge('one', END).compile({ engine });
+  for (let i = 0; i < 1001; i++) await app.run({ thread: `m-${String(i).padStart(4, '0')}`, tenant: 'many' });
+  await engine.close();
+
+  const missing = await cairn(['erase', '--thread', 'nope', '--db', db, '--json']);
+  expect(missing.code).toBe(1);
+  expect(missing.stdout).toBe('');
+  expect((JSON.parse(missing.stderr) as { error: { code: string } }).error.code).toBe('ERR_THREAD_NOT_FOUND');
+
+  const listed = await cairn(['erase', '--tenant', 'many', '--db', db]);
+  expect(listed.code).toBe(1);
+  expect(listed.stdout).toContain('would erase tenant many: 1001 threads (m-0000, ');
+  const json = await cairn(['erase', '--tenant', 'many', '--db', db, '--json']);
+  expect((JSON.parse(json.stdout) as { threads: string[] }).threads).toHaveLength(1001);
+}, 120_000);
