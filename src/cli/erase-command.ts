@@ -11,6 +11,7 @@ import { eraseTenant, type ErasureReport } from '../inspect/erase.js';
 import { openArtifactStore, ARTIFACTS_ARG, ARTIFACTS_HELP } from './artifact-commands.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
 import { outputStyle, plural, print } from './format.js';
+import { tenantName } from './options.js';
 
 interface EraseFlags {
   db: string;
@@ -70,7 +71,7 @@ export function registerEraseCommand(program: Command): void {
     .command('erase')
     .description("erase a tenant (--tenant) or a thread without one (--thread): its threads with everything under them, its store rows, the artifacts only it referred to, and on an encrypted engine its keys; needs --yes")
     .option(...DB_OPTION)
-    .option('--tenant <tenant>', 'the tenant to erase')
+    .option('--tenant <tenant>', 'the tenant to erase', tenantName)
     .option('--thread <id>', 'a thread without a tenant to erase')
     .option(`--artifacts ${ARTIFACTS_ARG}`, `the artifact store the threads wrote to: ${ARTIFACTS_HELP}`)
     .option('--store <prefix>', "a store namespace prefix that belongs to the tenant (labels separated by /), repeatable", (value: string, all: string[]) => [...all, value], [] as string[])

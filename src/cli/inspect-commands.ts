@@ -20,7 +20,7 @@ import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { namespaceHead, seqLabel } from '../inspect/walk.js';
 import { DB_OPTION, openEngine, type EngineAccess } from './engine-url.js';
 import { deprecatedFlag } from './deprecated-flags.js';
-import { kindList, nonNegativeInteger, positiveInteger, RAW_OPTION, REDACT_PATTERN_OPTION, statusList, threadOrder, validated } from './options.js';
+import { kindList, nonNegativeInteger, positiveInteger, RAW_OPTION, REDACT_PATTERN_OPTION, statusList, tenantName, threadOrder, validated } from './options.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
 import { interruptTable, isoTime, outputStyle, plural, print, progress, showValue, table, type OutputStyle } from './format.js';
 
@@ -142,7 +142,7 @@ export function registerInspectCommands(program: Command): void {
     .option(...db)
     .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention, waiting', statusList)
     .option('--kind <kind>', 'only these kinds (comma-separated or repeated): conversation, task, session, workflow', kindList)
-    .option('--tenant <tenant>', 'only this tenant')
+    .option('--tenant <tenant>', 'only this tenant', tenantName)
     .option('--metadata <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', (v: string, previous?: MetadataFilter) => validated((text) => metaPair(text, previous))(v))
     .addOption(deprecatedFlag('--meta <key=value>', '--metadata'))
     .option('--since <when>', 'only threads updated since: a duration back from now (30m, 2h, 7d) or a date (2024-05-01, ISO 8601)', validated((v) => parseSince(v)))

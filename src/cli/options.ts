@@ -58,6 +58,15 @@ export function durationMs(value: string): number {
   return ms;
 }
 
+/**
+ * `--tenant`: 1 to 256 characters, as a thread's tenant is. An empty one (an unset
+ * `--tenant "$TENANT"`) matches no thread: `threads` printed "no threads" with exit 0.
+ */
+export function tenantName(value: string): string {
+  if (value.length === 0 || value.length > 256) throw new InvalidArgumentError('Write a tenant of 1 to 256 characters.');
+  return value;
+}
+
 /** `--order`: the API's `order`, `id` or `updatedAt`; `updated`, its old spelling, is `updatedAt` with a deprecation notice. */
 export function threadOrder(value: string): 'id' | 'updatedAt' {
   if (value === 'id' || value === 'updatedAt') return value;

@@ -25,6 +25,8 @@ describe('bad usage exits 2 with a message naming the flag', () => {
     [['threads', '--since', 'yesterday'], `option '--since <when>' argument 'yesterday' is invalid`],
     [['threads', '--order', 'updatedAt', '--after', 'x'], '--after pages in id order'],
     [['threads', '--bogus'], `unknown option '--bogus'`],
+    [['threads', '--tenant', ''], `option '--tenant <tenant>' argument '' is invalid. Write a tenant of 1 to 256 characters.`],
+    [['erase', '--tenant', '', '--yes'], `option '--tenant <tenant>' argument '' is invalid. Write a tenant of 1 to 256 characters.`],
     [['history', 'cust_42', '--limit', 'abc'], `option '--limit <n>' argument 'abc' is invalid`],
     [['history', 'cust_42', '--limit', '-5'], `option '--limit <n>' argument '-5' is invalid`],
     [['show', 'cust_42', '--seq', 'abc'], `option '--seq <n>' argument 'abc' is invalid. Write a whole number (0 or more).`],
