@@ -7,7 +7,7 @@
  * usual AWS environment).
  */
 import type { Command } from 'commander';
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import { CairnError, InvalidOptionError } from '../errors.js';
@@ -50,7 +50,10 @@ async function openPlainArtifactStore(location: string, create: boolean): Promis
     return s3Artifacts({ bucket: url.hostname, ...(prefix ? { prefix: prefix.endsWith('/') ? prefix : `${prefix}/` } : {}), client });
   }
   const path = location.startsWith('file:') ? location.slice('file:'.length) : location;
-  if (!create && !existsSync(path)) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
+  const entry = statSync(path, { throwIfNoEntry: false });
+  if (!create && !entry) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
+  // A file (a database named by mistake) would be read as an empty store: a gc or verify reporting 0 artifacts.
+  if (entry && !entry.isDirectory()) throw new CairnError(`${path} is a file, not an artifact directory. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
   return new FsArtifactStore(path);
 }
 

@@ -7,8 +7,9 @@
  *
  * - `read`: inspection. Opened read-only: nothing is created, migrated or written,
  *   and a path or schema without a cairn database is DatabaseNotFoundError.
- * - `write`: changes to an existing database (delete-thread, gc). A missing one is
- *   DatabaseNotFoundError, as for `read`; an older one is migrated.
+ * - `write`: changes to an existing database (delete-thread, gc). A missing one (or a
+ *   file without cairn's tables) is DatabaseNotFoundError, as for `read`; an older one
+ *   is migrated.
  * - `create`: the target of import and copy, `migrate --apply`, a worker's
  *   PostgreSQL database: created if missing.
  *
@@ -17,10 +18,9 @@
  * encryption. Without them, a database that holds data keys is refused at once with
  * KeysRequiredError, rather than failing row by row.
  */
-import { existsSync } from 'node:fs';
 import type { Engine } from '../contracts/engine.js';
 import { CLI_POSTGRES_POOL_MAX } from '../defaults.js';
-import { DatabaseNotFoundError, DatabaseOutdatedError, InvalidOptionError, KeysRequiredError } from '../errors.js';
+import { DatabaseOutdatedError, InvalidOptionError, KeysRequiredError, PlaintextRowError } from '../errors.js';
 import { encrypted } from '../crypto/encrypted.js';
 import { envKey, keyFile, type KeyProvider } from '../crypto/key-provider.js';
 import { DATA_KEYS_NS } from '../crypto/keyring.js';
@@ -100,7 +100,11 @@ function sqlitePath(target: string): string {
 export async function openEngine(target: string, access: EngineAccess, options: OpenEngineOptions = {}): Promise<Engine> {
   const engine = await openPlainEngine(target, access, options);
   const keys = options.keys === undefined ? cliKeyProvider() : options.keys;
-  if (keys) return encrypted(engine, { keys, require: options.requireEncryption ?? true });
+  if (keys) {
+    const requireEncryption = options.requireEncryption ?? true;
+    if (requireEncryption) await refusePlaintext(engine, target);
+    return encrypted(engine, { keys, require: requireEncryption });
+  }
   // One small read: a database with data keys holds sealed rows this command could not
   // open. Whatever else the read meets (no database yet, an older one) is left to the
   // command, which meets it where it did before.
@@ -112,24 +116,47 @@ export async function openEngine(target: string, access: EngineAccess, options: 
   return engine;
 }
 
+/**
+ * Keys given for a database written in the clear (threads, and no data keys): every
+ * read would fail on its first row with PlaintextRowError naming some store item. Said
+ * once, at the open, with what to do. Whatever else the reads meet (no database yet) is
+ * left to the command, as in openEngine.
+ */
+async function refusePlaintext(engine: Engine, target: string): Promise<void> {
+  const [keyRows, threads] = await Promise.all([engine.store.list(DATA_KEYS_NS, { limit: 1 }).catch(() => null), engine.checkpointer.listThreads({ limit: 1 }).catch(() => null)]);
+  if (keyRows === null || keyRows.length > 0 || threads === null || threads.length === 0) return;
+  await engine.close().catch(() => undefined);
+  throw new PlaintextRowError(
+    `${target} is not encrypted (it holds threads and no data keys), and with keys (--keys, CAIRN_KEY_FILE or CAIRN_MASTER_KEY) every row must be sealed: drop the keys to read it, or seal a copy of it with \`cairn copy --all --db ${target} --to <new database> --to-keys <key file>\`.`,
+  );
+}
+
 async function openPlainEngine(target: string, access: EngineAccess, options: OpenEngineOptions): Promise<Engine> {
   const readOnly = access === 'read';
   if (isPostgresUrl(target)) {
     const { url, schema } = postgresTarget(target);
-    if (access === 'write') {
-      const probe = postgres(url, { schema, max: 1, readOnly: true });
-      try {
-        await probe.checkpointer.listThreads({ limit: 1 });
-      } catch (error) {
-        // An older schema is upgraded by the writable open below.
-        if (!DatabaseOutdatedError.is(error)) throw error;
-      } finally {
-        await probe.close();
-      }
-    }
+    if (access === 'write') await mustExist(postgres(url, { schema, max: 1, readOnly: true }));
     return postgres(url, { schema, max: options.maxConnections ?? CLI_POSTGRES_POOL_MAX, readOnly, ...(options.applicationName ? { applicationName: options.applicationName } : {}) });
   }
   const path = sqlitePath(target);
-  if (access === 'write' && !existsSync(path)) throw new DatabaseNotFoundError(path, 'there is no such file.', { engine: 'sqlite' });
+  // A file that is there but holds no cairn tables (an empty file, another program's
+  // SQLite database) is no cairn database either: the writable open would create
+  // cairn's tables in it.
+  if (access === 'write') await mustExist(sqlite(path, { readOnly: true }));
   return sqlite(path, { readOnly });
+}
+
+/**
+ * Refuses a database that is not there, through `probe`, an engine opened read-only on
+ * it (DatabaseNotFoundError), before a writable open would create one. An older
+ * database is let through: the writable open upgrades it.
+ */
+async function mustExist(probe: Engine): Promise<void> {
+  try {
+    await probe.checkpointer.listThreads({ limit: 1 });
+  } catch (error) {
+    if (!DatabaseOutdatedError.is(error)) throw error;
+  } finally {
+    await probe.close();
+  }
 }

@@ -5,11 +5,13 @@
  * and erases nothing (exit 1).
  */
 import type { Command } from 'commander';
-import { InvalidOptionError } from '../errors.js';
+import type { Engine } from '../contracts/engine.js';
+import { InvalidOptionError, ThreadNotFoundError } from '../errors.js';
 import { eraseTenant, type ErasureReport } from '../inspect/erase.js';
 import { openArtifactStore, ARTIFACTS_ARG, ARTIFACTS_HELP } from './artifact-commands.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
 import { outputStyle, plural, print } from './format.js';
+import { tenantName } from './options.js';
 
 interface EraseFlags {
   db: string;
@@ -22,6 +24,23 @@ interface EraseFlags {
   json?: boolean;
 }
 
+/** The thread `--thread` names, for the listing without --yes: one that is not there is ThreadNotFoundError, as with --yes. */
+async function threadToErase(engine: Engine, id: string): Promise<string[]> {
+  if (!(await engine.checkpointer.getThread(id))) throw new ThreadNotFoundError(id, { engine: engine.name });
+  return [id];
+}
+
+/** Every thread of `tenant`, page by page: the listing counts all that --yes erases, not the first page. */
+async function tenantThreads(engine: Engine, tenant: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let after: string | undefined; ; ) {
+    const page = await engine.checkpointer.listThreads({ tenant, limit: 1000, ...(after !== undefined ? { after } : {}) });
+    ids.push(...page.map((t) => t.id));
+    if (page.length < 1000) return ids;
+    after = page.at(-1)!.id;
+  }
+}
+
 /** The report for a person. */
 function describe(report: ErasureReport): string {
   const r = report.rows;
@@ -30,10 +49,10 @@ function describe(report: ErasureReport): string {
     : `erased ${report.scope}: nothing found: no threads, store rows, artifacts or data keys of tenant ${JSON.stringify(report.tenant)}. Check the name (erasing again is harmless).`;
   const lines = [
     headline,
-    `  rows: ${r.positions} positions, ${r.items} items, ${r.snapshots} snapshots, ${r.pendingWrites} pending writes, ${r.failures} failures, ${r.ledgerEntries} ledger entries, ${r.signals} signals, ${r.pins} pins`,
+    `  rows: ${[plural(r.positions, 'position'), plural(r.items, 'item'), plural(r.snapshots, 'snapshot'), plural(r.pendingWrites, 'pending write'), plural(r.failures, 'failure'), plural(r.ledgerEntries, 'ledger entry', 'ledger entries'), plural(r.signals, 'signal'), plural(r.pins, 'pin')].join(', ')}`,
     `  store: ${plural(report.store.items, 'item')} in ${plural(report.store.namespaces.length, 'namespace')}, ${plural(report.store.pins, 'global pin')}`,
     report.artifacts
-      ? `  artifacts: ${report.artifacts.deleted} deleted (${report.artifacts.blobs} blobs, ${report.artifacts.bytes} bytes), ${report.artifacts.keptShared} kept (others refer to them)`
+      ? `  artifacts: ${report.artifacts.deleted} deleted (${plural(report.artifacts.blobs, 'blob')}, ${plural(report.artifacts.bytes, 'byte')}), ${report.artifacts.keptShared} kept (others refer to them)`
       : '  artifacts: not erased (no --artifacts)',
     report.keys.encrypted
       ? `  keys: ${plural(report.keys.destroyed, 'data key')} of ${report.keys.scopes.join(', ')} destroyed; provider ${report.keys.provider} ${report.keys.providerDestroys ? 'destroyed its key-encryption keys: backups and exports taken before cannot be opened' : 'cannot destroy keys: backups and exports taken before still open'}`
@@ -52,7 +71,7 @@ export function registerEraseCommand(program: Command): void {
     .command('erase')
     .description("erase a tenant (--tenant) or a thread without one (--thread): its threads with everything under them, its store rows, the artifacts only it referred to, and on an encrypted engine its keys; needs --yes")
     .option(...DB_OPTION)
-    .option('--tenant <tenant>', 'the tenant to erase')
+    .option('--tenant <tenant>', 'the tenant to erase', tenantName)
     .option('--thread <id>', 'a thread without a tenant to erase')
     .option(`--artifacts ${ARTIFACTS_ARG}`, `the artifact store the threads wrote to: ${ARTIFACTS_HELP}`)
     .option('--store <prefix>', "a store namespace prefix that belongs to the tenant (labels separated by /), repeatable", (value: string, all: string[]) => [...all, value], [] as string[])
@@ -68,7 +87,7 @@ export function registerEraseCommand(program: Command): void {
       const artifacts = options.artifacts ? await openArtifactStore(options.artifacts, { engine }) : undefined;
       try {
         if (!options.yes) {
-          const threads = options.thread !== undefined ? [options.thread] : (await engine.checkpointer.listThreads({ tenant: options.tenant!, limit: 1000 })).map((t) => t.id);
+          const threads = options.thread !== undefined ? await threadToErase(engine, options.thread) : await tenantThreads(engine, options.tenant!);
           const none = threads.length === 0 ? ' (no thread of this tenant was found: check the name; its store rows and keys are looked for with --yes)' : '';
           print(style, { erased: false, threads }, () => `would erase ${options.tenant !== undefined ? `tenant ${options.tenant}` : `thread ${options.thread}`}: ${plural(threads.length, 'thread')}${threads.length ? ` (${threads.slice(0, 10).join(', ')}${threads.length > 10 ? ', …' : ''})` : none}. Nothing erased: pass --yes.`);
           process.exitCode = 1;

@@ -15,7 +15,7 @@ import type { EvaluationReport, ThreadEvaluation } from '../runtime/evaluate.js'
 import { APP_ARG, APP_HELP, loadApp } from './app-loader.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
 import { outputStyle, plural, print, showValue, table, type OutputStyle } from './format.js';
-import { positiveInteger, RAW_OPTION, statusList } from './options.js';
+import { positiveInteger, RAW_OPTION, statusList, tenantName } from './options.js';
 import { redactEvaluationReport } from '../inspect/redaction.js';
 
 interface EvalOptions {
@@ -38,7 +38,7 @@ export function registerEvalCommand(program: Command): void {
     .option(...DB_OPTION)
     .option('--threads <ids>', 'the threads to evaluate, comma-separated')
     .option('--status <list>', 'evaluate the threads with these statuses (comma-separated)', statusList)
-    .option('--tenant <tenant>', "evaluate this tenant's threads")
+    .option('--tenant <tenant>', "evaluate this tenant's threads", tenantName)
     .option('--limit <n>', 'at most this many listed threads', positiveInteger)
     .option(...RAW_OPTION)
     .option('--json', 'print JSON: { threads: [{ threadId, outcome, firstDivergence, recorded, evaluated }], summary }')

@@ -45,9 +45,29 @@ export function jsonText(value: unknown): string {
   return JSON.stringify(JSON.parse(encode(value)), null, 2);
 }
 
-/** Prints `value` as JSON with `--json`, else what `human()` returns; each ends with a newline. */
+/** Prints `value` as JSON with `--json`, else what `human()` returns (made {@link terminalSafe}); each ends with a newline. */
 export function print(style: Pick<OutputStyle, 'json'>, value: unknown, human: () => string): void {
-  process.stdout.write((style.json ? jsonText(value) : human()) + '\n');
+  process.stdout.write((style.json ? jsonText(value) : terminalSafe(human())) + '\n');
+}
+
+/**
+ * The colour codes the commands' styling uses (picocolors: bold, red, green, yellow and
+ * their resets), kept; then every control character. A stored colour code passes too,
+ * harmless; one that hides text (conceal, reverse) does not.
+ */
+// eslint-disable-next-line no-control-regex
+const UNSAFE = /\u001b\[(?:1|22|3[1-3]|39)m|[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text as a terminal may be given it. What a command shows holds stored text written by
+ * others (an error message a tool or a model produced, metadata), whose control
+ * characters a terminal would obey: move the cursor over earlier lines, clear the
+ * screen, set the title or the clipboard (OSC), reorder text (bidirectional controls).
+ * Each is written as its escape (`\u001b`), as --json writes it; line breaks (tables
+ * wrap on them) and the colour codes the command's own styling adds are kept.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(UNSAFE, (match) => (match.length > 1 ? match : `\\u${match.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }
 
 /** A time (ms since the epoch) in ISO 8601 with its zone: `2026-12-01T13:40:39.000Z`; `-` for none. */

@@ -20,7 +20,7 @@ import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { namespaceHead, seqLabel } from '../inspect/walk.js';
 import { DB_OPTION, openEngine, type EngineAccess } from './engine-url.js';
 import { deprecatedFlag } from './deprecated-flags.js';
-import { kindList, nonNegativeInteger, positiveInteger, RAW_OPTION, REDACT_PATTERN_OPTION, statusList, threadOrder, validated } from './options.js';
+import { kindList, nonNegativeInteger, positiveInteger, RAW_OPTION, REDACT_PATTERN_OPTION, statusList, tenantName, threadOrder, validated } from './options.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
 import { interruptTable, isoTime, outputStyle, plural, print, progress, showValue, table, type OutputStyle } from './format.js';
 
@@ -52,6 +52,15 @@ async function withEngine<T>(options: Common, fn: (engine: Engine) => Promise<T>
 
 function out(options: Common, value: unknown, human: () => string): void {
   print(outputStyle(options), value, human);
+}
+
+/**
+ * A page that stopped at its limit with more behind it: how to get the next one, on
+ * stderr (stdout stays the table a script reads), so a listing cut at --limit is never
+ * taken for the whole. Not under --json, whose reader pages by the length it asked for.
+ */
+function moreHint(options: Common, more: boolean, next: () => string): void {
+  if (more && options.json !== true) process.stderr.write(`${next()}\n`);
 }
 
 /** A thread's status for a table: a waiting thread says until when, when it knows. */
@@ -133,7 +142,7 @@ export function registerInspectCommands(program: Command): void {
     .option(...db)
     .option('--status <status>', 'only these statuses (comma-separated or repeated): running, interrupted, completed, failed, needs_attention, waiting', statusList)
     .option('--kind <kind>', 'only these kinds (comma-separated or repeated): conversation, task, session, workflow', kindList)
-    .option('--tenant <tenant>', 'only this tenant')
+    .option('--tenant <tenant>', 'only this tenant', tenantName)
     .option('--metadata <key=value>', 'only threads whose metadata has key = value (repeatable; all must match)', (v: string, previous?: MetadataFilter) => validated((text) => metaPair(text, previous))(v))
     .addOption(deprecatedFlag('--meta <key=value>', '--metadata'))
     .option('--since <when>', 'only threads updated since: a duration back from now (30m, 2h, 7d) or a date (2024-05-01, ISO 8601)', validated((v) => parseSince(v)))
@@ -159,11 +168,13 @@ export function registerInspectCommands(program: Command): void {
             ...(options.createdSince !== undefined ? { createdAt: { from: options.createdSince } } : {}),
             ...(options.order === 'updatedAt' ? { order: 'updatedAt' as const } : {}),
             ...(options.after !== undefined ? { after: options.after } : {}),
-            limit: options.limit,
+            // One more than shown: whether there is a next page.
+            limit: options.limit + 1,
           };
           // Metadata and error messages are shown under every stored graph's rules, with what
           // they hide in each failed thread's head learned (its error may quote it).
-          const listed = await engine.checkpointer.listThreads(query);
+          const page = await engine.checkpointer.listThreads(query);
+          const listed = page.slice(0, options.limit);
           const r = await threadRedactor(engine, undefined, choiceOf(options));
           await learnErrorHeads(r, engine, listed);
           const threads = r.value(listed) as ThreadRecord[];
@@ -176,6 +187,11 @@ export function registerInspectCommands(program: Command): void {
                   ['thread', 'status', 'kind', 'tenant', 'head', 'attempts', 'updated'],
                   threads.map((t) => [t.id, statusText(style, t as typeof t & { wakeAt?: number | null }), t.kind, t.tenant, t.head, t.attempts, isoTime(t.updatedAt)]),
                 ),
+          );
+          moreHint(options, page.length > options.limit, () =>
+            options.order === 'updatedAt'
+              ? `${plural(listed.length, 'thread')} shown, the --limit; there are more: raise --limit to see them.`
+              : `${plural(listed.length, 'thread')} shown, the --limit; there are more: the next page is --after ${listed.at(-1)!.id}.`,
           );
         });
       },
@@ -248,7 +264,9 @@ export function registerInspectCommands(program: Command): void {
         await namespaceHead(engine.checkpointer, threadId, options.ns);
         const r = await threadRedactor(engine, threadId, choiceOf(options));
         await learnHead(r, engine, threadId);
-        const rows = r.value(await threadHistory(engine.checkpointer, threadId, { ns: options.ns, limit: options.limit, ...(options.beforeSeq !== undefined ? { beforeSeq: options.beforeSeq } : {}) })) as PositionInfo[];
+        // One more than shown: whether there is a next page.
+        const page = await threadHistory(engine.checkpointer, threadId, { ns: options.ns, limit: options.limit + 1, ...(options.beforeSeq !== undefined ? { beforeSeq: options.beforeSeq } : {}) });
+        const rows = r.value(page.slice(0, options.limit)) as PositionInfo[];
         const style = outputStyle(options);
         const cells = (r: PositionInfo) => [
           r.kind,
@@ -269,6 +287,7 @@ export function registerInspectCommands(program: Command): void {
           // The seq column draws the branches: '│' marks each level a fork opened.
           return table(style, ['seq', ...headers], treeOrder(rows).map(({ row, depth }) => [`${'│ '.repeat(depth)}${row.seq}`, ...cells(row)]));
         });
+        moreHint(options, page.length > options.limit, () => `${plural(rows.length, 'position')} shown, the --limit; there are older ones: the next page is --before-seq ${rows.at(-1)!.seq}.`);
       }),
     );
 

@@ -20,7 +20,7 @@ import { startInspector } from '../inspector/server.js';
 import { APP_ARG, APP_HELP, loadApp, type LoadedApp } from './app-loader.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore } from './artifact-commands.js';
-import { nonNegativeInteger, RAW_OPTION, REDACT_PATTERN_OPTION } from './options.js';
+import { port, RAW_OPTION, REDACT_PATTERN_OPTION } from './options.js';
 
 const LOCAL_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
 
@@ -30,7 +30,7 @@ export function registerInspectorCommand(program: Command): void {
     .description('serve the web inspector over a database and print its URL, with its access token; read-only unless --allow-actions')
     .option(...DB_OPTION)
     .option(`--artifacts ${ARTIFACTS_ARG}`, `an artifact store, for the artifact check of a thread's verification: ${ARTIFACTS_HELP}`)
-    .option('--port <n>', 'port to listen on (default: a free one)', nonNegativeInteger, INSPECTOR_PORT)
+    .option('--port <n>', 'port to listen on (default: a free one)', port, INSPECTOR_PORT)
     .option('--host <host>', 'address to bind (anything but 127.0.0.1, localhost or ::1 opens it to the network, still behind its token)', INSPECTOR_HOST)
     .option('--allow-actions', "let the page act on threads: answer interrupts, send signals, settle effects, replay, fork, cancel, delete (opens the database for writing)")
     .option(`--app ${APP_ARG}`, `for the actions that run its code (answer an interrupt, replay, fork), ${APP_HELP}`)
@@ -38,6 +38,7 @@ export function registerInspectorCommand(program: Command): void {
     .option('--eval-report <file>', 'show a report cairn eval --json saved on the evaluation page (read-only: nothing runs)')
     .option(...RAW_OPTION)
     .option(...REDACT_PATTERN_OPTION)
+    .option('--json', 'print the URL line as JSON: {"url", "readOnly", "actor", "engine"} (for a script that starts the inspector)')
     .addHelpText(
       'after',
       `
@@ -61,7 +62,7 @@ Examples:
   cairn inspect --db ./cairn.db --allow-actions --app ./dist/app.js#app --actor ana
   cairn inspect --db ./cairn.db --eval-report ./eval.json`,
     )
-    .action(async (options: { db: string; artifacts?: string; port: number; host: string; allowActions?: boolean; app?: string; actor?: string; evalReport?: string; raw?: boolean; redactPattern: string[] }) => {
+    .action(async (options: { db: string; artifacts?: string; port: number; host: string; allowActions?: boolean; app?: string; actor?: string; evalReport?: string; raw?: boolean; redactPattern: string[]; json?: boolean }) => {
       const allowActions = options.allowActions === true;
       if (!allowActions && (options.app !== undefined || options.actor !== undefined)) throw new InvalidOptionError(`${options.app !== undefined ? '--app' : '--actor'} goes with --allow-actions (the inspector is read-only without it).`);
       const actor = options.actor ?? `inspector:${userInfo().username}`;
@@ -93,7 +94,8 @@ Examples:
         process.stderr.write(`warning: cairn inspect listens on ${options.host}, not only on this machine: anyone who can reach it and has the URL's token can ${can}.\n`);
       }
       const mode = allowActions ? `actions allowed, as ${actor}${loaded ? '' : '; no --app: answering, replaying and forking are off'}` : 'read-only';
-      process.stdout.write(`cairn inspector (${mode}) on ${engine.name}: ${inspector.url}\n`);
+      if (options.json) process.stdout.write(JSON.stringify({ url: inspector.url, readOnly: !allowActions, actor: allowActions ? actor : null, engine: engine.name }) + '\n');
+      else process.stdout.write(`cairn inspector (${mode}) on ${engine.name}: ${inspector.url}\n`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);

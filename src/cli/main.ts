@@ -14,7 +14,7 @@
  * unknown command or flag, a flag value that does not parse, flags that do not go
  * together), reported before anything is opened. Under `--json` a command's failure is
  * printed on stderr as `{"error": {"code", "message"}}` (the code of the cairn error,
- * ERR_UNEXPECTED for anything else).
+ * ERR_INVALID_OPTION for bad usage commander found, ERR_UNEXPECTED for anything else).
  */
 import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
@@ -42,10 +42,45 @@ const USAGE = 2;
 /** The command being run was given --json: its failure is printed as JSON too. */
 let json = false;
 
+/**
+ * A reader that stops early (`cairn threads --json | head -1`) closes the pipe, and the
+ * next write fails with EPIPE. Nothing more can be shown to anyone, so the command stops
+ * there, quietly, with the exit code it had so far, instead of dying on an unhandled
+ * 'error' event with a stack trace (or, for a command that waits for the pipe to drain,
+ * hanging). Any other write error still ends the process as before.
+ */
+function stopWhenReaderLeaves(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit();
+    throw error;
+  });
+}
+stopWhenReaderLeaves(process.stdout);
+stopWhenReaderLeaves(process.stderr);
+
+/**
+ * Whether the command line asks for --json, read before commander parses it: its own
+ * usage errors (an unknown flag, a value that does not parse) happen before any command
+ * runs, and a script that parses what --json prints must be able to parse them too.
+ */
+const jsonAsked = (() => {
+  const args = process.argv.slice(2);
+  const end = args.indexOf('--');
+  return (end >= 0 ? args.slice(0, end) : args).includes('--json');
+})();
+
+/** A commander usage error under --json: `{"error": {"code", "message"}}` on stderr, as every other failure; bad usage is ERR_INVALID_OPTION, as the flag values cairn refuses. */
+function writeUsageErrorAsJson(error: CommanderError): void {
+  const message = `[cairn] ${error.message.replace(/^error: /, '')}`;
+  process.stderr.write(JSON.stringify({ error: { code: InvalidOptionError.code, message } }) + '\n');
+}
+
 const program = new Command();
 // Before any subcommand is added: they copy it. Commander then throws its parse errors
-// (already printed) instead of exiting with 1, and they exit with USAGE below.
+// (already printed, or under --json printed below) instead of exiting with 1, and they
+// exit with USAGE below.
 program.exitOverride();
+program.configureOutput({ outputError: (text, write) => (jsonAsked ? undefined : write(text)) });
 program
   .name('cairn')
   .description('Durable runs for AI agents: inspect and move threads, verify their hash chains, collect artifacts, run workers and the demo.')
@@ -91,6 +126,7 @@ program.parseAsync().catch((error: unknown) => {
   if (error instanceof CommanderError) {
     // --help and --version end here too, with exit code 0.
     process.exitCode = error.exitCode === 0 ? 0 : USAGE;
+    if (error.exitCode !== 0 && jsonAsked) writeUsageErrorAsJson(error);
     return;
   }
   if (json) {

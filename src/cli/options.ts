@@ -38,6 +38,13 @@ export const positiveInteger = integer(1);
 /** `0`, `1`, …: seqs. */
 export const nonNegativeInteger = integer(0);
 
+/** A TCP port, 0 (any free one) to 65535: past it, the server's listen throws a RangeError with a stack trace. */
+export function port(value: string): number {
+  const n = nonNegativeInteger(value);
+  if (n > 65_535) throw new InvalidArgumentError('Write a port from 0 (a free one) to 65535.');
+  return n;
+}
+
 /** A duration: a number of ms or `500ms`, `10s`, `15m`, `12h`, `30d`, `2w`. Kept as typed (the commands print it). */
 export function duration(value: string): string {
   checked(() => parseDuration(value));
@@ -49,6 +56,15 @@ export function durationMs(value: string): number {
   const ms = checked(() => parseDuration(value));
   if (!Number.isSafeInteger(ms) || ms < 1) throw new InvalidArgumentError('Write a duration of at least 1ms: 500ms, 30s, 2m, or a whole number of ms.');
   return ms;
+}
+
+/**
+ * `--tenant`: 1 to 256 characters, as a thread's tenant is. An empty one (an unset
+ * `--tenant "$TENANT"`) matches no thread: `threads` printed "no threads" with exit 0.
+ */
+export function tenantName(value: string): string {
+  if (value.length === 0 || value.length > 256) throw new InvalidArgumentError('Write a tenant of 1 to 256 characters.');
+  return value;
 }
 
 /** `--order`: the API's `order`, `id` or `updatedAt`; `updated`, its old spelling, is `updatedAt` with a deprecation notice. */

@@ -21,7 +21,7 @@ import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore } from './artifact-com
 import { deprecatedFlag } from './deprecated-flags.js';
 import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
 import { keyFile } from '../crypto/key-provider.js';
-import { CairnError, InvalidOptionError, ThreadExistsError } from '../errors.js';
+import { CairnError, CorruptRecordError, InvalidExportError, InvalidOptionError, ThreadExistsError } from '../errors.js';
 import { RAW_OPTION, REDACT_PATTERN_OPTION, repeatable } from './options.js';
 import { plural, progress, type Progress } from './format.js';
 
@@ -133,9 +133,35 @@ function exportOutput(path: string | undefined): NodeJS.WritableStream & { drain
   });
 }
 
-async function* readLines(fd: number | undefined): AsyncGenerator<TransferRecord> {
+async function* readLines(fd: number | undefined, name: string): AsyncGenerator<TransferRecord> {
   const input = fd !== undefined ? createReadStream('', { fd, encoding: 'utf8' }) : process.stdin;
-  for await (const line of createInterface({ input, crlfDelay: Infinity })) if (line.trim()) yield decode<TransferRecord>(line, 'export line');
+  let number = 0;
+  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+    number++;
+    if (line.trim()) yield exportRecord(line, number, name);
+  }
+}
+
+/**
+ * One line of an export. A line that is not JSON is a file that is not an export (or a
+ * damaged one), said as such: not the CorruptRecordError of a stored row, whose advice
+ * (`cairn verify`) is about a database.
+ */
+function exportRecord(line: string, number: number, name: string): TransferRecord {
+  try {
+    return decode<TransferRecord>(line, 'export line');
+  } catch (error) {
+    if (!CorruptRecordError.is(error)) throw error;
+    const why = error.cause instanceof Error ? ` (${error.cause.message})` : '';
+    throw new InvalidExportError(`${name} line ${number} is not JSON${why}: it is not a cairn export, or a damaged one. Nothing of it was imported.`, { cause: error });
+  }
+}
+
+/** `first`, pulled from `rest` already, then the rest. */
+async function* startingWith<T>(first: IteratorResult<T>, rest: AsyncIterator<T>): AsyncGenerator<T> {
+  if (first.done) return;
+  yield first.value;
+  for (let next = await rest.next(); !next.done; next = await rest.next()) yield next.value;
 }
 
 /** Passes `records` through, counting their threads on `bar` (of `total`, when known). */
@@ -210,6 +236,9 @@ export function registerTransferCommands(program: Command): void {
     .action(async (options: { db: string; in?: string; artifacts?: string; json?: boolean }) => {
       // The input first: a file that is not there creates no database.
       const input = options.in !== undefined ? openFile('--in', options.in, 'r') : undefined;
+      // The first record too: a file that is not JSON (not an export) creates no database either.
+      const lines = readLines(input, options.in ?? 'stdin');
+      const first = await lines.next();
       const engine = await openEngine(options.db, 'create');
       let artifacts: ArtifactStore | undefined;
       try {
@@ -217,7 +246,7 @@ export function registerTransferCommands(program: Command): void {
         const bar = progress(process.stderr.isTTY === true && !options.json);
         let report: ImportReport;
         try {
-          report = await importThreads(engine, countingThreads(readLines(input), bar, 'importing threads'), artifacts ? { artifacts } : {});
+          report = await importThreads(engine, countingThreads(startingWith(first, lines), bar, 'importing threads'), artifacts ? { artifacts } : {});
         } finally {
           bar.done();
         }

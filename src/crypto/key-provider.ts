@@ -20,7 +20,7 @@
  * ```
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { InvalidOptionError, KeyUnavailableError } from '../errors.js';
 
 /** A data key as a provider wrapped it: which KEK, and the wrapped bytes (base64). */
@@ -110,14 +110,20 @@ export function keyFile(path: string): KeyProvider {
   }
   function save(next: KeyFileContents): void {
     const temp = `${path}.${process.pid}.tmp`;
-    const fd = openSync(temp, 'w', 0o600);
     try {
-      writeSync(fd, JSON.stringify(next));
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
+      const fd = openSync(temp, 'w', 0o600);
+      try {
+        writeSync(fd, JSON.stringify(next));
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(temp, path);
+    } catch (err) {
+      // A folder that is not there or not writable: said as for a file that cannot be read, not as a bare ENOENT.
+      rmSync(temp, { force: true });
+      throw new InvalidOptionError(`the key file ${path} cannot be written (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}).`, { cause: err });
     }
-    renameSync(temp, path);
     contents = next;
   }
   function current(scope: string): { id: string; key: Buffer } {

@@ -43,6 +43,23 @@ describe('the CLI on an encrypted database', () => {
     expect(verified.code).toBe(0);
   });
 
+  it('with keys, a database written in the clear is refused at once, saying it is not encrypted and how to seal a copy', async () => {
+    const plain = join(dir, 'plain.db');
+    const engine = sqlite(plain);
+    await workedExample({ engine, artifacts: memoryArtifacts() }).run({ thread: 'cust_42' });
+    await engine.close();
+    for (const run of [await cairn(['show', 'cust_42', '--db', plain, '--keys', keys, '--json']), await cairn(['threads', '--db', plain, '--json'], { env: { CAIRN_KEY_FILE: keys } })]) {
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      const { error } = JSON.parse(run.stderr) as { error: { code: string; message: string } };
+      expect(error.code).toBe('ERR_PLAINTEXT_ROW');
+      expect(error.message).toBe(
+        `[cairn] ${plain} is not encrypted (it holds threads and no data keys), and with keys (--keys, CAIRN_KEY_FILE or CAIRN_MASTER_KEY) every row must be sealed: drop the keys to read it, or seal a copy of it with \`cairn copy --all --db ${plain} --to <new database> --to-keys <key file>\`.`,
+      );
+    }
+    expect((await cairn(['show', 'cust_42', '--db', plain])).code).toBe(0);
+  });
+
   it('keys rotate re-wraps every scope\'s data keys under a new KEK; no data row changes and the thread still verifies', async () => {
     const rows = () => {
       const handle = new Database(db, { readonly: true });

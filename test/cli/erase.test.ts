@@ -7,6 +7,9 @@ import { fsArtifacts } from '../../src/artifacts/fs/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { canaries, canaryApp, runTenant } from '../helpers/canary-tenants.js';
 import { cairn } from './run-cli.js';
+import { workedExample } from '../../src/testing/worked-example.js';
+import { z } from 'zod';
+import { defineState, END, field, graph, START } from '../../src/index.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -67,3 +70,36 @@ it('cairn erase --tenant of a tenant with nothing stored says nothing was found,
   expect(again.code).toBe(0);
   expect(again.stdout).toContain('erased tenant:A: nothing found');
 });
+
+it('cairn erase --thread reports its counts with the right plurals (1 signal, 1 blob)', async () => {
+  const db = join(dir, 'worked.db');
+  const artifacts = join(dir, 'worked-artifacts');
+  const engine = sqlite(db);
+  await workedExample({ engine, artifacts: fsArtifacts(artifacts) }).run({ thread: 'cust_42', input: { customerId: 'cust_42' } });
+  await engine.close();
+  expect((await cairn(['signal', 'cust_42', 'payment', '--db', db])).code).toBe(0);
+  const run = await cairn(['erase', '--thread', 'cust_42', '--db', db, '--artifacts', artifacts, '--yes']);
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stdout).toContain('  rows: 5 positions, 4 items, 0 snapshots, 0 pending writes, 0 failures, 5 ledger entries, 1 signal, 0 pins\n');
+  expect(run.stdout).toMatch(/ {2}artifacts: 1 deleted \(1 blob, \d+ bytes\), 0 kept/);
+});
+
+it('cairn erase without --yes: a thread that is not there is ERR_THREAD_NOT_FOUND, as with --yes; a tenant\'s threads are all counted, past one page', async () => {
+  const db = join(dir, 'many.db');
+  const engine = sqlite(db);
+  const State = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
+  const app = graph(State).node('one', () => ({ n: 1 })).edge(START, 'one').edge('one', END).compile({ engine });
+  for (let i = 0; i < 1001; i++) await app.run({ thread: `m-${String(i).padStart(4, '0')}`, tenant: 'many' });
+  await engine.close();
+
+  const missing = await cairn(['erase', '--thread', 'nope', '--db', db, '--json']);
+  expect(missing.code).toBe(1);
+  expect(missing.stdout).toBe('');
+  expect((JSON.parse(missing.stderr) as { error: { code: string } }).error.code).toBe('ERR_THREAD_NOT_FOUND');
+
+  const listed = await cairn(['erase', '--tenant', 'many', '--db', db]);
+  expect(listed.code).toBe(1);
+  expect(listed.stdout).toContain('would erase tenant many: 1001 threads (m-0000, ');
+  const json = await cairn(['erase', '--tenant', 'many', '--db', db, '--json']);
+  expect((JSON.parse(json.stdout) as { threads: string[] }).threads).toHaveLength(1001);
+}, 120_000);

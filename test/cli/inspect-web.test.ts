@@ -55,6 +55,20 @@ describe('cairn inspect', () => {
     expect(inspector.stderr()).toMatch(/warning: cairn inspect listens on 0\.0\.0\.0/);
   });
 
+  it('--json prints its URL line as one JSON object, and its failure as a JSON error', async () => {
+    const inspector = await startInspectorCli(db, ['--json']);
+    try {
+      const line = JSON.parse(inspector.stdout().trim()) as Record<string, unknown>;
+      expect(line).toEqual({ url: inspector.url, readOnly: true, actor: null, engine: 'sqlite' });
+      expect((await fetch(`${inspector.base}/api/threads?token=${inspector.token}`)).status).toBe(200);
+    } finally {
+      expect(await inspector.stop('SIGINT')).toBe(0);
+    }
+    const missing = await cairn(['inspect', '--db', join(dir, 'typo.db'), '--json']);
+    expect(missing.code).toBe(1);
+    expect((JSON.parse(missing.stderr) as { error: { code: string } }).error.code).toBe('ERR_DATABASE_NOT_FOUND');
+  });
+
   it('is read-only by default: an action is 403 and says how to allow it; its line says read-only', async () => {
     const inspector = await startInspectorCli(db);
     try {

@@ -5,7 +5,7 @@
  * and what to do, and exits 1. `cairn migrate --apply` is the command that creates
  * or upgrades a database.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -119,5 +119,29 @@ describe('read commands on a database older than this cairn', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain(`created a cairn database at ${fresh}`);
     expect((await cairn(['threads', '--db', fresh])).stdout.trim()).toBe('no threads');
+  });
+});
+
+describe('a database in a folder this user cannot write', () => {
+  it('a read writes nothing there and says why SQLite refuses: the -shm file a WAL read needs, and what to do', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'cairn-cli-ro-folder-'));
+    const db = join(folder, 'cairn.db');
+    const engine = sqlite(db);
+    await workedExample({ engine, artifacts: fsArtifacts(join(dir, 'folder-artifacts')) }).run({ thread: 'cust_42', input: { customerId: 'cust_42' } });
+    await engine.close();
+    chmodSync(folder, 0o555);
+    // Root writes anywhere: the command then runs as nobody, which cannot.
+    const user = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+    try {
+      const run = await cairn(['threads', '--db', db], user ? { user } : {});
+      expect(run.code, run.stderr).toBe(1);
+      expect(run.stderr).toContain('(SQLITE_READONLY_DIRECTORY)');
+      expect(run.stderr).toContain(`Nothing was written: SQLite reads a database in WAL mode through a ${db}-shm file beside it, and could not create one in a folder this user cannot write.`);
+      expect(run.stderr).toContain('copy the database (with its -wal file, if there is one) to a folder you can write');
+      expect(readdirSync(folder)).toEqual(['cairn.db']);
+    } finally {
+      chmodSync(folder, 0o755);
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });

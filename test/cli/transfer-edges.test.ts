@@ -53,6 +53,26 @@ describe('cairn import of a file that is not a whole export', () => {
     expect(only.code).toBe(1);
     expect(only.stderr).toMatch(/ends before its end record, after 0 threads and 0 positions: it is truncated/);
   });
+
+  it('refuses a file that is not JSON (not an export) naming its line, as ERR_INVALID_EXPORT, and creates no database', async () => {
+    const notes = join(dir, 'notes.txt');
+    writeFileSync(notes, 'meeting notes\n');
+    const target = join(dir, 'notes.db');
+    const run = await cairn(['import', '--db', target, '--in', notes, '--json']);
+    expect(run.code).toBe(1);
+    const { error } = JSON.parse(run.stderr) as { error: { code: string; message: string } };
+    expect(error.code).toBe('ERR_INVALID_EXPORT');
+    expect(error.message).toMatch(/notes\.txt line 1 is not JSON \(.+\): it is not a cairn export, or a damaged one\. Nothing of it was imported\.$/);
+    expect(error.message).not.toContain('cairn verify');
+    expect(existsSync(target)).toBe(false);
+    // A line past the end that is not JSON: the export before it is taken back whole.
+    const trailing = join(dir, 'trailing.jsonl');
+    writeFileSync(trailing, readFileSync(join(dir, 'whole.jsonl'), 'utf8') + 'garbage\n');
+    const after = await cairn(['import', '--db', join(dir, 'trailing.db'), '--in', trailing]);
+    expect(after.code).toBe(1);
+    expect(after.stderr).toMatch(/trailing\.jsonl line \d+ is not JSON/);
+    expect(await threadsIn(join(dir, 'trailing.db'))).toEqual([]);
+  });
 });
 
 describe('cairn copy into a target that holds some of the threads', () => {

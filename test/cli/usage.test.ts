@@ -25,6 +25,8 @@ describe('bad usage exits 2 with a message naming the flag', () => {
     [['threads', '--since', 'yesterday'], `option '--since <when>' argument 'yesterday' is invalid`],
     [['threads', '--order', 'updatedAt', '--after', 'x'], '--after pages in id order'],
     [['threads', '--bogus'], `unknown option '--bogus'`],
+    [['threads', '--tenant', ''], `option '--tenant <tenant>' argument '' is invalid. Write a tenant of 1 to 256 characters.`],
+    [['erase', '--tenant', '', '--yes'], `option '--tenant <tenant>' argument '' is invalid. Write a tenant of 1 to 256 characters.`],
     [['history', 'cust_42', '--limit', 'abc'], `option '--limit <n>' argument 'abc' is invalid`],
     [['history', 'cust_42', '--limit', '-5'], `option '--limit <n>' argument '-5' is invalid`],
     [['show', 'cust_42', '--seq', 'abc'], `option '--seq <n>' argument 'abc' is invalid. Write a whole number (0 or more).`],
@@ -45,6 +47,7 @@ describe('bad usage exits 2 with a message naming the flag', () => {
     [['copy', '--db', 'x.db', '--to', 'y.db'], 'name the threads to move, or pass --all'],
     [['threads', '--db', 'mysql://db/x'], 'unsupported engine "mysql:"'],
     [['demo', '--crash-at', 'sometime'], 'unknown crash point "sometime"'],
+    [['inspect', '--port', '99999'], `option '--port <n>' argument '99999' is invalid. Write a port from 0 (a free one) to 65535.`],
     [['nosuch'], `unknown command 'nosuch'`],
     [[], 'Usage: cairn'],
   ];
@@ -59,6 +62,30 @@ describe('bad usage exits 2 with a message naming the flag', () => {
       expect(run.stdout).toBe('');
     });
   }
+});
+
+describe('bad usage under --json', () => {
+  it('is one JSON error on stderr, ERR_INVALID_OPTION, exit 2, as every other failure under --json', async () => {
+    const cases: [string[], string][] = [
+      [['threads', '--bogus', '--json'], `unknown option '--bogus'`],
+      [['threads', '--json', '--limit', 'abc'], `option '--limit <n>' argument 'abc' is invalid. Write a whole number (1 or more).`],
+      [['attempts', '--json'], `missing required argument 'thread'`],
+      [['gc', '--json'], `required option '--artifacts <dir | s3://bucket/prefix>' not specified`],
+      [['nosuch', '--json'], `unknown command 'nosuch'`],
+    ];
+    for (const [args, message] of cases) {
+      const run = await cairn(args);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stdout, args.join(' ')).toBe('');
+      expect(JSON.parse(run.stderr), args.join(' ')).toEqual({ error: { code: 'ERR_INVALID_OPTION', message: `[cairn] ${message}` } });
+    }
+  });
+
+  it('a --json after -- is an argument, not the flag: the error is text', async () => {
+    const run = await cairn(['threads', '--bogus', '--', '--json']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`error: unknown option '--bogus'`);
+  });
 });
 
 describe('0 ok, 1 a negative result', () => {

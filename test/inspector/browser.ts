@@ -74,6 +74,8 @@ export interface InspectorProcess {
   base: string;
   token: string;
   child: ChildProcess;
+  /** What it wrote to stdout so far. */
+  stdout(): string;
   /** What it wrote to stderr so far. */
   stderr(): string;
   /** Sends `signal` (default SIGTERM) and resolves with the exit code. */
@@ -101,6 +103,7 @@ export function startInspectorCli(db: string, args: string[] = []): Promise<Insp
         base: url.slice(0, url.indexOf('/?token=')),
         token: match[2]!,
         child,
+        stdout: () => out,
         stderr: () => err,
         stop: (signal = 'SIGTERM') =>
           new Promise((done) => {

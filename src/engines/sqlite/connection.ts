@@ -11,7 +11,7 @@
  * {@link SqliteQueries} hand out wrap their own calls, the entry points wrap what runs
  * inside them (BEGIN and COMMIT included), and the lazy open wraps its own.
  */
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { SQLITE_BUSY_TIMEOUT_MS, SQLITE_MMAP_BYTES, SQLITE_PAGE_SIZE } from '../../defaults.js';
 import { CairnError, DatabaseFromFutureError, DatabaseNotFoundError, DatabaseOutdatedError, EngineError, InvalidOptionError } from '../../errors.js';
 import { Lifecycle } from '../../internal/lifecycle.js';
@@ -271,8 +271,13 @@ export class SqliteConnection {
     let db: SqliteDatabase | undefined;
     try {
       const missing = () => new DatabaseNotFoundError(this.location, 'there is no such file.', { engine: 'sqlite' });
-      // Checked first: the driver reports a missing folder as a plain TypeError.
-      if (readOnly && typeof source === 'string' && !existsSync(source)) throw missing();
+      if (readOnly && typeof source === 'string') {
+        // Checked first: the driver reports a missing folder as a plain TypeError, and a
+        // folder as a disk I/O error.
+        const file = statSync(source, { throwIfNoEntry: false });
+        if (!file) throw missing();
+        if (file.isDirectory()) throw new DatabaseNotFoundError(this.location, 'it is a folder, not a database file.', { engine: 'sqlite' });
+      }
       try {
         db = typeof source === 'string' ? openDatabase(source, timeout, { readOnly, ...(this.options.driver ? { driver: this.options.driver } : {}) }) : source;
         this.driver = driverOf(db);
@@ -296,6 +301,10 @@ export class SqliteConnection {
     } catch (error) {
       if (db && this.ownsHandle && db.open) db.close();
       if (CairnError.is(error)) throw error;
+      // Read-only, a file that is not SQLite is no cairn database: said as for a missing one.
+      if (readOnly && (error as { code?: unknown }).code === 'SQLITE_NOTADB') {
+        throw new DatabaseNotFoundError(this.location, 'the file is not a SQLite database.', { engine: 'sqlite' });
+      }
       throw this.driverError(`opening ${this.location}`, error);
     }
   }
@@ -399,7 +408,10 @@ export class SqliteConnection {
       ? ` Another process held the database's lock for longer than the busy timeout (${this.options.busyTimeoutMs ?? SQLITE_BUSY_TIMEOUT_MS} ms): raise busyTimeoutMs, or keep transactions short.`
       : code === 'SQLITE_READONLY' && this.options.readOnly
         ? ' This engine was opened with readOnly: open it without readOnly to write.'
-        : '';
+        : code === 'SQLITE_READONLY_DIRECTORY'
+          ? // SQLite's "attempt to write" is about the -shm file, not the database: a read-only reader needs it too.
+            ` Nothing was written: SQLite reads a database in WAL mode through a ${this.location}-shm file beside it, and could not create one in a folder this user cannot write. Run as a user who can write that folder, or copy the database (with its -wal file, if there is one) to a folder you can write and read the copy.`
+          : '';
     return new EngineError(`${what} failed${typeof code === 'string' ? ` (${code})` : ''}: ${message}${sql ? ` In statement "${describeSql(sql)}".` : ''}${hint}`, {
       cause: error,
       place: { engine: 'sqlite' },
