@@ -32,6 +32,8 @@ import type {
 import type { RecordOptions } from '../runtime/node-context.js';
 import { currentNode } from '../runtime/current-node.js';
 import { tokenUsage } from './usage.js';
+import { InvalidOptionError } from '../errors.js';
+import { unknownOption } from '../internal/option-keys.js';
 
 /** Options of {@link cairnMiddleware}. */
 export interface CairnMiddlewareOptions {
@@ -41,6 +43,24 @@ export interface CairnMiddlewareOptions {
    * served, so renaming breaks the resume of threads recorded under the old one.
    */
   name?: { generate?: string; stream?: string };
+}
+
+/** A misspelt `nam` or `name: 'chat'` would record under the default names, which a later rename then cannot serve. */
+function checkMiddlewareOptions(options: unknown): void {
+  const refuse = (message: string) => {
+    throw new InvalidOptionError(message, { place: { engine: 'ai-sdk' } });
+  };
+  if (options === null || typeof options !== 'object') refuse(`cairnMiddleware takes an options object, not ${String(options)}.`);
+  const unknown = unknownOption('cairnMiddleware', options as object, ['name']);
+  if (unknown) refuse(unknown);
+  const name = (options as { name?: unknown }).name;
+  if (name === undefined) return;
+  if (name === null || typeof name !== 'object') refuse(`cairnMiddleware: name is { generate?, stream? } (record names), not ${JSON.stringify(name)}.`);
+  const unknownName = unknownOption('cairnMiddleware name', name as object, ['generate', 'stream']);
+  if (unknownName) refuse(unknownName);
+  for (const [which, value] of Object.entries(name as object)) {
+    if (value !== undefined && (typeof value !== 'string' || value === '')) refuse(`cairnMiddleware: name.${which} is a record name (a non-empty string), not ${JSON.stringify(value)}.`);
+  }
 }
 
 /** A stream as recorded: its parts, in order. */
@@ -64,6 +84,7 @@ class StreamNotRecorded extends Error {}
  * ```
  */
 export function cairnMiddleware(options: CairnMiddlewareOptions = {}): LanguageModelV4Middleware {
+  checkMiddlewareOptions(options);
   const generateName = options.name?.generate ?? 'ai.generate';
   const streamName = options.name?.stream ?? 'ai.stream';
   return {

@@ -53,6 +53,7 @@ import { currentNode } from '../runtime/current-node.js';
 import { CairnError, InvalidOptionError } from '../errors.js';
 import { AnswerChecked, AnswerUnchecked, NodeSuspended } from '../runtime/pauses.js';
 import { ReplayDivergence, TaskScope } from '../runtime/task-scope.js';
+import { unknownOption } from '../internal/option-keys.js';
 
 /**
  * Marks a tool {@link effectTool} made an effect: {@link recordedTools} does not record
@@ -72,6 +73,13 @@ type Execute = (input: unknown, options: ToolExecutionOptions<unknown>) => unkno
 export interface RecordedToolsOptions {
   /** The record name of tool `name`'s result (default `tool:<name>`). */
   name?: (tool: string) => string;
+}
+
+/** Options given to a wrapper: an object of the keys it takes (a misspelt `moed: 'atMostOnce'` would run the tool at least once). */
+function refuseUnknown(call: string, options: unknown, known: readonly string[]): void {
+  if (options === null || typeof options !== 'object') throw new InvalidOptionError(`${call} takes an options object, not ${String(options)}.`, { place: { engine: 'ai-sdk' } });
+  const unknown = unknownOption(call, options, known);
+  if (unknown) throw new InvalidOptionError(unknown, { place: { engine: 'ai-sdk' } });
 }
 
 /**
@@ -95,6 +103,7 @@ export function recordedTools<T extends ToolSet>(tools: T, options: RecordedTool
       place: { engine: 'ai-sdk' },
     });
   }
+  refuseUnknown('recordedTools', options, ['name']);
   if (options.name !== undefined && typeof options.name !== 'function') {
     throw new InvalidOptionError(`recordedTools: name is a function from a tool's name to its record name (e.g. (tool) => \`search:\${tool}\`), not ${JSON.stringify(options.name)}.`, {
       place: { engine: 'ai-sdk' },
@@ -170,8 +179,9 @@ export interface EffectToolOptions<INPUT, OUTPUT> {
  * ```
  */
 export function effectTool<INPUT, OUTPUT, T extends Tool<INPUT, OUTPUT>>(definition: T & Tool<INPUT, OUTPUT>, options: EffectToolOptions<INPUT, OUTPUT> = {}): T {
-  const execute = definition.execute as Execute | undefined;
-  if (!execute) throw new TypeError('[cairn] [ai-sdk] effectTool needs a tool with execute: a tool the client answers has no side effect here to record.');
+  const execute = definition?.execute as Execute | undefined;
+  if (typeof execute !== 'function') throw new InvalidOptionError('effectTool needs a tool with execute: a tool the client answers has no side effect here to record.', { place: { engine: 'ai-sdk' } });
+  refuseUnknown('effectTool', options, ['name', 'key', 'probe', 'mode', 'commit']);
   const name = options.name ?? 'tool:effect';
   // A mode or commit the effect cannot keep is refused here, where the tool is defined, not at its first call inside a model's loop.
   if (options.key !== undefined && typeof options.key !== 'function') {

@@ -77,6 +77,7 @@ import {
   type Seen,
   type StoredWrite,
 } from './saver-body.js';
+import { checkAdapterOptions } from './adapter-options.js';
 
 /** Options of {@link CairnSaver}. */
 export interface CairnSaverOptions {
@@ -206,7 +207,8 @@ export class CairnSaver extends BaseCheckpointSaver {
   private readonly idleReleaseMs: number;
 
   constructor(options: CairnSaverOptions) {
-    super(options.serde);
+    super(options?.serde);
+    checkAdapterOptions('CairnSaver', options, ['engine', 'serde', 'kind', 'snapshotEvery', 'leaseMs', 'idleReleaseMs', 'busyWaitMs', 'writesWaitMs']);
     this.engine = options.engine;
     this.cp = options.engine.checkpointer;
     this.values = new ChannelValues(this.serde);

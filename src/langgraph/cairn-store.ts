@@ -24,6 +24,7 @@ import {
 import type { Engine } from '../contracts/engine.js';
 import { InvalidOptionError } from '../errors.js';
 import type { FilterOperators, FilterScalar, Store, StoreFilter, StoreItem } from '../contracts/store.js';
+import { checkAdapterOptions } from './adapter-options.js';
 
 /** Options of {@link CairnStore}. */
 export interface CairnStoreOptions {
@@ -54,6 +55,7 @@ export class CairnStore extends BaseStore {
 
   constructor(options: CairnStoreOptions) {
     super();
+    checkAdapterOptions('CairnStore', options, ['engine']);
     this.engine = options.engine;
     this.store = options.engine.store;
   }

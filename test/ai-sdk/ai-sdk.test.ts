@@ -775,6 +775,25 @@ describe('cairn/ai-sdk recordedTools options', () => {
     }
     expect(Object.keys(recordedTools(tools, { name: (t) => `search:${t}` }))).toEqual(['weather']);
   });
+
+  it('recordedTools, effectTool, cairnMiddleware and recordedModel refuse options they do not take, and effectTool a tool without execute, with InvalidOptionError', () => {
+    const weather = tool({ inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => city });
+    const cases: [string, () => unknown][] = [
+      ['recordedTools', () => recordedTools({ weather }, { nmae: () => 'x' } as never)],
+      ['effectTool', () => effectTool(weather, { moed: 'atMostOnce' } as never)],
+      ['effectTool without execute', () => effectTool(tool({ inputSchema: z.object({}) }) as never)],
+      ['cairnMiddleware', () => cairnMiddleware({ nam: { generate: 'chat' } } as never)],
+      ['cairnMiddleware name', () => cairnMiddleware({ name: 'chat' } as never)],
+      ['cairnMiddleware name key', () => cairnMiddleware({ name: { generat: 'chat' } } as never)],
+      ['recordedModel', () => recordedModel(textModel('hi'), { names: {} } as never)],
+    ];
+    for (const [label, make] of cases) {
+      const error = caughtSync(make);
+      expect(InvalidOptionError.is(error), `${label}: ${String(error)}`).toBe(true);
+    }
+    expect(effectTool(weather, { name: 'weather', mode: 'atMostOnce' })).toBeTruthy();
+    expect(cairnMiddleware({ name: { generate: 'chat' } })).toBeTruthy();
+  });
 });
 
 describe('cairn/ai-sdk usage', () => {
