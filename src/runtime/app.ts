@@ -202,6 +202,11 @@ export interface NamespaceOption {
   ns?: string;
 }
 
+/** The root graph's namespace (no `ns`, or `''`): reads typed by the app's own state. */
+export interface RootNamespace {
+  ns?: '';
+}
+
 /** Options of {@link App.stateAt}. */
 export interface StateAtOptions extends ThreadOption, NamespaceOption {
   /** The position whose state to read. */
@@ -565,6 +570,9 @@ export class App<S extends StateSchema> {
    * NamespaceNotFoundError for a namespace the thread does not have, InvalidOptionError
    * for an `ns` that is no checkpoint namespace.
    */
+  getState(options: ThreadOption & RootNamespace): Promise<StateOf<S>>;
+  /** A child run's state is the child graph's: name its type (`getState<StateOf<typeof Child>>`), or read it as a record. */
+  getState<C extends object = Record<string, unknown>>(options: ThreadOption & NamespaceOption): Promise<C>;
   async getState(options: ThreadOption & NamespaceOption): Promise<StateOf<S>> {
     checkThreadCall('getState', options);
     const ns = namespaceOption(options.ns);
@@ -586,6 +594,9 @@ export class App<S extends StateSchema> {
    * const child = await app.stateAt({ thread: 't1', seq: 0, ns: step.children[0] });
    * ```
    */
+  stateAt(options: StateAtOptions & RootNamespace): Promise<StateOf<S>>;
+  /** A child run's state is the child graph's: name its type (`stateAt<StateOf<typeof Child>>`), or read it as a record. */
+  stateAt<C extends object = Record<string, unknown>>(options: StateAtOptions): Promise<C>;
   async stateAt(options: StateAtOptions): Promise<StateOf<S>> {
     checkThreadCall('stateAt', options);
     if (options.seq === undefined) throw new InvalidOptionError("stateAt: seq must be a position's seq (an integer, 0 or more), got undefined.");

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineState } from '../../src/state/schema.js';
+import { defineState, type StateOf } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
 import type { Engine } from '../../src/contracts/engine.js';
@@ -140,7 +140,7 @@ describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on 
       .compile({ engine: ctx.engine, artifacts, snapshotEvery: 5, recursionLimit: 50 });
     await outer.run({ thread: 'crawler', tenant: 'acme' });
     const ns = (await ctx.engine.checkpointer.listNamespaces('crawler')).find((n) => n !== '')!;
-    const childState = await outer.getState({ thread: 'crawler', ns });
+    const childState = await outer.getState<StateOf<typeof State>>({ thread: 'crawler', ns });
     await tick();
 
     const options = retentionOn(ctx.engine, artifacts, { positions: [{ keepLast: 15 }], ledger: [{ tenant: 'acme', olderThanMs: 1000 }] });

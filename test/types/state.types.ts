@@ -3,7 +3,7 @@
  * must be an error, or the build fails: this pins what a node may return.
  */
 import { z } from 'zod';
-import { defineState, field, graph, START, END, type StateOf, type UpdateOf } from '../../src/index.js';
+import { defineState, field, graph, START, END, type App, type StateOf, type UpdateOf } from '../../src/index.js';
 
 const State = defineState({
   fields: {
@@ -107,3 +107,19 @@ const frozenRead = (s: S): void => {
   s.count = 1;
 };
 void frozenRead;
+
+// Reads of the root graph are typed by its state; a child run's (`ns`) are the child
+// graph's, which the caller names or reads as a record.
+declare const app: App<typeof State>;
+const Asked = defineState({ fields: { answer: field.model(z.string(), { default: '' }) } });
+async function reads(): Promise<void> {
+  const root: S = await app.getState({ thread: 't' });
+  const rootAt: S = await app.stateAt({ thread: 't', seq: 0, ns: '' });
+  const child = await app.getState<StateOf<typeof Asked>>({ thread: 't', ns: 'ask:0@1' });
+  const childAnswer: string = child.answer;
+  const loose = await app.stateAt({ thread: 't', seq: 0, ns: 'ask:0@1' });
+  // @ts-expect-error a child run's state is not the root graph's unless the caller says which it is
+  const wrong: S = loose;
+  void [root, rootAt, childAnswer, wrong];
+}
+void reads;
