@@ -53,7 +53,7 @@ import { currentNode } from '../runtime/current-node.js';
 import { CairnError, InvalidOptionError } from '../errors.js';
 import { AnswerChecked, AnswerUnchecked, NodeSuspended } from '../runtime/pauses.js';
 import { ReplayDivergence, TaskScope } from '../runtime/task-scope.js';
-import { unknownOption } from '../internal/option-keys.js';
+import { checkOptionKeys } from '../internal/option-keys.js';
 
 /**
  * Marks a tool {@link effectTool} made an effect: {@link recordedTools} does not record
@@ -77,9 +77,7 @@ export interface RecordedToolsOptions {
 
 /** Options given to a wrapper: an object of the keys it takes (a misspelt `moed: 'atMostOnce'` would run the tool at least once). */
 function refuseUnknown(call: string, options: unknown, known: readonly string[]): void {
-  if (options === null || typeof options !== 'object') throw new InvalidOptionError(`${call} takes an options object, not ${String(options)}.`, { place: { engine: 'ai-sdk' } });
-  const unknown = unknownOption(call, options, known);
-  if (unknown) throw new InvalidOptionError(unknown, { place: { engine: 'ai-sdk' } });
+  checkOptionKeys(call, options, known, { engine: 'ai-sdk' });
 }
 
 /**

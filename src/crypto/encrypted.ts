@@ -7,7 +7,7 @@
  */
 import type { Engine } from '../contracts/engine.js';
 import { InvalidOptionError } from '../errors.js';
-import { unknownOption } from '../internal/option-keys.js';
+import { checkOptionKeys } from '../internal/option-keys.js';
 import { EncryptedCheckpointer } from './encrypted-checkpointer.js';
 import { EncryptedLedger } from './encrypted-ledger.js';
 import { EncryptedStore } from './encrypted-store.js';
@@ -56,9 +56,8 @@ export interface EncryptedOptions {
 export function encrypted(engine: Engine, options: EncryptedOptions): Engine & { readonly encryption: EngineEncryption } {
   if (!engine || typeof engine !== 'object' || !engine.checkpointer || !engine.ledger || !engine.store) throw new InvalidOptionError('encrypted(engine, { keys }) takes an engine (sqlite(...), postgres(...), memory()).');
   if (engine.encryption) throw new InvalidOptionError('encrypted(): this engine is encrypted already.');
-  if (options === null || typeof options !== 'object') throw new InvalidOptionError('encrypted(engine, { keys }) takes an options object with the key provider.');
-  const unknown = unknownOption('encrypted', options, ['keys', 'require', 'storeScope', 'keyCacheMs']);
-  if (unknown) throw new InvalidOptionError(unknown);
+  if (options === undefined) throw new InvalidOptionError('encrypted(engine, { keys }) takes an options object with the key provider.');
+  checkOptionKeys('encrypted', options, ['keys', 'require', 'storeScope', 'keyCacheMs']);
   if (options.require !== undefined && typeof options.require !== 'boolean') throw new InvalidOptionError(`encrypted(): require must be true or false, not ${JSON.stringify(options.require)}.`);
   if (options.keyCacheMs !== undefined && (typeof options.keyCacheMs !== 'number' || !Number.isFinite(options.keyCacheMs) || options.keyCacheMs < 0)) {
     throw new InvalidOptionError(`encrypted(): keyCacheMs must be a number of milliseconds, 0 or more, not ${String(options.keyCacheMs)}.`);

@@ -46,7 +46,7 @@ import { tenantScope, threadScope } from '../crypto/scopes.js';
 import { DATA_KEYS_NS } from '../crypto/keyring.js';
 import { PIN_NAMESPACE } from '../internal/pins.js';
 import { walkThreadRefs } from './gc.js';
-import { unknownOption } from '../internal/option-keys.js';
+import { checkOptionKeys } from '../internal/option-keys.js';
 
 /** Options of {@link eraseTenant}: whose data (a tenant, or one thread without one), and where else it lives. */
 export interface EraseOptions {
@@ -131,9 +131,8 @@ const ZERO_ROWS: DeletedThreadRows = { positions: 0, items: 0, snapshots: 0, pen
  * ```
  */
 export async function eraseTenant(engine: Engine, options: EraseOptions): Promise<ErasureReport> {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`eraseTenant takes one options object ({ tenant } or { thread }), got ${JSON.stringify(options) ?? String(options)}.`);
-  const unknown = unknownOption('eraseTenant', options, ERASE_KEYS);
-  if (unknown) throw new InvalidOptionError(unknown);
+  if (options === undefined) throw new InvalidOptionError('eraseTenant takes one options object ({ tenant } or { thread }).');
+  checkOptionKeys('eraseTenant', options, ERASE_KEYS);
   const { tenant, thread: threadOnly } = options;
   if (options.vacuum !== undefined && options.vacuum !== true && options.vacuum !== false && options.vacuum !== 'full') throw new InvalidOptionError(`eraseTenant: vacuum must be true, false or 'full', got ${JSON.stringify(options.vacuum)}.`);
   if (options.actor !== undefined && typeof options.actor !== 'string') throw new InvalidOptionError(`eraseTenant: actor must be a string, got ${JSON.stringify(options.actor)}.`);

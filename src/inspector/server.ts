@@ -52,7 +52,7 @@ import { ARTIFACT_ROUTE, artifactResponse, NoArtifactStore } from './artifact-ro
 import { EVALUATE_ROUTE, SAVED_REPORT_ROUTE, evaluateAction } from './evaluation.js';
 import { access, newToken, tokenCookie } from './auth.js';
 import { DEFAULT_UI_DIR, uiFile } from './static-files.js';
-import { unknownOption } from '../internal/option-keys.js';
+import { checkOptionKeys } from '../internal/option-keys.js';
 
 /** What {@link startInspector} serves, and where. */
 export interface InspectorOptions {
@@ -166,9 +166,8 @@ function pageUrl(host: string, port: number, token: string): string {
  * ```
  */
 export async function startInspector(options: InspectorOptions): Promise<Inspector> {
-  if (options === null || typeof options !== 'object') throw new InvalidOptionError('startInspector takes an options object ({ engine, … }).');
-  const unknown = unknownOption('startInspector', options, INSPECTOR_OPTION_KEYS);
-  if (unknown) throw new InvalidOptionError(unknown);
+  if (options === undefined) throw new InvalidOptionError('startInspector takes an options object ({ engine, … }).');
+  checkOptionKeys('startInspector', options, INSPECTOR_OPTION_KEYS);
   const token = options.token ?? newToken();
   const uiDir = options.uiDir ?? DEFAULT_UI_DIR;
   const host = options.host ?? INSPECTOR_HOST;

@@ -10,7 +10,7 @@ import { InvalidOptionError } from '../errors.js';
 import { checkTenant } from '../artifacts/refs.js';
 import { compareCodePoints } from './keys.js';
 import { isPlainObject } from './plain-object.js';
-import { unknownOption } from './option-keys.js';
+import { checkOptionKeys, unknownOption } from './option-keys.js';
 
 export const THREAD_STATUSES: readonly ThreadStatus[] = ['running', 'interrupted', 'completed', 'failed', 'needs_attention', 'waiting'];
 export const THREAD_KINDS: readonly ThreadKind[] = ['conversation', 'task', 'session', 'workflow'];
@@ -155,9 +155,7 @@ const DELETE_THREAD_KEYS = ['ifStatus', 'lease'];
 
 /** Refuses `deleteThread` options that are not an object of the keys it takes. */
 export function checkDeleteThreadOptions(options: unknown): void {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`deleteThread: options must be an object ({ ifStatus, lease }), got ${JSON.stringify(options) ?? String(options)}.`);
-  const unknown = unknownOption('deleteThread', options, DELETE_THREAD_KEYS);
-  if (unknown) throw new InvalidOptionError(unknown);
+  checkOptionKeys('deleteThread', options, DELETE_THREAD_KEYS);
 }
 
 /** Validates `deleteThread`'s `ifStatus`; null when absent. */

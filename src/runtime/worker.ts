@@ -26,7 +26,7 @@ import type { StateSchema } from '../state/schema.js';
 import type { App } from './app.js';
 import type { EventSink } from './events.js';
 import { HolderWatch } from './holder-watch.js';
-import { unknownOption } from '../internal/option-keys.js';
+import { checkOptionKeys } from '../internal/option-keys.js';
 
 /** How many threads a {@link Worker} runs at once, its leases, and where its events and errors go. */
 export interface WorkerOptions {
@@ -94,10 +94,8 @@ export class Worker {
     readonly app: App<StateSchema>,
     private readonly options: WorkerOptions = {},
   ) {
-    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`Worker takes an options object, not ${shown(options)}.`);
     // A misspelt `concurency` would run the default number of threads at once, and say nothing.
-    const unknown = unknownOption('Worker', options, WORKER_OPTION_KEYS);
-    if (unknown) throw new InvalidOptionError(unknown);
+    checkOptionKeys('Worker', options, WORKER_OPTION_KEYS);
     for (const name of ['onEvent', 'onRun', 'onError'] as const) {
       if (options[name] !== undefined && typeof options[name] !== 'function') throw new InvalidOptionError(`Worker: ${name} must be a function, got ${shown(options[name])}.`);
     }

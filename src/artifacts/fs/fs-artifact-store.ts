@@ -30,7 +30,7 @@ import { basename, dirname, join, resolve, sep } from 'node:path';
 import type { ArtifactRef, ArtifactSweepReport } from '../../contracts/artifact-store.js';
 import { FS_TEMP_FILE_AGE_MS } from '../../defaults.js';
 import { ArtifactIntegrityError, CairnError, EngineError, InvalidKeyError, InvalidOptionError } from '../../errors.js';
-import { unknownOption } from '../../internal/option-keys.js';
+import { checkOptionKeys } from '../../internal/option-keys.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { referencedDigests, type ArtifactBackend, type ArtifactRecord, type BlobReader, type RecordAddress, type RecordPage, type Staged, type StoredRecord } from '../backend.js';
 import { BaseArtifactStore } from '../base-artifact-store.js';
@@ -561,9 +561,7 @@ export class FsArtifactStore extends BaseArtifactStore {
     if (typeof dir !== 'string' || dir.length === 0) {
       throw new InvalidKeyError('the fs artifact store needs a directory path, e.g. fsArtifacts("./.cairn/artifacts").', { place: { engine: BACKEND } });
     }
-    if (options === null || typeof options !== 'object') throw new InvalidOptionError(`fsArtifacts(dir, options): options must be an object, not ${String(options)}.`, { place: { engine: BACKEND } });
-    const unknown = unknownOption('fsArtifacts', options, ['fsync']);
-    if (unknown) throw new InvalidOptionError(unknown, { place: { engine: BACKEND } });
+    checkOptionKeys('fsArtifacts', options, ['fsync'], { engine: BACKEND });
     if (options.fsync !== undefined && typeof options.fsync !== 'boolean') throw new InvalidOptionError(`fsArtifacts: fsync must be true or false, not ${JSON.stringify(options.fsync)}.`, { place: { engine: BACKEND } });
     const backend = new FsBackend(resolve(dir), options.fsync ?? true);
     super(backend);

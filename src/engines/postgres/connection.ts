@@ -25,7 +25,7 @@ import { checkTenant } from '../../artifacts/refs.js';
 import { createPool, type PoolClientLike, type PoolLike } from './driver.js';
 import { migrate, POSTGRES_MIGRATIONS, quoteIdent } from './migrations.js';
 import { TENANT_SETTING } from './row-level-security.js';
-import { unknownOption } from '../../internal/option-keys.js';
+import { checkOptionKeys } from '../../internal/option-keys.js';
 
 /** Options of `postgres(url, options)`: the schema, the pool, read-only opening, the tenant. */
 export interface PostgresOptions {
@@ -80,9 +80,7 @@ function checkPostgresOptions(options: PostgresOptions): void {
   const refuse = (message: string) => {
     throw new InvalidOptionError(`postgres: ${message}`, { place: { engine: 'postgres' } });
   };
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) refuse(`options must be an object, not ${String(options)}.`);
-  const unknown = unknownOption('postgres', options, POSTGRES_OPTION_KEYS);
-  if (unknown) throw new InvalidOptionError(unknown, { place: { engine: 'postgres' } });
+  checkOptionKeys('postgres', options, POSTGRES_OPTION_KEYS, { engine: 'postgres' });
   const { max, applicationName, readOnly } = options;
   if (max !== undefined && (typeof max !== 'number' || !Number.isSafeInteger(max) || max < 1)) refuse(`max must be a whole number of connections, 1 or more, not ${String(max)}.`);
   if (applicationName !== undefined && typeof applicationName !== 'string') refuse(`applicationName must be a string, not ${JSON.stringify(applicationName)}.`);

@@ -17,7 +17,7 @@ import { CairnError, DatabaseFromFutureError, DatabaseNotFoundError, DatabaseOut
 import { Lifecycle } from '../../internal/lifecycle.js';
 import { asSqliteDatabase, driverOf, openDatabase, type SqliteDatabase, type SqliteDriverName, type SqliteHandle, type SqliteStatement } from './driver.js';
 import { migrate, SQLITE_MIGRATIONS } from './migrations.js';
-import { unknownOption } from '../../internal/option-keys.js';
+import { checkOptionKeys } from '../../internal/option-keys.js';
 
 /** Options of `sqlite(path, options)`: durability, read-only opening, timeouts and the memory map. */
 export interface SqliteOptions {
@@ -79,9 +79,7 @@ function checkSqliteOptions(options: SqliteOptions): void {
   const refuse = (message: string) => {
     throw new InvalidOptionError(`sqlite: ${message}`, { place: { engine: 'sqlite' } });
   };
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) refuse(`options must be an object, not ${String(options)}.`);
-  const unknown = unknownOption('sqlite', options, SQLITE_OPTION_KEYS);
-  if (unknown) throw new InvalidOptionError(unknown, { place: { engine: 'sqlite' } });
+  checkOptionKeys('sqlite', options, SQLITE_OPTION_KEYS, { engine: 'sqlite' });
   const { durability, busyTimeoutMs, mmapBytes, readOnly } = options;
   if (durability !== undefined && durability !== 'full' && durability !== 'normal') refuse(`durability must be 'full' or 'normal', not ${JSON.stringify(durability)}.`);
   if (busyTimeoutMs !== undefined && (typeof busyTimeoutMs !== 'number' || !Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0)) refuse(`busyTimeoutMs must be a whole number of milliseconds, 0 or more, not ${String(busyTimeoutMs)}.`);
