@@ -11,7 +11,7 @@ import { eraseTenant, type ErasureReport } from '../inspect/erase.js';
 import { openArtifactStore, ARTIFACTS_ARG, ARTIFACTS_HELP } from './artifact-commands.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
 import { outputStyle, plural, print } from './format.js';
-import { tenantName } from './options.js';
+import { tenantName, threadIdArgument } from './options.js';
 
 interface EraseFlags {
   db: string;
@@ -81,6 +81,7 @@ export function registerEraseCommand(program: Command): void {
     .action(async (options: EraseFlags) => {
       const style = outputStyle(options);
       if ((options.tenant === undefined) === (options.thread === undefined)) throw new InvalidOptionError('cairn erase needs exactly one of --tenant <tenant> or --thread <id>.');
+      if (options.thread !== undefined) threadIdArgument(options.thread);
       const vacuum = options.vacuum === undefined ? undefined : options.vacuum === 'full' ? ('full' as const) : options.vacuum === 'none' ? false : null;
       if (vacuum === null) throw new InvalidOptionError(`--vacuum must be full or none, got ${JSON.stringify(options.vacuum)}.`);
       const engine = await openEngine(options.db, 'write');

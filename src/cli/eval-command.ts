@@ -15,7 +15,7 @@ import type { EvaluationReport, ThreadEvaluation } from '../runtime/evaluate.js'
 import { APP_ARG, APP_HELP, loadApp } from './app-loader.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
 import { outputStyle, plural, print, showValue, table, type OutputStyle } from './format.js';
-import { positiveInteger, RAW_OPTION, statusList, tenantName } from './options.js';
+import { positiveInteger, RAW_OPTION, statusList, tenantName, threadIdArgument } from './options.js';
 import { redactEvaluationReport } from '../inspect/redaction.js';
 
 interface EvalOptions {
@@ -46,6 +46,7 @@ export function registerEvalCommand(program: Command): void {
       const threads = options.threads?.split(',').map((t) => t.trim()).filter(Boolean);
       const listed = options.status !== undefined || options.tenant !== undefined || options.limit !== undefined;
       if (!threads?.length && !listed) throw new InvalidOptionError('say which threads to evaluate: --threads <ids>, or --status / --tenant / --limit to list them.');
+      for (const id of threads ?? []) threadIdArgument(id);
       const query: ThreadQuery = {
         order: 'id',
         ...(options.status ? { status: options.status } : {}),

@@ -8,7 +8,7 @@
 import type { Command } from 'commander';
 import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
 import { plural, progress } from './format.js';
-import { repeatable } from './options.js';
+import { repeatable, threadIdArgument } from './options.js';
 
 export function registerImportLangGraphCommand(program: Command): void {
   program
@@ -19,6 +19,8 @@ export function registerImportLangGraphCommand(program: Command): void {
     .option('--thread <id>', 'only this thread (repeatable)', repeatable(String), [] as string[])
     .option('--json', 'print the summary as JSON')
     .action(async (options: { from: string; db: string; thread: string[]; json?: boolean }) => {
+      // It becomes a cairn thread of that id: one no cairn thread can have is bad usage, as on every command.
+      for (const id of options.thread) threadIdArgument(id);
       const { CairnSaver } = await import('../langgraph/cairn-saver.js');
       const { importLangGraph, openLangGraphSource } = await import('../langgraph/import-langgraph.js');
       const source = await openLangGraphSource(options.from);

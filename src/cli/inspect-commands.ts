@@ -20,7 +20,7 @@ import { verifyThread, type VerifyReport } from '../inspect/verify.js';
 import { namespaceHead, seqLabel } from '../inspect/walk.js';
 import { DB_OPTION, openEngine, type EngineAccess } from './engine-url.js';
 import { deprecatedFlag } from './deprecated-flags.js';
-import { kindList, nonNegativeInteger, positiveInteger, RAW_OPTION, REDACT_PATTERN_OPTION, statusList, tenantName, threadOrder, validated } from './options.js';
+import { kindList, nonNegativeInteger, positiveInteger, RAW_OPTION, REDACT_PATTERN_OPTION, statusList, tenantName, threadIdArgument, threadOrder, validated } from './options.js';
 import { ARTIFACTS_ARG, ARTIFACTS_HELP, formatArtifactVerifyReport, verifyArtifactsCommand } from './artifact-commands.js';
 import { interruptTable, isoTime, outputStyle, plural, print, progress, showValue, table, type OutputStyle } from './format.js';
 
@@ -204,8 +204,9 @@ export function registerInspectCommands(program: Command): void {
     .option(...RAW_OPTION)
     .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Shown) =>
-      withEngine(options, async (engine) => {
+    .action((threadId: string, options: Shown) => {
+      threadIdArgument(threadId);
+      return withEngine(options, async (engine) => {
         const raw = await threadAttempts(engine.checkpointer, threadId);
         const r = await threadRedactor(engine, raw.thread, choiceOf(options));
         await learnHead(r, engine, threadId);
@@ -224,8 +225,8 @@ export function registerInspectCommands(program: Command): void {
           ]);
           return [`thread ${thread.id}: ${statusText(style, thread)}, ${plural(thread.attempts, 'attempt')}`, table(style, ['attempt', 'outcome', 'node', 'seq', 'at', 'committed', 'error'], rows)].join('\n');
         });
-      }),
-    );
+      });
+    });
 
   program
     .command('delete-thread <thread>')
@@ -233,8 +234,9 @@ export function registerInspectCommands(program: Command): void {
     .option(...db)
     .option('--if-status <status>', 'only if its status is one of these (comma-separated or repeated)', statusList)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Common & { ifStatus?: ThreadStatus[] }) =>
-      withEngine(options, async (engine) => {
+    .action((threadId: string, options: Common & { ifStatus?: ThreadStatus[] }) => {
+      threadIdArgument(threadId);
+      return withEngine(options, async (engine) => {
         const result = await engine.checkpointer.deleteThread(threadId, options.ifStatus ? { ifStatus: options.ifStatus } : {});
         out(options, result, () => {
           if (result.deleted) {
@@ -244,8 +246,8 @@ export function registerInspectCommands(program: Command): void {
           return result.reason === 'missing' ? `no thread ${threadId}: nothing deleted` : `thread ${threadId} is ${result.status}, not ${options.ifStatus!.join(' or ')}: nothing deleted`;
         });
         if (!result.deleted) process.exitCode = 1;
-      }, 'write'),
-    );
+      }, 'write');
+    });
 
   program
     .command('history <thread>')
@@ -258,8 +260,9 @@ export function registerInspectCommands(program: Command): void {
     .option(...RAW_OPTION)
     .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Shown & { limit: number; beforeSeq?: number; ns: string; tree?: boolean }) =>
-      withEngine(options, async (engine) => {
+    .action((threadId: string, options: Shown & { limit: number; beforeSeq?: number; ns: string; tree?: boolean }) => {
+      threadIdArgument(threadId);
+      return withEngine(options, async (engine) => {
         // A namespace the thread does not have is an error here, not an empty page.
         await namespaceHead(engine.checkpointer, threadId, options.ns);
         const r = await threadRedactor(engine, threadId, choiceOf(options));
@@ -288,8 +291,8 @@ export function registerInspectCommands(program: Command): void {
           return table(style, ['seq', ...headers], treeOrder(rows).map(({ row, depth }) => [`${'│ '.repeat(depth)}${row.seq}`, ...cells(row)]));
         });
         moreHint(options, page.length > options.limit, () => `${plural(rows.length, 'position')} shown, the --limit; there are older ones: the next page is --before-seq ${rows.at(-1)!.seq}.`);
-      }),
-    );
+      });
+    });
 
   program
     .command('show <thread>')
@@ -300,8 +303,9 @@ export function registerInspectCommands(program: Command): void {
     .option(...RAW_OPTION)
     .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Shown & { seq?: number; ns: string }) =>
-      withEngine(options, async (engine) => {
+    .action((threadId: string, options: Shown & { seq?: number; ns: string }) => {
+      threadIdArgument(threadId);
+      return withEngine(options, async (engine) => {
         const stored = await storedState(engine.checkpointer, threadId, { ns: options.ns, ...(options.seq !== undefined ? { seq: options.seq } : {}) });
         const r = await threadRedactor(engine, threadId, choiceOf(options));
         // The state first: what its path rules hide is then hidden in the interrupts too.
@@ -319,8 +323,8 @@ export function registerInspectCommands(program: Command): void {
               : []),
           ].join('\n'),
         );
-      }),
-    );
+      });
+    });
 
   program
     .command('effects <thread>')
@@ -329,8 +333,9 @@ export function registerInspectCommands(program: Command): void {
     .option(...RAW_OPTION)
     .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print JSON')
-    .action((threadId: string, options: Shown) =>
-      withEngine(options, async (engine) => {
+    .action((threadId: string, options: Shown) => {
+      threadIdArgument(threadId);
+      return withEngine(options, async (engine) => {
         const stored = (await threadEffects(engine, threadId)).map(ledgerView);
         const r = await threadRedactor(engine, threadId, choiceOf(options));
         await learnHead(r, engine, threadId);
@@ -345,8 +350,8 @@ export function registerInspectCommands(program: Command): void {
                 entries.map((e) => [e.kind, e.status === 'intent' ? style.c.yellow(e.status) : e.status, e.seq, e.node, e.name, describeCall(e.meta), e.key, 'outcome' in e ? showValue(e.outcome) : '-', isoTime(e.completedAt ?? e.createdAt)]),
               ),
         );
-      }),
-    );
+      });
+    });
 
   program
     .command('verify [thread]')
@@ -354,10 +359,12 @@ export function registerInspectCommands(program: Command): void {
     .option(...db)
     .option('--json', 'print JSON')
     .option(`--artifacts ${ARTIFACTS_ARG}`, `also re-hash every artifact of this store and report dangling refs: ${ARTIFACTS_HELP}`)
-    .action((threadId: string | undefined, options: Common & { artifacts?: string }) =>
-      withEngine(options, async (engine) => {
+    .action((threadId: string | undefined, options: Common & { artifacts?: string }) => {
+      // An empty one (an unset "$THREAD") is refused, not taken for "every thread".
+      if (threadId !== undefined) threadIdArgument(threadId);
+      return withEngine(options, async (engine) => {
         // verifyThread says when the thread named is not there.
-        const ids = threadId ? [threadId] : await allThreadIds(engine);
+        const ids = threadId !== undefined ? [threadId] : await allThreadIds(engine);
         const style = outputStyle(options);
         const bar = progress(process.stderr.isTTY === true && !style.json && ids.length > 1);
         const reports: VerifyReport[] = [];
@@ -369,7 +376,7 @@ export function registerInspectCommands(program: Command): void {
         } finally {
           bar.done();
         }
-        const artifacts = options.artifacts ? await verifyArtifactsCommand(engine, options.artifacts, { json: options.json === true, ...(threadId ? { thread: threadId } : {}) }) : undefined;
+        const artifacts = options.artifacts ? await verifyArtifactsCommand(engine, options.artifacts, { json: options.json === true, ...(threadId !== undefined ? { thread: threadId } : {}) }) : undefined;
         const bad = reports.filter((r) => !r.ok).length;
         out(options, artifacts ? { threads: reports, artifacts } : reports, () =>
           [
@@ -383,8 +390,8 @@ export function registerInspectCommands(program: Command): void {
           ].join('\n'),
         );
         if (reports.some((r) => !r.ok) || (artifacts && !artifacts.ok)) process.exitCode = 1;
-      }),
-    );
+      });
+    });
 }
 
 /** What a record says it was, in one cell: `model gpt-5-mini 812+64 tokens 930 ms`, `tool 3 ms`; `-` for an effect or a record written before kinds. */

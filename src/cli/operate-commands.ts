@@ -20,7 +20,7 @@ import type { StateSchema } from '../state/schema.js';
 import { APP_ARG, APP_HELP, loadApp } from './app-loader.js';
 import { DB_OPTION, openEngine, type EngineAccess } from './engine-url.js';
 import { interruptTable, outputStyle, plural, print, showValue, table, type OutputStyle } from './format.js';
-import { jsonObject, jsonValue, nonNegativeInteger, RAW_OPTION, REDACT_PATTERN_OPTION } from './options.js';
+import { jsonObject, jsonValue, nonNegativeInteger, RAW_OPTION, REDACT_PATTERN_OPTION, threadIdArgument } from './options.js';
 
 interface Common {
   db: string;
@@ -113,6 +113,7 @@ export function registerOperateCommands(program: Command): void {
     .option(...RAW_OPTION)
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common & { app: string; answer?: unknown; input?: Record<string, unknown>; interrupt?: string; actor: string; raw?: boolean }) => {
+      threadIdArgument(threadId);
       const hasAnswer = options.answer !== undefined;
       if (hasAnswer === (options.input !== undefined)) throw new InvalidOptionError('give the answer: --answer <json> (what ctx.interrupt resolves to) or --input <json> (state writes), one of them.');
       const style = outputStyle(options);
@@ -140,6 +141,7 @@ export function registerOperateCommands(program: Command): void {
     .option(...RAW_OPTION)
     .option('--json', 'print JSON')
     .action((threadId: string, seqText: string, options: Common & { app: string; patch?: Record<string, unknown>; actor: string; raw?: boolean }) => {
+      threadIdArgument(threadId);
       const seq = seqArgument(seqText, '<seq>');
       const style = outputStyle(options);
       return withApp(options, async (app) => {
@@ -161,6 +163,7 @@ export function registerOperateCommands(program: Command): void {
     .option(...RAW_OPTION)
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common & { app: string; from: number; to?: number; raw?: boolean }) => {
+      threadIdArgument(threadId);
       const style = outputStyle(options);
       return withApp(options, async (app) => {
         const replayed = await app.replay({ thread: threadId, from: options.from, ...(options.to !== undefined ? { to: options.to } : {}) });
@@ -207,6 +210,7 @@ export function registerOperateCommands(program: Command): void {
     .option('--actor <name>', 'who resolved it (kept in the error with --failed)', 'cli')
     .option('--json', 'print JSON')
     .action((threadId: string, key: string, options: Common & { outcome?: unknown; failed?: boolean; message?: string; actor: string }) => {
+      threadIdArgument(threadId);
       if ((options.outcome !== undefined) === (options.failed === true)) throw new InvalidOptionError('say how the effect ended: --outcome <json> or --failed, one of them.');
       if (options.message !== undefined && !options.failed) throw new InvalidOptionError('--message goes with --failed (an outcome needs no message).');
       const style = outputStyle(options);
@@ -230,6 +234,7 @@ export function registerOperateCommands(program: Command): void {
     .option('--actor <name>', 'who cancelled it (kept in the thread\'s error)', 'cli')
     .option('--json', 'print JSON')
     .action((threadId: string, options: Common & { reason?: string; actor: string }) => {
+      threadIdArgument(threadId);
       const style = outputStyle(options);
       return withEngine(options.db, 'write', async (engine) => {
         const result = await cancelThread(engine, { thread: threadId, actor: options.actor, ...(options.reason !== undefined ? { reason: options.reason } : {}) });
@@ -254,6 +259,7 @@ export function registerOperateCommands(program: Command): void {
     .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print JSON: { fields: [{ field, kind: added | removed | changed | appended, … }] }')
     .action((threadId: string, a: string, b: string, options: Common & { ns: string; raw?: boolean; redactPattern: string[] }) => {
+      threadIdArgument(threadId);
       const from = seqArgument(a, '<seqA>');
       const to = seqArgument(b, '<seqB>');
       const style = outputStyle(options);

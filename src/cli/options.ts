@@ -12,6 +12,7 @@ import { parseDuration } from '../artifacts/helpers.js';
 import { THREAD_KINDS, THREAD_STATUSES } from '../internal/thread-query.js';
 import { deprecationNotice } from './deprecated-flags.js';
 import { compilePattern } from '../internal/redaction.js';
+import { checkThreadId } from '../internal/keys.js';
 
 /** Runs a cairn validator inside a flag parser: its error becomes the flag's InvalidArgumentError (its message without the `[cairn]` prefix). */
 function checked<T>(parse: () => T): T {
@@ -65,6 +66,19 @@ export function durationMs(value: string): number {
 export function tenantName(value: string): string {
   if (value.length === 0 || value.length > 256) throw new InvalidArgumentError('Write a tenant of 1 to 256 characters.');
   return value;
+}
+
+/**
+ * A thread id given on the command line (`<thread>`, `--thread`, `--threads`), checked
+ * before any database is opened by the rule every engine stores ids by: one no thread
+ * can have (empty, as an unset "$THREAD" gives; over 512 characters; a control
+ * character) is InvalidKeyError, bad usage (exit 2), on every command alike. Unchecked,
+ * the reading commands answered "no such thread" (exit 1, `thread : no such thread.`
+ * for an empty one) and `signal` ERR_INVALID_KEY, after opening the database.
+ */
+export function threadIdArgument(id: string): string {
+  checkThreadId(id);
+  return id;
 }
 
 /** `--order`: the API's `order`, `id` or `updatedAt`; `updated`, its old spelling, is `updatedAt` with a deprecation notice. */

@@ -2,7 +2,8 @@
  * @module cli/signal-command
  * `cairn signal <thread> <name> [--payload <json> | --payload-file <file|->]`: queues a
  * signal for a thread through {@link signalThread}, as a script would. Exit 1 for a
- * missing thread or database; 2 for a payload that is not JSON or a name cairn refuses.
+ * missing thread or database; 2 for a payload that is not JSON, or a thread id or name
+ * cairn refuses.
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
@@ -10,7 +11,7 @@ import { encode } from '../codec/tagged-json.js';
 import { InvalidOptionError } from '../errors.js';
 import { signalThread } from '../inspect/signal.js';
 import { DB_OPTION, openEngine } from './engine-url.js';
-import { validated } from './options.js';
+import { threadIdArgument, validated } from './options.js';
 
 /** `--payload`'s value, parsed as JSON (bad usage when it is not). */
 function jsonPayload(text: string): { value: unknown } {
@@ -49,6 +50,7 @@ export function registerSignalCommand(program: Command): void {
     .option('--payload-file <file>', 'read the payload, as JSON, from a file (- for stdin)', validated(filePayload))
     .option('--json', 'print the stored signal (and the thread status) as JSON')
     .action(async (threadId: string, name: string, options: { db: string; payload?: { value: unknown }; payloadFile?: { value: unknown }; json?: boolean }) => {
+      threadIdArgument(threadId);
       if (options.payload && options.payloadFile) throw new InvalidOptionError('give the payload once: --payload or --payload-file, not both.');
       const payload = (options.payloadFile ?? options.payload)?.value ?? null;
       const engine = await openEngine(options.db, 'write');

@@ -22,13 +22,14 @@ import { deprecatedFlag } from './deprecated-flags.js';
 import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
 import { keyFile } from '../crypto/key-provider.js';
 import { CairnError, CorruptRecordError, InvalidExportError, InvalidOptionError, ThreadExistsError } from '../errors.js';
-import { RAW_OPTION, REDACT_PATTERN_OPTION, repeatable } from './options.js';
+import { RAW_OPTION, REDACT_PATTERN_OPTION, repeatable, threadIdArgument } from './options.js';
 import { plural, progress, type Progress } from './format.js';
 
-/** The threads a command names: `--all`, or the ids given (not both, not neither). */
+/** The threads a command names: `--all`, or the ids given (not both, not neither), each one a thread can have. */
 function checkSelection(ids: string[], all: boolean | undefined): void {
   if (all && ids.length) throw new InvalidOptionError(`name threads or pass --all, not both (got --all and ${ids.join(' ')}).`);
   if (!all && !ids.length) throw new InvalidOptionError('name the threads to move, or pass --all.');
+  for (const id of ids) threadIdArgument(id);
 }
 
 async function threadIds(engine: Engine, ids: string[], all: boolean | undefined): Promise<string[]> {
