@@ -114,6 +114,10 @@ export function registerMigrateCommand(program: Command): void {
       if (!options.apply && !options.rowLevelSecurity && !options.check && !options.rewriteSnapshots) {
         throw new InvalidOptionError('say what to do: --apply, --check or --rewrite-snapshots (on PostgreSQL also --row-level-security).');
       }
+      // --check reports the database as it is, read-only; with --apply it would report one it had just changed.
+      if (options.check && (options.apply || options.rowLevelSecurity)) {
+        throw new InvalidOptionError(`--check only reads the database and ${options.apply ? '--apply' : '--row-level-security'} changes it: they do not go together. Run ${options.apply ? '--apply' : '--row-level-security'} first, then --check.`);
+      }
       if (options.rowLevelSecurity && !isPostgresUrl(options.db)) {
         throw new InvalidOptionError('--row-level-security is for PostgreSQL (postgres://user@host/db#schema): a SQLite file has one tenant per file.');
       }
@@ -126,7 +130,7 @@ export function registerMigrateCommand(program: Command): void {
           const { tables, backfilled } = await enableRowLevelSecurity(url, { schema });
           report.rowLevelSecurity = { tables, backfilled };
         }
-        if (options.json && !options.check && !options.rewriteSnapshots) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+        if (options.json && !options.rewriteSnapshots) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
         else if (!options.json) {
           const ids = report.applied.length ? `${report.applied[0]}${report.applied.length > 1 ? `–${report.applied.at(-1)}` : ''}` : '';
           process.stdout.write(
@@ -144,7 +148,7 @@ export function registerMigrateCommand(program: Command): void {
             );
           }
         }
-        if (!options.check && !options.rewriteSnapshots) return;
+        if (!options.rewriteSnapshots) return;
       }
       const engine = await openEngine(options.db, options.rewriteSnapshots ? 'write' : 'read');
       try {

@@ -4,13 +4,16 @@
  * stderr and exit 2, before any database is opened (a driver's "datatype mismatch",
  * a silently ignored `--limit -5` or a `seq NaN` never reach the user).
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cairn } from './run-cli.js';
 import { useWorkedExampleDb } from './worked-db.js';
 
+let dir: string;
 let db: string;
 let artifacts: string;
-useWorkedExampleDb('cairn-cli-usage-', (files) => ({ db, artifacts } = files));
+useWorkedExampleDb('cairn-cli-usage-', (files) => ({ dir, db, artifacts } = files));
 
 describe('bad usage exits 2 with a message naming the flag', () => {
   const cases: [string[], string][] = [
@@ -39,6 +42,7 @@ describe('bad usage exits 2 with a message naming the flag', () => {
     [['migrate', '--check', '--current-version', 'two'], `option '--current-version <n>' argument 'two' is invalid`],
     [['migrate'], 'say what to do: --apply, --check or --rewrite-snapshots'],
     [['migrate', '--rewrite-snapshots'], '--rewrite-snapshots needs --state'],
+    [['migrate', '--check', '--apply'], '--check only reads the database and --apply changes it: they do not go together.'],
     [['worker', '--app', 'app.js', '--concurrency', '0'], `option '--concurrency <n>' argument '0' is invalid`],
     [['worker', '--app', 'app.js', '--lease-ms', 'long'], `option '--lease-ms <ms>' argument 'long' is invalid`],
     [['worker', '--app', 'app.js', '--poll-ms', '0'], `option '--poll-ms <ms>' argument '0' is invalid. Write a duration of at least 1ms`],
@@ -62,6 +66,17 @@ describe('bad usage exits 2 with a message naming the flag', () => {
       expect(run.stdout).toBe('');
     });
   }
+});
+
+describe('flags that do not go together are refused before anything is done', () => {
+  it('migrate --apply --check creates no database (it ran --apply, then --check)', async () => {
+    const target = join(dir, 'new.db');
+    const run = await cairn(['migrate', '--apply', '--check', '--db', target]);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain('--check only reads the database and --apply changes it: they do not go together. Run --apply first, then --check.');
+    expect(run.stdout).toBe('');
+    expect(existsSync(target)).toBe(false);
+  });
 });
 
 describe('bad usage under --json', () => {
