@@ -38,7 +38,26 @@ export async function openArtifactStore(location: string, options: { create?: bo
   return options.engine?.encryption ? encryptedArtifacts(store, { engine: options.engine }) : store;
 }
 
+/**
+ * Refuses, before anything is opened, a location {@link openArtifactStore} would refuse:
+ * an s3:// URL that does not parse, a directory that is not there (unless `create`), a
+ * file. For a command that creates a database (import, copy's target), so that a bad
+ * artifact flag leaves no empty database behind. Opens and creates nothing.
+ */
+export function checkArtifactLocation(location: string, options: { create?: boolean } = {}): void {
+  if (location.startsWith('s3://')) {
+    s3Location(location);
+    return;
+  }
+  const path = location.startsWith('file:') ? location.slice('file:'.length) : location;
+  const entry = statSync(path, { throwIfNoEntry: false });
+  if (options.create !== true && !entry) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
+  // A file (a database named by mistake) would be read as an empty store: a gc or verify reporting 0 artifacts.
+  if (entry && !entry.isDirectory()) throw new CairnError(`${path} is a file, not an artifact directory. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
+}
+
 async function openPlainArtifactStore(location: string, create: boolean): Promise<ArtifactStore> {
+  checkArtifactLocation(location, { create });
   if (location.startsWith('s3://')) {
     const { url, prefix } = s3Location(location);
     const client: Record<string, unknown> = {};
@@ -49,12 +68,7 @@ async function openPlainArtifactStore(location: string, create: boolean): Promis
     const { s3Artifacts } = await import('../artifacts/s3/index.js');
     return s3Artifacts({ bucket: url.hostname, ...(prefix ? { prefix: prefix.endsWith('/') ? prefix : `${prefix}/` } : {}), client });
   }
-  const path = location.startsWith('file:') ? location.slice('file:'.length) : location;
-  const entry = statSync(path, { throwIfNoEntry: false });
-  if (!create && !entry) throw new CairnError(`no artifact directory at ${path}. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
-  // A file (a database named by mistake) would be read as an empty store: a gc or verify reporting 0 artifacts.
-  if (entry && !entry.isDirectory()) throw new CairnError(`${path} is a file, not an artifact directory. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
-  return new FsArtifactStore(path);
+  return new FsArtifactStore(location.startsWith('file:') ? location.slice('file:'.length) : location);
 }
 
 /** An `s3://bucket/prefix?...` location's URL and its decoded prefix; a location that does not parse is bad usage. */

@@ -47,9 +47,14 @@ export function useKeyFile(path: string | undefined): void {
   keyFilePath = path;
 }
 
+/** The key file the command line names (`--keys`, else `CAIRN_KEY_FILE`); undefined for none (no keys, or `CAIRN_MASTER_KEY`). */
+export function cliKeyFile(): string | undefined {
+  return (keyFilePath ?? process.env.CAIRN_KEY_FILE) || undefined;
+}
+
 /** The key provider the command line names: `--keys`, `CAIRN_KEY_FILE`, `CAIRN_MASTER_KEY`; undefined for none. */
 export function cliKeyProvider(): KeyProvider | undefined {
-  const path = keyFilePath ?? process.env.CAIRN_KEY_FILE;
+  const path = cliKeyFile();
   if (path) return keyFile(path);
   if (process.env.CAIRN_MASTER_KEY) return envKey('CAIRN_MASTER_KEY');
   return undefined;

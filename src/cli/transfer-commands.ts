@@ -15,12 +15,12 @@ import { createInterface } from 'node:readline';
 import { decode, encode } from '../codec/tagged-json.js';
 import type { Engine } from '../contracts/engine.js';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
-import { exportThreads, importThreads, type ImportReport, type TransferRecord } from '../inspect/transfer.js';
+import { checkExportStart, exportThreads, importThreads, type ImportReport, type TransferRecord } from '../inspect/transfer.js';
 import { verifyThread } from '../inspect/verify.js';
-import { ARTIFACTS_ARG, ARTIFACTS_HELP, openArtifactStore } from './artifact-commands.js';
+import { ARTIFACTS_ARG, ARTIFACTS_HELP, checkArtifactLocation, openArtifactStore } from './artifact-commands.js';
 import { deprecatedFlag } from './deprecated-flags.js';
-import { ENGINE_URL_HELP, openEngine } from './engine-url.js';
-import { keyFile } from '../crypto/key-provider.js';
+import { cliKeyFile, ENGINE_URL_HELP, openEngine } from './engine-url.js';
+import { checkKeyFile, keyFile } from '../crypto/key-provider.js';
 import { CairnError, CorruptRecordError, InvalidExportError, InvalidOptionError, ThreadExistsError } from '../errors.js';
 import { RAW_OPTION, REDACT_PATTERN_OPTION, repeatable, threadIdArgument } from './options.js';
 import { plural, progress, type Progress } from './format.js';
@@ -30,6 +30,16 @@ function checkSelection(ids: string[], all: boolean | undefined): void {
   if (all && ids.length) throw new InvalidOptionError(`name threads or pass --all, not both (got --all and ${ids.join(' ')}).`);
   if (!all && !ids.length) throw new InvalidOptionError('name the threads to move, or pass --all.');
   for (const id of ids) threadIdArgument(id);
+}
+
+/**
+ * The key file the target is sealed with (copy's `--to-keys`, else `--keys` or
+ * `CAIRN_KEY_FILE`), checked before the target is created: one that is not a key file,
+ * or that could not be created where it is named, would fail at the first key, once
+ * the target database was there.
+ */
+function checkTargetKeys(path: string | undefined): void {
+  if (path !== undefined) checkKeyFile(path);
 }
 
 async function threadIds(engine: Engine, ids: string[], all: boolean | undefined): Promise<string[]> {
@@ -235,11 +245,14 @@ export function registerTransferCommands(program: Command): void {
     .option(`--artifacts ${ARTIFACTS_ARG}`, `store the export's artifacts in this artifact store (without it they are skipped): ${ARTIFACTS_HELP}`)
     .option('--json', 'print JSON')
     .action(async (options: { db: string; in?: string; artifacts?: string; json?: boolean }) => {
-      // The input first: a file that is not there creates no database.
+      // Everything that can be refused before the target is created: a refused import leaves no empty database.
       const input = options.in !== undefined ? openFile('--in', options.in, 'r') : undefined;
-      // The first record too: a file that is not JSON (not an export) creates no database either.
+      if (options.artifacts) checkArtifactLocation(options.artifacts, { create: true });
+      checkTargetKeys(cliKeyFile());
+      // The first record too: an empty input, or one that is not an export (not JSON, `{}`), creates no database either.
       const lines = readLines(input, options.in ?? 'stdin');
       const first = await lines.next();
+      checkExportStart(first.done ? undefined : first.value);
       const engine = await openEngine(options.db, 'create');
       let artifacts: ArtifactStore | undefined;
       try {
@@ -273,29 +286,36 @@ export function registerTransferCommands(program: Command): void {
     .action(async (ids: string[], options: { db: string; to: string; all?: boolean; store: string[][]; artifacts?: string; toArtifacts?: string; toKeys?: string; json?: boolean }) => {
       checkSelection(ids, options.all);
       if ((options.artifacts === undefined) !== (options.toArtifacts === undefined)) throw new InvalidOptionError('--artifacts and --to-artifacts go together: say where the artifacts are and where they go.');
+      // Everything that can be refused before the target is created: a refused copy leaves no empty database.
+      if (options.artifacts) checkArtifactLocation(options.artifacts);
+      if (options.toArtifacts) checkArtifactLocation(options.toArtifacts, { create: true });
+      checkTargetKeys(options.toKeys ?? cliKeyFile());
       // With --to-keys the source is read as it is: sealed rows with --keys, rows in the clear too.
       const source = await openEngine(options.db, 'read', options.toKeys ? { requireEncryption: false } : {});
-      const target = await openEngine(options.to, 'create', options.toKeys ? { keys: keyFile(options.toKeys) } : {});
+      let target: Engine | undefined;
       let from: ArtifactStore | undefined;
       let to: ArtifactStore | undefined;
       try {
         // An encrypted side's blobs are opened (source) and sealed (target) with its engine's keys.
         if (options.artifacts) from = await openArtifactStore(options.artifacts, { engine: source });
-        if (options.toArtifacts) to = await openArtifactStore(options.toArtifacts, { create: true, engine: target });
         const threads = await threadIds(source, ids, options.all);
+        // A copy moves the stored values as they are: redaction is for what is shown. In
+        // process, never written down: not sealed, so a target without the source's keys takes it.
+        const records = exportThreads(source, threads, { raw: true, seal: false, ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) })[Symbol.asyncIterator]();
+        // The export's header comes once every thread was found (and can be exported): a thread that is not there creates no target either.
+        const header = await records.next();
+        target = await openEngine(options.to, 'create', options.toKeys ? { keys: keyFile(options.toKeys) } : {});
+        if (options.toArtifacts) to = await openArtifactStore(options.toArtifacts, { create: true, engine: target });
         // Every clash before the first write: a copy is done whole or not at all.
         const clashes: string[] = [];
         for (const id of threads) if (await target.checkpointer.getThread(id)) clashes.push(id);
         if (clashes.length) throw new ThreadExistsError(clashes, target.name);
-        // A copy moves the stored values as they are: redaction is for what is shown. In
-        // process, never written down: not sealed, so a target without the source's keys takes it.
-        const records = exportThreads(source, threads, { raw: true, seal: false, ...(options.store.length ? { store: options.store } : {}), ...(from ? { artifacts: from } : {}) });
-        const report = await importThreads(target, records, to ? { artifacts: to } : {});
+        const report = await importThreads(target, startingWith(header, records), to ? { artifacts: to } : {});
         const checks = [];
         const bar = progress(process.stderr.isTTY === true && !options.json && report.threads.length > 1);
         try {
           for (const id of report.threads) {
-            const [before, after] = await Promise.all([verifyThread(source, id), verifyThread(target, id)]);
+            const [before, after] = await Promise.all([verifyThread(source, id), verifyThread(target!, id)]);
             checks.push({ thread: id, source: before.ok, target: after.ok, positions: after.positions });
             bar.update('verifying copied threads', checks.length, report.threads.length);
           }

@@ -20,7 +20,8 @@
  * ```
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { accessSync, closeSync, constants, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { InvalidOptionError, KeyUnavailableError } from '../errors.js';
 
 /** A data key as a provider wrapped it: which KEK, and the wrapped bytes (base64). */
@@ -74,6 +75,48 @@ interface KeyFileContents {
   scopes: Record<string, { id: string; key: string; createdAt: number }[]>;
 }
 
+/** The key file at `path`, parsed; null when there is none. InvalidOptionError for one that cannot be read or is not a key file. */
+function readKeyFile(path: string): KeyFileContents | null {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') throw new InvalidOptionError(`the key file ${path} cannot be read (${code ?? (err as Error).message}).`, { cause: err });
+    return null;
+  }
+  let parsed: KeyFileContents | null;
+  try {
+    parsed = JSON.parse(text) as KeyFileContents | null;
+  } catch (err) {
+    throw new InvalidOptionError(`${path} is not a cairn key file: it is not JSON.`, { cause: err });
+  }
+  if (typeof parsed !== 'object' || parsed === null || parsed.version !== 1 || typeof parsed.scopes !== 'object' || parsed.scopes === null) throw new InvalidOptionError(`${path} is not a cairn key file.`);
+  return parsed;
+}
+
+/**
+ * Throws, without writing anything, what the first use of `keyFile(path)` would for a
+ * file that cannot be read or is not a key file, or for one that is not there and could
+ * not be created (its folder missing, not a folder, or not writable): for a command
+ * that is about to create the database the keys are for, and would otherwise leave an
+ * empty one behind when the keys fail.
+ */
+export function checkKeyFile(path: string): void {
+  if (typeof path !== 'string' || path === '') throw new InvalidOptionError('keyFile(path) needs the path of the key file.');
+  if (readKeyFile(path) !== null) return;
+  const folder = dirname(path);
+  let code: string | undefined;
+  try {
+    if (!statSync(folder).isDirectory()) code = 'ENOTDIR';
+    else accessSync(folder, constants.W_OK);
+  } catch (err) {
+    code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+  }
+  // As save() says it.
+  if (code) throw new InvalidOptionError(`the key file ${path} cannot be written (${code}).`);
+}
+
 /**
  * KEKs in a local JSON file (created with mode 0600; rewritten atomically on every
  * change): one per scope, created when the scope first needs one. Destroying a scope
@@ -89,24 +132,9 @@ export function keyFile(path: string): KeyProvider {
 
   function load(): KeyFileContents {
     if (contents) return contents;
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') throw new InvalidOptionError(`the key file ${path} cannot be read (${code ?? (err as Error).message}).`, { cause: err });
-      absent = true;
-      return (contents = { version: 1, scopes: {} });
-    }
-    absent = false;
-    let parsed: KeyFileContents | null;
-    try {
-      parsed = JSON.parse(text) as KeyFileContents | null;
-    } catch (err) {
-      throw new InvalidOptionError(`${path} is not a cairn key file: it is not JSON.`, { cause: err });
-    }
-    if (typeof parsed !== 'object' || parsed === null || parsed.version !== 1 || typeof parsed.scopes !== 'object' || parsed.scopes === null) throw new InvalidOptionError(`${path} is not a cairn key file.`);
-    return (contents = parsed);
+    const read = readKeyFile(path);
+    absent = read === null;
+    return (contents = read ?? { version: 1, scopes: {} });
   }
   function save(next: KeyFileContents): void {
     const temp = `${path}.${process.pid}.tmp`;

@@ -323,6 +323,40 @@ async function* unsealed(records: AsyncIterable<TransferRecord> | Iterable<Trans
   }
 }
 
+/** A record's type, as the stream says it: undefined for a line that is not a record (`{}`, `42`, `null`). */
+function recordType(record: unknown): unknown {
+  return typeof record === 'object' && record !== null ? (record as { type?: unknown }).type : undefined;
+}
+
+/** `"thread" record`, or what a line that is not a record is: `JSON object without a type`, `JSON null`. */
+function describeRecord(record: unknown): string {
+  const type = recordType(record);
+  if (typeof type === 'string') return `${JSON.stringify(type)} record`;
+  if (typeof record === 'object' && record !== null && !Array.isArray(record)) return 'JSON object without a type';
+  return `JSON ${record === null ? 'null' : Array.isArray(record) ? 'array' : typeof record}`;
+}
+
+/** Refuses a header this version cannot import: a redacted export (RedactedExportError), another format, a version it does not read. */
+function checkHeader(record: Extract<TransferRecord, { type: 'header' }>): void {
+  if (record.format === 'cairn-threads-redacted' || record.redacted) throw new RedactedExportError();
+  if (record.format !== 'cairn-threads' || !READABLE_VERSIONS.includes(record.version)) {
+    throw new InvalidExportError(`not a cairn thread export this version reads (format ${record.format} v${record.version}; reads v${READABLE_VERSIONS.join(', v')}).`);
+  }
+}
+
+/**
+ * Refuses a stream whose first record (`undefined`: it has none) does not start an
+ * export {@link importThreads} reads, as importThreads refuses it: InvalidExportError
+ * for an empty stream or one that starts with anything but a header, RedactedExportError,
+ * InvalidExportError for a header of another format or version. `cairn import` checks
+ * the first line with it before it creates the target database.
+ */
+export function checkExportStart(first: unknown): void {
+  if (first === undefined) throw new InvalidExportError('not a cairn export: the stream is empty (no header record). Nothing was imported.');
+  if (recordType(first) !== 'header') throw new InvalidExportError(`not a cairn export: it starts with a ${describeRecord(first)}, not a header. Nothing was imported.`);
+  checkHeader(first as Extract<TransferRecord, { type: 'header' }>);
+}
+
 /**
  * Writes exported threads into `engine` (store items too, and artifacts into
  * `options.artifacts`). A thread that already exists there is refused
@@ -387,16 +421,12 @@ export async function importThreads(
   let headers = 0;
   try {
     for (let record = await next(); record !== undefined; record = await next()) {
-      if (record.type !== 'header' && !seen) {
-        throw new InvalidExportError(
-          headers === 0
-            ? `not a cairn export: it starts with a ${JSON.stringify(record.type)} record, not a header. Nothing was imported.`
-            : `a ${JSON.stringify(record.type)} record after the end record: the export is damaged. Nothing of it was imported.`,
-        );
-      }
+      if (headers === 0) checkExportStart(record);
+      else if (!seen && recordType(record) !== 'header') throw new InvalidExportError(`a ${describeRecord(record)} after the end record: the export is damaged. Nothing of it was imported.`);
+      else if (typeof recordType(record) !== 'string') throw new InvalidExportError(`a ${describeRecord(record)} inside the export: it is damaged. Nothing of it was imported.`);
       await importRecord(record);
     }
-    if (headers === 0) throw new InvalidExportError('not a cairn export: the stream is empty (no header record). Nothing was imported.');
+    if (headers === 0) checkExportStart(undefined);
     if (seen) {
       await finish();
       throw new InvalidExportError(
@@ -433,10 +463,7 @@ export async function importThreads(
     switch (record.type) {
       case 'header':
         if (seen) throw new InvalidExportError('a second header before the end record: the export is damaged. Nothing of it was imported.');
-        if (record.format === 'cairn-threads-redacted' || record.redacted) throw new RedactedExportError();
-        if (record.format !== 'cairn-threads' || !READABLE_VERSIONS.includes(record.version)) {
-          throw new InvalidExportError(`not a cairn thread export this version reads (format ${record.format} v${record.version}; reads v${READABLE_VERSIONS.join(', v')}).`);
-        }
+        checkHeader(record);
         headers++;
         seen = { threads: 0, positions: 0, signals: 0, storeItems: 0, artifacts: 0 };
         break;

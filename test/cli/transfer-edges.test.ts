@@ -1,9 +1,10 @@
 /**
  * `cairn export`, `import` and `copy` at their edges, as a careful user meets them: a
  * truncated or empty export file is refused (exit 1, one line, nothing imported), a
- * copy into a target that holds one of the threads copies none of them.
+ * copy into a target that holds one of the threads copies none of them, and an import
+ * or copy refused for its flags or its input creates no target database.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { memoryArtifacts } from '../../src/engines/memory/index.js';
@@ -153,5 +154,64 @@ describe('one line, not a stack trace', () => {
     const nope = await cairn(['verify', 'nope', '--db', db, '--json']);
     expect(nope.code).toBe(1);
     expect(JSON.parse(nope.stderr)).toEqual({ error: { code: 'ERR_THREAD_NOT_FOUND', message: '[cairn] [sqlite] thread nope: no such thread.' } });
+  });
+});
+
+describe('an import or copy that is refused leaves nothing behind', () => {
+  /** Runs `args` (TARGET: a new database in `dir`), expects `code` and `message`, and that neither the database nor `others` were created. */
+  async function refused(name: string, args: string[], code: number, message: string | RegExp, options: { input?: string; others?: string[] } = {}) {
+    const target = join(dir, `${name}.db`);
+    const run = await cairn(args.map((a) => (a === 'TARGET' ? target : a)), options.input !== undefined ? { input: options.input } : {});
+    expect(run.code, run.stderr).toBe(code);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.trim().split('\n'), run.stderr).toHaveLength(1);
+    if (typeof message === 'string') expect(run.stderr.trim()).toBe(message);
+    else expect(run.stderr).toMatch(message);
+    expect(existsSync(target), `${target} was created`).toBe(false);
+    for (const other of options.others ?? []) expect(existsSync(other), `${other} was created`).toBe(false);
+  }
+
+  it('copy --to-keys in a folder that does not exist, or naming a file that is not a key file', async () => {
+    const keys = join(dir, 'nodir', 'k.json');
+    await refused('to-keys-nodir', ['copy', '--all', '--db', db, '--to', 'TARGET', '--to-keys', keys], 2, `[cairn] the key file ${keys} cannot be written (ENOENT).`, { others: [keys] });
+    const notKeys = join(dir, 'not-keys.json');
+    writeFileSync(notKeys, '{"hello":1}\n');
+    await refused('to-keys-not-keys', ['copy', '--all', '--db', db, '--to', 'TARGET', '--to-keys', notKeys], 2, `[cairn] ${notKeys} is not a cairn key file.`);
+    // --keys names the target's keys when --to-keys does not.
+    await refused('keys-nodir', ['--keys', keys, 'copy', '--all', '--db', db, '--to', 'TARGET'], 2, `[cairn] the key file ${keys} cannot be written (ENOENT).`, { others: [keys] });
+  });
+
+  it('copy --artifacts a folder that is not there, or --to-artifacts a file', async () => {
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'not a folder\n');
+    const missing = join(dir, 'no-artifacts');
+    await refused('from-missing', ['copy', '--all', '--db', db, '--to', 'TARGET', '--artifacts', missing, '--to-artifacts', join(dir, 'to-artifacts')], 1, /no artifact directory at .*no-artifacts/, { others: [join(dir, 'to-artifacts')] });
+    mkdirSync(join(dir, 'from-artifacts'), { recursive: true });
+    await refused('to-file', ['copy', '--all', '--db', db, '--to', 'TARGET', '--artifacts', join(dir, 'from-artifacts'), '--to-artifacts', file], 1, `[cairn] ${file} is a file, not an artifact directory. Pass --artifacts <dir> (the folder given to fsArtifacts) or s3://bucket/prefix.`);
+  });
+
+  it('copy of a thread the source does not have', async () => {
+    await refused('copy-nope', ['copy', 'cust_42', 'nope', '--db', db, '--to', 'TARGET'], 1, '[cairn] [sqlite] thread nope: no such thread.');
+  });
+
+  it('import --artifacts a file, or --keys in a folder that does not exist', async () => {
+    const whole = join(dir, 'refused-whole.jsonl');
+    expect((await cairn(['export', 'cust_42', '--db', db, '--raw', '--out', whole])).code).toBe(0);
+    const file = join(dir, 'b-file');
+    writeFileSync(file, 'not a folder\n');
+    await refused('import-artifacts-file', ['import', '--db', 'TARGET', '--in', whole, '--artifacts', file], 1, /b-file is a file, not an artifact directory/);
+    const keys = join(dir, 'nodir', 'k.json');
+    await refused('import-keys-nodir', ['--keys', keys, 'import', '--db', 'TARGET', '--in', whole], 2, `[cairn] the key file ${keys} cannot be written (ENOENT).`);
+  });
+
+  it('import of an input that is not an export: empty, {}, null, a redacted export', async () => {
+    await refused('stdin-empty', ['import', '--db', 'TARGET'], 1, '[cairn] not a cairn export: the stream is empty (no header record). Nothing was imported.', { input: '' });
+    await refused('stdin-object', ['import', '--db', 'TARGET'], 1, '[cairn] not a cairn export: it starts with a JSON object without a type, not a header. Nothing was imported.', { input: '{}\n' });
+    await refused('stdin-null', ['import', '--db', 'TARGET'], 1, '[cairn] not a cairn export: it starts with a JSON null, not a header. Nothing was imported.', { input: 'null\n' });
+    await refused('stdin-thread', ['import', '--db', 'TARGET'], 1, '[cairn] not a cairn export: it starts with a "thread" record, not a header. Nothing was imported.', { input: '{"type":"thread"}\n' });
+    const redacted = JSON.stringify({ type: 'header', format: 'cairn-threads-redacted', version: 6, redacted: true, exportedAt: 0, engine: 'sqlite', artifacts: false });
+    await refused('stdin-redacted', ['import', '--db', 'TARGET'], 1, /redacted/, { input: redacted + '\n' });
+    const future = JSON.stringify({ type: 'header', format: 'cairn-threads', version: 99, exportedAt: 0, engine: 'sqlite', artifacts: false });
+    await refused('stdin-future', ['import', '--db', 'TARGET'], 1, /not a cairn thread export this version reads \(format cairn-threads v99/, { input: future + '\n' });
   });
 });
