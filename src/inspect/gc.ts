@@ -49,6 +49,7 @@ import { isGraphNamespace } from '../internal/graphs.js';
 import { PIN_NAMESPACE as PIN_NAMESPACE_INTERNAL, threadPinKey } from '../internal/pins.js';
 import { THREAD_STATUSES } from '../internal/thread-query.js';
 import { describePosition, namespacePositions } from './walk.js';
+import { checkOptionKeys } from '../internal/option-keys.js';
 
 /** How old a rule's subjects must be: `olderThanMs` (or, deprecated, `olderThan`). */
 export interface RuleAge {
@@ -267,7 +268,39 @@ export function unpinArtifact(store: Store, ref: ArtifactRef | string, options: 
  * ```
  */
 export async function collectArtifacts(options: GcOptions): Promise<GcReport> {
+  checkStoresOption('collectArtifacts', options, GC_KEYS, { artifacts: true });
   return collectArtifactsAfter(options, undefined);
+}
+
+/** Every option {@link collectArtifacts} takes: another key (a misspelt `dryrun`) is refused, not ignored (it would collect for real). */
+const GC_KEYS = ['checkpointer', 'artifacts', 'store', 'ledger', 'retention', 'graceMs', 'grace', 'pins', 'dryRun', 'now', 'onProgress'];
+
+/**
+ * Refuses the options of a maintenance call over an engine's parts (collectArtifacts,
+ * applyRetention) that it cannot run on, before anything is read: not one options
+ * object, a key it does not take, no `checkpointer` (or, with `needs.artifacts`, no
+ * `artifacts`) of the kind it reads. Each was a TypeError from deep inside the call.
+ */
+export function checkStoresOption(call: string, options: unknown, known: readonly string[], needs: { artifacts?: boolean } = {}): void {
+  const takes = `${call} takes one options object with ${needs.artifacts ? 'checkpointer and artifacts' : 'checkpointer'} (${known.join(', ')})`;
+  // Unlike most calls, no options is not the defaults: there is nothing to work on.
+  if (options === undefined) throw new InvalidOptionError(`${takes}, got undefined.`);
+  checkOptionKeys(call, options, known);
+  const { checkpointer, artifacts } = options as { checkpointer?: unknown; artifacts?: unknown };
+  if (typeof (checkpointer as Checkpointer | undefined)?.listThreads !== 'function') {
+    throw new InvalidOptionError(`${call} needs checkpointer: the engine's checkpointer (engine.checkpointer), got ${describeStore(checkpointer)}.`);
+  }
+  if ((needs.artifacts || artifacts !== undefined) && typeof (artifacts as ArtifactStore | undefined)?.list !== 'function') {
+    throw new InvalidOptionError(`${call} needs artifacts: the unscoped artifact store the threads wrote to, got ${describeStore(artifacts)}.`);
+  }
+}
+
+/** What was passed where a store goes, for a message: `undefined`, `an engine (pass engine.checkpointer)`, `an object without listThreads`. */
+function describeStore(value: unknown): string {
+  if (value === undefined || value === null) return String(value);
+  if (typeof value !== 'object') return typeof value;
+  if ('checkpointer' in value) return 'an engine (pass its parts: engine.checkpointer, engine.store, engine.ledger)';
+  return 'an object that is not one';
 }
 
 /** {@link collectArtifacts}, treating `planned` as already removed (a dry run of retention). */

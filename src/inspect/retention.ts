@@ -29,7 +29,7 @@ import type { Store } from '../contracts/store.js';
 import type { ThreadRecord } from '../contracts/threads.js';
 import { InvalidOptionError, ThreadBusyError, VersionConflictError } from '../errors.js';
 import { isGraphNamespace } from '../internal/graphs.js';
-import { checkRetentionPolicy, collectArtifactsAfter, durationOption, oneOf, ruleAge, storeItemId, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
+import { checkRetentionPolicy, checkStoresOption, collectArtifactsAfter, durationOption, oneOf, ruleAge, storeItemId, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
 import { compactThreadByRules, type CheckedPositionRule, type CompactionRules, type ThreadCompaction } from './retention-compaction.js';
 
 /** Which retention step is under way, and how far it got (`total` when known). `positions` covers the compactions of `positions` and `ledger` rules, a thread at a time. */
@@ -55,6 +55,9 @@ export interface RetentionOptions {
   now?: number;
   onProgress?: (progress: RetentionProgress) => void;
 }
+
+/** Every option {@link applyRetention} takes: another key (a misspelt `dryrun`) is refused, not ignored (it would remove for real). */
+const RETENTION_KEYS = ['checkpointer', 'ledger', 'store', 'artifacts', 'policy', 'dryRun', 'graceMs', 'now', 'onProgress'];
 
 /** Rows removed (or, dry run, to be), by kind, and the characters they held. */
 export interface RetentionRows {
@@ -132,6 +135,7 @@ function addRows(into: RetentionRows, rows: RetentionRows): void {
  * ```
  */
 export async function applyRetention(options: RetentionOptions): Promise<RetentionReport> {
+  checkStoresOption('applyRetention', options, RETENTION_KEYS);
   const { checkpointer: cp, ledger, store } = options;
   // Whole, before anything runs: a misspelt key or status would make its rule match nothing.
   const policy = checkRetentionPolicy(options.policy);

@@ -40,7 +40,7 @@ import type { ThreadRecord } from '../contracts/threads.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { decode, encode } from '../codec/tagged-json.js';
-import { ArtifactNotFoundError, CairnError, InvalidExportError, KeyUnavailableError, NotSupportedError, RedactedExportError, ThreadExistsError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
+import { ArtifactNotFoundError, CairnError, InvalidExportError, InvalidOptionError, KeyUnavailableError, NotSupportedError, RedactedExportError, ThreadExistsError, ThreadNotFoundError, VersionConflictError } from '../errors.js';
 import type { Redactor } from '../internal/redaction.js';
 import { learnHead, redactArtifactText, redactsAsText, threadRedactor, type RedactionChoice } from './redaction.js';
 import { redactTransferRecord } from './transfer-redaction.js';
@@ -52,6 +52,7 @@ import { findArtifactRefs, parseRefId } from '../artifacts/refs.js';
 import { walkThreadRefs } from './gc.js';
 import { appendedFields, type PositionBody } from '../runtime/position.js';
 import { describePosition, namespacePositions } from './walk.js';
+import { checkOptionKeys } from '../internal/option-keys.js';
 
 /** The format version `exportThreads` writes. */
 export const TRANSFER_FORMAT_VERSION = 6;
@@ -93,6 +94,22 @@ export interface ExportOptions {
   seal?: boolean;
 }
 
+/** Every option {@link exportThreads} takes: another key (a misspelt `redactPattern`) is refused, not ignored. */
+const EXPORT_KEYS = ['store', 'artifacts', 'raw', 'redactPatterns', 'seal'];
+/** Every option {@link importThreads} takes: another key (a misspelt `artifact`) is refused, not ignored (the artifacts would be skipped). */
+const IMPORT_KEYS = ['artifacts', 'keys'];
+
+/** What was passed, for a message: `"cust_42"`, `null`, `a number`, `an object`; an array by its first element that is not a string. */
+function describeValue(value: unknown): string {
+  if (Array.isArray(value)) {
+    const at = value.findIndex((v) => typeof v !== 'string');
+    return at < 0 ? 'an array of strings' : `an array with ${describeValue(value[at])} at index ${at}`;
+  }
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === 'string') return JSON.stringify(value);
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
 /** Seals export records under the data keys of their scopes, announcing each key once before its first use. */
 class ExportSealer {
   private readonly sent = new Set<string>();
@@ -127,6 +144,10 @@ function exportAad(scope: string): string {
  * ```
  */
 export async function* exportThreads(engine: Engine, threadIds: string[], options: ExportOptions = {}): AsyncGenerator<TransferRecord> {
+  if (!Array.isArray(threadIds) || !threadIds.every((id) => typeof id === 'string')) {
+    throw new InvalidOptionError(`exportThreads(engine, threadIds, options?) takes the ids of the threads to export as an array of strings, got ${describeValue(threadIds)}.`);
+  }
+  checkOptionKeys('exportThreads', options, EXPORT_KEYS);
   const seal = options.seal ?? engine.encryption !== undefined;
   if (seal && !engine.encryption) throw new CairnError('exportThreads({ seal: true }) needs an encrypted engine: its data keys seal the records.');
   if (!seal) {
@@ -312,10 +333,11 @@ export interface ImportOptions {
 async function* unsealed(records: AsyncIterable<TransferRecord> | Iterable<TransferRecord>, provider: KeyProvider | undefined): AsyncGenerator<TransferRecord> {
   const keys = new Map<string, DataKey>();
   for await (const record of records) {
-    if (record.type === 'data-key') {
+    // `?.`: a line that is not a record (null) is left for importThreads to refuse as such.
+    if (record?.type === 'data-key') {
       if (!provider) throw new KeyUnavailableError(record.id, 'the export is sealed: import it into an encrypted engine, or pass the key provider it was exported with (options.keys, --keys).');
       keys.set(record.id, { id: record.id, key: await provider.unwrapKey(record.scope, { kekId: record.kekId, wrapped: record.wrapped }) });
-    } else if (record.type === 'sealed') {
+    } else if (record?.type === 'sealed') {
       const key = keys.get(record.key);
       if (!key) throw new KeyUnavailableError(record.key, 'the export names a data key it does not carry before this record: it is damaged.');
       yield decode<TransferRecord>(openText(key, record.data, exportAad(record.scope), `sealed export record of scope ${record.scope}`), 'export record');
@@ -379,6 +401,7 @@ export async function importThreads(
   records: AsyncIterable<TransferRecord> | Iterable<TransferRecord>,
   options: ImportOptions = {},
 ): Promise<ImportReport> {
+  checkOptionKeys('importThreads', options, IMPORT_KEYS);
   const cp = engine.checkpointer;
   const report: ImportReport = { threads: [], positions: 0, signals: 0, ledgerEntries: 0, storeItems: 0, artifacts: 0, artifactsSkipped: 0 };
   /** The thread being imported, and the seq last imported into each of its namespaces (each namespace is a chain with its own head). */
