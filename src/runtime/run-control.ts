@@ -660,12 +660,6 @@ export class ThreadRun implements ChildRunner {
   }
 
   /**
-   * A waiting thread run before it is due: nothing of the run changes, and the call
-   * says what the thread waits for. The thread record is set back to `waiting` at its
-   * wake time when something else moved it: a signal no wait takes (which made it
-   * due), or a run that stopped between taking the thread and re-running its waits.
-   */
-  /**
    * A thread cancelled while interrupted, taken back by run(): a new attempt that
    * starts where the thread stopped, waiting for the same answers (nothing runs).
    */
@@ -674,6 +668,12 @@ export class ThreadRun implements ChildRunner {
     return this.outcome('interrupted');
   }
 
+  /**
+   * A waiting thread run before it is due: nothing of the run changes, and the call
+   * says what the thread waits for. The thread record is set back to `waiting` at its
+   * wake time when something else moved it: a signal no wait takes (which made it
+   * due), or a run that stopped between taking the thread and re-running its waits.
+   */
   private async stillWaiting(): Promise<RunOutcome> {
     const waits = this.cursor.head!.body.waits ?? [];
     const wakeAt = wakeTime(waits);
