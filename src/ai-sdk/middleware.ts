@@ -33,7 +33,7 @@ import type { RecordOptions } from '../runtime/node-context.js';
 import { currentNode } from '../runtime/current-node.js';
 import { tokenUsage } from './usage.js';
 import { InvalidOptionError } from '../errors.js';
-import { unknownOption } from '../internal/option-keys.js';
+import { checkOptionKeys } from '../internal/option-keys.js';
 
 /** Options of {@link cairnMiddleware}. */
 export interface CairnMiddlewareOptions {
@@ -50,14 +50,10 @@ function checkMiddlewareOptions(options: unknown): void {
   const refuse = (message: string) => {
     throw new InvalidOptionError(message, { place: { engine: 'ai-sdk' } });
   };
-  if (options === null || typeof options !== 'object') refuse(`cairnMiddleware takes an options object, not ${String(options)}.`);
-  const unknown = unknownOption('cairnMiddleware', options as object, ['name']);
-  if (unknown) refuse(unknown);
+  checkOptionKeys('cairnMiddleware', options, ['name'], { engine: 'ai-sdk' });
   const name = (options as { name?: unknown }).name;
   if (name === undefined) return;
-  if (name === null || typeof name !== 'object') refuse(`cairnMiddleware: name is { generate?, stream? } (record names), not ${JSON.stringify(name)}.`);
-  const unknownName = unknownOption('cairnMiddleware name', name as object, ['generate', 'stream']);
-  if (unknownName) refuse(unknownName);
+  checkOptionKeys('cairnMiddleware name', name, ['generate', 'stream'], { engine: 'ai-sdk' });
   for (const [which, value] of Object.entries(name as object)) {
     if (value !== undefined && (typeof value !== 'string' || value === '')) refuse(`cairnMiddleware: name.${which} is a record name (a non-empty string), not ${JSON.stringify(value)}.`);
   }

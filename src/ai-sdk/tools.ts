@@ -75,11 +75,6 @@ export interface RecordedToolsOptions {
   name?: (tool: string) => string;
 }
 
-/** Options given to a wrapper: an object of the keys it takes (a misspelt `moed: 'atMostOnce'` would run the tool at least once). */
-function refuseUnknown(call: string, options: unknown, known: readonly string[]): void {
-  checkOptionKeys(call, options, known, { engine: 'ai-sdk' });
-}
-
 /**
  * The same tools, each one's `execute` recorded (kind `tool`). A tool without
  * `execute` (answered by the client, or a provider's own) and one made by
@@ -101,7 +96,7 @@ export function recordedTools<T extends ToolSet>(tools: T, options: RecordedTool
       place: { engine: 'ai-sdk' },
     });
   }
-  refuseUnknown('recordedTools', options, ['name']);
+  checkOptionKeys('recordedTools', options, ['name'], { engine: 'ai-sdk' });
   if (options.name !== undefined && typeof options.name !== 'function') {
     throw new InvalidOptionError(`recordedTools: name is a function from a tool's name to its record name (e.g. (tool) => \`search:\${tool}\`), not ${JSON.stringify(options.name)}.`, {
       place: { engine: 'ai-sdk' },
@@ -179,7 +174,8 @@ export interface EffectToolOptions<INPUT, OUTPUT> {
 export function effectTool<INPUT, OUTPUT, T extends Tool<INPUT, OUTPUT>>(definition: T & Tool<INPUT, OUTPUT>, options: EffectToolOptions<INPUT, OUTPUT> = {}): T {
   const execute = definition?.execute as Execute | undefined;
   if (typeof execute !== 'function') throw new InvalidOptionError('effectTool needs a tool with execute: a tool the client answers has no side effect here to record.', { place: { engine: 'ai-sdk' } });
-  refuseUnknown('effectTool', options, ['name', 'key', 'probe', 'mode', 'commit']);
+  // A misspelt `moed: 'atMostOnce'` would run the tool at least once.
+  checkOptionKeys('effectTool', options, ['name', 'key', 'probe', 'mode', 'commit'], { engine: 'ai-sdk' });
   const name = options.name ?? 'tool:effect';
   // A mode or commit the effect cannot keep is refused here, where the tool is defined, not at its first call inside a model's loop.
   if (options.key !== undefined && typeof options.key !== 'function') {

@@ -12,7 +12,7 @@ import { InvalidKeyError, InvalidOptionError } from '../errors.js';
 import { isPlainObject } from '../internal/plain-object.js';
 import { THREAD_QUERY_KEYS } from '../internal/thread-query.js';
 import { checkRetryPolicy } from './retry.js';
-import { unknownOption } from '../internal/option-keys.js';
+import { checkOptionKeys } from '../internal/option-keys.js';
 
 /** An option's value in a message: numbers as written (NaN, Infinity), the rest as JSON. */
 const shown = (value: unknown): string => (typeof value === 'number' || typeof value === 'bigint' ? String(value) : (JSON.stringify(value) ?? String(value)));
@@ -93,15 +93,6 @@ const RUN_CHECKS: Record<string, Check> = {
   nodeMapping,
 };
 
-/**
- * A key the call does not take is a typo or another library's option (`config`,
- * `configurable`, `interrupt_before`): refused, listing the ones it takes, rather than
- * ignored while the caller believes it applied.
- */
-function checkKeys(call: string, options: Options, known: readonly string[]): void {
-  const unknown = unknownOption(call, options, known);
-  if (unknown) throw new InvalidOptionError(unknown);
-}
 
 const RUN_KEYS = ['thread', 'input', 'kind', 'tenant', 'metadata', ...Object.keys(RUN_CHECKS)];
 const RESUME_KEYS = ['thread', ...Object.keys(RUN_CHECKS), 'answer', 'input', 'childInput', 'interrupt', 'detach', 'actor'];
@@ -110,14 +101,14 @@ const FORK_KEYS = ['thread', 'seq', 'patch', 'actor', 'onBusy'];
 /** `run` / `submit` / `stream` options (kind, tenant and metadata are checked with the new thread). */
 export function checkRunOptions(call: string, options: unknown): void {
   checkObject(call, options);
-  checkKeys(call, options, RUN_KEYS);
+  checkOptionKeys(call, options, RUN_KEYS);
   checkEach(call, options, { ...RUN_CHECKS, input: writes });
 }
 
 /** `resume` options. */
 export function checkResumeOptions(options: unknown): void {
   checkObject('resume', options);
-  checkKeys('resume', options, RESUME_KEYS);
+  checkOptionKeys('resume', options, RESUME_KEYS);
   checkEach('resume', options, { ...RUN_CHECKS, input: writes, childInput: writes, interrupt: text, detach: flag, actor: text });
   // Both name the child's writes when the interrupt is a child run's: one of them would be dropped.
   if (options.input !== undefined && options.childInput !== undefined) {
@@ -128,7 +119,7 @@ export function checkResumeOptions(options: unknown): void {
 /** `fork` options. */
 export function checkForkOptions(options: unknown): void {
   checkObject('fork', options);
-  checkKeys('fork', options, FORK_KEYS);
+  checkOptionKeys('fork', options, FORK_KEYS);
   if (options.seq === undefined) refuse('fork', 'seq', "a position's seq (an integer, 0 or more)", undefined);
   checkEach('fork', options, { seq, patch: writes, actor: text, onBusy });
 }
@@ -172,7 +163,7 @@ const THREAD_CALLS: Record<string, Record<string, Check | null>> = {
 export function checkThreadCall(call: keyof typeof THREAD_CALLS, options: unknown): asserts options is Options & { thread: string } {
   checkObject(call, options);
   const checks = THREAD_CALLS[call]!;
-  checkKeys(call, options, ['thread', ...Object.keys(checks)]);
+  checkOptionKeys(call, options, ['thread', ...Object.keys(checks)]);
   const thread = options.thread;
   if (typeof thread !== 'string' || thread === '') throw new InvalidKeyError(`${call}: thread id must be a non-empty string, got ${shown(thread)}.`);
   checkEach(call, options, Object.fromEntries(Object.entries(checks).filter((entry): entry is [string, Check] => entry[1] !== null)));
@@ -182,7 +173,7 @@ export function checkThreadCall(call: keyof typeof THREAD_CALLS, options: unknow
 export function checkThreadQueryKeys(query: unknown): void {
   // Not an object at all is the query normalisation's to refuse, with its own message.
   if (query === null || typeof query !== 'object' || Array.isArray(query)) return;
-  checkKeys('listThreads', query as Options, THREAD_QUERY_KEYS);
+  checkOptionKeys('listThreads', query as Options, THREAD_QUERY_KEYS);
 }
 
 /** Every option `compile()` knows: any other key is a typo or another library's option, refused rather than ignored. */
@@ -203,7 +194,7 @@ export const COMPILE_OPTIONS = [
 
 /** `compile()` options, beside the engine (checked first, with its own message). */
 export function checkCompileOptions(options: Options): void {
-  checkKeys('compile', options, COMPILE_OPTIONS);
+  checkOptionKeys('compile', options, COMPILE_OPTIONS);
   checkEach('compile', options, {
     name: text,
     artifacts: object,
@@ -227,7 +218,7 @@ export function checkCompileOptions(options: Options): void {
  */
 export function checkEvaluateOptions(options: unknown): void {
   checkObject('evaluate', options);
-  checkKeys('evaluate', options, ['threads', 'query', 'with']);
+  checkOptionKeys('evaluate', options, ['threads', 'query', 'with']);
   if (options.threads !== undefined && !(Array.isArray(options.threads) && options.threads.every((t) => typeof t === 'string'))) refuse('evaluate', 'threads', 'a list of thread ids', options.threads);
   if (options.query !== undefined) checkThreadQueryKeys(options.query);
 }

@@ -9,6 +9,7 @@
  */
 import type { RecordKind } from '../contracts/ledger.js';
 import { InvalidOptionError, type ErrorPlace } from '../errors.js';
+import { isStandardSchema } from '../internal/standard-schema.js';
 import { unknownOption } from '../internal/option-keys.js';
 
 export const RECORD_KINDS: readonly RecordKind[] = ['model', 'tool', 'other'];
@@ -17,8 +18,6 @@ const RECORD_KEYS = ['kind', 'model', 'provider', 'describe', 'args'];
 const ARTIFACT_KEYS = ['mediaType', 'key', 'metadata'];
 const INTERRUPT_KEYS = ['answer'];
 const WAIT_FOR_KEYS = ['timeoutMs', 'schema', 'filter'];
-
-const isStandardSchema = (value: unknown): boolean => typeof (value as { '~standard'?: { validate?: unknown } } | null | undefined)?.['~standard']?.validate === 'function';
 
 /** The options object of `call`, with only the keys it takes; a Standard Schema in its place is named as such. */
 function checkKeys(call: string, options: unknown, known: readonly string[], place: ErrorPlace): InvalidOptionError | undefined {
@@ -34,7 +33,7 @@ function checkKeys(call: string, options: unknown, known: readonly string[], pla
 }
 
 /** A record's or an artifact's name: what the ledger, the CLI and redaction rules call it. */
-export function checkCallName(call: string, name: unknown, place: ErrorPlace): InvalidOptionError | undefined {
+export function checkCallName(call: string, name: unknown, place: ErrorPlace | undefined): InvalidOptionError | undefined {
   if (typeof name !== 'string' || name === '') return new InvalidOptionError(`${call} takes a name (a non-empty string) first, not ${JSON.stringify(name) ?? String(name)}.`, { place });
   return undefined;
 }

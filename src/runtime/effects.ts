@@ -8,6 +8,7 @@ import type { CommittedEffect } from '../contracts/checkpointer.js';
 import type { Ledger, LedgerEntry } from '../contracts/ledger.js';
 import { InvalidOptionError, type ErrorPlace } from '../errors.js';
 import { unknownOption } from '../internal/option-keys.js';
+import { checkCallName } from './ctx-options.js';
 
 /** How an effect is recovered when it has an intent and no outcome. */
 export type EffectMode = 'atLeastOnce' | 'atMostOnce';
@@ -75,7 +76,8 @@ export function checkEffectMode(name: string, mode: unknown, place: ErrorPlace |
  * the default retry policy does not retry them).
  */
 export function checkEffectSpec(name: string, spec: unknown, place: ErrorPlace | undefined): void {
-  if (typeof name !== 'string' || name === '') throw new InvalidOptionError(`ctx.effect takes a name (a non-empty string) first, not ${JSON.stringify(name) ?? String(name)}.`, { place });
+  const unnamed = checkCallName('ctx.effect', name, place);
+  if (unnamed) throw unnamed;
   if (spec === null || typeof spec !== 'object') throw new InvalidOptionError(`effect "${name}": ctx.effect takes a spec object with run, not ${shown(spec)}.`, { place });
   // A misspelt `comit` or `idempotency_key` would run the effect with the defaults, as if it had not been asked for.
   const unknown = unknownOption(`effect "${name}"`, spec, EFFECT_SPEC_KEYS);

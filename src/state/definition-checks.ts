@@ -9,6 +9,7 @@
  * threads unreadable with the upcasters written and never used.
  */
 import { SchemaDefinitionError } from '../errors.js';
+import { isStandardSchema } from '../internal/standard-schema.js';
 import { unknownOption } from '../internal/option-keys.js';
 
 const shown = (value: unknown): string => (typeof value === 'function' ? 'a function' : (JSON.stringify(value) ?? String(value)));
@@ -20,10 +21,6 @@ function checkKeys(what: string, options: object, known: readonly string[]): voi
 
 function checkObject(what: string, value: unknown): asserts value is Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new SchemaDefinitionError(`${what} takes an options object, not ${shown(value)}.`);
-}
-
-export function isStandardSchema(value: unknown): boolean {
-  return typeof (value as { '~standard'?: { validate?: unknown } } | null | undefined)?.['~standard']?.validate === 'function';
 }
 
 function checkSchema(what: string, schema: unknown): void {
