@@ -170,7 +170,7 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     for (const name of this.fieldNames) {
       // Own properties only: a field named "constructor" or "toString" is not "present" through Object.prototype.
       if (Object.hasOwn(state, name) && !(stored && state[name] === undefined && !stored.has(name))) continue;
-      const value = defaultOf(this.fields[name] as AnyField);
+      const value = this.defaultValue(name);
       // The runtime extends append lists in place: never hand it a default someone else holds.
       state[name] = this.appendFields.has(name) && Array.isArray(value) ? [...value] : value;
     }
@@ -302,6 +302,21 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
   /** `true` once every default passed synchronously; the promise while (or after) some are checked asynchronously. */
   private defaultsChecked: Promise<void> | true | undefined;
 
+  /** Each checked literal default as its schema gave it back (a `.trim()` schema's default trimmed), by field. */
+  private readonly defaultOutputs = new Map<string, unknown>();
+
+  /**
+   * A fresh copy of field `name`'s default: the schema's output for a literal default
+   * once {@link checkDefaults} has checked it, so that a default reads as a node's write
+   * of the same value would be stored; the literal as given before, and a function's result.
+   */
+  private defaultValue(name: string): unknown {
+    if (!this.defaultOutputs.has(name)) return defaultOf(this.fields[name] as AnyField);
+    const value = this.defaultOutputs.get(name);
+    // A default given as a literal object or array must not be shared between threads.
+    return typeof value === 'object' && value !== null ? structuredClone(value) : value;
+  }
+
   /**
    * Checks each field's literal default against the field's own schema, once per schema:
    * a default the schema refuses (`field.model(z.number(), { default: 'x' })`) would be
@@ -310,7 +325,8 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
    * SchemaDefinitionError naming the field; returns a promise only
    * when some schema validates asynchronously (a Standard Schema may), for the first run
    * to await. A default given as a function is not called here: it may read the clock
-   * or make an id, and runs when a state is made.
+   * or make an id, and runs when a state is made. A checked default reads from then on as
+   * the schema's output (trimmed, coerced, filled in), as a write of it would be stored.
    */
   checkDefaults(): Promise<void> | undefined {
     if (this.defaultsChecked === true) return undefined;
@@ -320,8 +336,12 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
       const f = this.fields[name] as AnyField;
       if (f.default === undefined || typeof f.default === 'function') continue;
       const result = (f.schema as StandardSchemaV1)['~standard'].validate(f.default);
-      if (result instanceof Promise) pending.push(result.then((settled) => refuseDefault(name, settled)));
-      else refuseDefault(name, result);
+      const keep = (settled: StandardSchemaV1.Result<unknown>) => {
+        refuseDefault(name, settled);
+        this.defaultOutputs.set(name, (settled as StandardSchemaV1.SuccessResult<unknown>).value);
+      };
+      if (result instanceof Promise) pending.push(result.then(keep));
+      else keep(result);
     }
     if (!pending.length) {
       this.defaultsChecked = true;

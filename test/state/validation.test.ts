@@ -197,6 +197,26 @@ describe.each(ENGINES)('validation before persistence on %s', (name) => {
       expect((await oneNode(Good).compile({ engine: ctx.engine }).run({ thread: 'u' })).status).toBe('completed');
     });
 
+    it("a literal default reads as its schema's output, as a write of the same value is stored", async () => {
+      const State = defineState({
+        fields: {
+          name: field.model(z.string().trim(), { default: '  guest  ' }),
+          tags: field.model(z.array(z.string().toLowerCase()), { reduce: 'append', default: ['NEW'] }),
+          limits: field.model(z.object({ max: z.number().default(10) }), { default: {} as { max: number } }),
+        },
+      });
+      const app = graph(State)
+        .node('a', (s) => ({ tags: [`seen ${s.name}`.toUpperCase()] }))
+        .edge(START, 'a')
+        .edge('a', END)
+        .compile({ engine: ctx.engine });
+      const result = await app.run({ thread: 'defaults-out' });
+      expect(result.state).toEqual({ name: 'guest', tags: ['new', 'seen guest'], limits: { max: 10 } });
+      expect(await app.getState({ thread: 'defaults-out' })).toEqual({ name: 'guest', tags: ['new', 'seen guest'], limits: { max: 10 } });
+      // Each thread gets its own copy: the first thread's appends are not in the second's default.
+      expect((await app.run({ thread: 'defaults-out-2' })).state.tags).toEqual(['new', 'seen guest']);
+    });
+
     it('defaults the schema accepts, and defaults given as functions, compile as before', () => {
       const State = defineState({
         fields: { n: field.model(z.number(), { default: 0 }), list: field.model(z.array(z.string()), { reduce: 'append', default: [] }), at: field.model(z.number(), { default: () => Date.now() }) },
