@@ -605,6 +605,9 @@ export async function importThreads(
       case 'data-key':
       case 'sealed':
         break;
+      default:
+        // The header's version is one this cairn reads, and every record type of those versions is handled above.
+        throw new InvalidExportError(`a ${describeRecord(record)}, which no export version this cairn reads has: the export is damaged. Nothing of it was imported.`);
     }
   }
 

@@ -108,6 +108,19 @@ describe('importThreads', () => {
       await target.close();
     }
   });
+
+  it('refuses a record of a type no export has, instead of passing over what it holds', async () => {
+    const target = sqlite(join(dir, 'unknown-type.db'));
+    try {
+      const [header, thread, ...rest] = await exported(['cust_42'], { raw: true });
+      const error = await failure(() => importThreads(target, untyped([header, thread, { type: 'checkpoint', data: 'x' }, ...rest])));
+      expect(error).toBeInstanceOf(InvalidExportError);
+      expect(error.message).toContain('a "checkpoint" record, which no export version this cairn reads has: the export is damaged. Nothing of it was imported.');
+      expect(await target.checkpointer.listThreads()).toEqual([]);
+    } finally {
+      await target.close();
+    }
+  });
 });
 
 describe('collectArtifacts', () => {
