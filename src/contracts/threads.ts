@@ -34,7 +34,12 @@ export interface ThreadRecord {
   attempts: number;
   tenant: string | null;
   metadata: Record<string, unknown>;
-  /** The last failure, when status is `failed` or `needs_attention`. */
+  /**
+   * Why the last run stopped on an error: set with status `failed` or `needs_attention`,
+   * and also, with the status left as it was (`running`, say), when the run stopped for
+   * a reason that leaves the thread resumable (its run cancelled by the caller's signal,
+   * the database out of reach). Cleared when the next attempt starts. Null otherwise.
+   */
   lastError: ThreadError | null;
   /**
    * When a `waiting` thread becomes due (ms since the epoch): workers claim it from
