@@ -282,9 +282,16 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     }
   }
 
-  /** The state a node or a caller sees: stored fields plus derived ones, frozen at the top level. */
+  /**
+   * The state a node or a caller sees: the fields this schema declares plus the derived
+   * ones, frozen at the top level. A stored field the schema no longer declares (dropped
+   * at the same version, or handed on by an upcaster) is not in it: the types say it is
+   * not there, and a node must not route on a value no write of this code can change.
+   * The positions that stored it keep it (rows are never rewritten).
+   */
   view(base: PlainState): this['$state'] {
-    const view: PlainState = { ...base };
+    const view: PlainState = {};
+    for (const name of this.fieldNames) if (Object.hasOwn(base, name)) view[name] = base[name];
     for (const [name, fn] of Object.entries(this.derived) as [string, (s: PlainState) => unknown][]) view[name] = fn(base);
     return Object.freeze(view) as this['$state'];
   }

@@ -102,6 +102,37 @@ describe.each(ENGINES)('schema drift on %s', (name) => {
     expect(await later.getState({ thread: 't' })).toEqual({ tags: 'urgent', added: 'x' });
     expect((await later.resume({ thread: 't' })).state.tags).toBe('done');
   });
+
+  it('a stored field the schema no longer declares is not in the state nodes and callers see; the positions that stored it keep it', async () => {
+    const steps = <S extends StateSchema>(schema: S, engine: Engine, seen: unknown[]) =>
+      graph(schema)
+        .node('step', (s) => {
+          seen.push(Object.keys(s).sort());
+          return { n: (s as unknown as { n: number }).n + 1 } as never;
+        })
+        .edge(START, 'step')
+        .conditionalEdge('step', (s) => ((s as unknown as { n: number }).n % 3 === 0 ? END : 'step'))
+        .compile({ engine, retry: fast, snapshotEvery: 1 });
+    const WithNote = defineState({ fields: { n: field.model(z.number(), { default: 0 }), note: field.model(z.string(), { default: '' }) } });
+    const first = graph(WithNote)
+      .node('write', () => ({ note: 'kept' }))
+      .edge(START, 'write')
+      .edge('write', END)
+      .compile({ engine: ctx.engine, retry: fast });
+    await first.run({ thread: 'dropped' });
+
+    // The same version without `note`: not drift, and not in the state either.
+    const Without = defineState({ fields: { n: field.model(z.number(), { default: 0 }) } });
+    const seen: unknown[] = [];
+    const without = steps(Without, ctx.reopen(), seen);
+    const done = await without.run({ thread: 'dropped', input: { n: 0 } });
+    expect(done.state).toEqual({ n: 3 });
+    expect(seen).toEqual([['n'], ['n'], ['n']]);
+    expect(await without.getState({ thread: 'dropped' })).toEqual({ n: 3 });
+    expect(await without.stateAt({ thread: 'dropped', seq: 1 })).toEqual({ n: 0 });
+    // The positions written before keep it: code that declares it reads it there.
+    expect(await steps(WithNote, ctx.reopen(), []).stateAt({ thread: 'dropped', seq: 1 })).toEqual({ n: 0, note: 'kept' });
+  });
 });
 
 describe('field fingerprints', () => {
