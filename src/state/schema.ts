@@ -282,7 +282,13 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
     }
   }
 
-  /** The state a node or a caller sees: stored fields plus derived ones, frozen at the top level. */
+  /**
+   * The state a node or a caller sees: stored fields plus derived ones, frozen at the
+   * top level only. Its values are the run's own, not copies (copying an append list at
+   * every step would make a run quadratic): read them, and return changes as writes. A
+   * run refuses code that changed an append list's length in place (StateMutationError);
+   * a change inside an item or a value goes unseen, and is never stored.
+   */
   view(base: PlainState): this['$state'] {
     const view: PlainState = { ...base };
     for (const [name, fn] of Object.entries(this.derived) as [string, (s: PlainState) => unknown][]) view[name] = fn(base);
