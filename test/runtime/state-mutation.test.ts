@@ -29,16 +29,16 @@ const Child = defineState({
 });
 
 /** START -> first -> second -> END, `second` doing what `body` does; what each node saw of `messages`. */
-function twoSteps(engine: Engine, body: (s: { messages: readonly string[] }) => unknown, retry?: { maxAttempts: number; retryOn?: (e: unknown) => boolean }) {
+function twoSteps(engine: Engine, body: (s: { messages: readonly string[] }, c: unknown) => unknown, retry?: { maxAttempts: number; retryOn?: (e: unknown) => boolean }) {
   const seen: { node: string; messages: string[] }[] = [];
   const app = graph(State)
     .node('first', (s) => {
       seen.push({ node: 'first', messages: [...s.messages] });
       return { messages: ['hello'] };
     })
-    .node('second', (s) => {
+    .node('second', (s, c) => {
       seen.push({ node: 'second', messages: [...s.messages] });
-      return body(s) as never;
+      return body(s, c) as never;
     })
     .node('third', (s) => {
       seen.push({ node: 'third', messages: [...s.messages] });
@@ -191,6 +191,18 @@ describe.each<[EngineName]>([['memory'], ['sqlite']])('state changed in place on
     expect(seenByB).toEqual([1]);
     expect(await app.getState({ thread: 't' })).toMatchObject({ log: [], messages: [] });
     expect((await bodies(ctx.engine, 't')).map((b) => b.nodes)).toEqual([[]]);
+  });
+
+  it('a node that pushes and then stops at an interrupt is refused: the thread is not left interrupted over a state the store does not hold', async () => {
+    const { app } = twoSteps(ctx.engine, async (s, c) => {
+      (s.messages as string[]).push('asked');
+      const ok = await (c as { interrupt: (payload: unknown, options: unknown) => Promise<boolean> }).interrupt('ok?', { answer: z.boolean() });
+      return { log: [String(ok)] };
+    });
+    const error = await caught(() => app.run({ thread: 't' }));
+    expect(StateMutationError.is(error)).toBe(true);
+    expect((await ctx.engine.checkpointer.getThread('t'))?.status).toBe('failed');
+    expect(await app.getState({ thread: 't' })).toMatchObject({ messages: ['hello'] });
   });
 
   it('a routing function that pushes onto a list is refused, naming the step it routed from', async () => {
