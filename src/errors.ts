@@ -193,6 +193,43 @@ export class StateTooLargeError extends coded('ERR_STATE_TOO_LARGE') {
   }
 }
 
+/**
+ * Code the state was handed to (a node, a routing function, an interrupt payload, a
+ * derived field, a subgraph's input or output mapping) changed an `append` field's list
+ * in place (`push`, `splice`, `pop`, `length = …`) instead of returning the items as a
+ * write. Nothing of that change is stored, so a resumed run would see another state:
+ * the step is refused, and the list is put back to its committed length. It is
+ * deterministic, so the default retry policy does not retry it; a list that was
+ * shortened cannot be put back in memory, and is never retried (the next run reads the
+ * stored state).
+ */
+export class StateMutationError extends coded('ERR_STATE_MUTATED') {
+  /** The first field changed in place (all of them: `fields`). */
+  readonly field: string;
+
+  constructor(
+    /** The append fields whose list length differed from the committed (or staged) one. */
+    readonly fields: string[],
+    /** The nodes of the step (all of them: concurrent nodes share the lists); empty outside a node step. */
+    readonly nodes: string[],
+    /** False when a list had been shortened: its items are gone from memory, and the run must not go on from it. */
+    readonly restored: boolean,
+    options: { place?: ErrorPlace; cause?: unknown } = {},
+  ) {
+    const named = fields.map((f) => `"${f}"`).join(', ');
+    const where = nodes.length ? `in a step that ran ${nodes.map((n) => `"${n}"`).join(', ')}` : 'outside a node (a routing function, an interrupt payload or a derived field)';
+    const example = fields[0]!;
+    super(
+      `the list of append field${fields.length === 1 ? '' : 's'} ${named} was changed in place ${where}. ` +
+        `State is read-only: return the items to append as a write ({ ${example}: [item] }) instead of changing s.${example}. ` +
+        `Nothing of the change was stored${restored ? '' : '; the shortened list cannot be put back in memory, so the run stops here'}.` +
+        (options.cause !== undefined ? ` The code also threw: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}` : ''),
+      options,
+    );
+    this.field = example;
+  }
+}
+
 /** A stored checkpoint is older than the schema's compatibility window. */
 export class SchemaTooOldError extends coded('ERR_SCHEMA_TOO_OLD') {
   constructor(

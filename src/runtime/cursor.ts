@@ -6,7 +6,9 @@
  * them. A step's merge is staged on the cursor's state (what routing sees), and
  * `commit(draft)` turns it into the next position (body, items, chain hash, a
  * snapshot when one is due), writes it in one transaction, and moves the cursor
- * only once that has landed; a failed commit unstages the merge.
+ * only once that has landed; a failed commit unstages the merge. The cursor also
+ * knows each append list's committed (and staged) length: code that changed a list
+ * in place is refused (`checkLists`, and every commit) and the list put back.
  */
 import type { ArtifactRef } from '../contracts/artifact-store.js';
 import { comparePositionItems, type Checkpointer, type CommittedEffect, type PositionItem, type StoredPosition } from '../contracts/checkpointer.js';
@@ -14,10 +16,12 @@ import type { ThreadLease, ThreadStatus } from '../contracts/threads.js';
 import { findArtifactRefs } from '../artifacts/refs.js';
 import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { RawJson, encode } from '../codec/tagged-json.js';
+import type { ErrorPlace, StateMutationError } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
 import { own } from '../internal/own.js';
 import type { StateSchema } from '../state/schema.js';
 import type { EventSink } from './events.js';
+import { AppendLengths, refuseListChanges } from './list-lengths.js';
 import { checkUnanchored, materialize, type AppendCursor, type LoadedPosition, type SnapshotBody } from './materialize.js';
 import { noChanges, type EncodedChange, type MergeResult } from './merge.js';
 import {
@@ -87,12 +91,12 @@ export interface CursorScope {
   signalsSeen?: () => number;
 }
 
-/** A merge applied to the cursor's state, not yet committed: what to undo if the commit fails. */
+/** A merge applied to the cursor's state, not yet committed (unstaging cuts the lists back to their committed lengths). */
 interface Staged {
   merged: MergeResult;
   state: Record<string, unknown>;
-  /** Each extended list and its length before. */
-  extended: [unknown[], number][];
+  /** The lengths the lists have with the merge's items appended. */
+  lengths: AppendLengths;
 }
 
 type State = Record<string, unknown>;
@@ -104,6 +108,8 @@ export class ThreadCursor {
   /** Seq of the last position this cursor wrote itself (null: none yet, or the head was loaded since). */
   private wroteSeq: number | null = null;
   private committed: State = {};
+  /** Each append list of `committed` and its committed length. */
+  private lengths: AppendLengths;
   private attemptNo: number;
   private staged: Staged | undefined;
   private appends: Record<string, AppendCursor> = {};
@@ -120,6 +126,7 @@ export class ThreadCursor {
     private readonly scope: CursorScope,
   ) {
     this.attemptNo = scope.attempt;
+    this.lengths = AppendLengths.of(settings.schema, this.committed);
   }
 
   /** The position the next commit builds on (the head, or a fork's origin); null before a namespace's first. */
@@ -145,6 +152,7 @@ export class ThreadCursor {
   /** A namespace with no position yet: its first commit starts from `state` (which the cursor then owns). */
   start(state: State): void {
     this.committed = state;
+    this.lengths = AppendLengths.of(this.settings.schema, state);
     this.lastSeq = null;
     this.current = null;
     this.appends = {};
@@ -193,6 +201,7 @@ export class ThreadCursor {
     this.current = { position: loaded.position, body: loaded.body };
     this.lastSeq = lastSeq;
     this.committed = loaded.state;
+    this.lengths = AppendLengths.of(this.settings.schema, loaded.state);
     this.appends = loaded.appends;
     this.checksums = new Map([...loaded.checksums].map(([name, checksum]) => [name, FieldChecksum.of(checksum)]));
     this.texts.clear();
@@ -218,21 +227,34 @@ export class ThreadCursor {
   stage(merged: MergeResult): Readonly<State> {
     this.unstage();
     const state = { ...this.committed };
-    const extended: [unknown[], number][] = [];
     for (const [name, value] of merged.values) state[name] = value;
     for (const [name, items] of merged.appended) {
       const list = state[name] as unknown[];
-      extended.push([list, list.length]);
       for (const item of items) list.push(item);
     }
-    this.staged = { merged, state, extended };
+    this.staged = { merged, state, lengths: this.lengths.extended(merged.appended) };
     return state;
   }
 
   /** Undoes a staged merge that will not be committed. */
   unstage(): void {
-    for (const [list, length] of this.staged?.extended ?? []) list.length = length;
+    if (this.staged) this.lengths.restore();
     this.staged = undefined;
+  }
+
+  /**
+   * Whether code handed the state (`nodes`' functions, routing, interrupt payloads,
+   * derived fields) changed an append list in place: each list's length against the
+   * staged one (the committed one when nothing is staged), one read a field. On a
+   * difference the lists are put back to their committed lengths, the staged merge is
+   * dropped, and the error to refuse the step with is returned (`cause`: what the code
+   * threw besides). Every commit checks too, as the last line.
+   */
+  checkLists(nodes: () => readonly string[], cause?: unknown): StateMutationError | undefined {
+    const place: ErrorPlace = { engine: this.cp.engine, thread: this.scope.lease.threadId, ns: this.scope.ns, ...(this.current ? { seq: this.current.position.seq } : {}) };
+    const refused = refuseListChanges(this.staged?.lengths ?? this.lengths, this.lengths, nodes, place, cause);
+    if (refused) this.staged = undefined;
+    return refused;
   }
 
   /**
@@ -240,7 +262,9 @@ export class ThreadCursor {
    * no changes); the cursor moves there once it has landed. A failed commit unstages.
    */
   async commit(draft: Draft): Promise<Landed> {
-    const staged = this.staged ?? { merged: noChanges(), state: { ...this.committed }, extended: [] };
+    const refused = this.checkLists(() => draft.nodes);
+    if (refused) throw refused;
+    const staged = this.staged ?? { merged: noChanges(), state: { ...this.committed }, lengths: this.lengths };
     let landed: Landed;
     try {
       landed = await this.write(draft, staged);
@@ -351,6 +375,7 @@ export class ThreadCursor {
     this.lastSeq = seq;
     this.wroteSeq = seq;
     this.committed = state;
+    this.lengths = staged.lengths;
     this.appends = appends;
     this.checksums = settled;
     this.texts = texts;

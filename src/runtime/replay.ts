@@ -17,11 +17,21 @@ import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { StoredPosition } from '../contracts/checkpointer.js';
 import { decode, encode } from '../codec/tagged-json.js';
-import { EffectConflictError, GraphMismatchError, InvalidOptionError, PositionCompactedError, PositionNotFoundError, ThreadNotFoundError, type ErrorPlace } from '../errors.js';
+import {
+  EffectConflictError,
+  GraphMismatchError,
+  InvalidOptionError,
+  PositionCompactedError,
+  PositionNotFoundError,
+  StateMutationError,
+  ThreadNotFoundError,
+  type ErrorPlace,
+} from '../errors.js';
 import { own } from '../internal/own.js';
 import type { StateSchema } from '../state/schema.js';
 import type { Head } from './cursor.js';
 import { childNamespace, type ChildSpec, type GraphSpec } from './graph-spec.js';
+import { AppendLengths, refuseListChanges } from './list-lengths.js';
 import { ancestorRanges, materialize } from './materialize.js';
 import { applyMerge } from './merge.js';
 import { appendedFields, type CallRef, type PositionBody, type PositionKind } from './position.js';
@@ -161,11 +171,35 @@ async function reexecute(
   const { schema, spec, engine } = settings;
   const place: ErrorPlace = { engine: engine.name, thread: thread.threadId };
   const served = new Map([...(stored.body.records ?? []), ...(stored.body.effects ?? [])].map((ref) => [ref.key, ref]));
-  const runner = new ReplayTaskRunner(settings, thread.threadId, parent, served, divergences, place, models);
+  // Replayed code is refused a change of the state's lists in place as the run is (the run
+  // would fail there): the replay's own state must not carry it into the next step either.
+  const committed = AppendLengths.of(schema, state);
+  let expected = committed;
+  const checkLists = (nodes: readonly string[], cause?: unknown) => refuseListChanges(expected, committed, () => nodes, { ...place, seq: parent.position.seq }, cause);
+  const runner = new ReplayTaskRunner(settings, thread.threadId, parent, served, divergences, place, models, checkLists);
   let outcome;
   try {
     outcome = await superstep(
-      { schema, spec, nodeMapping: {}, threadId: thread.threadId, place, runner, stage: (merged) => applyMerge(state, merged), unstage: () => undefined },
+      {
+        schema,
+        spec,
+        nodeMapping: {},
+        threadId: thread.threadId,
+        place,
+        runner,
+        stage: (merged) => {
+          const next = applyMerge(state, merged);
+          expected = AppendLengths.of(schema, next);
+          return next;
+        },
+        unstage: () => {
+          expected = committed;
+        },
+        checkLists: (nodes) => {
+          const refused = checkLists(nodes);
+          if (refused) throw refused;
+        },
+      },
       parent,
       state,
     );
@@ -221,7 +255,15 @@ class ReplayTaskRunner implements TaskRunner {
     private readonly divergences: ReplayDivergenceInfo[],
     private readonly place: ErrorPlace,
     private readonly models: EvaluatedModelCall[] | undefined,
+    /** Whether code changed the state's append lists in place (they are put back): the error the run would fail the step with. */
+    private readonly checkLists: (nodes: readonly string[], cause?: unknown) => StateMutationError | undefined,
   ) {}
+
+  /** Throws what the run would: StateMutationError when the task changed the state's lists in place. */
+  private refuseListChanges(): void {
+    const refused = this.checkLists(this.parent.body.next);
+    if (refused) throw refused;
+  }
 
   async run(task: Task, origin: number, state: Readonly<State>): Promise<TaskOutcome> {
     // Everything a replayed task needs is in the ledger: answers and wait results included.
@@ -229,7 +271,9 @@ class ReplayTaskRunner implements TaskRunner {
     try {
       if (task.node.child) {
         const ns = childNamespace('', task.id, origin);
-        return { ...empty, writes: await servedChildWrites(this.settings, this.threadId, task.node.child, ns, state), child: ns };
+        const writes = await servedChildWrites(this.settings, this.threadId, task.node.child, ns, state);
+        this.refuseListChanges();
+        return { ...empty, writes, child: ns };
       }
       const scope = new TaskScope({
         threadId: this.threadId,
@@ -259,11 +303,14 @@ class ReplayTaskRunner implements TaskRunner {
         if (scope.divergence) throw scope.divergence;
         if (scope.halted) throw scope.halted.error;
       }
+      this.refuseListChanges();
       // Served calls are among the refs; a model call an evaluation made anew only among the record keys.
       for (const ref of [...scope.records, ...scope.effects]) this.used.add(ref.key);
       for (const key of scope.recordKeys) this.used.add(key);
       return { writes: (writes as Record<string, unknown> | undefined) ?? undefined, records: scope.records, effects: scope.effects, interrupts: scope.interrupts };
-    } catch (error) {
+    } catch (caught) {
+      // A node that threw after changing the state's lists: reported as the run would report it, the lists put back.
+      const error = (StateMutationError.is(caught) ? undefined : this.checkLists(this.parent.body.next, caught)) ?? caught;
       if (error instanceof ReplayDivergence) this.divergences.push({ node: error.node, call: error.call, name: error.callName, kind: error.kind, reason: error.reason });
       else {
         // An effect asked with other arguments than its intent throws rather than being served.

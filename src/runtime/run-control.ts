@@ -331,6 +331,9 @@ export class ThreadRun implements ChildRunner {
       const merged = await mergeWrites(this.settings.schema, this.cursor.state, input === undefined ? [] : [{ name: 'input', writes: input }], this.place);
       const staged = this.cursor.stage(merged);
       next = nextNodes(this.settings.spec, [START], this.settings.schema.view(staged as State), this.place);
+      // Routing from START was handed the state: refused here, before the thread counts an attempt, if it changed a list.
+      const refused = this.cursor.checkLists(() => []);
+      if (refused) throw refused;
     } catch (error) {
       this.cursor.unstage();
       if (this.thread.head === null && this.thread.attempts === 0) await this.cp.deleteThread(this.lease.threadId, { lease: this.lease }).catch(() => undefined);
@@ -402,6 +405,8 @@ export class ThreadRun implements ChildRunner {
   /** How a superstep of this run runs: live tasks, pending writes, stale-read checks, staged on the cursor. */
   private stepEnv(trace: TraceSpan | undefined): StepEnv {
     const { settings, cursor } = this;
+    // The step's nodes, as a refusal names them (in this graph's names).
+    const stepNodes = () => cursor.head!.body.next.map((name) => own(settings.nodeMapping, name) ?? name);
     const runner = new LiveTaskRunner({
       schema: settings.schema,
       engine: settings.engine,
@@ -419,6 +424,7 @@ export class ThreadRun implements ChildRunner {
       recordFailure: (failure) => this.recordFailure(failure),
       signals: this.signals,
       discardRecords: (keys) => settings.engine.ledger.discardRecords(this.lease, keys),
+      checkLists: (cause) => cursor.checkLists(stepNodes, cause),
       runChild: (task, child, origin, state, trace) =>
         runSubgraphTask(task, child, origin, { ns: this.ns, schema: settings.schema, state, place: this.place }, (spec, ns) => this.childRun(spec, ns, trace)),
     });
@@ -435,6 +441,10 @@ export class ThreadRun implements ChildRunner {
       writeEffects: (entries) => writeEffectsToLedger(settings.engine.ledger, entries),
       stage: (merged) => cursor.stage(merged),
       unstage: () => cursor.unstage(),
+      checkLists: (nodes) => {
+        const refused = cursor.checkLists(() => nodes);
+        if (refused) throw refused;
+      },
     };
   }
 
@@ -553,6 +563,9 @@ export class ThreadRun implements ChildRunner {
       thrown = error;
     }
     await scope.settle();
+    // The node will be refused when it runs if it changed the state's lists: the answer is refused now, nothing changed.
+    const refused = this.cursor.checkLists(() => [name]);
+    if (refused) throw refused;
     // Read from the scope first: a node may have caught what the interrupt call threw (a tool loop hands it to the model).
     probeOutcome(scope.probed ?? thrown);
   }

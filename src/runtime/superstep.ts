@@ -92,6 +92,12 @@ export interface StepEnv {
   stage(merged: MergeResult): Readonly<State>;
   /** Undoes `stage` when the step stops before its commit. */
   unstage(): void;
+  /**
+   * Throws StateMutationError, with the lists put back, when code handed the state
+   * (routing, interrupt payloads, derived fields; `nodes`: the step's) changed an
+   * append list in place. Tasks are checked by their runner.
+   */
+  checkLists(nodes: readonly string[]): void;
 }
 
 /** What a superstep hands back to commit. */
@@ -139,6 +145,7 @@ export async function superstep(env: StepEnv, head: Head, state: Readonly<State>
       when: 'before' as const,
       payload: declaredPayload(t.node.options.interruptBefore!, view),
     }));
+    env.checkLists([]);
     return { kind: 'pause', draft: { kind: 'interrupt', nodes: [], next: head.body.next, interrupts } };
   }
 
@@ -172,6 +179,7 @@ export async function superstep(env: StepEnv, head: Head, state: Readonly<State>
       const after = task.node.options.interruptAfter;
       if (after) interrupts.push({ id: `${head.position.seq}:after:${task.id}`, node: task.node.name, when: 'after', payload: declaredPayload(after, view) });
     });
+    env.checkLists(ran);
     const children = results.flatMap((r) => (r.child ? [r.child] : []));
     return {
       kind: 'step',

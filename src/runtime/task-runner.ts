@@ -10,7 +10,7 @@
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import type { Engine } from '../contracts/engine.js';
 import type { ThreadLease } from '../contracts/threads.js';
-import { CairnError, NeedsAttentionError, NodeFailedError, RunCancelledError, LeaseLostError, StaleReadError, StaleReadLimitError, type ErrorPlace } from '../errors.js';
+import { CairnError, NeedsAttentionError, NodeFailedError, RunCancelledError, LeaseLostError, StaleReadError, StaleReadLimitError, StateMutationError, type ErrorPlace } from '../errors.js';
 import { MAX_STALE_RERUNS } from '../defaults.js';
 import type { StateSchema } from '../state/schema.js';
 import type { EventSink } from './events.js';
@@ -57,6 +57,13 @@ export interface LiveTaskRunnerOptions {
   discardRecords(keys: string[]): Promise<void>;
   /** The thread's signal queue, for `ctx.waitFor`. */
   signals?: SignalQueue;
+  /**
+   * Whether code of the task changed the state's append lists in place (see
+   * ThreadCursor.checkLists): the lists are put back and the error returned fails the
+   * attempt (`cause`: what the node threw besides). Checked at the end of every attempt,
+   * so that neither a retry nor a sibling's kept result goes on from a changed list.
+   */
+  checkLists?(cause?: unknown): StateMutationError | undefined;
   /** Runs a subgraph node's child run (see runtime/child-run), traced under `trace` (the task's span) when given. */
   runChild(task: Task, child: ChildSpec, origin: number, state: Readonly<State>, trace: TraceSpan | undefined): Promise<TaskOutcome>;
 }
@@ -99,12 +106,20 @@ export class LiveTaskRunner implements TaskRunner {
           ...(span ? { trace: span } : {}),
         });
         o.emit?.({ type: 'task.start', threadId: o.lease.threadId, at: Date.now(), node: task.node.name, task: task.id, seq, attempt });
+        let refused: StateMutationError | undefined;
         try {
-          if (task.node.child) return await o.runChild(task, task.node.child, origin, state, span);
+          if (task.node.child) {
+            const outcome = await o.runChild(task, task.node.child, origin, state, span);
+            // Its input and output mappings were handed this run's state.
+            if ((refused = o.checkLists?.())) throw refused;
+            return outcome;
+          }
           const view = o.schema.view(state as State) as never;
           const run = () => withinNode(scope, () => task.node.fn(view, scope as never));
           const writes = await (span ? span.within(run) : run());
           await scope.settle();
+          // First: a node that changed the state's lists in place is refused whatever else it did.
+          if ((refused = o.checkLists?.())) throw refused;
           // An effect in doubt the node caught (a tool's error to an agent library) still stops the step.
           if (scope.attention) throw scope.attention;
           // So does a stop a tool loop caught (cairn/ai-sdk hands it in): the node ends as if it had thrown it.
@@ -121,12 +136,16 @@ export class LiveTaskRunner implements TaskRunner {
           };
         } catch (caught) {
           // What a tool loop caught is why the node stopped, whatever it threw after.
-          let error = scope.halted ? scope.halted.error : caught;
+          let error = refused ?? (scope.halted ? scope.halted.error : caught);
           await scope.settle();
           // The effects it ran stay done whatever comes next (a retry, a resume), as `separately` ones do.
           await scope.writeWithStepEffects();
+          // A node that changed the state's lists before it threw or stopped is refused (the lists are put back
+          // first), unless an effect is in doubt: a person must see that one.
+          refused ??= o.checkLists?.(scope.pause ? undefined : error);
+          if (refused && !NeedsAttentionError.is(error)) error = refused;
           // Stopped at an interrupt call or a wait (whatever the node did with the stop): not a failure.
-          if (scope.pause) return await pausedOutcome(scope, task, origin, span);
+          if (scope.pause && !refused) return await pausedOutcome(scope, task, origin, span);
           if (NeedsAttentionError.is(error)) {
             // Not retried, and the attempt's story must keep it (with its node) once a person resolved it and a run went on.
             await o.recordFailure({ node: task.node.name, error: describeError(error), willRetry: false });
@@ -146,7 +165,9 @@ export class LiveTaskRunner implements TaskRunner {
             }
             error = new StaleReadLimitError(task.node.name, staleReruns, error, place);
           }
-          const willRetry = attempt < policy.maxAttempts && policy.retryOn(error) && !o.signal.aborted;
+          // A shortened list could not be put back: no attempt may run on it, whatever the policy says.
+          const unrestored = StateMutationError.is(error) && !error.restored;
+          const willRetry = attempt < policy.maxAttempts && policy.retryOn(error) && !o.signal.aborted && !unrestored;
           // Outputs recorded by a failed attempt led to the failure: the retry asks again.
           await o.discardRecords(scope.recordKeys);
           await o.recordFailure({ node: task.node.name, error: describeError(error), willRetry });

@@ -284,10 +284,13 @@ export class StateSchema<F extends Fields = Fields, D extends Record<string, unk
 
   /**
    * The state a node or a caller sees: the fields this schema declares plus the derived
-   * ones, frozen at the top level. A stored field the schema no longer declares (dropped
-   * at the same version, or handed on by an upcaster) is not in it: the types say it is
-   * not there, and a node must not route on a value no write of this code can change.
-   * The positions that stored it keep it (rows are never rewritten).
+   * ones, frozen at the top level only. A stored field the schema no longer declares
+   * (dropped at the same version, or handed on by an upcaster) is not in it: the types
+   * say it is not there; the positions that stored it keep it. Its values are the run's
+   * own, not copies (copying an append list at every step would make a run quadratic):
+   * read them, and return changes as writes. A run refuses code that changed an append
+   * list's length in place (StateMutationError); a change inside an item or a value goes
+   * unseen, and is never stored.
    */
   view(base: PlainState): this['$state'] {
     const view: PlainState = {};
