@@ -78,6 +78,7 @@ import {
   type StoredWrite,
 } from './saver-body.js';
 import { checkAdapterOptions } from './adapter-options.js';
+import { filteredValuesAreJson, metadataContains, metadataFilter } from './metadata-filter.js';
 
 /** Options of {@link CairnSaver}. */
 export interface CairnSaverOptions {
@@ -263,13 +264,17 @@ export class CairnSaver extends BaseCheckpointSaver {
 
   /**
    * Checkpoints newest first: of one thread (or every thread), of one namespace (or
-   * every namespace), whose metadata has every key of `filter` with an equal value,
-   * with an id below `before`'s, at most `limit`. A `config` that names a checkpoint
+   * every namespace), whose metadata contains `filter` as PostgresSaver matches it
+   * (`metadata @> filter`, jsonb containment: nested objects and arrays contain what the
+   * filter names, see langgraph/metadata-filter), with an id below `before`'s, at most
+   * `limit`. A `config` that names a checkpoint
    * (`checkpoint_id`) lists that checkpoint alone, as LangGraph's MemorySaver and
    * PostgresSaver do (`getStateHistory` passes the config it is given).
    */
   async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
-    const { filter, before, limit } = options;
+    const { before, limit } = options;
+    // As PostgresSaver sends it: a filter that is not JSON data is refused before anything is read.
+    const filter = metadataFilter(options.filter);
     const beforeId = before?.configurable?.checkpoint_id as string | undefined;
     const threadId = config.configurable?.thread_id as string | undefined;
     const nsWanted = config.configurable?.checkpoint_ns as string | undefined;
@@ -283,7 +288,7 @@ export class CairnSaver extends BaseCheckpointSaver {
         if (idWanted) {
           // One checkpoint, read as getTuple reads it; kept only if it passes `before` and `filter` too.
           const tuple = await this.getTuple({ configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: idWanted } });
-          if (!tuple || (beforeId !== undefined && !(idWanted < beforeId)) || (filter && !metadataHas(tuple.metadata as Record<string, unknown>, filter))) continue;
+          if (!tuple || (beforeId !== undefined && !(idWanted < beforeId)) || (filter && !(await this.metadataHas(tuple.metadata as Record<string, unknown>, filter)))) continue;
           yield tuple;
           if (--left <= 0) return;
           continue;
@@ -854,9 +859,24 @@ export class CairnSaver extends BaseCheckpointSaver {
   }
 
   private async metadataMatches(record: LangGraphRecord, position: StoredPosition, kind: string, filter: Record<string, unknown>): Promise<boolean> {
-    const keys = Object.keys(filter);
-    if (keys.length === 0) return true;
-    return metadataHas((await this.metadataOf(record, position, kind)) as Record<string, unknown>, filter);
+    return this.metadataHas((await this.metadataOf(record, position, kind)) as Record<string, unknown>, filter);
+  }
+
+  /**
+   * True when `metadata` contains `filter` (see langgraph/metadata-filter). Metadata
+   * whose filtered values are not JSON data as they stand (a Date, a Map) is matched in
+   * the form PostgresSaver stores: the serializer's JSON of it.
+   */
+  private async metadataHas(metadata: Record<string, unknown>, filter: Record<string, unknown>): Promise<boolean> {
+    if (filteredValuesAreJson(metadata, filter)) return metadataContains(metadata, filter);
+    try {
+      const [, bytes] = await this.serde.dumpsTyped(metadata);
+      const json = JSON.parse(typeof bytes === 'string' ? bytes : new TextDecoder().decode(bytes).replace(/\0/g, '')) as unknown;
+      return typeof json === 'object' && json !== null && metadataContains(json as Record<string, unknown>, filter);
+    } catch {
+      // Metadata the serializer does not write as JSON matches no filter, as it could not be stored by PostgresSaver.
+      return false;
+    }
   }
 
   // ------------------------------------------------------------------ writing
@@ -1271,23 +1291,6 @@ function writeKey(write: { task: string; idx: number }): string {
 /** The LangGraph writes one cairn pending write holds (one `putWrites` call's). */
 function pendingWrites(pending: PendingWrite): StoredWrite[] {
   return decode<{ writes: StoredWrite[] }>(pending.body).writes;
-}
-
-/** True when `metadata` has every key of `filter` (but those set to undefined) with an equal value. */
-function metadataHas(metadata: Record<string, unknown>, filter: Record<string, unknown>): boolean {
-  for (const key of Object.keys(filter)) {
-    if (filter[key] === undefined) continue;
-    if (!Object.hasOwn(metadata, key) || encode(metadata[key]) !== safeEncode(filter[key])) return false;
-  }
-  return true;
-}
-
-function safeEncode(value: unknown): string | null {
-  try {
-    return encode(value);
-  } catch {
-    return null;
-  }
 }
 
 function snapshotText(position: StoredPosition, parentHash: string, fields: Map<string, FieldState>): string {
