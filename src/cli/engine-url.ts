@@ -85,8 +85,12 @@ export function postgresTarget(target: string): { url: string; schema: string } 
   return { url: hash >= 0 ? target.slice(0, hash) : target, schema: hash >= 0 ? target.slice(hash + 1) : 'public' };
 }
 
-/** The SQLite file a target names. */
-function sqlitePath(target: string): string {
+/**
+ * The SQLite file a target names. An empty one (an unset `--db "$DB"`) is refused: the
+ * driver opens a temporary database for '', which would take an import and vanish.
+ */
+export function sqlitePath(target: string): string {
+  if (target.trim() === '') throw new InvalidOptionError(`no database is named (the name is empty): pass ${ENGINE_URL_HELP}.`);
   const match = /^([a-z][a-z0-9+.-]*):(.*)$/i.exec(target);
   // One letter before the colon is a Windows drive, not a scheme.
   if (!match || match[1]!.length === 1) return target;
