@@ -102,6 +102,23 @@ export function sqlitePath(target: string): string {
 }
 
 /**
+ * Refuses, opening and creating nothing, a target {@link openEngine} would refuse for how
+ * it is written: an empty one, an unsupported scheme, a PostgreSQL URL that does not
+ * parse or a schema that is not a plain identifier (bad usage, exit 2). For a command
+ * that reads another database first (import-langgraph's source), so that a bad target
+ * is refused before that one is opened.
+ */
+export async function checkEngineTarget(target: string): Promise<void> {
+  if (!isPostgresUrl(target)) {
+    sqlitePath(target);
+    return;
+  }
+  const { url, schema } = postgresTarget(target);
+  // The engine checks its URL and schema when it is made, and connects only on its first query.
+  await postgres(url, { schema, max: 1 }).close();
+}
+
+/**
  * Opens the engine `target` names, for `access`. For `write`, a database that does
  * not exist is refused before anything is created (a PostgreSQL target is probed
  * read-only first).
