@@ -267,9 +267,9 @@ export class CairnSaver extends BaseCheckpointSaver {
    * every namespace), whose metadata contains `filter` as PostgresSaver matches it
    * (`metadata @> filter`, jsonb containment: nested objects and arrays contain what the
    * filter names, see langgraph/metadata-filter), with an id below `before`'s, at most
-   * `limit`. A `config` that names a checkpoint
-   * (`checkpoint_id`) lists that checkpoint alone, as LangGraph's MemorySaver and
-   * PostgresSaver do (`getStateHistory` passes the config it is given).
+   * `limit`. A `config` that names a checkpoint (`checkpoint_id`) lists that checkpoint
+   * alone, as LangGraph's MemorySaver and PostgresSaver do (`getStateHistory` passes the
+   * config it is given).
    */
   async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
     const { before, limit } = options;

@@ -7,7 +7,9 @@
  * equal to it, an object with each of its keys (recursively, other keys allowed), an
  * array with each of its elements somewhere (order and repeats ignored; a scalar matches
  * a scalar element, an object or array one it contains). A scalar does not match an
- * array holding it, nor an array an object, as in jsonb.
+ * array holding it, nor an array an object, as in jsonb. A filter jsonb cannot hold (not
+ * JSON data, U+0000, a lone surrogate), on which PostgresSaver fails with PostgreSQL's
+ * error, is InvalidOptionError.
  *
  * LangGraph's other savers differ, and agree with PostgresSaver only on scalar values
  * (all their validation suite asks): MemorySaver keeps `metadata[key] === value` (an
@@ -26,7 +28,18 @@ export function metadataFilter(filter: unknown): Record<string, unknown> | null 
     throw new InvalidOptionError(`list's filter must be JSON data (PostgresSaver sends it as JSON): ${(error as Error).message}.`, { place: { engine: 'langgraph' } });
   }
   if (!isPlainObject(json)) throw new InvalidOptionError("list's filter must be an object of metadata keys and the values they must contain.", { place: { engine: 'langgraph' } });
+  // PostgreSQL refuses them in jsonb (PostgresSaver's list fails with its error): refused alike on every engine, typed.
+  if (hasUnstorableText(json)) throw new InvalidOptionError("list's filter may not contain U+0000 or lone surrogates, in keys or values: jsonb holds neither.", { place: { engine: 'langgraph' } });
   return Object.keys(json).length ? json : null;
+}
+
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function hasUnstorableText(json: unknown): boolean {
+  if (typeof json === 'string') return UNSTORABLE.test(json);
+  if (Array.isArray(json)) return json.some(hasUnstorableText);
+  if (isPlainObject(json)) return Object.keys(json).some((key) => UNSTORABLE.test(key) || hasUnstorableText(json[key]));
+  return false;
 }
 
 /**

@@ -249,6 +249,11 @@ describe.each(engines)('CairnSaver answers as LangGraph savers do ($name)', (kit
       expect(await ids(cairn, { tags: 'y' })).toEqual([]);
       // A filter PostgresSaver could not send (not JSON data) is refused, not matched against nothing.
       await expect(ids(cairn, { n: 1n })).rejects.toThrow(InvalidOptionError);
+      // Text jsonb cannot hold: PostgresSaver fails with PostgreSQL's error; refused, typed, on every engine.
+      for (const filter of [{ s: 'a\u0000b' }, { s: ['\uD800'] }, { 'k\u0000': 1 }]) {
+        await expect(ids(reference, filter), JSON.stringify(filter)).rejects.toThrow();
+        await expect(ids(cairn, filter), JSON.stringify(filter)).rejects.toThrow(InvalidOptionError);
+      }
     } finally {
       await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await pool.end();
