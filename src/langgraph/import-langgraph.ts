@@ -169,7 +169,8 @@ async function openPostgres(from: string, url: string, schema: string): Promise<
  */
 export async function importLangGraph(source: LangGraphSource, target: CairnSaver, options: ImportLangGraphOptions = {}): Promise<LangGraphImportReport> {
   if (options.threads) await checkSourceThreads(source, options.threads);
-  const ids = options.threads ?? (await source.threadIds());
+  // A thread named twice is imported once (the second would be reported as one the target already had).
+  const ids = options.threads ? [...new Set(options.threads)] : await source.threadIds();
   const report: LangGraphImportReport = { threads: 0, checkpoints: 0, writes: 0, skipped: [] };
   let done = 0;
   for (const threadId of ids) {

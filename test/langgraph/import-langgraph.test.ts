@@ -200,6 +200,13 @@ describe('a refused cairn import-langgraph touches nothing', () => {
     await refused(dir, ['--from', NOWHERE, '--db', join(dir, 'cairn.db')], 2, `[cairn] the key file ${keys} cannot be written (ENOENT).`, { keys });
   });
 
+  it('a --thread given twice is imported once, not reported as one the target already had', async () => {
+    const { dir, from } = await langGraphFile();
+    const run = await cairn(['import-langgraph', '--from', from, '--db', join(dir, 'cairn.db'), '--thread', 't', '--thread', 't']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^imported 1 thread, \d+ checkpoints, \d+ pending writes? from LangGraph \(sqlite\)\n$/);
+  });
+
   it('a --thread the source does not have is ERR_THREAD_NOT_FOUND, and creates no target', async () => {
     const { dir, from } = await langGraphFile();
     await refused(dir, ['--from', from, '--db', join(dir, 'cairn.db'), '--thread', 't', '--thread', 'nope'], 1, '[cairn] [langgraph] thread nope: no such thread.');
