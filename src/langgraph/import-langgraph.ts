@@ -129,6 +129,13 @@ async function openSqlite(path: string): Promise<LangGraphSource> {
     db.close();
     throw new LangGraphSourceNotFoundError(path, 'the file has no checkpoints table (SqliteSaver).');
   }
+  try {
+    readOnlySetup(saver);
+  } catch (error) {
+    // A file with a checkpoints table and no writes table (the statements setup prepares read both).
+    db.close();
+    throw new LangGraphSourceNotFoundError(path, `the file does not have SqliteSaver's tables (${(error as Error).message}).`);
+  }
   return {
     kind: 'sqlite',
     saver,
@@ -137,6 +144,27 @@ async function openSqlite(path: string): Promise<LangGraphSource> {
       db.close();
     },
   };
+}
+
+/**
+ * Runs SqliteSaver's `setup()` (which prepares the statements it reads with) without what
+ * it would change in the source: it switches the file to WAL and creates the tables it
+ * lacks. The import only reads, so the file is left in its own journal mode and with its
+ * own tables.
+ */
+function readOnlySetup(sqliteSaver: object): void {
+  // setup() is protected in SqliteSaver's types: it is called as LangGraph's own methods call it.
+  const saver = sqliteSaver as { db: { pragma: unknown; exec: unknown }; setup(): void };
+  const db = saver.db;
+  db.pragma = () => [];
+  db.exec = () => db;
+  try {
+    saver.setup();
+  } finally {
+    // The driver's own methods (on its prototype) again.
+    delete (db as { pragma?: unknown }).pragma;
+    delete (db as { exec?: unknown }).exec;
+  }
 }
 
 async function openPostgres(from: string, url: string, schema: string): Promise<LangGraphSource> {

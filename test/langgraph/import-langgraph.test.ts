@@ -131,6 +131,35 @@ describe('cairn import-langgraph', () => {
     }
   });
 
+  it('the source is only read: a SqliteSaver file keeps its journal mode and its tables, byte for byte', async () => {
+    const dir = tempDir('cairn-lg-import-');
+    const from = join(dir, 'langgraph.db');
+    const source = SqliteSaver.fromConnString(from);
+    await writeThreads(source);
+    // A file in rollback-journal mode (copied, or vacuumed into one), and one without a writes table.
+    source.db.pragma('journal_mode=DELETE');
+    source.db.close();
+    const bytes = readFileSync(from);
+    const run = await cairn(['import-langgraph', '--from', from, '--db', join(dir, 'cairn.db'), '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ source: 'sqlite', threads: 3 });
+    expect(readFileSync(from).equals(bytes), 'the source file changed').toBe(true);
+    expect(readdirSync(dir).filter((name) => name.startsWith('langgraph.db'))).toEqual(['langgraph.db']);
+
+    const partial = join(dir, 'partial.db');
+    const only = SqliteSaver.fromConnString(partial);
+    await writeThreads(only);
+    only.db.exec('DROP TABLE writes');
+    only.db.pragma('journal_mode=DELETE');
+    only.db.close();
+    const partialBytes = readFileSync(partial);
+    const refused = await cairn(['import-langgraph', '--from', partial, '--db', join(dir, 'other.db')]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/no LangGraph checkpoint database at .*partial\.db: the file does not have SqliteSaver's tables \(no such table: writes\)/);
+    expect(readFileSync(partial).equals(partialBytes), 'the partial source changed').toBe(true);
+    expect(existsSync(join(dir, 'other.db'))).toBe(false);
+  });
+
   it('a missing source is an error, and creates nothing', () => {
     const dir = tempDir('cairn-lg-import-');
     const run = spawnSync(process.execPath, [CLI, 'import-langgraph', '--from', join(dir, 'nope.db'), '--db', join(dir, 'cairn.db')], { encoding: 'utf8' });
