@@ -85,8 +85,12 @@ export function postgresTarget(target: string): { url: string; schema: string } 
   return { url: hash >= 0 ? target.slice(0, hash) : target, schema: hash >= 0 ? target.slice(hash + 1) : 'public' };
 }
 
-/** The SQLite file a target names. */
-function sqlitePath(target: string): string {
+/**
+ * The SQLite file a target names. An empty one (an unset `--db "$DB"`) is refused: the
+ * driver opens a temporary database for '', which would take an import and vanish.
+ */
+export function sqlitePath(target: string): string {
+  if (target.trim() === '') throw new InvalidOptionError(`no database is named (the name is empty): pass ${ENGINE_URL_HELP}.`);
   const match = /^([a-z][a-z0-9+.-]*):(.*)$/i.exec(target);
   // One letter before the colon is a Windows drive, not a scheme.
   if (!match || match[1]!.length === 1) return target;
@@ -95,6 +99,23 @@ function sqlitePath(target: string): string {
     throw new InvalidOptionError(`unsupported engine "${scheme}:". Use a SQLite file path (./cairn.db) or a PostgreSQL URL (postgres://user@host/db#schema).`);
   }
   return match[2]!;
+}
+
+/**
+ * Refuses, opening and creating nothing, a target {@link openEngine} would refuse for how
+ * it is written: an empty one, an unsupported scheme, a PostgreSQL URL that does not
+ * parse or a schema that is not a plain identifier (bad usage, exit 2). For a command
+ * that reads another database first (import-langgraph's source), so that a bad target
+ * is refused before that one is opened.
+ */
+export async function checkEngineTarget(target: string): Promise<void> {
+  if (!isPostgresUrl(target)) {
+    sqlitePath(target);
+    return;
+  }
+  const { url, schema } = postgresTarget(target);
+  // The engine checks its URL and schema when it is made, and connects only on its first query.
+  await postgres(url, { schema, max: 1 }).close();
 }
 
 /**

@@ -49,7 +49,7 @@ import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
 import { RawJson, decode, encode } from '../codec/tagged-json.js';
 import { LEASE_MS, SNAPSHOT_EVERY } from '../defaults.js';
 import { crashPoint } from '../internal/crash-points.js';
-import { CheckpointNotFoundError, CorruptRecordError, InvalidOptionError, LeaseLostError, PositionNotFoundError, ThreadBusyError } from '../errors.js';
+import { CheckpointNotFoundError, CorruptRecordError, InvalidOptionError, LeaseLostError, PositionNotFoundError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import { materialize, type ChainLink, type LoadedPosition, type SnapshotBody } from '../runtime/materialize.js';
 import { SNAPSHOT_FORMAT, hashPosition, sealSnapshot, type FieldChange, type PositionBody, type PositionKind } from '../runtime/position.js';
 import { CheckpointIndex } from './checkpoint-index.js';
@@ -78,6 +78,7 @@ import {
   type StoredWrite,
 } from './saver-body.js';
 import { checkAdapterOptions } from './adapter-options.js';
+import { filteredValuesAreJson, metadataContains, metadataFilter } from './metadata-filter.js';
 
 /** Options of {@link CairnSaver}. */
 export interface CairnSaverOptions {
@@ -263,13 +264,17 @@ export class CairnSaver extends BaseCheckpointSaver {
 
   /**
    * Checkpoints newest first: of one thread (or every thread), of one namespace (or
-   * every namespace), whose metadata has every key of `filter` with an equal value,
-   * with an id below `before`'s, at most `limit`. A `config` that names a checkpoint
-   * (`checkpoint_id`) lists that checkpoint alone, as LangGraph's MemorySaver and
-   * PostgresSaver do (`getStateHistory` passes the config it is given).
+   * every namespace), whose metadata contains `filter` as PostgresSaver matches it
+   * (`metadata @> filter`, jsonb containment: nested objects and arrays contain what the
+   * filter names, see langgraph/metadata-filter), with an id below `before`'s, at most
+   * `limit`. A `config` that names a checkpoint (`checkpoint_id`) lists that checkpoint
+   * alone, as LangGraph's MemorySaver and PostgresSaver do (`getStateHistory` passes the
+   * config it is given).
    */
   async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
-    const { filter, before, limit } = options;
+    const { before, limit } = options;
+    // As PostgresSaver sends it: a filter that is not JSON data is refused before anything is read.
+    const filter = metadataFilter(options.filter);
     const beforeId = before?.configurable?.checkpoint_id as string | undefined;
     const threadId = config.configurable?.thread_id as string | undefined;
     const nsWanted = config.configurable?.checkpoint_ns as string | undefined;
@@ -283,7 +288,7 @@ export class CairnSaver extends BaseCheckpointSaver {
         if (idWanted) {
           // One checkpoint, read as getTuple reads it; kept only if it passes `before` and `filter` too.
           const tuple = await this.getTuple({ configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: idWanted } });
-          if (!tuple || (beforeId !== undefined && !(idWanted < beforeId)) || (filter && !metadataHas(tuple.metadata as Record<string, unknown>, filter))) continue;
+          if (!tuple || (beforeId !== undefined && !(idWanted < beforeId)) || (filter && !(await this.metadataHas(tuple.metadata as Record<string, unknown>, filter)))) continue;
           yield tuple;
           if (--left <= 0) return;
           continue;
@@ -429,7 +434,12 @@ export class CairnSaver extends BaseCheckpointSaver {
     return this.index.seqOf(thread, ns, id);
   }
 
-  /** Stores writes of task `taskId` against the checkpoint `config` names, kept until (and after) its child checkpoint lands. */
+  /**
+   * Stores writes of task `taskId` against the checkpoint `config` names, kept until (and
+   * after) its child checkpoint lands. CheckpointNotFoundError when that checkpoint does
+   * not land within `writesWaitMs`, or is gone (another process deleted the thread): the
+   * writes are stored on the checkpoint named, wherever it is now, or not at all.
+   */
   async putWrites(config: RunnableConfig, writes: LangGraphWrite[], taskId: string, taskPath = ''): Promise<void> {
     const thread = requireThread(config, 'putWrites');
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
@@ -529,7 +539,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     await this.locked(thread, async () => {
       if (!this.deferred.get(thread)?.some((w) => w.seq !== undefined)) return;
       // A write that fails rejects its own putWrites call; the flush itself has no caller to tell.
-      await this.withLease(thread, (lease) => this.storeDeferred(thread, lease)).catch(() => undefined);
+      await this.storeOnTheirOwn(thread).catch(() => undefined);
     });
     // Writes handed over meanwhile, whose checkpoint was not looked up yet.
     if (this.deferred.get(thread)?.length) this.scheduleFlush(thread);
@@ -550,6 +560,49 @@ export class CairnSaver extends BaseCheckpointSaver {
     else this.deferred.delete(thread);
   }
 
+  /**
+   * Stores the thread's deferred writes whose checkpoint is known on their own, under a
+   * lease taken for them (called under the thread's lock). A thread that is gone (another
+   * process deleted it) is not created again to hold them: they have no checkpoint, and
+   * their calls fail with CheckpointNotFoundError.
+   */
+  private async storeOnTheirOwn(thread: string): Promise<void> {
+    try {
+      await this.withLease(thread, (lease) => this.storeDeferred(thread, lease), { create: false });
+    } catch (error) {
+      if (!ThreadNotFoundError.is(error)) throw error;
+      const ready = (this.deferred.get(thread) ?? []).filter((w) => w.seq !== undefined);
+      this.dropDeferred(thread, ready);
+      this.forgetThread(thread);
+      for (const write of ready) write.reject(checkpointNotFound(thread, write.ns, write.id));
+    }
+  }
+
+  /**
+   * The seq of the checkpoint a deferred write names, checked under the lease (so that
+   * nothing moves it before the write is stored). The seq its lookup gave (the saver's
+   * tip, its id index) is this process's view: stale once another process deleted the
+   * thread, and perhaps wrote it again; stored there, the writes would belong to whatever
+   * checkpoint took that seq, or to none until the next one takes it. Only the tip this
+   * saver committed under the lease it holds needs no read. Null: the checkpoint is not
+   * in the namespace.
+   */
+  private async checkedSeq(thread: string, write: DeferredWrite, lease: ThreadLease): Promise<number | null> {
+    const seq = write.seq!;
+    const tip = this.tips.get(tipKey(thread, write.ns));
+    if (tip && tip.id === write.id && tip.position.seq === seq && tip.lease?.runId === lease.runId && tip.lease.epoch === lease.epoch) return seq;
+    if ((await this.idAt(thread, write.ns, seq)) === write.id) return seq;
+    // Under the lease the thread holds still: the index read afresh is what is stored.
+    this.forgetThread(thread);
+    return this.index.seqOf(thread, write.ns, write.id);
+  }
+
+  /** Forgets what this saver knew of a thread another process changed under it: its id index and its tips. */
+  private forgetThread(thread: string): void {
+    this.index.forget(thread);
+    for (const key of [...this.tips.keys()]) if (key.startsWith(`${thread}\u0000`)) this.tips.delete(key);
+  }
+
   /** Puts writes back in front of the queue (their put failed) and schedules their flush. */
   private requeue(thread: string, writes: DeferredWrite[]): void {
     this.deferred.set(thread, [...writes, ...(this.deferred.get(thread) ?? [])]);
@@ -568,8 +621,14 @@ export class CairnSaver extends BaseCheckpointSaver {
     const heldAt = new Map<string, Set<string>>();
     for (let i = 0; i < ready.length; i++) {
       const write = ready[i]!;
-      const seq = write.seq!;
       try {
+        const seq = await this.checkedSeq(thread, write, lease);
+        if (seq === null) {
+          // The checkpoint is gone (another process deleted the thread): the writes have nothing to belong to.
+          write.reject(checkpointNotFound(thread, write.ns, write.id));
+          continue;
+        }
+        write.seq = seq;
         const at = tipKey(write.ns, String(seq));
         let held = heldAt.get(at);
         if (!held) heldAt.set(at, (held = await this.heldWrites(thread, write.ns, seq, lease)));
@@ -623,9 +682,7 @@ export class CairnSaver extends BaseCheckpointSaver {
       const outcome = await Promise.race([waiter.landed, timeout]);
       clearTimeout(timer);
       const seq = outcome === 'timeout' ? null : await this.index.seqOf(thread, ns, id);
-      if (seq === null) {
-        throw new CheckpointNotFoundError(thread, id, { engine: 'langgraph', ...(ns ? { ns } : {}) });
-      }
+      if (seq === null) throw checkpointNotFound(thread, ns, id);
       return seq;
     } finally {
       if (--waiter.waiting === 0 && this.awaitedPuts.get(key) === waiter) this.awaitedPuts.delete(key);
@@ -641,7 +698,7 @@ export class CairnSaver extends BaseCheckpointSaver {
     const thread = String(threadId);
     await this.locked(thread, async () => {
       // Writes accepted before the delete land first, and go with the thread.
-      if (this.deferred.get(thread)?.length) await this.withLease(thread, (lease) => this.storeDeferred(thread, lease)).catch(() => undefined);
+      if (this.deferred.get(thread)?.length) await this.storeOnTheirOwn(thread).catch(() => undefined);
       const held = this.held.get(thread);
       if (held) {
         clearTimeout(held.timer);
@@ -854,9 +911,24 @@ export class CairnSaver extends BaseCheckpointSaver {
   }
 
   private async metadataMatches(record: LangGraphRecord, position: StoredPosition, kind: string, filter: Record<string, unknown>): Promise<boolean> {
-    const keys = Object.keys(filter);
-    if (keys.length === 0) return true;
-    return metadataHas((await this.metadataOf(record, position, kind)) as Record<string, unknown>, filter);
+    return this.metadataHas((await this.metadataOf(record, position, kind)) as Record<string, unknown>, filter);
+  }
+
+  /**
+   * True when `metadata` contains `filter` (see langgraph/metadata-filter). Metadata
+   * whose filtered values are not JSON data as they stand (a Date, a Map) is matched in
+   * the form PostgresSaver stores: the serializer's JSON of it.
+   */
+  private async metadataHas(metadata: Record<string, unknown>, filter: Record<string, unknown>): Promise<boolean> {
+    if (filteredValuesAreJson(metadata, filter)) return metadataContains(metadata, filter);
+    try {
+      const [, bytes] = await this.serde.dumpsTyped(metadata);
+      const json = JSON.parse(typeof bytes === 'string' ? bytes : new TextDecoder().decode(bytes).replace(/\0/g, '')) as unknown;
+      return typeof json === 'object' && json !== null && metadataContains(json as Record<string, unknown>, filter);
+    } catch {
+      // Metadata the serializer does not write as JSON matches no filter, as it could not be stored by PostgresSaver.
+      return false;
+    }
   }
 
   // ------------------------------------------------------------------ writing
@@ -1058,7 +1130,7 @@ export class CairnSaver extends BaseCheckpointSaver {
    * (LeaseLostError) is dropped, so the next write acquires afresh. Called under the
    * thread's lock, so one lease is never used by two writes at once.
    */
-  private async withLease<T>(thread: string, fn: (lease: ThreadLease) => Promise<T>): Promise<T> {
+  private async withLease<T>(thread: string, fn: (lease: ThreadLease) => Promise<T>, options: { create?: boolean } = {}): Promise<T> {
     let held = this.held.get(thread);
     if (held) {
       clearTimeout(held.timer);
@@ -1072,7 +1144,7 @@ export class CairnSaver extends BaseCheckpointSaver {
         }
       }
     }
-    const lease = held?.lease ?? (await this.acquire(thread));
+    const lease = held?.lease ?? (await this.acquire(thread, options.create ?? true));
     try {
       return await fn(lease);
     } catch (error) {
@@ -1083,9 +1155,12 @@ export class CairnSaver extends BaseCheckpointSaver {
     }
   }
 
-  private async acquire(thread: string): Promise<ThreadLease> {
+  /** Takes the thread's lease; `create`: creating the thread when it is missing (else ThreadNotFoundError). */
+  private async acquire(thread: string, create: boolean): Promise<ThreadLease> {
     const owner = { runId: randomUUID(), pid: process.pid, host: HOST };
-    return this.whileBusy(() => this.cp.acquireThread(thread, { owner, leaseMs: this.leaseMs, create: { kind: this.kind, tenant: null, metadata: { langgraph: true } } }));
+    return this.whileBusy(() =>
+      this.cp.acquireThread(thread, { owner, leaseMs: this.leaseMs, ...(create ? { create: { kind: this.kind, tenant: null, metadata: { langgraph: true } } } : {}) }),
+    );
   }
 
   /**
@@ -1123,7 +1198,7 @@ export class CairnSaver extends BaseCheckpointSaver {
   /** Gives back every lease this saver keeps (the engine stays open). Further calls take them again. */
   async release(): Promise<void> {
     for (const thread of [...this.deferred.keys()]) {
-      await this.locked(thread, () => this.withLease(thread, (lease) => this.storeDeferred(thread, lease)).catch(() => undefined));
+      await this.locked(thread, () => this.storeOnTheirOwn(thread).catch(() => undefined));
     }
     for (const thread of [...this.held.keys()]) {
       await this.locked(thread, async () => {
@@ -1180,6 +1255,10 @@ const ABSENT = Symbol('absent');
 
 function tipKey(thread: string, ns: string): string {
   return `${thread}\u0000${ns}`;
+}
+
+function checkpointNotFound(thread: string, ns: string, id: string): CheckpointNotFoundError {
+  return new CheckpointNotFoundError(thread, id, { engine: 'langgraph', ...(ns ? { ns } : {}) });
 }
 
 function requireThread(config: RunnableConfig, call: string): string {
@@ -1271,23 +1350,6 @@ function writeKey(write: { task: string; idx: number }): string {
 /** The LangGraph writes one cairn pending write holds (one `putWrites` call's). */
 function pendingWrites(pending: PendingWrite): StoredWrite[] {
   return decode<{ writes: StoredWrite[] }>(pending.body).writes;
-}
-
-/** True when `metadata` has every key of `filter` (but those set to undefined) with an equal value. */
-function metadataHas(metadata: Record<string, unknown>, filter: Record<string, unknown>): boolean {
-  for (const key of Object.keys(filter)) {
-    if (filter[key] === undefined) continue;
-    if (!Object.hasOwn(metadata, key) || encode(metadata[key]) !== safeEncode(filter[key])) return false;
-  }
-  return true;
-}
-
-function safeEncode(value: unknown): string | null {
-  try {
-    return encode(value);
-  } catch {
-    return null;
-  }
 }
 
 function snapshotText(position: StoredPosition, parentHash: string, fields: Map<string, FieldState>): string {

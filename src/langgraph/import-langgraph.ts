@@ -9,7 +9,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { BaseCheckpointSaver, ChannelVersions, CheckpointTuple, PendingWrite } from '@langchain/langgraph-checkpoint';
-import { DriverMissingError, InvalidOptionError, LangGraphSourceNotFoundError } from '../errors.js';
+import { DriverMissingError, InvalidOptionError, LangGraphSourceNotFoundError, ThreadNotFoundError } from '../errors.js';
 import type { CairnSaver } from './cairn-saver.js';
 
 /** Where the importer's errors say they come from: `[cairn] [langgraph] …`. */
@@ -59,8 +59,48 @@ export interface ImportLangGraphOptions {
  * ```
  */
 export async function openLangGraphSource(from: string): Promise<LangGraphSource> {
-  if (/^postgres(ql)?:\/\//i.test(from)) return openPostgres(from);
-  return openSqlite(from.replace(/^(sqlite|file):/i, ''));
+  const source = langGraphSourceOf(from);
+  return source.kind === 'postgres' ? openPostgres(from, source.url, source.schema) : openSqlite(source.path);
+}
+
+/** Where a LangGraph source is, as {@link openLangGraphSource} reads `from`. */
+export type LangGraphLocation = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string; schema: string };
+
+/**
+ * Where `from` points, checked and opening nothing: a `from` no LangGraph database can
+ * be at (empty, a scheme other than `postgres:`, `sqlite:` and `file:`, a schema that is
+ * not a plain identifier) is InvalidOptionError, so that a command refuses it before it
+ * opens or creates anything.
+ */
+export function langGraphSourceOf(from: string): LangGraphLocation {
+  if (typeof from !== 'string' || from.trim() === '') throw new InvalidOptionError('name the LangGraph database: a SqliteSaver file, or postgres://user@host/db (#schema for a schema other than public).', { place: LANGGRAPH });
+  if (/^postgres(ql)?:\/\//i.test(from)) {
+    const hash = from.indexOf('#');
+    const schema = hash >= 0 ? from.slice(hash + 1) : 'public';
+    if (!/^[A-Za-z_][A-Za-z0-9_$]*$/.test(schema)) throw new InvalidOptionError(`"${schema}" is not a schema name.`, { place: LANGGRAPH });
+    return { kind: 'postgres', url: hash >= 0 ? from.slice(0, hash) : from, schema };
+  }
+  const match = /^([a-z][a-z0-9+.-]*):(.*)$/is.exec(from);
+  // One letter before the colon is a Windows drive, not a scheme.
+  if (!match || match[1]!.length === 1) return { kind: 'sqlite', path: from };
+  const scheme = match[1]!.toLowerCase();
+  if (scheme !== 'sqlite' && scheme !== 'file') {
+    throw new InvalidOptionError(`a LangGraph database is not read from "${scheme}:": name a SqliteSaver file (./langgraph.db, sqlite: or file:) or a PostgresSaver database (postgres://user@host/db#schema).`, { place: LANGGRAPH });
+  }
+  if (match[2]!.trim() === '') throw new InvalidOptionError(`"${from}" names no file: name the SqliteSaver file after "${match[1]}:".`, { place: LANGGRAPH });
+  return { kind: 'sqlite', path: match[2]! };
+}
+
+/**
+ * Refuses `threads` (the ones an import is asked for) when the source lacks one of them
+ * (ThreadNotFoundError), before anything is imported: an import of a mistyped id would
+ * report a thread imported with no checkpoints.
+ */
+export async function checkSourceThreads(source: LangGraphSource, threads: readonly string[]): Promise<void> {
+  if (threads.length === 0) return;
+  const have = new Set(await source.threadIds());
+  const missing = threads.find((id) => !have.has(id));
+  if (missing !== undefined) throw new ThreadNotFoundError(missing, LANGGRAPH);
 }
 
 async function load<T>(name: string): Promise<T> {
@@ -89,6 +129,13 @@ async function openSqlite(path: string): Promise<LangGraphSource> {
     db.close();
     throw new LangGraphSourceNotFoundError(path, 'the file has no checkpoints table (SqliteSaver).');
   }
+  try {
+    readOnlySetup(saver);
+  } catch (error) {
+    // A file with a checkpoints table and no writes table (the statements setup prepares read both).
+    db.close();
+    throw new LangGraphSourceNotFoundError(path, `the file does not have SqliteSaver's tables (${(error as Error).message}).`);
+  }
   return {
     kind: 'sqlite',
     saver,
@@ -99,11 +146,28 @@ async function openSqlite(path: string): Promise<LangGraphSource> {
   };
 }
 
-async function openPostgres(from: string): Promise<LangGraphSource> {
-  const hash = from.indexOf('#');
-  const url = hash >= 0 ? from.slice(0, hash) : from;
-  const schema = hash >= 0 ? from.slice(hash + 1) : 'public';
-  if (!/^[A-Za-z_][A-Za-z0-9_$]*$/.test(schema)) throw new InvalidOptionError(`"${schema}" is not a schema name.`, { place: LANGGRAPH });
+/**
+ * Runs SqliteSaver's `setup()` (which prepares the statements it reads with) without what
+ * it would change in the source: it switches the file to WAL and creates the tables it
+ * lacks. The import only reads, so the file is left in its own journal mode and with its
+ * own tables.
+ */
+function readOnlySetup(sqliteSaver: object): void {
+  // setup() is protected in SqliteSaver's types: it is called as LangGraph's own methods call it.
+  const saver = sqliteSaver as { db: { pragma: unknown; exec: unknown }; setup(): void };
+  const db = saver.db;
+  db.pragma = () => [];
+  db.exec = () => db;
+  try {
+    saver.setup();
+  } finally {
+    // The driver's own methods (on its prototype) again.
+    delete (db as { pragma?: unknown }).pragma;
+    delete (db as { exec?: unknown }).exec;
+  }
+}
+
+async function openPostgres(from: string, url: string, schema: string): Promise<LangGraphSource> {
   const { PostgresSaver } = await load<typeof import('@langchain/langgraph-checkpoint-postgres')>('@langchain/langgraph-checkpoint-postgres');
   const pg = (await load<{ default: typeof import('pg') }>('pg')).default;
   const pool = new pg.Pool({ connectionString: url, max: 2 });
@@ -128,10 +192,13 @@ async function openPostgres(from: string): Promise<LangGraphSource> {
  * Copies every thread of `source` (or `options.threads`) into `target`, checkpoint by
  * checkpoint, parents before children (each namespace in checkpoint-id order), each
  * with its pending writes: the threads are cairn threads from then on, their forks
- * branches. A thread the target already has is skipped and reported.
+ * branches. A thread the target already has is skipped and reported; one of
+ * `options.threads` the source does not have is ThreadNotFoundError, nothing imported.
  */
 export async function importLangGraph(source: LangGraphSource, target: CairnSaver, options: ImportLangGraphOptions = {}): Promise<LangGraphImportReport> {
-  const ids = options.threads ?? (await source.threadIds());
+  if (options.threads) await checkSourceThreads(source, options.threads);
+  // A thread named twice is imported once (the second would be reported as one the target already had).
+  const ids = options.threads ? [...new Set(options.threads)] : await source.threadIds();
   const report: LangGraphImportReport = { threads: 0, checkpoints: 0, writes: 0, skipped: [] };
   let done = 0;
   for (const threadId of ids) {

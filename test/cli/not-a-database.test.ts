@@ -7,7 +7,8 @@
  * creating cairn's tables in it. Only `migrate --apply`, `import` and copy's target
  * create a database. `--artifacts` naming a file, not a folder, is refused the same
  * way rather than read as an empty store; a key file that cannot be written (its
- * folder is not there) is bad usage in one line, not an ENOENT stack trace.
+ * folder is not there) is bad usage in one line, not an ENOENT stack trace. An empty
+ * `--db` is bad usage too (the SQLite driver would open a temporary database).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -91,6 +92,22 @@ describe('a --db that is not a cairn database', () => {
     expect(readFileSync(text)).toEqual(before.text);
     expect(tables(foreign)).toEqual(['users']);
   }, 120_000);
+});
+
+describe('an empty --db (an unset "$DB")', () => {
+  it('is bad usage on every command, never a temporary database that takes the writes and vanishes', async () => {
+    for (const args of [
+      ['threads', '--db', '', '--json'],
+      ['delete-thread', 'cust_42', '--db', '', '--json'],
+      ['copy', '--all', '--db', worked, '--to', '', '--json'],
+    ]) {
+      const run = await cairn(args);
+      expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(2);
+      expect(run.stdout, args.join(' ')).toBe('');
+      const { error } = JSON.parse(run.stderr) as { error: { code: string; message: string } };
+      expect(error, args.join(' ')).toMatchObject({ code: 'ERR_INVALID_OPTION', message: expect.stringContaining('no database is named (the name is empty)') });
+    }
+  });
 });
 
 describe('an --artifacts that is a file, a key file that cannot be written', () => {

@@ -3,10 +3,12 @@
  * SqliteSaver (through the BUILT CLI) and PostgresSaver (through the library function)
  * becomes cairn threads: the same history as LangGraph read it (values, next nodes,
  * metadata, forks), pending interrupts that resume through CairnSaver, chains that
- * verify. A second import skips what is there; a missing source creates nothing.
+ * verify. A second import skips what is there; a missing source creates nothing, and
+ * a refused import (a bad flag, a --db that is the source, a --thread the source lacks)
+ * opens no database it should not and creates none.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HumanMessage } from '@langchain/core/messages';
 import { Annotation, Command, END, START, StateGraph, interrupt } from '@langchain/langgraph';
@@ -20,6 +22,8 @@ import { memory } from '../../src/engines/memory/index.js';
 import { verifyThread } from '../../src/inspect/index.js';
 import { CairnSaver } from '../../src/langgraph/index.js';
 import { importLangGraph, openLangGraphSource } from '../../src/langgraph/import-langgraph.js';
+import { ThreadNotFoundError } from '../../src/errors.js';
+import { cairn } from '../cli/run-cli.js';
 import { PG_URL } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 
@@ -127,6 +131,35 @@ describe('cairn import-langgraph', () => {
     }
   });
 
+  it('the source is only read: a SqliteSaver file keeps its journal mode and its tables, byte for byte', async () => {
+    const dir = tempDir('cairn-lg-import-');
+    const from = join(dir, 'langgraph.db');
+    const source = SqliteSaver.fromConnString(from);
+    await writeThreads(source);
+    // A file in rollback-journal mode (copied, or vacuumed into one), and one without a writes table.
+    source.db.pragma('journal_mode=DELETE');
+    source.db.close();
+    const bytes = readFileSync(from);
+    const run = await cairn(['import-langgraph', '--from', from, '--db', join(dir, 'cairn.db'), '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ source: 'sqlite', threads: 3 });
+    expect(readFileSync(from).equals(bytes), 'the source file changed').toBe(true);
+    expect(readdirSync(dir).filter((name) => name.startsWith('langgraph.db'))).toEqual(['langgraph.db']);
+
+    const partial = join(dir, 'partial.db');
+    const only = SqliteSaver.fromConnString(partial);
+    await writeThreads(only);
+    only.db.exec('DROP TABLE writes');
+    only.db.pragma('journal_mode=DELETE');
+    only.db.close();
+    const partialBytes = readFileSync(partial);
+    const refused = await cairn(['import-langgraph', '--from', partial, '--db', join(dir, 'other.db')]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/no LangGraph checkpoint database at .*partial\.db: the file does not have SqliteSaver's tables \(no such table: writes\)/);
+    expect(readFileSync(partial).equals(partialBytes), 'the partial source changed').toBe(true);
+    expect(existsSync(join(dir, 'other.db'))).toBe(false);
+  });
+
   it('a missing source is an error, and creates nothing', () => {
     const dir = tempDir('cairn-lg-import-');
     const run = spawnSync(process.execPath, [CLI, 'import-langgraph', '--from', join(dir, 'nope.db'), '--db', join(dir, 'cairn.db')], { encoding: 'utf8' });
@@ -134,5 +167,88 @@ describe('cairn import-langgraph', () => {
     expect(run.stderr).toMatch(/\[cairn\] \[langgraph\] no LangGraph checkpoint database at .*nope\.db: there is no such file/);
     expect(existsSync(join(dir, 'nope.db'))).toBe(false);
     expect(existsSync(join(dir, 'cairn.db'))).toBe(false);
+  });
+});
+
+describe('a refused cairn import-langgraph touches nothing', () => {
+  /** A PostgreSQL URL nothing listens at: a command that connects to it fails with a connection error, not with usage. */
+  const NOWHERE = 'postgres://nobody@127.0.0.1:1/nowhere';
+
+  /** A SqliteSaver file with one thread `t`, in a folder of its own. */
+  async function langGraphFile(): Promise<{ dir: string; from: string }> {
+    const dir = tempDir('cairn-lg-refused-');
+    const from = join(dir, 'langgraph.db');
+    const saver = SqliteSaver.fromConnString(from);
+    await approval(saver).invoke({ request: 'refund' }, { configurable: { thread_id: 't' } });
+    saver.db.close();
+    return { dir, from };
+  }
+
+  /** Runs `cairn import-langgraph <args>`; expects `code`, one line of stderr matching `message`, and the folder as it was (the source's bytes too). */
+  async function refused(dir: string, args: string[], code: number, message: string | RegExp, options: { keys?: string } = {}) {
+    const before = new Map(readdirSync(dir).map((name) => [name, readFileSync(join(dir, name))]));
+    const run = await cairn([...(options.keys ? ['--keys', options.keys] : []), 'import-langgraph', ...args]);
+    expect(run.code, run.stderr).toBe(code);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.trim().split('\n'), run.stderr).toHaveLength(1);
+    if (typeof message === 'string') expect(run.stderr.trim()).toBe(message);
+    else expect(run.stderr).toMatch(message);
+    expect(readdirSync(dir).sort(), args.join(' ')).toEqual([...before.keys()].sort());
+    for (const [name, bytes] of before) expect(readFileSync(join(dir, name)).equals(bytes), `${name} changed`).toBe(true);
+  }
+
+  it('a --db that is the source itself is bad usage: no cairn tables written into the LangGraph file', async () => {
+    const { dir, from } = await langGraphFile();
+    const message = /^\[cairn\] --db .* is the LangGraph database --from reads: cairn's tables would be written into it/;
+    await refused(dir, ['--from', from, '--db', from], 2, message);
+    await refused(dir, ['--from', from, '--db', `sqlite:${from}`], 2, message);
+    await refused(dir, ['--from', `file:${from}`, '--db', join(dir, '.', 'langgraph.db')], 2, message);
+  });
+
+  it('a bad --db is bad usage before the source is opened (an unreachable PostgreSQL source is not even connected to)', async () => {
+    const { dir } = await langGraphFile();
+    await refused(dir, ['--from', NOWHERE, '--db', ''], 2, /^\[cairn\] no database is named \(the name is empty\)/);
+    await refused(dir, ['--from', NOWHERE, '--db', 'mysql://host/db'], 2, /^\[cairn\] unsupported engine "mysql:"/);
+    await refused(dir, ['--from', NOWHERE, '--db', `${PG_URL}#bad-schema`], 2, /^\[cairn\] \[postgres\] schema name "bad-schema" is not a plain identifier/);
+    await refused(dir, ['--from', NOWHERE, '--db', join(dir, 'cairn.db'), '--thread', ''], 2, '[cairn] thread id must be a non-empty string, got "".');
+  });
+
+  it('a bad --from is bad usage, and creates no target', async () => {
+    const { dir } = await langGraphFile();
+    const db = join(dir, 'cairn.db');
+    await refused(dir, ['--from', '', '--db', db], 2, /^\[cairn\] \[langgraph\] name the LangGraph database/);
+    await refused(dir, ['--from', 'mysql://host/db', '--db', db], 2, /^\[cairn\] \[langgraph\] a LangGraph database is not read from "mysql:"/);
+    await refused(dir, ['--from', 'sqlite:', '--db', db], 2, /^\[cairn\] \[langgraph\] "sqlite:" names no file/);
+    await refused(dir, ['--from', `${NOWHERE}#bad-schema`, '--db', db], 2, '[cairn] [langgraph] "bad-schema" is not a schema name.');
+  });
+
+  it('a key file the target could not be sealed with is bad usage before either database is opened', async () => {
+    const { dir, from } = await langGraphFile();
+    const keys = join(dir, 'nodir', 'k.json');
+    await refused(dir, ['--from', from, '--db', join(dir, 'cairn.db')], 2, `[cairn] the key file ${keys} cannot be written (ENOENT).`, { keys });
+    await refused(dir, ['--from', NOWHERE, '--db', join(dir, 'cairn.db')], 2, `[cairn] the key file ${keys} cannot be written (ENOENT).`, { keys });
+  });
+
+  it('a --thread given twice is imported once, not reported as one the target already had', async () => {
+    const { dir, from } = await langGraphFile();
+    const run = await cairn(['import-langgraph', '--from', from, '--db', join(dir, 'cairn.db'), '--thread', 't', '--thread', 't']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^imported 1 thread, \d+ checkpoints, \d+ pending writes? from LangGraph \(sqlite\)\n$/);
+  });
+
+  it('a --thread the source does not have is ERR_THREAD_NOT_FOUND, and creates no target', async () => {
+    const { dir, from } = await langGraphFile();
+    await refused(dir, ['--from', from, '--db', join(dir, 'cairn.db'), '--thread', 't', '--thread', 'nope'], 1, '[cairn] [langgraph] thread nope: no such thread.');
+    await refused(dir, ['--from', from, '--db', join(dir, 'cairn.db'), '--thread', 'nope', '--json'], 1, JSON.stringify({ error: { code: 'ERR_THREAD_NOT_FOUND', message: '[cairn] [langgraph] thread nope: no such thread.' } }));
+    // The library refuses it too, importing nothing (it reported the thread imported, with no checkpoints).
+    const source = await openLangGraphSource(from);
+    const target = new CairnSaver({ engine: memory() });
+    try {
+      await expect(importLangGraph(source, target, { threads: ['t', 'nope'] })).rejects.toThrow(ThreadNotFoundError);
+      expect(await target.engine.checkpointer.listThreads()).toEqual([]);
+    } finally {
+      await source.close();
+      await target.engine.close();
+    }
   });
 });

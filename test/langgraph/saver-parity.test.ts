@@ -13,21 +13,27 @@
  *   land on whatever checkpoint took its place;
  * - `deleteThread` right after another saver's run wrote the thread deletes it (that
  *   saver's lease, kept for its next write, is waited for as a write waits for it);
+ * - `list`'s `filter` is matched as PostgresSaver matches it, `metadata @> filter` (jsonb
+ *   containment: nested objects and arrays contain what the filter names), each case run
+ *   on a PostgresSaver; MemorySaver and SqliteSaver agree on scalars only;
  * - `list` with `limit` and a `before` or `filter` that passes over many checkpoints
  *   (LangGraph's replay of a subgraph asks for `{ before, limit: 1 }`) gives the same
  *   checkpoints in a few reads, not one read per checkpoint passed over;
  * - a run resumed by a saver new to a long thread (a new process) reads its latest
  *   checkpoint, hands writes over and puts the next one without scanning the thread.
  */
-import { BaseCheckpointSaver, MemorySaver, emptyCheckpoint, type Checkpoint, type PendingWrite } from '@langchain/langgraph-checkpoint';
+import { BaseCheckpointSaver, MemorySaver, emptyCheckpoint, type Checkpoint, type CheckpointMetadata, type PendingWrite } from '@langchain/langgraph-checkpoint';
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import pg from 'pg';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Checkpointer } from '../../src/contracts/checkpointer.js';
 import type { Engine } from '../../src/contracts/engine.js';
-import { ThreadBusyError } from '../../src/errors.js';
+import { InvalidOptionError, ThreadBusyError } from '../../src/errors.js';
 import { CairnSaver } from '../../src/langgraph/index.js';
+import { PG_URL } from '../helpers/postgres.js';
 import { langGraphEngines } from './engines.js';
 
 const engines = langGraphEngines();
@@ -168,6 +174,90 @@ describe.each(engines)('CairnSaver answers as LangGraph savers do ($name)', (kit
       expect(await ids(cairn, listConfig, options), JSON.stringify([listConfig, options])).toEqual(await ids(reference, listConfig, options));
     }
     expect(await ids(cairn, config(ID(2)))).toEqual(['t//02']);
+  });
+
+  it("list's filter matches as PostgresSaver's metadata @> filter: nested objects and arrays by containment", async () => {
+    const cairn = await saver();
+    const schema = `lg_filter_${process.pid}_${Date.now()}`;
+    const pool = new pg.Pool({ connectionString: PG_URL, max: 2 });
+    try {
+      const reference = new PostgresSaver(pool, undefined, { schema });
+      await reference.setup();
+      const at = new Date('2026-01-02T03:04:05.000Z');
+      const metadata: Record<string, unknown>[] = [
+        { source: 'input', step: -1, parents: {} },
+        { source: 'loop', step: 0, parents: {}, extra: { a: 1, b: 2 } },
+        { source: 'loop', step: 1, parents: {}, extra: { a: 1 }, tags: ['x', 'y', 'x'] },
+        { source: 'loop', step: 2, parents: { '': ID(1) }, extra: { a: 2, nested: { deep: [1, [2, 3]] } }, tags: ['y'], items: [{ k: 1, j: 2 }, { k: 3 }] },
+        { source: 'update', step: 3, parents: {}, flag: null, n: 1.5, at, empty: {}, list: [] },
+      ];
+      for (const target of [cairn, reference] as BaseCheckpointSaver[]) {
+        for (let i = 0; i < metadata.length; i++) {
+          await target.put(config(i ? ID(i) : undefined), checkpoint(ID(i + 1), { log: ['a'] }), metadata[i] as CheckpointMetadata, i ? {} : { log: 1 });
+        }
+      }
+      const ids = async (target: BaseCheckpointSaver, filter: Record<string, unknown>, listConfig: object = config()) => {
+        const found: number[] = [];
+        for await (const tuple of target.list(listConfig, { filter })) found.push(Number(tuple.checkpoint.id.slice(-2)));
+        return found;
+      };
+      const filters: Record<string, unknown>[] = [
+        { source: 'loop', extra: { a: 1 } },
+        { extra: { a: 1, b: 2 } },
+        { extra: { b: 2, a: 1 } },
+        { extra: {} },
+        { extra: { a: undefined } },
+        { extra: { nested: { deep: [[3]] } } },
+        { extra: { nested: { deep: [2] } } },
+        { extra: { nested: { deep: [] } } },
+        { tags: ['y'] },
+        { tags: ['y', 'x', 'y'] },
+        { tags: [] },
+        { tags: 'y' },
+        { items: [{ k: 1 }] },
+        { items: [{ k: 3 }, { j: 2 }] },
+        { items: [{ k: 3, j: 2 }] },
+        { items: [1] },
+        { parents: {} },
+        { parents: { '': ID(1) } },
+        { flag: null },
+        { missing: null },
+        { n: 1.5 },
+        { n: '1.5' },
+        { at },
+        { at: at.toISOString() },
+        { empty: {} },
+        { empty: [] },
+        { list: [] },
+        { list: {} },
+        { step: 1 },
+        { source: 'loop', step: 2 },
+        { source: 'update', n: 1.5, flag: null },
+        {},
+        { source: undefined },
+      ];
+      for (const filter of filters) {
+        const expected = await ids(reference, filter);
+        expect(await ids(cairn, filter), JSON.stringify(filter)).toEqual(expected);
+        // A config that names a checkpoint is filtered the same way.
+        expect(await ids(cairn, filter, config(ID(4))), JSON.stringify(filter)).toEqual(await ids(reference, filter, config(ID(4))));
+      }
+      // What jsonb containment gives, spelled out: a nested object or array matches what it contains.
+      expect(await ids(cairn, { source: 'loop', extra: { a: 1 } })).toEqual([3, 2]);
+      expect(await ids(cairn, { tags: ['y'] })).toEqual([4, 3]);
+      expect(await ids(cairn, { extra: { nested: { deep: [[3]] } } })).toEqual([4]);
+      expect(await ids(cairn, { tags: 'y' })).toEqual([]);
+      // A filter PostgresSaver could not send (not JSON data) is refused, not matched against nothing.
+      await expect(ids(cairn, { n: 1n })).rejects.toThrow(InvalidOptionError);
+      // Text jsonb cannot hold: PostgresSaver fails with PostgreSQL's error; refused, typed, on every engine.
+      for (const filter of [{ s: 'a\u0000b' }, { s: ['\uD800'] }, { 'k\u0000': 1 }]) {
+        await expect(ids(reference, filter), JSON.stringify(filter)).rejects.toThrow();
+        await expect(ids(cairn, filter), JSON.stringify(filter)).rejects.toThrow(InvalidOptionError);
+      }
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await pool.end();
+    }
   });
 
   it("getStateHistory from a snapshot's config is that snapshot alone, as on MemorySaver", async () => {
