@@ -311,8 +311,8 @@ export async function collectArtifactsAfter(options: GcOptions, planned: Planned
   const grace = durationOption('graceMs', options.graceMs, options.grace) ?? GC_GRACE_MS;
   const threadRules = (options.retention?.threads ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
   const artifactRules = (options.retention?.artifacts ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
-  const dryRun = options.dryRun === true;
-  const threadNow = options.now ?? Date.now();
+  const dryRun = dryRunOption('collectArtifacts', options.dryRun);
+  const threadNow = nowOption('collectArtifacts', options.now);
 
   // The store's clock is read first: everything refreshed after this instant minus
   // grace is kept, including what is written while the mark phase runs. A dry run
@@ -686,6 +686,27 @@ export function durationOption(name: string, ms: number | undefined, deprecated:
     return ms;
   }
   return deprecated === undefined ? undefined : parseDuration(deprecated);
+}
+
+/**
+ * A maintenance call's `dryRun`: true, false or left out. Anything else is refused: a
+ * `"true"` read from a config file or the environment is not `true`, and taken as "not
+ * a dry run" it removed for real what the caller only meant to see.
+ */
+export function dryRunOption(call: string, value: unknown): boolean {
+  if (value === undefined || typeof value === 'boolean') return value === true;
+  throw new InvalidOptionError(`${call}: dryRun must be true or false, got ${JSON.stringify(value) ?? String(value)}. Nothing was removed.`);
+}
+
+/**
+ * A maintenance call's `now` (ms since the epoch), default `Date.now()`. A value that is
+ * not a finite number is refused: NaN, or a date as text, made every age comparison
+ * false, so the rules silently matched nothing.
+ */
+export function nowOption(call: string, value: unknown): number {
+  if (value === undefined) return Date.now();
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new InvalidOptionError(`${call}: now must be a finite number of ms since the epoch, got ${typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value))}.`);
+  return value;
 }
 
 /** The age in ms a retention rule asks for; a rule without one is an error, not "every age". */

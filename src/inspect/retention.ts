@@ -30,7 +30,7 @@ import type { ThreadRecord } from '../contracts/threads.js';
 import { encode } from '../codec/tagged-json.js';
 import { InvalidOptionError, ThreadBusyError, VersionConflictError } from '../errors.js';
 import { isGraphNamespace } from '../internal/graphs.js';
-import { checkRetentionPolicy, checkStoresOption, collectArtifactsAfter, durationOption, oneOf, ruleAge, storeItemId, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
+import { checkRetentionPolicy, checkStoresOption, collectArtifactsAfter, dryRunOption, durationOption, nowOption, oneOf, ruleAge, storeItemId, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
 import { compactThreadByRules, type CheckedPositionRule, type CompactionRules, type ThreadCompaction } from './retention-compaction.js';
 
 /** Which retention step is under way, and how far it got (`total` when known). `positions` covers the compactions of `positions` and `ledger` rules, a thread at a time. */
@@ -140,8 +140,8 @@ export async function applyRetention(options: RetentionOptions): Promise<Retenti
   const { checkpointer: cp, ledger, store } = options;
   // Whole, before anything runs: a misspelt key or status would make its rule match nothing.
   const policy = checkRetentionPolicy(options.policy);
-  const dryRun = options.dryRun === true;
-  const now = options.now ?? Date.now();
+  const dryRun = dryRunOption('applyRetention', options.dryRun);
+  const now = nowOption('applyRetention', options.now);
   const threadRules = (policy.threads ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
   const positionRules = (policy.positions ?? []).map(checkPositionRule);
   const ledgerRules = (policy.ledger ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
