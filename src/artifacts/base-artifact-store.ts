@@ -28,6 +28,7 @@ import type {
 import { ARTIFACT_PAGE_LIMIT } from '../defaults.js';
 import { AccessDeniedError, ArtifactIntegrityError, ArtifactNotFoundError, CairnError, DecryptionError, InvalidOptionError, KeyUnavailableError, PlaintextRowError } from '../errors.js';
 import { crashPoint } from '../internal/crash-points.js';
+import { unknownOption } from '../internal/option-keys.js';
 import { Lifecycle } from '../internal/lifecycle.js';
 import {
   SEALED_BLOB_META,
@@ -70,6 +71,40 @@ export interface ArtifactPurgeReport {
  * `S3ArtifactStore`. Backends subclass it only to add their own extras (a root
  * path, presigned URLs, test hooks).
  */
+/**
+ * What each call takes. Another key is refused, not ignored: a misspelt option acts as
+ * its default while the caller believes it applied (`stalebefore` deleting an artifact
+ * a writer just refreshed, `dryrun` sweeping for real, `allTenant` listing one tenant).
+ */
+const CALL_OPTIONS = {
+  put: ['mediaType', 'key', 'metadata', 'signal'],
+  putNamed: ['mediaType', 'metadata', 'signal'],
+  stream: ['verify', 'signal'],
+  delete: ['staleBefore'],
+  list: ['limit', 'cursor', 'allTenants'],
+  sweep: ['staleBefore', 'olderThan', 'dryRun'],
+  now: ['readOnly'],
+} as const;
+
+/**
+ * Refuses, with InvalidOptionError, a call's options that are not an object or that hold
+ * a key the call does not take. Undefined and null pass (each call reads them as before).
+ */
+function checkCallOptions(call: keyof typeof CALL_OPTIONS, options: unknown, engine: string): void {
+  if (options === undefined || options === null) return;
+  const place = { place: { engine } };
+  if (typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`${call} options must be an object, got ${JSON.stringify(options) ?? String(options)}.`, place);
+  const unknown = unknownOption(call, options, CALL_OPTIONS[call]);
+  if (unknown) throw new InvalidOptionError(unknown, place);
+}
+
+/** A flag given as anything but true or false is refused: `dryRun: "false"` would read as true elsewhere, `"true"` as false here. */
+function checkFlag(call: string, name: string, value: unknown, engine: string): void {
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw new InvalidOptionError(`${call}: ${name} must be true or false, got ${JSON.stringify(value) ?? String(value)}.`, { place: { engine } });
+  }
+}
+
 export class BaseArtifactStore implements ArtifactStore {
   readonly engine: string;
   readonly tenant: string | null;
@@ -112,7 +147,11 @@ export class BaseArtifactStore implements ArtifactStore {
   }
 
   async put(data: ArtifactBody, options: ArtifactPutOptions): Promise<ArtifactRef> {
-    if (options?.key !== undefined) return this.putNamed(options.key, data, options);
+    checkCallOptions('put', options, this.engine);
+    if (options?.key !== undefined) {
+      const { key, ...named } = options;
+      return this.putNamed(key, data, named);
+    }
     const store = this.store;
     checkMediaType(options?.mediaType);
     checkMetadata(options.metadata);
@@ -151,6 +190,7 @@ export class BaseArtifactStore implements ArtifactStore {
 
   async putNamed(key: string, data: ArtifactBody, options: Omit<ArtifactPutOptions, 'key'>): Promise<ArtifactRef> {
     const store = this.store;
+    checkCallOptions('putNamed', options, this.engine);
     checkArtifactKey(key);
     checkMediaType(options?.mediaType);
     checkMetadata(options.metadata);
@@ -213,7 +253,9 @@ export class BaseArtifactStore implements ArtifactStore {
     }
   }
 
-  async stream(ref: ArtifactRef, options: ArtifactStreamOptions = {}): Promise<ReadableStream<Uint8Array>> {
+  async stream(ref: ArtifactRef, given?: ArtifactStreamOptions | null): Promise<ReadableStream<Uint8Array>> {
+    checkCallOptions('stream', given, this.engine);
+    const options = given ?? {};
     const mode = options.verify ?? 'before';
     if (mode !== 'before' && mode !== 'during') throw new InvalidOptionError(`stream verify must be "before" or "during", got ${JSON.stringify(mode)}.`);
     const reader = await this.open(ref);
@@ -236,8 +278,10 @@ export class BaseArtifactStore implements ArtifactStore {
     return iteratorStream(this.verifiedChunks(ref, reader, options.signal), () => reader.close());
   }
 
-  async delete(ref: ArtifactRef, options: ArtifactDeleteOptions = {}): Promise<boolean> {
+  async delete(ref: ArtifactRef, given?: ArtifactDeleteOptions | null): Promise<boolean> {
     const store = this.store;
+    checkCallOptions('delete', given, this.engine);
+    const options = given ?? {};
     const address = this.address(ref);
     if (options.staleBefore !== undefined && !Number.isFinite(options.staleBefore)) {
       throw new InvalidOptionError(`staleBefore must be a time in ms, got ${String(options.staleBefore)}.`);
@@ -298,6 +342,8 @@ export class BaseArtifactStore implements ArtifactStore {
     // null reads as no options, as the stores' listings take it.
     const options = given ?? {};
     if (typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`list options must be an object, got ${JSON.stringify(options) ?? String(options)}.`);
+    checkCallOptions('list', options, this.engine);
+    checkFlag('list', 'allTenants', options.allTenants, this.engine);
     const limit = options.limit ?? ARTIFACT_PAGE_LIMIT;
     if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidOptionError(`list limit must be a positive integer, got ${String(limit)}.`);
     if (options.cursor !== undefined && typeof options.cursor !== 'string') throw new InvalidOptionError('list cursor must be the string a previous page returned.');
@@ -313,6 +359,8 @@ export class BaseArtifactStore implements ArtifactStore {
   }
 
   async now(options?: ArtifactClockOptions): Promise<number> {
+    checkCallOptions('now', options, this.engine);
+    checkFlag('now', 'readOnly', options?.readOnly, this.engine);
     return this.store.now(options?.readOnly === true ? { readOnly: true } : undefined);
   }
 
@@ -323,6 +371,8 @@ export class BaseArtifactStore implements ArtifactStore {
 
   async sweep(options: ArtifactSweepOptions): Promise<ArtifactSweepReport> {
     if (this.tenant !== null) throw new AccessDeniedError(this.tenant, ['artifacts'], 'sweep the store', { engine: this.engine });
+    checkCallOptions('sweep', options, this.engine);
+    checkFlag('sweep', 'dryRun', options?.dryRun, this.engine);
     const staleBefore = options?.staleBefore ?? options?.olderThan;
     if (typeof staleBefore !== 'number' || !Number.isFinite(staleBefore)) throw new InvalidOptionError(`sweep needs staleBefore, a time in ms by the store's clock (see now()).`);
     return this.store.sweep(staleBefore, options.dryRun === true);

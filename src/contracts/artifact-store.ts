@@ -18,7 +18,9 @@
  *   `stream` returns one; neither holds the whole payload in memory (except the
  *   memory backend, whose storage is memory).
  * - **Validation first**: keys, ids, tenants and digests are validated before any
- *   path or object key is built ({@link InvalidKeyError}).
+ *   path or object key is built ({@link InvalidKeyError}); an option a call does not
+ *   take, or a flag (`dryRun`, `allTenants`, `readOnly`) that is not a boolean, is
+ *   InvalidOptionError before anything is touched.
  * - **Tenancy**: `forTenant(t)` is a view whose refs carry the tenant
  *   (`tenant:<t>/sha256:…`); reading another tenant's ref throws {@link AccessDeniedError}.
  * - **Freshness for GC**: every call that hands out a ref to bytes already stored

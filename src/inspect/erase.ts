@@ -45,6 +45,7 @@ import { listArtifacts } from '../artifacts/helpers.js';
 import { tenantScope, threadScope } from '../crypto/scopes.js';
 import { DATA_KEYS_NS } from '../crypto/keyring.js';
 import { PIN_NAMESPACE } from '../internal/pins.js';
+import { encodeNamespace } from '../internal/keys.js';
 import { walkThreadRefs } from './gc.js';
 import { checkOptionKeys } from '../internal/option-keys.js';
 
@@ -138,6 +139,12 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
   if (options.actor !== undefined && typeof options.actor !== 'string') throw new InvalidOptionError(`eraseTenant: actor must be a string, got ${JSON.stringify(options.actor)}.`);
   if (options.store !== undefined && !(Array.isArray(options.store) && options.store.every((ns) => Array.isArray(ns) && ns.every((label) => typeof label === 'string')))) {
     throw new InvalidOptionError(`eraseTenant: store must be a list of namespaces (lists of labels), got ${JSON.stringify(options.store)}.`);
+  }
+  for (const ns of options.store ?? []) {
+    // [] is a prefix of every namespace: one tenant's erasure would delete every tenant's rows.
+    if (ns.length === 0) throw new InvalidOptionError('eraseTenant: store holds an empty namespace, which names every namespace of every tenant: name the prefixes that belong to this one (["tenants", "acme"]). Nothing was erased.');
+    // A label no write accepts matches nothing: the rows meant would stay, and the report say nothing.
+    encodeNamespace(ns);
   }
   if ((tenant === undefined) === (threadOnly === undefined)) throw new InvalidOptionError('eraseTenant needs exactly one of { tenant } or { thread } (a thread without a tenant).');
   if (tenant !== undefined && (typeof tenant !== 'string' || tenant === '')) throw new InvalidOptionError(`eraseTenant: tenant must be a non-empty string, got ${JSON.stringify(tenant)}.`);

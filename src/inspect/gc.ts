@@ -43,7 +43,8 @@ import { decode } from '../codec/tagged-json.js';
 import { InvalidOptionError, ThreadBusyError } from '../errors.js';
 import { listArtifacts, parseDuration } from '../artifacts/helpers.js';
 import { GC_GRACE_MS } from '../defaults.js';
-import { findArtifactRefs, isArtifactRef } from '../artifacts/refs.js';
+import { findArtifactRefs, isArtifactRef, parseRefId } from '../artifacts/refs.js';
+import { checkThreadId } from '../internal/keys.js';
 import { appendedFields, openSnapshot, type PositionBody } from '../runtime/position.js';
 import { isGraphNamespace } from '../internal/graphs.js';
 import { PIN_NAMESPACE as PIN_NAMESPACE_INTERNAL, threadPinKey } from '../internal/pins.js';
@@ -232,7 +233,12 @@ export interface PinOptions {
  * ```
  */
 export async function pinArtifact(store: Store, ref: ArtifactRef, note = '', options: PinOptions = {}): Promise<void> {
-  const { thread } = options;
+  const thread = pinThread('pinArtifact', options);
+  if (!isArtifactRef(ref)) {
+    throw new InvalidOptionError(`pinArtifact takes the artifact's ref ({ id, sha256, media_type, size_bytes }, as put returned it), got ${describeRef(ref)}.`);
+  }
+  parseRefId(ref.id);
+  if (typeof note !== 'string') throw new InvalidOptionError(`pinArtifact: note must be a string, got ${JSON.stringify(note) ?? String(note)}.`);
   if (thread === undefined) await store.put(PIN_NAMESPACE, ref.id, { ref, note, pinnedAt: Date.now() });
   else await store.put(PIN_NAMESPACE, threadPinKey(ref.id, thread), { ref, note, pinnedAt: Date.now(), thread });
 }
@@ -246,9 +252,28 @@ export async function pinArtifact(store: Store, ref: ArtifactRef, note = '', opt
  * await unpinArtifact(engine.store, ref);   // collectable again once unreferenced
  * ```
  */
-export function unpinArtifact(store: Store, ref: ArtifactRef | string, options: PinOptions = {}): Promise<boolean> {
-  const id = typeof ref === 'string' ? ref : ref.id;
-  return store.delete(PIN_NAMESPACE, options.thread === undefined ? id : threadPinKey(id, options.thread));
+export async function unpinArtifact(store: Store, ref: ArtifactRef | string, options: PinOptions = {}): Promise<boolean> {
+  const thread = pinThread('unpinArtifact', options);
+  const id = typeof ref === 'string' ? ref : isArtifactRef(ref) ? ref.id : undefined;
+  if (id === undefined) throw new InvalidOptionError(`unpinArtifact takes the artifact's ref or its id, got ${describeRef(ref)}.`);
+  parseRefId(id);
+  return store.delete(PIN_NAMESPACE, thread === undefined ? id : threadPinKey(id, thread));
+}
+
+/**
+ * The thread a pin call names, checked. A key the options do not take is refused: a
+ * misspelt `thred` made a thread's pin global (kept after the thread is deleted) and
+ * an unpin remove the global pin (a legal hold) instead of the thread's.
+ */
+function pinThread(call: string, options: PinOptions): string | undefined {
+  checkOptionKeys(call, options, ['thread']);
+  if (options.thread !== undefined) checkThreadId(options.thread);
+  return options.thread;
+}
+
+function describeRef(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? String(value);
+  return `an object with ${Object.keys(value).join(', ') || 'no keys'}`;
 }
 
 /**
@@ -311,8 +336,8 @@ export async function collectArtifactsAfter(options: GcOptions, planned: Planned
   const grace = durationOption('graceMs', options.graceMs, options.grace) ?? GC_GRACE_MS;
   const threadRules = (options.retention?.threads ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
   const artifactRules = (options.retention?.artifacts ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
-  const dryRun = options.dryRun === true;
-  const threadNow = options.now ?? Date.now();
+  const dryRun = dryRunOption('collectArtifacts', options.dryRun);
+  const threadNow = nowOption('collectArtifacts', options.now);
 
   // The store's clock is read first: everything refreshed after this instant minus
   // grace is kept, including what is written while the mark phase runs. A dry run
@@ -686,6 +711,27 @@ export function durationOption(name: string, ms: number | undefined, deprecated:
     return ms;
   }
   return deprecated === undefined ? undefined : parseDuration(deprecated);
+}
+
+/**
+ * A maintenance call's `dryRun`: true, false or left out. Anything else is refused: a
+ * `"true"` read from a config file or the environment is not `true`, and taken as "not
+ * a dry run" it removed for real what the caller only meant to see.
+ */
+export function dryRunOption(call: string, value: unknown): boolean {
+  if (value === undefined || typeof value === 'boolean') return value === true;
+  throw new InvalidOptionError(`${call}: dryRun must be true or false, got ${JSON.stringify(value) ?? String(value)}. Nothing was removed.`);
+}
+
+/**
+ * A maintenance call's `now` (ms since the epoch), default `Date.now()`. A value that is
+ * not a finite number is refused: NaN, or a date as text, made every age comparison
+ * false, so the rules silently matched nothing.
+ */
+export function nowOption(call: string, value: unknown): number {
+  if (value === undefined) return Date.now();
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new InvalidOptionError(`${call}: now must be a finite number of ms since the epoch, got ${typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value))}.`);
+  return value;
 }
 
 /** The age in ms a retention rule asks for; a rule without one is an error, not "every age". */

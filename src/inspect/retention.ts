@@ -27,9 +27,10 @@ import type { Checkpointer, CompactionResult } from '../contracts/checkpointer.j
 import type { Ledger } from '../contracts/ledger.js';
 import type { Store } from '../contracts/store.js';
 import type { ThreadRecord } from '../contracts/threads.js';
+import { encode } from '../codec/tagged-json.js';
 import { InvalidOptionError, ThreadBusyError, VersionConflictError } from '../errors.js';
 import { isGraphNamespace } from '../internal/graphs.js';
-import { checkRetentionPolicy, checkStoresOption, collectArtifactsAfter, durationOption, oneOf, ruleAge, storeItemId, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
+import { checkRetentionPolicy, checkStoresOption, collectArtifactsAfter, dryRunOption, durationOption, nowOption, oneOf, ruleAge, storeItemId, threadRuleMatches, type GcReport, type PlannedRemovals, type PositionRetentionRule, type RetentionPolicy } from './gc.js';
 import { compactThreadByRules, type CheckedPositionRule, type CompactionRules, type ThreadCompaction } from './retention-compaction.js';
 
 /** Which retention step is under way, and how far it got (`total` when known). `positions` covers the compactions of `positions` and `ledger` rules, a thread at a time. */
@@ -139,8 +140,8 @@ export async function applyRetention(options: RetentionOptions): Promise<Retenti
   const { checkpointer: cp, ledger, store } = options;
   // Whole, before anything runs: a misspelt key or status would make its rule match nothing.
   const policy = checkRetentionPolicy(options.policy);
-  const dryRun = options.dryRun === true;
-  const now = options.now ?? Date.now();
+  const dryRun = dryRunOption('applyRetention', options.dryRun);
+  const now = nowOption('applyRetention', options.now);
   const threadRules = (policy.threads ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
   const positionRules = (policy.positions ?? []).map(checkPositionRule);
   const ledgerRules = (policy.ledger ?? []).map((r) => ({ ...r, ms: ruleAge(r) }));
@@ -209,7 +210,9 @@ export async function applyRetention(options: RetentionOptions): Promise<Retenti
         for (const item of page.items) {
           // cairn's own bookkeeping (graph descriptions, artifact pins) is not a retention subject.
           if (isGraphNamespace(item.namespace) || (item.namespace[0] === 'cairn' && item.namespace[1] === 'artifact-pins')) continue;
-          if (item.updatedAt < now - rule.ms) victims.push({ namespace: item.namespace, key: item.key, version: item.version, bytes: JSON.stringify(item.value ?? null).length });
+          // Counted as the codec text the row holds: JSON.stringify throws on a BigInt
+          // and writes a Map or a Set as {}, values a store keeps like any other.
+          if (item.updatedAt < now - rule.ms) victims.push({ namespace: item.namespace, key: item.key, version: item.version, bytes: encode(item.value).length });
         }
         if (!page.cursor) break;
         cursor = page.cursor;

@@ -7,7 +7,8 @@
  */
 import type { ListNamespacesOptions, ScopedStore, SearchOptions, Store, StoreApi, StoreItem, StoreOp, StorePage } from '../contracts/store.js';
 import { STORE_UPDATE_RETRIES } from '../defaults.js';
-import { StaleReadError, UpdateConflictError, VersionConflictError, type ErrorPlace } from '../errors.js';
+import { InvalidOptionError, StaleReadError, UpdateConflictError, VersionConflictError, type ErrorPlace } from '../errors.js';
+import { unknownOption } from '../internal/option-keys.js';
 import { backoff } from '../store/base-store.js';
 import type { EffectSpec } from './effects.js';
 
@@ -63,6 +64,41 @@ export interface NodeStore {
 /** Runs one effect of the task the view belongs to (`ctx.effect`). */
 export type TaskEffect = <T>(name: string, spec: EffectSpec<T>) => Promise<T>;
 
+/**
+ * What each `ctx.store` call takes. Another key is refused, not ignored, as the store's
+ * own calls refuse it: a misspelt `validateAtcommit` would let the step commit on a
+ * stale read, `ttlMS` would keep the item forever, `ifversion` would write over a
+ * version the caller meant to check.
+ */
+const NODE_CALL_OPTIONS = {
+  get: ['validateAtCommit'],
+  put: ['ifVersion', 'idempotencyKey', 'ttlMs'],
+  delete: ['ifVersion', 'idempotencyKey'],
+  update: ['maxRetries', 'ttlMs', 'idempotencyKey'],
+} as const;
+
+/**
+ * A `ctx.store` call's options: undefined and null read as none (as on the store);
+ * anything but an object, a key the call does not take, or a malformed
+ * `validateAtCommit` / `maxRetries` is InvalidOptionError, before anything is read or
+ * written (a CairnError: the step is not retried over it).
+ */
+function readNodeOptions<O extends object>(call: keyof typeof NODE_CALL_OPTIONS, options: O | null | undefined, place: ErrorPlace): O {
+  if (options === undefined || options === null) return {} as O;
+  const where = `ctx.store.${call}`;
+  if (typeof options !== 'object' || Array.isArray(options)) throw new InvalidOptionError(`${where}: options must be an object, got ${JSON.stringify(options) ?? String(options)}.`, { place });
+  const unknown = unknownOption(where, options, NODE_CALL_OPTIONS[call]);
+  if (unknown) throw new InvalidOptionError(unknown, { place });
+  const { validateAtCommit, maxRetries } = options as { validateAtCommit?: unknown; maxRetries?: unknown };
+  if (validateAtCommit !== undefined && typeof validateAtCommit !== 'boolean') {
+    throw new InvalidOptionError(`${where}: validateAtCommit must be true or false, got ${JSON.stringify(validateAtCommit) ?? String(validateAtCommit)}.`, { place });
+  }
+  if (maxRetries !== undefined && (typeof maxRetries !== 'number' || !Number.isSafeInteger(maxRetries) || maxRetries < 0)) {
+    throw new InvalidOptionError(`${where}: maxRetries must be a non-negative integer, got ${String(maxRetries)}.`, { place });
+  }
+  return options;
+}
+
 /** One task's view of the store (see {@link NodeStore}); the runtime reads back its validated reads. */
 export class TaskStore implements NodeStore {
   readonly principal: string | null;
@@ -95,7 +131,8 @@ export class TaskStore implements NodeStore {
     return [...this.validated.values()].map((r) => ({ namespace: [...r.namespace], key: r.key, version: r.version }));
   }
 
-  async get<T>(namespace: string[], key: string, options: { validateAtCommit?: boolean } = {}): Promise<StoreItem<T> | null> {
+  async get<T>(namespace: string[], key: string, given?: { validateAtCommit?: boolean } | null): Promise<StoreItem<T> | null> {
+    const options = readNodeOptions('get', given, this.place);
     const item = await this.view.get<T>(namespace, key);
     const id = itemId(namespace, key);
     const version = item?.version ?? 0;
@@ -115,7 +152,8 @@ export class TaskStore implements NodeStore {
     return this.view.listNamespaces(options);
   }
 
-  put<T>(namespace: string[], key: string, value: T, options: NodeWriteOptions & { ttlMs?: number } = {}): Promise<StoreItem<T>> {
+  async put<T>(namespace: string[], key: string, value: T, given?: (NodeWriteOptions & { ttlMs?: number }) | null): Promise<StoreItem<T>> {
+    const options = readNodeOptions('put', given, this.place);
     const ifVersion = this.basis(namespace, key, options);
     return this.write(
       'put',
@@ -136,7 +174,8 @@ export class TaskStore implements NodeStore {
     );
   }
 
-  delete(namespace: string[], key: string, options: NodeWriteOptions = {}): Promise<boolean> {
+  async delete(namespace: string[], key: string, given?: NodeWriteOptions | null): Promise<boolean> {
+    const options = readNodeOptions('delete', given, this.place);
     const ifVersion = this.basis(namespace, key, options);
     return this.write(
       'delete',
@@ -157,12 +196,13 @@ export class TaskStore implements NodeStore {
     );
   }
 
-  update<T>(
+  async update<T>(
     namespace: string[],
     key: string,
     fn: (current: T | undefined, item: StoreItem<T> | null) => T | Promise<T>,
-    options: { maxRetries?: number; ttlMs?: number; idempotencyKey?: string } = {},
+    given?: { maxRetries?: number; ttlMs?: number; idempotencyKey?: string } | null,
   ): Promise<StoreItem<T>> {
+    const options = readNodeOptions('update', given, this.place);
     return this.write(
       'update',
       namespace,

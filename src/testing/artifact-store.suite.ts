@@ -690,6 +690,44 @@ export function artifactStoreSuite<S extends ArtifactStore>(options: ArtifactSto
       });
     });
 
+    describe('options', () => {
+      it('refuses an option a call does not take (a misspelt staleBefore or dryRun), touching nothing', async () => {
+        const ref = await store.put('kept by its options', { mediaType: 'text/plain' });
+        const gone = await store.put('unreferenced', { mediaType: 'text/plain' });
+        await store.delete(gone);
+        const future = (await store.now()) + 60_000;
+        const refused: [string, () => Promise<unknown>][] = [
+          ['put', () => store.put('x', { mediaType: 'text/plain', metdata: { a: 'b' } } as never)],
+          ['putNamed', () => store.putNamed('opts/x', 'x', { mediaType: 'text/plain', key: 'other' } as never)],
+          ['stream', () => store.stream(ref, { verfy: 'during' } as never)],
+          ['delete', () => store.delete(ref, { stalebefore: 0 } as never)],
+          ['list', () => store.list({ allTenant: true } as never)],
+          ['sweep', () => store.sweep({ staleBefore: future, dryrun: true } as never)],
+          ['now', () => store.now({ readonly: true } as never)],
+        ];
+        for (const [call, run] of refused) {
+          const error = await run().then(() => undefined, (e: unknown) => e);
+          expect(error, call).toMatchObject({ code: 'ERR_INVALID_OPTION' });
+          expect((error as Error).message, call).toContain(`${call}: unknown option`);
+        }
+        expect(await store.stat(ref)).not.toBeNull();
+        expect(await store.head('opts/x')).toBeNull();
+        expect(await listRefs(store)).toEqual([ref]);
+        // The blob the misspelt dry run would have swept is still there to sweep.
+        expect(await store.sweep({ staleBefore: future, dryRun: true })).toMatchObject({ blobs: 1 });
+      });
+
+      it('refuses a flag that is not a boolean: a dryRun of "true" sweeps nothing', async () => {
+        await store.delete(await store.put('unreferenced', { mediaType: 'text/plain' }));
+        const future = (await store.now()) + 60_000;
+        for (const dryRun of ['true', 1, null]) {
+          await expect(store.sweep({ staleBefore: future, dryRun } as never), String(dryRun)).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+        }
+        await expect(store.list({ allTenants: 'false' } as never)).rejects.toMatchObject({ code: 'ERR_INVALID_OPTION' });
+        expect(await store.sweep({ staleBefore: future, dryRun: true })).toMatchObject({ blobs: 1 });
+      });
+    });
+
     describe('hostile keys', () => {
       const corpus = hostileArtifactKeys();
 

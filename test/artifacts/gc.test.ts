@@ -14,7 +14,7 @@ import { defineState, field, graph, START, END } from '../../src/index.js';
 import { memory } from '../../src/engines/memory/index.js';
 import { memoryArtifacts, type MemoryArtifactStore } from '../../src/artifacts/memory/index.js';
 import { listArtifacts, loadValue, storeValue, VALUE_MEDIA_TYPE } from '../../src/artifacts/helpers.js';
-import { collectArtifacts, parseRetentionRule, pinArtifact, unpinArtifact, type ArtifactRetentionRule } from '../../src/inspect/gc.js';
+import { collectArtifacts, parseRetentionRule, pinArtifact, PIN_NAMESPACE, unpinArtifact, type ArtifactRetentionRule } from '../../src/inspect/gc.js';
 import { verifyArtifacts } from '../../src/inspect/artifact-verify.js';
 import type { ArtifactRef } from '../../src/contracts/artifact-store.js';
 import type { Engine } from '../../src/contracts/engine.js';
@@ -166,6 +166,35 @@ describe('collectArtifacts', () => {
     await tick();
     const gone = await collectArtifacts({ checkpointer: engine.checkpointer, store: engine.store, artifacts, graceMs: 0, retention: rules });
     expect(gone.victims.map((v) => v.ref.id).sort()).toEqual([held.id, adHoc.id].sort());
+    await engine.close();
+  });
+
+  it('pin calls refuse what they cannot honour before writing: a misspelt thread option, options where the note goes, a ref that is not one', async () => {
+    const engine = memory();
+    const artifacts = memoryArtifacts();
+    const held = await artifacts.put('legal hold', { mediaType: 'image/png' });
+    await pinArtifact(engine.store, held, 'case 17');
+    await pinArtifact(engine.store, held, 'while t1 lives', { thread: 't1' });
+    const pins = async () => (await engine.store.list(PIN_NAMESPACE)).map((item) => item.key).sort();
+    const before = await pins();
+    expect(before).toHaveLength(2);
+    const refused: [string, () => Promise<unknown>, string][] = [
+      ['misspelt thread', () => pinArtifact(engine.store, held, 'n', { thred: 't2' } as never), 'ERR_INVALID_OPTION'],
+      ['options as the note', () => pinArtifact(engine.store, held, { thread: 't2' } as never), 'ERR_INVALID_OPTION'],
+      ['no ref', () => pinArtifact(engine.store, null as never), 'ERR_INVALID_OPTION'],
+      ['an id where the ref goes', () => pinArtifact(engine.store, held.id as never), 'ERR_INVALID_OPTION'],
+      ['a forged id', () => pinArtifact(engine.store, { ...held, id: 'sha256:../x' }), 'ERR_INVALID_KEY'],
+      ['a thread id that is not one', () => pinArtifact(engine.store, held, 'n', { thread: 7 } as never), 'ERR_INVALID_KEY'],
+      // Unpinning with a misspelt thread removed the global pin, the legal hold.
+      ['unpin: misspelt thread', () => unpinArtifact(engine.store, held, { thred: 't1' } as never), 'ERR_INVALID_OPTION'],
+      ['unpin: no ref', () => unpinArtifact(engine.store, undefined as never), 'ERR_INVALID_OPTION'],
+      ['unpin: a forged id', () => unpinArtifact(engine.store, 'nope'), 'ERR_INVALID_KEY'],
+    ];
+    for (const [label, call, code] of refused) await expect(call(), label).rejects.toMatchObject({ code });
+    expect(await pins()).toEqual(before);
+    expect(await unpinArtifact(engine.store, held, { thread: 't1' })).toBe(true);
+    expect(await unpinArtifact(engine.store, held.id)).toBe(true);
+    expect(await pins()).toEqual([]);
     await engine.close();
   });
 

@@ -105,6 +105,29 @@ describe('eraseTenant without encryption (SQLite + fs)', () => {
     await engine.close();
   });
 
+  it('refuses a store namespace that is empty (every tenant\'s rows) or holds a label no write accepts, erasing nothing', async () => {
+    const engine = sqlite(join(dir, 'cairn.db'));
+    const artifacts = fsArtifacts(join(dir, 'artifacts'));
+    const app = canaryApp(engine, artifacts);
+    await runTenant(app, 'A', canaries('A'), 1);
+    await engine.store.put(['tenants', 'A', 'prefs'], 'p', { v: 'a' });
+    await engine.store.put(['tenants', 'B', 'prefs'], 'p', { v: 'b' });
+    const cases: [unknown, string][] = [
+      [[[]], 'ERR_INVALID_OPTION'],
+      [[['tenants', 'A'], []], 'ERR_INVALID_OPTION'],
+      [[['tenants', '']], 'ERR_INVALID_KEY'],
+      [[['tenants', 'A\u0000']], 'ERR_INVALID_KEY'],
+    ];
+    for (const [store, code] of cases) {
+      await expect(eraseTenant(engine, { tenant: 'A', artifacts, store } as never), JSON.stringify(store)).rejects.toMatchObject({ code });
+      await expect(app.erase({ tenant: 'A', store } as never), JSON.stringify(store)).rejects.toMatchObject({ code });
+    }
+    expect((await engine.checkpointer.listThreads({ tenant: 'A' })).map((t) => t.id)).toEqual(['A-t0']);
+    expect((await engine.store.get(['tenants', 'A', 'prefs'], 'p'))?.value).toEqual({ v: 'a' });
+    expect((await engine.store.get(['tenants', 'B', 'prefs'], 'p'))?.value).toEqual({ v: 'b' });
+    await engine.close();
+  });
+
   it('erases a thread without a tenant; refuses a tenant thread and a missing one with typed errors; fences a live run', async () => {
     const engine = sqlite(join(dir, 'cairn.db'));
     const artifacts = fsArtifacts(join(dir, 'artifacts'));

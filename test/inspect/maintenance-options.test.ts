@@ -146,6 +146,21 @@ describe('collectArtifacts', () => {
     expect(error.message).toContain('collectArtifacts: unknown option "dryrun" (options: checkpointer, artifacts, store, ledger, retention, graceMs, grace, pins, dryRun, now, onProgress).');
     expect((await artifacts.list()).items.length).toBe(before);
   });
+
+  it('refuses a dryRun that is not a boolean (a "true" from a config collects nothing) and a now that is not a finite number', async () => {
+    const before = (await artifacts.list()).items.length;
+    for (const dryRun of ['true', 1, 'yes', null]) {
+      const error = await failure(() => collectArtifacts(untyped({ checkpointer: engine.checkpointer, artifacts, graceMs: 0, dryRun })));
+      expect(error, String(dryRun)).toBeInstanceOf(InvalidOptionError);
+      expect(error.message).toContain(`collectArtifacts: dryRun must be true or false, got ${JSON.stringify(dryRun)}. Nothing was removed.`);
+    }
+    for (const [now, shown] of [[Number.NaN, 'NaN'], ['2030-01-01', '"2030-01-01"'], [Infinity, 'Infinity']] as const) {
+      const error = await failure(() => collectArtifacts(untyped({ checkpointer: engine.checkpointer, artifacts, graceMs: 0, dryRun: true, now })));
+      expect(error, String(now)).toBeInstanceOf(InvalidOptionError);
+      expect(error.message).toContain(`collectArtifacts: now must be a finite number of ms since the epoch, got ${shown}.`);
+    }
+    expect((await artifacts.list()).items.length).toBe(before);
+  });
 });
 
 describe('applyRetention', () => {
@@ -157,5 +172,23 @@ describe('applyRetention', () => {
     expect(await engine.checkpointer.getThread('cust_42')).not.toBeNull();
     expect(await failure(() => applyRetention(untyped(undefined)))).toBeInstanceOf(InvalidOptionError);
     expect((await failure(() => applyRetention(untyped({ policy })))).message).toContain("applyRetention needs checkpointer: the engine's checkpointer (engine.checkpointer), got undefined.");
+  });
+
+  it('refuses a dryRun that is not a boolean and a now that is not a finite number, removing nothing', async () => {
+    await engine.store.put(['cache'], 'page', { html: '<p>' });
+    const policy = { threads: [{ status: 'completed' as const, olderThanMs: 0 }], store: [{ namespace: ['cache'], olderThanMs: 0 }] };
+    for (const dryRun of ['true', 'false', 1, null]) {
+      const error = await failure(() => applyRetention(untyped({ checkpointer: engine.checkpointer, store: engine.store, policy, dryRun, now: Date.now() + 60_000 })));
+      expect(error, String(dryRun)).toBeInstanceOf(InvalidOptionError);
+      expect(error.message).toContain(`applyRetention: dryRun must be true or false, got ${JSON.stringify(dryRun)}. Nothing was removed.`);
+    }
+    for (const [now, shown] of [[Number.NaN, 'NaN'], ['2030-01-01', '"2030-01-01"'], [-Infinity, '-Infinity']] as const) {
+      const error = await failure(() => applyRetention(untyped({ checkpointer: engine.checkpointer, store: engine.store, policy, dryRun: true, now })));
+      expect(error, String(now)).toBeInstanceOf(InvalidOptionError);
+      expect(error.message).toContain(`applyRetention: now must be a finite number of ms since the epoch, got ${shown}.`);
+    }
+    expect(await engine.checkpointer.getThread('cust_42')).not.toBeNull();
+    expect(await engine.store.get(['cache'], 'page')).not.toBeNull();
+    await engine.store.delete(['cache'], 'page');
   });
 });

@@ -21,6 +21,7 @@ import { applyRetention, type RetentionOptions, type RetentionReport } from '../
 import { verifyThread } from '../../src/inspect/verify.js';
 import { verifyArtifacts } from '../../src/inspect/artifact-verify.js';
 import { useEngine } from '../runtime/engines.js';
+import { encode } from '../../src/codec/tagged-json.js';
 
 const Ref = z.object({ id: z.string(), sha256: z.string(), media_type: z.string(), size_bytes: z.number() });
 const State = defineState({
@@ -215,6 +216,28 @@ describe.each([['sqlite'], ['postgres']] as const)('retention with artifacts on 
     expect(real.artifacts!.gc.victims.map((v) => v.ref.id)).toEqual([cached.id]);
     expect(comparable(dry)).toEqual(comparable(real));
     expect(await artifacts.stat(kept)).not.toBeNull();
+  });
+
+  it('removes old store rows whatever value they hold (a BigInt, a Map, a Date), counting the codec text they held; the dry run reports the same', async () => {
+    const store = ctx.engine.store;
+    const values: [string, unknown][] = [
+      ['bigint', { n: 10n }],
+      ['map', new Map([['a', 1]])],
+      ['set', new Set([1, 2])],
+      ['date', new Date(0)],
+      ['plain', { a: 1 }],
+    ];
+    for (const [key, value] of values) await store.put(['cache'], key, value);
+    await store.put(['prefs'], 'kept', { n: 1n });
+    const policy = { store: [{ namespace: ['cache'], olderThanMs: 0 }] };
+    const options = { checkpointer: ctx.engine.checkpointer, store, policy, now: Date.now() + 60_000 };
+    const dry = await applyRetention({ ...options, dryRun: true });
+    const real = await applyRetention(options);
+    const text = values.reduce((sum, [, value]) => sum + encode(value).length, 0);
+    expect(dry.store).toEqual({ items: values.length, bytes: text });
+    expect(real.store).toEqual(dry.store);
+    expect(await store.list(['cache'])).toEqual([]);
+    expect((await store.get(['prefs'], 'kept'))?.value).toEqual({ n: 1n });
   });
 
   it('skips a thread a run holds, and never cuts into an interrupted thread\'s suspended step', async () => {
