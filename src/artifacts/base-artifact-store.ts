@@ -67,11 +67,6 @@ export interface ArtifactPurgeReport {
 }
 
 /**
- * The shared implementation behind `MemoryArtifactStore`, `FsArtifactStore` and
- * `S3ArtifactStore`. Backends subclass it only to add their own extras (a root
- * path, presigned URLs, test hooks).
- */
-/**
  * What each call takes. Another key is refused, not ignored: a misspelt option acts as
  * its default while the caller believes it applied (`stalebefore` deleting an artifact
  * a writer just refreshed, `dryrun` sweeping for real, `allTenant` listing one tenant).
@@ -105,6 +100,11 @@ function checkFlag(call: string, name: string, value: unknown, engine: string): 
   }
 }
 
+/**
+ * The shared implementation behind `MemoryArtifactStore`, `FsArtifactStore` and
+ * `S3ArtifactStore`. Backends subclass it only to add their own extras (a root
+ * path, presigned URLs, test hooks).
+ */
 export class BaseArtifactStore implements ArtifactStore {
   readonly engine: string;
   readonly tenant: string | null;
