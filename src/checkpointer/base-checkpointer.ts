@@ -516,7 +516,9 @@ export abstract class BaseCheckpointer implements Checkpointer {
         if (!held) return { deleted: false, threadId, reason: 'missing' };
         if (lease) {
           if (held.holder.runId !== lease.runId || held.epoch !== lease.epoch) throw new LeaseLostError(threadId, { engine: this.engine });
-        } else if (holderIsLive(held.holder, held.now)) throw new ThreadBusyError(threadId, describeHolder(held.holder), { engine: this.engine });
+        } else if (holderIsLive(held.holder, held.now)) {
+          throw new ThreadBusyError(threadId, describeHolder(held.holder), { engine: this.engine }, 'Delete it once that run has ended, or cancel the run first. Nothing was deleted.');
+        }
         if (ifStatus && !ifStatus.includes(held.status)) return { deleted: false, threadId, reason: 'status', status: held.status };
         return null;
       }),

@@ -110,7 +110,8 @@ export function normalizeThreadQuery(query: ThreadQuery = {}): NormalizedThreadQ
     if (query.metadata === null || typeof query.metadata !== 'object' || Array.isArray(query.metadata)) invalid('metadata must be an object of key → value.');
     for (const [key, value] of Object.entries(query.metadata)) {
       const scalar = value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
-      if (!scalar) invalid(`metadata.${key} must be a string, a finite number, a boolean or null (equality on top-level keys), got ${JSON.stringify(value) ?? String(value)}.`);
+      // String() for numbers: JSON would say NaN and Infinity are null.
+      if (!scalar) invalid(`metadata.${key} must be a string, a finite number, a boolean or null (equality on top-level keys), got ${typeof value === 'number' || typeof value === 'bigint' ? String(value) : (JSON.stringify(value) ?? String(value))}.`);
       if (UNMATCHABLE.test(key) || (typeof value === 'string' && UNMATCHABLE.test(value))) {
         invalid(`metadata filter ${JSON.stringify(key)}: keys and values may not contain U+0000 or lone surrogates (engines cannot compare them alike); stored metadata may, but cannot be filtered on them.`);
       }
