@@ -17,7 +17,7 @@ import type { Engine } from '../contracts/engine.js';
 import type { DeleteThreadOptions, DeleteThreadResult, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { encode } from '../codec/tagged-json.js';
 import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
-import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
+import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, InvalidOptionError, LeaseLostError, RunCancelledError, ThreadBusyError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
@@ -762,6 +762,12 @@ export class App<S extends StateSchema> {
         : { create: { kind: options.kind ?? 'task', tenant: options.tenant ?? null, metadata: { graph: this.name, ...options.metadata } } }),
     };
     const deadline = Date.now() + (options.waitTimeoutMs ?? BUSY_WAIT_MS);
+    const { signal } = options;
+    // A run cancelled before it holds the thread takes nothing and changes nothing: an
+    // `onBusy: 'wait'` caller that gave up (its request timed out, a stream's consumer
+    // left) must not go on to take the thread once the holder lets it go.
+    const cancelled = () => new RunCancelledError(options.thread, signal!.reason, { engine: cp.engine, thread: options.thread });
+    if (signal?.aborted) throw cancelled();
     await releaseLeftover(cp, options.thread);
     for (let delay = 10; ; delay = Math.min(delay * 2, 500)) {
       try {
@@ -770,7 +776,7 @@ export class App<S extends StateSchema> {
         // It may have taken the lease all the same: the next run here asks as the same owner.
         if (EngineError.is(error)) keepOwner(cp, options.thread, request.owner);
         if (!ThreadBusyError.is(error) || options.onBusy !== 'wait' || Date.now() + delay > deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        if (!(await pauseUnlessAborted(delay, signal))) throw cancelled();
       }
     }
   }
@@ -791,6 +797,23 @@ export class App<S extends StateSchema> {
     timer.unref();
     return () => clearInterval(timer);
   }
+}
+
+/** Sleeps `ms`; false (at once) when `signal` is aborted before or during the pause. */
+function pauseUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (!signal) return new Promise((resolve) => setTimeout(() => resolve(true), ms));
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const stop = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', stop);
+      resolve(true);
+    }, ms);
+    signal.addEventListener('abort', stop, { once: true });
+  });
 }
 
 /** Each field default of `schema` and of every child graph under `spec` checked against its schema: sync errors thrown, async ones in the promise. */
