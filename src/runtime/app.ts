@@ -405,9 +405,13 @@ export class App<S extends StateSchema> {
     if (this.options.tracing !== false) preloadTracing();
   }
 
-  /** Runs a thread a worker has claimed (the lease is the worker's; it is released at the end). */
-  async runClaimed(lease: ThreadLease, options: { signal?: AbortSignal; onEvent?: EventSink } = {}): Promise<RunResult<S>> {
-    return this.withRun({ thread: lease.threadId, ...options }, { renew: true, lease }, (run) => run.execute(undefined));
+  /**
+   * Runs a thread a worker has claimed (the lease is the worker's; it is released at the end).
+   * `leaseMs` is the length the worker claimed it for, which the run renews it to.
+   */
+  async runClaimed(lease: ThreadLease, options: { signal?: AbortSignal; onEvent?: EventSink; leaseMs?: number } = {}): Promise<RunResult<S>> {
+    const { leaseMs, ...rest } = options;
+    return this.withRun({ thread: lease.threadId, ...rest }, { renew: true, lease, ...(leaseMs !== undefined ? { leaseMs } : {}) }, (run) => run.execute(undefined));
   }
 
   /**
@@ -425,7 +429,7 @@ export class App<S extends StateSchema> {
   /** One run, in its `cairn.run` span when tracing records. */
   private async withRun(
     options: Omit<RunOptions<S>, 'input'> & { create?: boolean },
-    hold: { renew: boolean; lease?: ThreadLease },
+    hold: { renew: boolean; lease?: ThreadLease; leaseMs?: number },
     body: (run: ThreadRun) => Promise<RunOutcome>,
   ): Promise<RunResult<S>> {
     const redactor = new Redactor(this.redaction);
@@ -454,7 +458,7 @@ export class App<S extends StateSchema> {
   /** Holds the thread's lease around one run: taken (or the worker's), renewed while it works (`renew`), released after. */
   private async runHeld(
     options: Omit<RunOptions<S>, 'input'> & { create?: boolean },
-    hold: { renew: boolean; lease?: ThreadLease },
+    hold: { renew: boolean; lease?: ThreadLease; leaseMs?: number },
     body: (run: ThreadRun) => Promise<RunOutcome>,
     emit: EventSink | undefined,
     trace: TraceSpan | undefined,
@@ -473,7 +477,7 @@ export class App<S extends StateSchema> {
     ));
     const lease = hold.lease ?? (await this.acquire(options));
     const controller = new AbortController();
-    const stopRenewal = hold.renew ? this.keepLease(lease, controller) : () => undefined;
+    const stopRenewal = hold.renew ? this.keepLease(lease, controller, hold.leaseMs ?? this.leaseMs) : () => undefined;
     const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
     try {
       const run = new ThreadRun(
@@ -781,11 +785,14 @@ export class App<S extends StateSchema> {
     }
   }
 
-  /** Renews the lease in the background; aborts the run if it is lost. Returns the stopper. */
-  private keepLease(lease: ThreadLease, controller: AbortController): () => void {
+  /**
+   * Renews the lease (`leaseMs` long, as it was taken: a worker's own `leaseMs` may differ
+   * from the app's) in the background; aborts the run if it is lost. Returns the stopper.
+   */
+  private keepLease(lease: ThreadLease, controller: AbortController, leaseMs: number): () => void {
     const cp = this.options.engine.checkpointer;
     const timer = setInterval(() => {
-      cp.renewLease(lease, this.leaseMs).then(
+      cp.renewLease(lease, leaseMs).then(
         (renewed) => {
           lease.expiresAt = renewed.expiresAt;
         },
@@ -793,7 +800,7 @@ export class App<S extends StateSchema> {
           if (LeaseLostError.is(error)) controller.abort(error);
         },
       );
-    }, Math.max(50, Math.floor(this.leaseMs / 3)));
+    }, Math.max(50, Math.floor(leaseMs / 3)));
     timer.unref();
     return () => clearInterval(timer);
   }

@@ -187,7 +187,7 @@ export class Worker {
     const controller = new AbortController();
     const report = (fields: Omit<WorkerRunReport, 'threadId' | 'epoch'>) => this.options.onRun?.({ threadId: lease.threadId, epoch: lease.epoch, ...fields });
     const done = this.app
-      .runClaimed(lease, { signal: controller.signal, ...(this.options.onEvent ? { onEvent: this.options.onEvent } : {}) })
+      .runClaimed(lease, { signal: controller.signal, leaseMs: this.leaseMs, ...(this.options.onEvent ? { onEvent: this.options.onEvent } : {}) })
       .then(
         (result) => report({ status: result.status }),
         (error: unknown) => report({ error: (error as { code?: string }).code ?? 'ERR_THROWN', message: (error as Error).message }),
