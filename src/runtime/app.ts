@@ -17,7 +17,7 @@ import type { Engine } from '../contracts/engine.js';
 import type { DeleteThreadOptions, DeleteThreadResult, ThreadKind, ThreadLease, ThreadQuery, ThreadRecord, ThreadStatus } from '../contracts/threads.js';
 import { encode } from '../codec/tagged-json.js';
 import { BUSY_WAIT_MS, LEASE_MS, RECURSION_LIMIT, SNAPSHOT_EVERY } from '../defaults.js';
-import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, InvalidOptionError, LeaseLostError, ThreadBusyError } from '../errors.js';
+import { EffectConflictError, EffectNotFoundError, EngineError, GraphMismatchError, InvalidOptionError, LeaseLostError, RunCancelledError, ThreadBusyError } from '../errors.js';
 import { threadAttempts, type ThreadAttempts } from '../inspect/attempts.js';
 import { threadHistory, type HistoryPage, type PositionInfo } from '../inspect/history.js';
 import { cancelThread, type CancelThreadOptions, type CancelThreadResult } from '../inspect/cancel.js';
@@ -405,9 +405,13 @@ export class App<S extends StateSchema> {
     if (this.options.tracing !== false) preloadTracing();
   }
 
-  /** Runs a thread a worker has claimed (the lease is the worker's; it is released at the end). */
-  async runClaimed(lease: ThreadLease, options: { signal?: AbortSignal; onEvent?: EventSink } = {}): Promise<RunResult<S>> {
-    return this.withRun({ thread: lease.threadId, ...options }, { renew: true, lease }, (run) => run.execute(undefined));
+  /**
+   * Runs a thread a worker has claimed (the lease is the worker's; it is released at the end).
+   * `leaseMs` is the length the worker claimed it for, which the run renews it to.
+   */
+  async runClaimed(lease: ThreadLease, options: { signal?: AbortSignal; onEvent?: EventSink; leaseMs?: number } = {}): Promise<RunResult<S>> {
+    const { leaseMs, ...rest } = options;
+    return this.withRun({ thread: lease.threadId, ...rest }, { renew: true, lease, ...(leaseMs !== undefined ? { leaseMs } : {}) }, (run) => run.execute(undefined));
   }
 
   /**
@@ -425,7 +429,7 @@ export class App<S extends StateSchema> {
   /** One run, in its `cairn.run` span when tracing records. */
   private async withRun(
     options: Omit<RunOptions<S>, 'input'> & { create?: boolean },
-    hold: { renew: boolean; lease?: ThreadLease },
+    hold: { renew: boolean; lease?: ThreadLease; leaseMs?: number },
     body: (run: ThreadRun) => Promise<RunOutcome>,
   ): Promise<RunResult<S>> {
     const redactor = new Redactor(this.redaction);
@@ -454,7 +458,7 @@ export class App<S extends StateSchema> {
   /** Holds the thread's lease around one run: taken (or the worker's), renewed while it works (`renew`), released after. */
   private async runHeld(
     options: Omit<RunOptions<S>, 'input'> & { create?: boolean },
-    hold: { renew: boolean; lease?: ThreadLease },
+    hold: { renew: boolean; lease?: ThreadLease; leaseMs?: number },
     body: (run: ThreadRun) => Promise<RunOutcome>,
     emit: EventSink | undefined,
     trace: TraceSpan | undefined,
@@ -473,7 +477,7 @@ export class App<S extends StateSchema> {
     ));
     const lease = hold.lease ?? (await this.acquire(options));
     const controller = new AbortController();
-    const stopRenewal = hold.renew ? this.keepLease(lease, controller) : () => undefined;
+    const stopRenewal = hold.renew ? this.keepLease(lease, controller, hold.leaseMs ?? this.leaseMs) : () => undefined;
     const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
     try {
       const run = new ThreadRun(
@@ -762,6 +766,12 @@ export class App<S extends StateSchema> {
         : { create: { kind: options.kind ?? 'task', tenant: options.tenant ?? null, metadata: { graph: this.name, ...options.metadata } } }),
     };
     const deadline = Date.now() + (options.waitTimeoutMs ?? BUSY_WAIT_MS);
+    const { signal } = options;
+    // A run cancelled before it holds the thread takes nothing and changes nothing: an
+    // `onBusy: 'wait'` caller that gave up (its request timed out, a stream's consumer
+    // left) must not go on to take the thread once the holder lets it go.
+    const cancelled = () => new RunCancelledError(options.thread, signal!.reason, { engine: cp.engine, thread: options.thread });
+    if (signal?.aborted) throw cancelled();
     await releaseLeftover(cp, options.thread);
     for (let delay = 10; ; delay = Math.min(delay * 2, 500)) {
       try {
@@ -770,16 +780,19 @@ export class App<S extends StateSchema> {
         // It may have taken the lease all the same: the next run here asks as the same owner.
         if (EngineError.is(error)) keepOwner(cp, options.thread, request.owner);
         if (!ThreadBusyError.is(error) || options.onBusy !== 'wait' || Date.now() + delay > deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        if (!(await pauseUnlessAborted(delay, signal))) throw cancelled();
       }
     }
   }
 
-  /** Renews the lease in the background; aborts the run if it is lost. Returns the stopper. */
-  private keepLease(lease: ThreadLease, controller: AbortController): () => void {
+  /**
+   * Renews the lease (`leaseMs` long, as it was taken: a worker's own `leaseMs` may differ
+   * from the app's) in the background; aborts the run if it is lost. Returns the stopper.
+   */
+  private keepLease(lease: ThreadLease, controller: AbortController, leaseMs: number): () => void {
     const cp = this.options.engine.checkpointer;
     const timer = setInterval(() => {
-      cp.renewLease(lease, this.leaseMs).then(
+      cp.renewLease(lease, leaseMs).then(
         (renewed) => {
           lease.expiresAt = renewed.expiresAt;
         },
@@ -787,10 +800,27 @@ export class App<S extends StateSchema> {
           if (LeaseLostError.is(error)) controller.abort(error);
         },
       );
-    }, Math.max(50, Math.floor(this.leaseMs / 3)));
+    }, Math.max(50, Math.floor(leaseMs / 3)));
     timer.unref();
     return () => clearInterval(timer);
   }
+}
+
+/** Sleeps `ms`; false (at once) when `signal` is aborted before or during the pause. */
+function pauseUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (!signal) return new Promise((resolve) => setTimeout(() => resolve(true), ms));
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const stop = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', stop);
+      resolve(true);
+    }, ms);
+    signal.addEventListener('abort', stop, { once: true });
+  });
 }
 
 /** Each field default of `schema` and of every child graph under `spec` checked against its schema: sync errors thrown, async ones in the promise. */

@@ -221,4 +221,16 @@ export function checkEvaluateOptions(options: unknown): void {
   checkOptionKeys('evaluate', options, ['threads', 'query', 'with']);
   if (options.threads !== undefined && !(Array.isArray(options.threads) && options.threads.every((t) => typeof t === 'string'))) refuse('evaluate', 'threads', 'a list of thread ids', options.threads);
   if (options.query !== undefined) checkThreadQueryKeys(options.query);
+  // Read per thread otherwise: every thread would fail with a TypeError about `version` or `nodes`.
+  if (options.with !== undefined && options.with !== null && !isCompiledGraph(options.with)) {
+    const got = Array.isArray(options.with) ? 'an array' : typeof options.with === 'object' ? 'an object that is no compiled graph' : typeof options.with;
+    throw new InvalidOptionError(`evaluate: with must be a compiled graph (what graph(State)….compile() returns), got ${got}.`);
+  }
+}
+
+/** Whether `value` looks like what `compile()` returns: a state schema and a graph spec of nodes (told apart without importing App). */
+export function isCompiledGraph(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const { schema, spec } = value as { schema?: { view?: unknown }; spec?: { nodes?: unknown } };
+  return typeof schema?.view === 'function' && spec?.nodes instanceof Map;
 }

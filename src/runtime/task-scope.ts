@@ -498,15 +498,15 @@ export class TaskScope implements NodeContext {
     if (this.options.replay || this.options.probe) this.unservable(call, recordName, 'pause', 'the recorded run has no result for this wait');
     const queue = this.options.signals;
     if (!queue) throw new CairnError(`ctx.waitFor needs a live run of the thread (node "${this.node}").`, { place: this.options.place });
-    const received = await this.takeSignal(queue, key, name, options);
+    const carried = this.carriedWait(key);
+    const until = carried ? carried.until : requested;
+    const received = await this.takeSignal(queue, key, name, options, until);
     if (received) {
       const result = await this.recordResult<WaitResult<T>>(call, key, recordName, received);
       this.options.emit?.({ type: 'wait.resolved', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'signal', result: 'received' });
       this.options.trace?.event('cairn.wait.resolved', { 'cairn.wait.key': key, 'cairn.wait.kind': 'signal', 'cairn.wait.name': name, 'cairn.wait.result': 'received' });
       return result;
     }
-    const carried = this.carriedWait(key);
-    const until = carried ? carried.until : requested;
     if (until !== null && Date.now() >= until) {
       const result = await this.recordResult<WaitResult<T>>(call, key, recordName, { status: 'timedOut', timedOut: true });
       this.options.emit?.({ type: 'wait.resolved', threadId: this.threadId, at: Date.now(), node: this.node, task: this.task, key, kind: 'signal', result: 'timedOut' });
@@ -522,13 +522,19 @@ export class TaskScope implements NodeContext {
    * The signal this wait takes: the one it took before (a crash came before its result
    * was recorded), else the oldest queued one named `name` whose payload passes the
    * schema and the filter. Taking is fenced and once only: a signal another wait took
-   * first is passed over.
+   * first is passed over. A signal sent after the wait's timeout (`until`) came too late
+   * for it and stays queued: whether the wait timed out must not depend on how soon
+   * after its deadline a run or a worker got to the thread.
    */
-  private async takeSignal<T>(queue: SignalQueue, key: string, name: string, options: WaitForOptions<T>): Promise<WaitResult<T> | null> {
+  private async takeSignal<T>(queue: SignalQueue, key: string, name: string, options: WaitForOptions<T>, until: number | null): Promise<WaitResult<T> | null> {
     const place = this.options.place;
     const earlier = await queue.takenBy(key);
     const candidates = earlier ? [earlier] : await queue.pending(name);
     for (const signal of candidates) {
+      if (!earlier && until !== null && signal.sentAt > until) {
+        this.options.emit?.({ type: 'signal.skipped', threadId: this.threadId, at: Date.now(), node: this.node, name, id: signal.id, reason: 'sent after the wait timed out' });
+        continue;
+      }
       let payload: T;
       try {
         payload = await validateWith(options.schema, decode(signal.payload, `signal ${signal.id}`), `signal "${name}"`, place);

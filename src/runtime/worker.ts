@@ -27,6 +27,7 @@ import type { App } from './app.js';
 import type { EventSink } from './events.js';
 import { HolderWatch } from './holder-watch.js';
 import { checkOptionKeys } from '../internal/option-keys.js';
+import { isCompiledGraph } from './call-options.js';
 
 /** How many threads a {@link Worker} runs at once, its leases, and where its events and errors go. */
 export interface WorkerOptions {
@@ -94,6 +95,7 @@ export class Worker {
     readonly app: App<StateSchema>,
     private readonly options: WorkerOptions = {},
   ) {
+    if (!isCompiledGraph(app)) throw new InvalidOptionError(`Worker: pass the app to run (what graph(State)….compile() returns), got ${app === null ? 'null' : typeof app}.`);
     // A misspelt `concurency` would run the default number of threads at once, and say nothing.
     checkOptionKeys('Worker', options, WORKER_OPTION_KEYS);
     for (const name of ['onEvent', 'onRun', 'onError'] as const) {
@@ -185,7 +187,7 @@ export class Worker {
     const controller = new AbortController();
     const report = (fields: Omit<WorkerRunReport, 'threadId' | 'epoch'>) => this.options.onRun?.({ threadId: lease.threadId, epoch: lease.epoch, ...fields });
     const done = this.app
-      .runClaimed(lease, { signal: controller.signal, ...(this.options.onEvent ? { onEvent: this.options.onEvent } : {}) })
+      .runClaimed(lease, { signal: controller.signal, leaseMs: this.leaseMs, ...(this.options.onEvent ? { onEvent: this.options.onEvent } : {}) })
       .then(
         (result) => report({ status: result.status }),
         (error: unknown) => report({ error: (error as { code?: string }).code ?? 'ERR_THROWN', message: (error as Error).message }),

@@ -214,6 +214,8 @@ describe.each(ENGINES)('app.evaluate on %s', (name) => {
       ['listThreads: unknown option "statuss"', { query: { statuss: 'failed' } }],
       ['evaluate: threads must be a list of thread ids', { threads: 't-city-0' }],
       ['evaluate takes one options object', undefined],
+      // Read per thread: every thread would fail with a TypeError, reported as its outcome.
+      ['evaluate: with must be a compiled graph', { threads: ['t-city-0'], with: {} }],
     ];
     for (const [message, options] of misspelt) {
       const error = await app.evaluate(options as never).then(() => undefined, (e: unknown) => e as Error & { code?: string });

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { InvalidKeyError, InvalidOptionError, PositionNotFoundError, RunInProgressError, ThreadBusyError, ThreadNotFoundError } from '../../src/errors.js';
+import { InvalidKeyError, InvalidOptionError, PositionNotFoundError, RunCancelledError, RunInProgressError, ThreadBusyError, ThreadNotFoundError } from '../../src/errors.js';
 import { defineState } from '../../src/state/schema.js';
 import { field } from '../../src/state/fields.js';
 import { END, START, graph } from '../../src/runtime/builder.js';
@@ -99,6 +99,37 @@ describe.each(ENGINES)('threads on %s', (name) => {
       expect(error.code).toBe('ERR_THREAD_BUSY');
       release.open();
       await first;
+    });
+
+    it("onBusy: 'wait' stops waiting when its signal aborts: RunCancelledError at once, and it never takes the thread", async () => {
+      const release = gate();
+      const entered = gate();
+      const { app, runs } = twoNodes({ hold: release.promise, entered: () => entered.open() });
+      const first = app.run({ thread: 't' });
+      await within(entered.promise, 5_000, 'the first run never reached b');
+      const controller = new AbortController();
+      const waiter = caught(() => app.run({ thread: 't', onBusy: 'wait', input: { note: 'second' }, signal: controller.signal }));
+      await sleep(30);
+      const abortedAt = Date.now();
+      controller.abort();
+      const error = await within(waiter, 1_000, 'the waiter went on waiting after its signal aborted');
+      expect(Date.now() - abortedAt).toBeLessThan(400);
+      expect(RunCancelledError.is(error)).toBe(true);
+      release.open();
+      expect((await first).seq).toBe(2);
+      await sleep(50);
+      // The waiter's input never ran: the thread is as the first run left it.
+      const thread = await app.getThread({ thread: 't' });
+      expect(thread).toMatchObject({ status: 'completed', head: 2, attempts: 1 });
+      expect(runs).toEqual({ a: 1, b: 1 });
+    });
+
+    it('a run whose signal is already aborted takes nothing: RunCancelledError and no thread', async () => {
+      const { app, runs } = twoNodes();
+      const error = await caught(() => app.run({ thread: 'never', input: { note: 'x' }, signal: AbortSignal.abort() }));
+      expect(RunCancelledError.is(error)).toBe(true);
+      expect(await app.getThread({ thread: 'never' })).toBeNull();
+      expect(runs).toEqual({ a: 0, b: 0 });
     });
 
     it('a run on another thread is not blocked by a held thread', async () => {

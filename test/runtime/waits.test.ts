@@ -218,6 +218,30 @@ describe.each(ENGINES)('durable waits on %s', (name) => {
     expect(done.state.got).toEqual({ status: 'timedOut', timedOut: true });
   });
 
+  it('a signal sent after the timeout came too late: the wait times out however late the run comes, and the signal stays queued', async () => {
+    const { app } = waiter({ timeoutMs: 60 });
+    const first = await app.run({ thread: 't', input: {} });
+    const until = first.waits[0]!.until!;
+    await pause(until - Date.now() + 30);
+    // Sent after the deadline, before any run got to the thread (a busy or polling worker).
+    const late = await app.signal({ thread: 't', name: 'approval', payload: { ok: true } });
+    expect(late.sentAt).toBeGreaterThan(until);
+    const skipped: unknown[] = [];
+    const done = await app.run({ thread: 't', onEvent: (e) => void (e.type === 'signal.skipped' && skipped.push(e)) });
+    expect(done.state.got).toEqual({ status: 'timedOut', timedOut: true });
+    expect(skipped).toMatchObject([{ id: late.id, reason: 'sent after the wait timed out' }]);
+    expect((await ctx.engine.checkpointer.listSignals('t', { pending: true })).map((s) => s.id)).toEqual([late.id]);
+  });
+
+  it('a signal sent before the timeout is taken even when the run comes after it', async () => {
+    const { app } = waiter({ timeoutMs: 80 });
+    await app.run({ thread: 't', input: {} });
+    await app.signal({ thread: 't', name: 'approval', payload: { ok: true } });
+    await pause(130);
+    const done = await app.run({ thread: 't' });
+    expect(done.state.got).toMatchObject({ status: 'received', payload: { ok: true } });
+  });
+
   it('signals that fail the schema or the filter stay queued; the first that passes is taken', async () => {
     const { app } = waiter({ schema: z.object({ amount: z.number() }), filter: ((p: { amount: number }) => p.amount > 10) as never });
     await app.run({ thread: 't', input: {} });

@@ -53,6 +53,12 @@ describe('Worker options', () => {
     expect(() => new Worker(appOn(), null as never)).toThrow(InvalidOptionError);
   });
 
+  it('something other than a compiled graph (undefined, null, an engine) is InvalidOptionError when the Worker is made, not a TypeError', () => {
+    for (const app of [undefined, null, memory(), { run: () => undefined }]) {
+      expect(() => new Worker(app as never)).toThrow(InvalidOptionError);
+    }
+  });
+
   it('concurrency 1 runs a submitted thread', async () => {
     const app = appOn();
     const worker = new Worker(app, { concurrency: 1, pollMs: 20 });
