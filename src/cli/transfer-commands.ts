@@ -130,15 +130,24 @@ function exportOutput(path: string | undefined): NodeJS.WritableStream & { drain
   const stream = createWriteStream('', { fd: openFile('--out', path, 'w') });
   // Kept for the export to report where it waits on the stream (drain, end), in one line.
   let failed: CairnError | undefined;
-  stream.on('error', (error: NodeJS.ErrnoException) => (failed ??= new CairnError(`--out ${path}: writing the export failed (${error.code ?? error.message}).`, { cause: error })));
+  const fail = (error: NodeJS.ErrnoException) => (failed ??= new CairnError(`--out ${path}: writing the export failed (${error.code ?? error.message}).`, { cause: error }));
+  stream.on('error', fail);
   return Object.assign(stream, {
     async drained() {
       if (!failed) await Promise.race([once(stream, 'drain'), once(stream, 'close')]);
       if (failed) throw failed;
     },
     async finish() {
-      // end's callback runs once the file is flushed, or on an error.
-      if (!failed) await new Promise<void>((resolve) => stream.end(() => resolve()));
+      // end's callback runs once the file is flushed, or on an error, which it is given
+      // before the 'error' event is emitted: a write the disk refused (ENOSPC) at the end
+      // of a small export is known only here.
+      if (!failed)
+        await new Promise<void>((resolve) =>
+          stream.end((error?: Error | null) => {
+            if (error) fail(error);
+            resolve();
+          }),
+        );
       if (failed) throw failed;
     },
   });
