@@ -32,7 +32,7 @@ import { threadDiff } from '../inspect/diff.js';
 import { threadEffects } from '../inspect/effects.js';
 import { threadHistory, threadInterrupts } from '../inspect/history.js';
 import { storedState } from '../inspect/stored-state.js';
-import { learnErrorHeads, learnHead, redactDiff, redactLedgerEntry, redactStoredState, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
+import { learnDiffStates, learnErrorHeads, learnHead, redactDiff, redactLedgerEntry, redactStoredState, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
 import { verifyThread } from '../inspect/verify.js';
 import { printable } from '../internal/printable.js';
 import { Redactor } from '../internal/redaction.js';
@@ -119,7 +119,9 @@ async function answerRoute(context: ApiContext, r: Redactor, id: string, ns: str
       const from = integer(params, 'from', 0);
       const to = integer(params, 'to', 0);
       if (from === undefined || to === undefined) throw new InvalidOptionError('diff needs from=<seq> and to=<seq>.');
-      return redactDiff(r, await threadDiff(cp, id, { from, to, ns }));
+      const diff = await threadDiff(cp, id, { from, to, ns });
+      await learnDiffStates(r, engine, diff);
+      return redactDiff(r, diff);
     }
     case 'verify': {
       const report = await verifyThread(engine, id);
