@@ -6,7 +6,7 @@
  * --allow-actions it says so and acts (a cancellation lands in the database); --app
  * and --actor without it are bad usage; and a read-only one refuses every action 403.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,6 +111,15 @@ describe('cairn inspect', () => {
       expect(result.code, args.join(' ')).toBe(2);
       expect(result.stderr).toContain('--allow-actions');
     }
+  });
+
+  it('an --eval-report that is not JSON: exit 2, says so, and advises nothing about the database', async () => {
+    const file = join(dir, 'cut.json');
+    writeFileSync(file, '{"threads": [');
+    const refused = await cairn(['inspect', '--db', db, '--eval-report', file]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim()).toMatch(new RegExp(`^\\[cairn\\] ${file.replace(/[.]/g, '\\.')}: not a report of cairn eval --json: it is not JSON \\(.+\\)\\.$`));
+    expect(refused.stderr).not.toContain('cairn verify');
   });
 
   it('listens on the port asked for', async () => {
