@@ -285,7 +285,8 @@ export function registerInspectCommands(program: Command): void {
         ];
         const headers = ['kind', 'nodes', 'next', 'changed', 'effects', 'interrupts / waits', 'actor', 'child', 'at', 'hash'];
         out(options, rows, () => {
-          if (rows.length === 0) return `thread ${threadId} has no positions yet`;
+          // An empty page past the oldest position is the end of the paging, not a thread without positions.
+          if (rows.length === 0) return options.beforeSeq !== undefined ? `thread ${threadId} has no positions below seq ${options.beforeSeq}` : `thread ${threadId} has no positions yet`;
           if (!options.tree) return table(style, ['seq', 'parent', ...headers], rows.map((r) => [r.seq, r.parent, ...cells(r)]));
           // The seq column draws the branches: '│' marks each level a fork opened.
           return table(style, ['seq', ...headers], treeOrder(rows).map(({ row, depth }) => [`${'│ '.repeat(depth)}${row.seq}`, ...cells(row)]));

@@ -14,7 +14,7 @@ import type { Command } from 'commander';
 import type { ArtifactStore } from '../contracts/artifact-store.js';
 import { INSPECTOR_HOST, INSPECTOR_PORT } from '../defaults.js';
 import { userInfo } from 'node:os';
-import { InvalidOptionError } from '../errors.js';
+import { CairnError, InvalidOptionError } from '../errors.js';
 import { parseEvaluationReport } from '../inspector/evaluation.js';
 import { startInspector } from '../inspector/server.js';
 import { APP_ARG, APP_HELP, loadApp, type LoadedApp } from './app-loader.js';
@@ -80,15 +80,23 @@ Examples:
         await engine.close();
         throw error;
       }
-      const inspector = await startInspector({
-        engine,
-        port: options.port,
-        host: options.host,
-        ...(artifacts ? { artifacts } : {}),
-        ...(evaluationReport ? { evaluationReport } : {}),
-        redaction: { ...(options.raw ? { raw: true } : {}), patterns: options.redactPattern },
-        ...(allowActions ? { allowActions, actor, ...(loaded ? { app: loaded.app } : {}) } : {}),
-      });
+      let inspector: Awaited<ReturnType<typeof startInspector>>;
+      try {
+        inspector = await startInspector({
+          engine,
+          port: options.port,
+          host: options.host,
+          ...(artifacts ? { artifacts } : {}),
+          ...(evaluationReport ? { evaluationReport } : {}),
+          redaction: { ...(options.raw ? { raw: true } : {}), patterns: options.redactPattern },
+          ...(allowActions ? { allowActions, actor, ...(loaded ? { app: loaded.app } : {}) } : {}),
+        });
+      } catch (error) {
+        await loaded?.dispose();
+        await artifacts?.close();
+        await engine.close();
+        throw listenError(error, options.host, options.port);
+      }
       if (!LOCAL_HOSTS.has(options.host)) {
         const can = allowActions ? 'read and change every thread' : 'read every thread';
         process.stderr.write(`warning: cairn inspect listens on ${options.host}, not only on this machine: anyone who can reach it and has the URL's token can ${can}.\n`);
@@ -105,6 +113,28 @@ Examples:
       await artifacts?.close();
       await engine.close();
     });
+}
+
+/**
+ * Why the server could not listen on `host:port`, in one line (a port in use, one this
+ * user may not bind, a host that is not this machine's or does not resolve), instead of
+ * the stack of Node's listen error; any other error as it is.
+ */
+function listenError(error: unknown, host: string, port: number): unknown {
+  const { code, syscall } = error as NodeJS.ErrnoException;
+  if (syscall !== 'listen' && syscall !== 'getaddrinfo') return error;
+  const at = `${host}:${port}`;
+  const why =
+    code === 'EADDRINUSE'
+      ? `${at} is in use: pick another --port, or --port 0 for a free one`
+      : code === 'EACCES'
+        ? `this user may not listen on ${at}: pick a --port above 1023, or --port 0 for a free one`
+        : code === 'EADDRNOTAVAIL'
+          ? `${host} is not an address of this machine: give --host one of its addresses (127.0.0.1 by default)`
+          : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+            ? `--host ${host} does not resolve to an address`
+            : `cannot listen on ${at}`;
+  return new CairnError(`cairn inspect: ${why} (${code ?? (error as Error).message}).`, { cause: error });
 }
 
 /** The text of `--eval-report`'s file; InvalidOptionError (a usage error) when it cannot be read. */

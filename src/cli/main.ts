@@ -47,12 +47,23 @@ let json = false;
  * next write fails with EPIPE. Nothing more can be shown to anyone, so the command stops
  * there, quietly, with the exit code it had so far, instead of dying on an unhandled
  * 'error' event with a stack trace (or, for a command that waits for the pipe to drain,
- * hanging). Any other write error still ends the process as before.
+ * hanging). Any other write error (a full disk under `cairn threads --json > out.json`:
+ * ENOSPC) leaves the output incomplete: the command failed, so it ends with exit 1 and,
+ * when stdout failed, one line on stderr saying so (a JSON error under --json), not a
+ * stack trace of the write.
  */
 function stopWhenReaderLeaves(stream: NodeJS.WriteStream): void {
   stream.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'EPIPE') process.exit();
-    throw error;
+    if (stream === process.stdout) {
+      const message = `[cairn] writing the output failed (${error.code ?? error.message}): what was written is incomplete.`;
+      try {
+        process.stderr.write((jsonAsked ? JSON.stringify({ error: { code: 'ERR_UNEXPECTED', message } }) : message) + '\n');
+      } catch {
+        // stderr failed too: the exit code is all that is left.
+      }
+    }
+    process.exit(1);
   });
 }
 stopWhenReaderLeaves(process.stdout);

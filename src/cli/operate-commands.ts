@@ -11,7 +11,7 @@ import type { Engine } from '../contracts/engine.js';
 import type { ThreadRecord } from '../contracts/threads.js';
 import { InvalidOptionError } from '../errors.js';
 import { threadDiff, type FieldDiff } from '../inspect/diff.js';
-import { learnErrorHeads, redactDiff, storedRedaction, threadRedactor } from '../inspect/redaction.js';
+import { learnDiffStates, learnErrorHeads, redactDiff, storedRedaction, threadRedactor } from '../inspect/redaction.js';
 import { mergeRules, Redactor } from '../internal/redaction.js';
 import { cancelThread } from '../inspect/cancel.js';
 import { failEffect, resolveEffect } from '../inspect/effects.js';
@@ -266,6 +266,7 @@ export function registerOperateCommands(program: Command): void {
       return withEngine(options.db, 'read', async (engine) => {
         const stored = await threadDiff(engine.checkpointer, threadId, { from, to, ns: options.ns });
         const r = await threadRedactor(engine, threadId, { ...(options.raw ? { raw: true } : {}), patterns: options.redactPattern });
+        await learnDiffStates(r, engine, stored);
         const diff = r.value(redactDiff(r, stored)) as typeof stored;
         print(style, diff, () => {
           const versions = diff.from.schemaVersion === diff.to.schemaVersion ? `schema v${diff.to.schemaVersion}` : `schema v${diff.from.schemaVersion} → v${diff.to.schemaVersion}`;

@@ -130,15 +130,24 @@ function exportOutput(path: string | undefined): NodeJS.WritableStream & { drain
   const stream = createWriteStream('', { fd: openFile('--out', path, 'w') });
   // Kept for the export to report where it waits on the stream (drain, end), in one line.
   let failed: CairnError | undefined;
-  stream.on('error', (error: NodeJS.ErrnoException) => (failed ??= new CairnError(`--out ${path}: writing the export failed (${error.code ?? error.message}).`, { cause: error })));
+  const fail = (error: NodeJS.ErrnoException) => (failed ??= new CairnError(`--out ${path}: writing the export failed (${error.code ?? error.message}).`, { cause: error }));
+  stream.on('error', fail);
   return Object.assign(stream, {
     async drained() {
       if (!failed) await Promise.race([once(stream, 'drain'), once(stream, 'close')]);
       if (failed) throw failed;
     },
     async finish() {
-      // end's callback runs once the file is flushed, or on an error.
-      if (!failed) await new Promise<void>((resolve) => stream.end(() => resolve()));
+      // end's callback runs once the file is flushed, or on an error, which it is given
+      // before the 'error' event is emitted: a write the disk refused (ENOSPC) at the end
+      // of a small export is known only here.
+      if (!failed)
+        await new Promise<void>((resolve) =>
+          stream.end((error?: Error | null) => {
+            if (error) fail(error);
+            resolve();
+          }),
+        );
       if (failed) throw failed;
     },
   });
@@ -195,12 +204,14 @@ export function registerTransferCommands(program: Command): void {
     .option('--all', 'every thread')
     .option(...storeOption)
     .option(`--artifacts ${ARTIFACTS_ARG}`, `also the artifacts they refer to, read from this artifact store: ${ARTIFACTS_HELP}`)
-    .option('--out <file>', 'write here instead of stdout')
+    .option('--out <file>', 'write here instead of stdout (- for stdout)')
     .option(...RAW_OPTION)
     .option(...REDACT_PATTERN_OPTION)
     .option('--json', 'print the summary as JSON (on stdout with --out, else on stderr)')
     .action(async (ids: string[], options: { db: string; all?: boolean; store: string[][]; artifacts?: string; out?: string; json?: boolean; raw?: boolean; redactPattern: string[] }) => {
       checkSelection(ids, options.all);
+      // `--out -` is stdout, as without --out, not a file named '-'.
+      if (options.out === '-') delete options.out;
       const engine = await openEngine(options.db, 'read');
       let artifacts: ArtifactStore | undefined;
       let out: ReturnType<typeof exportOutput> | undefined;
@@ -241,11 +252,13 @@ export function registerTransferCommands(program: Command): void {
     .description('read an export (JSON lines) into an engine, with its times, store items and artifacts; threads and store items that exist there are refused')
     .requiredOption('--db <url>', `the database to import into (created if missing): ${ENGINE_URL_HELP}`)
     .addOption(deprecatedFlag('--to <url>', '--db'))
-    .option('--in <file>', 'read this file instead of stdin')
+    .option('--in <file>', 'read this file instead of stdin (- for stdin)')
     .option(`--artifacts ${ARTIFACTS_ARG}`, `store the export's artifacts in this artifact store (without it they are skipped): ${ARTIFACTS_HELP}`)
     .option('--json', 'print JSON')
     .action(async (options: { db: string; in?: string; artifacts?: string; json?: boolean }) => {
       // Everything that can be refused before the target is created: a refused import leaves no empty database.
+      // `--in -` is stdin, as without --in (and as signal's `--payload-file -`), not a file named '-'.
+      if (options.in === '-') delete options.in;
       const input = options.in !== undefined ? openFile('--in', options.in, 'r') : undefined;
       if (options.artifacts) checkArtifactLocation(options.artifacts, { create: true });
       checkTargetKeys(cliKeyFile());

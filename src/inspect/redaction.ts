@@ -92,6 +92,18 @@ export function redactDiff<T extends Pick<ThreadDiff, 'fields'>>(r: Redactor, di
   return { ...diff, fields: diff.fields.map(field) };
 }
 
+/**
+ * Teaches `r` what its path rules hide in the two states a diff compares (of its
+ * namespace, at both seqs), before {@link redactDiff}: a diff holds only the fields
+ * that differ, and one of them may quote a field that does not (a draft that repeats
+ * the customer's email), or one listed after it. Does nothing when the rules have no
+ * paths.
+ */
+export async function learnDiffStates(r: Redactor, engine: Pick<Engine, 'checkpointer'>, diff: Pick<ThreadDiff, 'thread' | 'ns' | 'from' | 'to'>): Promise<void> {
+  if (!r.active || r.rules.paths.length === 0) return;
+  for (const seq of new Set([diff.from.seq, diff.to.seq])) r.learnState((await storedState(engine.checkpointer, diff.thread, { ns: diff.ns ?? '', seq })).state);
+}
+
 /** A ledger entry with its outcome decoded: the outcome through its record's or effect's rules. */
 export function redactLedgerEntry<T extends Pick<LedgerEntryView, 'kind' | 'name'> & { outcome?: unknown }>(r: Redactor, entry: T): T {
   if (!r.active || !('outcome' in entry)) return entry;

@@ -29,6 +29,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Engine } from '../contracts/engine.js';
 import { AppRequiredError, CrossSiteRequestError, InvalidOptionError } from '../errors.js';
+import { pathSegment } from './params.js';
 import { cancelThread } from '../inspect/cancel.js';
 import { failEffect, resolveEffect } from '../inspect/effects.js';
 import { signalThread } from '../inspect/signal.js';
@@ -77,7 +78,7 @@ export function isActionRoute(pathname: string): boolean {
 /** The thread an action's route names, or undefined when `pathname` is not one. */
 export function actionThread(pathname: string): string | undefined {
   const match = ACTION.exec(pathname);
-  return match ? decodeURIComponent(match[1]!) : undefined;
+  return match ? pathSegment(match[1]!) : undefined;
 }
 
 /**
@@ -189,7 +190,7 @@ function runView(result: { threadId: string; status: string; seq: number; interr
 export async function performAction(context: ActionContext, pathname: string, body: Record<string, unknown>): Promise<unknown> {
   const match = ACTION.exec(pathname);
   if (!match) throw new InvalidOptionError(`no action at ${pathname}`);
-  const thread = decodeURIComponent(match[1]!);
+  const thread = pathSegment(match[1]!);
   const { engine, actor } = context;
   switch (match[2]) {
     case 'resume': {

@@ -32,11 +32,11 @@ import { threadDiff } from '../inspect/diff.js';
 import { threadEffects } from '../inspect/effects.js';
 import { threadHistory, threadInterrupts } from '../inspect/history.js';
 import { storedState } from '../inspect/stored-state.js';
-import { learnErrorHeads, learnHead, redactDiff, redactLedgerEntry, redactStoredState, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
+import { learnDiffStates, learnErrorHeads, learnHead, redactDiff, redactLedgerEntry, redactStoredState, threadRedactor, type RedactionChoice } from '../inspect/redaction.js';
 import { verifyThread } from '../inspect/verify.js';
 import { printable } from '../internal/printable.js';
 import { Redactor } from '../internal/redaction.js';
-import { integer, pageSize } from './params.js';
+import { integer, pageSize, pathSegment } from './params.js';
 import { listThreadPage } from './thread-list.js';
 import { threadOverview } from './thread-overview.js';
 import { answerView, VIEW_ROUTES } from './views-api.js';
@@ -78,10 +78,10 @@ export async function answer(context: ApiContext, pathname: string, params: URLS
     return r.value(page);
   }
   const view = /^\/api\/threads\/([^/]+)\/([a-z]+)$/.exec(pathname);
-  if (view && (VIEW_ROUTES as readonly string[]).includes(view[2]!)) return answerView(context, decodeURIComponent(view[1]!), view[2] as (typeof VIEW_ROUTES)[number], params);
+  if (view && (VIEW_ROUTES as readonly string[]).includes(view[2]!)) return answerView(context, pathSegment(view[1]!), view[2] as (typeof VIEW_ROUTES)[number], params);
   const match = /^\/api\/threads\/([^/]+)(?:\/(head|history|state|diff|verify|effects))?$/.exec(pathname);
   if (!match) throw new RouteNotFound(pathname);
-  const id = decodeURIComponent(match[1]!);
+  const id = pathSegment(match[1]!);
   const ns = params.get('ns') ?? '';
   // The head route, polled every second, shows no stored value.
   const r = match[2] === 'head' ? Redactor.none() : await threadRedactor(engine, id, choice);
@@ -119,7 +119,9 @@ async function answerRoute(context: ApiContext, r: Redactor, id: string, ns: str
       const from = integer(params, 'from', 0);
       const to = integer(params, 'to', 0);
       if (from === undefined || to === undefined) throw new InvalidOptionError('diff needs from=<seq> and to=<seq>.');
-      return redactDiff(r, await threadDiff(cp, id, { from, to, ns }));
+      const diff = await threadDiff(cp, id, { from, to, ns });
+      await learnDiffStates(r, engine, diff);
+      return redactDiff(r, diff);
     }
     case 'verify': {
       const report = await verifyThread(engine, id);

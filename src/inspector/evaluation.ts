@@ -94,6 +94,13 @@ export async function evaluateAction(context: ActionContext, body: Record<string
 export function parseEvaluationReport(text: string, where: string): EvaluationReport {
   let report: Partial<EvaluationReport>;
   try {
+    // Text that is not JSON is said as such: decode's CorruptRecordError would advise
+    // `cairn verify`, which is about a database, not a file.
+    JSON.parse(text);
+  } catch (error) {
+    throw new InvalidOptionError(`${where}: not a report of cairn eval --json: it is not JSON (${(error as Error).message}).`);
+  }
+  try {
     report = decode<Partial<EvaluationReport>>(text, where);
   } catch (error) {
     throw new InvalidOptionError(`${where}: not a report of cairn eval --json: ${(error as Error).message}`);

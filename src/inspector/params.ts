@@ -29,3 +29,17 @@ export function pageSize(params: URLSearchParams, fallback: number): number {
   if (limit > INSPECTOR_MAX_PAGE) throw new InvalidOptionError(`limit=${limit}: at most ${INSPECTOR_MAX_PAGE} per page.`);
   return limit;
 }
+
+/**
+ * A segment of a route's path (a thread id), percent-decoded; InvalidOptionError for
+ * one whose escapes are not UTF-8 (`%ff`), a bad request, never a 500.
+ *
+ * @example `pathSegment('q%3Fx%3D1') // 'q?x=1'`
+ */
+export function pathSegment(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new InvalidOptionError(`the path segment ${JSON.stringify(text)} is not percent-encoded UTF-8: encode the thread id with encodeURIComponent.`);
+  }
+}

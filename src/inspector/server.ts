@@ -52,6 +52,7 @@ import { ARTIFACT_ROUTE, artifactResponse, NoArtifactStore } from './artifact-ro
 import { EVALUATE_ROUTE, SAVED_REPORT_ROUTE, evaluateAction } from './evaluation.js';
 import { access, newToken, tokenCookie } from './auth.js';
 import { DEFAULT_UI_DIR, uiFile } from './static-files.js';
+import { pathSegment } from './params.js';
 import { checkOptionKeys } from '../internal/option-keys.js';
 
 /** What {@link startInspector} serves, and where. */
@@ -230,7 +231,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     const artifact = ARTIFACT_ROUTE.exec(url.pathname);
     if (artifact) {
       try {
-        const served = await artifactResponse(context, decodeURIComponent(artifact[1]!), url.searchParams);
+        const served = await artifactResponse(context, pathSegment(artifact[1]!), url.searchParams);
         response.writeHead(served.status, { ...SECURITY_HEADERS, ...served.headers });
         if (request.method === 'HEAD') {
           response.end();

@@ -23,7 +23,14 @@ const TYPES: Record<string, string> = {
 
 /** A file of the UI: its bytes and content type, or null when there is none at `pathname`. */
 export async function uiFile(uiDir: string, pathname: string): Promise<{ body: Buffer; type: string } | null> {
-  const relative = pathname === '/' ? 'index.html' : decodeURIComponent(pathname).replace(/^\/+/, '');
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(pathname);
+  } catch {
+    // Escapes that are not UTF-8 (`/%ff`) name no file.
+    return null;
+  }
+  const relative = pathname === '/' ? 'index.html' : decoded.replace(/^\/+/, '');
   const root = normalize(uiDir.endsWith(sep) ? uiDir : uiDir + sep);
   const path = normalize(join(root, relative));
   // A path that climbs out of the UI's folder (`/../../etc/passwd`) is no file of it.

@@ -6,7 +6,8 @@
  * --allow-actions it says so and acts (a cancellation lands in the database); --app
  * and --actor without it are bad usage; and a read-only one refuses every action 403.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,6 +113,15 @@ describe('cairn inspect', () => {
     }
   });
 
+  it('an --eval-report that is not JSON: exit 2, says so, and advises nothing about the database', async () => {
+    const file = join(dir, 'cut.json');
+    writeFileSync(file, '{"threads": [');
+    const refused = await cairn(['inspect', '--db', db, '--eval-report', file]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim()).toMatch(new RegExp(`^\\[cairn\\] ${file.replace(/[.]/g, '\\.')}: not a report of cairn eval --json: it is not JSON \\(.+\\)\\.$`));
+    expect(refused.stderr).not.toContain('cairn verify');
+  });
+
   it('listens on the port asked for', async () => {
     const probe = await startInspectorCli(db);
     const port = Number(new URL(probe.url).port);
@@ -123,5 +133,26 @@ describe('cairn inspect', () => {
     } finally {
       await inspector.stop();
     }
+  });
+
+  it('on a port in use, or a host that is not this machine: exit 1, one line naming it, no stack trace', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const busy = await cairn(['inspect', '--db', db, '--port', String(port)]);
+      expect(busy.code).toBe(1);
+      expect(busy.stdout).toBe('');
+      expect(busy.stderr.trim()).toBe(`[cairn] cairn inspect: 127.0.0.1:${port} is in use: pick another --port, or --port 0 for a free one (EADDRINUSE).`);
+      const json = await cairn(['inspect', '--db', db, '--port', String(port), '--json']);
+      expect(json.code).toBe(1);
+      expect(JSON.parse(json.stderr)).toMatchObject({ error: { message: busy.stderr.trim() } });
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+    // TEST-NET-1 (RFC 5737): an address no machine here has.
+    const elsewhere = await cairn(['inspect', '--db', db, '--host', '192.0.2.1']);
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr.trim()).toMatch(/^\[cairn\] cairn inspect: 192\.0\.2\.1 is not an address of this machine: .* \(EADDRNOTAVAIL\)\.$/);
   });
 });

@@ -47,6 +47,9 @@ describe('a page cut at --limit', () => {
     const rest = await cairn(['history', 'cust_1', '--db', db, '--limit', '3', '--before-seq', '3']);
     expect(rest.stdout).toMatch(/^0 /m);
     expect(rest.stderr).toBe('');
+    const past = await cairn(['history', 'cust_1', '--db', db, '--before-seq', '0']);
+    expect(past.code, past.stderr).toBe(0);
+    expect(past.stdout.trim()).toBe('thread cust_1 has no positions below seq 0');
     const json = await cairn(['history', 'cust_1', '--db', db, '--limit', '2', '--json']);
     expect(json.stderr).toBe('');
     expect((JSON.parse(json.stdout) as unknown[]).length).toBe(2);

@@ -3,6 +3,7 @@
  * code, stdout and stderr. Rebuilds dist/ first when it is older than src/.
  */
 import { execFile, spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBuilt } from '../artifacts/build.js';
@@ -40,5 +41,23 @@ export function cairnIntoClosedPipe(args: string[]): Promise<{ code: number | nu
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.on('close', (code) => resolve({ code, stderr }));
+  });
+}
+
+/**
+ * Runs `cairn <args>` with its stdout the file at `path`, opened for writing, as under
+ * `cairn … > path` (`/dev/full`: a disk that refuses every write): its exit code and stderr.
+ */
+export function cairnIntoFile(args: string[], path: string): Promise<{ code: number | null; stderr: string }> {
+  ensureBuilt();
+  const fd = openSync(path, 'w');
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--no-warnings', cli, ...args], { stdio: ['ignore', fd, 'pipe'], timeout: 60_000 });
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('close', (code) => {
+      closeSync(fd);
+      resolve({ code, stderr });
+    });
   });
 }

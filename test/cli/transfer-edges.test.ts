@@ -115,6 +115,19 @@ describe('one line, not a stack trace', () => {
     expect(onto.stderr).toMatch(/cannot write it \(it is a folder\)/);
   });
 
+  // /dev/full takes the open and refuses every write (ENOSPC), as a full disk does.
+  it.skipIf(!existsSync('/dev/full'))('export --out onto a disk that refuses the writes: exit 1, one line naming the error, never "exported"', async () => {
+    const run = await cairn(['export', 'cust_42', '--db', db, '--raw', '--out', '/dev/full']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).not.toContain('exported');
+    oneLine(run);
+    expect(run.stderr.trim()).toBe('[cairn] --out /dev/full: writing the export failed (ENOSPC).');
+    const json = await cairn(['export', 'cust_42', '--db', db, '--raw', '--out', '/dev/full', '--json']);
+    expect(json.code).toBe(1);
+    expect(json.stdout).toBe('');
+    expect(JSON.parse(json.stderr)).toMatchObject({ error: { message: '[cairn] --out /dev/full: writing the export failed (ENOSPC).' } });
+  });
+
   it('import --in a file that does not exist: exit 2, and no database is created', async () => {
     const target = join(dir, 'never.db');
     const run = await cairn(['import', '--db', target, '--in', join(dir, 'missing.jsonl')]);

@@ -5,7 +5,7 @@
  * artifacts) passes on both sides. Both commands take `--json`. Older format
  * versions still import.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -134,6 +134,17 @@ describe('cairn export / import', () => {
     const imported = await cairn(['import', '--db', join(dir, 'no-artifacts.db')], { input: exported.stdout });
     expect(imported.code, imported.stderr).toBe(0);
     expect(imported.stdout.trim()).toMatch(/^imported 1 thread, 5 positions, \d+ ledger entries; skipped 1 artifact: pass --artifacts/);
+  });
+
+  it("'-' is stdout for export --out and stdin for import --in, never a file named '-'", async () => {
+    const exported = await cairn(['export', 'cust_42', '--db', db, '--out', '-', '--json']);
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(exported.stdout.split('\n')[0]).toContain('"type":"header"');
+    expect(JSON.parse(exported.stderr)).toEqual({ threads: 1, positions: 5 });
+    const imported = await cairn(['import', '--db', join(dir, 'dash.db'), '--in', '-', '--json'], { input: exported.stdout });
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(JSON.parse(imported.stdout)).toMatchObject({ threads: ['cust_42'], positions: 5 });
+    expect(existsSync(join(process.cwd(), '-'))).toBe(false);
   });
 
   it('export --artifacts refuses, exit 1, when a thread refers to an artifact the store does not hold', async () => {

@@ -134,3 +134,27 @@ describe('startInspector', () => {
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('ERR_NO_ROUTE');
   });
 });
+
+describe('a thread id whose escapes are not UTF-8', () => {
+  it('is a 400 JSON error on every thread route, never a 500; a page path with one is no file', async () => {
+    for (const route of ['', '/history', '/state', '/diff?from=0&to=1', '/timeline', '/graph', '/ledger?seq=0', '/artifact?ref=x']) {
+      const response = await withToken(`/api/threads/%ff${route}`);
+      expect(response.status, route).toBe(400);
+      expect(response.headers.get('content-type'), route).toMatch(/^application\/json/);
+      expect(((await response.json()) as { error: { code: string } }).error.code, route).toBe('ERR_INVALID_OPTION');
+    }
+    expect((await withToken('/%ff')).status).toBe(404);
+    const acting = await startInspector({ engine, uiDir: join(dir, 'ui'), allowActions: true });
+    try {
+      const response = await fetch(`${acting.url.slice(0, acting.url.indexOf('/?'))}/api/threads/%ff/cancel?token=${acting.token}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-cairn-token': acting.token },
+        body: '{}',
+      });
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('ERR_INVALID_OPTION');
+    } finally {
+      await acting.close();
+    }
+  });
+});
