@@ -17,6 +17,7 @@
  * matches only with the same keys, in the same order).
  */
 import { InvalidOptionError } from '../errors.js';
+import { isPlainObject } from '../internal/plain-object.js';
 
 /** The filter as PostgresSaver sends it, or null when it keeps every checkpoint (none, `{}`, only keys set to undefined). */
 export function metadataFilter(filter: unknown): Record<string, unknown> | null {
@@ -87,10 +88,4 @@ function isJsonData(value: unknown): boolean {
     return true;
   }
   return false;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
 }
