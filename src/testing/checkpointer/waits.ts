@@ -157,9 +157,11 @@ export function waitTests(suite: CheckpointerSuiteContext): void {
 
     it('a thread becomes claimable when its time comes', async () => {
       if (!cp.capabilities.claims) return;
-      await waiting('soon', Date.now() + 150);
+      // A second ahead: the write and the first claim must both come before it, on a loaded machine too.
+      const wakeAt = Date.now() + 1_000;
+      await waiting('soon', wakeAt);
       expect(await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10 })).toEqual([]);
-      await sleep(250);
+      await sleep(Math.max(0, wakeAt - Date.now()) + 100);
       expect((await cp.claimThreads!({ owner: remoteOwner('worker'), leaseMs: LONG_LEASE, limit: 10 })).map((l) => l.threadId)).toEqual(['soon']);
     });
 
