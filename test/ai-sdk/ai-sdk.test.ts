@@ -819,6 +819,37 @@ describe.each(ENGINES)('cairn/ai-sdk: what a tool throws inside the tool loop, o
     expect(seenByTool).toEqual([['ai.stream done']]);
   });
 
+  it("resolveEffect on an effect tool in doubt takes the tool's result: the model and the step get that result", async () => {
+    const mock = agentModel(['pay'], { pay: { order: '42' } }, 'Paid.');
+    const tools = recordedTools({
+      pay: effectTool(
+        tool({
+          inputSchema: z.object({ order: z.string() }),
+          execute: async (): Promise<{ paid: boolean }> => {
+            throw new Error('gateway timeout');
+          },
+        }),
+        { key: ({ order }) => `pay:${order}`, mode: 'atMostOnce' },
+      ),
+    });
+    const app = graph(State)
+      .node('agent', async () => {
+        const result = await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Pay order 42.' });
+        const output = result.steps[0]!.content.find((p) => p.type === 'tool-result')?.output;
+        return { reply: result.text, log: [JSON.stringify(output)] };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+    await expect(app.run({ thread: 'rs' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
+    await expect(app.run({ thread: 'rs' })).rejects.toMatchObject({ code: 'ERR_NEEDS_ATTENTION' });
+    await app.resolveEffect({ thread: 'rs', idempotencyKey: 'pay:42', outcome: { by: 'alice', paid: true } });
+    const done = await app.run({ thread: 'rs' });
+    expect(done.state).toMatchObject({ reply: 'Paid.', log: ['{"by":"alice","paid":true}'] });
+    // The model's answer after the tool was asked with that result.
+    expect(JSON.stringify(mock.doGenerateCalls.at(-1)!.prompt)).toContain('{"type":"json","value":{"by":"alice","paid":true}}');
+  });
+
 });
 
 describe('cairn/ai-sdk effectTool options', () => {
