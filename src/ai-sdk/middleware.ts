@@ -66,8 +66,19 @@ export interface RecordedStream {
   parts: LanguageModelV4StreamPart[];
 }
 
-/** Thrown inside the record of a stream that carried an error part: the stream was delivered, nothing is recorded. */
-class StreamNotRecorded extends Error {}
+/**
+ * Thrown inside the record of a stream that carried an error part, or that its caller
+ * cancelled: the stream was delivered, nothing is recorded. Its message is what the
+ * record's span says, so a trace shows why the call has no record.
+ */
+class StreamNotRecorded extends Error {
+  override readonly name = 'StreamNotRecorded';
+}
+
+/** The message of a stream's error part, as text. */
+function partError(error: unknown): string {
+  return error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+}
 
 /**
  * The middleware: records and serves each generate and stream call made inside a
@@ -209,18 +220,19 @@ function recordStream(
           live = true;
           const { stream } = await doStream();
           const parts: LanguageModelV4StreamPart[] = [];
-          let failed = false;
+          let failed: { error: unknown } | undefined;
           reader = stream.getReader();
           if (cancelled) await reader.cancel();
           for (;;) {
             const { done, value } = await reader.read();
             if (done) break;
             parts.push(value);
-            if (value.type === 'error') failed = true;
+            if (value.type === 'error') failed ??= { error: value.error };
             if (value.type === 'finish' || held.length) held.push(value);
             else if (!cancelled) delivery.push(value);
           }
-          if (failed || cancelled) throw new StreamNotRecorded();
+          if (cancelled) throw new StreamNotRecorded('the caller cancelled the stream before its end: not recorded, a re-execution asks again');
+          if (failed) throw new StreamNotRecorded(`the stream carried an error part (${partError(failed.error)}): not recorded, a re-execution asks again`);
           return { parts };
         },
         {
