@@ -15,7 +15,9 @@
  *   which is its key on every execution (the calls come in the same order, because
  *   the values that decide them are served).
  * - A stream is recorded once it finished: its parts are handed to the caller as they
- *   arrive and the record is written after the last one. A process killed mid-stream
+ *   arrive and the record is written after the last one, before the caller gets the
+ *   `finish` part (the AI SDK runs the tools the model asked for when it reads it, and
+ *   a tool must not run for a model call that is not yet recorded). A process killed mid-stream
  *   left nothing recorded, so the call is made again; a stream that carried an `error`
  *   part, or failed, is not recorded either (the next execution asks again).
  * - What is kept of a result is what a caller reads: content, finish reason, usage,
@@ -64,8 +66,19 @@ export interface RecordedStream {
   parts: LanguageModelV4StreamPart[];
 }
 
-/** Thrown inside the record of a stream that carried an error part: the stream was delivered, nothing is recorded. */
-class StreamNotRecorded extends Error {}
+/**
+ * Thrown inside the record of a stream that carried an error part, or that its caller
+ * cancelled: the stream was delivered, nothing is recorded. Its message is what the
+ * record's span says, so a trace shows why the call has no record.
+ */
+class StreamNotRecorded extends Error {
+  override readonly name = 'StreamNotRecorded';
+}
+
+/** The message of a stream's error part, as text. */
+function partError(error: unknown): string {
+  return error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+}
 
 /**
  * The middleware: records and serves each generate and stream call made inside a
@@ -127,8 +140,54 @@ function kept(result: LanguageModelV4GenerateResult): LanguageModelV4GenerateRes
 type Record = <T>(name: string, fn: () => Promise<T>, options?: RecordOptions<T>) => Promise<T>;
 
 /**
+ * The parts of a stream on their way to the caller, and how it ends, in that order. The
+ * provider's stream is read as fast as it delivers (the record wants all of it), which
+ * is ahead of the caller; a ReadableStream's `error()` drops the parts it queued, so a
+ * provider that fails mid-stream would take the text it had already sent with it. Here
+ * the caller pulls: every part queued before the failure reaches it, then the error,
+ * as the provider's own stream would have delivered them.
+ */
+class Delivery {
+  private readonly parts: LanguageModelV4StreamPart[] = [];
+  private end: { error: unknown } | 'closed' | undefined;
+  private wake: (() => void) | undefined;
+
+  push(part: LanguageModelV4StreamPart): void {
+    if (this.end) return;
+    this.parts.push(part);
+    this.wake?.();
+  }
+
+  close(): void {
+    this.end ??= 'closed';
+    this.wake?.();
+  }
+
+  fail(error: unknown): void {
+    this.end ??= { error };
+    this.wake?.();
+  }
+
+  /** The caller's next part, or the stream's end once every part before it was taken. */
+  async pull(out: ReadableStreamDefaultController<LanguageModelV4StreamPart>): Promise<void> {
+    while (!this.parts.length && !this.end) await new Promise<void>((resolve) => (this.wake = resolve));
+    this.wake = undefined;
+    const part = this.parts.shift();
+    if (part) out.enqueue(part);
+    else if (this.end === 'closed') out.close();
+    else out.error(this.end!.error);
+  }
+}
+
+/**
  * The stream the caller reads: the live parts as they arrive (recorded once the last
  * one did), or the recorded parts when the record serves them.
+ *
+ * A live stream's `finish` part (and anything after it) reaches the caller only once
+ * the record is written: the AI SDK runs the tools the model asked for when it reads
+ * `finish`, and a provider may close its stream a while after sending it. A tool (an
+ * effect: a refund) that ran before the stream was recorded would, after a crash, meet
+ * a stream made again, whose model may ask for another refund, and both would be made.
  */
 function recordStream(
   record: Record,
@@ -138,6 +197,7 @@ function recordStream(
 ): ReadableStream<LanguageModelV4StreamPart> {
   let reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart> | undefined;
   let cancelled = false;
+  const delivery = new Delivery();
   return new ReadableStream<LanguageModelV4StreamPart>({
     // A caller that stops reading stops the provider's stream too; what it left unread is
     // not a whole answer, so nothing is recorded and a re-execution asks again.
@@ -145,27 +205,34 @@ function recordStream(
       cancelled = true;
       return reader?.cancel(reason);
     },
-    start(out) {
+    pull(out) {
+      return delivery.pull(out);
+    },
+    start() {
       let live = false;
       let usage: ReturnType<typeof tokenUsage>;
       let answeredBy: string | undefined;
+      /** The live parts from `finish` on, held until the record is written. */
+      const held: LanguageModelV4StreamPart[] = [];
       const recording = record<RecordedStream>(
         name,
         async () => {
           live = true;
           const { stream } = await doStream();
           const parts: LanguageModelV4StreamPart[] = [];
-          let failed = false;
+          let failed: { error: unknown } | undefined;
           reader = stream.getReader();
           if (cancelled) await reader.cancel();
           for (;;) {
             const { done, value } = await reader.read();
             if (done) break;
             parts.push(value);
-            if (value.type === 'error') failed = true;
-            if (!cancelled) out.enqueue(value);
+            if (value.type === 'error') failed ??= { error: value.error };
+            if (value.type === 'finish' || held.length) held.push(value);
+            else if (!cancelled) delivery.push(value);
           }
-          if (failed || cancelled) throw new StreamNotRecorded();
+          if (cancelled) throw new StreamNotRecorded('the caller cancelled the stream before its end: not recorded, a re-execution asks again');
+          if (failed) throw new StreamNotRecorded(`the stream carried an error part (${partError(failed.error)}): not recorded, a re-execution asks again`);
           return { parts };
         },
         {
@@ -183,13 +250,15 @@ function recordStream(
       recording.then(
         (recorded) => {
           if (cancelled) return;
-          if (!live) for (const part of recorded.parts) out.enqueue(part);
-          out.close();
+          for (const part of live ? held : recorded.parts) delivery.push(part);
+          delivery.close();
         },
         (error: unknown) => {
           if (cancelled) return;
-          if (error instanceof StreamNotRecorded) out.close();
-          else out.error(error);
+          if (!(error instanceof StreamNotRecorded)) return delivery.fail(error);
+          // Delivered, not recorded (it carried an error part): the caller gets all of it.
+          for (const part of held) delivery.push(part);
+          delivery.close();
         },
       );
     },

@@ -160,7 +160,8 @@ export interface EffectToolOptions<INPUT, OUTPUT> {
  * nothing of the step is committed, and the node's retry, or the
  * next run of the thread, recovers the effect like any intent without an outcome: the
  * probe, else the tool runs again with the same key (`atLeastOnce`), or the thread
- * goes to `needs_attention` (`atMostOnce`). A failure the model should answer (a
+ * goes to `needs_attention` (`atMostOnce`), where `app.resolveEffect({ outcome })`
+ * takes the tool's result as a person checked it. A failure the model should answer (a
  * declined card, an unknown order) is a result: return it from `execute`, and it is
  * the effect's outcome, recorded and served like any other.
  *
@@ -201,7 +202,8 @@ export function effectTool<INPUT, OUTPUT, T extends Tool<INPUT, OUTPUT>>(definit
           run: async () => settled(execute(input, callOptions)),
           ...(probe ? { probe: async (key: string) => wrapFound(await probe(key, input)) } : {}),
         }), () => true);
-      return yields ? replayed(outcome) : outcome.then(unsettled);
+      const result = outcome.then(asSettled);
+      return yields ? replayed(result) : result.then(unsettled);
     },
   } as T;
 }
@@ -295,6 +297,23 @@ async function* replayed(recorded: Promise<Settled>): AsyncGenerator<unknown> {
   if ('failed' in result) throw failure(result.failed);
   if ('yielded' in result) yield* result.yielded;
   else yield result.value;
+}
+
+/**
+ * An effect tool's outcome as a {@link Settled}. What the tool and its probe give is
+ * recorded wrapped (`{ value }`, `{ yielded }`); an outcome a person gave
+ * (`app.resolveEffect` on an effect in doubt) is the tool's result as they checked it,
+ * `{ refunded: true }`, and is that value. Served as it is, it would reach the model
+ * as neither (an object without `value` reads as a tool that yielded nothing).
+ * An outcome of exactly the wrapped shape is taken as wrapped: a result that is
+ * itself `{ value: x }` is resolved as `{ value: { value: x } }`.
+ */
+function asSettled(outcome: unknown): Settled {
+  if (outcome !== null && typeof outcome === 'object' && !Array.isArray(outcome)) {
+    const keys = Object.keys(outcome);
+    if (keys.length === 1 && (keys[0] === 'value' || (keys[0] === 'yielded' && Array.isArray((outcome as { yielded: unknown }).yielded)))) return outcome as Settled;
+  }
+  return { value: outcome };
 }
 
 /** A probe's find as an outcome (null: not found). */

@@ -590,7 +590,9 @@ export class TaskScope implements NodeContext {
     const key = this.derivedKey('rec', call);
     const trace = this.options.trace;
     if (!trace) return this.recordAt(call, key, name, fn, options, undefined, undefined);
-    return trace.around('cairn.record', { 'cairn.record.name': name, 'cairn.record.key': key }, (span) => this.recordAt(call, key, name, fn, options, span, attributes));
+    // What the call is (its kind, the model asked for) is on the span from the start: a call that fails has no meta to read it from.
+    const asked = recordMetaAttributes({ kind: options.kind ?? 'other', ...(options.model !== undefined ? { model: options.model } : {}), ...(options.provider !== undefined ? { provider: options.provider } : {}) }, name);
+    return trace.around('cairn.record', { 'cairn.record.name': name, 'cairn.record.key': key, ...asked }, (span) => this.recordAt(call, key, name, fn, options, span, attributes));
   }
 
   private async recordAt<T>(

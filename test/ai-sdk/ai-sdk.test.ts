@@ -736,6 +736,120 @@ describe.each(ENGINES)('cairn/ai-sdk: what a tool throws inside the tool loop, o
     expect(calls).toBe(1);
     expect((await records(ctx.engine.ledger.list('o'))).map((e) => e.name)).toEqual(['ai.generate', 'tool:open', 'ai.generate']);
   });
+  it('a provider stream that fails mid-way reaches the caller with every part it sent before the failure, as outside a node', async () => {
+    const failing = () =>
+      new MockLanguageModelV4({
+        doStream: async () => {
+          let sent = 0;
+          return {
+            stream: new ReadableStream<LanguageModelV4StreamPart>({
+              pull(out) {
+                if (sent === 0) out.enqueue({ type: 'stream-start', warnings: [] }), out.enqueue({ type: 'text-start', id: 't' });
+                if (sent === 2) return out.error(new Error('connection reset'));
+                out.enqueue({ type: 'text-delta', id: 't', delta: `w${sent++} ` });
+              },
+            }),
+          };
+        },
+      });
+    const read = async (model: Parameters<typeof streamText>[0]['model']) => {
+      const deltas: string[] = [];
+      const result = streamText({ model, prompt: 'x', onError: () => undefined });
+      try {
+        for await (const part of result.fullStream) if (part.type === 'text-delta') deltas.push(part.text);
+      } catch (error) {
+        deltas.push(`threw ${(error as Error).message}`);
+      }
+      return deltas;
+    };
+    const outside = await read(recordedModel(failing()));
+    expect(outside).toEqual(['w0 ', 'w1 ', 'threw connection reset']);
+    const app = graph(State)
+      .node('write', async () => ({ log: await read(recordedModel(failing())) }))
+      .edge(START, 'write')
+      .edge('write', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 'mid' })).state.log).toEqual(outside);
+    expect(await records(ctx.engine.ledger.list('mid'))).toEqual([]);
+  });
+
+  it('a tool a streamed model asked for runs only once that stream is recorded, though the provider closes its stream after the finish part', async () => {
+    // The AI SDK runs tools when it reads `finish`; a provider may close a while later. A
+    // crash in between, with the tool's effect done and the stream unrecorded, would ask
+    // the model again and make a second refund if it answered otherwise.
+    const mock = new MockLanguageModelV4({
+      doStream: async ({ prompt }) => {
+        const parts: LanguageModelV4StreamPart[] = prompt.some((m) => m.role === 'tool')
+          ? textParts('Refunded.')
+          : [
+              { type: 'stream-start', warnings: [] },
+              { type: 'tool-call', toolCallId: 'c1', toolName: 'refund', input: '{"order":"42"}' },
+              { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(20, 4) },
+            ];
+        return {
+          stream: new ReadableStream<LanguageModelV4StreamPart>({
+            async start(out) {
+              for (const part of parts) out.enqueue(part);
+              await new Promise((resolve) => setTimeout(resolve, 30));
+              out.close();
+            },
+          }),
+        };
+      },
+    });
+    const seenByTool: string[][] = [];
+    const tools = recordedTools({
+      refund: effectTool(
+        tool({
+          inputSchema: z.object({ order: z.string() }),
+          execute: async ({ order }) => {
+            seenByTool.push((await ctx.engine.ledger.list('fin')).filter((e) => e.kind === 'record').map((e) => `${e.name} ${e.status}`));
+            return { refunded: order };
+          },
+        }),
+        { name: 'refund', key: ({ order }) => `refund:${order}` },
+      ),
+    });
+    const app = graph(State)
+      .node('agent', async () => ({ reply: await streamText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Refund 42.' }).text }))
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 'fin' })).state.reply).toBe('Refunded.');
+    expect(seenByTool).toEqual([['ai.stream done']]);
+  });
+
+  it("resolveEffect on an effect tool in doubt takes the tool's result: the model and the step get that result", async () => {
+    const mock = agentModel(['pay'], { pay: { order: '42' } }, 'Paid.');
+    const tools = recordedTools({
+      pay: effectTool(
+        tool({
+          inputSchema: z.object({ order: z.string() }),
+          execute: async (): Promise<{ paid: boolean }> => {
+            throw new Error('gateway timeout');
+          },
+        }),
+        { key: ({ order }) => `pay:${order}`, mode: 'atMostOnce' },
+      ),
+    });
+    const app = graph(State)
+      .node('agent', async () => {
+        const result = await generateText({ model: recordedModel(mock), tools, stopWhen: stepCountIs(3), prompt: 'Pay order 42.' });
+        const output = result.steps[0]!.content.find((p) => p.type === 'tool-result')?.output;
+        return { reply: result.text, log: [JSON.stringify(output)] };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine, retry: { maxAttempts: 1 } });
+    await expect(app.run({ thread: 'rs' })).rejects.toMatchObject({ code: 'ERR_NODE_FAILED' });
+    await expect(app.run({ thread: 'rs' })).rejects.toMatchObject({ code: 'ERR_NEEDS_ATTENTION' });
+    await app.resolveEffect({ thread: 'rs', idempotencyKey: 'pay:42', outcome: { by: 'alice', paid: true } });
+    const done = await app.run({ thread: 'rs' });
+    expect(done.state).toMatchObject({ reply: 'Paid.', log: ['{"by":"alice","paid":true}'] });
+    // The model's answer after the tool was asked with that result.
+    expect(JSON.stringify(mock.doGenerateCalls.at(-1)!.prompt)).toContain('{"type":"json","value":{"by":"alice","paid":true}}');
+  });
+
 });
 
 describe('cairn/ai-sdk effectTool options', () => {

@@ -3,7 +3,8 @@
  * provider: the span tree (names, parents, attributes) of a run with a record and an
  * effect, a re-execution served the effect's outcome, an interrupt and its answer, a
  * child run under its subgraph task, concurrent tasks, a failing node's error status,
- * waits and artifacts; and that without a recording provider (or with
+ * waits and artifacts, a model call that fails (and a stream cairn/ai-sdk does not
+ * record); and that without a recording provider (or with
  * `tracing: false`) a run asks the tracer for at most its one root span.
  * Every behavioural test runs on memory and on SQLite.
  */
@@ -18,6 +19,10 @@ import { END, START, graph } from '../../src/runtime/builder.js';
 import { memoryArtifacts } from '../../src/artifacts/memory/memory-artifact-store.js';
 import { memory } from '../../src/engines/memory/index.js';
 import { caught, useEngine, type EngineName } from './engines.js';
+import { simulateReadableStream, streamText } from 'ai';
+import { MockLanguageModelV4 } from 'ai/test';
+import type { LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import { recordedModel } from '../../src/ai-sdk/index.js';
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -352,6 +357,36 @@ describe.each<[EngineName]>([['memory'], ['sqlite']])('tracing on %s', (name) =>
     expect((await app.resume({ thread: 't1', answer: true })).status).toBe('completed');
     const served = one('cairn.record', (s) => s.attributes['cairn.record.name'] === 'chat');
     expect(served.attributes).toMatchObject({ 'cairn.record.served': true, 'gen_ai.request.model': 'mock-model', 'gen_ai.usage.input_tokens': 12, 'gen_ai.usage.output_tokens': 3 });
+  });
+
+  it('a model call that fails is a failed record span that still says what was asked (kind, model, provider); a stream cairn/ai-sdk leaves unrecorded says why', async () => {
+    const broken = new MockLanguageModelV4({
+      provider: 'mock-provider',
+      modelId: 'mock-model',
+      doStream: async () => ({
+        stream: simulateReadableStream<LanguageModelV4StreamPart>({
+          chunks: [{ type: 'stream-start', warnings: [] }, { type: 'text-start', id: 'a' }, { type: 'text-delta', id: 'a', delta: 'par' }, { type: 'error', error: new Error('overloaded') }],
+          chunkDelayInMs: null,
+          initialDelayInMs: null,
+        }),
+      }),
+    });
+    const app = graph(State)
+      .node('agent', async (_s, c) => {
+        const partial = await streamText({ model: recordedModel(broken), prompt: 'x', onError: () => undefined }).text;
+        await c.record('chat', () => Promise.reject(new Error('rate limited')), { kind: 'model', model: 'big-model', provider: 'acme' }).catch(() => undefined);
+        return { log: [partial] };
+      })
+      .edge(START, 'agent')
+      .edge('agent', END)
+      .compile({ engine: ctx.engine });
+    expect((await app.run({ thread: 'fm' })).state.log).toEqual(['par']);
+    const chat = one('cairn.record', (s) => s.attributes['cairn.record.name'] === 'chat');
+    expect(chat.status).toMatchObject({ code: ERROR, message: 'rate limited' });
+    expect(chat.attributes).toMatchObject({ 'cairn.record.kind': 'model', 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'big-model', 'gen_ai.provider.name': 'acme' });
+    const stream = one('cairn.record', (s) => s.attributes['cairn.record.name'] === 'ai.stream');
+    expect(stream.attributes).toMatchObject({ 'cairn.record.kind': 'model', 'gen_ai.request.model': 'mock-model', 'cairn.error.code': 'StreamNotRecorded' });
+    expect(stream.status.message).toBe('the stream carried an error part (overloaded): not recorded, a re-execution asks again');
   });
 
   it('compile({ tracing: false }) emits no span', async () => {
