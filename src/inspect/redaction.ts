@@ -136,6 +136,16 @@ export async function learnHead(r: Redactor, engine: Pick<Engine, 'checkpointer'
   }
 }
 
+/** Teaches `r` what its path rules hide in the thread's stored state at `seq` (root namespace); nothing when it cannot be read. */
+async function learnStateAt(r: Redactor, engine: Pick<Engine, 'checkpointer'>, threadId: string, seq: number): Promise<void> {
+  if (!r.active || r.rules.paths.length === 0) return;
+  try {
+    r.learnState((await storedState(engine.checkpointer, threadId, { seq })).state);
+  } catch {
+    // An unreadable position: the report says what the evaluation found there itself.
+  }
+}
+
 /**
  * Teaches `r` what its path rules hide in the head state of each of `threads` that
  * holds an error, for faces that list thread records (the CLI's `threads`, the
@@ -156,6 +166,8 @@ export async function redactEvaluationReport(engine: Pick<Engine, 'checkpointer'
     const stored = await threadRedactor(engine, t.threadId, choice);
     const r = extra ? new Redactor(mergeRules(stored.rules, extra)) : stored;
     const diff = t.firstDivergence?.diff;
+    // A diff holds only the fields that differ: a changed one may quote a hidden one that did not (an answer repeating the email).
+    if (diff) await learnStateAt(r, engine, t.threadId, t.firstDivergence!.seq);
     const shown = diff ? { ...t, firstDivergence: { ...t.firstDivergence!, diff: redactDiff(r, diff) } } : t;
     threads.push(r.value(shown) as ThreadEvaluation);
   }
