@@ -41,7 +41,7 @@ import type { DeletedThreadRows, ThreadRecord } from '../contracts/threads.js';
 import type { Engine, PurgeReport } from '../contracts/engine.js';
 import { LEASE_MS } from '../defaults.js';
 import { InvalidOptionError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
-import { findArtifactRefs, isArtifactRef, parseRefId } from '../artifacts/refs.js';
+import { checkTenant, findArtifactRefs, isArtifactRef, parseRefId } from '../artifacts/refs.js';
 import { listArtifacts } from '../artifacts/helpers.js';
 import { tenantScope, threadScope } from '../crypto/scopes.js';
 import { DATA_KEYS_NS } from '../crypto/keyring.js';
@@ -152,6 +152,9 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
   }
   if ((tenant === undefined) === (threadOnly === undefined)) throw new InvalidOptionError('eraseTenant needs exactly one of { tenant } or { thread } (a thread without a tenant).');
   if (tenant !== undefined && (typeof tenant !== 'string' || tenant === '')) throw new InvalidOptionError(`eraseTenant: tenant must be a non-empty string, got ${JSON.stringify(tenant)}.`);
+  // A tenant no thread can have (over 256 characters, a control character, a lone surrogate) is InvalidKeyError on every
+  // engine, as for a run: the plain engines reported it found: false, an encrypted one failed in its key lookup's filter.
+  if (tenant !== undefined) checkTenant(tenant);
   if (options.artifacts && options.artifacts.tenant !== null) throw new InvalidOptionError('eraseTenant needs the unscoped artifact store (it sees every tenant), not a tenant view.');
   const cp = engine.checkpointer;
   const encryption = engine.encryption;
