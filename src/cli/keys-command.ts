@@ -5,7 +5,8 @@
  * keys under the new one: a few small rows; no data row is read or rewritten, so the
  * chain hashes and every row stay as they are. `--data-keys` also makes a new data key
  * current for each scope (new writes use it; old rows keep opening with theirs).
- * Exit 1 when the database is not encrypted or no keys were given.
+ * Exit 1 when the database is not encrypted, no keys were given, or `--scope` names a
+ * scope without data keys (a typo: nothing is rotated).
  */
 import type { Command } from 'commander';
 import { KeysRequiredError } from '../errors.js';
@@ -33,7 +34,16 @@ export function registerKeysCommand(program: Command): void {
       const engine = await openEngine(options.db, 'write');
       try {
         const { provider, keyring } = engine.encryption!;
-        const scopes = options.scope !== undefined ? [options.scope] : [...new Set((await keyring.listKeys()).map((row) => row.scope))].sort();
+        const withKeys = [...new Set((await keyring.listKeys()).map((row) => row.scope))].sort();
+        // A mistyped scope would get a new KEK of its own and a report of 0 keys re-wrapped, exit 0, while the scope meant kept its old KEK.
+        if (options.scope !== undefined && !withKeys.includes(options.scope)) {
+          const known = withKeys.length ? `the scopes with data keys: ${withKeys.slice(0, 20).join(', ')}${withKeys.length > 20 ? ', …' : ''}` : 'no scope has data keys yet';
+          if (options.json) process.stdout.write(JSON.stringify({ rotated: [] }, null, 2) + '\n');
+          process.stderr.write(`no scope ${JSON.stringify(options.scope)} has data keys in this database: nothing rotated (${known}).\n`);
+          process.exitCode = 1;
+          return;
+        }
+        const scopes = options.scope !== undefined ? [options.scope] : withKeys;
         const rotated: { scope: string; kek: string; rewrapped: number; dataKey?: string }[] = [];
         for (const scope of scopes) {
           const kek = await provider.rotate(scope);

@@ -243,6 +243,12 @@ export interface StoreApi {
   sweepExpired(): Promise<number>;
   /** Overwrites kept by `lastWins` namespaces under `prefix`, oldest first. */
   listOverwrites(prefix: string[], options?: ListOverwritesOptions): Promise<OverwriteRecord[]>;
+  /**
+   * Deletes the overwrite records of `namespace` (with `under`, of every namespace under
+   * it), the values they kept included; returns how many. Erasure uses it: stores that
+   * keep no overwrite records, or cannot delete them, leave it out.
+   */
+  purgeOverwrites?(namespace: string[], options?: { under?: boolean }): Promise<number>;
 }
 
 /** A principal's view of a store: every call is checked by the store's access policy first. */

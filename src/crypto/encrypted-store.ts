@@ -40,6 +40,7 @@ interface StorePrimitives {
   scanNamespaces(ns: string, now: number): Promise<string[]>;
   sweep(now: number): Promise<number>;
   readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]>;
+  deleteOverwrites(ns: string, under: boolean): Promise<number>;
 }
 
 /** Rows a filtered search opens per round trip. */
@@ -146,6 +147,10 @@ export class EncryptedStore extends BaseStore {
 
   protected sweep(now: number): Promise<number> {
     return this.primitives.sweep(now);
+  }
+
+  protected override deleteOverwrites(ns: string, under: boolean): Promise<number> {
+    return this.primitives.deleteOverwrites(ns, under);
   }
 
   protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {

@@ -21,6 +21,7 @@
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { accessSync, closeSync, constants, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { dirname } from 'node:path';
 import { InvalidOptionError, KeyUnavailableError } from '../errors.js';
 
@@ -92,7 +93,60 @@ function readKeyFile(path: string): KeyFileContents | null {
     throw new InvalidOptionError(`${path} is not a cairn key file: it is not JSON.`, { cause: err });
   }
   if (typeof parsed !== 'object' || parsed === null || parsed.version !== 1 || typeof parsed.scopes !== 'object' || parsed.scopes === null) throw new InvalidOptionError(`${path} is not a cairn key file.`);
+  // A hand-edited or damaged entry would otherwise fail deep in node:crypto with a TypeError, or wrap keys under garbage.
+  for (const [scope, keks] of Object.entries(parsed.scopes)) {
+    const bad = !Array.isArray(keks)
+      ? 'is not a list of keys'
+      : keks.some((k) => typeof k !== 'object' || k === null || typeof k.id !== 'string' || typeof k.key !== 'string' || Buffer.from(k.key, 'base64').length !== KEY_BYTES)
+        ? 'holds a key without an id or a 32-byte base64 key'
+        : null;
+    if (bad) throw new InvalidOptionError(`${path} is not a cairn key file: scope ${JSON.stringify(scope)} ${bad}.`);
+  }
   return parsed;
+}
+
+/** The scope's KEKs in `file` (its own entry: a scope named like an Object member is a scope too). */
+function keksOf(file: KeyFileContents, scope: string): KeyFileContents['scopes'][string] | undefined {
+  return Object.hasOwn(file.scopes, scope) ? file.scopes[scope] : undefined;
+}
+
+/** How long a lock file may stand before it is taken for one left by a process that died holding it. */
+const STALE_LOCK_MS = 10_000;
+
+/**
+ * Runs `change` on the key file as it is on disk now, holding `<path>.lock` (created
+ * exclusively) while it reads, changes and rewrites it: other processes, and other
+ * `keyFile` providers of the same path, write the same file, and a change made from a
+ * copy read earlier would drop the KEKs they added since (their data unreadable) or
+ * bring back KEKs an erasure destroyed. `change` returns null to write nothing.
+ */
+async function underLock<T>(path: string, change: (file: KeyFileContents) => { next: KeyFileContents | null; result: T }, save: (next: KeyFileContents) => void): Promise<{ file: KeyFileContents; result: T }> {
+  const lock = `${path}.lock`;
+  for (;;) {
+    let fd: number;
+    try {
+      fd = openSync(lock, 'wx', 0o600);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST') throw new InvalidOptionError(`the key file ${path} cannot be written (${code ?? (err as Error).message}).`, { cause: err });
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > STALE_LOCK_MS) rmSync(lock, { force: true });
+      } catch {
+        // Released meanwhile: try again.
+      }
+      await sleep(5 + Math.random() * 10);
+      continue;
+    }
+    try {
+      closeSync(fd);
+      const file = readKeyFile(path) ?? { version: 1 as const, scopes: {} };
+      const { next, result } = change(file);
+      if (next) save(next);
+      return { file: next ?? file, result };
+    } finally {
+      rmSync(lock, { force: true });
+    }
+  }
 }
 
 /**
@@ -154,12 +208,28 @@ export function keyFile(path: string): KeyProvider {
     }
     contents = next;
   }
-  function current(scope: string): { id: string; key: Buffer } {
-    const file = load();
-    let keks = file.scopes[scope];
+  /** Applies `change` to the file as it is on disk (see underLock), and keeps what it holds then. */
+  async function update<T>(change: (file: KeyFileContents) => { next: KeyFileContents | null; result: T }): Promise<T> {
+    const { file, result } = await underLock(path, change, save);
+    contents = file;
+    absent = false;
+    return result;
+  }
+  /**
+   * The scope's newest KEK as the file holds it now: read again, not from the copy held
+   * since the last read, because another process may have destroyed the scope (an
+   * erasure) or rotated it since. Rare: only a new or re-wrapped data key is wrapped.
+   */
+  async function current(scope: string): Promise<{ id: string; key: Buffer }> {
+    contents = null;
+    let keks = keksOf(load(), scope);
     if (!keks?.length) {
-      keks = [{ id: `kek-${randomBytes(6).toString('hex')}`, key: randomBytes(KEY_BYTES).toString('base64'), createdAt: Date.now() }];
-      save({ ...file, scopes: { ...file.scopes, [scope]: keks } });
+      keks = await update((file) => {
+        const there = keksOf(file, scope);
+        if (there?.length) return { next: null, result: there };
+        const made = [{ id: `kek-${randomBytes(6).toString('hex')}`, key: randomBytes(KEY_BYTES).toString('base64'), createdAt: Date.now() }];
+        return { next: { ...file, scopes: { ...file.scopes, [scope]: made } }, result: made };
+      });
     }
     const newest = keks[keks.length - 1]!;
     return { id: newest.id, key: Buffer.from(newest.key, 'base64') };
@@ -169,33 +239,30 @@ export function keyFile(path: string): KeyProvider {
     name: 'key-file',
     destroys: true,
     async wrapKey(scope, dataKey) {
-      const kek = current(scope);
+      const kek = await current(scope);
       return { kekId: kek.id, wrapped: wrapWith(kek.key, scope, dataKey) };
     },
     async unwrapKey(scope, wrapped) {
       // Re-read once on a miss: another process may have created or rotated the scope's KEK.
-      let kek = load().scopes[scope]?.find((k) => k.id === wrapped.kekId);
+      let kek = keksOf(load(), scope)?.find((k) => k.id === wrapped.kekId);
       if (!kek) {
         contents = null;
-        kek = load().scopes[scope]?.find((k) => k.id === wrapped.kekId);
+        kek = keksOf(load(), scope)?.find((k) => k.id === wrapped.kekId);
       }
       if (!kek && absent) throw new KeyUnavailableError(wrapped.kekId, `there is no key file at ${path} (no such file): pass the key file the data was encrypted with.`);
       if (!kek) throw new KeyUnavailableError(wrapped.kekId, `the key file ${path} holds no key-encryption key ${wrapped.kekId} for scope ${JSON.stringify(scope)} (destroyed by an erasure, or another key file).`);
       return unwrapWith(Buffer.from(kek.key, 'base64'), scope, wrapped.wrapped, wrapped.kekId);
     },
     async rotate(scope) {
-      contents = null;
-      const file = load();
       const kek = { id: `kek-${randomBytes(6).toString('hex')}`, key: randomBytes(KEY_BYTES).toString('base64'), createdAt: Date.now() };
-      save({ ...file, scopes: { ...file.scopes, [scope]: [...(file.scopes[scope] ?? []), kek] } });
-      return kek.id;
+      return update((file) => ({ next: { ...file, scopes: { ...file.scopes, [scope]: [...(keksOf(file, scope) ?? []), kek] } }, result: kek.id }));
     },
     async destroyScope(scope) {
-      contents = null;
-      const file = load();
-      if (!(scope in file.scopes)) return;
-      const { [scope]: _gone, ...rest } = file.scopes;
-      save({ ...file, scopes: rest });
+      await update((file) => {
+        if (!Object.hasOwn(file.scopes, scope)) return { next: null, result: undefined };
+        const { [scope]: _gone, ...rest } = file.scopes;
+        return { next: { ...file, scopes: rest }, result: undefined };
+      });
     },
   };
 }

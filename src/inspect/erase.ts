@@ -11,7 +11,8 @@
  *    a run holds is fenced first, as `cancelThread` does: the lease is taken over, so
  *    the holder's next commit or renewal throws LeaseLostError and writes nothing.
  * 2. **Store rows** whose scope is the erased one (`engine.encryption.storeScope`, and
- *    any namespace under `options.store`), and the global pins of erased artifacts.
+ *    any namespace under `options.store`), with the overwrite records `lastWins` kept
+ *    for them (the values it replaced), and the global pins of erased artifacts.
  * 3. **Artifacts**: with `options.artifacts`, every artifact of the tenant (its view's
  *    refs) and every one the erased threads and rows referred to, unless a thread or
  *    row that stays refers to it too: records and bytes deleted at once (`purge`).
@@ -40,7 +41,7 @@ import type { DeletedThreadRows, ThreadRecord } from '../contracts/threads.js';
 import type { Engine, PurgeReport } from '../contracts/engine.js';
 import { LEASE_MS } from '../defaults.js';
 import { InvalidOptionError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
-import { findArtifactRefs, isArtifactRef, parseRefId } from '../artifacts/refs.js';
+import { checkTenant, findArtifactRefs, isArtifactRef, parseRefId } from '../artifacts/refs.js';
 import { listArtifacts } from '../artifacts/helpers.js';
 import { tenantScope, threadScope } from '../crypto/scopes.js';
 import { DATA_KEYS_NS } from '../crypto/keyring.js';
@@ -81,8 +82,11 @@ export interface ErasureReport {
   fenced: string[];
   /** Rows deleted with the threads, summed. */
   rows: DeletedThreadRows;
-  /** Store rows deleted (the tenant's namespaces), and global pins of erased artifacts. */
-  store: { items: number; namespaces: string[][]; pins: number };
+  /**
+   * Store rows deleted (the tenant's namespaces), the overwrite records `lastWins` kept
+   * for them (null when the store cannot delete those), and global pins of erased artifacts.
+   */
+  store: { items: number; overwrites: number | null; namespaces: string[][]; pins: number };
   /** Artifacts deleted (records, their blobs and the blobs' stored bytes), and those kept because something that stays refers to them. Null without `options.artifacts`. */
   artifacts: { deleted: number; blobs: number; bytes: number; keptShared: number } | null;
   /** The keys destroyed. */
@@ -148,6 +152,9 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
   }
   if ((tenant === undefined) === (threadOnly === undefined)) throw new InvalidOptionError('eraseTenant needs exactly one of { tenant } or { thread } (a thread without a tenant).');
   if (tenant !== undefined && (typeof tenant !== 'string' || tenant === '')) throw new InvalidOptionError(`eraseTenant: tenant must be a non-empty string, got ${JSON.stringify(tenant)}.`);
+  // A tenant no thread can have (over 256 characters, a control character, a lone surrogate) is InvalidKeyError on every
+  // engine, as for a run: the plain engines reported it found: false, an encrypted one failed in its key lookup's filter.
+  if (tenant !== undefined) checkTenant(tenant);
   if (options.artifacts && options.artifacts.tenant !== null) throw new InvalidOptionError('eraseTenant needs the unscoped artifact store (it sees every tenant), not a tenant view.');
   const cp = engine.checkpointer;
   const encryption = engine.encryption;
@@ -225,6 +232,15 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
         items += results.filter((r) => r === true).length;
       }
     }
+    // The values lastWins overwrites replaced in those namespaces: kept beside the items, and the tenant's as much as they are.
+    let overwrites: number | null = 0;
+    const purgeOverwrites = engine.store.purgeOverwrites?.bind(engine.store);
+    if (!purgeOverwrites) overwrites = null;
+    else {
+      for (const ns of storeNamespaces) overwrites += await purgeOverwrites(ns);
+      // A named prefix is the tenant's whole: namespaces under it with no live item left keep overwrite records too.
+      for (const prefix of options.store ?? []) overwrites += await purgeOverwrites(prefix, { under: true });
+    }
     const erasedRefs = [...candidates.values()].filter((ref) => !kept.has(ref.id));
     const erasedIds = new Set(erasedRefs.map((ref) => ref.id));
     let pins = 0;
@@ -264,7 +280,7 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
         scopes.push(s);
       }
     }
-    return { fenced, rows, deleted, items, pins, artifacts, scopes, destroyed };
+    return { fenced, rows, deleted, items, overwrites, pins, artifacts, scopes, destroyed };
   };
 
   const purgeOptions = options.vacuum === undefined ? {} : { vacuum: options.vacuum };
@@ -281,6 +297,7 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
     notes.push('artifacts of a thread without a tenant are sealed under the shared artifacts scope: they were deleted, but a copy of the artifact store taken before stays readable. Give threads a tenant to have their artifacts shredded.');
   }
   if (!options.artifacts) notes.push('no artifact store was given: artifacts were not deleted.');
+  if (result.overwrites === null) notes.push(`the ${engine.store.engine} store cannot delete overwrite records: values lastWins overwrites replaced in the erased namespaces are still kept.`);
   if (!engine.purging) notes.push(`the ${engine.name} engine says nothing of its files: deleted rows may remain in them until the database reuses the space.`);
   return {
     scope,
@@ -288,7 +305,7 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
     threads: result.deleted.sort(),
     fenced: result.fenced.sort(),
     rows: result.rows,
-    store: { items: result.items, namespaces: storeNamespaces, pins: result.pins },
+    store: { items: result.items, overwrites: result.overwrites, namespaces: storeNamespaces, pins: result.pins },
     artifacts: result.artifacts,
     keys: { encrypted: encryption !== undefined, provider: encryption?.provider.name ?? null, providerDestroys, scopes: result.scopes, destroyed: result.destroyed },
     files: purge,
@@ -299,7 +316,7 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
     },
     notes,
     found:
-      result.deleted.length > 0 || result.fenced.length > 0 || result.items > 0 || result.pins > 0 || (result.artifacts?.deleted ?? 0) > 0 || (result.artifacts?.keptShared ?? 0) > 0 || result.destroyed > 0,
+      result.deleted.length > 0 || result.fenced.length > 0 || result.items > 0 || (result.overwrites ?? 0) > 0 || result.pins > 0 || (result.artifacts?.deleted ?? 0) > 0 || (result.artifacts?.keptShared ?? 0) > 0 || result.destroyed > 0,
     actor: options.actor ?? 'erase',
   };
 }

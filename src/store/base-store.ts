@@ -41,7 +41,7 @@ import type {
 } from '../contracts/store.js';
 import { encode } from '../codec/tagged-json.js';
 import { STORE_UPDATE_RETRIES } from '../defaults.js';
-import { InvalidOptionError, UpdateConflictError, VersionConflictError } from '../errors.js';
+import { InvalidOptionError, NotSupportedError, UpdateConflictError, VersionConflictError } from '../errors.js';
 import { checkStoreEntry, checkStoreKey, decodeNamespace, encodeNamespace } from '../internal/keys.js';
 import { unknownOption } from '../internal/option-keys.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
@@ -129,6 +129,14 @@ export abstract class BaseStore implements Store {
   protected abstract scanNamespaces(ns: string, now: number): Promise<string[]>;
   /** Turns rows expired at `now` into tombstones; returns how many. */
   protected abstract sweep(now: number): Promise<number>;
+  /**
+   * Deletes the overwrite records of the stored namespace `ns` (with `under`, of every
+   * namespace under the prefix `ns`); returns how many. Engines that keep overwrite
+   * records implement it; the default says the engine cannot.
+   */
+  protected async deleteOverwrites(_ns: string, _under: boolean): Promise<number> {
+    throw new NotSupportedError(`the ${this.engine} store cannot delete overwrite records.`);
+  }
   /** Overwrite records under `ns` with an id above `afterId`, by id. */
   protected abstract readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]>;
 
@@ -258,6 +266,18 @@ export abstract class BaseStore implements Store {
 
   async sweepExpired(): Promise<number> {
     return this.io(() => this.sweep(Date.now()));
+  }
+
+  /**
+   * Deletes the overwrite records `lastWins` kept for `namespace` (with `{ under: true }`,
+   * for every namespace under it), values they replaced included: an erasure's, for
+   * whom deleting the items is not enough. Returns how many were deleted.
+   */
+  async purgeOverwrites(namespace: string[], options: { under?: boolean } = {}): Promise<number> {
+    const ns = encodeNamespace(namespace);
+    if (options.under !== undefined && typeof options.under !== 'boolean') throw new InvalidOptionError(`purgeOverwrites: under must be true or false, got ${JSON.stringify(options.under)}.`);
+    if (ns === '' && options.under) throw new InvalidOptionError('purgeOverwrites: the empty prefix names every namespace: name one.');
+    return this.io(() => this.deleteOverwrites(ns, options.under === true));
   }
 
   /**

@@ -4,7 +4,7 @@
  * with `--keys <key file>` (or CAIRN_KEY_FILE) it reads and verifies as usual; `keys
  * rotate` rotates each scope's KEK and re-wraps its data keys without touching a data row.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -78,5 +78,18 @@ describe('the CLI on an encrypted database', () => {
     expect(rows()).toBe(before);
     expect((await cairn(['verify', 'cust_42', '--db', db, '--keys', keys])).code).toBe(0);
     expect((await cairn(['keys', 'rotate', '--db', db])).code).toBe(1);
+  });
+
+  it('keys rotate --scope of a scope without data keys (a typo) rotates nothing and exits 1, naming the scopes that have keys', async () => {
+    const keyFileText = () => readFileSync(keys, 'utf8');
+    const before = keyFileText();
+    const typo = await cairn(['keys', 'rotate', '--db', db, '--keys', keys, '--scope', 'thread:cust_24']);
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toMatch(/no scope "thread:cust_24" has data keys.*nothing rotated.*store, thread:cust_42/);
+    // No KEK was made for the mistyped scope.
+    expect(keyFileText()).toBe(before);
+    const right = await cairn(['keys', 'rotate', '--db', db, '--keys', keys, '--scope', 'thread:cust_42', '--json']);
+    expect(right.code).toBe(0);
+    expect((JSON.parse(right.stdout) as { rotated: { scope: string; rewrapped: number }[] }).rotated).toMatchObject([{ scope: 'thread:cust_42', rewrapped: 1 }]);
   });
 });

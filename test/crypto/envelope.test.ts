@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openTextsUnchecked } from '../../src/crypto/bulk-open.js';
@@ -76,6 +76,45 @@ describe('key providers and the keyring', () => {
     ring.forget();
     expect((await ring.keyById(first.id)).key.equals(first.key)).toBe(true);
     await engine.close();
+  });
+
+  it('keyFile providers of one file (two processes) never drop KEKs the other added, nor bring back one an erasure destroyed', async () => {
+    const path = join(tempDir('cairn-keys-'), 'keys.json');
+    const scopesIn = () => Object.keys((JSON.parse(readFileSync(path, 'utf8')) as { scopes: object }).scopes).sort();
+    const app = keyFile(path);
+    const cli = keyFile(path);
+    await app.wrapKey('tenant:x', randomBytes(32)); // the app holds the file as it read it
+    const b = await cli.wrapKey('tenant:b', randomBytes(32));
+    await app.wrapKey('tenant:a', randomBytes(32));
+    expect(scopesIn()).toEqual(['tenant:a', 'tenant:b', 'tenant:x']);
+    expect((await keyFile(path).unwrapKey('tenant:b', b)).length).toBe(32);
+    // An erasure in the CLI destroys tenant:x; the app's next write keeps it destroyed.
+    const before = (JSON.parse(readFileSync(path, 'utf8')) as { scopes: Record<string, { id: string }[]> }).scopes['tenant:x']![0]!.id;
+    await cli.destroyScope('tenant:x');
+    await app.wrapKey('tenant:c', randomBytes(32));
+    expect(scopesIn()).toEqual(['tenant:a', 'tenant:b', 'tenant:c']);
+    // A data key the app wraps for the erased scope is under a new KEK the file holds, not the destroyed one it had read.
+    const again = await app.wrapKey('tenant:x', randomBytes(32));
+    expect(again.kekId).not.toBe(before);
+    expect((await keyFile(path).unwrapKey('tenant:x', again)).length).toBe(32);
+    // Many providers adding scopes at once: every one is kept, and no lock is left behind.
+    await Promise.all(Array.from({ length: 12 }, (_, i) => keyFile(path).wrapKey(`tenant:p${i}`, randomBytes(32))));
+    expect(scopesIn()).toHaveLength(4 + 12);
+    expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  it('keyFile refuses a key file whose entries are not keys with InvalidOptionError, not a TypeError', async () => {
+    const dir = tempDir('cairn-keys-');
+    for (const [name, scopes] of [
+      ['list.json', { store: 'x' }],
+      ['nokey.json', { store: [{ id: 'k', createdAt: 1 }] }],
+      ['short.json', { store: [{ id: 'k', key: 'AAAA', createdAt: 1 }] }],
+    ] as const) {
+      const path = join(dir, name);
+      writeFileSync(path, JSON.stringify({ version: 1, scopes }));
+      await expect(keyFile(path).wrapKey('store', randomBytes(32))).rejects.toThrow(InvalidOptionError);
+      await expect(keyFile(path).unwrapKey('store', { kekId: 'k', wrapped: 'AAAA' })).rejects.toThrow(InvalidOptionError);
+    }
   });
 
   it('envKey derives scope keys from one master key and says clearly when it is missing or malformed', async () => {

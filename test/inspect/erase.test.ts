@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fsArtifacts } from '../../src/artifacts/fs/index.js';
+import { encrypted, keyFile } from '../../src/crypto/index.js';
+import { memory } from '../../src/engines/memory/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { eraseTenant } from '../../src/inspect/erase.js';
 import { canaries, canaryApp, runTenant, scan } from '../helpers/canary-tenants.js';
@@ -148,5 +150,16 @@ describe('eraseTenant without encryption (SQLite + fs)', () => {
     expect(await engine.checkpointer.getThread('solo')).toBeNull();
     expect(await engine.checkpointer.getThread('T-t0')).not.toBeNull();
     await engine.close();
+  });
+});
+
+describe('eraseTenant of a tenant no thread can have', () => {
+  it('is InvalidKeyError on a plain and an encrypted engine alike, before anything is erased', async () => {
+    for (const engine of [memory(), encrypted(memory(), { keys: keyFile(join(dir, 'keys.json')) })]) {
+      for (const tenant of ['a\u0000b', 'a\uD800', 'x'.repeat(257), 'tab\there']) {
+        await expect(eraseTenant(engine, { tenant }), JSON.stringify(tenant)).rejects.toMatchObject({ code: 'ERR_INVALID_KEY' });
+      }
+      await engine.close();
+    }
   });
 });

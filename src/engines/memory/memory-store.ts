@@ -83,6 +83,15 @@ export class MemoryStore extends BaseStore {
     return swept;
   }
 
+  protected override async deleteOverwrites(ns: string, under: boolean): Promise<number> {
+    const before = this.overwrites.length;
+    for (let i = this.overwrites.length - 1; i >= 0; i--) {
+      const found = this.overwrites[i]!.ns;
+      if (under ? found.startsWith(ns) : found === ns) this.overwrites.splice(i, 1);
+    }
+    return before - this.overwrites.length;
+  }
+
   protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {
     const found = this.overwrites.filter((r) => r.id > afterId && r.ns.startsWith(ns));
     return limit === null ? found : found.slice(0, limit);

@@ -172,6 +172,13 @@ export class PostgresStore extends BaseStore {
     return (await this.conn.query('store.sweepExpired', this.sql.sweep, [now])).length;
   }
 
+  protected override async deleteOverwrites(ns: string, under: boolean): Promise<number> {
+    const rows = under
+      ? await this.conn.query('store.purgeOverwrites', this.sql.purgeOverwritesUnder, [ns, prefixUpperBound(ns)])
+      : await this.conn.query('store.purgeOverwrites', this.sql.purgeOverwrites, [ns]);
+    return rows.length;
+  }
+
   protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {
     const rows =
       ns === ''
@@ -226,5 +233,7 @@ function statements(conn: PostgresConnection) {
 
     overwrites: `SELECT * FROM ${SO} WHERE id > $1::bigint AND ns >= $3::text AND ns < $4::text ORDER BY id LIMIT $2::bigint`,
     overwritesAll: `SELECT * FROM ${SO} WHERE id > $1::bigint ORDER BY id LIMIT $2::bigint`,
+    purgeOverwrites: `DELETE FROM ${SO} WHERE ns = $1::text RETURNING 1`,
+    purgeOverwritesUnder: `DELETE FROM ${SO} WHERE ns >= $1::text AND ns < $2::text RETURNING 1`,
   };
 }

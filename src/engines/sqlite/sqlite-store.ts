@@ -147,6 +147,15 @@ export class SqliteStore extends BaseStore {
     );
   }
 
+  protected override async deleteOverwrites(ns: string, under: boolean): Promise<number> {
+    const upper = prefixUpperBound(ns);
+    return this.conn.write('store.purgeOverwrites', (q) =>
+      under
+        ? q.stmt('DELETE FROM cairn_store_overwrites WHERE ns >= ? AND (? IS NULL OR ns < ?)').run(ns, upper, upper).changes
+        : q.stmt('DELETE FROM cairn_store_overwrites WHERE ns = ?').run(ns).changes,
+    );
+  }
+
   protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {
     const upper = prefixUpperBound(ns);
     const rows = this.conn.read('store.listOverwrites', (q) =>
