@@ -48,7 +48,7 @@ const ids: [string, string, RegExp][] = [
 describe('a thread id no thread can have', () => {
   for (const args of commands) {
     it(`cairn ${args.join(' ')}: ERR_INVALID_KEY, exit 2, nothing opened`, async () => {
-      for (const [what, id, message] of ids) {
+      for (const [index, [what, id, message]] of ids.entries()) {
         // An empty piece of --threads a,,b is left out, as the spaces around the ids are.
         if (args[0] === 'eval' && id === '') continue;
         const line = [...args.map((a) => (a === 'ID' ? id : a.replace('a,ID', `a,${id}`))), '--db', db];
@@ -56,6 +56,8 @@ describe('a thread id no thread can have', () => {
         expect(run.code, `${what}: ${run.stderr}`).toBe(2);
         expect(run.stdout, what).toBe('');
         expect(run.stderr, what).toMatch(message);
+        // --json prints whichever refusal it is the same way: one id is enough.
+        if (index !== 1) continue;
         const json = await cairn([...line, '--json']);
         expect(json.code, what).toBe(2);
         expect((JSON.parse(json.stderr) as { error: { code: string } }).error.code, what).toBe('ERR_INVALID_KEY');
