@@ -525,11 +525,14 @@ export class InterruptNotFoundError extends coded('ERR_INTERRUPT_NOT_FOUND') {
 
 /** The run's signal was aborted (a caller's cancel, a worker shutting down). The thread stays resumable. */
 export class RunCancelledError extends coded('ERR_RUN_CANCELLED') {
-  constructor(readonly threadId: string, reason: unknown, place?: ErrorPlace) {
-    super(`the run was cancelled between steps; the thread keeps its status and resumes on the next run().`, {
-      cause: reason,
-      place: { ...place, thread: threadId },
-    });
+  /** `beforeHeld`: cancelled while it waited to hold the thread, so nothing of it ran. */
+  constructor(readonly threadId: string, reason: unknown, place?: ErrorPlace, readonly beforeHeld = false) {
+    super(
+      beforeHeld
+        ? `the run was cancelled before it held the thread: nothing ran and nothing changed.`
+        : `the run was cancelled between steps; the thread keeps its status and resumes on the next run().`,
+      { cause: reason, place: { ...place, thread: threadId } },
+    );
   }
 }
 

@@ -29,7 +29,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Engine } from '../contracts/engine.js';
 import { AppRequiredError, CrossSiteRequestError, InvalidOptionError } from '../errors.js';
-import { pathSegment } from './params.js';
+import { pathSegment, threadSegment } from './params.js';
 import { cancelThread } from '../inspect/cancel.js';
 import { failEffect, resolveEffect } from '../inspect/effects.js';
 import { signalThread } from '../inspect/signal.js';
@@ -190,7 +190,7 @@ function runView(result: { threadId: string; status: string; seq: number; interr
 export async function performAction(context: ActionContext, pathname: string, body: Record<string, unknown>): Promise<unknown> {
   const match = ACTION.exec(pathname);
   if (!match) throw new InvalidOptionError(`no action at ${pathname}`);
-  const thread = pathSegment(match[1]!);
+  const thread = threadSegment(match[1]!);
   const { engine, actor } = context;
   switch (match[2]) {
     case 'resume': {

@@ -36,7 +36,7 @@ import { learnDiffStates, learnErrorHeads, learnHead, redactDiff, redactLedgerEn
 import { verifyThread } from '../inspect/verify.js';
 import { printable } from '../internal/printable.js';
 import { Redactor } from '../internal/redaction.js';
-import { integer, pageSize, pathSegment } from './params.js';
+import { integer, pageSize, threadSegment } from './params.js';
 import { listThreadPage } from './thread-list.js';
 import { threadOverview } from './thread-overview.js';
 import { answerView, VIEW_ROUTES } from './views-api.js';
@@ -78,10 +78,10 @@ export async function answer(context: ApiContext, pathname: string, params: URLS
     return r.value(page);
   }
   const view = /^\/api\/threads\/([^/]+)\/([a-z]+)$/.exec(pathname);
-  if (view && (VIEW_ROUTES as readonly string[]).includes(view[2]!)) return answerView(context, pathSegment(view[1]!), view[2] as (typeof VIEW_ROUTES)[number], params);
+  if (view && (VIEW_ROUTES as readonly string[]).includes(view[2]!)) return answerView(context, threadSegment(view[1]!), view[2] as (typeof VIEW_ROUTES)[number], params);
   const match = /^\/api\/threads\/([^/]+)(?:\/(head|history|state|diff|verify|effects))?$/.exec(pathname);
   if (!match) throw new RouteNotFound(pathname);
-  const id = pathSegment(match[1]!);
+  const id = threadSegment(match[1]!);
   const ns = params.get('ns') ?? '';
   // The head route, polled every second, shows no stored value.
   const r = match[2] === 'head' ? Redactor.none() : await threadRedactor(engine, id, choice);

@@ -6,6 +6,7 @@
  */
 import { INSPECTOR_MAX_PAGE } from '../defaults.js';
 import { InvalidOptionError } from '../errors.js';
+import { checkThreadId } from '../internal/keys.js';
 
 /**
  * The integer `name` (at least `min`), or undefined when absent or empty.
@@ -42,4 +43,15 @@ export function pathSegment(text: string): string {
   } catch {
     throw new InvalidOptionError(`the path segment ${JSON.stringify(text)} is not percent-encoded UTF-8: encode the thread id with encodeURIComponent.`);
   }
+}
+
+/**
+ * A route's thread id: its path segment decoded, and refused as the CLI refuses it when
+ * no thread can have it (over 512 characters, a control character): InvalidKeyError,
+ * a 400, not a 404 that says there is no such thread.
+ */
+export function threadSegment(text: string): string {
+  const id = pathSegment(text);
+  checkThreadId(id);
+  return id;
 }

@@ -770,7 +770,7 @@ export class App<S extends StateSchema> {
     // A run cancelled before it holds the thread takes nothing and changes nothing: an
     // `onBusy: 'wait'` caller that gave up (its request timed out, a stream's consumer
     // left) must not go on to take the thread once the holder lets it go.
-    const cancelled = () => new RunCancelledError(options.thread, signal!.reason, { engine: cp.engine, thread: options.thread });
+    const cancelled = () => new RunCancelledError(options.thread, signal!.reason, { engine: cp.engine, thread: options.thread }, true);
     if (signal?.aborted) throw cancelled();
     await releaseLeftover(cp, options.thread);
     for (let delay = 10; ; delay = Math.min(delay * 2, 500)) {

@@ -88,6 +88,8 @@ export class Worker {
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private stopped: Promise<void> | undefined;
+  /** The claim loop `run()` started, while it runs. */
+  private loop: Promise<void> | undefined;
   /** Same-host lease holders and their liveness, where the engine can list them. */
   private holders: HolderWatch | undefined;
 
@@ -122,8 +124,18 @@ export class Worker {
     return [...this.active.keys()];
   }
 
-  /** Claims and runs threads until `stop()`. */
-  async run(): Promise<void> {
+  /**
+   * Claims and runs threads until `stop()`. Called again while it runs, it returns the
+   * same promise: a second claim loop would claim past the concurrency.
+   */
+  run(): Promise<void> {
+    this.loop ??= this.claimLoop().finally(() => {
+      this.loop = undefined;
+    });
+    return this.loop;
+  }
+
+  private async claimLoop(): Promise<void> {
     const cp = this.app.engine.checkpointer;
     if (!cp.capabilities.claims) {
       throw new CairnError(`the ${cp.engine} engine cannot hand threads to workers: use postgres(url) (or sqlite(file) on one machine).`);

@@ -43,7 +43,7 @@ import { encode } from '../codec/tagged-json.js';
 import { STORE_UPDATE_RETRIES } from '../defaults.js';
 import { InvalidOptionError, NotSupportedError, UpdateConflictError, VersionConflictError } from '../errors.js';
 import { checkStoreEntry, checkStoreKey, decodeNamespace, encodeNamespace } from '../internal/keys.js';
-import { unknownOption } from '../internal/option-keys.js';
+import { checkOptionKeys, unknownOption } from '../internal/option-keys.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
 import { parseFilter, type Condition } from './filter.js';
 import { MergeRules } from './merge-rules.js';
@@ -275,6 +275,8 @@ export abstract class BaseStore implements Store {
    */
   async purgeOverwrites(namespace: string[], options: { under?: boolean } = {}): Promise<number> {
     const ns = encodeNamespace(namespace);
+    // A misspelt `undr: true` would purge the one namespace and leave everything under it.
+    checkOptionKeys('purgeOverwrites', options, ['under']);
     if (options.under !== undefined && typeof options.under !== 'boolean') throw new InvalidOptionError(`purgeOverwrites: under must be true or false, got ${JSON.stringify(options.under)}.`);
     if (ns === '' && options.under) throw new InvalidOptionError('purgeOverwrites: the empty prefix names every namespace: name one.');
     return this.io(() => this.deleteOverwrites(ns, options.under === true));

@@ -30,6 +30,11 @@ describe('refused with a typed error', () => {
     for (const url of ['postgres://u@127.0.0.1:1/db', 'postgresql://u:secret@127.0.0.1:1/db']) await postgres(url).close();
   });
 
+  it('postgres(source) with something that is neither a URL nor a pool (pg\'s own { connectionString }): InvalidOptionError at once', () => {
+    expect(() => postgres({ connectionString: 'postgres://u@127.0.0.1:1/db' } as never)).toThrow(/pass a postgres:\/\/ URL or a pg.Pool \(query, connect, end\), got an object that is not a pool: pass the connectionString itself/);
+    for (const source of [null, undefined, 5, [], { query: () => undefined }]) expect(() => postgres(source as never), String(source)).toThrow(InvalidOptionError);
+  });
+
   it('sqlite(file, options) and postgres(url, options) refuse an option they do not take, or of the wrong kind, at once, and create nothing', async () => {
     const file = join(dir, 'never.db');
     const sqliteCases: unknown[] = [{ durabilty: 'normal' }, { durability: 'fast' }, { readonly: true }, { readOnly: 'yes' }, { busyTimeoutMs: -1 }, { mmapBytes: 1.5 }, null];

@@ -92,6 +92,8 @@ describe('eraseTenant deletes the overwrite records of the erased namespaces', (
     await expect(engine.store.purgeOverwrites!([], { under: true })).rejects.toThrow(/empty prefix/);
     await expect(engine.store.purgeOverwrites!(['a'], { under: 'yes' as never })).rejects.toThrow(/under must be/);
     await expect(engine.store.purgeOverwrites!(['a\u0000'])).rejects.toThrow(/namespace label/);
+    // A misspelt `under` would purge the one namespace and leave the ones under it.
+    await expect(engine.store.purgeOverwrites!(['a'], { undr: true } as never)).rejects.toThrow(/purgeOverwrites: unknown option "undr" \(options: under\)/);
     await engine.close();
   });
 });

@@ -158,3 +158,29 @@ describe('a thread id whose escapes are not UTF-8', () => {
     }
   });
 });
+
+describe('a thread id no thread can have (over 512 characters, a control character)', () => {
+  it('is a 400 ERR_INVALID_KEY on every thread route and action, as the CLI refuses it, not a 404 "no such thread"', async () => {
+    for (const id of ['x'.repeat(600), 'a%0Ab']) {
+      for (const route of ['', '/history', '/state', '/timeline', '/graph']) {
+        const response = await withToken(`/api/threads/${id}${route}`);
+        expect(response.status, route).toBe(400);
+        const { error } = (await response.json()) as { error: { code: string; message: string } };
+        expect(error.code, route).toBe('ERR_INVALID_KEY');
+        expect(error.message, route).toMatch(/the limit is 512|contains a control character/);
+      }
+    }
+    const acting = await startInspector({ engine, uiDir: join(dir, 'ui'), allowActions: true });
+    try {
+      const response = await fetch(`${acting.url.slice(0, acting.url.indexOf('/?'))}/api/threads/${'x'.repeat(600)}/cancel?token=${acting.token}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-cairn-token': acting.token },
+        body: '{}',
+      });
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('ERR_INVALID_KEY');
+    } finally {
+      await acting.close();
+    }
+  });
+});

@@ -128,6 +128,8 @@ describe.each(ENGINES)('threads on %s', (name) => {
       const { app, runs } = twoNodes();
       const error = await caught(() => app.run({ thread: 'never', input: { note: 'x' }, signal: AbortSignal.abort() }));
       expect(RunCancelledError.is(error)).toBe(true);
+      // It says what happened: not "between steps", since no step of it ran.
+      expect((error as Error).message).toContain('cancelled before it held the thread: nothing ran and nothing changed');
       expect(await app.getThread({ thread: 'never' })).toBeNull();
       expect(runs).toEqual({ a: 0, b: 0 });
     });

@@ -69,4 +69,38 @@ describe('Worker options', () => {
     await worker.stop();
     await running;
   });
+
+  it('run() called again while it runs returns the same promise: one claim loop, never more threads at once than the concurrency', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let atOnce = 0;
+    let most = 0;
+    const app = graph(State)
+      .node('step', async (s) => {
+        most = Math.max(most, ++atOnce);
+        await gate;
+        atOnce--;
+        return { n: s.n + 1 };
+      })
+      .edge(START, 'step')
+      .edge('step', END)
+      .compile({ engine: memory(), name: 'twice' });
+    const worker = new Worker(app, { concurrency: 1, pollMs: 10 });
+    const running = worker.run();
+    expect(worker.run()).toBe(running);
+    await app.submit({ thread: 'a' });
+    await app.submit({ thread: 'b' });
+    await new Promise((r) => setTimeout(r, 150));
+    expect(most).toBe(1);
+    expect(worker.running).toHaveLength(1);
+    release();
+    for (let i = 0; i < 200 && (await app.getThread({ thread: 'b' }))?.status !== 'completed'; i++) await new Promise((r) => setTimeout(r, 10));
+    expect((await app.getThread({ thread: 'a' }))?.status).toBe('completed');
+    expect((await app.getThread({ thread: 'b' }))?.status).toBe('completed');
+    expect(most).toBe(1);
+    await worker.stop();
+    await running;
+    // Once it has ended, run() starts anew, and ends at once on a stopped worker.
+    await worker.run();
+  });
 });

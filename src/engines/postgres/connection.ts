@@ -157,6 +157,22 @@ function connectHint(error: unknown): string {
  * as a host name relative to a base and fails later as "getaddrinfo ENOTFOUND base".
  * A `postgres://` or `postgresql://` URL (or the driver's `socket:` form) passes.
  */
+/**
+ * Refuses a source that is neither a URL nor a pool: `postgres({ connectionString })`,
+ * pg's own config shape, used to fail at the first query with "pool.connect is not a
+ * function".
+ */
+function checkPool(source: unknown): void {
+  const pool = source as Partial<Record<keyof PoolLike, unknown>> | null;
+  if (pool !== null && typeof pool === 'object' && typeof pool.query === 'function' && typeof pool.connect === 'function' && typeof pool.end === 'function') return;
+  const hint =
+    pool !== null && typeof pool === 'object' && typeof (pool as { connectionString?: unknown }).connectionString === 'string'
+      ? ': pass the connectionString itself, postgres(url, { schema, … })'
+      : '';
+  const got = pool === null ? 'null' : Array.isArray(pool) ? 'an array' : typeof pool === 'object' ? 'an object that is not a pool' : typeof pool;
+  throw new InvalidOptionError(`postgres(source): pass a postgres:// URL or a pg.Pool (query, connect, end), got ${got}${hint}.`, { place: { engine: 'postgres' } });
+}
+
 function checkUrl(url: string): void {
   let protocol: string | undefined;
   try {
@@ -196,6 +212,7 @@ export class PostgresConnection {
     this.ownsPool = typeof source === 'string';
     checkPostgresOptions(options);
     if (typeof source === 'string') checkUrl(source);
+    else checkPool(source);
     this.lifecycle = new Lifecycle('postgres', { open: () => this.open(), close: () => this.end() });
     this.schema = options.schema ?? 'public';
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(this.schema)) {
