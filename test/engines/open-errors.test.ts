@@ -31,8 +31,10 @@ describe('refused with a typed error', () => {
   });
 
   it('postgres(source) with something that is neither a URL nor a pool (pg\'s own { connectionString }): InvalidOptionError at once', () => {
-    expect(() => postgres({ connectionString: 'postgres://u@127.0.0.1:1/db' } as never)).toThrow(/pass a postgres:\/\/ URL or a pg.Pool \(query, connect, end\), got an object that is not a pool: pass the connectionString itself/);
+    expect(() => postgres({ connectionString: 'postgres://u@127.0.0.1:1/db' } as never)).toThrow(/pass a postgres:\/\/ URL or a pg.Pool \(query, connect\), got an object that is not a pool: pass the connectionString itself/);
     for (const source of [null, undefined, 5, [], { query: () => undefined }]) expect(() => postgres(source as never), String(source)).toThrow(InvalidOptionError);
+    // A wrapper of a pool with query and connect is one: a pool passed in is its owner's to end.
+    expect(() => postgres({ query: async () => ({ rows: [] }), connect: async () => ({}) } as never)).not.toThrow();
   });
 
   it('sqlite(file, options) and postgres(url, options) refuse an option they do not take, or of the wrong kind, at once, and create nothing', async () => {

@@ -160,17 +160,17 @@ function connectHint(error: unknown): string {
 /**
  * Refuses a source that is neither a URL nor a pool: `postgres({ connectionString })`,
  * pg's own config shape, used to fail at the first query with "pool.connect is not a
- * function".
+ * function". A pool passed in is never ended here (its owner ends it), so `end` is not asked for.
  */
 function checkPool(source: unknown): void {
   const pool = source as Partial<Record<keyof PoolLike, unknown>> | null;
-  if (pool !== null && typeof pool === 'object' && typeof pool.query === 'function' && typeof pool.connect === 'function' && typeof pool.end === 'function') return;
+  if (pool !== null && typeof pool === 'object' && typeof pool.query === 'function' && typeof pool.connect === 'function') return;
   const hint =
     pool !== null && typeof pool === 'object' && typeof (pool as { connectionString?: unknown }).connectionString === 'string'
       ? ': pass the connectionString itself, postgres(url, { schema, … })'
       : '';
   const got = pool === null ? 'null' : Array.isArray(pool) ? 'an array' : typeof pool === 'object' ? 'an object that is not a pool' : typeof pool;
-  throw new InvalidOptionError(`postgres(source): pass a postgres:// URL or a pg.Pool (query, connect, end), got ${got}${hint}.`, { place: { engine: 'postgres' } });
+  throw new InvalidOptionError(`postgres(source): pass a postgres:// URL or a pg.Pool (query, connect), got ${got}${hint}.`, { place: { engine: 'postgres' } });
 }
 
 function checkUrl(url: string): void {
