@@ -153,11 +153,6 @@ function connectHint(error: unknown): string {
 }
 
 /**
- * Refuses, at once, a connection string the driver would misread: `not a url` is taken
- * as a host name relative to a base and fails later as "getaddrinfo ENOTFOUND base".
- * A `postgres://` or `postgresql://` URL (or the driver's `socket:` form) passes.
- */
-/**
  * Refuses a source that is neither a URL nor a pool: `postgres({ connectionString })`,
  * pg's own config shape, used to fail at the first query with "pool.connect is not a
  * function". A pool passed in is never ended here (its owner ends it), so `end` is not asked for.
@@ -173,6 +168,11 @@ function checkPool(source: unknown): void {
   throw new InvalidOptionError(`postgres(source): pass a postgres:// URL or a pg.Pool (query, connect), got ${got}${hint}.`, { place: { engine: 'postgres' } });
 }
 
+/**
+ * Refuses, at once, a connection string the driver would misread: `not a url` is taken
+ * as a host name relative to a base and fails later as "getaddrinfo ENOTFOUND base".
+ * A `postgres://` or `postgresql://` URL (or the driver's `socket:` form) passes.
+ */
 function checkUrl(url: string): void {
   let protocol: string | undefined;
   try {
