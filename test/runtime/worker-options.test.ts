@@ -90,7 +90,9 @@ describe('Worker options', () => {
     expect(worker.run()).toBe(running);
     await app.submit({ thread: 'a' });
     await app.submit({ thread: 'b' });
-    await new Promise((r) => setTimeout(r, 150));
+    for (let i = 0; i < 500 && worker.running.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    // Both threads are claimable; the second waits for the first, however many polls pass.
+    await new Promise((r) => setTimeout(r, 100));
     expect(most).toBe(1);
     expect(worker.running).toHaveLength(1);
     release();
