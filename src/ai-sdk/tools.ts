@@ -121,7 +121,7 @@ export function recordedTools<T extends ToolSet>(tools: T, options: RecordedTool
       execute: (input: unknown, callOptions: ToolExecutionOptions<unknown>) => {
         const ctx = currentNode();
         if (!ctx) return execute(input, callOptions);
-        const recorded = stopping(ctx, ctx.record(recordName, () => settledOrFailed(() => execute(input, callOptions), ctx), { kind: 'tool', args: input }), stopsTheNode);
+        const recorded = stopping(ctx, ctx.record(recordName, () => settledOrFailed(() => execute(input, callOptions), ctx), { kind: 'tool', tool: toolName, args: input }), stopsTheNode);
         return yields ? replayed(recorded) : recorded.then(unsettled);
       },
     };

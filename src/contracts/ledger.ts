@@ -54,6 +54,8 @@ export interface RecordMeta {
   model?: string;
   /** Who serves the model (`openai`, `anthropic`…). */
   provider?: string;
+  /** The tool's own name (a tool call), when the record is named otherwise (`tool:search` through cairn/ai-sdk). */
+  tool?: string;
   usage?: TokenUsage;
   /** Wall time of the call that produced the value, in ms (not of serving it again). */
   latencyMs?: number;

@@ -87,10 +87,10 @@ const COUNTS = ['inputTokens', 'outputTokens', 'totalTokens'] as const;
 /** A meta the inspector and an import can read back: a known kind, strings and finite numbers where the contract says. */
 export function checkMeta(meta: RecordMeta, key: string, engine: string): void {
   const bad = (what: string) => {
-    throw new InvalidOptionError(`ledger entry ${key}: meta.${what}. A RecordMeta is { kind: 'model' | 'tool' | 'other', model?, provider?, usage?, latencyMs? }.`, { place: { engine } });
+    throw new InvalidOptionError(`ledger entry ${key}: meta.${what}. A RecordMeta is { kind: 'model' | 'tool' | 'other', model?, provider?, tool?, usage?, latencyMs? }.`, { place: { engine } });
   };
   if (typeof meta !== 'object' || !KINDS.has(meta.kind)) bad(`kind is ${JSON.stringify((meta as { kind?: unknown })?.kind)}`);
-  for (const field of ['model', 'provider'] as const) if (meta[field] !== undefined && typeof meta[field] !== 'string') bad(`${field} is not a string`);
+  for (const field of ['model', 'provider', 'tool'] as const) if (meta[field] !== undefined && typeof meta[field] !== 'string') bad(`${field} is not a string`);
   if (meta.latencyMs !== undefined && !Number.isFinite(meta.latencyMs)) bad('latencyMs is not a finite number');
   if (meta.usage !== undefined) {
     if (typeof meta.usage !== 'object' || meta.usage === null) bad('usage is not an object');

@@ -14,7 +14,7 @@ import { unknownOption } from '../internal/option-keys.js';
 
 export const RECORD_KINDS: readonly RecordKind[] = ['model', 'tool', 'other'];
 
-const RECORD_KEYS = ['kind', 'model', 'provider', 'describe', 'args'];
+const RECORD_KEYS = ['kind', 'model', 'provider', 'tool', 'describe', 'args'];
 const ARTIFACT_KEYS = ['mediaType', 'key', 'metadata'];
 const INTERRUPT_KEYS = ['answer'];
 const WAIT_FOR_KEYS = ['timeoutMs', 'schema', 'filter'];
@@ -46,11 +46,11 @@ export function checkRecordCall(name: unknown, fn: unknown, options: unknown, pl
   if (typeof fn !== 'function') return new InvalidOptionError(`ctx.record("${String(name)}") takes the function whose value it records, not ${String(fn)}.`, { place });
   const keys = checkKeys(`ctx.record("${String(name)}")`, options, RECORD_KEYS, place);
   if (keys) return keys;
-  const { kind, model, provider, describe } = options as Record<string, unknown>;
+  const { kind, model, provider, tool, describe } = options as Record<string, unknown>;
   if (kind !== undefined && !RECORD_KINDS.includes(kind as RecordKind)) {
     return new InvalidOptionError(`ctx.record("${String(name)}"): kind must be ${RECORD_KINDS.map((k) => `'${k}'`).join(', ')}, not ${JSON.stringify(kind)}.`, { place });
   }
-  for (const [option, value] of [['model', model], ['provider', provider]] as const) {
+  for (const [option, value] of [['model', model], ['provider', provider], ['tool', tool]] as const) {
     if (value !== undefined && typeof value !== 'string') return new InvalidOptionError(`ctx.record("${String(name)}"): ${option} must be a string, not ${JSON.stringify(value) ?? String(value)}.`, { place });
   }
   if (describe !== undefined && typeof describe !== 'function') return new InvalidOptionError(`ctx.record("${String(name)}"): describe must be a function of the value, not ${String(describe)}.`, { place });

@@ -121,6 +121,8 @@ export interface RecordOptions<T> {
   model?: string;
   /** Who serves the model (`openai`, `anthropic`…). */
   provider?: string;
+  /** The tool's own name, for a tool call whose record is named otherwise: its span's `gen_ai.tool.name` (default: the record's name). */
+  tool?: string;
   /**
    * Reads what is only known from the value (the tokens used, the model that answered):
    * its fields win over `kind`, `model` and `provider`. Runs once, when the call is made,

@@ -149,8 +149,10 @@ function recordMeta<T>(options: RecordOptions<T>, value: T, latencyMs: number, p
   }
   const model = described?.model ?? options.model;
   const provider = described?.provider ?? options.provider;
+  const tool = described?.tool ?? options.tool;
   if (model !== undefined) meta.model = model;
   if (provider !== undefined) meta.provider = provider;
+  if (tool !== undefined) meta.tool = tool;
   if (described?.usage) meta.usage = described.usage;
   meta.latencyMs = described?.latencyMs ?? latencyMs;
   return meta;
@@ -591,7 +593,15 @@ export class TaskScope implements NodeContext {
     const trace = this.options.trace;
     if (!trace) return this.recordAt(call, key, name, fn, options, undefined, undefined);
     // What the call is (its kind, the model asked for) is on the span from the start: a call that fails has no meta to read it from.
-    const asked = recordMetaAttributes({ kind: options.kind ?? 'other', ...(options.model !== undefined ? { model: options.model } : {}), ...(options.provider !== undefined ? { provider: options.provider } : {}) }, name);
+    const asked = recordMetaAttributes(
+      {
+        kind: options.kind ?? 'other',
+        ...(options.model !== undefined ? { model: options.model } : {}),
+        ...(options.provider !== undefined ? { provider: options.provider } : {}),
+        ...(options.tool !== undefined ? { tool: options.tool } : {}),
+      },
+      name,
+    );
     return trace.around('cairn.record', { 'cairn.record.name': name, 'cairn.record.key': key, ...asked }, (span) => this.recordAt(call, key, name, fn, options, span, attributes));
   }
 

@@ -203,7 +203,8 @@ export class TraceSpan {
  * for a model call the OpenTelemetry GenAI semantic conventions (`gen_ai.operation.name`
  * `chat`, `gen_ai.request.model`, `gen_ai.provider.name` with the older `gen_ai.system`,
  * `gen_ai.usage.input_tokens` / `output_tokens`); for a tool result `execute_tool` and
- * `gen_ai.tool.name`. Nothing for a record without meta (written before kinds existed).
+ * `gen_ai.tool.name` (the meta's `tool`, else the record's name). Nothing for a record
+ * without meta (written before kinds existed).
  */
 export function recordMetaAttributes(meta: RecordMeta | undefined, name: string): TraceAttributes {
   if (!meta) return {};
@@ -220,7 +221,7 @@ export function recordMetaAttributes(meta: RecordMeta | undefined, name: string)
     if (meta.usage?.outputTokens !== undefined) attributes['gen_ai.usage.output_tokens'] = meta.usage.outputTokens;
   } else if (meta.kind === 'tool') {
     attributes['gen_ai.operation.name'] = 'execute_tool';
-    attributes['gen_ai.tool.name'] = name;
+    attributes['gen_ai.tool.name'] = meta.tool ?? name;
   }
   return attributes;
 }

@@ -167,11 +167,11 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
       });
 
       it('each kind is kept, with only the fields given; an entry written without meta reads without one', async () => {
-        await ledger.writeRecord({ ...record('tool', '1'), meta: { kind: 'tool', latencyMs: 0 } });
+        await ledger.writeRecord({ ...record('tool', '1'), meta: { kind: 'tool', tool: 'weather', latencyMs: 0 } });
         await ledger.writeRecord({ ...record('clock', '2', { call: 1 }), meta: { kind: 'other' } });
         await ledger.writeRecord(record('plain', '3', { call: 2 }));
         await ledger.writeIntent(effect('eff', { call: 3 }));
-        expect((await ledger.get('t1', 'tool'))?.meta).toEqual({ kind: 'tool', latencyMs: 0 });
+        expect((await ledger.get('t1', 'tool'))?.meta).toEqual({ kind: 'tool', tool: 'weather', latencyMs: 0 });
         expect((await ledger.get('t1', 'clock'))?.meta).toEqual({ kind: 'other' });
         expect(await ledger.get('t1', 'plain')).not.toHaveProperty('meta');
         expect(await ledger.get('t1', 'eff')).not.toHaveProperty('meta');
@@ -193,10 +193,11 @@ export function ledgerSuite(options: LedgerSuiteOptions): void {
         expect((await ledger.get('t1', 'r1'))?.meta).toEqual({ kind: 'model', usage: { inputTokens: 1 } });
       });
 
-      it('a meta with an unknown kind or a non-numeric count is InvalidOptionError and stores nothing', async () => {
+      it('a meta with an unknown kind, a non-numeric count or a tool name that is not a string is InvalidOptionError and stores nothing', async () => {
         await expectError(() => ledger.writeRecord({ ...record('r1', '1'), meta: { kind: 'llm' } as unknown as RecordMeta }), InvalidOptionError);
         await expectError(() => ledger.writeRecord({ ...record('r2', '1'), meta: { kind: 'model', usage: { inputTokens: '12' } } as unknown as RecordMeta }), InvalidOptionError);
         await expectError(() => ledger.writeRecord({ ...record('r3', '1'), meta: { kind: 'model', latencyMs: Number.NaN } }), InvalidOptionError);
+        await expectError(() => ledger.writeRecord({ ...record('r4', '1'), meta: { kind: 'tool', tool: 7 } as unknown as RecordMeta }), InvalidOptionError);
         expect(await ledger.list('t1')).toEqual([]);
       });
     });

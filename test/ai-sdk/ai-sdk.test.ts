@@ -257,6 +257,8 @@ describe.each(ENGINES)('cairn/ai-sdk on %s', (name) => {
       [3, 'effect', 'notify', undefined],
       [4, 'record', 'ai.generate', 'model'],
     ]);
+    // The tool's own name is kept beside the record's: a tool span's gen_ai.tool.name.
+    expect(ordered[1]!.meta).toMatchObject({ kind: 'tool', tool: 'weather' });
     expect(ordered[3]).toMatchObject({ key: 'notify:ops', status: 'done' });
     expect(ordered[3]!.argsDigest).toMatch(/^[0-9a-f]{64}$/);
     expect(ordered.at(-1)!.meta!.usage).toEqual({ inputTokens: 30, outputTokens: 8, totalTokens: 38 });

@@ -60,11 +60,12 @@ describe.each(ENGINES)('record kinds on %s', (name) => {
     expect(after.interrupt).not.toHaveProperty('meta');
   });
 
-  it('an unknown kind (given, or from describe) or a missing function is InvalidOptionError at the call, not retried, and nothing is recorded', async () => {
+  it('an unknown kind (given, or from describe), a tool name that is not a string or a missing function is InvalidOptionError at the call, not retried, and nothing is recorded', async () => {
     const cases: [string, (c: { record: (...a: never[]) => Promise<unknown> }) => Promise<unknown>][] = [
       ['kind', (c) => (c.record as (n: string, f: () => unknown, o: object) => Promise<unknown>)('chat', () => 'hi', { kind: 'modle' })],
       ['describe', (c) => (c.record as (n: string, f: () => unknown, o: object) => Promise<unknown>)('chat', () => 'hi', { describe: () => ({ kind: 'llm' }) })],
       ['fn', (c) => (c.record as (n: string, f: unknown) => Promise<unknown>)('chat', undefined)],
+      ['tool', (c) => (c.record as (n: string, f: () => unknown, o: object) => Promise<unknown>)('lookup#1', () => 'hi', { kind: 'tool', tool: 7 })],
     ];
     for (const [label, call] of cases) {
       let attempts = 0;

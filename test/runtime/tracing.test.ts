@@ -320,6 +320,7 @@ describe.each<[EngineName]>([['memory'], ['sqlite']])('tracing on %s', (name) =>
           describe: (r) => ({ usage: { inputTokens: r.usage.in, outputTokens: r.usage.out, totalTokens: r.usage.in + r.usage.out } }),
         });
         const weather = await c.record('tool:weather', () => 'sunny', { kind: 'tool' });
+        await c.record('lookup#1', () => 'found', { kind: 'tool', tool: 'lookup' });
         const now = await c.record('clock', () => 7);
         // Stops once after the records: the resumed step is served them.
         if (fail) {
@@ -349,6 +350,8 @@ describe.each<[EngineName]>([['memory'], ['sqlite']])('tracing on %s', (name) =>
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': 'tool:weather',
     });
+    // A record named otherwise says the tool's own name.
+    expect(one('cairn.record', (s) => s.attributes['cairn.record.name'] === 'lookup#1').attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'lookup' });
     const clock = one('cairn.record', (s) => s.attributes['cairn.record.name'] === 'clock');
     expect(clock.attributes['cairn.record.kind']).toBe('other');
     expect(clock.attributes['gen_ai.operation.name']).toBeUndefined();
@@ -357,6 +360,8 @@ describe.each<[EngineName]>([['memory'], ['sqlite']])('tracing on %s', (name) =>
     expect((await app.resume({ thread: 't1', answer: true })).status).toBe('completed');
     const served = one('cairn.record', (s) => s.attributes['cairn.record.name'] === 'chat');
     expect(served.attributes).toMatchObject({ 'cairn.record.served': true, 'gen_ai.request.model': 'mock-model', 'gen_ai.usage.input_tokens': 12, 'gen_ai.usage.output_tokens': 3 });
+    // Served again, from its stored meta.
+    expect(one('cairn.record', (s) => s.attributes['cairn.record.name'] === 'lookup#1').attributes).toMatchObject({ 'cairn.record.served': true, 'gen_ai.tool.name': 'lookup' });
   });
 
   it('a model call that fails is a failed record span that still says what was asked (kind, model, provider); a stream cairn/ai-sdk leaves unrecorded says why', async () => {
