@@ -316,8 +316,9 @@ export abstract class BaseStore implements Store {
 
   private prepare(op: StoreOp, index: number, strict: boolean): PreparedOp {
     if (typeof op !== 'object' || op === null) throw new InvalidOptionError(`batch op ${index} is not an object.`);
-    // An op that is none of the three is refused by the switch below.
-    const unknown = Object.hasOwn(OP_KEYS, op.op) ? unknownOption(`batch op ${index} (${op.op})`, op, OP_KEYS[op.op]) : undefined;
+    // An op that is none of the three is named as such, before its namespace or key is read.
+    if (!Object.hasOwn(OP_KEYS, op.op)) throw new InvalidOptionError(`batch op ${index}: unknown op ${JSON.stringify((op as { op?: unknown }).op)} (put, delete or check).`);
+    const unknown = unknownOption(`batch op ${index} (${op.op})`, op, OP_KEYS[op.op]);
     if (unknown) throw new InvalidOptionError(unknown);
     const namespace = op.namespace;
     const ns = encodeNamespace(namespace);
@@ -347,8 +348,6 @@ export abstract class BaseStore implements Store {
           onConflict: !strict && this.rules.of(namespace) === 'lastWins' ? 'overwrite' : 'reject',
         };
       }
-      default:
-        throw new InvalidOptionError(`batch op ${index}: unknown op ${JSON.stringify((op as { op?: unknown }).op)} (put, delete or check).`);
     }
   }
 }

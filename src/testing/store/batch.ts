@@ -63,6 +63,8 @@ export function batchTests(suite: StoreSuiteContext): void {
       await expectError(() => store.batch([good, { op: 'put', namespace: ['a', ''], key: 'k', value: 1 }]), InvalidKeyError);
       await expectError(() => store.batch([good, { op: 'put', namespace: ns, key: 'k', value: () => 1 }]), UnencodableValueError);
       await expectError(() => store.batch([good, { op: 'frobnicate', namespace: ns, key: 'k' } as never]), InvalidOptionError);
+      // An op that is none of the three is named as such, whatever else it lacks.
+      await expect(store.batch([good, { op: 'upsert' } as never])).rejects.toThrow(/batch op 1: unknown op "upsert" \(put, delete or check\)/);
       await expectError(() => store.batch([good, { op: 'check', namespace: ns, key: 'k', version: -1 }]), InvalidOptionError);
       await expectError(() => store.batch('ops' as never), InvalidOptionError);
       expect(await store.list([])).toEqual([]);
