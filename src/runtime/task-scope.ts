@@ -136,6 +136,19 @@ export function derivedCallKey(kind: 'rec' | 'eff' | 'int' | 'wait', threadId: s
  * named, what `options.describe` read off the value, and the call's wall time. A
  * describe that throws is the node's bug, reported as such, not a lost record.
  */
+/** The meta's names a node may give with the call (and `describe` may override). */
+const NAMED_META = ['model', 'provider', 'tool'] as const;
+
+/** What the call says it is before it runs: its kind and the names it was given. */
+function askedMeta<T>(options: RecordOptions<T>, described?: Partial<RecordMeta>): RecordMeta {
+  const meta: RecordMeta = { kind: described?.kind ?? options.kind ?? 'other' };
+  for (const name of NAMED_META) {
+    const given = described?.[name] ?? options[name];
+    if (given !== undefined) meta[name] = given;
+  }
+  return meta;
+}
+
 function recordMeta<T>(options: RecordOptions<T>, value: T, latencyMs: number, place: ErrorPlace): RecordMeta {
   let described: Partial<RecordMeta> | undefined;
   try {
@@ -143,16 +156,10 @@ function recordMeta<T>(options: RecordOptions<T>, value: T, latencyMs: number, p
   } catch (error) {
     throw new InvalidOptionError(`ctx.record's describe threw: ${(error as Error).message ?? String(error)}.`, { place, cause: error });
   }
-  const meta: RecordMeta = { kind: described?.kind ?? options.kind ?? 'other' };
+  const meta = askedMeta(options, described);
   if (!RECORD_KINDS.includes(meta.kind)) {
     throw new InvalidOptionError(`ctx.record's describe gave kind ${JSON.stringify(meta.kind)}; a record is ${RECORD_KINDS.map((k) => `'${k}'`).join(', ')}.`, { place });
   }
-  const model = described?.model ?? options.model;
-  const provider = described?.provider ?? options.provider;
-  const tool = described?.tool ?? options.tool;
-  if (model !== undefined) meta.model = model;
-  if (provider !== undefined) meta.provider = provider;
-  if (tool !== undefined) meta.tool = tool;
   if (described?.usage) meta.usage = described.usage;
   meta.latencyMs = described?.latencyMs ?? latencyMs;
   return meta;
@@ -593,15 +600,7 @@ export class TaskScope implements NodeContext {
     const trace = this.options.trace;
     if (!trace) return this.recordAt(call, key, name, fn, options, undefined, undefined);
     // What the call is (its kind, the model asked for) is on the span from the start: a call that fails has no meta to read it from.
-    const asked = recordMetaAttributes(
-      {
-        kind: options.kind ?? 'other',
-        ...(options.model !== undefined ? { model: options.model } : {}),
-        ...(options.provider !== undefined ? { provider: options.provider } : {}),
-        ...(options.tool !== undefined ? { tool: options.tool } : {}),
-      },
-      name,
-    );
+    const asked = recordMetaAttributes(askedMeta(options), name);
     return trace.around('cairn.record', { 'cairn.record.name': name, 'cairn.record.key': key, ...asked }, (span) => this.recordAt(call, key, name, fn, options, span, attributes));
   }
 

@@ -135,6 +135,23 @@ describe('startInspector', () => {
   });
 });
 
+/** POST /api/threads/<encoded id>/cancel on a new inspector that allows actions; the response, once the inspector is closed. */
+async function cancelOnActingInspector(encodedId: string): Promise<Response> {
+  const acting = await startInspector({ engine, uiDir: join(dir, 'ui'), allowActions: true });
+  try {
+    const response = await fetch(`${acting.url.slice(0, acting.url.indexOf('/?'))}/api/threads/${encodedId}/cancel?token=${acting.token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-cairn-token': acting.token },
+      body: '{}',
+    });
+    // Read before the server closes.
+    await response.clone().arrayBuffer();
+    return response;
+  } finally {
+    await acting.close();
+  }
+}
+
 describe('a thread id whose escapes are not UTF-8', () => {
   it('is a 400 JSON error on every thread route, never a 500; a page path with one is no file', async () => {
     for (const route of ['', '/history', '/state', '/diff?from=0&to=1', '/timeline', '/graph', '/ledger?seq=0', '/artifact?ref=x']) {
@@ -144,18 +161,9 @@ describe('a thread id whose escapes are not UTF-8', () => {
       expect(((await response.json()) as { error: { code: string } }).error.code, route).toBe('ERR_INVALID_OPTION');
     }
     expect((await withToken('/%ff')).status).toBe(404);
-    const acting = await startInspector({ engine, uiDir: join(dir, 'ui'), allowActions: true });
-    try {
-      const response = await fetch(`${acting.url.slice(0, acting.url.indexOf('/?'))}/api/threads/%ff/cancel?token=${acting.token}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-cairn-token': acting.token },
-        body: '{}',
-      });
-      expect(response.status).toBe(400);
-      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('ERR_INVALID_OPTION');
-    } finally {
-      await acting.close();
-    }
+    const response = await cancelOnActingInspector('%ff');
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('ERR_INVALID_OPTION');
   });
 });
 
@@ -170,17 +178,8 @@ describe('a thread id no thread can have (over 512 characters, a control charact
         expect(error.message, route).toMatch(/the limit is 512|contains a control character/);
       }
     }
-    const acting = await startInspector({ engine, uiDir: join(dir, 'ui'), allowActions: true });
-    try {
-      const response = await fetch(`${acting.url.slice(0, acting.url.indexOf('/?'))}/api/threads/${'x'.repeat(600)}/cancel?token=${acting.token}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-cairn-token': acting.token },
-        body: '{}',
-      });
-      expect(response.status).toBe(400);
-      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('ERR_INVALID_KEY');
-    } finally {
-      await acting.close();
-    }
+    const response = await cancelOnActingInspector('x'.repeat(600));
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('ERR_INVALID_KEY');
   });
 });

@@ -158,14 +158,15 @@ function connectHint(error: unknown): string {
  * function". A pool passed in is never ended here (its owner ends it), so `end` is not asked for.
  */
 function checkPool(source: unknown): void {
-  const pool = source as Partial<Record<keyof PoolLike, unknown>> | null;
-  if (pool !== null && typeof pool === 'object' && typeof pool.query === 'function' && typeof pool.connect === 'function') return;
-  const hint =
-    pool !== null && typeof pool === 'object' && typeof (pool as { connectionString?: unknown }).connectionString === 'string'
-      ? ': pass the connectionString itself, postgres(url, { schema, … })'
-      : '';
-  const got = pool === null ? 'null' : Array.isArray(pool) ? 'an array' : typeof pool === 'object' ? 'an object that is not a pool' : typeof pool;
-  throw new InvalidOptionError(`postgres(source): pass a postgres:// URL or a pg.Pool (query, connect), got ${got}${hint}.`, { place: { engine: 'postgres' } });
+  if (source === null || typeof source !== 'object') throw notAPool(source === null ? 'null' : typeof source, '');
+  const pool = source as Partial<Record<keyof PoolLike | 'connectionString', unknown>>;
+  if (typeof pool.query === 'function' && typeof pool.connect === 'function') return;
+  const hint = typeof pool.connectionString === 'string' ? ': pass the connectionString itself, postgres(url, { schema, … })' : '';
+  throw notAPool(Array.isArray(pool) ? 'an array' : 'an object that is not a pool', hint);
+}
+
+function notAPool(got: string, hint: string): InvalidOptionError {
+  return new InvalidOptionError(`postgres(source): pass a postgres:// URL or a pg.Pool (query, connect), got ${got}${hint}.`, { place: { engine: 'postgres' } });
 }
 
 /**
