@@ -50,7 +50,7 @@ function describe(report: ErasureReport): string {
   const lines = [
     headline,
     `  rows: ${[plural(r.positions, 'position'), plural(r.items, 'item'), plural(r.snapshots, 'snapshot'), plural(r.pendingWrites, 'pending write'), plural(r.failures, 'failure'), plural(r.ledgerEntries, 'ledger entry', 'ledger entries'), plural(r.signals, 'signal'), plural(r.pins, 'pin')].join(', ')}`,
-    `  store: ${plural(report.store.items, 'item')}${report.store.overwrites ? ` and ${plural(report.store.overwrites, 'overwrite record')}` : ''} in ${plural(report.store.namespaces.length, 'namespace')}, ${plural(report.store.pins, 'global pin')}`,
+    `  store: ${plural(report.store.items, 'item')}${report.store.tombstones ? `, ${plural(report.store.tombstones, 'deleted item')}` : ''}${report.store.overwrites ? ` and ${plural(report.store.overwrites, 'overwrite record')}` : ''} in ${plural(report.store.namespaces.length, 'namespace')}, ${plural(report.store.pins, 'global pin')}`,
     report.artifacts
       ? `  artifacts: ${report.artifacts.deleted} deleted (${plural(report.artifacts.blobs, 'blob')}, ${plural(report.artifacts.bytes, 'byte')}), ${report.artifacts.keptShared} kept (others refer to them)`
       : '  artifacts: not erased (no --artifacts)',

@@ -251,6 +251,18 @@ export interface StoreApi {
   purgeOverwrites?(namespace: string[], options?: { under?: boolean }): Promise<number>;
 }
 
+/** What {@link Store.purgeNamespaces} deleted. */
+export interface PurgedNamespaces {
+  /** The namespaces purged, in order. */
+  namespaces: string[][];
+  /** Live items deleted. */
+  items: number;
+  /** Rows of deleted and expired items deleted: the tombstones that kept their namespace, key and version. */
+  tombstones: number;
+  /** Overwrite records deleted, the values they kept included. */
+  overwrites: number;
+}
+
 /** A principal's view of a store: every call is checked by the store's access policy first. */
 export interface ScopedStore extends StoreApi {
   readonly principal: string | null;
@@ -275,4 +287,14 @@ export interface Store extends StoreApi {
   setPolicy(policy: AccessPolicy | null): void;
   /** A view acting as `principal` (null: anonymous), checked by the policy on every call. */
   as(principal: string | null): ScopedStore;
+  /**
+   * Deletes for good every row of each stored namespace `match` accepts: its live items,
+   * the tombstones that deleted and expired items leave (which keep the namespace, the key
+   * and the version), and the overwrite records kept for it. Nothing of the namespace is
+   * left, so a key written again starts at version 1. `match` sees every namespace that
+   * holds a row or an overwrite record, those with no live item included; cairn's own
+   * (first label `cairn`) never. Each namespace goes in one transaction. Erasure uses it;
+   * a store that cannot leaves it out.
+   */
+  purgeNamespaces?(match: (namespace: string[]) => boolean): Promise<PurgedNamespaces>;
 }

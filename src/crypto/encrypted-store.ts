@@ -24,7 +24,7 @@ import { decode } from '../codec/tagged-json.js';
 import { InvalidKeyError, InvalidOptionError } from '../errors.js';
 import { decodeNamespace, encodeNamespace } from '../internal/keys.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
-import { BaseStore, type ScanQuery } from '../store/base-store.js';
+import { BaseStore, type NamespaceRows, type ScanQuery } from '../store/base-store.js';
 import { matches } from '../store/filter.js';
 import type { OverwriteRow, PreparedOp, StoredRow } from '../store/rows.js';
 import { isSealed, sealText } from './envelope.js';
@@ -41,6 +41,8 @@ interface StorePrimitives {
   sweep(now: number): Promise<number>;
   readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]>;
   deleteOverwrites(ns: string, under: boolean): Promise<number>;
+  scanStoredNamespaces(): Promise<string[]>;
+  deleteNamespace(ns: string, now: number): Promise<NamespaceRows>;
 }
 
 /** Rows a filtered search opens per round trip. */
@@ -151,6 +153,15 @@ export class EncryptedStore extends BaseStore {
 
   protected override deleteOverwrites(ns: string, under: boolean): Promise<number> {
     return this.primitives.deleteOverwrites(ns, under);
+  }
+
+  protected override async scanStoredNamespaces(): Promise<string[]> {
+    return (await this.primitives.scanStoredNamespaces()).filter((found) => !keyringRow(found));
+  }
+
+  protected override deleteNamespace(ns: string, now: number): Promise<NamespaceRows> {
+    if (keyringRow(ns)) throw new InvalidKeyError('the keyring\'s namespaces are the engine\'s: they are not purged through its store.');
+    return this.primitives.deleteNamespace(ns, now);
   }
 
   protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {

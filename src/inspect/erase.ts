@@ -11,8 +11,9 @@
  *    a run holds is fenced first, as `cancelThread` does: the lease is taken over, so
  *    the holder's next commit or renewal throws LeaseLostError and writes nothing.
  * 2. **Store rows** whose scope is the erased one (`engine.encryption.storeScope`, and
- *    any namespace under `options.store`), with the overwrite records `lastWins` kept
- *    for them (the values it replaced), and the global pins of erased artifacts.
+ *    any namespace under `options.store`), purged (`Store.purgeNamespaces`): live items,
+ *    the tombstones of deleted and expired ones (their namespaces and keys), the overwrite
+ *    records `lastWins` kept (the values it replaced); and the global pins of erased artifacts.
  * 3. **Artifacts**: with `options.artifacts`, every artifact of the tenant (its view's
  *    refs) and every one the erased threads and rows referred to, unless a thread or
  *    row that stays refers to it too: records and bytes deleted at once (`purge`).
@@ -83,10 +84,12 @@ export interface ErasureReport {
   /** Rows deleted with the threads, summed. */
   rows: DeletedThreadRows;
   /**
-   * Store rows deleted (the tenant's namespaces), the overwrite records `lastWins` kept
-   * for them (null when the store cannot delete those), and global pins of erased artifacts.
+   * Store rows deleted (the tenant's namespaces, those with no live item left included):
+   * live items; tombstones, the rows deleted and expired items leave with their namespace
+   * and key (null when the store cannot purge them); the overwrite records `lastWins` kept
+   * (null when the store cannot delete those); and global pins of erased artifacts.
    */
-  store: { items: number; overwrites: number | null; namespaces: string[][]; pins: number };
+  store: { items: number; tombstones: number | null; overwrites: number | null; namespaces: string[][]; pins: number };
   /** Artifacts deleted (records, their blobs and the blobs' stored bytes), and those kept because something that stays refers to them. Null without `options.artifacts`. */
   artifacts: { deleted: number; blobs: number; bytes: number; keptShared: number } | null;
   /** The keys destroyed. */
@@ -192,7 +195,8 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
       else if (!candidates.has(ref.id)) candidates.set(ref.id, ref);
     }
   };
-  const storeNamespaces = await tenantNamespaces(engine, scope, options.store ?? []);
+  const belongs = storeBelongs(engine, scope, options.store ?? []);
+  const storeNamespaces = await tenantNamespaces(engine, belongs);
   if (options.artifacts) {
     for (const record of victims) await walkThreadRefs(cp, engine.ledger, record, (value) => mark('candidates', value));
     for (let after: string | undefined; ; ) {
@@ -223,23 +227,33 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
       deleted.push(record.id);
       for (const kind of Object.keys(rows) as (keyof DeletedThreadRows)[]) rows[kind] += result[kind] ?? 0;
     }
+    // The tenant's namespaces, deleted for good: live items, the tombstones that keep
+    // deleted items' namespaces and keys, and the values lastWins overwrites replaced.
     let items = 0;
-    for (const ns of storeNamespaces) {
-      const keys: string[] = [];
-      await eachItem(engine, ns, (item) => keys.push(item.key));
-      for (let i = 0; i < keys.length; i += 200) {
-        const results = await engine.store.batch(keys.slice(i, i + 200).map((key) => ({ op: 'delete' as const, namespace: ns, key })));
-        items += results.filter((r) => r === true).length;
-      }
-    }
-    // The values lastWins overwrites replaced in those namespaces: kept beside the items, and the tenant's as much as they are.
+    let tombstones: number | null = 0;
     let overwrites: number | null = 0;
-    const purgeOverwrites = engine.store.purgeOverwrites?.bind(engine.store);
-    if (!purgeOverwrites) overwrites = null;
-    else {
-      for (const ns of storeNamespaces) overwrites += await purgeOverwrites(ns);
-      // A named prefix is the tenant's whole: namespaces under it with no live item left keep overwrite records too.
-      for (const prefix of options.store ?? []) overwrites += await purgeOverwrites(prefix, { under: true });
+    let namespaces = storeNamespaces;
+    if (typeof engine.store.purgeNamespaces === 'function') {
+      const purged = await engine.store.purgeNamespaces(belongs);
+      ({ items, tombstones, overwrites, namespaces } = purged);
+    } else {
+      // A store without it: its items are deleted (each leaving a tombstone), and the overwrite records purged where it can.
+      tombstones = null;
+      for (const ns of storeNamespaces) {
+        const keys: string[] = [];
+        await eachItem(engine, ns, (item) => keys.push(item.key));
+        for (let i = 0; i < keys.length; i += 200) {
+          const results = await engine.store.batch(keys.slice(i, i + 200).map((key) => ({ op: 'delete' as const, namespace: ns, key })));
+          items += results.filter((r) => r === true).length;
+        }
+      }
+      const purgeOverwrites = engine.store.purgeOverwrites?.bind(engine.store);
+      if (!purgeOverwrites) overwrites = null;
+      else {
+        for (const ns of storeNamespaces) overwrites += await purgeOverwrites(ns);
+        // A named prefix is the tenant's whole: namespaces under it with no live item left keep overwrite records too.
+        for (const prefix of options.store ?? []) overwrites += await purgeOverwrites(prefix, { under: true });
+      }
     }
     const erasedRefs = [...candidates.values()].filter((ref) => !kept.has(ref.id));
     const erasedIds = new Set(erasedRefs.map((ref) => ref.id));
@@ -280,7 +294,7 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
         scopes.push(s);
       }
     }
-    return { fenced, rows, deleted, items, overwrites, pins, artifacts, scopes, destroyed };
+    return { fenced, rows, deleted, items, tombstones, overwrites, namespaces, pins, artifacts, scopes, destroyed };
   };
 
   const purgeOptions = options.vacuum === undefined ? {} : { vacuum: options.vacuum };
@@ -297,6 +311,7 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
     notes.push('artifacts of a thread without a tenant are sealed under the shared artifacts scope: they were deleted, but a copy of the artifact store taken before stays readable. Give threads a tenant to have their artifacts shredded.');
   }
   if (!options.artifacts) notes.push('no artifact store was given: artifacts were not deleted.');
+  if (result.tombstones === null) notes.push(`the ${engine.store.engine} store cannot purge namespaces: the erased items' namespaces and keys stay in it as tombstones.`);
   if (result.overwrites === null) notes.push(`the ${engine.store.engine} store cannot delete overwrite records: values lastWins overwrites replaced in the erased namespaces are still kept.`);
   if (!engine.purging) notes.push(`the ${engine.name} engine says nothing of its files: deleted rows may remain in them until the database reuses the space.`);
   return {
@@ -305,7 +320,7 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
     threads: result.deleted.sort(),
     fenced: result.fenced.sort(),
     rows: result.rows,
-    store: { items: result.items, overwrites: result.overwrites, namespaces: storeNamespaces, pins: result.pins },
+    store: { items: result.items, tombstones: result.tombstones, overwrites: result.overwrites, namespaces: result.namespaces, pins: result.pins },
     artifacts: result.artifacts,
     keys: { encrypted: encryption !== undefined, provider: encryption?.provider.name ?? null, providerDestroys, scopes: result.scopes, destroyed: result.destroyed },
     files: purge,
@@ -316,7 +331,7 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
     },
     notes,
     found:
-      result.deleted.length > 0 || result.fenced.length > 0 || result.items > 0 || (result.overwrites ?? 0) > 0 || result.pins > 0 || (result.artifacts?.deleted ?? 0) > 0 || (result.artifacts?.keptShared ?? 0) > 0 || result.destroyed > 0,
+      result.deleted.length > 0 || result.fenced.length > 0 || result.items > 0 || (result.tombstones ?? 0) > 0 || (result.overwrites ?? 0) > 0 || result.pins > 0 || (result.artifacts?.deleted ?? 0) > 0 || (result.artifacts?.keptShared ?? 0) > 0 || result.destroyed > 0,
     actor: options.actor ?? 'erase',
   };
 }
@@ -342,16 +357,18 @@ async function deleteFenced(engine: Engine, record: ThreadRecord, fenced: string
   return result.deleted ? result.removed : null;
 }
 
-/** The store namespaces that belong to `scope`: those the engine's `storeScope` maps to it, and those under `prefixes`. cairn's own (`cairn/…`) never. */
-async function tenantNamespaces(engine: Engine, scope: string, prefixes: string[][]): Promise<string[][]> {
-  const out: string[][] = [];
-  for (const ns of await engine.store.listNamespaces()) {
-    if (ns[0] === 'cairn') continue;
+/** Whether a store namespace belongs to `scope`: the engine's `storeScope` maps it there, or it is under one of `prefixes`. cairn's own (`cairn/…`) never. */
+function storeBelongs(engine: Engine, scope: string, prefixes: string[][]): (ns: readonly string[]) => boolean {
+  return (ns) => {
+    if (ns[0] === 'cairn') return false;
     const mapped = engine.encryption !== undefined && engine.encryption.storeScope(ns) === scope;
-    const named = prefixes.some((prefix) => prefix.length <= ns.length && prefix.every((label, i) => ns[i] === label));
-    if (mapped || named) out.push(ns);
-  }
-  return out;
+    return mapped || prefixes.some((prefix) => prefix.length <= ns.length && prefix.every((label, i) => ns[i] === label));
+  };
+}
+
+/** The namespaces with a live item that belong to the erased scope. */
+async function tenantNamespaces(engine: Engine, belongs: (ns: readonly string[]) => boolean): Promise<string[][]> {
+  return (await engine.store.listNamespaces()).filter(belongs);
 }
 
 /** Calls `fn` with every item stored in exactly the namespace `ns`. */

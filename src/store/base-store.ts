@@ -28,6 +28,7 @@ import type {
   MergeRule,
   NamespaceDeclaration,
   OverwriteRecord,
+  PurgedNamespaces,
   PutOptions,
   ScopedStore,
   SearchOptions,
@@ -42,7 +43,7 @@ import type {
 import { encode } from '../codec/tagged-json.js';
 import { STORE_UPDATE_RETRIES } from '../defaults.js';
 import { InvalidOptionError, NotSupportedError, UpdateConflictError, VersionConflictError } from '../errors.js';
-import { checkStoreEntry, checkStoreKey, decodeNamespace, encodeNamespace } from '../internal/keys.js';
+import { checkStoreEntry, checkStoreKey, compareCodePoints, decodeNamespace, encodeNamespace } from '../internal/keys.js';
 import { checkOptionKeys, unknownOption } from '../internal/option-keys.js';
 import type { Lifecycle } from '../internal/lifecycle.js';
 import { parseFilter, type Condition } from './filter.js';
@@ -103,6 +104,13 @@ function readOptions<O extends object>(call: keyof typeof CALL_OPTIONS, options:
   return options;
 }
 
+/** What one namespace's purge deleted: its rows (`live` of them live) and overwrite records. */
+export interface NamespaceRows {
+  rows: number;
+  live: number;
+  overwrites: number;
+}
+
 /** The store contract over six storage primitives. Engines extend it. */
 export abstract class BaseStore implements Store {
   abstract readonly engine: string;
@@ -136,6 +144,21 @@ export abstract class BaseStore implements Store {
    */
   protected async deleteOverwrites(_ns: string, _under: boolean): Promise<number> {
     throw new NotSupportedError(`the ${this.engine} store cannot delete overwrite records.`);
+  }
+  /**
+   * Every stored namespace, encoded: those of live rows, of tombstones and of overwrite
+   * records, distinct, in code point order. Engines that can purge namespaces implement
+   * it with {@link deleteNamespace}.
+   */
+  protected async scanStoredNamespaces(): Promise<string[]> {
+    throw new NotSupportedError(`the ${this.engine} store cannot purge namespaces.`);
+  }
+  /**
+   * Deletes, in one transaction, every row of exactly the stored namespace `ns` and its
+   * overwrite records; counts the rows live at `now` apart from the others.
+   */
+  protected async deleteNamespace(_ns: string, _now: number): Promise<NamespaceRows> {
+    throw new NotSupportedError(`the ${this.engine} store cannot purge namespaces.`);
   }
   /** Overwrite records under `ns` with an id above `afterId`, by id. */
   protected abstract readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]>;
@@ -280,6 +303,22 @@ export abstract class BaseStore implements Store {
     if (options.under !== undefined && typeof options.under !== 'boolean') throw new InvalidOptionError(`purgeOverwrites: under must be true or false, got ${JSON.stringify(options.under)}.`);
     if (ns === '' && options.under) throw new InvalidOptionError('purgeOverwrites: the empty prefix names every namespace: name one.');
     return this.io(() => this.deleteOverwrites(ns, options.under === true));
+  }
+
+  async purgeNamespaces(match: (namespace: string[]) => boolean): Promise<PurgedNamespaces> {
+    if (typeof match !== 'function') throw new InvalidOptionError('purgeNamespaces() takes a function (namespace) => boolean, which says the namespaces to purge.');
+    const purged: PurgedNamespaces = { namespaces: [], items: 0, tombstones: 0, overwrites: 0 };
+    for (const ns of (await this.io(() => this.scanStoredNamespaces())).sort(compareCodePoints)) {
+      const labels = decodeNamespace(ns);
+      // cairn's own rows (artifact pins, an encrypted engine's keys) are the engine's, not the application's.
+      if (labels[0] === 'cairn' || !match([...labels])) continue;
+      const rows = await this.io(() => this.deleteNamespace(ns, Date.now()));
+      purged.namespaces.push(labels);
+      purged.items += rows.live;
+      purged.tombstones += rows.rows - rows.live;
+      purged.overwrites += rows.overwrites;
+    }
+    return purged;
   }
 
   /**

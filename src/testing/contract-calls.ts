@@ -99,6 +99,7 @@ export const STORE_CALLS = {
   sweepExpired: ({ engine }) => engine.store.sweepExpired(),
   listOverwrites: ({ engine }) => engine.store.listOverwrites(['ns']),
   purgeOverwrites: ({ engine }) => engine.store.purgeOverwrites!(['ns']),
+  purgeNamespaces: ({ engine }) => engine.store.purgeNamespaces!((ns) => ns[0] === 'ns'),
   as: ({ engine }) => engine.store.as('someone').get(['ns'], 'k'),
   declare: local('declarations live in the process; it reaches no table', async ({ engine }) => engine.store.declare(['declared'], { merge: 'lastWins' })),
   mergeRuleOf: local('reads the declarations in the process; it reaches no table', async ({ engine }) => engine.store.mergeRuleOf(['declared'])),

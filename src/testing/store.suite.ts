@@ -31,6 +31,7 @@ import { expiryTests } from './store/expiry.js';
 import { lifecycleTests } from './store/lifecycle.js';
 import { listingTests } from './store/listing.js';
 import { mergeRuleTests } from './store/merge-rules.js';
+import { purgeTests } from './store/purge.js';
 import { readWriteTests } from './store/reads-and-writes.js';
 import { searchTests } from './store/search.js';
 import { updateTests } from './store/update.js';
@@ -56,6 +57,7 @@ export function storeSuite(options: StoreSuiteOptions): void {
     batchTests(suite);
     mergeRuleTests(suite);
     accessPolicyTests(suite);
+    purgeTests(suite);
     lifecycleTests(suite);
   });
 }

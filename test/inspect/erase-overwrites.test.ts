@@ -5,6 +5,10 @@
  * PostgreSQL, encrypted or not; another tenant's are kept. A namespace under a named
  * prefix whose only item a lastWins delete removed is not listed any more, and its
  * records go too.
+ *
+ * Tombstones: an item deleted before the erasure (or by it) leaves a row that keeps its
+ * namespace and key. The erasure purges those rows, so no name of the tenant's store
+ * rows stays in the live database (test/inspect/erase-tombstones.test.ts).
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -62,7 +66,8 @@ describe('eraseTenant deletes the overwrite records of the erased namespaces', (
 
       // On SQLite, VACUUM drops the older versions of updated items from pages' free space: what is left of A is what was not deleted.
       const report = await eraseTenant(engine, { tenant: 'A', store: [['tenants', 'A']], ...(name.endsWith('sqlite') ? { vacuum: true } : {}) });
-      expect(report.store).toMatchObject({ items: 1, overwrites: 2, namespaces: [['tenants', 'A', 'notes']] });
+      // The namespace with no live item left is purged too: its tombstone and its overwrite record.
+      expect(report.store).toMatchObject({ items: 1, tombstones: 1, overwrites: 2, namespaces: [['tenants', 'A', 'gone'], ['tenants', 'A', 'notes']] });
       expect(await engine.store.listOverwrites(['tenants', 'A'])).toEqual([]);
       const kept = await engine.store.listOverwrites(['tenants', 'B']);
       expect(kept.map((r) => (r.overwritten?.value as { text: string }).text).sort()).toEqual(['B-gone-canary-2', 'B-second-canary']);
@@ -80,7 +85,7 @@ describe('eraseTenant deletes the overwrite records of the erased namespaces', (
     const engine = seal(sqlite(join(dir, 'cairn.db')));
     await overwrite(engine, 'A');
     const report = await eraseTenant(engine, { tenant: 'A' });
-    expect(report.store).toMatchObject({ items: 1, namespaces: [['tenants', 'A', 'notes']] });
+    expect(report.store).toMatchObject({ items: 1, tombstones: 1, namespaces: [['tenants', 'A', 'gone'], ['tenants', 'A', 'notes']] });
     expect(report.store.overwrites).toBeGreaterThanOrEqual(1);
     // Before, the records stayed sealed under the destroyed key: listing them threw KeyUnavailableError.
     await expect(engine.store.listOverwrites(['tenants', 'A', 'notes'])).resolves.toEqual([]);

@@ -8,7 +8,7 @@
 import type { StoreCapabilities, StoreOpResult } from '../../contracts/store.js';
 import type { Lifecycle } from '../../internal/lifecycle.js';
 import { compareCodePoints } from '../../internal/keys.js';
-import { BaseStore, type ScanQuery } from '../../store/base-store.js';
+import { BaseStore, type NamespaceRows, type ScanQuery } from '../../store/base-store.js';
 import { matches } from '../../store/filter.js';
 import { decide, isLive, type OverwriteRow, type PreparedOp, type StoredRow } from '../../store/rows.js';
 
@@ -90,6 +90,25 @@ export class MemoryStore extends BaseStore {
       if (under ? found.startsWith(ns) : found === ns) this.overwrites.splice(i, 1);
     }
     return before - this.overwrites.length;
+  }
+
+  protected override async scanStoredNamespaces(): Promise<string[]> {
+    const found = new Set<string>();
+    for (const row of this.rows.values()) found.add(row.ns);
+    for (const record of this.overwrites) found.add(record.ns);
+    return [...found].sort(compareCodePoints);
+  }
+
+  protected override async deleteNamespace(ns: string, now: number): Promise<NamespaceRows> {
+    let rows = 0;
+    let live = 0;
+    for (const [id, row] of this.rows) {
+      if (row.ns !== ns) continue;
+      rows++;
+      if (isLive(row, now)) live++;
+      this.rows.delete(id);
+    }
+    return { rows, live, overwrites: await this.deleteOverwrites(ns, false) };
   }
 
   protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {

@@ -17,7 +17,7 @@ import type { StoreCapabilities, StoreOpResult } from '../../contracts/store.js'
 import { InvalidKeyError } from '../../errors.js';
 import { MAX_STORE_KEY_BYTES } from '../../internal/keys.js';
 import { overwriteRowOf, prefixUpperBound, storedRowOf, type OverwriteSqlRow, type StoreSqlRow } from '../../internal/sql-rows.js';
-import { BaseStore, type ScanQuery } from '../../store/base-store.js';
+import { BaseStore, type NamespaceRows, type ScanQuery } from '../../store/base-store.js';
 import type { Condition } from '../../store/filter.js';
 import { decide, type OverwriteRow, type PreparedOp, type StoredRow } from '../../store/rows.js';
 import { sqlState, type PostgresConnection, type TransactionQuery } from './connection.js';
@@ -179,6 +179,16 @@ export class PostgresStore extends BaseStore {
     return rows.length;
   }
 
+  protected override async scanStoredNamespaces(): Promise<string[]> {
+    return (await this.conn.query<{ ns: string }>('store.listStoredNamespaces', this.sql.storedNamespaces, [])).map((r) => r.ns);
+  }
+
+  protected override async deleteNamespace(ns: string, now: number): Promise<NamespaceRows> {
+    // One statement: the rows and the overwrite records go together, or neither.
+    const [counts] = await this.conn.query<{ rows: string; live: string; overwrites: string }>('store.purgeNamespace', this.sql.purgeNamespace, [ns, now]);
+    return { rows: Number(counts!.rows), live: Number(counts!.live), overwrites: Number(counts!.overwrites) };
+  }
+
   protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {
     const rows =
       ns === ''
@@ -234,6 +244,13 @@ function statements(conn: PostgresConnection) {
     overwrites: `SELECT * FROM ${SO} WHERE id > $1::bigint AND ns >= $3::text AND ns < $4::text ORDER BY id LIMIT $2::bigint`,
     overwritesAll: `SELECT * FROM ${SO} WHERE id > $1::bigint ORDER BY id LIMIT $2::bigint`,
     purgeOverwrites: `DELETE FROM ${SO} WHERE ns = $1::text RETURNING 1`,
+    storedNamespaces: `SELECT ns FROM ${ST} UNION SELECT ns FROM ${SO}`,
+    purgeNamespace: `
+      WITH items AS (DELETE FROM ${ST} WHERE ns = $1::text RETURNING deleted, expires_at),
+        records AS (DELETE FROM ${SO} WHERE ns = $1::text RETURNING 1)
+      SELECT (SELECT count(*) FROM items) AS rows,
+        (SELECT count(*) FROM items WHERE NOT deleted AND (expires_at IS NULL OR expires_at > $2::bigint)) AS live,
+        (SELECT count(*) FROM records) AS overwrites`,
     purgeOverwritesUnder: `DELETE FROM ${SO} WHERE ns >= $1::text AND ns < $2::text RETURNING 1`,
   };
 }

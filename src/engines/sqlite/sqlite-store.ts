@@ -11,7 +11,7 @@
  */
 import type { StoreCapabilities, StoreOpResult } from '../../contracts/store.js';
 import { overwriteRowOf, prefixUpperBound, storedRowOf, type OverwriteSqlRow, type StoreSqlRow } from '../../internal/sql-rows.js';
-import { BaseStore, type ScanQuery } from '../../store/base-store.js';
+import { BaseStore, type NamespaceRows, type ScanQuery } from '../../store/base-store.js';
 import type { Condition } from '../../store/filter.js';
 import { decide, type OverwriteRow, type PreparedOp, type StoredRow } from '../../store/rows.js';
 import type { SqliteConnection, SqliteQueries } from './connection.js';
@@ -154,6 +154,21 @@ export class SqliteStore extends BaseStore {
         ? q.stmt('DELETE FROM cairn_store_overwrites WHERE ns >= ? AND (? IS NULL OR ns < ?)').run(ns, upper, upper).changes
         : q.stmt('DELETE FROM cairn_store_overwrites WHERE ns = ?').run(ns).changes,
     );
+  }
+
+  protected override async scanStoredNamespaces(): Promise<string[]> {
+    return this.conn.read('store.listStoredNamespaces', (q) =>
+      q.stmt('SELECT ns FROM cairn_store UNION SELECT ns FROM cairn_store_overwrites ORDER BY ns').pluck().all() as string[],
+    );
+  }
+
+  protected override async deleteNamespace(ns: string, now: number): Promise<NamespaceRows> {
+    return this.conn.write('store.purgeNamespace', (q) => {
+      const live = q.stmt(`SELECT count(*) FROM cairn_store WHERE ns = ? AND ${LIVE}`).pluck().get(ns, now) as number;
+      const rows = q.stmt('DELETE FROM cairn_store WHERE ns = ?').run(ns).changes;
+      const overwrites = q.stmt('DELETE FROM cairn_store_overwrites WHERE ns = ?').run(ns).changes;
+      return { rows, live, overwrites };
+    });
   }
 
   protected async readOverwrites(ns: string, afterId: number, limit: number | null): Promise<OverwriteRow[]> {
