@@ -40,8 +40,9 @@ import { hostname } from 'node:os';
 import type { ArtifactRef, ArtifactStore } from '../contracts/artifact-store.js';
 import type { DeletedThreadRows, ThreadRecord } from '../contracts/threads.js';
 import type { Engine, PurgeReport } from '../contracts/engine.js';
+import type { PurgedNamespaces } from '../contracts/store.js';
 import { LEASE_MS } from '../defaults.js';
-import { InvalidOptionError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
+import { InvalidOptionError, NotSupportedError, ThreadBusyError, ThreadNotFoundError } from '../errors.js';
 import { checkTenant, findArtifactRefs, isArtifactRef, parseRefId } from '../artifacts/refs.js';
 import { listArtifacts } from '../artifacts/helpers.js';
 import { tenantScope, threadScope } from '../crypto/scopes.js';
@@ -233,10 +234,9 @@ export async function eraseTenant(engine: Engine, options: EraseOptions): Promis
     let tombstones: number | null = 0;
     let overwrites: number | null = 0;
     let namespaces = storeNamespaces;
-    if (typeof engine.store.purgeNamespaces === 'function') {
-      const purged = await engine.store.purgeNamespaces(belongs);
-      ({ items, tombstones, overwrites, namespaces } = purged);
-    } else {
+    const purged = await purgeStoreNamespaces(engine, belongs);
+    if (purged) ({ items, tombstones, overwrites, namespaces } = purged);
+    else {
       // A store without it: its items are deleted (each leaving a tombstone), and the overwrite records purged where it can.
       tombstones = null;
       for (const ns of storeNamespaces) {
@@ -364,6 +364,18 @@ function storeBelongs(engine: Engine, scope: string, prefixes: string[][]): (ns:
     const mapped = engine.encryption !== undefined && engine.encryption.storeScope(ns) === scope;
     return mapped || prefixes.some((prefix) => prefix.length <= ns.length && prefix.every((label, i) => ns[i] === label));
   };
+}
+
+/** `store.purgeNamespaces(belongs)`, or null when the store has none (an engine of its own whose store implements no purge). */
+async function purgeStoreNamespaces(engine: Engine, belongs: (ns: readonly string[]) => boolean): Promise<PurgedNamespaces | null> {
+  if (typeof engine.store.purgeNamespaces !== 'function') return null;
+  try {
+    return await engine.store.purgeNamespaces(belongs);
+  } catch (error) {
+    // BaseStore's default, before it deletes anything.
+    if (NotSupportedError.is(error)) return null;
+    throw error;
+  }
 }
 
 /** The namespaces with a live item that belong to the erased scope. */

@@ -15,6 +15,7 @@ import type { Engine } from '../../src/contracts/engine.js';
 import { encrypted, keyFile, tenantScope } from '../../src/crypto/index.js';
 import { memory } from '../../src/engines/memory/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
+import { NotSupportedError } from '../../src/errors.js';
 import { eraseTenant } from '../../src/inspect/erase.js';
 import { usePostgresSchema } from '../helpers/postgres.js';
 
@@ -94,6 +95,28 @@ describe('eraseTenant leaves no name of the tenant\'s store rows in the live dat
         for (const canary of ['A-nsLiveCanary', 'A-nsEmptiedCanary', 'A-keyLiveCanary', 'A-keyDeletedCanary', 'A-keyExpiredCanary', 'A-keyOnlyCanary']) expect(bytes.includes(canary), canary).toBe(false);
         expect(bytes.includes('B-keyDeletedCanary')).toBe(true);
       }
+    });
+  }
+});
+
+describe('a store that cannot purge namespaces', () => {
+  for (const [name, hide] of [
+    ['without purgeNamespaces', () => undefined],
+    ['with BaseStore\'s default (NotSupportedError)', () => async () => Promise.reject(new NotSupportedError('the custom store cannot purge namespaces.'))],
+  ] as const) {
+    it(`${name}: the items are deleted, and the report says their names stay as tombstones`, async () => {
+      const engine = memory();
+      const store = new Proxy(engine.store, {
+        get: (target, prop) => (prop === 'purgeNamespaces' ? hide() : Reflect.get(target, prop, target)),
+      });
+      const custom: Engine = { ...engine, store, close: () => engine.close() } as Engine;
+      await seed(custom, 'A');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const report = await eraseTenant(custom, { tenant: 'A', store: [['tenants', 'A']] });
+      expect(report.store).toMatchObject({ items: 1, tombstones: null, namespaces: [names('A').live] });
+      expect(report.notes.join('\n')).toMatch(/cannot purge namespaces: the erased items' namespaces and keys stay in it as tombstones/);
+      expect(await engine.store.list(['tenants', 'A'])).toEqual([]);
+      await engine.close();
     });
   }
 });
