@@ -18,7 +18,7 @@
  * ```ts
  * class MyCheckpointer extends BaseCheckpointer {
  *   readonly engine = 'mine';
- *   readonly capabilities = { claims: false, wakeUps: false, leaseExpiry: false, leaseHolders: false };
+ *   readonly capabilities = { claims: false, wakeUps: false, leaseExpiry: false, leaseHolders: false, itemPacks: false };
  *   protected async readThread(threadId) { ... }
  *   protected async acquire(threadId, request, admit) {
  *     // In one transaction: read the thread; admit(it or null) throws, or says 'create' or 'take'; do that.
@@ -37,6 +37,7 @@ import type {
   CompactionRequest,
   CompactionResult,
   HeadAnchor,
+  ItemPack,
   LeaseHolderQuery,
   PendingWrite,
   PositionItem,
@@ -166,6 +167,29 @@ const finiteTime = (what: string, value: unknown): number => {
  * U+0000, no lone surrogate), non-negative integer seqs and call indexes, finite times
  * and a readable `meta`.
  */
+/** True when `pack` lies wholly inside one of `ranges`: the packs `getItemPacks` returns. */
+export function packInRanges(pack: { fromSeq: number; toSeq: number }, ranges: readonly SeqRange[]): boolean {
+  return ranges.some((r) => r.from <= pack.fromSeq && pack.toSeq <= r.to);
+}
+
+/** A commit's packs: each of one field, ending at the commit's position, over seqs it can span, with its items counted and a text. */
+function checkPacks(commit: StepCommit): void {
+  const packs = commit.packs;
+  if (!Array.isArray(packs)) throw new InvalidOptionError('commitStep: packs must be an array of item packs.');
+  const fields = new Set<string>();
+  for (const pack of packs) {
+    if (pack === null || typeof pack !== 'object') throw new InvalidOptionError('commitStep: each pack must be an item pack ({ field, fromSeq, toSeq, count, text }).');
+    const at = `commitStep: the pack of field ${JSON.stringify(pack.field)}`;
+    if (typeof pack.field !== 'string' || UNSTORABLE.test(pack.field)) throw new InvalidOptionError(`${at}: field must be a string without U+0000 or lone surrogates.`);
+    if (fields.has(pack.field)) throw new InvalidOptionError(`${at} is given twice.`);
+    fields.add(pack.field);
+    if (pack.toSeq !== commit.position.seq) throw new InvalidOptionError(`${at} ends at seq ${String(pack.toSeq)}, not at the commit's position (${commit.position.seq}).`);
+    if (!Number.isSafeInteger(pack.fromSeq) || pack.fromSeq < 0 || pack.fromSeq > pack.toSeq) throw new InvalidOptionError(`${at}: fromSeq must be a whole number from 0 to toSeq, got ${String(pack.fromSeq)}.`);
+    if (!Number.isSafeInteger(pack.count) || pack.count < 1) throw new InvalidOptionError(`${at}: count must be a whole number above 0, got ${String(pack.count)}.`);
+    if (typeof pack.text !== 'string' || UNSTORABLE.test(pack.text)) throw new InvalidOptionError(`${at}: text must be a string without U+0000 or lone surrogates.`);
+  }
+}
+
 function checkCommittedEffects(threadId: string, effects: readonly CommittedEffect[], engine: string): void {
   if (!Array.isArray(effects)) throw new InvalidOptionError('commitStep: effects must be an array of committed effects.');
   const keys = new Set<string>();
@@ -267,6 +291,10 @@ export abstract class BaseCheckpointer implements Checkpointer {
   /** One position's items of `fields` (never empty), in field order given, then index. */
   protected abstract readPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]>;
   protected abstract readRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]>;
+  /** Where `capabilities.itemPacks`: the packs of `field` wholly inside one of `ranges` (never empty), by fromSeq. */
+  protected async readItemPacks(_threadId: string, _ns: string, _field: string, _ranges: SeqRange[]): Promise<ItemPack[]> {
+    return [];
+  }
 
   // ---------------------------------------------------------------- primitives: signals
 
@@ -368,6 +396,7 @@ export abstract class BaseCheckpointer implements Checkpointer {
 
   async commitStep(lease: ThreadLease, commit: StepCommit): Promise<void> {
     if (commit.effects !== undefined) checkCommittedEffects(lease.threadId, commit.effects, this.engine);
+    if (commit.packs !== undefined) checkPacks(commit);
     const refusal = await this.lifecycle.run(() => this.commit(lease, commit));
     if (!refusal) return;
     if (refusal.reason === 'lease') throw this.lost(lease);
@@ -438,6 +467,11 @@ export abstract class BaseCheckpointer implements Checkpointer {
 
   getRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]> {
     return this.lifecycle.run(() => this.readRangeItems(threadId, ns, range));
+  }
+
+  getItemPacks(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<ItemPack[]> {
+    if (!this.capabilities.itemPacks) return Promise.reject(this.unsupported('getItemPacks', 'itemPacks'));
+    return this.lifecycle.run(() => (ranges.length === 0 ? [] : this.readItemPacks(threadId, ns, field, ranges)));
   }
 
   claimThreads(request: ClaimRequest): Promise<ThreadLease[]> {

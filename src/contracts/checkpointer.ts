@@ -180,6 +180,29 @@ export interface StepCommit {
    * (the first observation stands, as Ledger.writeOutcome does).
    */
   effects?: CommittedEffect[];
+  /**
+   * Packs to store with the step, in its transaction, where `capabilities.itemPacks`
+   * (ignored elsewhere): each holds a field's items over a span of positions this commit
+   * completes (see {@link ItemPack}).
+   */
+  packs?: ItemPack[];
+}
+
+/**
+ * Every item one field was appended by the positions `fromSeq`..`toSeq` of a namespace,
+ * kept together as one opaque text beside the item rows: a second copy, which a load may
+ * read instead of the rows (an encrypted engine seals its packs, so that a load opens
+ * a few packs, not thousands of rows). The rows stay the record; a pack is dropped with
+ * any position it spans.
+ */
+export interface ItemPack {
+  field: string;
+  /** The first and the last seq of the positions whose items of `field` it holds: all of them, of every position in between. */
+  fromSeq: number;
+  toSeq: number;
+  /** How many items it holds (at least one). */
+  count: number;
+  text: string;
 }
 
 /**
@@ -297,6 +320,8 @@ export interface CheckpointerCapabilities {
   leaseExpiry: boolean;
   /** {@link Checkpointer.leaseHolders}: workers can watch the processes holding leases on their host, and take over a dead one's threads at once. */
   leaseHolders: boolean;
+  /** {@link Checkpointer.getItemPacks}, and {@link StepCommit.packs} stored: an engine an encrypted one can keep sealed packs in. */
+  itemPacks: boolean;
 }
 
 /** The thread log contract. See the module documentation for the rules every method keeps. */
@@ -414,6 +439,11 @@ export interface Checkpointer {
    * positions after its snapshot, a verify batch).
    */
   getRangeItems(threadId: string, ns: string, range: SeqRange): Promise<RangeItem[]>;
+  /**
+   * Optional, where `capabilities.itemPacks`: the packs of `field` lying wholly inside one
+   * of `ranges`, ordered by `fromSeq`.
+   */
+  getItemPacks?(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<ItemPack[]>;
 
   /**
    * Optional, where `capabilities.claims` (workers): claims up to `limit` runnable

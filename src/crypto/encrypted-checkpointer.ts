@@ -24,6 +24,7 @@ import type {
   CompactionRequest,
   CompactionResult,
   HeadAnchor,
+  ItemPack,
   LeaseHolderQuery,
   PendingWrite,
   PositionItem,
@@ -49,9 +50,11 @@ import type {
 import { UNSTORABLE } from '../checkpointer/base-checkpointer.js';
 import { MAX_SIGNAL_PAYLOAD_BYTES } from '../defaults.js';
 import { NotSupportedError } from '../errors.js';
+import { comparePositionItems } from '../contracts/checkpointer.js';
 import { outcomeAad } from './encrypted-ledger.js';
-import { sealText } from './envelope.js';
-import { ITEMS_AS_STORED, type ItemsAsStored } from './sealed-bytes.js';
+import { sealText, type DataKey } from './envelope.js';
+import { endsPackSpan, mergeRanges, openPack, packAad, packText, packTexts, PACK_SPAN, type OpenedPack } from './item-packs.js';
+import { ITEMS_AS_STORED, PACKS_AS_STORED, type ItemsAsStored, type PacksAsStored, type StoredItemPack } from './sealed-bytes.js';
 import { VERIFYING_READS } from './scopes.js';
 import { rowAad, type Sealer } from './sealer.js';
 import type { ThreadScopes } from './thread-scopes.js';
@@ -99,6 +102,7 @@ export const CHECKPOINTER_MEMBERS: Record<keyof Checkpointer, 'wrapped' | 'value
   getItems: 'wrapped',
   getPositionItems: 'wrapped',
   getRangeItems: 'wrapped',
+  getItemPacks: 'wrapped',
   claimThreads: 'wrapped',
   subscribeRunnable: 'wrapped',
   nextLeaseExpiry: 'wrapped',
@@ -116,6 +120,8 @@ export class EncryptedCheckpointer implements Checkpointer {
   readonly capabilities: CheckpointerCapabilities;
   /** The same log with every row's tag checked, items included (what `verifyThread` reads). */
   readonly [VERIFYING_READS]: Checkpointer;
+  /** Whether the inner engine keeps item packs: then this one seals a pack of each field every PACK_SPAN positions (crypto/item-packs). */
+  private readonly packs: boolean;
 
   constructor(
     private readonly inner: Checkpointer,
@@ -124,7 +130,9 @@ export class EncryptedCheckpointer implements Checkpointer {
     private readonly checkEveryItem = false,
   ) {
     this.engine = inner.engine;
-    this.capabilities = inner.capabilities;
+    // The packs it keeps in the inner engine are its own, not offered on: itemPacks is false.
+    this.capabilities = { ...inner.capabilities, itemPacks: false };
+    this.packs = inner.capabilities.itemPacks === true && typeof inner.getItemPacks === 'function';
     this[VERIFYING_READS] = checkEveryItem ? this : new EncryptedCheckpointer(inner, sealer, scopes, true);
     // Optional in the contract, and probed for (retention skips compaction without it).
     if (!inner.compactThread) (this as { compactThread?: unknown }).compactThread = undefined;
@@ -171,8 +179,10 @@ export class EncryptedCheckpointer implements Checkpointer {
     const key = await this.sealer.keyFor(this.scopes.ofLease(lease));
     const t = lease.threadId;
     const { ns, seq } = commit.position;
+    // Packs a caller hands in would reach the engine in the clear: this engine writes its own.
+    const { packs: _theirs, ...asked } = commit;
     const sealed: StepCommit = {
-      ...commit,
+      ...asked,
       position: { ...commit.position, body: sealText(key, commit.position.body, aad.position(t, ns, seq)) },
       items: commit.items.map((item) => ({ ...item, text: sealText(key, item.text, aad.item(t, ns, seq, item.field, item.index)) })),
     };
@@ -187,7 +197,40 @@ export class EncryptedCheckpointer implements Checkpointer {
           : effect,
       );
     }
+    if (this.packs && endsPackSpan(seq)) {
+      const packs = await this.packsCompletedBy(lease, key, commit);
+      if (packs.length) sealed.packs = packs;
+    }
     return this.inner.commitStep(lease, sealed);
+  }
+
+  /**
+   * The sealed packs the commit of the last position of a span completes, one per field
+   * the span's positions appended to: the earlier positions' items read back and opened
+   * with their tags checked, then the commit's own. None when the span reaches below the
+   * namespace's compaction base (those positions are gone).
+   */
+  private async packsCompletedBy(lease: ThreadLease, key: DataKey, commit: StepCommit): Promise<ItemPack[]> {
+    const t = lease.threadId;
+    const { ns, seq } = commit.position;
+    const fromSeq = seq + 1 - PACK_SPAN;
+    const head = await this.inner.getHead(t, ns);
+    if (head?.base && head.base.seq > fromSeq) return [];
+    const texts = new Map<string, string[]>();
+    const add = (field: string, text: string) => {
+      const list = texts.get(field);
+      if (list) list.push(text);
+      else texts.set(field, [text]);
+    };
+    for (const item of await this.inner.getRangeItems(t, ns, { from: fromSeq, to: seq - 1 })) add(item.field, (await this.openItem(t, ns, item.seq, item)).text);
+    for (const item of [...commit.items].sort(comparePositionItems)) add(item.field, item.text);
+    return [...texts].map(([field, list]) => ({
+      field,
+      fromSeq,
+      toSeq: seq,
+      count: list.length,
+      text: sealText(key, packText(list), packAad(t, ns, field, fromSeq, seq, list.length)),
+    }));
   }
 
   async putSnapshot(lease: ThreadLease, snapshot: { ns: string; seq: number; text: string }): Promise<void> {
@@ -258,10 +301,59 @@ export class EncryptedCheckpointer implements Checkpointer {
       }
       return items;
     }
+    const merged = mergeRanges(ranges);
+    const packs = this.packs && merged.length ? await this.storedPacks(threadId, ns, field, merged) : [];
+    if (packs.length === 0) return this.openRows(threadId, ns, field, ranges);
+    // The packs opened first (all of them into one string: see packTexts), then each merged
+    // range read in seq order: the packs inside it, the spans between them as rows.
+    const opened = await Promise.all(
+      packs.map((pack) => openPack(pack.text, packAad(threadId, ns, pack.field, pack.fromSeq, pack.toSeq, pack.count), pack.count, (id) => this.sealer.keyring.keyById(id))),
+    );
+    const usable = opened.filter((pack): pack is OpenedPack => pack !== null);
+    const usableTexts = packTexts(usable);
+    const textsOf = new Map<StoredItemPack, string[]>();
+    for (let i = 0, u = 0; i < packs.length; i++) {
+      if (opened[i] === null) continue;
+      const texts = usableTexts[u++];
+      if (texts) textsOf.set(packs[i]!, texts);
+    }
+    const texts: string[] = [];
+    const append = (list: readonly string[]) => {
+      for (const text of list) texts.push(text);
+    };
+    let next = 0;
+    for (const range of merged) {
+      let at = range.from;
+      for (; next < packs.length && packs[next]!.toSeq <= range.to; next++) {
+        const pack = packs[next]!;
+        const packed = textsOf.get(pack);
+        if (pack.fromSeq < at || !packed) continue;
+        if (pack.fromSeq > at) append(await this.openRows(threadId, ns, field, [{ from: at, to: pack.fromSeq - 1 }]));
+        append(packed);
+        at = pack.toSeq + 1;
+      }
+      if (at <= range.to) append(await this.openRows(threadId, ns, field, [{ from: at, to: range.to }]));
+    }
+    return texts;
+  }
+
+  /** The sealed rows of `field` inside `ranges`, opened without their tags (crypto/bulk-open). */
+  private async openRows(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<string[]> {
     // Sealed items as the bytes the engine keeps them as, where it offers them (SQLite).
     const asStored = (this.inner as Partial<ItemsAsStored>)[ITEMS_AS_STORED];
     const rows = asStored ? await asStored.call(this.inner, threadId, ns, field, ranges) : await this.inner.getItems(threadId, ns, field, ranges);
     return this.sealer.openAllUnchecked(rows, `thread ${threadId}${ns ? ` ns ${ns}` : ''} (items of field "${field}")`);
+  }
+
+  /** The inner engine's packs of `field` inside `ranges`, as stored (bytes where it keeps sealed texts as bytes). */
+  private storedPacks(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<StoredItemPack[]> {
+    const asStored = (this.inner as Partial<PacksAsStored>)[PACKS_AS_STORED];
+    return asStored ? asStored.call(this.inner, threadId, ns, field, ranges) : this.inner.getItemPacks!(threadId, ns, field, ranges);
+  }
+
+  /** The packs this engine keeps are its own (see crypto/item-packs): it offers none. */
+  getItemPacks(): Promise<ItemPack[]> {
+    return Promise.reject(new NotSupportedError('getItemPacks is not supported by an encrypted engine (capabilities.itemPacks is false): its packs are sealed, and read by its own loads.', { place: { engine: this.engine } }));
   }
 
   async getPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {

@@ -104,3 +104,23 @@ export function openText(key: DataKey, text: string, aad: string, where: string)
     throw new DecryptionError(`${where}: the sealed row does not open (changed, moved from another row, or sealed under another key).`, { cause: err });
   }
 }
+
+/**
+ * Opens `iv ‖ ciphertext ‖ tag` (a sealed text's packed bytes, or sealed bytes past
+ * their header), checking the tag against `aad`, into the plaintext's bytes: for a
+ * large row whose bytes the caller slices itself. DecryptionError as {@link openText}.
+ */
+export function openPacked(key: DataKey, packed: Uint8Array, aad: string, where: string): Buffer {
+  if (packed.length < IV_BYTES + TAG_BYTES) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
+  const all = Buffer.from(packed.buffer, packed.byteOffset, packed.length);
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key.key, all.subarray(0, IV_BYTES));
+    decipher.setAAD(Buffer.from(aad, 'utf8'));
+    decipher.setAuthTag(all.subarray(all.length - TAG_BYTES));
+    const head = decipher.update(all.subarray(IV_BYTES, all.length - TAG_BYTES));
+    const tail = decipher.final();
+    return tail.length === 0 ? head : Buffer.concat([head, tail]);
+  } catch (err) {
+    throw new DecryptionError(`${where}: the sealed row does not open (changed, moved from another row, or sealed under another key).`, { cause: err });
+  }
+}

@@ -88,3 +88,23 @@ export const ITEMS_AS_STORED: unique symbol = Symbol.for('cairn.crypto.itemsAsSt
 export interface ItemsAsStored {
   [ITEMS_AS_STORED](threadId: string, ns: string, field: string, ranges: readonly { from: number; to: number }[]): Promise<(string | Uint8Array)[]>;
 }
+
+/** An item pack as an engine that keeps sealed texts as bytes stores it: its text, or the sealed bytes it was stored as. */
+export interface StoredItemPack {
+  field: string;
+  fromSeq: number;
+  toSeq: number;
+  count: number;
+  text: string | Uint8Array;
+}
+
+/**
+ * Where such an engine offers its item packs read as stored: `getItemPacks`, a sealed
+ * pack's text as its bytes (opened with no base64 on the way).
+ */
+export const PACKS_AS_STORED: unique symbol = Symbol.for('cairn.crypto.packsAsStored');
+
+/** A checkpointer with {@link PACKS_AS_STORED}. */
+export interface PacksAsStored {
+  [PACKS_AS_STORED](threadId: string, ns: string, field: string, ranges: readonly { from: number; to: number }[]): Promise<StoredItemPack[]>;
+}

@@ -24,6 +24,7 @@ import { commitTests } from './checkpointer/commits.js';
 import { checkpointerContext, type CheckpointerSuiteOptions } from './checkpointer/context.js';
 import { compactionTests } from './checkpointer/compaction.js';
 import { deleteThreadTests } from './checkpointer/delete-thread.js';
+import { itemPackTests } from './checkpointer/item-packs.js';
 import { leaseTests } from './checkpointer/leases.js';
 import { lifecycleTests } from './checkpointer/lifecycle.js';
 import { readTests } from './checkpointer/reads.js';
@@ -49,6 +50,7 @@ export function checkpointerSuite(options: CheckpointerSuiteOptions): void {
     threadTests(suite);
     deleteThreadTests(suite);
     compactionTests(suite);
+    itemPackTests(suite);
     workerTests(suite);
     waitTests(suite);
     signalTests(suite);

@@ -65,6 +65,7 @@ export const CHECKPOINTER_CALLS = {
   getItems: ({ engine }) => engine.checkpointer.getItems('t1', '', 'm', [range]),
   getPositionItems: ({ engine }) => engine.checkpointer.getPositionItems('t1', '', 0, ['m']),
   getRangeItems: ({ engine }) => engine.checkpointer.getRangeItems('t1', '', range),
+  getItemPacks: where('itemPacks', ({ engine }) => engine.checkpointer.getItemPacks!('t1', '', 'm', [range])),
   claimThreads: where('claims', ({ engine }) => engine.checkpointer.claimThreads!({ owner, leaseMs: 1000, limit: 1 })),
   subscribeRunnable: where('wakeUps', ({ engine }) => engine.checkpointer.subscribeRunnable!(() => undefined)),
   nextLeaseExpiry: where('leaseExpiry', ({ engine }) => engine.checkpointer.nextLeaseExpiry!()),

@@ -3,7 +3,7 @@
  * The thread log in process memory: for tests and development. Same contract,
  * same behaviour as the durable engines, nothing survives the process.
  */
-import { BaseCheckpointer, extendsHead, judgeCompaction, noneCompacted, wakeAtFor, type CommitRefusal, type CompactionRefusal, type ConsumptionToStore, type HeldThread, type SignalToStore } from '../../checkpointer/base-checkpointer.js';
+import { BaseCheckpointer, extendsHead, judgeCompaction, noneCompacted, packInRanges, wakeAtFor, type CommitRefusal, type CompactionRefusal, type ConsumptionToStore, type HeldThread, type SignalToStore } from '../../checkpointer/base-checkpointer.js';
 import type {
   AcquireRequest,
   AttemptFailure,
@@ -13,6 +13,7 @@ import type {
   CompactionRequest,
   CompactionResult,
   HeadAnchor,
+  ItemPack,
   LeaseHolderQuery,
   PendingWrite,
   PositionItem,
@@ -45,6 +46,8 @@ interface ThreadRow {
   /** The anchored head per namespace: seq and hash of its newest position. */
   heads: Map<string, HeadAnchor>;
   items: Map<string, Map<number, PositionItem[]>>;
+  /** Item packs per namespace, by ascending toSeq (each commit's end after the last). */
+  packs: Map<string, ItemPack[]>;
   snapshots: Map<string, Map<number, string>>;
   pending: Map<string, PendingWrite>;
   failures: AttemptFailure[];
@@ -87,7 +90,7 @@ export interface MemoryThreadCascade {
  */
 export class MemoryCheckpointer extends BaseCheckpointer {
   readonly engine = 'memory';
-  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true, leaseHolders: true };
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true, leaseHolders: true, itemPacks: true };
   private readonly threads = new Map<string, ThreadRow>();
   private readonly listeners = new Set<(threadId: string) => void>();
 
@@ -188,6 +191,7 @@ export class MemoryCheckpointer extends BaseCheckpointer {
         positions: new Map(),
         heads: new Map(),
         items: new Map(),
+        packs: new Map(),
         snapshots: new Map(),
         pending: new Map(),
         failures: [],
@@ -286,6 +290,11 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     row.heads.set(ns, { seq: position.seq, hash: position.hash, ...(base ? { base } : {}) });
     if (commit.items.length) mapOf(row.items, ns).set(position.seq, commit.items.map((i) => ({ ...i })));
     if (commit.snapshot !== undefined) mapOf(row.snapshots, ns).set(position.seq, commit.snapshot);
+    if (commit.packs?.length) {
+      let packs = row.packs.get(ns);
+      if (!packs) row.packs.set(ns, (packs = []));
+      packs.push(...commit.packs.map((pack) => ({ ...pack })));
+    }
     for (const key of [...row.pending.keys()]) if (key.startsWith(`${ns}\u0000${position.parent}\u0000`)) row.pending.delete(key);
     if (commit.effects?.length) this.cascade?.commitEffects?.(commit.effects);
     if (ns === '') {
@@ -407,6 +416,9 @@ export class MemoryCheckpointer extends BaseCheckpointer {
       items?.delete(seq);
       if (snapshots?.delete(seq)) result.snapshots++;
     }
+    // A pack goes with any position it spans.
+    const packs = row.packs.get(ns);
+    if (packs) row.packs.set(ns, packs.filter((pack) => pack.fromSeq >= base.seq && ![...dropped].some((seq) => seq >= pack.fromSeq && seq <= pack.toSeq)));
     for (const [key, write] of [...row.pending]) {
       if (write.ns === ns && goes(write.baseSeq)) {
         row.pending.delete(key);
@@ -420,7 +432,7 @@ export class MemoryCheckpointer extends BaseCheckpointer {
       result.positions += row.positions.get(child)?.size ?? 0;
       result.items += [...(row.items.get(child)?.values() ?? [])].reduce((n, list) => n + list.length, 0);
       result.snapshots += row.snapshots.get(child)?.size ?? 0;
-      for (const map of [row.positions, row.items, row.snapshots, row.heads] as Map<string, unknown>[]) map.delete(child);
+      for (const map of [row.positions, row.items, row.packs, row.snapshots, row.heads] as Map<string, unknown>[]) map.delete(child);
       for (const [key, write] of [...row.pending]) {
         if (write.ns === child) {
           row.pending.delete(key);
@@ -474,6 +486,14 @@ export class MemoryCheckpointer extends BaseCheckpointer {
       for (const item of ofField) texts.push(item.text);
     }
     return texts;
+  }
+
+  protected override async readItemPacks(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<ItemPack[]> {
+    const packs = this.threads.get(threadId)?.packs.get(ns) ?? [];
+    return packs
+      .filter((pack) => pack.field === field && packInRanges(pack, ranges))
+      .sort((a, b) => a.fromSeq - b.fromSeq)
+      .map((pack) => ({ ...pack }));
   }
 
   protected async readPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {

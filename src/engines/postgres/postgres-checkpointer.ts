@@ -66,7 +66,7 @@ const FEW_SINCE = 50_000;
  */
 export class PostgresCheckpointer extends BaseCheckpointer {
   readonly engine = 'postgres';
-  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true, leaseHolders: true };
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true, leaseHolders: true, itemPacks: false };
   private readonly sql: ReturnType<typeof statements>;
   /**
    * The root status and the second of updatedAt each lease last left its thread row

@@ -337,6 +337,27 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       DROP INDEX cairn_heads_by_time;
     `,
   },
+  {
+    id: 13,
+    name: 'item packs',
+    sql: `
+      -- A second copy of a field's items over a span of positions, as one text (an
+      -- encrypted engine's sealed packs, stored as bytes like sealed items): a load reads
+      -- a few packs, not thousands of rows. The item rows stay the record; a pack goes
+      -- with any position it spans (deleteThread, compaction).
+      CREATE TABLE cairn_item_packs (
+        id       INTEGER PRIMARY KEY,
+        tid      INTEGER NOT NULL,
+        ns       TEXT NOT NULL,
+        field    TEXT NOT NULL,
+        from_seq INTEGER NOT NULL,
+        to_seq   INTEGER NOT NULL,
+        count    INTEGER NOT NULL,
+        body     TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX cairn_item_packs_by_span ON cairn_item_packs (tid, ns, field, from_seq);
+    `,
+  },
 ];
 
 /**

@@ -25,6 +25,7 @@ import type {
   CompactionRequest,
   CompactionResult,
   HeadAnchor,
+  ItemPack,
   LeaseHolderQuery,
   PendingWrite,
   PositionItem,
@@ -36,7 +37,7 @@ import type {
 } from '../../contracts/checkpointer.js';
 import { comparePositionItems } from '../../contracts/checkpointer.js';
 import type { DeleteThreadResult, LeaseOwner, SignalQuery, StoredSignal, ThreadLease, ThreadRecord, ThreadStatus } from '../../contracts/threads.js';
-import { ITEMS_AS_STORED, storedForm, textOfStored } from '../../crypto/sealed-bytes.js';
+import { ITEMS_AS_STORED, PACKS_AS_STORED, storedForm, textOfStored, type StoredItemPack } from '../../crypto/sealed-bytes.js';
 import { crashPoint } from '../../internal/crash-points.js';
 import { holderIsLive } from '../../internal/lease.js';
 import { PIN_NAMESPACE_STORED, threadPinSuffix } from '../../internal/pins.js';
@@ -222,7 +223,7 @@ const seqRanges = (ranges: readonly SeqRange[], column = 'seq') => rangeClause(r
 export class SqliteCheckpointer extends BaseCheckpointer {
   readonly engine = 'sqlite';
   /** No wake-ups: SQLite cannot tell another process that a thread became runnable (workers poll). */
-  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: false, leaseExpiry: true, leaseHolders: true };
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: false, leaseExpiry: true, leaseHolders: true, itemPacks: true };
 
   constructor(private readonly conn: SqliteConnection) {
     super(conn.lifecycle);
@@ -316,6 +317,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
         removed[kind] = q.stmt(`DELETE FROM ${table} WHERE tid = ?`).run(row.tid).changes;
       }
       q.stmt('DELETE FROM cairn_heads WHERE tid = ?').run(row.tid);
+      q.stmt('DELETE FROM cairn_item_packs WHERE tid = ?').run(row.tid);
       // The thread's pins, live or already unpinned (a tombstone row), and their overwrite records.
       const suffix = threadPinSuffix(threadId);
       const pinKeys = 'ns = ? AND substr(key, ?) = ?';
@@ -519,6 +521,10 @@ export class SqliteCheckpointer extends BaseCheckpointer {
         q.stmt('DELETE FROM cairn_pending WHERE tid = ? AND ns = ? AND base_seq = ?').run(tid, position.ns, position.parent);
       }
       if (commit.effects?.length) writeCommittedEffects(q, tid, commit.effects);
+      if (commit.packs?.length) {
+        const insert = q.stmt('INSERT OR REPLACE INTO cairn_item_packs (tid, ns, field, from_seq, to_seq, count, body) VALUES (?, ?, ?, ?, ?, ?, ?)');
+        for (const pack of commit.packs) insert.run(tid, position.ns, pack.field, pack.fromSeq, pack.toSeq, pack.count, storedForm(pack.text));
+      }
       // The thread row changes only when the status or the wake time does (start and end
       // of a run, a wait), or when the thread's updatedAt, which the new head's time may
       // move, enters another second (at most once a second).
@@ -668,6 +674,10 @@ export class SqliteCheckpointer extends BaseCheckpointer {
         .run(tid, ns, ...goesParams).changes;
       result.positions += q.stmt(`DELETE FROM cairn_positions WHERE tid = ? AND ns = ? AND ${goes('seq')}`).run(tid, ns, ...goesParams).changes;
       result.snapshots += q.stmt(`DELETE FROM cairn_snapshots WHERE tid = ? AND ns = ? AND ${goes('seq')}`).run(tid, ns, ...goesParams).changes;
+      // A pack goes with any position it spans.
+      q.stmt(
+        `DELETE FROM cairn_item_packs WHERE tid = ? AND ns = ? AND (from_seq < ?${drop.length ? ' OR EXISTS (SELECT 1 FROM json_each(?) d WHERE d.value BETWEEN from_seq AND to_seq)' : ''})`,
+      ).run(tid, ns, ...goesParams);
       result.pendingWrites += q.stmt(`DELETE FROM cairn_pending WHERE tid = ? AND ns = ? AND ${goes('base_seq')}`).run(tid, ns, ...goesParams).changes;
       if (request.ledger) result.ledgerEntries += q.stmt(`DELETE FROM cairn_ledger WHERE tid = ? AND ns = ? AND ${goes('seq')}`).run(tid, ns, ...goesParams).changes;
       for (const child of request.dropNamespaces ?? []) {
@@ -682,6 +692,7 @@ export class SqliteCheckpointer extends BaseCheckpointer {
         result.pendingWrites += q.stmt('DELETE FROM cairn_pending WHERE tid = ? AND ns = ?').run(tid, child).changes;
         if (request.ledger) result.ledgerEntries += q.stmt('DELETE FROM cairn_ledger WHERE tid = ? AND ns = ?').run(tid, child).changes;
         q.stmt('DELETE FROM cairn_heads WHERE tid = ? AND ns = ?').run(tid, child);
+        q.stmt('DELETE FROM cairn_item_packs WHERE tid = ? AND ns = ?').run(tid, child);
       }
       const putSnapshot = q.stmt('INSERT OR REPLACE INTO cairn_snapshots (tid, ns, seq, body) SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM cairn_positions WHERE tid = ? AND ns = ? AND seq = ?)');
       for (const snapshot of [{ seq: base.seq, text: request.snapshot }, ...(request.snapshots ?? [])]) putSnapshot.run(tid, ns, snapshot.seq, storedForm(snapshot.text), tid, ns, snapshot.seq);
@@ -755,6 +766,27 @@ export class SqliteCheckpointer extends BaseCheckpointer {
         .stmt(`SELECT i.body FROM cairn_positions p JOIN ${ITEMS_OF_POSITIONS} WHERE p.tid = ? AND p.ns = ? AND p.items_count > 0 AND (${where.sql}) AND i.field = ? ORDER BY p.seq`)
         .pluck()
         .all(tid, ns, ...where.params, field) as (string | Uint8Array)[];
+    });
+  }
+
+  protected override async readItemPacks(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<ItemPack[]> {
+    return this.readStoredPacks(threadId, ns, field, ranges).map((pack) => ({ ...pack, text: textOfStored(pack.text) }));
+  }
+
+  /** getItemPacks with sealed packs as the bytes they are stored as (see crypto/sealed-bytes). */
+  [PACKS_AS_STORED](threadId: string, ns: string, field: string, ranges: readonly SeqRange[]): Promise<StoredItemPack[]> {
+    return this.lifecycle.run(async () => (ranges.length === 0 ? [] : this.readStoredPacks(threadId, ns, field, ranges)));
+  }
+
+  private readStoredPacks(threadId: string, ns: string, field: string, ranges: readonly SeqRange[]): StoredItemPack[] {
+    const inside = ranges.map(() => '(from_seq >= ? AND to_seq <= ?)').join(' OR ');
+    const bounds = ranges.flatMap((r) => [r.from, r.to]);
+    return this.conn.read('getItemPacks', (q) => {
+      const tid = q.tid(threadId);
+      if (tid === undefined) return [];
+      return q
+        .stmt(`SELECT field, from_seq AS fromSeq, to_seq AS toSeq, count, body AS text FROM cairn_item_packs WHERE tid = ? AND ns = ? AND field = ? AND (${inside}) ORDER BY from_seq`)
+        .all(tid, ns, field, ...bounds) as StoredItemPack[];
     });
   }
 

@@ -21,6 +21,7 @@ const OPTIONAL: Record<keyof CheckpointerCapabilities, { method: string; call: (
   wakeUps: { method: 'subscribeRunnable', call: (cp) => cp.subscribeRunnable!(() => undefined) },
   leaseExpiry: { method: 'nextLeaseExpiry', call: (cp) => cp.nextLeaseExpiry!() },
   leaseHolders: { method: 'leaseHolders', call: (cp) => cp.leaseHolders!({ host: hostname() }) },
+  itemPacks: { method: 'getItemPacks', call: (cp) => cp.getItemPacks!('t1', '', 'm', [{ from: 0, to: 1 }]) },
 };
 
 /** Registers the tests of this feature. */
