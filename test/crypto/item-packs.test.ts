@@ -103,7 +103,7 @@ describe('sealed item packs', () => {
     const db = new Database(file);
     const first = db.prepare("SELECT id, body FROM cairn_item_packs WHERE field = 'messages' ORDER BY from_seq").all() as { id: number; body: Buffer }[];
     const damaged = Buffer.from(first[0]!.body);
-    damaged[damaged.length - 20] ^= 0xff;
+    damaged[damaged.length - 20] = damaged[damaged.length - 20]! ^ 0xff;
     db.prepare('UPDATE cairn_item_packs SET body = ? WHERE id = ?').run(damaged, first[0]!.id);
     // The second pack's bytes put in the third's place: its tag is bound to its own span.
     db.prepare('UPDATE cairn_item_packs SET body = ? WHERE id = ?').run(first[1]!.body, first[2]!.id);
