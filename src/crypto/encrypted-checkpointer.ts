@@ -53,11 +53,17 @@ import { NotSupportedError } from '../errors.js';
 import { comparePositionItems } from '../contracts/checkpointer.js';
 import { outcomeAad } from './encrypted-ledger.js';
 import { sealText, type DataKey } from './envelope.js';
-import { endsPackSpan, mergeRanges, openPack, packAad, packText, packTexts, PACK_SPAN, type OpenedPack } from './item-packs.js';
+import { endsPackSpan, mergeRanges, openPack, packAad, packText, packTexts, packValues, PackSpans, PACK_SPAN, type BufferedSpan, type OpenedPack } from './item-packs.js';
+import { DECODED_ITEMS, type DecodedItemList } from '../internal/decoded-items.js';
+import { ItemChecksum } from '../codec/hash.js';
+import { decode } from '../codec/tagged-json.js';
 import { ITEMS_AS_STORED, PACKS_AS_STORED, type ItemsAsStored, type PacksAsStored, type StoredItemPack } from './sealed-bytes.js';
 import { VERIFYING_READS } from './scopes.js';
 import { rowAad, type Sealer } from './sealer.js';
 import type { ThreadScopes } from './thread-scopes.js';
+
+/** One part of a read in seq order: the rows of a range, or a pack opened (its range's rows read instead when its texts are not framed by its lengths). */
+type PlanPart = { range: SeqRange } | { pack: OpenedPack; range: SeqRange };
 
 function where(threadId: string, ns: string, seq: number, what: string): string {
   return `thread ${threadId}${ns ? ` ns ${ns}` : ''} seq ${seq} (${what})`;
@@ -122,6 +128,8 @@ export class EncryptedCheckpointer implements Checkpointer {
   readonly [VERIFYING_READS]: Checkpointer;
   /** Whether the inner engine keeps item packs: then this one seals a pack of each field every PACK_SPAN positions (crypto/item-packs). */
   private readonly packs: boolean;
+  /** The items of the current spans, so that the commit ending one seals its packs without reading them back. */
+  private readonly spans = new PackSpans();
 
   constructor(
     private readonly inner: Checkpointer,
@@ -162,6 +170,7 @@ export class EncryptedCheckpointer implements Checkpointer {
   }
 
   releaseThread(lease: ThreadLease): Promise<void> {
+    this.spans.forget(lease.threadId);
     return this.inner.releaseThread(lease);
   }
 
@@ -197,11 +206,13 @@ export class EncryptedCheckpointer implements Checkpointer {
           : effect,
       );
     }
+    const holder = `${lease.runId}\u0000${lease.epoch}`;
     if (this.packs && endsPackSpan(seq)) {
-      const packs = await this.packsCompletedBy(lease, key, commit);
+      const packs = await this.packsCompletedBy(lease, key, commit, this.spans.take(t, ns, holder, seq));
       if (packs.length) sealed.packs = packs;
     }
-    return this.inner.commitStep(lease, sealed);
+    await this.inner.commitStep(lease, sealed);
+    if (this.packs) this.spans.record(t, ns, holder, seq, commit.items);
   }
 
   /**
@@ -210,19 +221,24 @@ export class EncryptedCheckpointer implements Checkpointer {
    * with their tags checked, then the commit's own. None when the span reaches below the
    * namespace's compaction base (those positions are gone).
    */
-  private async packsCompletedBy(lease: ThreadLease, key: DataKey, commit: StepCommit): Promise<ItemPack[]> {
+  private async packsCompletedBy(lease: ThreadLease, key: DataKey, commit: StepCommit, buffered: BufferedSpan | null): Promise<ItemPack[]> {
     const t = lease.threadId;
     const { ns, seq } = commit.position;
     const fromSeq = seq + 1 - PACK_SPAN;
-    const head = await this.inner.getHead(t, ns);
-    if (head?.base && head.base.seq > fromSeq) return [];
     const texts = new Map<string, string[]>();
     const add = (field: string, text: string) => {
       const list = texts.get(field);
       if (list) list.push(text);
       else texts.set(field, [text]);
     };
-    for (const item of await this.inner.getRangeItems(t, ns, { from: fromSeq, to: seq - 1 })) add(item.field, (await this.openItem(t, ns, item.seq, item)).text);
+    // What this lease did not commit itself is read back, unless compaction took it.
+    const readTo = buffered ? buffered.fromSeq - 1 : seq - 1;
+    if (readTo >= fromSeq) {
+      const head = await this.inner.getHead(t, ns);
+      if (head?.base && head.base.seq > fromSeq) return [];
+      for (const item of await this.inner.getRangeItems(t, ns, { from: fromSeq, to: readTo })) add(item.field, (await this.openItem(t, ns, item.seq, item)).text);
+    }
+    for (const [field, list] of buffered?.texts ?? []) for (const text of list) add(field, text);
     for (const item of [...commit.items].sort(comparePositionItems)) add(item.field, item.text);
     return [...texts].map(([field, list]) => ({
       field,
@@ -301,40 +317,75 @@ export class EncryptedCheckpointer implements Checkpointer {
       }
       return items;
     }
+    const plan = await this.readPlan(threadId, ns, field, ranges);
+    if (!plan) return this.openRows(threadId, ns, field, ranges);
+    const texts: string[] = [];
+    for (const part of plan) {
+      const list = ('pack' in part ? packTexts(part.pack) : null) ?? (await this.openRows(threadId, ns, field, [part.range]));
+      for (const text of list) texts.push(text);
+    }
+    return texts;
+  }
+
+  /**
+   * A field's items inside `ranges` decoded, with their checksum, for a load
+   * (internal/decoded-items): each pack decoded in one parse of its array, the rows
+   * between packs as texts. Null without packs, or when something does not decode: the
+   * load then reads the texts, and reports what is wrong with them.
+   */
+  async [DECODED_ITEMS](threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<DecodedItemList | null> {
+    if (this.checkEveryItem) return null;
+    const plan = await this.readPlan(threadId, ns, field, ranges);
+    if (!plan) return null;
+    const values: unknown[] = [];
+    let checksum = ItemChecksum.of([]);
+    for (const part of plan) {
+      const packed = 'pack' in part ? packValues(part.pack, checksum) : null;
+      if (packed) {
+        for (const value of packed.values) values.push(value);
+        checksum = packed.checksum;
+        continue;
+      }
+      const texts = ('pack' in part ? packTexts(part.pack) : null) ?? (await this.openRows(threadId, ns, field, [part.range]));
+      checksum = checksum.extend(texts);
+      try {
+        for (const text of texts) values.push(decode(text));
+      } catch {
+        return null;
+      }
+    }
+    return { values, checksum };
+  }
+
+  /**
+   * How to read `field` inside `ranges` in (seq, index) order, or null when no pack
+   * serves them: each merged range as the packs wholly inside it that open, and the spans
+   * between them as rows.
+   */
+  private async readPlan(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<PlanPart[] | null> {
     const merged = mergeRanges(ranges);
     const packs = this.packs && merged.length ? await this.storedPacks(threadId, ns, field, merged) : [];
-    if (packs.length === 0) return this.openRows(threadId, ns, field, ranges);
-    // The packs opened first (all of them into one string: see packTexts), then each merged
-    // range read in seq order: the packs inside it, the spans between them as rows.
+    if (packs.length === 0) return null;
     const opened = await Promise.all(
       packs.map((pack) => openPack(pack.text, packAad(threadId, ns, pack.field, pack.fromSeq, pack.toSeq, pack.count), pack.count, (id) => this.sealer.keyring.keyById(id))),
     );
-    const usable = opened.filter((pack): pack is OpenedPack => pack !== null);
-    const usableTexts = packTexts(usable);
-    const textsOf = new Map<StoredItemPack, string[]>();
-    for (let i = 0, u = 0; i < packs.length; i++) {
-      if (opened[i] === null) continue;
-      const texts = usableTexts[u++];
-      if (texts) textsOf.set(packs[i]!, texts);
-    }
-    const texts: string[] = [];
-    const append = (list: readonly string[]) => {
-      for (const text of list) texts.push(text);
-    };
+    const plan: PlanPart[] = [];
+    let used = 0;
     let next = 0;
     for (const range of merged) {
       let at = range.from;
       for (; next < packs.length && packs[next]!.toSeq <= range.to; next++) {
         const pack = packs[next]!;
-        const packed = textsOf.get(pack);
-        if (pack.fromSeq < at || !packed) continue;
-        if (pack.fromSeq > at) append(await this.openRows(threadId, ns, field, [{ from: at, to: pack.fromSeq - 1 }]));
-        append(packed);
+        const open = opened[next];
+        if (pack.fromSeq < at || !open) continue;
+        if (pack.fromSeq > at) plan.push({ range: { from: at, to: pack.fromSeq - 1 } });
+        plan.push({ pack: open, range: { from: pack.fromSeq, to: pack.toSeq } });
+        used++;
         at = pack.toSeq + 1;
       }
-      if (at <= range.to) append(await this.openRows(threadId, ns, field, [{ from: at, to: range.to }]));
+      if (at <= range.to) plan.push({ range: { from: at, to: range.to } });
     }
-    return texts;
+    return used ? plan : null;
   }
 
   /** The sealed rows of `field` inside `ranges`, opened without their tags (crypto/bulk-open). */
@@ -415,12 +466,14 @@ export class EncryptedCheckpointer implements Checkpointer {
 
   async deleteThread(threadId: string, options?: DeleteThreadOptions): Promise<DeleteThreadResult> {
     const result = await this.inner.deleteThread(threadId, options);
+    this.spans.forget(threadId);
     if (result.deleted) this.scopes.forget(threadId);
     return result;
   }
 
   async compactThread(lease: ThreadLease, request: CompactionRequest): Promise<CompactionResult> {
     if (!this.inner.compactThread) throw new NotSupportedError('compactThread is not supported by this engine.', { place: { engine: this.engine } });
+    this.spans.forget(lease.threadId);
     const key = await this.sealer.keyFor(this.scopes.ofLease(lease));
     const t = lease.threadId;
     const { ns } = request;

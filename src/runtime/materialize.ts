@@ -19,6 +19,7 @@
  * {@link SchemaDriftError}.
  */
 import { own } from '../internal/own.js';
+import { DECODED_ITEMS, type DecodedItemList, type DecodedItems } from '../internal/decoded-items.js';
 import type { Checkpointer, CompactionAnchor, HeadAnchor, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
 import { comparePositionItems } from '../contracts/checkpointer.js';
 import { GENESIS_HASH, ItemChecksum } from '../codec/hash.js';
@@ -291,30 +292,42 @@ export async function materialize(
     // The field's items below the snapshot, unless it was reset after it: read in one
     // query and checked against the snapshot's checksum.
     let below: string[] = [];
+    // The same items decoded already, where the checkpointer hands them so (internal/decoded-items).
+    let belowValues: unknown[] | null = null;
     let checksum = ItemChecksum.of([]);
     const fromSnapshot = snapshot && (cursor.since === null || cursor.since <= snapshot.seq) ? own(snapshot.body.appends, name) : undefined;
     if (snapshot && fromSnapshot) {
       const from = cursor.base !== undefined ? cursor.base + 1 : cursor.since;
-      below = await cp.getItems(threadId, ns, name, clipRanges(ranges, from ?? 0, snapshot.seq));
-      checksum = ItemChecksum.of(below);
+      const belowRanges = clipRanges(ranges, from ?? 0, snapshot.seq);
+      const decoded = belowRanges.length ? await decodedItems(cp, threadId, ns, name, belowRanges) : null;
+      if (decoded) {
+        belowValues = decoded.values;
+        checksum = decoded.checksum;
+      } else {
+        below = await cp.getItems(threadId, ns, name, belowRanges);
+        checksum = ItemChecksum.of(below);
+      }
+      const belowCount = belowValues ? belowValues.length : below.length;
       const logCount = fromSnapshot.count - held.length;
-      if (below.length !== logCount || checksum.value() !== fromSnapshot.checksum) {
+      if (belowCount !== logCount || checksum.value() !== fromSnapshot.checksum) {
         throw corrupt(
-          below.length !== logCount
-            ? `field "${name}" should have ${logCount} items up to the snapshot at seq ${snapshot.seq} but ${below.length} are stored.`
+          belowCount !== logCount
+            ? `field "${name}" should have ${logCount} items up to the snapshot at seq ${snapshot.seq} but ${belowCount} are stored.`
             : `the items of field "${name}" up to the snapshot at seq ${snapshot.seq} do not match its checksum: an item row was changed or damaged.`,
           snapshot.seq,
         );
       }
     }
     checksum = checksum.extend(tail);
-    if (held.length + below.length + tail.length !== cursor.count) {
-      throw corrupt(`field "${name}" should have ${cursor.count} items but ${held.length + below.length + tail.length} are stored.`);
+    const belowCount = belowValues ? belowValues.length : below.length;
+    if (held.length + belowCount + tail.length !== cursor.count) {
+      throw corrupt(`field "${name}" should have ${cursor.count} items but ${held.length + belowCount + tail.length} are stored.`);
     }
     const list = new Array<unknown>(cursor.count);
     for (let i = 0; i < held.length; i++) list[i] = structuredClone(held[i]);
-    decodeItems(below, list, held.length, name, threadId);
-    decodeItems(tail, list, held.length + below.length, name, threadId);
+    if (belowValues) for (let i = 0; i < belowValues.length; i++) list[held.length + i] = belowValues[i];
+    else decodeItems(below, list, held.length, name, threadId);
+    decodeItems(tail, list, held.length + belowCount, name, threadId);
     values[name] = list;
     checksums.set(name, checksum);
   }
@@ -420,6 +433,12 @@ async function inlineItems(cp: Checkpointer, threadId: string, ns: string, seq: 
  * Decodes item texts into `into` from `offset`, naming the item of a text that does
  * not decode. A tight loop: a long thread's load is mostly this and the checksum.
  */
+/** The checkpointer's decoded items of `field` inside `ranges`, or null when it hands out texts only. */
+function decodedItems(cp: Checkpointer, threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<DecodedItemList | null> | null {
+  const read = (cp as Partial<DecodedItems>)[DECODED_ITEMS];
+  return typeof read === 'function' ? read.call(cp, threadId, ns, field, ranges) : null;
+}
+
 function decodeItems(texts: readonly string[], into: unknown[], offset: number, field: string, threadId: string): void {
   let i = 0;
   try {
