@@ -3,8 +3,8 @@
  * commit of the last one seals each field's items of the span into one envelope, beside
  * the rows. Loads read the packs (a few AES-GCM opens with tags checked, not thousands of
  * rows) and fall back to the rows for a pack that does not open; the rows stay the
- * record, which `verify` checks. On SQLite (packs stored as sealed bytes) and memory;
- * PostgreSQL declares no packs and loads from the rows.
+ * record, which `verify` checks. On SQLite (packs stored as sealed bytes), memory and
+ * PostgreSQL (packs stored right after their commit, fenced by its lease).
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -147,13 +147,24 @@ describe('sealed item packs', () => {
     expect((await readFile(file)).includes(CANARY)).toBe(false);
   });
 
-  it('PostgreSQL keeps no packs, and an encrypted thread loads from its rows', async () => {
+  it('PostgreSQL: packs stored after their commit, fenced, with the thread\'s tenant; loads read them, and damaged item rows under them do not matter', async () => {
     const engine = encrypted(await pg.engine(), { keys: keyFile(join(dir, 'pg-keys.json')) });
     const app = appOf(engine);
-    await app.run({ thread: 't', input: { until: 130 } });
+    await app.run({ thread: 't', tenant: 'acme', input: { until: 130 } });
+    const { rows } = await pg.pool.query(`SELECT field, from_seq::int AS "fromSeq", to_seq::int AS "toSeq", tenant, left(body, 4) AS mark FROM "${pg.schema}".cairn_item_packs ORDER BY field, from_seq`);
+    expect(rows).toEqual([
+      { field: 'messages', fromSeq: 0, toSeq: 63, tenant: 'acme', mark: '~c1:' },
+      { field: 'messages', fromSeq: 64, toSeq: 127, tenant: 'acme', mark: '~c1:' },
+      { field: 'notes', fromSeq: 0, toSeq: 63, tenant: 'acme', mark: '~c1:' },
+      { field: 'notes', fromSeq: 64, toSeq: 127, tenant: 'acme', mark: '~c1:' },
+    ]);
+    // An item row under a pack sealed for another position: the load does not read it, verify does.
+    await pg.pool.query(`UPDATE "${pg.schema}".cairn_items SET body = (SELECT body FROM "${pg.schema}".cairn_items WHERE field = 'messages' AND seq = 20) WHERE field = 'messages' AND seq = 10`);
     expect((await app.getState({ thread: 't' })).messages).toEqual(expected(130));
-    const { rows } = await pg.pool.query(`SELECT count(*)::int AS n FROM "${pg.schema}".cairn_positions`);
-    expect(rows[0].n).toBe(131);
+    await expect(verifyThread(engine, 't')).rejects.toThrow(/seq 10/);
+    // Erasing the tenant takes its packs with its rows.
+    await app.erase({ tenant: 'acme' });
+    expect((await pg.pool.query(`SELECT count(*)::int AS n FROM "${pg.schema}".cairn_item_packs`)).rows[0].n).toBe(0);
     await engine.close();
   });
 });

@@ -88,6 +88,14 @@ async function leavePending(engine: Engine, thread: string) {
   await engine.checkpointer.releaseThread(lease);
 }
 
+/** A thread of one position whose commit carries an item pack (as an encrypted engine's every 64 positions). */
+async function leavePack(engine: Engine, thread: string) {
+  const lease = await engine.checkpointer.acquireThread(thread, { owner: { runId: randomUUID(), pid: process.pid, host: 'rls-test' }, leaseMs: 10_000, create: { kind: 'task', tenant: null, metadata: {} } });
+  const position = { ns: '', seq: 0, parent: null, segment: 0, step: 0, schemaVersion: 1, createdAt: Date.now(), body: '{}', hash: 'b'.repeat(64) };
+  await engine.checkpointer.commitStep(lease, { position, items: [{ field: 'm', index: 0, text: '1' }], status: 'completed', expectedHead: null, packs: [{ field: 'm', fromSeq: 0, toSeq: 0, count: 1, text: '1' }] });
+  await engine.checkpointer.releaseThread(lease);
+}
+
 let admin: pg.Pool;
 let asRole: pg.Pool;
 const s = () => `"${db.schema}"`;
@@ -113,6 +121,8 @@ describe('PostgreSQL row-level security: tenants of one schema', () => {
       await runThread(globex, 'globex-1');
       await leavePending(acme, 'acme-2');
       await leavePending(globex, 'globex-1');
+      await leavePack(acme, 'acme-packed');
+      await leavePack(globex, 'globex-packed');
       // A write over a version it did not see, in a lastWins namespace: an overwrite record.
       for (const [engine, tenant, thread] of [[acme, 'acme', 'acme-1'], [globex, 'globex', 'globex-1']] as const) {
         engine.store.declare(['tenant', tenant, 'drafts'], { merge: 'lastWins' });
@@ -175,6 +185,7 @@ describe('PostgreSQL row-level security: tenants of one schema', () => {
       expect((await acme.checkpointer.listThreads()).map((t) => [t.id, t.tenant])).toEqual([
         ['acme-1', 'acme'],
         ['acme-2', 'acme'],
+        ['acme-packed', 'acme'],
       ]);
       expect(await acme.checkpointer.getThread('globex-1')).toBeNull();
       const foreign = await acmeApp.run({ thread: 'globex-1', input: { topic: 'x' } }).catch((e: unknown) => e);
@@ -193,7 +204,7 @@ describe('PostgreSQL row-level security: tenants of one schema', () => {
 
       // The cross-tenant engine (a superuser here; a BYPASSRLS role in production) sees both.
       const all = postgres(admin, { schema: db.schema });
-      expect((await all.checkpointer.listThreads()).map((t) => t.id)).toEqual(['acme-1', 'acme-2', 'globex-1']);
+      expect((await all.checkpointer.listThreads()).map((t) => t.id)).toEqual(['acme-1', 'acme-2', 'acme-packed', 'globex-1', 'globex-packed']);
       await all.close();
 
       // A tenant's worker claims its tenant's runnable threads only.

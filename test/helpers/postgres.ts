@@ -14,7 +14,7 @@ import { migrate, postgres, type PostgresOptions } from '../../src/engines/postg
 
 export const PG_URL = process.env.CAIRN_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-const TABLES = ['threads', 'heads', 'positions', 'items', 'snapshots', 'pending', 'failures', 'ledger', 'store', 'store_overwrites'];
+const TABLES = ['threads', 'heads', 'positions', 'items', 'item_packs', 'snapshots', 'pending', 'failures', 'ledger', 'store', 'store_overwrites'];
 
 export interface PostgresTestSchema {
   readonly url: string;

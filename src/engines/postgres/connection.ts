@@ -129,6 +129,8 @@ export interface PostgresTables {
   heads: string;
   positions: string;
   items: string;
+  /** Item packs (migration 12). */
+  packs: string;
   snapshots: string;
   pending: string;
   failures: string;
@@ -230,6 +232,7 @@ export class PostgresConnection {
       heads: `${s}.cairn_heads`,
       positions: `${s}.cairn_positions`,
       items: `${s}.cairn_items`,
+      packs: `${s}.cairn_item_packs`,
       snapshots: `${s}.cairn_snapshots`,
       pending: `${s}.cairn_pending`,
       failures: `${s}.cairn_failures`,

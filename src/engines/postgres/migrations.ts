@@ -346,6 +346,37 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       DROP INDEX ${s}.cairn_heads_by_time;
     `,
   },
+  {
+    id: 12,
+    name: 'item packs',
+    sql: (s) => `
+      -- A second copy of a field's items over a span of positions, as one text: an
+      -- encrypted engine's sealed packs, which a load opens instead of thousands of rows.
+      -- The item rows stay the record; a pack goes with any position it spans.
+      CREATE TABLE ${s}.cairn_item_packs (
+        tid      bigint NOT NULL,
+        tenant   text,
+        ns       text COLLATE "C" NOT NULL,
+        field    text COLLATE "C" NOT NULL,
+        from_seq bigint NOT NULL,
+        to_seq   bigint NOT NULL,
+        count    integer NOT NULL,
+        body     text NOT NULL,
+        PRIMARY KEY (tid, ns, field, from_seq)
+      );
+      -- A schema under row-level security (enableRowLevelSecurity) gets the new table's
+      -- policy now, as that function gives every table a thread owns.
+      DO $do$ BEGIN
+        IF (SELECT relrowsecurity FROM pg_class WHERE oid = '${s}.cairn_threads'::regclass) THEN
+          CREATE POLICY cairn_tenant_isolation ON ${s}.cairn_item_packs AS PERMISSIVE FOR ALL TO PUBLIC
+            USING (tenant = nullif(current_setting('cairn.tenant', true), ''))
+            WITH CHECK (tenant = nullif(current_setting('cairn.tenant', true), '') AND EXISTS (SELECT 1 FROM ${s}.cairn_threads t WHERE t.tid = cairn_item_packs.tid));
+          ALTER TABLE ${s}.cairn_item_packs ENABLE ROW LEVEL SECURITY;
+          ALTER TABLE ${s}.cairn_item_packs FORCE ROW LEVEL SECURITY;
+        END IF;
+      END $do$;
+    `,
+  },
 ];
 
 /** First key of cairn's advisory locks (the second is the schema name's hash): "cairn" in ASCII. */

@@ -16,6 +16,7 @@ import type {
   CompactionRequest,
   CompactionResult,
   HeadAnchor,
+  ItemPack,
   LeaseHolderQuery,
   PendingWrite,
   PositionItem,
@@ -66,7 +67,7 @@ const FEW_SINCE = 50_000;
  */
 export class PostgresCheckpointer extends BaseCheckpointer {
   readonly engine = 'postgres';
-  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true, leaseHolders: true, itemPacks: false };
+  readonly capabilities: CheckpointerCapabilities = { claims: true, wakeUps: true, leaseExpiry: true, leaseHolders: true, itemPacks: true };
   private readonly sql: ReturnType<typeof statements>;
   /**
    * The root status and the second of updatedAt each lease last left its thread row
@@ -360,6 +361,7 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     if (sent === 'lease') return { reason: 'lease' };
     if (sent === 'landed' || (sent === 'status' && (await this.sendCommit(lease, commit, 'full')) === 'landed')) {
       if (position.ns === '') this.rootRow.set(lease, { status: commit.status, second: Math.max(second, known?.second ?? second) });
+      if (commit.packs?.length) await this.storePacks(lease, commit);
       return undefined;
     }
     // Nothing was written. Only now, a second cheap query says why.
@@ -370,6 +372,32 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       position.ns,
     ]);
     return state?.held ? { reason: 'head', head: num(state.head) } : { reason: 'lease' };
+  }
+
+  /**
+   * A landed commit's packs, in a statement of their own, fenced as a commit is (a lease
+   * taken over since, by a takeover or an erasure, writes none). Not in the commit's
+   * statement, which stays one round trip for the steps that carry none: a pack is a
+   * copy of rows already committed, so one lost to a crash or a failed statement costs
+   * only the speed of the loads that would have read it, and its error is not the step's.
+   */
+  private async storePacks(lease: ThreadLease, commit: StepCommit): Promise<void> {
+    const packs = commit.packs!;
+    try {
+      await this.conn.query('commitStep (packs)', this.sql.insertPacks, [
+        lease.threadId,
+        lease.runId,
+        lease.epoch,
+        commit.position.ns,
+        commit.position.seq,
+        packs.map((p) => p.field),
+        packs.map((p) => p.fromSeq),
+        packs.map((p) => p.count),
+        packs.map((p) => p.text),
+      ]);
+    } catch {
+      // See above: the rows are the record.
+    }
   }
 
   /**
@@ -503,7 +531,7 @@ export class PostgresCheckpointer extends BaseCheckpointer {
 
   protected override async compact(lease: ThreadLease, request: CompactionRequest): Promise<CompactionResult | CompactionRefusal> {
     const { ns, base } = request;
-    const { heads: H, positions: P, items: I, snapshots: S, pending: W, ledger: L, threads: T } = this.conn.tables;
+    const { heads: H, positions: P, items: I, packs: IP, snapshots: S, pending: W, ledger: L, threads: T } = this.conn.tables;
     // The thread row locked first (FOR UPDATE): a commit's fence takes it FOR SHARE, so
     // none lands between the checks and the deletes, and a takeover waits for the end.
     return this.conn.transaction('compactThread', async (query) => {
@@ -519,6 +547,8 @@ export class PostgresCheckpointer extends BaseCheckpointer {
       const [counts] = (await query(
         `WITH p AS (DELETE FROM ${P} WHERE tid = $1::bigint AND ((ns = $2::text AND ${goes('seq')}) OR ns = ANY($5::text[])) RETURNING 1),
           i AS (DELETE FROM ${I} WHERE tid = $1::bigint AND ((ns = $2::text AND ${goes('seq')}) OR ns = ANY($5::text[])) RETURNING 1),
+          -- A pack goes with any position it spans.
+          ip AS (DELETE FROM ${IP} WHERE tid = $1::bigint AND ((ns = $2::text AND (from_seq < $3::bigint OR EXISTS (SELECT 1 FROM unnest($4::bigint[]) d(seq) WHERE d.seq BETWEEN from_seq AND to_seq))) OR ns = ANY($5::text[]))),
           s AS (DELETE FROM ${S} WHERE tid = $1::bigint AND ((ns = $2::text AND ${goes('seq')}) OR ns = ANY($5::text[])) RETURNING 1),
           w AS (DELETE FROM ${W} WHERE tid = $1::bigint AND ((ns = $2::text AND ${goes('base_seq')}) OR ns = ANY($5::text[])) RETURNING 1),
           l AS (DELETE FROM ${L} WHERE $6::boolean AND tid = $1::bigint AND ((ns = $2::text AND ${goes('seq')}) OR ns = ANY($5::text[])) RETURNING 1),
@@ -584,6 +614,20 @@ export class PostgresCheckpointer extends BaseCheckpointer {
     return rows.map((row) => row.body);
   }
 
+  protected override async readItemPacks(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<ItemPack[]> {
+    const inside = ranges.map((_, i) => `(from_seq >= $${4 + 2 * i}::bigint AND to_seq <= $${5 + 2 * i}::bigint)`).join(' OR ');
+    const text = `SELECT field, from_seq, to_seq, count, body FROM ${this.conn.tables.packs}
+      WHERE tid = (SELECT tid FROM ${this.conn.tables.threads} WHERE id = $1::text) AND ns = $2::text AND field = $3::text AND (${inside})
+      ORDER BY from_seq`;
+    const rows = await this.conn.query<{ field: string; from_seq: string; to_seq: string; count: number; body: string }>(
+      'getItemPacks',
+      text,
+      [threadId, ns, field, ...ranges.flatMap((r) => [r.from, r.to])],
+      false,
+    );
+    return rows.map((row) => ({ field: row.field, fromSeq: Number(row.from_seq), toSeq: Number(row.to_seq), count: Number(row.count), text: row.body }));
+  }
+
   protected async readPositionItems(threadId: string, ns: string, seq: number, fields: readonly string[]): Promise<PositionItem[]> {
     const rows = await this.conn.query<{ field: string; idx: number; body: string }>('getPositionItems', this.sql.positionItems, [threadId, ns, seq, [...fields]]);
     const byField = new Map<string, PositionItem[]>();
@@ -610,7 +654,7 @@ interface LeanShape {
 
 /** Every fixed statement of the checkpointer, qualified with the connection's schema. */
 function statements(conn: PostgresConnection) {
-  const { threads: T, heads: H, positions: P, items: I, snapshots: S, pending: W, failures: F, ledger: L, store: ST, signals: SG } = conn.tables;
+  const { threads: T, heads: H, positions: P, items: I, packs: IP, snapshots: S, pending: W, failures: F, ledger: L, store: ST, signals: SG } = conn.tables;
   const schema = quoteIdent(conn.schema);
   const tidOf = `(SELECT tid FROM ${T} WHERE id = $1::text)`;
   const threadColumns = `t.tid, t.id, t.kind, t.status, t.attempts, t.tenant, t.metadata, t.last_error, t.wake_at, t.run_id, t.owner_pid,
@@ -727,6 +771,14 @@ function statements(conn: PostgresConnection) {
     /** The schema's text → jsonb function (see migration 2). */
     json: `${schema}.cairn_json`,
 
+    // With the thread's tenant, as every row a thread owns (row-level security, migration 9).
+    insertPacks: `
+      INSERT INTO ${IP} (tid, tenant, ns, field, from_seq, to_seq, count, body)
+      SELECT t.tid, t.tenant, $4::text, x.field, x.from_seq, $5::bigint, x.count, x.body
+      FROM ${T} t, unnest($6::text[], $7::bigint[], $8::integer[], $9::text[]) AS x(field, from_seq, count, body)
+      WHERE t.${fenced}
+      ON CONFLICT (tid, ns, field, from_seq) DO UPDATE SET to_seq = excluded.to_seq, count = excluded.count, body = excluded.body`,
+
     lockForDelete: `SELECT tid, tenant, status, run_id, owner_pid, owner_host, lease_until, epoch, ${dbNow} AS db_now FROM ${T} WHERE id = $1::text FOR UPDATE`,
 
     // Everything the thread owns, by tid, plus its pins (live or unpinned) and their
@@ -735,6 +787,7 @@ function statements(conn: PostgresConnection) {
       WITH p AS (DELETE FROM ${P} WHERE tid = $1::bigint RETURNING 1),
       heads AS (DELETE FROM ${H} WHERE tid = $1::bigint),
       i AS (DELETE FROM ${I} WHERE tid = $1::bigint RETURNING 1),
+      ip AS (DELETE FROM ${IP} WHERE tid = $1::bigint),
       s AS (DELETE FROM ${S} WHERE tid = $1::bigint RETURNING 1),
       w AS (DELETE FROM ${W} WHERE tid = $1::bigint RETURNING 1),
       f AS (DELETE FROM ${F} WHERE tid = $1::bigint RETURNING 1),

@@ -39,7 +39,7 @@ export const TENANT_POLICY = 'cairn_tenant_isolation';
 const CURRENT_TENANT = `nullif(current_setting('${TENANT_SETTING}', true), '')`;
 
 /** The tables whose rows belong to a thread (by `tid`) and carry its tenant. */
-const THREAD_OWNED = ['cairn_heads', 'cairn_positions', 'cairn_items', 'cairn_snapshots', 'cairn_pending', 'cairn_failures', 'cairn_ledger', 'cairn_signals'] as const;
+const THREAD_OWNED = ['cairn_heads', 'cairn_positions', 'cairn_items', 'cairn_item_packs', 'cairn_snapshots', 'cairn_pending', 'cairn_failures', 'cairn_ledger', 'cairn_signals'] as const;
 
 /** The store's tables: a row's tenant is its namespace's (see the module documentation). */
 const STORE_TABLES = ['cairn_store', 'cairn_store_overwrites'] as const;
