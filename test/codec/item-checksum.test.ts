@@ -51,4 +51,30 @@ describe('ItemChecksum', () => {
     expect(crc32Js(bytes.subarray(5000), crc32Js(bytes.subarray(0, 5000)))).toBe(zlib.crc32(bytes));
     expect(ItemChecksum.of(['"a"']).value()).toMatch(/^crc32:[0-9a-f]{16}$/);
   });
+
+  it('extendBytes over ASCII texts given as their bytes equals extend over the texts: adjacent ones, ones apart, over a thousand lengths', () => {
+    const texts = Array.from({ length: 1_500 }, (_, i) => JSON.stringify({ i, text: 'x'.repeat(i % 97) }));
+    // As a pack holds them: one JSON array, texts between its brackets and commas.
+    const array = Buffer.from(`[${texts.join(',')}]`, 'latin1');
+    const starts: number[] = [];
+    let at = 1;
+    for (const text of texts) {
+      starts.push(at);
+      at += text.length + 1;
+    }
+    const base = ItemChecksum.of(['"before"']);
+    const lengths = texts.map((t) => t.length);
+    expect(base.extendBytes(array, starts, lengths).value()).toBe(base.extend(texts).value());
+    expect(base.extendBytes(array, starts, lengths).count).toBe(1 + texts.length);
+    // Texts that follow one another with nothing between them are checksummed as one run.
+    const joined = Buffer.from(texts.join(''), 'latin1');
+    const adjacent: number[] = [];
+    at = 0;
+    for (const text of texts) {
+      adjacent.push(at);
+      at += text.length;
+    }
+    expect(ItemChecksum.of([]).extendBytes(joined, adjacent, lengths).value()).toBe(ItemChecksum.of(texts).value());
+    expect(base.extendBytes(array, [], []).value()).toBe(base.value());
+  });
 });
