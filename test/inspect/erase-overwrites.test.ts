@@ -10,35 +10,16 @@
  * namespace and key. The erasure purges those rows, so no name of the tenant's store
  * rows stays in the live database (test/inspect/erase-tombstones.test.ts).
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/contracts/engine.js';
-import { encrypted, keyFile, tenantScope } from '../../src/crypto/index.js';
 import { memory } from '../../src/engines/memory/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { eraseTenant } from '../../src/inspect/erase.js';
-import { usePostgresSchema } from '../helpers/postgres.js';
+import { useTenantEngines } from '../helpers/tenant-engines.js';
 
-const pg = usePostgresSchema();
-let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'cairn-erase-ow-'));
-});
-afterEach(() => rm(dir, { recursive: true, force: true }));
-
-const storeScope = (ns: readonly string[]) => (ns[0] === 'tenants' && ns[1] ? tenantScope(ns[1]) : 'store');
-const seal = (engine: Engine) => encrypted(engine, { keys: keyFile(join(dir, 'keys.json')), storeScope });
-
-const ENGINES: [string, () => Promise<Engine>][] = [
-  ['memory', async () => memory()],
-  ['sqlite', async () => sqlite(join(dir, 'cairn.db'))],
-  ['postgres', () => pg.engine()],
-  ['encrypted memory', async () => seal(memory())],
-  ['encrypted sqlite', async () => seal(sqlite(join(dir, 'cairn.db')))],
-  ['encrypted postgres', async () => seal(await pg.engine())],
-];
+const { engines: ENGINES, seal, dir } = useTenantEngines('cairn-erase-ow-');
 
 /** Overwrite records keeping replaced values: a conflicting put in one namespace, a conflicting delete in another. */
 async function overwrite(engine: Engine, tenant: string): Promise<void> {
@@ -73,7 +54,7 @@ describe('eraseTenant deletes the overwrite records of the erased namespaces', (
       expect(kept.map((r) => (r.overwritten?.value as { text: string }).text).sort()).toEqual(['B-gone-canary-2', 'B-second-canary']);
       await engine.close();
       if (name.endsWith('sqlite') && !name.startsWith('encrypted')) {
-        const bytes = Buffer.concat([await readFile(join(dir, 'cairn.db')), await readFile(join(dir, 'cairn.db-wal')).catch(() => Buffer.alloc(0))]);
+        const bytes = Buffer.concat([await readFile(join(dir(), 'cairn.db')), await readFile(join(dir(), 'cairn.db-wal')).catch(() => Buffer.alloc(0))]);
         expect(bytes.includes('A-second-canary')).toBe(false);
         expect(bytes.includes('A-gone-canary-2')).toBe(false);
         expect(bytes.includes('B-second-canary')).toBe(true);
@@ -82,7 +63,7 @@ describe('eraseTenant deletes the overwrite records of the erased namespaces', (
   }
 
   it('without a named prefix, the namespaces storeScope maps to the tenant lose their records too', async () => {
-    const engine = seal(sqlite(join(dir, 'cairn.db')));
+    const engine = seal(sqlite(join(dir(), 'cairn.db')));
     await overwrite(engine, 'A');
     const report = await eraseTenant(engine, { tenant: 'A' });
     expect(report.store).toMatchObject({ items: 1, tombstones: 1, namespaces: [['tenants', 'A', 'gone'], ['tenants', 'A', 'notes']] });

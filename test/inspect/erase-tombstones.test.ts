@@ -7,36 +7,16 @@
  * again starts at version 1, and the other tenant's tombstones stay. On SQLite the file and
  * its WAL hold none of the tenant's names after; on PostgreSQL no row of the table does.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/contracts/engine.js';
-import { encrypted, keyFile, tenantScope } from '../../src/crypto/index.js';
 import { memory } from '../../src/engines/memory/index.js';
-import { sqlite } from '../../src/engines/sqlite/index.js';
 import { NotSupportedError } from '../../src/errors.js';
 import { eraseTenant } from '../../src/inspect/erase.js';
-import { usePostgresSchema } from '../helpers/postgres.js';
+import { useTenantEngines } from '../helpers/tenant-engines.js';
 
-const pg = usePostgresSchema();
-let dir: string;
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'cairn-erase-tomb-'));
-});
-afterEach(() => rm(dir, { recursive: true, force: true }));
-
-const storeScope = (ns: readonly string[]) => (ns[0] === 'tenants' && ns[1] ? tenantScope(ns[1]) : 'store');
-const seal = (engine: Engine) => encrypted(engine, { keys: keyFile(join(dir, 'keys.json')), storeScope });
-
-const ENGINES: [string, () => Promise<Engine>][] = [
-  ['memory', async () => memory()],
-  ['sqlite', async () => sqlite(join(dir, 'cairn.db'))],
-  ['postgres', () => pg.engine()],
-  ['encrypted memory', async () => seal(memory())],
-  ['encrypted sqlite', async () => seal(sqlite(join(dir, 'cairn.db')))],
-  ['encrypted postgres', async () => seal(await pg.engine())],
-];
+const { pg, engines: ENGINES, dir } = useTenantEngines('cairn-erase-tomb-');
 
 /** The names of a tenant's store rows: each one a canary a scan looks for. */
 const names = (tenant: string) => ({
@@ -91,7 +71,7 @@ describe('eraseTenant leaves no name of the tenant\'s store rows in the live dat
       }
       await engine.close();
       if (name.endsWith('sqlite')) {
-        const bytes = Buffer.concat([await readFile(join(dir, 'cairn.db')), await readFile(join(dir, 'cairn.db-wal')).catch(() => Buffer.alloc(0))]).toString('latin1');
+        const bytes = Buffer.concat([await readFile(join(dir(), 'cairn.db')), await readFile(join(dir(), 'cairn.db-wal')).catch(() => Buffer.alloc(0))]).toString('latin1');
         for (const canary of ['A-nsLiveCanary', 'A-nsEmptiedCanary', 'A-keyLiveCanary', 'A-keyDeletedCanary', 'A-keyExpiredCanary', 'A-keyOnlyCanary']) expect(bytes.includes(canary), canary).toBe(false);
         expect(bytes.includes('B-keyDeletedCanary')).toBe(true);
       }
