@@ -320,8 +320,11 @@ export interface CheckpointerCapabilities {
   leaseExpiry: boolean;
   /** {@link Checkpointer.leaseHolders}: workers can watch the processes holding leases on their host, and take over a dead one's threads at once. */
   leaseHolders: boolean;
-  /** {@link Checkpointer.getItemPacks}, and {@link StepCommit.packs} stored: an engine an encrypted one can keep sealed packs in. */
-  itemPacks: boolean;
+  /**
+   * {@link Checkpointer.getItemPacks}, and {@link StepCommit.packs} stored: an engine an
+   * encrypted one can keep sealed packs in. Absent reads as false (engines written before it).
+   */
+  itemPacks?: boolean;
 }
 
 /** The thread log contract. See the module documentation for the rules every method keeps. */

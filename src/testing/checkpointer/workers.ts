@@ -44,7 +44,11 @@ export function workerTests(suite: CheckpointerSuiteContext): void {
     });
 
     it('declares its capabilities as booleans (they decide which worker tests apply)', () => {
-      for (const flag of Object.keys(OPTIONAL) as (keyof CheckpointerCapabilities)[]) expect(typeof cp.capabilities[flag], flag).toBe('boolean');
+      for (const flag of Object.keys(OPTIONAL) as (keyof CheckpointerCapabilities)[]) {
+        // itemPacks came later: an engine written before it leaves it out, which reads as false.
+        if (flag === 'itemPacks' && cp.capabilities[flag] === undefined) continue;
+        expect(typeof cp.capabilities[flag], flag).toBe('boolean');
+      }
     });
 
     it("a declared capability's method exists; an undeclared one's is absent or refuses with NotSupportedError", async () => {
