@@ -55,6 +55,7 @@ import { outcomeAad } from './encrypted-ledger.js';
 import { sealText, type DataKey } from './envelope.js';
 import { endsPackSpan, mergeRanges, openPack, packAad, packText, packTexts, packValues, PackSpans, PACK_SPAN, type BufferedSpan, type OpenedPack } from './item-packs.js';
 import { DECODED_ITEMS, type DecodedItemList } from '../internal/decoded-items.js';
+import { CHECK_PACKS, type PackProblem } from '../internal/pack-checks.js';
 import { ItemChecksum } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
 import { ITEMS_AS_STORED, PACKS_AS_STORED, type ItemsAsStored, type PacksAsStored, type StoredItemPack } from './sealed-bytes.js';
@@ -330,13 +331,22 @@ export class EncryptedCheckpointer implements Checkpointer {
   /**
    * A field's items inside `ranges` decoded, with their checksum, for a load
    * (internal/decoded-items): each pack decoded in one parse of its array, the rows
-   * between packs as texts. Null without packs, or when something does not decode: the
-   * load then reads the texts, and reports what is wrong with them.
+   * between packs as texts; the rows alone when the packs' checksum is not `expected`.
+   * Null without packs, or when something does not decode: the load then reads the
+   * texts, and reports what is wrong with them.
    */
-  async [DECODED_ITEMS](threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<DecodedItemList | null> {
+  async [DECODED_ITEMS](threadId: string, ns: string, field: string, ranges: SeqRange[], expected?: string): Promise<DecodedItemList | null> {
     if (this.checkEveryItem) return null;
     const plan = await this.readPlan(threadId, ns, field, ranges);
     if (!plan) return null;
+    const decoded = await this.decodePlan(threadId, ns, field, plan);
+    if (!decoded || expected === undefined || decoded.checksum.value() === expected) return decoded;
+    // The packs do not hold what the snapshot says (verify names them): the rows are the record.
+    return this.decodePlan(threadId, ns, field, mergeRanges(ranges).map((range) => ({ range })));
+  }
+
+  /** The items `plan` reads, decoded, with their checksum; null when a text does not decode. */
+  private async decodePlan(threadId: string, ns: string, field: string, plan: PlanPart[]): Promise<DecodedItemList | null> {
     const values: unknown[] = [];
     let checksum = ItemChecksum.of([]);
     for (const part of plan) {
@@ -400,6 +410,41 @@ export class EncryptedCheckpointer implements Checkpointer {
   private storedPacks(threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<StoredItemPack[]> {
     const asStored = (this.inner as Partial<PacksAsStored>)[PACKS_AS_STORED];
     return asStored ? asStored.call(this.inner, threadId, ns, field, ranges) : this.inner.getItemPacks!(threadId, ns, field, ranges);
+  }
+
+  /**
+   * The packs of a namespace checked for `verify` (internal/pack-checks): each opened with
+   * its tag and compared with the rows of its span, opened with theirs.
+   */
+  async [CHECK_PACKS](threadId: string, ns: string): Promise<{ checked: number; problems: PackProblem[] }> {
+    const head = this.packs ? await this.inner.getHead(threadId, ns) : null;
+    if (!head) return { checked: 0, problems: [] };
+    const span = { from: head.base?.seq ?? 0, to: head.seq };
+    const rows = new Map<string, { seq: number; text: string }[]>();
+    for (const item of await this.inner.getRangeItems(threadId, ns, span)) {
+      const { text } = await this.openItem(threadId, ns, item.seq, item);
+      const list = rows.get(item.field);
+      if (list) list.push({ seq: item.seq, text });
+      else rows.set(item.field, [{ seq: item.seq, text }]);
+    }
+    const problems: PackProblem[] = [];
+    let checked = 0;
+    for (const [field, list] of rows) {
+      for (const pack of await this.storedPacks(threadId, ns, field, [span])) {
+        checked++;
+        const problem = (message: string) => problems.push({ seq: pack.toSeq, field, message: `the sealed pack of field "${field}" over seqs ${pack.fromSeq}-${pack.toSeq} ${message}` });
+        const opened = await openPack(pack.text, packAad(threadId, ns, field, pack.fromSeq, pack.toSeq, pack.count), pack.count, (id) => this.sealer.keyring.keyById(id));
+        const texts = opened && packTexts(opened);
+        if (!texts) {
+          problem('does not open (changed, moved from another span, or sealed under a key that is gone): loads read its rows instead.');
+          continue;
+        }
+        const expected = list.filter((row) => row.seq >= pack.fromSeq && row.seq <= pack.toSeq).map((row) => row.text);
+        const differs = expected.length !== texts.length || expected.some((text, i) => text !== texts[i]);
+        if (differs) problem(`holds ${texts.length} items that are not the ${expected.length} of its rows: a load that read it would not read what the rows say.`);
+      }
+    }
+    return { checked, problems };
   }
 
   /** The packs this engine keeps are its own (see crypto/item-packs): it offers none. */

@@ -14,6 +14,7 @@
  * base: the base position's hash is the anchor's, and its parent hash is the one its
  * sealed snapshot names. Works on any {@link Checkpointer} and {@link Ledger}.
  */
+import { CHECK_PACKS, type PackChecks } from '../internal/pack-checks.js';
 import { verifyingReads } from '../crypto/scopes.js';
 import type { Checkpointer, CompactionAnchor, HeadAnchor, RangeItem, SeqRange, StoredPosition } from '../contracts/checkpointer.js';
 import type { Engine } from '../contracts/engine.js';
@@ -28,7 +29,7 @@ import { SNAPSHOT_FORMAT, hashPosition, openSnapshot, type CallRef, type Positio
 import { describePosition } from './walk.js';
 
 /** What a problem was found in. */
-export type VerifyProblemKind = 'position' | 'head' | 'snapshot' | 'ledger';
+export type VerifyProblemKind = 'position' | 'head' | 'snapshot' | 'ledger' | 'pack';
 
 /** One thing {@link verifyThread} found wrong: which row, where, and what a read of it would raise. */
 export interface VerifyProblem {
@@ -82,9 +83,22 @@ export async function verifyThread(source: Engine | Checkpointer, threadId: stri
     const chain = await verifyNamespace(cp, threadId, ns, head?.base, entries, report);
     await verifyHead(cp, threadId, ns, head, chain, report.problems);
     await verifySnapshots(cp, threadId, ns, chain, report);
+    await verifyPacks(stored, threadId, ns, report);
   }
   report.ok = report.problems.length === 0;
   return report;
+}
+
+/**
+ * The namespace's item packs, where the checkpointer keeps them (an encrypted engine's):
+ * each opened with its tag and compared with its rows, so that what a load reads from
+ * them is what this report proved of the rows.
+ */
+async function verifyPacks(cp: Checkpointer, threadId: string, ns: string, report: VerifyReport): Promise<void> {
+  const check = (cp as Partial<PackChecks>)[CHECK_PACKS];
+  if (typeof check !== 'function') return;
+  const { problems } = await check.call(cp, threadId, ns);
+  for (const problem of problems) report.problems.push({ ns, seq: problem.seq, kind: 'pack', code: 'ERR_CORRUPT_RECORD', message: problem.message });
 }
 
 /** What one namespace's walk learned: each position's stored hash (those whose body decoded) and the newest seq. */

@@ -16,7 +16,11 @@ export interface DecodedItemList {
   checksum: ItemChecksum;
 }
 
-/** A checkpointer with {@link DECODED_ITEMS}: null when it has nothing better than `getItems`. */
+/**
+ * A checkpointer with {@link DECODED_ITEMS}: null when it has nothing better than
+ * `getItems`. Given the checksum the items should have (`expected`, the snapshot's), a
+ * copy that does not match it is passed over for the rows it copies.
+ */
 export interface DecodedItems {
-  [DECODED_ITEMS](threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<DecodedItemList | null>;
+  [DECODED_ITEMS](threadId: string, ns: string, field: string, ranges: SeqRange[], expected?: string): Promise<DecodedItemList | null>;
 }

@@ -299,7 +299,7 @@ export async function materialize(
     if (snapshot && fromSnapshot) {
       const from = cursor.base !== undefined ? cursor.base + 1 : cursor.since;
       const belowRanges = clipRanges(ranges, from ?? 0, snapshot.seq);
-      const decoded = belowRanges.length ? await decodedItems(cp, threadId, ns, name, belowRanges) : null;
+      const decoded = belowRanges.length ? await decodedItems(cp, threadId, ns, name, belowRanges, fromSnapshot.checksum) : null;
       if (decoded) {
         belowValues = decoded.values;
         checksum = decoded.checksum;
@@ -434,9 +434,9 @@ async function inlineItems(cp: Checkpointer, threadId: string, ns: string, seq: 
  * not decode. A tight loop: a long thread's load is mostly this and the checksum.
  */
 /** The checkpointer's decoded items of `field` inside `ranges`, or null when it hands out texts only. */
-function decodedItems(cp: Checkpointer, threadId: string, ns: string, field: string, ranges: SeqRange[]): Promise<DecodedItemList | null> | null {
+function decodedItems(cp: Checkpointer, threadId: string, ns: string, field: string, ranges: SeqRange[], expected: string | undefined): Promise<DecodedItemList | null> | null {
   const read = (cp as Partial<DecodedItems>)[DECODED_ITEMS];
-  return typeof read === 'function' ? read.call(cp, threadId, ns, field, ranges) : null;
+  return typeof read === 'function' ? read.call(cp, threadId, ns, field, ranges, expected) : null;
 }
 
 function decodeItems(texts: readonly string[], into: unknown[], offset: number, field: string, threadId: string): void {

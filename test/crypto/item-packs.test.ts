@@ -14,7 +14,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Engine } from '../../src/contracts/engine.js';
 import { encrypted, keyFile } from '../../src/crypto/index.js';
-import { PACK_SPAN } from '../../src/crypto/item-packs.js';
+import { PACK_SPAN, packAad, packText } from '../../src/crypto/item-packs.js';
+import { sealText } from '../../src/crypto/envelope.js';
+import { sealedToBytes } from '../../src/crypto/sealed-bytes.js';
+import { threadScope } from '../../src/crypto/scopes.js';
 import { memory } from '../../src/engines/memory/index.js';
 import { sqlite } from '../../src/engines/sqlite/index.js';
 import { END, START, defineState, field, graph } from '../../src/index.js';
@@ -112,7 +115,12 @@ describe('sealed item packs', () => {
     const state = await appOf(again).getState({ thread: 't' });
     expect(state.messages).toEqual(expected(200));
     expect(state.notes).toHaveLength(67);
-    expect((await verifyThread(again, 't')).ok).toBe(true);
+    // verify names both: the rows are whole, the packs are not.
+    const report = await verifyThread(again, 't');
+    expect(report.problems.map((p) => [p.kind, p.seq])).toEqual([
+      ['pack', 63],
+      ['pack', 191],
+    ]);
     await again.close();
   });
 
@@ -166,5 +174,48 @@ describe('sealed item packs', () => {
     await app.erase({ tenant: 'acme' });
     expect((await pg.pool.query(`SELECT count(*)::int AS n FROM "${pg.schema}".cairn_item_packs`)).rows[0].n).toBe(0);
     await engine.close();
+  });
+});
+
+describe('verify and the sealed packs', () => {
+  it('verify opens every pack and compares it with its rows: a damaged one is a problem of kind pack, which loads pass over', async () => {
+    const { engine, file } = sealedSqlite();
+    await appOf(engine).run({ thread: 't', input: { until: 200 } });
+    expect((await verifyThread(engine, 't')).ok).toBe(true);
+    await engine.close();
+    // The first messages pack damaged: one bit of its ciphertext flipped.
+    const db = new Database(file);
+    const packs = db.prepare("SELECT id, body FROM cairn_item_packs WHERE field = 'messages' ORDER BY from_seq").all() as { id: number; body: Buffer }[];
+    const damaged = Buffer.from(packs[0]!.body);
+    damaged[40] = damaged[40]! ^ 0x01;
+    db.prepare('UPDATE cairn_item_packs SET body = ? WHERE id = ?').run(damaged, packs[0]!.id);
+    db.close();
+    const again = sealedSqlite().engine;
+    const report = await verifyThread(again, 't');
+    expect(report.ok).toBe(false);
+    expect(report.problems).toEqual([
+      expect.objectContaining({ kind: 'pack', ns: '', seq: 63, code: 'ERR_CORRUPT_RECORD', message: expect.stringMatching(/the sealed pack of field "messages" over seqs 0-63 does not open/) }),
+    ]);
+    // The load passes it over for its rows.
+    expect((await appOf(again).getState({ thread: 't' })).messages).toEqual(expected(200));
+    await again.close();
+  });
+
+  it('a pack that opens but holds other texts than its rows (sealed with the right key and place) is a problem verify names', async () => {
+    const { engine, file } = sealedSqlite();
+    await appOf(engine).run({ thread: 't', input: { until: 100 } });
+    // Sealed as the engine seals the pack of 0-63, over 63 other texts.
+    const key = await engine.encryption!.keyring.keyForWrite(threadScope(null, 't'));
+    const forged = sealedToBytes(sealText(key, packText(Array.from({ length: 63 }, (_, i) => `"other ${i}"`)), packAad('t', '', 'messages', 0, 63, 63)))!;
+    await engine.close();
+    const db = new Database(file);
+    db.prepare("UPDATE cairn_item_packs SET body = ? WHERE field = 'messages' AND from_seq = 0").run(forged);
+    db.close();
+    const again = sealedSqlite().engine;
+    const report = await verifyThread(again, 't');
+    expect(report.problems).toEqual([expect.objectContaining({ kind: 'pack', seq: 63, message: expect.stringMatching(/holds 63 items that are not the 63 of its rows/) })]);
+    // A load reads it, finds the snapshot's checksum fails, and reads the rows instead.
+    expect((await appOf(again).getState({ thread: 't' })).messages).toEqual(expected(100));
+    await again.close();
   });
 });
