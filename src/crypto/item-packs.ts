@@ -6,20 +6,22 @@
  * sealed rows, which cost more to open one by one than the plaintext load itself.
  *
  * Packs are aligned: seqs 0–63, 64–127…, each written by the commit of its last
- * position (in that commit's transaction), from the span's earlier items read back and
+ * position (in that commit's transaction; on PostgreSQL right after it), from the span's
+ * items: those its lease committed, kept by {@link PackSpans}, the others read back and
  * opened with their tags checked, and the commit's own. A pack holds every item of its
  * field appended by every position of the span, whatever the branch, so it serves any
- * read whose ranges hold the whole span. The item rows stay the record: `verify` and
- * every per-position read use them, a pack goes with any position it spans (deleteThread,
- * compaction), and a pack that does not open (damaged, moved, or under a key that is
- * gone) is passed over for the rows it copies, which a load checks as it always does.
+ * read whose ranges hold the whole span. The item rows stay the record: every
+ * per-position read uses them, `verify` compares each pack with them, a pack goes with
+ * any position it spans (deleteThread, compaction), and a pack that does not open
+ * (damaged, moved, or under a key that is gone) or does not give the snapshot's checksum
+ * is passed over for the rows it copies, which a load checks as it always does.
  *
  * The cost is the items' bytes a second time, sealed, in the database.
  */
+import { isAscii } from 'node:buffer';
 import type { ItemChecksum } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
 import type { SeqRange } from '../contracts/checkpointer.js';
-import { isAscii } from 'node:buffer';
 import { SEALED_PREFIX, isSealed, openPacked, sealedKeyId, type DataKey } from './envelope.js';
 import { sealedBytesHeader, sealedBytesKeyId } from './sealed-bytes.js';
 import { rowAad } from './sealer.js';
