@@ -429,16 +429,16 @@ async function inlineItems(cp: Checkpointer, threadId: string, ns: string, seq: 
   return items;
 }
 
-/**
- * Decodes item texts into `into` from `offset`, naming the item of a text that does
- * not decode. A tight loop: a long thread's load is mostly this and the checksum.
- */
 /** The checkpointer's decoded items of `field` inside `ranges`, or null when it hands out texts only. */
 function decodedItems(cp: Checkpointer, threadId: string, ns: string, field: string, ranges: SeqRange[], expected: string | undefined): Promise<DecodedItemList | null> | null {
   const read = (cp as Partial<DecodedItems>)[DECODED_ITEMS];
   return typeof read === 'function' ? read.call(cp, threadId, ns, field, ranges, expected) : null;
 }
 
+/**
+ * Decodes item texts into `into` from `offset`, naming the item of a text that does
+ * not decode. A tight loop: a long thread's load is mostly this and the checksum.
+ */
 function decodeItems(texts: readonly string[], into: unknown[], offset: number, field: string, threadId: string): void {
   let i = 0;
   try {
