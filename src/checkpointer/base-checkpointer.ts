@@ -161,12 +161,6 @@ const finiteTime = (what: string, value: unknown): number => {
   return value;
 };
 
-/**
- * The effects a commit carries, checked before anything is written: an array of
- * `effect` entries of the lease's thread, with distinct keys, storable strings (no
- * U+0000, no lone surrogate), non-negative integer seqs and call indexes, finite times
- * and a readable `meta`.
- */
 /** True when `pack` lies wholly inside one of `ranges`: the packs `getItemPacks` returns. */
 export function packInRanges(pack: { fromSeq: number; toSeq: number }, ranges: readonly SeqRange[]): boolean {
   return ranges.some((r) => r.from <= pack.fromSeq && pack.toSeq <= r.to);
@@ -190,6 +184,12 @@ function checkPacks(commit: StepCommit): void {
   }
 }
 
+/**
+ * The effects a commit carries, checked before anything is written: an array of
+ * `effect` entries of the lease's thread, with distinct keys, storable strings (no
+ * U+0000, no lone surrogate), non-negative integer seqs and call indexes, finite times
+ * and a readable `meta`.
+ */
 function checkCommittedEffects(threadId: string, effects: readonly CommittedEffect[], engine: string): void {
   if (!Array.isArray(effects)) throw new InvalidOptionError('commitStep: effects must be an array of committed effects.');
   const keys = new Set<string>();

@@ -75,15 +75,10 @@ export function sealText(key: DataKey, plaintext: string, aad: string): string {
   return `${SEALED_PREFIX}${key.id}:${packed.toString('base64')}`;
 }
 
-function unpack(text: string, where: string): { iv: Buffer; body: Buffer; tag: Buffer } {
+/** The `iv ‖ ciphertext ‖ tag` a sealed text's base64 holds (empty when it has none). */
+export function packedOf(text: string): Buffer {
   const start = text.indexOf(':', SEALED_PREFIX.length);
-  const packed = start < 0 ? Buffer.alloc(0) : Buffer.from(text.slice(start + 1), 'base64');
-  if (packed.length < IV_BYTES + TAG_BYTES) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);
-  return {
-    iv: packed.subarray(0, IV_BYTES),
-    body: packed.subarray(IV_BYTES, packed.length - TAG_BYTES),
-    tag: packed.subarray(packed.length - TAG_BYTES),
-  };
+  return start < 0 ? Buffer.alloc(0) : Buffer.from(text.slice(start + 1), 'base64');
 }
 
 /**
@@ -92,23 +87,13 @@ function unpack(text: string, where: string): { iv: Buffer; body: Buffer; tag: B
  * row in the error.
  */
 export function openText(key: DataKey, text: string, aad: string, where: string): string {
-  const { iv, body, tag } = unpack(text, where);
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', key.key, iv);
-    decipher.setAAD(Buffer.from(aad, 'utf8'));
-    decipher.setAuthTag(tag);
-    const head = decipher.update(body);
-    const tail = decipher.final();
-    return tail.length === 0 ? head.toString('utf8') : Buffer.concat([head, tail]).toString('utf8');
-  } catch (err) {
-    throw new DecryptionError(`${where}: the sealed row does not open (changed, moved from another row, or sealed under another key).`, { cause: err });
-  }
+  return openPacked(key, packedOf(text), aad, where).toString('utf8');
 }
 
 /**
  * Opens `iv ‖ ciphertext ‖ tag` (a sealed text's packed bytes, or sealed bytes past
- * their header), checking the tag against `aad`, into the plaintext's bytes: for a
- * large row whose bytes the caller slices itself. DecryptionError as {@link openText}.
+ * their header), checking the tag against `aad`, into the plaintext's bytes (a pack's
+ * caller slices them itself). DecryptionError as {@link openText}.
  */
 export function openPacked(key: DataKey, packed: Uint8Array, aad: string, where: string): Buffer {
   if (packed.length < IV_BYTES + TAG_BYTES) throw new DecryptionError(`${where}: the sealed row is truncated or malformed.`);

@@ -21,8 +21,8 @@
 import { isAscii } from 'node:buffer';
 import type { ItemChecksum } from '../codec/hash.js';
 import { decode } from '../codec/tagged-json.js';
-import type { SeqRange } from '../contracts/checkpointer.js';
-import { SEALED_PREFIX, isSealed, openPacked, sealedKeyId, type DataKey } from './envelope.js';
+import { comparePositionItems, type PositionItem, type SeqRange } from '../contracts/checkpointer.js';
+import { isSealed, openPacked, packedOf, sealedKeyId, type DataKey } from './envelope.js';
 import { sealedBytesHeader, sealedBytesKeyId } from './sealed-bytes.js';
 import { rowAad } from './sealer.js';
 
@@ -65,7 +65,7 @@ export async function openPack(stored: string | Uint8Array, aad: string, count: 
   if (typeof stored === 'string') {
     if (!isSealed(stored)) return null;
     keyId = sealedKeyId(stored);
-    packed = Buffer.from(stored.slice(stored.indexOf(':', SEALED_PREFIX.length) + 1), 'base64');
+    packed = packedOf(stored);
   } else {
     const header = sealedBytesHeader(stored);
     if (header < 0) return null;
@@ -180,13 +180,13 @@ export class PackSpans {
   }
 
   /** After a commit of `seq` under `holder` landed: its items added to the span, or a span started with them. */
-  record(threadId: string, ns: string, holder: string, seq: number, items: readonly { field: string; index: number; text: string }[]): void {
+  record(threadId: string, ns: string, holder: string, seq: number, items: readonly PositionItem[]): void {
     const key = spanKey(threadId, ns);
     let span = this.spans.get(key);
     if (span) this.drop(key);
     if (endsPackSpan(seq)) return;
     if (!span || span.holder !== holder || span.nextSeq !== seq) span = { holder, fromSeq: seq, nextSeq: seq, texts: new Map(), chars: 0 };
-    for (const item of [...items].sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : a.index - b.index))) {
+    for (const item of [...items].sort(comparePositionItems)) {
       const list = span.texts.get(item.field);
       if (list) list.push(item.text);
       else span.texts.set(item.field, [item.text]);

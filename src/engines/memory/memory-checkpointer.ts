@@ -418,7 +418,7 @@ export class MemoryCheckpointer extends BaseCheckpointer {
     }
     // A pack goes with any position it spans.
     const packs = row.packs.get(ns);
-    if (packs) row.packs.set(ns, packs.filter((pack) => pack.fromSeq >= base.seq && ![...dropped].some((seq) => seq >= pack.fromSeq && seq <= pack.toSeq)));
+    if (packs) row.packs.set(ns, packs.filter((pack) => pack.fromSeq >= base.seq && !(request.drop ?? []).some((seq) => seq >= pack.fromSeq && seq <= pack.toSeq)));
     for (const [key, write] of [...row.pending]) {
       if (write.ns === ns && goes(write.baseSeq)) {
         row.pending.delete(key);
